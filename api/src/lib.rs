@@ -1,0 +1,2 @@
+//! Adze API types.
+pub use adze_scheduling::labels;

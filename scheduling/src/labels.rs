@@ -1,0 +1,82 @@
+//! Well-known node label keys. Kubernetes' own keys keep their upstream names; Adze's live under
+//! `adze.sh/` and instance attributes under `aws.adze.sh/`, mirroring Karpenter's layout so a
+//! Karpenter user can translate requirements key for key.
+
+pub const ARCH: &str = "kubernetes.io/arch";
+pub const OS: &str = "kubernetes.io/os";
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub const ZONE: &str = "topology.kubernetes.io/zone";
+pub const REGION: &str = "topology.kubernetes.io/region";
+
+pub const NODEPOOL: &str = "adze.sh/nodepool";
+pub const CAPACITY_TYPE: &str = "adze.sh/capacity-type";
+pub const NODECLAIM: &str = "adze.sh/nodeclaim";
+/// Set on nodes once Adze has seen them register and initialise.
+pub const INITIALIZED: &str = "adze.sh/initialized";
+pub const REGISTERED: &str = "adze.sh/registered";
+/// Pods and nodes carrying this annotation with value "true" are never voluntarily disrupted.
+pub const DO_NOT_DISRUPT: &str = "adze.sh/do-not-disrupt";
+
+pub const INSTANCE_CATEGORY: &str = "aws.adze.sh/instance-category";
+pub const INSTANCE_FAMILY: &str = "aws.adze.sh/instance-family";
+pub const INSTANCE_GENERATION: &str = "aws.adze.sh/instance-generation";
+pub const INSTANCE_SIZE: &str = "aws.adze.sh/instance-size";
+pub const INSTANCE_CPU: &str = "aws.adze.sh/instance-cpu";
+pub const INSTANCE_MEMORY: &str = "aws.adze.sh/instance-memory";
+pub const INSTANCE_GPU_COUNT: &str = "aws.adze.sh/instance-gpu-count";
+pub const INSTANCE_GPU_NAME: &str = "aws.adze.sh/instance-gpu-name";
+pub const INSTANCE_GPU_MANUFACTURER: &str = "aws.adze.sh/instance-gpu-manufacturer";
+pub const INSTANCE_GPU_MEMORY: &str = "aws.adze.sh/instance-gpu-memory";
+pub const INSTANCE_HYPERVISOR: &str = "aws.adze.sh/instance-hypervisor";
+
+pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
+pub const CAPACITY_TYPE_SPOT: &str = "spot";
+
+/// Taints Adze itself places.
+pub const TAINT_DISRUPTED: &str = "adze.sh/disrupted";
+pub const TAINT_INTERRUPTED: &str = "adze.sh/interrupted";
+pub const TAINT_AGENT_NOT_READY: &str = "adze.sh/agent-not-ready";
+
+/// Label keys a NodePool may constrain without defining a value in its template: the instance
+/// type (or the cloud) supplies them. A pod may require any of these even when its NodePool
+/// does not mention them. Custom keys must be defined by the NodePool to be satisfiable.
+pub const WELL_KNOWN: &[&str] = &[
+    ARCH,
+    OS,
+    HOSTNAME,
+    INSTANCE_TYPE,
+    ZONE,
+    REGION,
+    NODEPOOL,
+    CAPACITY_TYPE,
+    INSTANCE_CATEGORY,
+    INSTANCE_FAMILY,
+    INSTANCE_GENERATION,
+    INSTANCE_SIZE,
+    INSTANCE_CPU,
+    INSTANCE_MEMORY,
+    INSTANCE_GPU_COUNT,
+    INSTANCE_GPU_NAME,
+    INSTANCE_GPU_MANUFACTURER,
+    INSTANCE_GPU_MEMORY,
+    INSTANCE_HYPERVISOR,
+];
+
+/// Label domains Adze refuses in a NodePool template: they belong to the kubelet or to Adze.
+pub const RESTRICTED_PREFIXES: &[&str] = &["kubernetes.io/", "k8s.io/", "adze.sh/"];
+
+/// Keys under restricted prefixes that a template may still set.
+pub const ALLOWED_IN_RESTRICTED: &[&str] = &[
+    ARCH,
+    OS,
+    INSTANCE_TYPE,
+    ZONE,
+    REGION,
+    CAPACITY_TYPE,
+    "node-restriction.kubernetes.io/",
+];
+
+pub fn is_well_known(key: &str) -> bool {
+    WELL_KNOWN.contains(&key)
+}

@@ -1,0 +1,2 @@
+pub mod labels;
+pub mod catalog;
