@@ -1,2 +1,33 @@
-pub mod labels;
+//! Adze's scheduling core: plain data in, a placement plan out. No I/O, no clocks, no
+//! clients, and the same input always gives the same plan.
+//!
+//! Read in this order: [`requirements`] (label algebra), [`resources`], [`pod`], [`node`],
+//! [`nodepool`] and [`instance_type`] (the inputs), [`topology`] (spread and affinity),
+//! [`scheduler`] (placement), [`plan`] (the output) and [`lower_bound`].
+
 pub mod catalog;
+pub mod fixtures;
+pub mod instance_type;
+pub mod labels;
+pub mod lower_bound;
+pub mod node;
+pub mod nodepool;
+pub mod overhead;
+pub mod plan;
+pub mod pod;
+pub mod quantity;
+pub mod requirements;
+pub mod resources;
+pub mod scheduler;
+pub mod taints;
+pub mod topology;
+
+pub use instance_type::{InstanceType, Offering};
+pub use node::{BoundPod, ExistingNode};
+pub use nodepool::NodePool;
+pub use plan::Plan;
+pub use pod::Pod;
+pub use requirements::{Operator, Requirement, Requirements};
+pub use resources::Resources;
+pub use scheduler::{Options, Snapshot, schedule};
+pub use taints::{Effect, Taint, Toleration};

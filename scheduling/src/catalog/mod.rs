@@ -1,2 +1,156 @@
-//! Instance-type catalogs: the embedded EC2 facts turned into schedulable instance types.
+//! Instance-type catalogs: the embedded EC2 facts, or a user-supplied list, turned into
+//! schedulable [`InstanceType`]s with capacity, overhead, labels and offerings.
+
 pub mod ec2_data;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::instance_type::{InstanceType, Offering};
+use crate::labels;
+use crate::overhead;
+use crate::resources::{GPU_NVIDIA, Resources};
+
+/// A plain description of one instance type, as an `InstanceCatalog` document gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogEntry {
+    pub name: String,
+    pub cpu_milli: i64,
+    pub memory_bytes: i64,
+    pub pods: i64,
+    pub arch: String,
+    /// `nvidia.com/gpu` count.
+    pub gpus: i64,
+    pub labels: BTreeMap<String, String>,
+    pub offerings: Vec<Offering>,
+}
+
+impl CatalogEntry {
+    /// Capacity is taken as given; overhead follows [`overhead`]'s formulas with a 20 GiB
+    /// root volume, so a user catalog and the embedded one are treated alike.
+    pub fn into_instance_type(self) -> InstanceType {
+        let vcpus = u32::try_from((self.cpu_milli + 999) / 1000).unwrap_or(u32::MAX);
+        let mut capacity = Resources::new(self.cpu_milli, self.memory_bytes)
+            .with_pods(self.pods)
+            .with_ephemeral(overhead::DEFAULT_ROOT_VOLUME);
+        if self.gpus > 0 {
+            capacity.set(GPU_NVIDIA, self.gpus);
+        }
+        let oh = overhead::default_overhead(vcpus, self.pods, overhead::DEFAULT_ROOT_VOLUME);
+        let mut l = BTreeMap::from([
+            (labels::ARCH.to_string(), self.arch.clone()),
+            (labels::OS.to_string(), "linux".to_string()),
+            (labels::INSTANCE_CPU.to_string(), vcpus.to_string()),
+            (
+                labels::INSTANCE_MEMORY.to_string(),
+                (self.memory_bytes >> 20).to_string(),
+            ),
+        ]);
+        if self.gpus > 0 {
+            l.insert(
+                labels::INSTANCE_GPU_COUNT.to_string(),
+                self.gpus.to_string(),
+            );
+        }
+        l.extend(self.labels);
+        InstanceType::new(&self.name, capacity, oh, l, self.offerings)
+    }
+}
+
+/// The embedded catalog: every type in [`ec2_data::TYPES`], offered in each of
+/// [`ec2_data::ZONES`] on demand at its list price and as spot at
+/// [`ec2_data::spot_fraction`] of it.
+pub fn embedded() -> Vec<Arc<InstanceType>> {
+    ec2_data::TYPES
+        .iter()
+        .map(|t| Arc::new(ec2_instance_type(t)))
+        .collect()
+}
+
+pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
+    let max_pods = overhead::eni_max_pods(t.max_enis, t.ipv4_per_eni);
+    let mut capacity = Resources::new(
+        i64::from(t.vcpu) * 1000,
+        overhead::memory_capacity(t.memory_mib),
+    )
+    .with_pods(max_pods)
+    .with_ephemeral(overhead::DEFAULT_ROOT_VOLUME);
+    let mut l = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        l.insert(k.to_string(), v);
+    };
+    put(labels::ARCH, t.arch.to_string());
+    put(labels::OS, "linux".to_string());
+    put(labels::REGION, ec2_data::REGION.to_string());
+    put(labels::INSTANCE_CPU, t.vcpu.to_string());
+    put(labels::INSTANCE_MEMORY, t.memory_mib.to_string());
+    put(
+        labels::INSTANCE_FAMILY,
+        ec2_data::family(t.name).to_string(),
+    );
+    put(labels::INSTANCE_SIZE, ec2_data::size(t.name).to_string());
+    if let Some(p) = ec2_data::family_parts(t.name) {
+        put(labels::INSTANCE_CATEGORY, p.category.to_string());
+        put(labels::INSTANCE_GENERATION, p.generation.to_string());
+    }
+    if !t.hypervisor.is_empty() {
+        put(labels::INSTANCE_HYPERVISOR, t.hypervisor.to_string());
+    }
+    if let Some(g) = t.gpu {
+        capacity.set(GPU_NVIDIA, i64::from(g.count));
+        put(labels::INSTANCE_GPU_COUNT, g.count.to_string());
+        put(labels::INSTANCE_GPU_NAME, g.name.to_string());
+        put(
+            labels::INSTANCE_GPU_MANUFACTURER,
+            g.manufacturer.to_string(),
+        );
+        put(labels::INSTANCE_GPU_MEMORY, g.memory_mib.to_string());
+    }
+    let spot = t.on_demand_usd * ec2_data::spot_fraction(t.name);
+    let offerings = ec2_data::ZONES
+        .iter()
+        .flat_map(|z| {
+            [
+                Offering {
+                    zone: z.to_string(),
+                    capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
+                    price: t.on_demand_usd,
+                    available: true,
+                },
+                Offering {
+                    zone: z.to_string(),
+                    capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
+                    price: (spot * 10_000.0).round() / 10_000.0,
+                    available: true,
+                },
+            ]
+        })
+        .collect();
+    let oh = overhead::default_overhead(t.vcpu, max_pods, overhead::DEFAULT_ROOT_VOLUME);
+    InstanceType::new(t.name, capacity, oh, l, offerings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_has_labelled_types_with_offerings() {
+        let cat = embedded();
+        assert!(cat.len() >= 200);
+        let m5 = cat.iter().find(|t| t.name == "m5.large").unwrap();
+        assert_eq!(m5.label(labels::ARCH), Some("amd64"));
+        assert_eq!(m5.label(labels::INSTANCE_FAMILY), Some("m5"));
+        assert_eq!(m5.label(labels::INSTANCE_CATEGORY), Some("m"));
+        assert_eq!(m5.capacity.pods, 29);
+        assert_eq!(m5.allocatable().cpu, 2000 - 70);
+        let spot = m5
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == "spot")
+            .unwrap();
+        assert!(spot.price < 0.096 && spot.price > 0.0);
+        let g = cat.iter().find(|t| t.name == "g5.xlarge").unwrap();
+        assert_eq!(g.capacity.get(GPU_NVIDIA), 1);
+    }
+}

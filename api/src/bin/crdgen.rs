@@ -1,0 +1,56 @@
+//! Prints Adze's CRDs, or writes one file per CRD.
+//!
+//! Usage: `crdgen [--out DIR] [--without-cel]`
+//!   --out DIR      write DIR/<group>_<plural>.yaml instead of printing one YAML stream
+//!   --without-cel  drop x-kubernetes-validations, for clusters older than Kubernetes 1.25
+
+use std::{path::PathBuf, process::ExitCode};
+
+use adze_api::crds;
+
+const USAGE: &str = "usage: crdgen [--out DIR] [--without-cel]";
+
+fn main() -> ExitCode {
+    let mut out: Option<PathBuf> = None;
+    let mut without_cel = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => match args.next() {
+                Some(dir) => out = Some(dir.into()),
+                None => return fail("--out needs a directory"),
+            },
+            "--without-cel" => without_cel = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            other => return fail(&format!("unexpected argument {other:?}")),
+        }
+    }
+
+    let mut all = crds::all();
+    if without_cel {
+        all = all.iter().map(crds::without_cel).collect();
+    }
+    let Some(dir) = out else {
+        print!("{}", crds::to_multi_doc_yaml(&all));
+        return ExitCode::SUCCESS;
+    };
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        return fail(&format!("cannot create {}: {err}", dir.display()));
+    }
+    for crd in &all {
+        let path = dir.join(crds::file_name(crd));
+        if let Err(err) = std::fs::write(&path, crds::to_yaml(crd)) {
+            return fail(&format!("cannot write {}: {err}", path.display()));
+        }
+        eprintln!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("crdgen: {message}\n{USAGE}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,489 @@
+//! EC2NodeClass: how to launch a node on AWS (network, image, IAM, disks, kubelet settings).
+//!
+//! Field names follow Karpenter's `karpenter.k8s.aws/v1` EC2NodeClass. Selector terms are ORed;
+//! within a term, fields are ANDed. Status holds what the selectors resolved to, so launches do
+//! not query AWS for them each time.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema, core::Rule};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{duration::GoDuration, patterns, requirement::Requirement};
+
+/// Tag keys Adze writes on instances to track ownership; a user value would break cleanup.
+pub const RESERVED_TAG_KEYS: &[&str] = &[
+    crate::labels::NODEPOOL,
+    crate::labels::NODECLAIM,
+    EC2NODECLASS_TAG,
+    "eks:eks-cluster-name",
+];
+/// Tag key prefix EKS and the cloud controller use to mark cluster membership.
+pub const RESERVED_TAG_PREFIX: &str = "kubernetes.io/cluster/";
+/// Tag naming the EC2NodeClass an instance was launched from.
+pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
+
+/// AWS launch settings shared by NodePools that reference this class.
+// Each printcolumn repeats `type_`/`priority`; clippy mistakes those for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "aws.adze.sh",
+    version = "v1",
+    kind = "EC2NodeClass",
+    plural = "ec2nodeclasses",
+    status = "EC2NodeClassStatus",
+    category = "adze",
+    shortname = "ec2nc",
+    shortname = "ec2ncs",
+    derive = "PartialEq",
+    doc = "EC2NodeClass says how Adze launches nodes on AWS: subnets, security groups, image, IAM and disks.",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Role",
+        type_ = "string",
+        json_path = ".spec.role",
+        priority = 1
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.role) != has(self.instanceProfile)").message("must specify exactly one of role or instanceProfile"))]
+#[x_kube(validation = Rule::new("has(self.role) == has(oldSelf.role)").message("switching between role and instanceProfile is not supported; delete and recreate the EC2NodeClass"))]
+#[x_kube(validation = Rule::new("has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))").message("amiFamily is required unless an amiSelectorTerm sets alias"))]
+#[x_kube(validation = Rule::new("!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || (self.amiFamily == 'AL2023' && t.alias.startsWith('al2023@')) || (self.amiFamily == 'Bottlerocket' && t.alias.startsWith('bottlerocket@')))").message("amiFamily must match the family of the amiSelectorTerms alias"))]
+pub struct EC2NodeClassSpec {
+    /// Subnets to launch into; their zones become the zones the pool can offer.
+    #[schemars(length(min = 1, max = 30))]
+    pub subnet_selector_terms: Vec<SubnetSelectorTerm>,
+    #[schemars(length(min = 1, max = 30))]
+    pub security_group_selector_terms: Vec<SecurityGroupSelectorTerm>,
+    /// Images to boot; an `alias` term picks the latest (or a pinned) official image of a family.
+    #[schemars(length(min = 1, max = 30))]
+    #[x_kube(validation = Rule::new("!self.exists(t, has(t.alias)) || size(self) == 1").message("an amiSelectorTerm with alias must be the only term"))]
+    pub ami_selector_terms: Vec<AmiSelectorTerm>,
+    /// Which bootstrap format userData uses; implied by an alias term when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ami_family: Option<AmiFamily>,
+    /// IAM role for the nodes; Adze creates and manages the instance profile for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub role: Option<String>,
+    /// An existing instance profile to use instead of `role`, for accounts where Adze may not
+    /// create IAM resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub instance_profile: Option<String>,
+    /// Extra user data, merged with what the AMI family needs to join the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    #[x_kube(validation = Rule::new("self.filter(m, has(m.rootVolume) && m.rootVolume).size() <= 1").message("at most one blockDeviceMapping may be the rootVolume"))]
+    pub block_device_mappings: Vec<BlockDeviceMapping>,
+    /// Instance metadata service settings. The defaults require IMDSv2 with a hop limit of 1,
+    /// so pods cannot borrow the node's IAM credentials.
+    #[serde(default)]
+    pub metadata_options: MetadataOptions,
+    /// Tags for instances, volumes and launch templates, on top of the ones Adze adds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::aws_tags")]
+    #[x_kube(validation = Rule::new(format!("self.all(k, !k.startsWith('{RESERVED_TAG_PREFIX}') && !(k in ['{}']))", RESERVED_TAG_KEYS.join("', '"))).message("tag keys used by Adze and EKS to track ownership are restricted"))]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet: Option<KubeletConfiguration>,
+    /// Give instances a public IP; unset follows the subnet's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "associatePublicIPAddress")]
+    pub associate_public_ip_address: Option<bool>,
+    /// One-minute CloudWatch metrics for the instances (costs extra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detailed_monitoring: Option<bool>,
+}
+
+/// Selects subnets by tags or by ID.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("has(self.tags) || has(self.id)").message("a subnetSelectorTerm needs tags or id"))]
+#[x_kube(validation = Rule::new("!(has(self.id) && has(self.tags))").message("id cannot be combined with tags in a subnetSelectorTerm"))]
+pub struct SubnetSelectorTerm {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::selector_tags")]
+    #[x_kube(validation = selector_tags_rule())]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::SUBNET_ID))]
+    pub id: Option<String>,
+}
+
+/// Selects security groups by tags, ID or name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("has(self.tags) || has(self.id) || has(self.name)").message("a securityGroupSelectorTerm needs tags, id or name"))]
+#[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.name))").message("id cannot be combined with other fields in a securityGroupSelectorTerm"))]
+#[x_kube(validation = Rule::new("!has(self.name) || !(has(self.tags) || has(self.id))").message("name cannot be combined with other fields in a securityGroupSelectorTerm"))]
+pub struct SecurityGroupSelectorTerm {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::selector_tags")]
+    #[x_kube(validation = selector_tags_rule())]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::SECURITY_GROUP_ID))]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub name: Option<String>,
+}
+
+/// Selects AMIs. `alias` (e.g. "al2023@latest") stands alone; `id` and `ssmParameter` each name
+/// one image and stand alone within their term; `name`, `tags` and `owner` filter together.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.alias) || has(self.tags) || has(self.id) || has(self.name) || has(self.ssmParameter)").message("an amiSelectorTerm needs alias, tags, id, name or ssmParameter"))]
+#[x_kube(validation = Rule::new("!has(self.alias) || !(has(self.tags) || has(self.id) || has(self.name) || has(self.owner) || has(self.ssmParameter))").message("alias cannot be combined with other fields in an amiSelectorTerm"))]
+#[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.name) || has(self.owner) || has(self.ssmParameter))").message("id cannot be combined with other fields in an amiSelectorTerm"))]
+#[x_kube(validation = Rule::new("!has(self.ssmParameter) || !(has(self.tags) || has(self.name) || has(self.owner))").message("ssmParameter cannot be combined with other fields in an amiSelectorTerm"))]
+pub struct AmiSelectorTerm {
+    /// `family@version`; family is al2023 or bottlerocket, version "latest" or a release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), pattern(patterns::AMI_ALIAS))]
+    #[x_kube(validation = alias_family_rule())]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::selector_tags")]
+    #[x_kube(validation = selector_tags_rule())]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::AMI_ID))]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub name: Option<String>,
+    /// Account ID or alias ("self", "amazon") owning the image; narrows name/tags matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub owner: Option<String>,
+    /// SSM parameter whose value is an AMI ID, for images published that way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 2048))]
+    pub ssm_parameter: Option<String>,
+}
+
+fn alias_family_rule() -> Rule {
+    let tests: Vec<String> = AmiFamily::ALIAS_FAMILIES
+        .iter()
+        .map(|family| format!("self.startsWith('{family}@')"))
+        .collect();
+    Rule::new(tests.join(" || ")).message(
+        format!(
+            "alias family must be one of {}",
+            AmiFamily::ALIAS_FAMILIES.join(", ")
+        )
+        .as_str(),
+    )
+}
+
+fn selector_tags_rule() -> Rule {
+    Rule::new("self.all(k, k != '' && self[k] != '')")
+        .message("empty tag keys or values aren't supported")
+}
+
+/// The bootstrap format of the node image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum AmiFamily {
+    AL2023,
+    Bottlerocket,
+    /// Bring your own image and complete userData; Adze adds nothing.
+    Custom,
+}
+
+impl AmiFamily {
+    /// Families an `alias` may name, in alias spelling.
+    pub const ALIAS_FAMILIES: &'static [&'static str] = &["al2023", "bottlerocket"];
+
+    /// The family an alias such as "al2023@latest" names.
+    pub fn from_alias(alias: &str) -> Option<Self> {
+        match alias.split_once('@')?.0 {
+            "al2023" => Some(Self::AL2023),
+            "bottlerocket" => Some(Self::Bottlerocket),
+            _ => None,
+        }
+    }
+}
+
+impl EC2NodeClassSpec {
+    /// `amiFamily`, or the family implied by an alias term when it is unset.
+    pub fn effective_ami_family(&self) -> Option<AmiFamily> {
+        self.ami_family.or_else(|| {
+            self.ami_selector_terms
+                .iter()
+                .find_map(|term| term.alias.as_deref().and_then(AmiFamily::from_alias))
+        })
+    }
+}
+
+/// One EBS (or instance-store) device attached at launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDeviceMapping {
+    /// e.g. "/dev/xvda".
+    #[schemars(length(min = 1, max = 64))]
+    pub device_name: String,
+    /// Marks the device holding the OS and container images; node ephemeral-storage is sized
+    /// from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub root_volume: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebs: Option<BlockDevice>,
+}
+
+/// EBS volume settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.volumeSize) || has(self.snapshotID)").message("ebs needs volumeSize or snapshotID"))]
+#[x_kube(validation = Rule::new("!has(self.iops) || (has(self.volumeType) && self.volumeType in ['io1', 'io2', 'gp3'])").message("iops needs volumeType io1, io2 or gp3"))]
+#[x_kube(validation = Rule::new("!has(self.throughput) || (has(self.volumeType) && self.volumeType == 'gp3')").message("throughput needs volumeType gp3"))]
+pub struct BlockDevice {
+    /// Size such as "20Gi" or "1Ti".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::VOLUME_SIZE))]
+    pub volume_size: Option<String>,
+    /// Unset uses the EBS default for the region (gp2 or gp3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::drop_null_from_enum)]
+    pub volume_type: Option<VolumeType>,
+    /// Provisioned IOPS (io1, io2, gp3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 256000))]
+    pub iops: Option<i64>,
+    /// Provisioned throughput in MiB/s (gp3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 125, max = 2000))]
+    pub throughput: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    #[serde(rename = "kmsKeyID", default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_on_termination: Option<bool>,
+    #[serde(
+        rename = "snapshotID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub snapshot_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VolumeType {
+    Standard,
+    Io1,
+    Io2,
+    Gp2,
+    Sc1,
+    St1,
+    Gp3,
+}
+
+impl BlockDevice {
+    /// The volume size in bytes, if set ("20Gi" → 20 GiB, "100G" → 100 GB).
+    pub fn volume_size_bytes(&self) -> Option<u64> {
+        let size = self.volume_size.as_deref()?;
+        let digits = size.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let number: u64 = digits.parse().ok()?;
+        let scale: u64 = match &size[digits.len()..] {
+            "Gi" => 1 << 30,
+            "Ti" => 1 << 40,
+            "G" => 1_000_000_000,
+            "T" => 1_000_000_000_000,
+            _ => return None,
+        };
+        number.checked_mul(scale)
+    }
+}
+
+/// Instance metadata service (IMDS) options.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataOptions {
+    #[serde(default = "enabled")]
+    pub http_endpoint: Toggle,
+    #[serde(rename = "httpProtocolIPv6", default = "disabled")]
+    pub http_protocol_ipv6: Toggle,
+    /// 1 keeps IMDS unreachable from pods in their own network namespace.
+    #[serde(default = "default_hop_limit")]
+    #[schemars(range(min = 1, max = 64))]
+    pub http_put_response_hop_limit: i64,
+    #[serde(default)]
+    pub http_tokens: HttpTokens,
+}
+
+impl Default for MetadataOptions {
+    fn default() -> Self {
+        Self {
+            http_endpoint: Toggle::Enabled,
+            http_protocol_ipv6: Toggle::Disabled,
+            http_put_response_hop_limit: default_hop_limit(),
+            http_tokens: HttpTokens::Required,
+        }
+    }
+}
+
+fn enabled() -> Toggle {
+    Toggle::Enabled
+}
+
+fn disabled() -> Toggle {
+    Toggle::Disabled
+}
+
+fn default_hop_limit() -> i64 {
+    1
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Toggle {
+    Enabled,
+    Disabled,
+}
+
+/// "required" means IMDSv2 only (session tokens); "optional" also allows IMDSv1.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpTokens {
+    #[default]
+    Required,
+    Optional,
+}
+
+/// Resource names kubelet reservations accept.
+pub const RESERVED_RESOURCES: &[&str] = &["cpu", "memory", "ephemeral-storage", "pid"];
+/// Signals kubelet evictions accept.
+pub const EVICTION_SIGNALS: &[&str] = &[
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+];
+
+/// Kubelet settings Adze writes into the node's bootstrap configuration. They also change the
+/// node's allocatable resources, so the scheduler reads them too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))").message("every evictionSoft signal needs an evictionSoftGracePeriod"))]
+#[x_kube(validation = Rule::new("!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))").message("every evictionSoftGracePeriod signal needs an evictionSoft threshold"))]
+pub struct KubeletConfiguration {
+    /// Upper bound on pods per node; otherwise derived from the instance's ENI limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_pods: Option<i32>,
+    /// Pods per vCPU; the lower of this and maxPods wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub pods_per_core: Option<i32>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::reserved_map")]
+    #[x_kube(validation = reserved_keys_rule("systemReserved"))]
+    pub system_reserved: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::reserved_map")]
+    #[x_kube(validation = reserved_keys_rule("kubeReserved"))]
+    pub kube_reserved: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::eviction_map")]
+    #[x_kube(validation = eviction_keys_rule("evictionHard"))]
+    pub eviction_hard: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::eviction_map")]
+    #[x_kube(validation = eviction_keys_rule("evictionSoft"))]
+    pub eviction_soft: BTreeMap<String, String>,
+    /// How long each soft threshold must hold before pods are evicted; the kubelet refuses to
+    /// start without one per evictionSoft signal.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::grace_period_map")]
+    #[x_kube(validation = eviction_keys_rule("evictionSoftGracePeriod"))]
+    pub eviction_soft_grace_period: BTreeMap<String, GoDuration>,
+    /// DNS server IPs for pods, when the cluster's DNS service is not the default.
+    #[serde(rename = "clusterDNS", default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 3))]
+    pub cluster_dns: Vec<String>,
+}
+
+fn reserved_keys_rule(field: &str) -> Rule {
+    Rule::new(format!(
+        "self.all(k, k in ['{}'])",
+        RESERVED_RESOURCES.join("', '")
+    ))
+    .message(
+        format!(
+            "valid keys for {field} are {}",
+            RESERVED_RESOURCES.join(", ")
+        )
+        .as_str(),
+    )
+}
+
+fn eviction_keys_rule(field: &str) -> Rule {
+    Rule::new(format!(
+        "self.all(k, k in ['{}'])",
+        EVICTION_SIGNALS.join("', '")
+    ))
+    .message(format!("valid keys for {field} are {}", EVICTION_SIGNALS.join(", ")).as_str())
+}
+
+/// What the EC2NodeClass controller resolved the selectors to.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EC2NodeClassStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subnets: Vec<Subnet>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_groups: Vec<SecurityGroup>,
+    /// Resolved images, each with the requirements (e.g. architecture) an instance must meet to
+    /// boot it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amis: Vec<Ami>,
+    /// The instance profile Adze created for `role`, or the one named in the spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Subnet {
+    pub id: String,
+    pub zone: String,
+    /// The zone ID (e.g. "usw2-az1"), stable across accounts unlike the zone name.
+    #[serde(rename = "zoneID", default, skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecurityGroup {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Ami {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub requirements: Vec<Requirement>,
+}

@@ -1,0 +1,829 @@
+//! Rust-side validation of NodePools, NodeClaims and EC2NodeClasses.
+//!
+//! It mirrors the CRD schemas and their CEL rules, built from the same constants, because Adze
+//! must refuse a bad object even when the apiserver did not: clusters older than 1.25 do not run
+//! CEL, and `adze-provisioner simulate` reads YAML that never met an apiserver. Every problem is
+//! reported at once, each with its field path, so one run shows the user everything to fix.
+
+use std::{collections::BTreeMap, fmt};
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::{
+    EC2NodeClass, NodeClaim, NodePool,
+    ec2nodeclass::{
+        AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping, EC2NodeClassSpec,
+        EVICTION_SIGNALS, KubeletConfiguration, RESERVED_RESOURCES, RESERVED_TAG_KEYS,
+        RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm, SubnetSelectorTerm, VolumeType,
+    },
+    label_keys, labels,
+    node_class_ref::NodeClassRef,
+    nodeclaim::NodeClaimSpec,
+    nodepool::{Budget, Disruption, NodePoolSpec, TemplateMetadata},
+    patterns,
+    requirement::{Operator, Requirement},
+    taint::Taint,
+};
+
+/// One problem with one field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Where, in the object's own field names: `spec.template.spec.requirements[2].values`.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Everything wrong with one object.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ValidationError {
+    /// "NodePool", "NodeClaim" or "EC2NodeClass".
+    pub kind: &'static str,
+    pub name: String,
+    /// Never empty.
+    pub errors: Vec<FieldError>,
+}
+
+impl ValidationError {
+    /// Whether some problem is reported at exactly `path`.
+    pub fn has_error_at(&self, path: &str) -> bool {
+        self.errors.iter().any(|error| error.path == path)
+    }
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?} is invalid:", self.kind, self.name)?;
+        for error in &self.errors {
+            write!(f, "\n  - {error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl NodePool {
+    /// Checks the spec against every rule the CRD enforces.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        into_result(
+            "NodePool",
+            self.metadata.name.as_deref(),
+            self.spec.field_errors(),
+        )
+    }
+}
+
+impl NodePoolSpec {
+    /// All problems, with paths starting at `spec`.
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        let mut problems = Problems::default();
+        let spec = Path::new("spec");
+        let template = spec.field("template");
+        template_metadata(
+            &mut problems,
+            &template.field("metadata"),
+            &self.template.metadata,
+        );
+        let tspec = template.field("spec");
+        let t = &self.template.spec;
+        requirements(
+            &mut problems,
+            &tspec.field("requirements"),
+            &t.requirements,
+            &[labels::NODEPOOL],
+        );
+        taints(&mut problems, &tspec.field("taints"), &t.taints);
+        taints(
+            &mut problems,
+            &tspec.field("startupTaints"),
+            &t.startup_taints,
+        );
+        node_class_ref(
+            &mut problems,
+            &tspec.field("nodeClassRef"),
+            &t.node_class_ref,
+        );
+        disruption(&mut problems, &spec.field("disruption"), &self.disruption);
+        quantities(&mut problems, &spec.field("limits"), &self.limits);
+        if let Some(weight) = self.weight
+            && !(1..=100).contains(&weight)
+        {
+            problems.add(
+                &spec.field("weight"),
+                format!("must be between 1 and 100, got {weight}"),
+            );
+        }
+        problems.0
+    }
+}
+
+impl NodeClaim {
+    /// Checks the spec against every rule the CRD enforces on creation.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        into_result(
+            "NodeClaim",
+            self.metadata.name.as_deref(),
+            self.spec.field_errors(),
+        )
+    }
+}
+
+impl NodeClaimSpec {
+    /// All problems, with paths starting at `spec`.
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        let mut problems = Problems::default();
+        let spec = Path::new("spec");
+        requirements(
+            &mut problems,
+            &spec.field("requirements"),
+            &self.requirements,
+            &[],
+        );
+        quantities(
+            &mut problems,
+            &spec.field("resources").field("requests"),
+            &self.resources.requests,
+        );
+        taints(&mut problems, &spec.field("taints"), &self.taints);
+        taints(
+            &mut problems,
+            &spec.field("startupTaints"),
+            &self.startup_taints,
+        );
+        node_class_ref(
+            &mut problems,
+            &spec.field("nodeClassRef"),
+            &self.node_class_ref,
+        );
+        problems.0
+    }
+}
+
+impl EC2NodeClass {
+    /// Checks the spec against every rule the CRD enforces on creation.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        into_result(
+            "EC2NodeClass",
+            self.metadata.name.as_deref(),
+            self.spec.field_errors(),
+        )
+    }
+}
+
+impl EC2NodeClassSpec {
+    /// All problems, with paths starting at `spec`.
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        let mut problems = Problems::default();
+        let spec = Path::new("spec");
+        let p = &mut problems;
+
+        let path = spec.field("subnetSelectorTerms");
+        count_between(p, &path, self.subnet_selector_terms.len(), 1, 30);
+        for (i, term) in self.subnet_selector_terms.iter().enumerate() {
+            subnet_term(p, &path.index(i), term);
+        }
+        let path = spec.field("securityGroupSelectorTerms");
+        count_between(p, &path, self.security_group_selector_terms.len(), 1, 30);
+        for (i, term) in self.security_group_selector_terms.iter().enumerate() {
+            security_group_term(p, &path.index(i), term);
+        }
+        let path = spec.field("amiSelectorTerms");
+        count_between(p, &path, self.ami_selector_terms.len(), 1, 30);
+        for (i, term) in self.ami_selector_terms.iter().enumerate() {
+            ami_term(p, &path.index(i), term);
+        }
+        let alias = self
+            .ami_selector_terms
+            .iter()
+            .find_map(|t| t.alias.as_deref());
+        if alias.is_some() && self.ami_selector_terms.len() > 1 {
+            p.add(&path, "an amiSelectorTerm with alias must be the only term");
+        }
+        match (self.ami_family, alias) {
+            (None, None) => p.add(
+                &spec.field("amiFamily"),
+                "amiFamily is required unless an amiSelectorTerm sets alias",
+            ),
+            (Some(family), Some(alias))
+                if AmiFamily::from_alias(alias).is_some_and(|implied| implied != family) =>
+            {
+                p.add(
+                    &spec.field("amiFamily"),
+                    format!("amiFamily {family:?} does not match the family of alias {alias:?}"),
+                );
+            }
+            _ => {}
+        }
+
+        match (&self.role, &self.instance_profile) {
+            (Some(_), Some(_)) | (None, None) => {
+                p.add(&spec, "must specify exactly one of role or instanceProfile")
+            }
+            _ => {}
+        }
+        if let Some(role) = &self.role {
+            length_between(p, &spec.field("role"), role, 1, 64);
+        }
+        if let Some(profile) = &self.instance_profile {
+            length_between(p, &spec.field("instanceProfile"), profile, 1, 128);
+        }
+
+        let path = spec.field("blockDeviceMappings");
+        count_between(p, &path, self.block_device_mappings.len(), 0, 50);
+        if self
+            .block_device_mappings
+            .iter()
+            .filter(|m| m.root_volume)
+            .count()
+            > 1
+        {
+            p.add(
+                &path,
+                "at most one blockDeviceMapping may be the rootVolume",
+            );
+        }
+        for (i, mapping) in self.block_device_mappings.iter().enumerate() {
+            block_device_mapping(p, &path.index(i), mapping);
+        }
+
+        let hop_limit = self.metadata_options.http_put_response_hop_limit;
+        if !(1..=64).contains(&hop_limit) {
+            p.add(
+                &spec
+                    .field("metadataOptions")
+                    .field("httpPutResponseHopLimit"),
+                format!("must be between 1 and 64, got {hop_limit}"),
+            );
+        }
+
+        let path = spec.field("tags");
+        count_between(p, &path, self.tags.len(), 0, 50);
+        for key in self.tags.keys() {
+            if key.starts_with(RESERVED_TAG_PREFIX) || RESERVED_TAG_KEYS.contains(&key.as_str()) {
+                p.add(
+                    &path.key(key),
+                    "tag keys used by Adze and EKS to track ownership are restricted",
+                );
+            }
+        }
+
+        if let Some(kubelet) = &self.kubelet {
+            kubelet_configuration(p, &spec.field("kubelet"), kubelet);
+        }
+        problems.0
+    }
+}
+
+fn into_result(
+    kind: &'static str,
+    name: Option<&str>,
+    errors: Vec<FieldError>,
+) -> Result<(), ValidationError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationError {
+            kind,
+            name: name.unwrap_or_default().to_string(),
+            errors,
+        })
+    }
+}
+
+/// A field path in Kubernetes' notation: `a.b[2].c[key]`.
+#[derive(Clone, Debug)]
+struct Path(String);
+
+impl Path {
+    fn new(root: &str) -> Self {
+        Self(root.to_string())
+    }
+
+    fn field(&self, name: &str) -> Self {
+        Self(format!("{}.{name}", self.0))
+    }
+
+    fn index(&self, i: usize) -> Self {
+        Self(format!("{}[{i}]", self.0))
+    }
+
+    fn key(&self, key: &str) -> Self {
+        Self(format!("{}[{key}]", self.0))
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<FieldError>);
+
+impl Problems {
+    fn add(&mut self, path: &Path, message: impl Into<String>) {
+        self.0.push(FieldError {
+            path: path.0.clone(),
+            message: message.into(),
+        });
+    }
+}
+
+fn count_between(p: &mut Problems, path: &Path, count: usize, min: usize, max: usize) {
+    let entries = |n: usize| if n == 1 { "entry" } else { "entries" };
+    if count < min {
+        p.add(
+            path,
+            format!("needs at least {min} {}, got {count}", entries(min)),
+        );
+    } else if count > max {
+        p.add(
+            path,
+            format!("may have at most {max} {}, got {count}", entries(max)),
+        );
+    }
+}
+
+fn length_between(p: &mut Problems, path: &Path, value: &str, min: usize, max: usize) {
+    let len = value.chars().count();
+    if len < min {
+        p.add(path, "may not be empty");
+    } else if len > max {
+        p.add(path, format!("may be at most {max} characters, got {len}"));
+    }
+}
+
+const LABEL_VALUE_MESSAGE: &str =
+    "must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric";
+
+fn template_metadata(p: &mut Problems, path: &Path, metadata: &TemplateMetadata) {
+    let labels_path = path.field("labels");
+    count_between(p, &labels_path, metadata.labels.len(), 0, 100);
+    for (key, value) in &metadata.labels {
+        if let Some(problem) = label_keys::template_label_problem(key) {
+            p.add(&labels_path.key(key), problem);
+        }
+        if !patterns::is_label_value(value) {
+            p.add(
+                &labels_path.key(key),
+                format!("value {value:?} {LABEL_VALUE_MESSAGE}"),
+            );
+        }
+    }
+}
+
+fn requirements(
+    p: &mut Problems,
+    path: &Path,
+    requirements: &[Requirement],
+    also_forbidden: &[&str],
+) {
+    count_between(p, path, requirements.len(), 0, 100);
+    for (i, requirement) in requirements.iter().enumerate() {
+        self::requirement(p, &path.index(i), requirement, also_forbidden);
+    }
+}
+
+fn requirement(p: &mut Problems, path: &Path, requirement: &Requirement, also_forbidden: &[&str]) {
+    let Requirement {
+        key,
+        operator,
+        values,
+        min_values,
+    } = requirement;
+    if !patterns::is_qualified_name(key) {
+        p.add(
+            &path.field("key"),
+            format!("{key:?} must be a qualified name: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters"),
+        );
+    } else if let Some(problem) = label_keys::requirement_key_problem(key, also_forbidden) {
+        p.add(&path.field("key"), problem);
+    }
+
+    let values_path = path.field("values");
+    match operator {
+        Operator::In | Operator::NotIn if values.is_empty() => {
+            p.add(
+                &values_path,
+                format!("operator {operator} needs at least one value"),
+            );
+        }
+        Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
+            p.add(
+                &values_path,
+                format!("operator {operator} takes no values, got {values:?}"),
+            );
+        }
+        Operator::Gt | Operator::Lt
+            if values.len() != 1 || !patterns::is_match(patterns::INTEGER_VALUE, &values[0]) =>
+        {
+            p.add(
+                &values_path,
+                format!("operator {operator} needs exactly one integer value, got {values:?}"),
+            );
+        }
+        _ => {}
+    }
+    count_between(p, &values_path, values.len(), 0, 100);
+    for (i, value) in values.iter().enumerate() {
+        if !patterns::is_label_value(value) {
+            p.add(
+                &values_path.index(i),
+                format!("{value:?} {LABEL_VALUE_MESSAGE}"),
+            );
+        }
+    }
+
+    if let Some(min_values) = *min_values {
+        let min_path = path.field("minValues");
+        if !(1..=50).contains(&min_values) {
+            p.add(
+                &min_path,
+                format!("must be between 1 and 50, got {min_values}"),
+            );
+        }
+        if *operator == Operator::In && min_values as usize > values.len() {
+            p.add(
+                &min_path,
+                format!(
+                    "minValues {min_values} exceeds the {} value(s) of this In requirement",
+                    values.len()
+                ),
+            );
+        }
+    }
+}
+
+fn taints(p: &mut Problems, path: &Path, taints: &[Taint]) {
+    count_between(p, path, taints.len(), 0, 100);
+    for (i, taint) in taints.iter().enumerate() {
+        let path = path.index(i);
+        if !patterns::is_qualified_name(&taint.key) {
+            p.add(
+                &path.field("key"),
+                format!("{:?} must be a qualified name, like a label key", taint.key),
+            );
+        }
+        if let Some(value) = &taint.value
+            && !patterns::is_label_value(value)
+        {
+            p.add(
+                &path.field("value"),
+                format!("{value:?} {LABEL_VALUE_MESSAGE}"),
+            );
+        }
+    }
+}
+
+fn node_class_ref(p: &mut Problems, path: &Path, reference: &NodeClassRef) {
+    for (field, value) in [
+        ("group", &reference.group),
+        ("kind", &reference.kind),
+        ("name", &reference.name),
+    ] {
+        if value.is_empty() {
+            p.add(&path.field(field), "may not be empty");
+        }
+    }
+    if reference.group.contains('/') {
+        p.add(
+            &path.field("group"),
+            format!("{:?} is an API group, without a version", reference.group),
+        );
+    }
+}
+
+fn disruption(p: &mut Problems, path: &Path, disruption: &Disruption) {
+    let budgets_path = path.field("budgets");
+    count_between(p, &budgets_path, disruption.budgets.len(), 0, 50);
+    for (i, budget) in disruption.budgets.iter().enumerate() {
+        self::budget(p, &budgets_path.index(i), budget);
+    }
+}
+
+fn budget(p: &mut Problems, path: &Path, budget: &Budget) {
+    if let Err(problem) = budget.parsed_nodes() {
+        p.add(&path.field("nodes"), problem);
+    }
+    if let Some(schedule) = &budget.schedule
+        && !patterns::is_match(patterns::CRON_SCHEDULE, schedule)
+    {
+        p.add(
+            &path.field("schedule"),
+            format!(
+                "{schedule:?} must be a cron schedule of five fields or a macro such as @daily"
+            ),
+        );
+    }
+    match (&budget.schedule, &budget.duration) {
+        (Some(_), None) => p.add(
+            &path.field("duration"),
+            "duration is required when schedule is set",
+        ),
+        (None, Some(_)) => p.add(
+            &path.field("schedule"),
+            "schedule is required when duration is set",
+        ),
+        _ => {}
+    }
+    count_between(p, &path.field("reasons"), budget.reasons.len(), 0, 4);
+}
+
+fn quantities(p: &mut Problems, path: &Path, quantities: &BTreeMap<String, Quantity>) {
+    for (name, quantity) in quantities {
+        if !patterns::is_match(patterns::QUANTITY, &quantity.0) {
+            p.add(
+                &path.key(name),
+                format!(
+                    "{:?} is not a resource quantity such as \"4\", \"500m\" or \"16Gi\"",
+                    quantity.0
+                ),
+            );
+        }
+    }
+}
+
+fn selector_tags(p: &mut Problems, path: &Path, tags: &BTreeMap<String, String>) {
+    count_between(p, path, tags.len(), 0, 20);
+    if tags
+        .iter()
+        .any(|(key, value)| key.is_empty() || value.is_empty())
+    {
+        p.add(path, "empty tag keys or values aren't supported");
+    }
+}
+
+fn id_matches(
+    p: &mut Problems,
+    path: &Path,
+    id: &Option<String>,
+    pattern: &'static str,
+    example: &str,
+) {
+    if let Some(id) = id
+        && !patterns::is_match(pattern, id)
+    {
+        p.add(path, format!("{id:?} is not an ID like {example:?}"));
+    }
+}
+
+fn subnet_term(p: &mut Problems, path: &Path, term: &SubnetSelectorTerm) {
+    selector_tags(p, &path.field("tags"), &term.tags);
+    id_matches(
+        p,
+        &path.field("id"),
+        &term.id,
+        patterns::SUBNET_ID,
+        "subnet-0123abcd",
+    );
+    let (tags, id) = (!term.tags.is_empty(), term.id.is_some());
+    if !tags && !id {
+        p.add(path, "a subnetSelectorTerm needs tags or id");
+    }
+    if tags && id {
+        p.add(
+            path,
+            "id cannot be combined with tags in a subnetSelectorTerm",
+        );
+    }
+}
+
+fn security_group_term(p: &mut Problems, path: &Path, term: &SecurityGroupSelectorTerm) {
+    selector_tags(p, &path.field("tags"), &term.tags);
+    id_matches(
+        p,
+        &path.field("id"),
+        &term.id,
+        patterns::SECURITY_GROUP_ID,
+        "sg-0123abcd",
+    );
+    if let Some(name) = &term.name {
+        length_between(p, &path.field("name"), name, 1, 255);
+    }
+    let (tags, id, name) = (
+        !term.tags.is_empty(),
+        term.id.is_some(),
+        term.name.is_some(),
+    );
+    if !tags && !id && !name {
+        p.add(path, "a securityGroupSelectorTerm needs tags, id or name");
+    }
+    if id && (tags || name) {
+        p.add(
+            path,
+            "id cannot be combined with other fields in a securityGroupSelectorTerm",
+        );
+    }
+    if name && (tags || id) {
+        p.add(
+            path,
+            "name cannot be combined with other fields in a securityGroupSelectorTerm",
+        );
+    }
+}
+
+fn ami_term(p: &mut Problems, path: &Path, term: &AmiSelectorTerm) {
+    if let Some(alias) = &term.alias {
+        let alias_path = path.field("alias");
+        if alias.len() > 64 || !patterns::is_match(patterns::AMI_ALIAS, alias) {
+            p.add(
+                &alias_path,
+                format!("{alias:?} must look like family@version, e.g. \"al2023@latest\""),
+            );
+        } else if AmiFamily::from_alias(alias).is_none() {
+            p.add(
+                &alias_path,
+                format!(
+                    "alias family must be one of {}",
+                    AmiFamily::ALIAS_FAMILIES.join(", ")
+                ),
+            );
+        }
+    }
+    selector_tags(p, &path.field("tags"), &term.tags);
+    id_matches(
+        p,
+        &path.field("id"),
+        &term.id,
+        patterns::AMI_ID,
+        "ami-0123abcd",
+    );
+    for (field, value, max) in [
+        ("name", &term.name, 128),
+        ("owner", &term.owner, 64),
+        ("ssmParameter", &term.ssm_parameter, 2048),
+    ] {
+        if let Some(value) = value {
+            length_between(p, &path.field(field), value, 1, max);
+        }
+    }
+
+    let alias = term.alias.is_some();
+    let tags = !term.tags.is_empty();
+    let id = term.id.is_some();
+    let name = term.name.is_some();
+    let owner = term.owner.is_some();
+    let ssm = term.ssm_parameter.is_some();
+    if !(alias || tags || id || name || ssm) {
+        p.add(
+            path,
+            "an amiSelectorTerm needs alias, tags, id, name or ssmParameter",
+        );
+    }
+    if alias && (tags || id || name || owner || ssm) {
+        p.add(
+            path,
+            "alias cannot be combined with other fields in an amiSelectorTerm",
+        );
+    }
+    if id && (tags || name || owner || ssm) {
+        p.add(
+            path,
+            "id cannot be combined with other fields in an amiSelectorTerm",
+        );
+    }
+    if ssm && (tags || name || owner) {
+        p.add(
+            path,
+            "ssmParameter cannot be combined with other fields in an amiSelectorTerm",
+        );
+    }
+}
+
+fn block_device_mapping(p: &mut Problems, path: &Path, mapping: &BlockDeviceMapping) {
+    length_between(p, &path.field("deviceName"), &mapping.device_name, 1, 64);
+    if let Some(ebs) = &mapping.ebs {
+        block_device(p, &path.field("ebs"), ebs);
+    }
+}
+
+fn block_device(p: &mut Problems, path: &Path, ebs: &BlockDevice) {
+    if let Some(size) = &ebs.volume_size
+        && !patterns::is_match(patterns::VOLUME_SIZE, size)
+    {
+        p.add(
+            &path.field("volumeSize"),
+            format!("{size:?} must be a whole number of G, Gi, T or Ti, e.g. \"20Gi\""),
+        );
+    }
+    if ebs.volume_size.is_none() && ebs.snapshot_id.is_none() {
+        p.add(path, "ebs needs volumeSize or snapshotID");
+    }
+    let volume_type = ebs.volume_type;
+    if let Some(iops) = ebs.iops {
+        if !(100..=256_000).contains(&iops) {
+            p.add(
+                &path.field("iops"),
+                format!("must be between 100 and 256000, got {iops}"),
+            );
+        }
+        if !matches!(
+            volume_type,
+            Some(VolumeType::Io1 | VolumeType::Io2 | VolumeType::Gp3)
+        ) {
+            p.add(&path.field("iops"), "iops needs volumeType io1, io2 or gp3");
+        }
+    }
+    if let Some(throughput) = ebs.throughput {
+        if !(125..=2000).contains(&throughput) {
+            p.add(
+                &path.field("throughput"),
+                format!("must be between 125 and 2000, got {throughput}"),
+            );
+        }
+        if volume_type != Some(VolumeType::Gp3) {
+            p.add(&path.field("throughput"), "throughput needs volumeType gp3");
+        }
+    }
+}
+
+fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfiguration) {
+    for (field, value) in [
+        ("maxPods", kubelet.max_pods),
+        ("podsPerCore", kubelet.pods_per_core),
+    ] {
+        if let Some(value) = value
+            && value < 0
+        {
+            p.add(
+                &path.field(field),
+                format!("may not be negative, got {value}"),
+            );
+        }
+    }
+    for (field, map) in [
+        ("systemReserved", &kubelet.system_reserved),
+        ("kubeReserved", &kubelet.kube_reserved),
+    ] {
+        let map_path = path.field(field);
+        for (key, value) in map {
+            if !RESERVED_RESOURCES.contains(&key.as_str()) {
+                p.add(
+                    &map_path.key(key),
+                    format!(
+                        "valid keys for {field} are {}",
+                        RESERVED_RESOURCES.join(", ")
+                    ),
+                );
+            }
+            if !patterns::is_match(patterns::QUANTITY, value) {
+                p.add(
+                    &map_path.key(key),
+                    format!("{value:?} is not a resource quantity"),
+                );
+            }
+        }
+    }
+    for (field, map) in [
+        ("evictionHard", &kubelet.eviction_hard),
+        ("evictionSoft", &kubelet.eviction_soft),
+    ] {
+        let map_path = path.field(field);
+        for (key, value) in map {
+            if !EVICTION_SIGNALS.contains(&key.as_str()) {
+                p.add(
+                    &map_path.key(key),
+                    format!("valid keys for {field} are {}", EVICTION_SIGNALS.join(", ")),
+                );
+            }
+            if !patterns::is_match(patterns::EVICTION_THRESHOLD, value) {
+                p.add(
+                    &map_path.key(key),
+                    format!("{value:?} must be a percentage such as \"10%\" or a quantity such as \"100Mi\""),
+                );
+            }
+        }
+    }
+    let grace_path = path.field("evictionSoftGracePeriod");
+    for key in kubelet.eviction_soft_grace_period.keys() {
+        if !EVICTION_SIGNALS.contains(&key.as_str()) {
+            p.add(
+                &grace_path.key(key),
+                format!(
+                    "valid keys for evictionSoftGracePeriod are {}",
+                    EVICTION_SIGNALS.join(", ")
+                ),
+            );
+        }
+        if !kubelet.eviction_soft.contains_key(key) {
+            p.add(
+                &grace_path.key(key),
+                "every evictionSoftGracePeriod signal needs an evictionSoft threshold",
+            );
+        }
+    }
+    for key in kubelet.eviction_soft.keys() {
+        if !kubelet.eviction_soft_grace_period.contains_key(key) {
+            p.add(
+                &path.field("evictionSoft").key(key),
+                "every evictionSoft signal needs an evictionSoftGracePeriod",
+            );
+        }
+    }
+    count_between(
+        p,
+        &path.field("clusterDNS"),
+        kubelet.cluster_dns.len(),
+        0,
+        3,
+    );
+}

@@ -1,0 +1,812 @@
+//! `validate()` refuses each bad object with the right field path, accepts good ones, and agrees
+//! with what the apiserver would do with the generated CRD (schema checks plus CEL rules).
+
+mod common;
+
+use adze_api::{EC2NodeClass, NodeClaim, NodePool};
+use common::{apiserver_refuses, cel_failures, fixture_json, schema_failures, set};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// A change to a valid fixture that must keep it valid.
+type GoodCase = (&'static str, fn(&mut Value));
+
+/// A change to a valid fixture, and the problem `validate()` must report for it.
+struct BadCase {
+    name: &'static str,
+    edit: fn(&mut Value),
+    path: &'static str,
+    message: &'static str,
+}
+
+fn check_bad_cases<T: DeserializeOwned + CustomResourceExt>(
+    fixture: &str,
+    validate: fn(&T) -> Result<(), adze_api::ValidationError>,
+    cases: &[BadCase],
+) {
+    let crd: CustomResourceDefinition = T::crd();
+    let mut failures = Vec::new();
+    for case in cases {
+        let mut object = fixture_json(fixture);
+        (case.edit)(&mut object);
+        let parsed: T = match serde_json::from_value(object.clone()) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                failures.push(format!("{}: did not parse: {err}", case.name));
+                continue;
+            }
+        };
+        match validate(&parsed) {
+            Ok(()) => failures.push(format!("{}: validate() accepted it", case.name)),
+            Err(err) => {
+                let found = err
+                    .errors
+                    .iter()
+                    .any(|e| e.path == case.path && e.message.contains(case.message));
+                if !found {
+                    failures.push(format!(
+                        "{}: expected {}: …{}…, got:\n{err}",
+                        case.name, case.path, case.message
+                    ));
+                }
+            }
+        }
+        if !apiserver_refuses(&crd, &object) {
+            failures.push(format!("{}: the CRD would accept it", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+fn check_good_cases<T: DeserializeOwned + CustomResourceExt>(
+    fixture: &str,
+    validate: fn(&T) -> Result<(), adze_api::ValidationError>,
+    cases: &[GoodCase],
+) {
+    let crd = T::crd();
+    for (name, edit) in cases {
+        let mut object = fixture_json(fixture);
+        edit(&mut object);
+        let parsed: T =
+            serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if let Err(err) = validate(&parsed) {
+            panic!("{name}: validate() refused it: {err}");
+        }
+        assert_eq!(
+            schema_failures(&crd, &object),
+            Vec::<String>::new(),
+            "{name}: schema"
+        );
+        assert_eq!(
+            cel_failures(&crd, &object, None),
+            Vec::<String>::new(),
+            "{name}: CEL"
+        );
+    }
+}
+
+const REQ: &str = "/spec/template/spec/requirements";
+
+fn requirement(object: &mut Value, value: Value) {
+    set(object, &format!("{REQ}/0"), value);
+}
+
+#[test]
+fn nodepool_bad_cases_are_refused_at_their_field() {
+    let cases = [
+        BadCase {
+            name: "Gt with a word",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "aws.adze.sh/instance-cpu", "operator": "Gt", "values": ["a"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].values",
+            message: "operator Gt needs exactly one integer value, got [\"a\"]",
+        },
+        BadCase {
+            name: "Lt with two values",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "aws.adze.sh/instance-cpu", "operator": "Lt", "values": ["1", "2"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].values",
+            message: "operator Lt needs exactly one integer value",
+        },
+        BadCase {
+            name: "In without values",
+            edit: |o| requirement(o, json!({"key": "kubernetes.io/arch", "operator": "In"})),
+            path: "spec.template.spec.requirements[0].values",
+            message: "operator In needs at least one value",
+        },
+        BadCase {
+            name: "NotIn with empty values",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "kubernetes.io/arch", "operator": "NotIn", "values": []}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].values",
+            message: "operator NotIn needs at least one value",
+        },
+        BadCase {
+            name: "Exists with values",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "kubernetes.io/arch", "operator": "Exists", "values": ["amd64"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].values",
+            message: "operator Exists takes no values",
+        },
+        BadCase {
+            name: "minValues above the In values",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"], "minValues": 2}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].minValues",
+            message: "minValues 2 exceeds the 1 value(s)",
+        },
+        BadCase {
+            name: "minValues zero",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 0}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].minValues",
+            message: "must be between 1 and 50",
+        },
+        BadCase {
+            name: "requirement on hostname",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "kubernetes.io/hostname", "operator": "In", "values": ["a"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].key",
+            message: "label \"kubernetes.io/hostname\" is restricted",
+        },
+        BadCase {
+            name: "requirement on the pool label",
+            edit: |o| {
+                set(
+                    o,
+                    &format!("{REQ}/2"),
+                    json!({"key": "adze.sh/nodepool", "operator": "In", "values": ["x"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[2].key",
+            message: "label \"adze.sh/nodepool\" is restricted",
+        },
+        BadCase {
+            name: "requirement on an internal Adze label",
+            edit: |o| requirement(o, json!({"key": "adze.sh/nodeclaim", "operator": "Exists"})),
+            path: "spec.template.spec.requirements[0].key",
+            message: "label domain \"adze.sh\" is restricted",
+        },
+        BadCase {
+            name: "requirement on an unknown kubernetes.io label",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "node.kubernetes.io/foo", "operator": "Exists"}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].key",
+            message: "label domain \"kubernetes.io\" is restricted",
+        },
+        BadCase {
+            name: "requirement key that is not a label key",
+            edit: |o| requirement(o, json!({"key": "not a key", "operator": "Exists"})),
+            path: "spec.template.spec.requirements[0].key",
+            message: "must be a qualified name",
+        },
+        BadCase {
+            name: "requirement value that is not a label value",
+            edit: |o| {
+                requirement(
+                    o,
+                    json!({"key": "example.com/team", "operator": "In", "values": ["-x"]}),
+                )
+            },
+            path: "spec.template.spec.requirements[0].values[0]",
+            message: "must be at most 63",
+        },
+        BadCase {
+            name: "template label on hostname",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/metadata/labels/kubernetes.io~1hostname",
+                    json!("a"),
+                )
+            },
+            path: "spec.template.metadata.labels[kubernetes.io/hostname]",
+            message: "label domain \"kubernetes.io\" is restricted",
+        },
+        BadCase {
+            name: "template label on the pool label",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/metadata/labels/adze.sh~1nodepool",
+                    json!("a"),
+                )
+            },
+            path: "spec.template.metadata.labels[adze.sh/nodepool]",
+            message: "label domain \"adze.sh\" is restricted",
+        },
+        BadCase {
+            name: "template label the cloud supplies",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/metadata/labels/aws.adze.sh~1instance-family",
+                    json!("m5"),
+                )
+            },
+            path: "spec.template.metadata.labels[aws.adze.sh/instance-family]",
+            message: "label domain \"adze.sh\" is restricted",
+        },
+        BadCase {
+            name: "template label in k8s.io",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/metadata/labels/kops.k8s.io~1x",
+                    json!("a"),
+                )
+            },
+            path: "spec.template.metadata.labels[kops.k8s.io/x]",
+            message: "label domain \"k8s.io\" is restricted",
+        },
+        BadCase {
+            name: "template label value syntax",
+            edit: |o| set(o, "/spec/template/metadata/labels/team", json!("a b")),
+            path: "spec.template.metadata.labels[team]",
+            message: "value \"a b\" must be at most 63",
+        },
+        BadCase {
+            name: "budget schedule without duration",
+            edit: |o| set(o, "/spec/disruption/budgets/0/schedule", json!("@daily")),
+            path: "spec.disruption.budgets[0].duration",
+            message: "duration is required when schedule is set",
+        },
+        BadCase {
+            name: "budget duration without schedule",
+            edit: |o| set(o, "/spec/disruption/budgets/0/duration", json!("1h")),
+            path: "spec.disruption.budgets[0].schedule",
+            message: "schedule is required when duration is set",
+        },
+        BadCase {
+            name: "budget above 100%",
+            edit: |o| set(o, "/spec/disruption/budgets/0/nodes", json!("110%")),
+            path: "spec.disruption.budgets[0].nodes",
+            message: "must be a node count or a percentage",
+        },
+        BadCase {
+            name: "budget nodes as words",
+            edit: |o| set(o, "/spec/disruption/budgets/0/nodes", json!("ten")),
+            path: "spec.disruption.budgets[0].nodes",
+            message: "must be a node count or a percentage",
+        },
+        BadCase {
+            name: "budget schedule that is not cron",
+            edit: |o| set(o, "/spec/disruption/budgets/1/schedule", json!("weekdays")),
+            path: "spec.disruption.budgets[1].schedule",
+            message: "must be a cron schedule",
+        },
+        BadCase {
+            name: "weight zero",
+            edit: |o| set(o, "/spec/weight", json!(0)),
+            path: "spec.weight",
+            message: "must be between 1 and 100, got 0",
+        },
+        BadCase {
+            name: "weight above 100",
+            edit: |o| set(o, "/spec/weight", json!(101)),
+            path: "spec.weight",
+            message: "must be between 1 and 100, got 101",
+        },
+        BadCase {
+            name: "limit that is not a quantity",
+            edit: |o| set(o, "/spec/limits/cpu", json!("lots")),
+            path: "spec.limits[cpu]",
+            message: "is not a resource quantity",
+        },
+        BadCase {
+            name: "taint key syntax",
+            edit: |o| set(o, "/spec/template/spec/taints/0/key", json!("bad key")),
+            path: "spec.template.spec.taints[0].key",
+            message: "must be a qualified name",
+        },
+        BadCase {
+            name: "startup taint value syntax",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/spec/startupTaints/0/value",
+                    json!("no spaces"),
+                )
+            },
+            path: "spec.template.spec.startupTaints[0].value",
+            message: "must be at most 63",
+        },
+        BadCase {
+            name: "nodeClassRef without a name",
+            edit: |o| set(o, "/spec/template/spec/nodeClassRef/name", json!("")),
+            path: "spec.template.spec.nodeClassRef.name",
+            message: "may not be empty",
+        },
+        BadCase {
+            name: "nodeClassRef group with a version",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/spec/nodeClassRef/group",
+                    json!("aws.adze.sh/v1"),
+                )
+            },
+            path: "spec.template.spec.nodeClassRef.group",
+            message: "is an API group, without a version",
+        },
+    ];
+    check_bad_cases::<NodePool>("nodepool.yaml", NodePool::validate, &cases);
+}
+
+#[test]
+fn nodepool_good_cases_pass_everywhere() {
+    let cases: [GoodCase; 9] = [
+        ("the fixture as written", |_| {}),
+        ("Lt with an integer", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-memory", "operator": "Lt", "values": ["65536"]}),
+            )
+        }),
+        ("Exists with minValues", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-family", "operator": "Exists", "minValues": 5}),
+            )
+        }),
+        ("NotIn with minValues above its values", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-family", "operator": "NotIn", "values": ["t2"], "minValues": 3}),
+            )
+        }),
+        ("custom requirement key", |o| {
+            requirement(
+                o,
+                json!({"key": "example.com/team", "operator": "DoesNotExist"}),
+            )
+        }),
+        ("allowed labels in restricted domains", |o| {
+            set(
+                o,
+                "/spec/template/metadata/labels/topology.kubernetes.io~1zone",
+                json!("us-west-2a"),
+            );
+            set(
+                o,
+                "/spec/template/metadata/labels/adze.sh~1capacity-type",
+                json!("spot"),
+            );
+            set(
+                o,
+                "/spec/template/metadata/labels/x.node-restriction.kubernetes.io~1y",
+                json!("z"),
+            );
+        }),
+        ("never expire, never consolidate", |o| {
+            set(o, "/spec/template/spec/expireAfter", json!("Never"));
+            set(o, "/spec/disruption/consolidateAfter", json!("Never"));
+        }),
+        ("no budgets, integer limits", |o| {
+            set(o, "/spec/disruption/budgets", json!([]));
+            set(o, "/spec/limits/cpu", json!(64));
+        }),
+        ("no weight, no limits", |o| {
+            common::remove(o, "/spec/weight");
+            common::remove(o, "/spec/limits");
+        }),
+    ];
+    check_good_cases::<NodePool>("nodepool.yaml", NodePool::validate, &cases);
+}
+
+#[test]
+fn template_label_key_syntax_is_checked_by_adze_not_by_cel() {
+    // Kept out of the CRD: a regex over every label key weighs too much in CEL's cost estimate.
+    let mut object = fixture_json("nodepool.yaml");
+    set(
+        &mut object,
+        "/spec/template/metadata/labels/Bad.Domain~1x",
+        json!("a"),
+    );
+    let pool: NodePool = serde_json::from_value(object.clone()).unwrap();
+    let err = pool.validate().unwrap_err();
+    assert!(
+        err.has_error_at("spec.template.metadata.labels[Bad.Domain/x]"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("must be a qualified name"),
+        "{err}"
+    );
+    assert!(!apiserver_refuses(&NodePool::crd(), &object));
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let mut object = fixture_json("nodepool.yaml");
+    set(&mut object, "/spec/weight", json!(0));
+    set(
+        &mut object,
+        "/spec/template/metadata/labels/kubernetes.io~1hostname",
+        json!("a"),
+    );
+    set(
+        &mut object,
+        "/spec/template/spec/requirements/4",
+        json!({"key": "aws.adze.sh/instance-generation", "operator": "Gt", "values": ["a"]}),
+    );
+    let pool: NodePool = serde_json::from_value(object).unwrap();
+    let err = pool.validate().unwrap_err();
+    assert_eq!(err.errors.len(), 3, "{err}");
+    assert_eq!(
+        err.to_string(),
+        "NodePool \"general-purpose\" is invalid:\n  \
+         - spec.template.metadata.labels[kubernetes.io/hostname]: label domain \"kubernetes.io\" is restricted\n  \
+         - spec.template.spec.requirements[4].values: operator Gt needs exactly one integer value, got [\"a\"]\n  \
+         - spec.weight: must be between 1 and 100, got 0"
+    );
+}
+
+#[test]
+fn nodeclaim_rules() {
+    let cases = [
+        BadCase {
+            name: "hostname requirement",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/requirements/0",
+                    json!({"key": "kubernetes.io/hostname", "operator": "In", "values": ["a"]}),
+                )
+            },
+            path: "spec.requirements[0].key",
+            message: "label \"kubernetes.io/hostname\" is restricted",
+        },
+        BadCase {
+            name: "request that is not a quantity",
+            edit: |o| set(o, "/spec/resources/requests/cpu", json!("1.5 cores")),
+            path: "spec.resources.requests[cpu]",
+            message: "is not a resource quantity",
+        },
+        BadCase {
+            name: "Gt with a word",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/requirements/1",
+                    json!({"key": "aws.adze.sh/instance-cpu", "operator": "Gt", "values": ["many"]}),
+                )
+            },
+            path: "spec.requirements[1].values",
+            message: "operator Gt needs exactly one integer value, got [\"many\"]",
+        },
+    ];
+    check_bad_cases::<NodeClaim>("nodeclaim.yaml", NodeClaim::validate, &cases);
+    // A claim carries its pool's label as a requirement, which a NodePool may not.
+    check_good_cases::<NodeClaim>(
+        "nodeclaim.yaml",
+        NodeClaim::validate,
+        &[("the fixture", |_| {})],
+    );
+}
+
+const AMI: &str = "/spec/amiSelectorTerms";
+
+#[test]
+fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
+    let cases = [
+        BadCase {
+            name: "both role and instanceProfile",
+            edit: |o| set(o, "/spec/instanceProfile", json!("existing-profile")),
+            path: "spec",
+            message: "must specify exactly one of role or instanceProfile",
+        },
+        BadCase {
+            name: "neither role nor instanceProfile",
+            edit: |o| common::remove(o, "/spec/role"),
+            path: "spec",
+            message: "must specify exactly one of role or instanceProfile",
+        },
+        BadCase {
+            name: "no amiFamily and no alias",
+            edit: |o| set(o, AMI, json!([{"id": "ami-0123"}])),
+            path: "spec.amiFamily",
+            message: "amiFamily is required unless an amiSelectorTerm sets alias",
+        },
+        BadCase {
+            name: "alias next to another term",
+            edit: |o| set(o, &format!("{AMI}/1"), json!({"id": "ami-0123"})),
+            path: "spec.amiSelectorTerms",
+            message: "an amiSelectorTerm with alias must be the only term",
+        },
+        BadCase {
+            name: "alias with id in one term",
+            edit: |o| set(o, &format!("{AMI}/0/id"), json!("ami-0123")),
+            path: "spec.amiSelectorTerms[0]",
+            message: "alias cannot be combined with other fields",
+        },
+        BadCase {
+            name: "alias of an unknown family",
+            edit: |o| set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest")),
+            path: "spec.amiSelectorTerms[0].alias",
+            message: "alias family must be one of al2023, bottlerocket",
+        },
+        BadCase {
+            name: "alias without a version",
+            edit: |o| set(o, &format!("{AMI}/0/alias"), json!("al2023")),
+            path: "spec.amiSelectorTerms[0].alias",
+            message: "must look like family@version",
+        },
+        BadCase {
+            name: "amiFamily contradicting the alias",
+            edit: |o| set(o, "/spec/amiFamily", json!("Bottlerocket")),
+            path: "spec.amiFamily",
+            message: "does not match the family of alias",
+        },
+        BadCase {
+            name: "id with owner",
+            edit: |o| {
+                set(o, "/spec/amiFamily", json!("AL2023"));
+                set(o, AMI, json!([{"id": "ami-0123", "owner": "self"}]));
+            },
+            path: "spec.amiSelectorTerms[0]",
+            message: "id cannot be combined with other fields",
+        },
+        BadCase {
+            name: "owner alone",
+            edit: |o| {
+                set(o, "/spec/amiFamily", json!("Custom"));
+                set(o, AMI, json!([{"owner": "self"}]));
+            },
+            path: "spec.amiSelectorTerms[0]",
+            message: "needs alias, tags, id, name or ssmParameter",
+        },
+        BadCase {
+            name: "empty subnet term",
+            edit: |o| set(o, "/spec/subnetSelectorTerms/0", json!({})),
+            path: "spec.subnetSelectorTerms[0]",
+            message: "a subnetSelectorTerm needs tags or id",
+        },
+        BadCase {
+            name: "subnet id with tags",
+            edit: |o| set(o, "/spec/subnetSelectorTerms/0/id", json!("subnet-0123")),
+            path: "spec.subnetSelectorTerms[0]",
+            message: "id cannot be combined with tags",
+        },
+        BadCase {
+            name: "subnet id of the wrong kind",
+            edit: |o| set(o, "/spec/subnetSelectorTerms/1/id", json!("sg-0123")),
+            path: "spec.subnetSelectorTerms[1].id",
+            message: "is not an ID like \"subnet-0123abcd\"",
+        },
+        BadCase {
+            name: "no subnet terms",
+            edit: |o| set(o, "/spec/subnetSelectorTerms", json!([])),
+            path: "spec.subnetSelectorTerms",
+            message: "needs at least 1 entry, got 0",
+        },
+        BadCase {
+            name: "empty tag value in a selector",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/subnetSelectorTerms/0/tags/adze.sh~1discovery",
+                    json!(""),
+                )
+            },
+            path: "spec.subnetSelectorTerms[0].tags",
+            message: "empty tag keys or values aren't supported",
+        },
+        BadCase {
+            name: "security group name with tags",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/securityGroupSelectorTerms/1/tags",
+                    json!({"a": "b"}),
+                )
+            },
+            path: "spec.securityGroupSelectorTerms[1]",
+            message: "name cannot be combined with other fields",
+        },
+        BadCase {
+            name: "two root volumes",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/1",
+                    json!({"deviceName": "/dev/xvdb", "rootVolume": true, "ebs": {"volumeSize": "20Gi"}}),
+                )
+            },
+            path: "spec.blockDeviceMappings",
+            message: "at most one blockDeviceMapping may be the rootVolume",
+        },
+        BadCase {
+            name: "ebs without size or snapshot",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs",
+                    json!({"volumeType": "gp3"}),
+                )
+            },
+            path: "spec.blockDeviceMappings[0].ebs",
+            message: "ebs needs volumeSize or snapshotID",
+        },
+        BadCase {
+            name: "iops on gp2",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/volumeType",
+                    json!("gp2"),
+                )
+            },
+            path: "spec.blockDeviceMappings[0].ebs.iops",
+            message: "iops needs volumeType io1, io2 or gp3",
+        },
+        BadCase {
+            name: "throughput on io2",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/volumeType",
+                    json!("io2"),
+                )
+            },
+            path: "spec.blockDeviceMappings[0].ebs.throughput",
+            message: "throughput needs volumeType gp3",
+        },
+        BadCase {
+            name: "volume size in GB",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/volumeSize",
+                    json!("100GB"),
+                )
+            },
+            path: "spec.blockDeviceMappings[0].ebs.volumeSize",
+            message: "must be a whole number of G, Gi, T or Ti",
+        },
+        BadCase {
+            name: "hop limit zero",
+            edit: |o| set(o, "/spec/metadataOptions/httpPutResponseHopLimit", json!(0)),
+            path: "spec.metadataOptions.httpPutResponseHopLimit",
+            message: "must be between 1 and 64, got 0",
+        },
+        BadCase {
+            name: "cluster membership tag",
+            edit: |o| set(o, "/spec/tags/kubernetes.io~1cluster~1demo", json!("owned")),
+            path: "spec.tags[kubernetes.io/cluster/demo]",
+            message: "restricted",
+        },
+        BadCase {
+            name: "ownership tag",
+            edit: |o| set(o, "/spec/tags/adze.sh~1nodepool", json!("x")),
+            path: "spec.tags[adze.sh/nodepool]",
+            message: "restricted",
+        },
+        BadCase {
+            name: "reserving gpus",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/kubelet/systemReserved/nvidia.com~1gpu",
+                    json!("1"),
+                )
+            },
+            path: "spec.kubelet.systemReserved[nvidia.com/gpu]",
+            message: "valid keys for systemReserved are cpu, memory, ephemeral-storage, pid",
+        },
+        BadCase {
+            name: "unknown eviction signal",
+            edit: |o| set(o, "/spec/kubelet/evictionHard/memory.free", json!("5%")),
+            path: "spec.kubelet.evictionHard[memory.free]",
+            message: "valid keys for evictionHard",
+        },
+        BadCase {
+            name: "eviction threshold above 100%",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/kubelet/evictionHard/memory.available",
+                    json!("150%"),
+                )
+            },
+            path: "spec.kubelet.evictionHard[memory.available]",
+            message: "must be a percentage",
+        },
+        BadCase {
+            name: "soft eviction without grace period",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/kubelet/evictionSoft/nodefs.available",
+                    json!("15%"),
+                )
+            },
+            path: "spec.kubelet.evictionSoft[nodefs.available]",
+            message: "every evictionSoft signal needs an evictionSoftGracePeriod",
+        },
+        BadCase {
+            name: "grace period without soft eviction",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/kubelet/evictionSoftGracePeriod/pid.available",
+                    json!("30s"),
+                )
+            },
+            path: "spec.kubelet.evictionSoftGracePeriod[pid.available]",
+            message: "every evictionSoftGracePeriod signal needs an evictionSoft threshold",
+        },
+        BadCase {
+            name: "negative maxPods",
+            edit: |o| set(o, "/spec/kubelet/maxPods", json!(-1)),
+            path: "spec.kubelet.maxPods",
+            message: "may not be negative",
+        },
+    ];
+    check_bad_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
+}
+
+#[test]
+fn ec2nodeclass_good_cases_pass_everywhere() {
+    let cases: [GoodCase; 6] = [
+        ("the fixture as written", |_| {}),
+        ("instance profile instead of role", |o| {
+            common::remove(o, "/spec/role");
+            set(o, "/spec/instanceProfile", json!("existing-profile"));
+        }),
+        ("custom images by name and owner", |o| {
+            set(o, "/spec/amiFamily", json!("Custom"));
+            set(
+                o,
+                AMI,
+                json!([{"name": "my-image-*", "owner": "self"}, {"id": "ami-0123"}, {"ssmParameter": "/my/ami"}]),
+            );
+            set(o, "/spec/userData", json!("#!/bin/bash\necho hi"));
+        }),
+        ("alias with matching amiFamily", |o| {
+            set(o, "/spec/amiFamily", json!("AL2023"))
+        }),
+        ("bottlerocket pinned", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@v1.26.0"))
+        }),
+        ("no kubelet, no disks", |o| {
+            common::remove(o, "/spec/kubelet");
+            common::remove(o, "/spec/blockDeviceMappings");
+        }),
+    ];
+    check_good_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
+}

@@ -1,0 +1,309 @@
+//! Builders for tests, property tests and benchmarks: small catalogs, pods with
+//! constraints, and the generator for the scheduling benchmark's workload. Deterministic:
+//! randomness comes from a seeded xorshift, never from the environment.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::instance_type::{InstanceType, Offering};
+use crate::labels;
+use crate::nodepool::NodePool;
+use crate::overhead;
+use crate::pod::{AffinityTerm, Namespaces, Pod, TopologySpread};
+use crate::requirements::{Requirement, Requirements};
+use crate::resources::Resources;
+
+pub const MI: i64 = 1 << 20;
+pub const GI: i64 = 1 << 30;
+pub const ZONES: [&str; 3] = ["test-1a", "test-1b", "test-1c"];
+
+/// A small, seeded pseudo-random source (xorshift64*).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// An instance type with the given shape, offered in every test zone on demand and as spot
+/// (spot at 40% of the price).
+pub fn instance_type(
+    name: &str,
+    cpus: i64,
+    memory_gib: i64,
+    pods: i64,
+    price: f64,
+    arch: &str,
+) -> InstanceType {
+    let capacity = Resources::new(cpus * 1000, memory_gib * GI)
+        .with_pods(pods)
+        .with_ephemeral(overhead::DEFAULT_ROOT_VOLUME);
+    let oh = overhead::default_overhead(cpus as u32, pods, overhead::DEFAULT_ROOT_VOLUME);
+    let family = name.split('.').next().unwrap_or(name).to_string();
+    let l = BTreeMap::from([
+        (labels::ARCH.to_string(), arch.to_string()),
+        (labels::OS.to_string(), "linux".to_string()),
+        (labels::INSTANCE_FAMILY.to_string(), family),
+        (labels::INSTANCE_CPU.to_string(), cpus.to_string()),
+    ]);
+    InstanceType::new(name, capacity, oh, l, offerings(price))
+}
+
+pub fn offerings(price: f64) -> Vec<Offering> {
+    ZONES
+        .iter()
+        .flat_map(|z| {
+            [
+                Offering {
+                    zone: z.to_string(),
+                    capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
+                    price,
+                    available: true,
+                },
+                Offering {
+                    zone: z.to_string(),
+                    capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
+                    price: price * 0.4,
+                    available: true,
+                },
+            ]
+        })
+        .collect()
+}
+
+/// A ladder of general-purpose types in three families and two architectures, priced
+/// linearly ($0.05 per vCPU-hour plus $0.005 per GiB-hour).
+pub fn small_catalog() -> Vec<Arc<InstanceType>> {
+    let mut out = Vec::new();
+    for (fam, gib_per_cpu, arch) in [
+        ("c", 2, "amd64"),
+        ("m", 4, "amd64"),
+        ("r", 8, "amd64"),
+        ("mg", 4, "arm64"),
+    ] {
+        for cpus in [2, 4, 8, 16, 32] {
+            let mem = cpus * gib_per_cpu;
+            let price = 0.05 * cpus as f64 + 0.005 * mem as f64;
+            let pods = if cpus <= 4 { 58 } else { 234 };
+            out.push(Arc::new(instance_type(
+                &format!("{fam}.{cpus}x"),
+                cpus,
+                mem,
+                pods,
+                price,
+                arch,
+            )));
+        }
+    }
+    out
+}
+
+/// The benchmark's catalog: `n` types over four memory ratios and sizes from 1 to
+/// `n / 4` vCPUs, priced linearly with ±5% deterministic noise, as synthetic catalogs in
+/// other autoscalers' scheduling benchmarks are shaped.
+pub fn bench_catalog(n: usize) -> Vec<Arc<InstanceType>> {
+    let mut rng = Rng::new(7);
+    let ratios = [1, 2, 4, 8];
+    (0..n)
+        .map(|i| {
+            let ratio = ratios[i % ratios.len()];
+            let cpus = (i / ratios.len() + 1) as i64;
+            let mem = cpus * ratio;
+            let noise = 0.95 + (rng.below(1000) as f64) / 10_000.0;
+            let price = (0.04 * cpus as f64 + 0.005 * mem as f64) * noise;
+            let pods = (cpus * 16).clamp(8, 737);
+            Arc::new(instance_type(
+                &format!("fake-{ratio}-{cpus}"),
+                cpus,
+                mem,
+                pods,
+                price,
+                "amd64",
+            ))
+        })
+        .collect()
+}
+
+pub fn pool(name: &str, types: Vec<Arc<InstanceType>>) -> NodePool {
+    NodePool::new(name, types)
+}
+
+/// Pod builder.
+#[derive(Debug, Clone)]
+pub struct PodBuilder(Pod);
+
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder(Pod::new("default", name, Resources::new(100, 128 * MI)))
+}
+
+impl PodBuilder {
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.0.namespace = ns.to_string();
+        self
+    }
+    pub fn cpu(mut self, milli: i64) -> Self {
+        self.0.requests.cpu = milli;
+        self
+    }
+    pub fn mem(mut self, bytes: i64) -> Self {
+        self.0.requests.memory = bytes;
+        self
+    }
+    pub fn gpu(mut self, n: i64) -> Self {
+        self.0.requests.set(crate::resources::GPU_NVIDIA, n);
+        self
+    }
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.labels.insert(k.to_string(), v.to_string());
+        self
+    }
+    pub fn require(mut self, r: Requirement) -> Self {
+        for t in &mut self.0.node_requirements {
+            t.add(r.clone());
+        }
+        self
+    }
+    /// Replaces the required node-affinity terms (ORed).
+    pub fn terms(mut self, terms: Vec<Requirements>) -> Self {
+        self.0.node_requirements = terms;
+        self
+    }
+    pub fn prefer(mut self, weight: i32, r: Requirement) -> Self {
+        self.0.preferred_node.push(crate::pod::Weighted {
+            weight,
+            term: Requirements::new().with(r),
+        });
+        self
+    }
+    pub fn tolerate(mut self, t: crate::taints::Toleration) -> Self {
+        self.0.tolerations.push(t);
+        self
+    }
+    pub fn spread(mut self, key: &str, max_skew: u32, hard: bool, app: &str) -> Self {
+        self.0.spread.push(TopologySpread {
+            max_skew,
+            topology_key: key.to_string(),
+            hard,
+            selector: selector("app", app),
+            min_domains: None,
+            honor_node_affinity: true,
+            honor_taints: false,
+        });
+        self
+    }
+    pub fn affinity(mut self, key: &str, app: &str) -> Self {
+        self.0.affinity.push(term(key, app));
+        self
+    }
+    pub fn anti_affinity(mut self, key: &str, app: &str) -> Self {
+        self.0.anti_affinity.push(term(key, app));
+        self
+    }
+    pub fn host_port(mut self, port: u16) -> Self {
+        self.0.host_ports.push(crate::pod::HostPort {
+            port,
+            protocol: "TCP".to_string(),
+            host_ip: String::new(),
+        });
+        self
+    }
+    pub fn priority(mut self, p: i32) -> Self {
+        self.0.priority = p;
+        self
+    }
+    pub fn build(self) -> Pod {
+        self.0
+    }
+}
+
+pub fn selector(k: &str, v: &str) -> Requirements {
+    Requirements::new().with(Requirement::single(k, v))
+}
+
+pub fn term(key: &str, app: &str) -> AffinityTerm {
+    AffinityTerm {
+        selector: selector("app", app),
+        namespaces: Namespaces::Only(["default".to_string()].into()),
+        topology_key: key.to_string(),
+    }
+}
+
+/// The benchmark workload: `count` pods split evenly into six kinds — generic,
+/// zone-spread, hostname-spread, hostname self-affinity, zone self-affinity and hostname
+/// self-anti-affinity — with CPU from {100m, 250m, 500m, 1, 1.5} and memory from 100Mi to
+/// 4Gi. Constraint groups are sized so that every pod can be placed.
+pub fn bench_pods(count: usize, seed: u64) -> Vec<Pod> {
+    let mut rng = Rng::new(seed);
+    let cpus = [100, 250, 500, 1000, 1500];
+    let mems = [100 * MI, 256 * MI, 512 * MI, GI, 2 * GI, 4 * GI];
+    let per_kind = count.div_ceil(6).max(1);
+    // Affinity groups of about 8 pods, so a hostname-affine group fits on one node.
+    let affinity_groups = per_kind.div_ceil(8).max(1) as u64;
+    let spread_groups = 7u64;
+    (0..count)
+        .map(|i| {
+            let kind = i % 6;
+            let b = pod(&format!("p-{i:06}"))
+                .cpu(*rng.pick(&cpus))
+                .mem(*rng.pick(&mems));
+            let b = match kind {
+                0 => b.label("app", "generic"),
+                1 => {
+                    let app = format!("zs-{}", rng.below(spread_groups));
+                    b.label("app", &app).spread(labels::ZONE, 1, true, &app)
+                }
+                2 => {
+                    let app = format!("hs-{}", rng.below(spread_groups));
+                    b.label("app", &app).spread(labels::HOSTNAME, 1, true, &app)
+                }
+                3 => {
+                    let app = format!("ha-{}", rng.below(affinity_groups));
+                    b.label("app", &app).affinity(labels::HOSTNAME, &app)
+                }
+                4 => {
+                    let app = format!("za-{}", rng.below(affinity_groups));
+                    b.label("app", &app).affinity(labels::ZONE, &app)
+                }
+                _ => {
+                    let app = format!("aa-{}", rng.below(spread_groups));
+                    b.label("app", &app).anti_affinity(labels::HOSTNAME, &app)
+                }
+            };
+            b.build()
+        })
+        .collect()
+}
+
+/// Generic pods only (the cost-quality case).
+pub fn generic_pods(count: usize, seed: u64) -> Vec<Pod> {
+    let mut rng = Rng::new(seed);
+    let cpus = [100, 250, 500, 1000, 1500];
+    let mems = [100 * MI, 256 * MI, 512 * MI, GI, 2 * GI, 4 * GI];
+    (0..count)
+        .map(|i| {
+            pod(&format!("g-{i:06}"))
+                .cpu(*rng.pick(&cpus))
+                .mem(*rng.pick(&mems))
+                .build()
+        })
+        .collect()
+}

@@ -1,0 +1,97 @@
+//! Instance types: what a new node could be, where, at what price.
+
+use std::collections::BTreeMap;
+
+use crate::labels;
+use crate::overhead::Overhead;
+use crate::requirements::{Requirement, Requirements};
+use crate::resources::Resources;
+
+/// One place and purchase option for an instance type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offering {
+    pub zone: String,
+    pub capacity_type: String,
+    /// USD per hour.
+    pub price: f64,
+    /// False while the cloud reports no capacity here (or a launch just failed here).
+    pub available: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceType {
+    pub name: String,
+    /// The labels a node of this type carries, plus `zone` and `capacity-type` as the sets
+    /// its available offerings span.
+    pub requirements: Requirements,
+    pub capacity: Resources,
+    pub overhead: Overhead,
+    pub offerings: Vec<Offering>,
+    allocatable: Resources,
+}
+
+impl InstanceType {
+    /// `labels` are the type's own labels (arch, os, family, ...); the instance-type, zone
+    /// and capacity-type labels are derived here from the name and offerings.
+    pub fn new(
+        name: &str,
+        capacity: Resources,
+        overhead: Overhead,
+        labels_: BTreeMap<String, String>,
+        offerings: Vec<Offering>,
+    ) -> InstanceType {
+        let mut requirements = Requirements::from_labels(&labels_);
+        requirements.add(Requirement::single(labels::INSTANCE_TYPE, name));
+        let mut it = InstanceType {
+            name: name.to_string(),
+            requirements,
+            allocatable: capacity.minus(&overhead.total()),
+            capacity,
+            overhead,
+            offerings,
+        };
+        it.refresh_offering_requirements();
+        it
+    }
+
+    /// Re-derives the zone and capacity-type sets after offerings change availability.
+    pub fn refresh_offering_requirements(&mut self) {
+        let avail = self.offerings.iter().filter(|o| o.available);
+        let zones: Vec<String> = avail.clone().map(|o| o.zone.clone()).collect();
+        let cts: Vec<String> = avail.map(|o| o.capacity_type.clone()).collect();
+        self.requirements.remove(labels::ZONE);
+        self.requirements.remove(labels::CAPACITY_TYPE);
+        self.requirements
+            .add(Requirement::any_of(labels::ZONE, zones));
+        self.requirements
+            .add(Requirement::any_of(labels::CAPACITY_TYPE, cts));
+    }
+
+    pub fn allocatable(&self) -> &Resources {
+        &self.allocatable
+    }
+
+    /// The cheapest available offering whose zone and capacity type `reqs` allow.
+    pub fn cheapest_offering(&self, reqs: &Requirements) -> Option<&Offering> {
+        let zone = reqs.get(labels::ZONE);
+        let ct = reqs.get(labels::CAPACITY_TYPE);
+        self.offerings
+            .iter()
+            .filter(|o| {
+                o.available
+                    && zone.is_none_or(|z| z.allows(&o.zone))
+                    && ct.is_none_or(|c| c.allows(&o.capacity_type))
+            })
+            .min_by(|a, b| {
+                a.price
+                    .total_cmp(&b.price)
+                    .then_with(|| a.zone.cmp(&b.zone))
+                    .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+            })
+    }
+
+    /// The label value this type gives `key`, if it is single-valued.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.requirements.get(key).and_then(|r| r.single_value())
+    }
+}

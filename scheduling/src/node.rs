@@ -1,0 +1,37 @@
+//! Capacity that already exists or is already on its way: registered nodes and in-flight
+//! NodeClaims, and the pods bound (or nominated) to them.
+
+use crate::pod::Pod;
+use crate::requirements::Requirements;
+use crate::resources::Resources;
+use crate::taints::Taint;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExistingNode {
+    pub name: String,
+    /// A registered node's labels as single-value requirements; an in-flight NodeClaim's
+    /// requirements. Keys not listed are absent on the node.
+    pub requirements: Requirements,
+    /// Taints that block scheduling (startup taints of initialising nodes already removed).
+    pub taints: Vec<Taint>,
+    pub allocatable: Resources,
+    /// NodePool that owns it, if any, so its capacity counts against that pool's limits.
+    pub nodepool: Option<String>,
+    /// Capacity, for NodePool limits.
+    pub capacity: Resources,
+    /// An in-flight NodeClaim rather than a registered node.
+    pub in_flight: bool,
+    /// Cordoned or being deleted: nothing new goes there.
+    pub unschedulable: bool,
+    /// Price per hour, when known (for consolidation).
+    pub price: Option<f64>,
+}
+
+/// A pod already placed: running on a node or nominated to an in-flight NodeClaim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundPod {
+    pub node: String,
+    pub pod: Pod,
+    /// DaemonSet pods stay with their node; disruption does not move them.
+    pub daemon: bool,
+}

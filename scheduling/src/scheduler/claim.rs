@@ -1,0 +1,525 @@
+//! NodeClaims under construction: which instance types still fit the pods given so far,
+//! and how a finished claim becomes a [`NewClaim`] in the plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::state::{Solver, Target, type_compatible};
+use crate::instance_type::InstanceType;
+use crate::labels;
+use crate::plan::NewClaim;
+use crate::pod::{HostPort, Pod};
+use crate::requirements::{Requirement, Requirements, Undefined};
+use crate::resources::Resources;
+use crate::topology::DomainId;
+
+/// An instance type as one pool sees it.
+pub(super) struct TypeInfo {
+    pub it: Arc<InstanceType>,
+    /// Allocatable minus the pool's DaemonSet overhead: room left for pending pods.
+    pub usable: Resources,
+    /// Cheapest offering the pool allows.
+    pub min_price: f64,
+    /// Price over the worth of its room at the pool's shadow prices: 1.0 for the types an
+    /// ideal fractional plan buys, more for types of the wrong shape or with much overhead.
+    pub efficiency: f64,
+}
+
+pub(super) struct Claim {
+    pub name: String,
+    pub hostname: DomainId,
+    pub pool: usize,
+    pub reqs: Requirements,
+    /// Indices into the pool's types; every one fits `requests`.
+    pub options: Vec<u32>,
+    /// Requests of the placed pods (DaemonSet overhead is already out of `usable`).
+    pub requests: Resources,
+    /// Per-resource maximum of the options' usable room: a cheap first rejection test.
+    pub max_usable: Resources,
+    /// Per-resource maximum capacity of the options: what the claim holds of its pool's
+    /// limits until it launches.
+    pub reserved: Resources,
+    pub pods: Vec<usize>,
+    pub host_ports: Vec<HostPort>,
+}
+
+/// While packing, a claim only grows within instance types at most this inefficient (see
+/// [`TypeInfo::efficiency`]). Without a bound, first-fit fills a claim until only a type of
+/// the wrong shape holds it (a memory-heavy type for a CPU-heavy mix, say) and pays for the
+/// idle part. Once packing is done, [`Solver::finish_claims`] offers every type that fits
+/// again, so a small claim still launches as a small, cheap type.
+const EFFICIENCY_SLACK: f64 = 1.10;
+
+/// What accepting a pod changes.
+pub(super) struct ClaimUpdate {
+    reqs: Option<Requirements>,
+    options: Vec<u32>,
+}
+
+impl Claim {
+    pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
+        self.requests.add(&pod.requests);
+        if let Some(r) = u.reqs {
+            self.reqs = r;
+        }
+        let changed = u.options.len() != self.options.len();
+        self.options = u.options;
+        self.pods.push(p);
+        self.host_ports.extend(pod.host_ports.iter().cloned());
+        if changed {
+            self.refresh(types);
+        }
+    }
+
+    fn refresh(&mut self, types: &[TypeInfo]) {
+        let mut max_usable = Resources::default();
+        let mut reserved = Resources::default();
+        for &o in &self.options {
+            let t = &types[o as usize];
+            max_usable.max_with(&t.usable);
+            reserved.max_with(&t.it.capacity);
+        }
+        self.max_usable = max_usable;
+        self.reserved = reserved;
+    }
+}
+
+fn room_ok(room: &Option<BTreeMap<String, i64>>, capacity: &Resources) -> bool {
+    room.as_ref()
+        .is_none_or(|r| r.iter().all(|(k, v)| capacity.get(k) <= *v))
+}
+
+/// Distinct values `key` takes over the options (zones and capacity types over offerings).
+fn distinct_values(key: &str, options: &[u32], types: &[TypeInfo], reqs: &Requirements) -> usize {
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for &o in options {
+        let it = &types[o as usize].it;
+        match key {
+            labels::INSTANCE_TYPE => {
+                seen.insert(&it.name);
+            }
+            labels::ZONE | labels::CAPACITY_TYPE => {
+                for off in it.offerings.iter().filter(|off| off.available) {
+                    let v = if key == labels::ZONE {
+                        &off.zone
+                    } else {
+                        &off.capacity_type
+                    };
+                    if reqs.get(key).is_none_or(|r| r.allows(v)) {
+                        seen.insert(v);
+                    }
+                }
+            }
+            _ => {
+                if let Some(v) = it.label(key) {
+                    seen.insert(v);
+                }
+            }
+        }
+    }
+    seen.len()
+}
+
+/// The first requirement whose minValues the options cannot meet.
+fn min_values_short<'r>(
+    reqs: &'r Requirements,
+    options: &[u32],
+    types: &[TypeInfo],
+) -> Option<(&'r Requirement, usize)> {
+    reqs.iter().find_map(|r| {
+        let min = r.min_values? as usize;
+        let have = distinct_values(&r.key, options, types, reqs);
+        (have < min).then_some((r, have))
+    })
+}
+
+fn zone_phrase(reqs: &Requirements, all: &BTreeSet<String>) -> String {
+    match reqs.get(labels::ZONE).and_then(|r| r.finite_values()) {
+        Some(z) if z.len() < all.len() || all.is_empty() => {
+            let z: Vec<&str> = z.iter().map(String::as_str).collect();
+            if z.len() == 1 {
+                format!(" in zone {}", z[0])
+            } else {
+                format!(" in zones {}", z.join(", "))
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+impl Solver<'_> {
+    /// Whether claim `c` can take pod `p` under variant `vi`, and what would change.
+    pub(super) fn claim_accepts(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        c: usize,
+    ) -> Option<ClaimUpdate> {
+        let pod = &self.snap.pending[p];
+        {
+            let claim = &self.claims[c];
+            if !claim.requests.fits_with(self.need(p), &claim.max_usable) {
+                return None;
+            }
+            if pod
+                .host_ports
+                .iter()
+                .any(|hp| claim.host_ports.iter().any(|o| o.conflicts(hp)))
+            {
+                return None;
+            }
+        }
+        let pool = self.claims[c].pool;
+        if self.pool_fit(g, vi, pool).is_err() {
+            return None;
+        }
+        let v = &self.groups[g].variants[vi].variant;
+        let narrowing = !v.requirements.is_empty();
+        if narrowing
+            && !self.claims[c]
+                .reqs
+                .compatible(&v.requirements, Undefined::WellKnownOpen)
+        {
+            return None;
+        }
+        let extra = if self.groups[g].any_topology {
+            self.topology_fit(p, g, vi, Target::Claim(c)).ok()?
+        } else {
+            None
+        };
+        let v = &self.groups[g].variants[vi].variant;
+        let claim = &self.claims[c];
+        let new_reqs = if narrowing || extra.is_some() {
+            let mut r = claim.reqs.clone();
+            r.add_all(&v.requirements);
+            if let Some(e) = &extra {
+                r.add_all(e);
+            }
+            if r.unsatisfiable_key().is_some() {
+                return None;
+            }
+            Some(r)
+        } else {
+            None
+        };
+        let changed: Vec<String> = v
+            .requirements
+            .keys()
+            .chain(extra.iter().flat_map(|e| e.keys()))
+            .map(str::to_string)
+            .collect();
+        let ps = &self.pools[pool];
+        let need = self.need(p);
+        let room = ps.room_for(&claim.reserved);
+        let options: Vec<u32> = claim
+            .options
+            .iter()
+            .copied()
+            .filter(|&o| {
+                let t = &ps.types[o as usize];
+                claim.requests.fits_with(need, &t.usable)
+                    && new_reqs
+                        .as_ref()
+                        .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
+                    && room_ok(&room, &t.it.capacity)
+            })
+            .collect();
+        if options.is_empty() {
+            return None;
+        }
+        if ps.has_min_values {
+            let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
+            if min_values_short(reqs, &options, &ps.types).is_some() {
+                return None;
+            }
+        }
+        Some(ClaimUpdate {
+            reqs: new_reqs,
+            options,
+        })
+    }
+
+    /// A new claim for pod `p` from the first NodePool (by weight) that can hold it, or
+    /// every pool's reason for refusing.
+    pub(super) fn new_claim(&mut self, p: usize, g: usize, vi: usize) -> Result<Claim, String> {
+        if self.pools.is_empty() {
+            return Err("no NodePool exists and no existing node fits".to_string());
+        }
+        let mut reasons = Vec::new();
+        for pi in 0..self.pools.len() {
+            match self.claim_from_pool(p, g, vi, pi) {
+                Ok(c) => return Ok(c),
+                Err(r) => reasons.push(r),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn claim_from_pool(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        pi: usize,
+    ) -> Result<Claim, String> {
+        let pod = &self.snap.pending[p];
+        self.pool_fit(g, vi, pi)?;
+        let Some(Ok(fit)) = &self.groups[g].variants[vi].pool_fit[pi] else {
+            unreachable!("pool_fit cached above")
+        };
+        let mut reqs = fit.reqs.clone();
+        let ps = &self.pools[pi];
+        let zone_req = reqs.get(labels::ZONE).cloned();
+        let ct_req = reqs.get(labels::CAPACITY_TYPE).cloned();
+        let zones: BTreeSet<String> = fit
+            .types
+            .iter()
+            .flat_map(|&t| ps.types[t as usize].it.offerings.iter())
+            .filter(|o| {
+                o.available
+                    && zone_req.as_ref().is_none_or(|z| z.allows(&o.zone))
+                    && ct_req.as_ref().is_none_or(|c| c.allows(&o.capacity_type))
+            })
+            .map(|o| o.zone.clone())
+            .collect();
+        reqs.add(Requirement::any_of(labels::ZONE, zones));
+        let extra = if self.groups[g].any_topology {
+            self.topology_fit(p, g, vi, Target::NewClaim(&reqs))
+                .map_err(|r| format!("NodePool {}: {r}", self.pools[pi].pool.name))?
+        } else {
+            None
+        };
+        if let Some(e) = &extra {
+            reqs.add_all(e);
+        }
+        let changed: Vec<String> = extra
+            .iter()
+            .flat_map(|e| e.keys())
+            .map(str::to_string)
+            .collect();
+        let Some(Ok(fit)) = &self.groups[g].variants[vi].pool_fit[pi] else {
+            unreachable!("pool_fit cached above")
+        };
+        let ps = &self.pools[pi];
+        let room = ps.room_for(&Resources::default());
+        let offered: Vec<u32> = fit
+            .types
+            .iter()
+            .copied()
+            .filter(|&o| {
+                extra.is_none() || type_compatible(&ps.types[o as usize].it, &reqs, Some(&changed))
+            })
+            .collect();
+        let fitting: Vec<u32> = offered
+            .iter()
+            .copied()
+            .filter(|&o| {
+                let t = &ps.types[o as usize];
+                self.need(p).fits_in(&t.usable) && room_ok(&room, &t.it.capacity)
+            })
+            .collect();
+        let ideal = &ps.ideal_room;
+        let efficient: Vec<u32> = fitting
+            .iter()
+            .copied()
+            .filter(|&o| {
+                let t = &ps.types[o as usize];
+                t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
+            })
+            .collect();
+        let options = if efficient.is_empty() {
+            fitting
+        } else {
+            efficient
+        };
+        if options.is_empty() {
+            return Err(self.explain_no_fit(pi, pod, &offered, &reqs, &room));
+        }
+        if ps.has_min_values
+            && let Some((r, have)) = min_values_short(&reqs, &options, &ps.types)
+        {
+            return Err(format!(
+                "NodePool {}: only {have} value(s) of {} remain among instance types that fit, \
+                 but minValues is {}",
+                ps.pool.name,
+                r.key,
+                r.min_values.unwrap_or(0)
+            ));
+        }
+        let name = self.fresh_name(pi);
+        let hostname = self.topo.intern(&name);
+        reqs.add(Requirement::single(labels::HOSTNAME, &name));
+        let mut claim = Claim {
+            name,
+            hostname,
+            pool: pi,
+            reqs,
+            options,
+            requests: pod.requests.clone(),
+            max_usable: Resources::default(),
+            reserved: Resources::default(),
+            pods: vec![p],
+            host_ports: pod.host_ports.clone(),
+        };
+        claim.refresh(&self.pools[pi].types);
+        Ok(claim)
+    }
+
+    /// Why no instance type of a pool can hold a pod, in words a person can act on.
+    fn explain_no_fit(
+        &self,
+        pi: usize,
+        pod: &Pod,
+        offered: &[u32],
+        reqs: &Requirements,
+        room: &Option<BTreeMap<String, i64>>,
+    ) -> String {
+        let ps = &self.pools[pi];
+        let name = &ps.pool.name;
+        let zones = zone_phrase(reqs, &ps.zones);
+        if offered.is_empty() {
+            return format!("NodePool {name}: no matching instance type is offered{zones}");
+        }
+        let mut largest = Resources::default();
+        for &o in offered {
+            largest.max_with(&ps.types[o as usize].usable);
+        }
+        if let Some(r) = pod.requests.exceeding(&largest).first() {
+            let beside = if ps.daemon_overhead.get(r) > 0 {
+                " beside DaemonSet overhead"
+            } else {
+                ""
+            };
+            return format!(
+                "no instance type in NodePool {name} has {}{beside}{zones}; the largest offers {}",
+                Resources::describe(r, pod.requests.get(r)),
+                Resources::describe(r, largest.get(r)),
+            );
+        }
+        let fits_alone = offered
+            .iter()
+            .any(|&o| pod.requests.fits_in(&ps.types[o as usize].usable));
+        if !fits_alone {
+            return format!(
+                "no single instance type in NodePool {name} has {} and {} together{zones}",
+                Resources::describe(crate::resources::CPU, pod.requests.cpu),
+                Resources::describe(crate::resources::MEMORY, pod.requests.memory),
+            );
+        }
+        if let Some(room) = room {
+            let limited: Vec<String> = room
+                .iter()
+                .map(|(k, left)| {
+                    format!(
+                        "{k} limit {} with {} left",
+                        ps.pool.limits.get(k).copied().unwrap_or(0),
+                        (*left).max(0)
+                    )
+                })
+                .collect();
+            return format!(
+                "NodePool {name} has reached its limits ({}); no instance type that fits stays within them",
+                limited.join(", ")
+            );
+        }
+        format!("NodePool {name}: no instance type fits")
+    }
+
+    /// Turns the claims under construction into plan entries.
+    pub fn finish_claims(&self) -> Vec<NewClaim> {
+        self.claims.iter().map(|c| self.finish(c)).collect()
+    }
+
+    fn finish(&self, c: &Claim) -> NewClaim {
+        let ps = &self.pools[c.pool];
+        // Every compatible type that holds the pods, not only the efficient ones packing
+        // grew within; limits as packing left them.
+        let room = ps.room_for(&c.reserved);
+        let mut all: Vec<u32> = (0..ps.types.len() as u32)
+            .filter(|&o| {
+                let t = &ps.types[o as usize];
+                c.requests.fits_in(&t.usable)
+                    && room_ok(&room, &t.it.capacity)
+                    && type_compatible(&t.it, &c.reqs, None)
+            })
+            .collect();
+        if all.is_empty()
+            || (ps.has_min_values && min_values_short(&c.reqs, &all, &ps.types).is_some())
+        {
+            all = c.options.clone();
+        }
+        let mut priced: Vec<(f64, &str, u32)> = all
+            .iter()
+            .filter_map(|&o| {
+                let it = &ps.types[o as usize].it;
+                it.cheapest_offering(&c.reqs)
+                    .map(|off| (off.price, it.name.as_str(), o))
+            })
+            .collect();
+        priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let max = self.opts.max_instance_types.max(1);
+        let mut kept: Vec<u32> = priced.iter().take(max).map(|x| x.2).collect();
+        // Truncation must not break minValues: add the next cheapest until it holds.
+        for x in priced.iter().skip(max) {
+            if min_values_short(&c.reqs, &kept, &ps.types).is_none() {
+                break;
+            }
+            kept.push(x.2);
+        }
+        let chosen = &ps.types[priced[0].2 as usize].it;
+        let offering = chosen
+            .cheapest_offering(&c.reqs)
+            .expect("every option has an allowed offering");
+
+        let mut labels_out: BTreeMap<String, String> = ps.pool.labels.clone();
+        for r in c.reqs.iter() {
+            if labels::is_well_known(&r.key) {
+                continue;
+            }
+            if let Some(v) = r.pick_value() {
+                labels_out.insert(r.key.clone(), v);
+            }
+        }
+        for r in chosen.requirements.iter() {
+            if let Some(v) = r.single_value() {
+                labels_out.insert(r.key.clone(), v.to_string());
+            }
+        }
+        labels_out.insert(labels::ZONE.to_string(), offering.zone.clone());
+        labels_out.insert(
+            labels::CAPACITY_TYPE.to_string(),
+            offering.capacity_type.clone(),
+        );
+        labels_out.insert(labels::HOSTNAME.to_string(), c.name.clone());
+        labels_out.insert(labels::NODEPOOL.to_string(), ps.pool.name.clone());
+
+        let mut requirements = c.reqs.clone();
+        requirements.remove(labels::HOSTNAME);
+        requirements.add(Requirement::any_of(
+            labels::INSTANCE_TYPE,
+            kept.iter().map(|&o| ps.types[o as usize].it.name.clone()),
+        ));
+        let mut requests = c.requests.clone();
+        requests.add(&ps.daemon_overhead);
+        NewClaim {
+            name: c.name.clone(),
+            nodepool: ps.pool.name.clone(),
+            instance_type: chosen.name.clone(),
+            instance_type_options: kept
+                .iter()
+                .map(|&o| ps.types[o as usize].it.name.clone())
+                .collect(),
+            zone: offering.zone.clone(),
+            capacity_type: offering.capacity_type.clone(),
+            price_per_hour: offering.price,
+            labels: labels_out,
+            taints: ps.pool.taints.clone(),
+            startup_taints: ps.pool.startup_taints.clone(),
+            allocatable: chosen.allocatable().clone(),
+            requests,
+            requirements,
+            pods: c.pods.iter().map(|&p| self.snap.pending[p].key()).collect(),
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Placement of pending pods: onto existing nodes first, then onto in-flight and new
+//! NodeClaims, then onto a new NodeClaim from the highest-weight NodePool that allows the
+//! pod. Pods go largest first; each NodeClaim keeps every instance type that still fits its
+//! pods, so the cloud can pick the cheapest available one at launch.
+//!
+//! Deterministic: the same snapshot always gives the same plan (no hashing order, no clock,
+//! no randomness reaches the output).
+
+mod claim;
+mod state;
+mod topology_fit;
+pub mod variant;
+
+use std::collections::HashMap;
+
+use crate::node::{BoundPod, ExistingNode};
+use crate::nodepool::NodePool;
+use crate::plan::{ExistingPlacement, Plan, Unschedulable};
+use crate::pod::Pod;
+use crate::requirements::Requirements;
+use crate::taints::Effect;
+
+pub use state::Solver;
+
+/// Everything placement needs to know, as plain data.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Pods to place.
+    pub pending: Vec<Pod>,
+    /// Registered nodes and in-flight NodeClaims.
+    pub nodes: Vec<ExistingNode>,
+    /// Pods already on `nodes` (running, or nominated to an in-flight claim).
+    pub bound: Vec<BoundPod>,
+    pub nodepools: Vec<NodePool>,
+    /// One pod template per DaemonSet: the overhead every new node must carry.
+    pub daemonsets: Vec<Pod>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Instance types kept per NodeClaim, cheapest first (minValues may keep more).
+    pub max_instance_types: usize,
+    /// Names new NodeClaims must not take (existing NodeClaims and nodes).
+    pub reserved_names: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_instance_types: 60,
+            reserved_names: Vec::new(),
+        }
+    }
+}
+
+/// Runs placement and returns the plan. The cost lower bound is filled in too.
+pub fn schedule(snapshot: &Snapshot, options: &Options) -> Plan {
+    let mut solver = Solver::new(snapshot, options);
+    let failures = solver.place_all();
+    let mut plan = Plan {
+        new_claims: solver.finish_claims(),
+        ..Default::default()
+    };
+    plan.existing = solver
+        .existing_placements()
+        .into_iter()
+        .map(|(node, in_flight, pods)| ExistingPlacement {
+            node,
+            in_flight,
+            pods,
+        })
+        .collect();
+    plan.unschedulable = failures
+        .into_iter()
+        .map(|(pod, reason)| Unschedulable { pod, reason })
+        .collect();
+    plan.total_price_per_hour = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
+    plan.cost_lower_bound = crate::lower_bound::for_plan(snapshot, &plan);
+    plan
+}
+
+/// Whether any taint anywhere is PreferNoSchedule: only then is tolerating them a rung of
+/// the relaxation ladder.
+fn any_prefer_no_schedule(snapshot: &Snapshot) -> bool {
+    snapshot
+        .nodepools
+        .iter()
+        .flat_map(|p| p.taints.iter())
+        .chain(snapshot.nodes.iter().flat_map(|n| n.taints.iter()))
+        .any(|t| t.effect == Effect::PreferNoSchedule)
+}
+
+/// Pods that share every scheduling-relevant field share one group, so per-constraint work
+/// (variants, pool compatibility, topology terms) happens once per group.
+fn signature(pod: &Pod) -> Pod {
+    let mut k = pod.clone();
+    k.name.clear();
+    k.requests = Default::default();
+    k.priority = 0;
+    k
+}
+
+fn group_pods(pods: &[Pod]) -> (Vec<usize>, Vec<usize>) {
+    let mut index: HashMap<Pod, usize> = HashMap::new();
+    let mut reps = Vec::new();
+    let group_of = pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            *index.entry(signature(p)).or_insert_with(|| {
+                reps.push(i);
+                reps.len() - 1
+            })
+        })
+        .collect();
+    (group_of, reps)
+}
+
+/// The order placement considers pods in. Higher priority first; within a priority, large
+/// before small, where size is a pod's dominant share (the largest fraction of the batch's
+/// total demand it asks for in CPU or memory). CPU-heavy and memory-heavy pods are then
+/// interleaved so the running mix stays balanced: claims fill with both kinds and end up
+/// the shape of an efficient instance type, instead of one resource filling while the
+/// other idles. Ties go by name, so the order is deterministic.
+fn placement_order(pods: &[Pod]) -> Vec<usize> {
+    let mut total = crate::resources::Resources::default();
+    for p in pods {
+        total.add(&p.requests);
+    }
+    let frac = |v: i64, t: i64| if t > 0 { v as f64 / t as f64 } else { 0.0 };
+    let shares: Vec<(f64, f64)> = pods
+        .iter()
+        .map(|p| {
+            (
+                frac(p.requests.cpu, total.cpu),
+                frac(p.requests.memory, total.memory),
+            )
+        })
+        .collect();
+    let by_size = |a: &usize, b: &usize| {
+        let (sa, sb) = (
+            shares[*a].0.max(shares[*a].1),
+            shares[*b].0.max(shares[*b].1),
+        );
+        sb.total_cmp(&sa)
+            .then(pods[*b].requests.cpu.cmp(&pods[*a].requests.cpu))
+            .then(pods[*b].requests.memory.cmp(&pods[*a].requests.memory))
+            .then(pods[*b].requests.extended.cmp(&pods[*a].requests.extended))
+            .then(pods[*a].namespace.cmp(&pods[*b].namespace))
+            .then(pods[*a].name.cmp(&pods[*b].name))
+    };
+    let mut priorities: Vec<i32> = pods.iter().map(|p| p.priority).collect();
+    priorities.sort_unstable_by(|a, b| b.cmp(a));
+    priorities.dedup();
+    let mut order = Vec::with_capacity(pods.len());
+    for prio in priorities {
+        let (mut cpu_heavy, mut mem_heavy): (Vec<usize>, Vec<usize>) = (0..pods.len())
+            .filter(|&i| pods[i].priority == prio)
+            .partition(|&i| shares[i].0 >= shares[i].1);
+        cpu_heavy.sort_by(by_size);
+        mem_heavy.sort_by(by_size);
+        let (mut a, mut b) = (0, 0);
+        let mut lean = 0.0f64; // Σ cpu share − Σ memory share of pods taken so far
+        while a < cpu_heavy.len() || b < mem_heavy.len() {
+            let take_cpu = b >= mem_heavy.len() || (a < cpu_heavy.len() && lean <= 0.0);
+            let i = if take_cpu {
+                a += 1;
+                cpu_heavy[a - 1]
+            } else {
+                b += 1;
+                mem_heavy[b - 1]
+            };
+            lean += shares[i].0 - shares[i].1;
+            order.push(i);
+        }
+    }
+    order
+}
+
+/// A deterministic short suffix for NodeClaim names, like the random ones Kubernetes'
+/// generateName makes, but stable for a given pool and sequence number.
+fn name_suffix(pool: &str, seq: u64) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in pool.bytes().chain(seq.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|i| ALPHABET[((h >> (i * 8)) % ALPHABET.len() as u64) as usize] as char)
+        .collect()
+}
+
+/// Requirements for a pod on a given node-affinity term, with its node selector already
+/// merged (conversion does that); exposed for adapters that check a single node.
+pub fn node_fits_pod(node: &Requirements, pod_term: &Requirements) -> bool {
+    node.compatible(pod_term, crate::requirements::Undefined::Absent)
+}
+
+#[cfg(test)]
+mod tests;

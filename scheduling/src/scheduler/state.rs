@@ -1,0 +1,755 @@
+//! The solver's working state: nodes, NodePools, claims under construction, pod groups and
+//! topology counts, and the placement loop over them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::claim::{Claim, ClaimUpdate, TypeInfo};
+use super::variant::{self, Variant};
+use super::{Options, Snapshot, group_pods, name_suffix, placement_order};
+use crate::instance_type::InstanceType;
+use crate::labels;
+use crate::lower_bound;
+use crate::nodepool::NodePool;
+use crate::pod::{HostPort, Pod};
+use crate::requirements::{Requirement, Requirements, Undefined};
+use crate::resources::Resources;
+use crate::taints::first_untolerated;
+use crate::topology::{DomainId, PodTerms, Topology};
+
+/// A NodePool prepared for placement.
+pub(super) struct PoolState<'a> {
+    pub pool: &'a NodePool,
+    /// The pool's node requirements (requirements, template labels, nodepool label).
+    pub reqs: Requirements,
+    /// Instance types compatible with the pool, cheapest first.
+    pub types: Vec<TypeInfo>,
+    pub daemon_overhead: Resources,
+    /// Capacity of the pool's existing nodes and in-flight claims.
+    pub in_use: Resources,
+    /// Capacity held back for this run's new claims (largest option of each).
+    pub reserved: Resources,
+    /// Zones at least one compatible type is offered in.
+    pub zones: BTreeSet<String>,
+    pub has_min_values: bool,
+    pub seq: u64,
+    /// The room of the type an ideal fractional plan spends most on for the pending demand:
+    /// packing fills claims up to this shape, so a claim's pods end up in proportions an
+    /// efficient type matches.
+    pub ideal_room: Resources,
+}
+
+impl PoolState<'_> {
+    /// Room under the limits for one claim, given everything else already held.
+    pub fn room_for(&self, own_reserved: &Resources) -> Option<BTreeMap<String, i64>> {
+        if self.pool.limits.is_empty() {
+            return None;
+        }
+        let held = self.in_use.plus(&self.reserved).minus(own_reserved);
+        Some(
+            self.pool
+                .limits
+                .iter()
+                .map(|(k, v)| (k.clone(), v - held.get(k)))
+                .collect(),
+        )
+    }
+}
+
+pub(super) struct NodeState {
+    pub remaining: Resources,
+    pub host_ports: Vec<HostPort>,
+    pub hostname: DomainId,
+    pub placed: Vec<usize>,
+}
+
+/// Per (pod group, variant, pool): what does not change while placement runs.
+#[derive(Clone)]
+pub(super) struct PoolFit {
+    /// Pool requirements ∩ the variant's requirements.
+    pub reqs: Requirements,
+    /// Indices into the pool's types compatible with `reqs`.
+    pub types: Vec<u32>,
+}
+
+pub(super) struct VariantState {
+    pub variant: Variant,
+    /// Per node: 0 unknown, 1 fits statically (labels, taints), 2 does not.
+    pub node_ok: Vec<u8>,
+    pub pool_fit: Vec<Option<Result<PoolFit, String>>>,
+    /// Spread group → the domains that count for this pod (nodeAffinityPolicy etc.).
+    pub eligible: HashMap<usize, Vec<DomainId>>,
+}
+
+pub(super) struct PodGroup {
+    /// The first pod of the group, whose shared fields static checks read.
+    pub rep: usize,
+    pub terms: PodTerms,
+    /// Topology groups whose selector matches these pods.
+    pub matches: Vec<usize>,
+    /// Anti-affinity groups these pods match: they may not join those groups' owners.
+    pub inverse_anti: Vec<usize>,
+    /// Topology keys these pods take part in (own terms or matched groups), sorted.
+    pub keys: Vec<String>,
+    pub variants: Vec<VariantState>,
+    pub any_topology: bool,
+}
+
+pub struct Solver<'a> {
+    pub(super) snap: &'a Snapshot,
+    pub(super) opts: &'a Options,
+    pub(super) topo: Topology,
+    pub(super) pools: Vec<PoolState<'a>>,
+    pub(super) nodes: Vec<NodeState>,
+    pub(super) claims: Vec<Claim>,
+    pub(super) groups: Vec<PodGroup>,
+    pub(super) group_of: Vec<usize>,
+    pub(super) taken_names: HashSet<String>,
+    /// Where each placed pod went, for recording.
+    pub(super) placed_on: Vec<Option<Placement>>,
+    /// While the first pod of a hostname self-affinity group is being placed: the whole
+    /// group's requests, so its node has room for all of them.
+    pub(super) gang: Option<Resources>,
+    /// Pending pods per group, in placement order.
+    members: Vec<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Placement {
+    Node(usize),
+    Claim(usize),
+}
+
+/// What a candidate looks like to the topology checks.
+#[derive(Clone, Copy)]
+pub(super) enum Target<'r> {
+    Node(usize),
+    /// A claim already created in this run.
+    Claim(usize),
+    /// A claim about to be created, with these requirements and a fresh hostname.
+    NewClaim(&'r Requirements),
+}
+
+impl<'a> Solver<'a> {
+    pub fn new(snap: &'a Snapshot, opts: &'a Options) -> Solver<'a> {
+        let mut topo = Topology::default();
+        let (group_of, reps) = group_pods(&snap.pending);
+        let terms: Vec<PodTerms> = reps
+            .iter()
+            .map(|&i| topo.register(&snap.pending[i]))
+            .collect();
+        // Bound pods' anti-affinity binds newcomers too (the inverse direction).
+        let bound_terms: Vec<PodTerms> = snap
+            .bound
+            .iter()
+            .map(|b| {
+                let mut p = b.pod.clone();
+                p.spread.clear();
+                p.affinity.clear();
+                p.preferred_affinity.clear();
+                p.preferred_anti_affinity.clear();
+                topo.register(&p)
+            })
+            .collect();
+
+        let any_pns = super::any_prefer_no_schedule(snap);
+        let demand = snap
+            .pending
+            .iter()
+            .fold(Resources::default(), |acc, p| acc.plus(&p.requests));
+        let mut pools: Vec<PoolState> = snap
+            .nodepools
+            .iter()
+            .map(|p| prepare_pool(p, snap, &demand))
+            .collect();
+        pools.sort_by(|a, b| {
+            b.pool
+                .weight
+                .cmp(&a.pool.weight)
+                .then_with(|| a.pool.name.cmp(&b.pool.name))
+        });
+
+        let groups: Vec<PodGroup> = reps
+            .iter()
+            .zip(terms)
+            .map(|(&i, t)| {
+                let pod = &snap.pending[i];
+                let matches = topo.matching_groups(pod);
+                let inverse_anti: Vec<usize> = matches
+                    .iter()
+                    .copied()
+                    .filter(|g| matches!(topo.group(*g).kind, crate::topology::Kind::AntiAffinity))
+                    .collect();
+                let variants = variant::ladder(pod, &t, any_pns)
+                    .into_iter()
+                    .map(|v| VariantState {
+                        variant: v,
+                        node_ok: vec![0; snap.nodes.len()],
+                        pool_fit: vec![None; pools.len()],
+                        eligible: HashMap::new(),
+                    })
+                    .collect();
+                let own = t
+                    .spread_hard
+                    .iter()
+                    .chain(&t.spread_soft)
+                    .chain(&t.affinity)
+                    .chain(&t.anti_affinity)
+                    .chain(t.preferred_affinity.iter().map(|(_, g)| g))
+                    .chain(t.preferred_anti_affinity.iter().map(|(_, g)| g));
+                let keys: BTreeSet<String> = own
+                    .chain(&matches)
+                    .map(|g| topo.group(*g).key.clone())
+                    .collect();
+                PodGroup {
+                    rep: i,
+                    any_topology: !keys.is_empty(),
+                    keys: keys.into_iter().collect(),
+                    terms: t,
+                    matches,
+                    inverse_anti,
+                    variants,
+                }
+            })
+            .collect();
+
+        let node_index: HashMap<&str, usize> = snap
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut nodes: Vec<NodeState> = snap
+            .nodes
+            .iter()
+            .map(|n| NodeState {
+                remaining: n.allocatable.clone(),
+                host_ports: Vec::new(),
+                hostname: topo.intern(&n.name),
+                placed: Vec::new(),
+            })
+            .collect();
+        // Bound pods: charge their nodes and count them in every group they match.
+        let mut match_cache: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
+            HashMap::new();
+        for (b, bt) in snap.bound.iter().zip(&bound_terms) {
+            let Some(&ni) = node_index.get(b.node.as_str()) else {
+                continue;
+            };
+            nodes[ni].remaining.sub(&b.pod.requests);
+            nodes[ni]
+                .host_ports
+                .extend(b.pod.host_ports.iter().cloned());
+            let matches = match_cache
+                .entry((b.pod.namespace.as_str(), &b.pod.labels))
+                .or_insert_with(|| topo.matching_groups(&b.pod))
+                .clone();
+            let node = &snap.nodes[ni];
+            let ids: Vec<(String, DomainId)> = node
+                .requirements
+                .iter()
+                .filter_map(|r| r.single_value().map(|v| (r.key.clone(), v.to_string())))
+                .map(|(k, v)| {
+                    let id = topo.intern(&v);
+                    (k, id)
+                })
+                .collect();
+            let hostname = nodes[ni].hostname;
+            topo.record(&matches, &bt.anti_affinity, |key| {
+                if key == labels::HOSTNAME {
+                    return Some(hostname);
+                }
+                ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id)
+            });
+        }
+        for (pi, p) in pools.iter_mut().enumerate() {
+            let _ = pi;
+            for n in &snap.nodes {
+                if n.nodepool.as_deref() == Some(p.pool.name.as_str()) {
+                    p.in_use.add(&n.capacity);
+                }
+            }
+        }
+        let mut taken_names: HashSet<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
+        taken_names.extend(opts.reserved_names.iter().cloned());
+
+        Solver {
+            snap,
+            opts,
+            topo,
+            pools,
+            nodes,
+            claims: Vec::new(),
+            groups,
+            group_of,
+            taken_names,
+            placed_on: vec![None; snap.pending.len()],
+            gang: None,
+            members: Vec::new(),
+        }
+    }
+
+    /// Places every pending pod it can; returns the others with reasons, in pod order.
+    pub fn place_all(&mut self) -> Vec<(String, String)> {
+        let mut queue = placement_order(&self.snap.pending);
+        self.members = vec![Vec::new(); self.groups.len()];
+        for &p in &queue {
+            self.members[self.group_of[p]].push(p);
+        }
+        let mut failed: Vec<(usize, String)> = Vec::new();
+        // Pods whose required affinity points at pods placed later in the order need a
+        // second pass; stop as soon as a pass places nothing.
+        for _pass in 0..4 {
+            let mut progress = false;
+            for &p in &queue {
+                if self.placed_on[p].is_some() {
+                    continue;
+                }
+                let leader = self.gang_leader(p);
+                match self.place(p) {
+                    Ok(()) => progress = true,
+                    Err(reason) => failed.push((p, reason)),
+                }
+                self.gang = None;
+                if leader && self.placed_on[p].is_some() {
+                    // Co-located pods follow their first member at once, before other pods
+                    // take the room kept for them.
+                    let g = self.group_of[p];
+                    for q in self.members[g].clone() {
+                        if self.placed_on[q].is_none()
+                            && q != p
+                            && let Err(reason) = self.place(q)
+                        {
+                            failed.push((q, reason));
+                        }
+                    }
+                }
+            }
+            if failed.is_empty() || !progress {
+                break;
+            }
+            queue = failed.drain(..).map(|(p, _)| p).collect();
+        }
+        failed.retain(|(p, _)| self.placed_on[*p].is_none());
+        failed.sort_by_key(|(p, _)| *p);
+        failed.dedup_by_key(|(p, _)| *p);
+        failed
+            .into_iter()
+            .map(|(p, r)| (self.snap.pending[p].key(), r))
+            .collect()
+    }
+
+    /// Whether `p` is the first pod of a group that must share one node (required hostname
+    /// affinity matching itself, nothing matched yet). If so, sets [`Self::gang`].
+    fn gang_leader(&mut self, p: usize) -> bool {
+        let g = self.group_of[p];
+        let group = &self.groups[g];
+        let co_located = group.terms.affinity.iter().any(|&a| {
+            let t = self.topo.group(a);
+            t.is_hostname() && t.total() == 0 && group.matches.contains(&a)
+        });
+        if !co_located || self.members[g].len() < 2 {
+            return false;
+        }
+        let mut total = Resources::default();
+        for &q in &self.members[g] {
+            if self.placed_on[q].is_none() {
+                total.add(&self.snap.pending[q].requests);
+            }
+        }
+        self.gang = Some(total);
+        true
+    }
+
+    /// The requests capacity checks use for pod `p`: its own, or its group's while it leads.
+    pub(super) fn need(&self, p: usize) -> &Resources {
+        self.gang.as_ref().unwrap_or(&self.snap.pending[p].requests)
+    }
+
+    fn place(&mut self, p: usize) -> Result<(), String> {
+        let g = self.group_of[p];
+        let mut last = String::new();
+        for vi in 0..self.groups[g].variants.len() {
+            if let Some((n, pin)) = self.try_nodes(p, g, vi) {
+                debug_assert!(pin.is_none() || pin.as_ref().is_some_and(|r| r.is_empty()));
+                self.commit_node(p, g, n);
+                return Ok(());
+            }
+            if let Some((c, update)) = self.try_claims(p, g, vi) {
+                self.commit_claim(p, g, c, update);
+                return Ok(());
+            }
+            match self.new_claim(p, g, vi) {
+                Ok(claim) => {
+                    self.claims.push(claim);
+                    let c = self.claims.len() - 1;
+                    let pool = self.claims[c].pool;
+                    self.pools[pool].reserved.add(&self.claims[c].reserved);
+                    self.record(p, g, Placement::Claim(c));
+                    return Ok(());
+                }
+                Err(reason) => {
+                    let relaxed = self.groups[g].variants[vi].variant.relaxed;
+                    last = if relaxed > 0 {
+                        format!("{reason} (even after relaxing {relaxed} preference(s))")
+                    } else {
+                        reason
+                    };
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// Static fit of a variant on a node: cordon, labels, taints.
+    fn node_static_ok(&mut self, g: usize, vi: usize, n: usize) -> bool {
+        let cached = self.groups[g].variants[vi].node_ok[n];
+        if cached != 0 {
+            return cached == 1;
+        }
+        let node = &self.snap.nodes[n];
+        let v = &self.groups[g].variants[vi].variant;
+        let pod = self.rep_pod(g);
+        let ok = !node.unschedulable
+            && node
+                .requirements
+                .compatible(&v.requirements, Undefined::Absent)
+            && first_untolerated(&node.taints, &pod.tolerations, v.strict_taints).is_none();
+        self.groups[g].variants[vi].node_ok[n] = if ok { 1 } else { 2 };
+        ok
+    }
+
+    pub(super) fn rep_pod(&self, g: usize) -> &'a Pod {
+        &self.snap.pending[self.groups[g].rep]
+    }
+
+    fn try_nodes(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+    ) -> Option<(usize, Option<Requirements>)> {
+        let pod = &self.snap.pending[p];
+        for n in 0..self.nodes.len() {
+            if !self.need(p).fits_in(&self.nodes[n].remaining) {
+                continue;
+            }
+            if !self.node_static_ok(g, vi, n) {
+                continue;
+            }
+            if pod
+                .host_ports
+                .iter()
+                .any(|hp| self.nodes[n].host_ports.iter().any(|o| o.conflicts(hp)))
+            {
+                continue;
+            }
+            if self.topology_fit(p, g, vi, Target::Node(n)).is_ok() {
+                return Some((n, None));
+            }
+        }
+        None
+    }
+
+    fn commit_node(&mut self, p: usize, g: usize, n: usize) {
+        let pod = &self.snap.pending[p];
+        self.nodes[n].remaining.sub(&pod.requests);
+        self.nodes[n]
+            .host_ports
+            .extend(pod.host_ports.iter().cloned());
+        self.nodes[n].placed.push(p);
+        self.record(p, g, Placement::Node(n));
+    }
+
+    /// Among the claims that can take the pod, the one it leaves best balanced: the pod's
+    /// requests should push the claim's content toward the shape of its pool's ideal type,
+    /// so that memory-heavy and CPU-heavy pods share nodes instead of each filling their own
+    /// with the other resource idle. Claims are scored on a cheap capacity test first and
+    /// tried in score order; ties go to the older claim.
+    fn try_claims(&mut self, p: usize, g: usize, vi: usize) -> Option<(usize, ClaimUpdate)> {
+        let need = self.need(p).clone();
+        let mut candidates: Vec<(u64, usize)> = Vec::new();
+        for (c, claim) in self.claims.iter().enumerate() {
+            if !claim.requests.fits_with(&need, &claim.max_usable) {
+                continue;
+            }
+            let ideal = &self.pools[claim.pool].ideal_room;
+            let score = if ideal.cpu > 0 && ideal.memory > 0 {
+                let fc = (claim.requests.cpu + need.cpu) as f64 / ideal.cpu as f64;
+                let fm = (claim.requests.memory + need.memory) as f64 / ideal.memory as f64;
+                ((fc - fm).abs() * 1e6) as u64
+            } else {
+                0
+            };
+            candidates.push((score, c));
+        }
+        candidates.sort_unstable();
+        for (_, c) in candidates {
+            if let Some(u) = self.claim_accepts(p, g, vi, c) {
+                return Some((c, u));
+            }
+        }
+        None
+    }
+
+    fn commit_claim(&mut self, p: usize, g: usize, c: usize, update: ClaimUpdate) {
+        let pool = self.claims[c].pool;
+        let old_reserved = self.claims[c].reserved.clone();
+        self.pools[pool].reserved.sub(&old_reserved);
+        let pod = &self.snap.pending[p];
+        self.claims[c].apply(update, pod, p, &self.pools[pool].types);
+        self.pools[pool].reserved.add(&self.claims[c].reserved);
+        self.record(p, g, Placement::Claim(c));
+    }
+
+    /// Counts a placed pod in the topology groups it matches or owns.
+    fn record(&mut self, p: usize, g: usize, at: Placement) {
+        self.placed_on[p] = Some(at);
+        let group = &self.groups[g];
+        if !group.any_topology {
+            return;
+        }
+        let matches = group.matches.clone();
+        let owned_anti: Vec<usize> = group
+            .terms
+            .anti_affinity
+            .iter()
+            .chain(group.terms.preferred_anti_affinity.iter().map(|(_, g)| g))
+            .copied()
+            .collect();
+        let (hostname, reqs) = match at {
+            Placement::Node(n) => (self.nodes[n].hostname, &self.snap.nodes[n].requirements),
+            Placement::Claim(c) => (self.claims[c].hostname, &self.claims[c].reqs),
+        };
+        let values: Vec<(String, String)> = group
+            .keys
+            .iter()
+            .filter_map(|k| {
+                reqs.get(k)
+                    .and_then(|r| r.single_value())
+                    .map(|v| (k.clone(), v.to_string()))
+            })
+            .collect();
+        let ids: Vec<(String, DomainId)> = values
+            .into_iter()
+            .map(|(k, v)| {
+                let id = self.topo.intern(&v);
+                (k, id)
+            })
+            .collect();
+        self.topo.record(&matches, &owned_anti, |key| {
+            if key == labels::HOSTNAME {
+                return Some(hostname);
+            }
+            ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id)
+        });
+    }
+
+    /// The static part of placing a variant on a pool: taints, requirements, and which
+    /// instance types can ever match. Cached per (group, variant, pool).
+    pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> Result<PoolFit, String> {
+        if let Some(cached) = &self.groups[g].variants[vi].pool_fit[pi] {
+            return cached.clone();
+        }
+        let pod = self.rep_pod(g);
+        let v = &self.groups[g].variants[vi].variant;
+        let ps = &self.pools[pi];
+        let result = (|| {
+            if let Some(t) = first_untolerated(&ps.pool.taints, &pod.tolerations, v.strict_taints) {
+                return Err(format!(
+                    "NodePool {}: taint {t} is not tolerated",
+                    ps.pool.name
+                ));
+            }
+            if let Some(c) = ps
+                .reqs
+                .conflict_with(&v.requirements, Undefined::WellKnownOpen)
+            {
+                return Err(format!(
+                    "NodePool {}: pod {}",
+                    ps.pool.name,
+                    c.to_string()
+                        .replace("the node offers", "the NodePool allows")
+                ));
+            }
+            let mut reqs = ps.reqs.clone();
+            reqs.add_all(&v.requirements);
+            if let Some(r) = reqs.unsatisfiable_key() {
+                return Err(format!(
+                    "NodePool {}: no node can satisfy {r}",
+                    ps.pool.name
+                ));
+            }
+            let types: Vec<u32> = ps
+                .types
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| type_compatible(&t.it, &reqs, None))
+                .map(|(i, _)| i as u32)
+                .collect();
+            if types.is_empty() {
+                let wanted: Vec<String> = v
+                    .requirements
+                    .iter()
+                    .filter(|r| labels::is_well_known(&r.key))
+                    .map(|r| r.to_string())
+                    .collect();
+                return Err(format!(
+                    "NodePool {}: no instance type matches {}",
+                    ps.pool.name,
+                    if wanted.is_empty() {
+                        "the NodePool's requirements".to_string()
+                    } else {
+                        wanted.join(", ")
+                    }
+                ));
+            }
+            Ok(PoolFit { reqs, types })
+        })();
+        self.groups[g].variants[vi].pool_fit[pi] = Some(result.clone());
+        result
+    }
+
+    pub(super) fn fresh_name(&mut self, pi: usize) -> String {
+        loop {
+            let ps = &mut self.pools[pi];
+            ps.seq += 1;
+            let name = format!("{}-{}", ps.pool.name, name_suffix(&ps.pool.name, ps.seq));
+            if self.taken_names.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+
+    pub fn existing_placements(&self) -> Vec<(String, bool, Vec<String>)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.placed.is_empty())
+            .map(|(i, n)| {
+                (
+                    self.snap.nodes[i].name.clone(),
+                    self.snap.nodes[i].in_flight,
+                    n.placed
+                        .iter()
+                        .map(|p| self.snap.pending[*p].key())
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Whether an instance type can satisfy `reqs` on the keys the instance type decides.
+/// With `only`, just those keys are checked (the rest were checked before).
+pub(super) fn type_compatible(
+    it: &InstanceType,
+    reqs: &Requirements,
+    only: Option<&[String]>,
+) -> bool {
+    let check = |r: &Requirement| -> bool {
+        if !labels::is_well_known(&r.key) || r.key == labels::HOSTNAME || r.key == labels::NODEPOOL
+        {
+            return true;
+        }
+        match it.requirements.get(&r.key) {
+            Some(mine) => mine.overlaps(r),
+            None => r.allows_absent(),
+        }
+    };
+    let ok = match only {
+        Some(keys) => keys.iter().all(|k| reqs.get(k).is_none_or(check)),
+        None => reqs.iter().all(check),
+    };
+    ok && it.cheapest_offering(reqs).is_some()
+}
+
+/// Overhead of the DaemonSets whose pods would run on this pool's nodes.
+fn daemon_overhead(pool: &NodePool, reqs: &Requirements, daemonsets: &[Pod]) -> Resources {
+    let mut total = Resources::default();
+    for d in daemonsets {
+        let tolerated = first_untolerated(&pool.taints, &d.tolerations, false).is_none();
+        let selects = d
+            .node_requirements
+            .iter()
+            .any(|t| reqs.compatible(t, Undefined::WellKnownOpen));
+        if tolerated && selects {
+            total.add(&d.requests);
+        }
+    }
+    total
+}
+
+fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> PoolState<'a> {
+    let reqs = pool.node_requirements();
+    let daemon = daemon_overhead(pool, &reqs, &snap.daemonsets);
+    let mut types: Vec<TypeInfo> = pool
+        .instance_types
+        .iter()
+        .filter(|it| type_compatible(it, &reqs, None))
+        .filter_map(|it| {
+            let usable = it.allocatable().minus(&daemon);
+            if usable.cpu < 0 || usable.memory < 0 || usable.pods < 0 {
+                return None;
+            }
+            let price = it.cheapest_offering(&reqs)?.price;
+            Some(TypeInfo {
+                it: Arc::clone(it),
+                usable,
+                min_price: price,
+                efficiency: 1.0,
+            })
+        })
+        .collect();
+    types.sort_by(|a, b| {
+        a.min_price
+            .total_cmp(&b.min_price)
+            .then_with(|| a.it.name.cmp(&b.it.name))
+    });
+    let zone_req = reqs.get(labels::ZONE);
+    let zones = types
+        .iter()
+        .flat_map(|t| t.it.offerings.iter())
+        .filter(|o| o.available && zone_req.is_none_or(|z| z.allows(&o.zone)))
+        .map(|o| o.zone.clone())
+        .collect();
+    let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
+    let priced: Vec<(Resources, f64)> = types
+        .iter()
+        .map(|t| (t.usable.clone(), t.min_price))
+        .collect();
+    let prices = lower_bound::solve(demand, &priced);
+    for t in &mut types {
+        let worth = prices.value_of(&t.usable);
+        t.efficiency = if worth > 0.0 {
+            t.min_price / worth
+        } else {
+            f64::INFINITY
+        };
+    }
+    // The type the fractional optimum spends most on.
+    let ideal_room = prices
+        .purchase
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| **x > 1e-9)
+        .max_by(|a, b| {
+            (a.1 * types[a.0].min_price)
+                .total_cmp(&(b.1 * types[b.0].min_price))
+                .then(b.0.cmp(&a.0))
+        })
+        .map(|(i, _)| types[i].usable.clone())
+        .unwrap_or_default();
+    PoolState {
+        has_min_values,
+        ideal_room,
+        pool,
+        reqs,
+        types,
+        daemon_overhead: daemon,
+        in_use: Resources::default(),
+        reserved: Resources::default(),
+        zones,
+        seq: 0,
+    }
+}

@@ -1,0 +1,271 @@
+//! Topology checks for one pod on one candidate: spread skew, required pod affinity and
+//! anti-affinity (both directions). A candidate whose domain is still open (a new claim
+//! that could be in several zones) is narrowed: the answer carries the requirement that
+//! pins it, chosen to keep spread even.
+
+use std::collections::BTreeSet;
+
+use super::state::{Solver, Target};
+use crate::labels;
+use crate::node::ExistingNode;
+use crate::requirements::{Requirement, Requirements, Undefined};
+use crate::taints::first_untolerated;
+use crate::topology::{DomainId, Kind, Topology};
+
+/// Hostname domain of a claim not created yet: no pod counts there.
+const FRESH: DomainId = DomainId::MAX;
+
+fn node_domains(
+    topo: &mut Topology,
+    node: &ExistingNode,
+    hostname: DomainId,
+    key: &str,
+) -> Option<Vec<DomainId>> {
+    if key == labels::HOSTNAME {
+        return Some(vec![hostname]);
+    }
+    let v = node.requirements.get(key)?.single_value()?;
+    Some(vec![topo.intern(v)])
+}
+
+fn claim_domains(
+    topo: &mut Topology,
+    hostname: Option<DomainId>,
+    reqs: &Requirements,
+    key: &str,
+) -> Option<Vec<DomainId>> {
+    if key == labels::HOSTNAME {
+        return Some(vec![hostname.unwrap_or(FRESH)]);
+    }
+    let values = reqs.get(key)?.finite_values()?;
+    Some(values.iter().map(|v| topo.intern(v)).collect())
+}
+
+impl Solver<'_> {
+    fn count(&self, g: usize, d: DomainId) -> u32 {
+        if d == FRESH {
+            0
+        } else {
+            self.topo.group(g).count(d)
+        }
+    }
+
+    /// Domains a spread constraint is measured over for this pod: existing nodes' values and
+    /// the values NodePools can create, filtered per nodeAffinityPolicy / nodeTaintsPolicy.
+    fn eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> Vec<DomainId> {
+        if let Some(d) = self.groups[g].variants[vi].eligible.get(&s) {
+            return d.clone();
+        }
+        let grp = self.topo.group(s).clone();
+        let pod = self.rep_pod(g);
+        let v = self.groups[g].variants[vi].variant.clone();
+        let mut values: BTreeSet<String> = BTreeSet::new();
+        for node in &self.snap.nodes {
+            let Some(val) = node
+                .requirements
+                .get(&grp.key)
+                .and_then(|r| r.single_value())
+            else {
+                continue;
+            };
+            if grp.honor_node_affinity
+                && !node
+                    .requirements
+                    .compatible(&v.requirements, Undefined::Absent)
+            {
+                continue;
+            }
+            if grp.honor_taints
+                && first_untolerated(&node.taints, &pod.tolerations, false).is_some()
+            {
+                continue;
+            }
+            values.insert(val.to_string());
+        }
+        for ps in &self.pools {
+            if grp.honor_taints
+                && first_untolerated(&ps.pool.taints, &pod.tolerations, false).is_some()
+            {
+                continue;
+            }
+            if grp.honor_node_affinity
+                && !ps
+                    .reqs
+                    .compatible(&v.requirements, Undefined::WellKnownOpen)
+            {
+                continue;
+            }
+            let from_pool: Vec<String> = if grp.key == labels::ZONE {
+                ps.zones.iter().cloned().collect()
+            } else {
+                match ps.reqs.get(&grp.key).and_then(|r| r.finite_values()) {
+                    Some(vals) => vals.iter().cloned().collect(),
+                    None => Vec::new(),
+                }
+            };
+            let wanted = v.requirements.get(&grp.key);
+            values.extend(
+                from_pool
+                    .into_iter()
+                    .filter(|val| !grp.honor_node_affinity || wanted.is_none_or(|w| w.allows(val))),
+            );
+        }
+        let ids: Vec<DomainId> = values.iter().map(|v| self.topo.intern(v)).collect();
+        self.groups[g].variants[vi].eligible.insert(s, ids.clone());
+        ids
+    }
+
+    /// The smallest count among the domains the pod could use; 0 for hostname (a new node
+    /// is always a possible, empty domain) and when fewer than minDomains domains exist.
+    fn spread_min(&mut self, g: usize, vi: usize, s: usize) -> u32 {
+        let grp = self.topo.group(s);
+        if grp.is_hostname() {
+            return 0;
+        }
+        let min_domains = match grp.kind {
+            Kind::Spread { min_domains, .. } => min_domains.unwrap_or(1) as usize,
+            _ => 1,
+        };
+        let eligible = self.eligible_domains(g, vi, s);
+        if eligible.len() < min_domains {
+            return 0;
+        }
+        eligible
+            .iter()
+            .map(|d| self.topo.group(s).count(*d))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Checks pod `p` (group `g`, variant `vi`) against `target`. `Ok(Some(reqs))` means the
+    /// target fits once narrowed by `reqs`.
+    pub(super) fn topology_fit(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        target: Target,
+    ) -> Result<Option<Requirements>, String> {
+        let _ = p;
+        let mut extra = Requirements::new();
+        for ki in 0..self.groups[g].keys.len() {
+            let key = self.groups[g].keys[ki].clone();
+            let candidates = match target {
+                Target::Node(n) => node_domains(
+                    &mut self.topo,
+                    &self.snap.nodes[n],
+                    self.nodes[n].hostname,
+                    &key,
+                ),
+                Target::Claim(c) => claim_domains(
+                    &mut self.topo,
+                    Some(self.claims[c].hostname),
+                    &self.claims[c].reqs,
+                    &key,
+                ),
+                Target::NewClaim(reqs) => claim_domains(&mut self.topo, None, reqs, &key),
+            };
+            let mut allowed = candidates.clone();
+            let mut first_spread: Option<usize> = None;
+
+            let spread: Vec<usize> = self.groups[g].variants[vi].variant.spread.clone();
+            for s in spread {
+                if self.topo.group(s).key != key {
+                    continue;
+                }
+                let describe = self.topo.group(s).describe();
+                let Some(cands) = allowed.as_mut() else {
+                    return Err(format!("{describe}: the node has no {key} label"));
+                };
+                let max_skew = match self.topo.group(s).kind {
+                    Kind::Spread { max_skew, .. } => max_skew,
+                    _ => unreachable!("spread group"),
+                };
+                let self_match = u32::from(self.groups[g].matches.contains(&s));
+                let min = self.spread_min(g, vi, s);
+                cands.retain(|d| {
+                    let c = if *d == FRESH {
+                        0
+                    } else {
+                        self.topo.group(s).count(*d)
+                    };
+                    c + self_match <= min + max_skew
+                });
+                if cands.is_empty() {
+                    return Err(format!("{describe} would be exceeded"));
+                }
+                first_spread.get_or_insert(s);
+            }
+            let affinity: Vec<usize> = self.groups[g].variants[vi].variant.affinity.clone();
+            for a in affinity {
+                if self.topo.group(a).key != key {
+                    continue;
+                }
+                let grp = self.topo.group(a);
+                let describe = grp.describe();
+                let Some(cands) = allowed.as_mut() else {
+                    return Err(format!("{describe}: the node has no {key} label"));
+                };
+                let self_match = self.groups[g].matches.contains(&a);
+                if grp.total() == 0 && self_match {
+                    continue; // the first of a self-affine group may start anywhere
+                }
+                cands.retain(|d| *d != FRESH && grp.count(*d) > 0);
+                if cands.is_empty() {
+                    return Err(format!("{describe}: no matching pod in a reachable {key}"));
+                }
+            }
+            let anti: Vec<usize> = self.groups[g].variants[vi].variant.anti_affinity.clone();
+            for a in anti {
+                if self.topo.group(a).key != key {
+                    continue;
+                }
+                if let Some(cands) = allowed.as_mut() {
+                    let grp = self.topo.group(a);
+                    cands.retain(|d| *d == FRESH || grp.count(*d) == 0);
+                    if cands.is_empty() {
+                        return Err(format!("{} would be violated", grp.describe()));
+                    }
+                }
+            }
+            for &a in &self.groups[g].inverse_anti {
+                let grp = self.topo.group(a);
+                if grp.key != key {
+                    continue;
+                }
+                if let Some(cands) = allowed.as_mut() {
+                    cands.retain(|d| *d == FRESH || grp.owners_in(*d) == 0);
+                    if cands.is_empty() {
+                        return Err(format!(
+                            "an existing pod's {} excludes this pod",
+                            grp.describe()
+                        ));
+                    }
+                }
+            }
+
+            if key == labels::HOSTNAME {
+                continue;
+            }
+            if let (Some(mut cands), Some(orig)) = (allowed, candidates) {
+                if cands.len() > 1 {
+                    // The pod takes part in this key's counts: its domain must be known.
+                    cands.sort_by(|a, b| {
+                        let ca = first_spread.map_or(0, |s| self.count(s, *a));
+                        let cb = first_spread.map_or(0, |s| self.count(s, *b));
+                        ca.cmp(&cb)
+                            .then_with(|| self.topo.domain_name(*a).cmp(self.topo.domain_name(*b)))
+                    });
+                    cands.truncate(1);
+                }
+                if cands.len() < orig.len() {
+                    extra.add(Requirement::any_of(
+                        &key,
+                        cands.iter().map(|d| self.topo.domain_name(*d).to_string()),
+                    ));
+                }
+            }
+        }
+        Ok(if extra.is_empty() { None } else { Some(extra) })
+    }
+}

@@ -1,0 +1,84 @@
+//! Relaxation: a pod's constraints from strictest to loosest. Preferences are honoured as if
+//! required first and dropped one at a time when the pod cannot be placed, the way
+//! kube-scheduler eventually places a pod whose preferences cannot all be met. Required
+//! node-affinity terms are ORed, so each term is a separate ladder.
+
+use crate::pod::Pod;
+use crate::requirements::Requirements;
+use crate::topology::PodTerms;
+
+/// One rung of the ladder: what placement must honour in this attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub requirements: Requirements,
+    /// PreferNoSchedule taints block placement (until relaxed).
+    pub strict_taints: bool,
+    pub spread: Vec<usize>,
+    pub affinity: Vec<usize>,
+    pub anti_affinity: Vec<usize>,
+    /// How many preferences this rung dropped, for messages.
+    pub relaxed: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Soft {
+    PodAffinity(usize),
+    PodAntiAffinity(usize),
+    NodePreference(usize),
+    Spread(usize),
+    PreferNoSchedule,
+}
+
+/// The ladder, strictest first. Relaxation order: preferred pod (anti-)affinity (lightest
+/// first), then preferred node affinity (lightest first), then `ScheduleAnyway` spread, then
+/// PreferNoSchedule taints.
+pub fn ladder(pod: &Pod, terms: &PodTerms, any_prefer_no_schedule: bool) -> Vec<Variant> {
+    let mut soft = Vec::new();
+    for (_, g) in terms.preferred_affinity.iter().rev() {
+        soft.push(Soft::PodAffinity(*g));
+    }
+    for (_, g) in terms.preferred_anti_affinity.iter().rev() {
+        soft.push(Soft::PodAntiAffinity(*g));
+    }
+    let mut prefs: Vec<usize> = (0..pod.preferred_node.len()).collect();
+    prefs.sort_by_key(|i| (pod.preferred_node[*i].weight, std::cmp::Reverse(*i)));
+    soft.extend(prefs.into_iter().map(Soft::NodePreference));
+    soft.extend(terms.spread_soft.iter().map(|g| Soft::Spread(*g)));
+    if any_prefer_no_schedule {
+        soft.push(Soft::PreferNoSchedule);
+    }
+
+    let mut out = Vec::new();
+    let required_terms: Vec<Requirements> = if pod.node_requirements.is_empty() {
+        vec![Requirements::new()]
+    } else {
+        pod.node_requirements.clone()
+    };
+    for term in &required_terms {
+        for drop in 0..=soft.len() {
+            let mut v = Variant {
+                requirements: term.clone(),
+                strict_taints: false,
+                spread: terms.spread_hard.clone(),
+                affinity: terms.affinity.clone(),
+                anti_affinity: terms.anti_affinity.clone(),
+                relaxed: drop,
+            };
+            for s in &soft[drop..] {
+                match *s {
+                    Soft::PodAffinity(g) => v.affinity.push(g),
+                    Soft::PodAntiAffinity(g) => v.anti_affinity.push(g),
+                    Soft::NodePreference(i) => v.requirements.add_all(&pod.preferred_node[i].term),
+                    Soft::Spread(g) => v.spread.push(g),
+                    Soft::PreferNoSchedule => v.strict_taints = true,
+                }
+            }
+            // A preference that contradicts the required term can never hold; skip the rung.
+            if v.requirements.unsatisfiable_key().is_some() && drop < soft.len() {
+                continue;
+            }
+            out.push(v);
+        }
+    }
+    out
+}
