@@ -4,7 +4,33 @@
 //!
 //! `cargo bench -p adze-scheduling --bench scheduling` (add `-- --quick` for fewer runs).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// Counts live heap bytes so the table can report the peak one `schedule` call needs.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
 
 use adze_scheduling::fixtures::{bench_catalog, bench_pods, generic_pods, pool};
 use adze_scheduling::{Options, Snapshot, schedule};
@@ -49,16 +75,19 @@ fn main() {
             };
             let mut times = Vec::new();
             let mut plan = None;
+            let base = LIVE.load(Ordering::Relaxed);
+            PEAK.store(base, Ordering::Relaxed);
             for _ in 0..runs {
                 let t = Instant::now();
                 let p = schedule(&snap, &opts);
                 times.push(t.elapsed());
                 plan = Some(p);
             }
+            let peak_mib = (PEAK.load(Ordering::Relaxed) - base) as f64 / (1u64 << 20) as f64;
             let plan = plan.expect("ran at least once");
             let t = median(times);
             println!(
-                "| {n} | {kind} | {:.1} ms | {:.0} | {} | {} | {:.2} | {:.2} | {:.3} |",
+                "| {n} | {kind} | {:.1} ms | {:.0} | {} | {} | {:.2} | {:.2} | {:.3} | {peak_mib:.1} MiB |",
                 t.as_secs_f64() * 1000.0,
                 n as f64 / t.as_secs_f64(),
                 plan.new_claims.len(),

@@ -171,7 +171,7 @@ impl Solver<'_> {
             }
         }
         let pool = self.claims[c].pool;
-        if self.pool_fit(g, vi, pool).is_err() {
+        if !self.pool_fit(g, vi, pool) {
             return None;
         }
         let v = &self.groups[g].variants[vi].variant;
@@ -184,7 +184,7 @@ impl Solver<'_> {
             return None;
         }
         let extra = if self.groups[g].any_topology {
-            self.topology_fit(p, g, vi, Target::Claim(c)).ok()?
+            self.topology_fit(g, vi, Target::Claim(c)).ok()?
         } else {
             None
         };
@@ -203,11 +203,10 @@ impl Solver<'_> {
         } else {
             None
         };
-        let changed: Vec<String> = v
+        let changed: Vec<&str> = v
             .requirements
             .keys()
             .chain(extra.iter().flat_map(|e| e.keys()))
-            .map(str::to_string)
             .collect();
         let ps = &self.pools[pool];
         let need = self.need(p);
@@ -264,42 +263,37 @@ impl Solver<'_> {
         pi: usize,
     ) -> Result<Claim, String> {
         let pod = &self.snap.pending[p];
-        self.pool_fit(g, vi, pi)?;
-        let Some(Ok(fit)) = &self.groups[g].variants[vi].pool_fit[pi] else {
-            unreachable!("pool_fit cached above")
+        if !self.pool_fit(g, vi, pi) {
+            return Err(self
+                .pool_fit_result(g, vi, pi)
+                .clone()
+                .err()
+                .unwrap_or_default());
+        }
+        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
+            unreachable!("pool_fit is ok")
         };
         let mut reqs = fit.reqs.clone();
-        let ps = &self.pools[pi];
-        let zone_req = reqs.get(labels::ZONE).cloned();
-        let ct_req = reqs.get(labels::CAPACITY_TYPE).cloned();
-        let zones: BTreeSet<String> = fit
-            .types
-            .iter()
-            .flat_map(|&t| ps.types[t as usize].it.offerings.iter())
-            .filter(|o| {
-                o.available
-                    && zone_req.as_ref().is_none_or(|z| z.allows(&o.zone))
-                    && ct_req.as_ref().is_none_or(|c| c.allows(&o.capacity_type))
-            })
-            .map(|o| o.zone.clone())
-            .collect();
+        let zones = fit.zones.clone();
         reqs.add(Requirement::any_of(labels::ZONE, zones));
         let extra = if self.groups[g].any_topology {
-            self.topology_fit(p, g, vi, Target::NewClaim(&reqs))
-                .map_err(|r| format!("NodePool {}: {r}", self.pools[pi].pool.name))?
+            self.topology_fit(g, vi, Target::NewClaim(&reqs))
+                .map_err(|miss| {
+                    format!(
+                        "NodePool {}: {}",
+                        self.pools[pi].pool.name,
+                        self.describe_miss(&miss)
+                    )
+                })?
         } else {
             None
         };
         if let Some(e) = &extra {
             reqs.add_all(e);
         }
-        let changed: Vec<String> = extra
-            .iter()
-            .flat_map(|e| e.keys())
-            .map(str::to_string)
-            .collect();
-        let Some(Ok(fit)) = &self.groups[g].variants[vi].pool_fit[pi] else {
-            unreachable!("pool_fit cached above")
+        let changed: Vec<&str> = extra.iter().flat_map(|e| e.keys()).collect();
+        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
+            unreachable!("pool_fit is ok")
         };
         let ps = &self.pools[pi];
         let room = ps.room_for(&Resources::default());

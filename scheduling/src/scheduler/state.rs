@@ -70,6 +70,8 @@ pub(super) struct PoolFit {
     pub reqs: Requirements,
     /// Indices into the pool's types compatible with `reqs`.
     pub types: Vec<u32>,
+    /// Zones those types are offered in under `reqs`: where a new claim could go.
+    pub zones: Vec<String>,
 }
 
 pub(super) struct VariantState {
@@ -444,7 +446,7 @@ impl<'a> Solver<'a> {
             {
                 continue;
             }
-            if self.topology_fit(p, g, vi, Target::Node(n)).is_ok() {
+            if self.topology_fit(g, vi, Target::Node(n)).is_ok() {
                 return Some((n, None));
             }
         }
@@ -482,6 +484,12 @@ impl<'a> Solver<'a> {
                 0
             };
             candidates.push((score, c));
+        }
+        // Usually the best candidate takes the pod: try it before sorting the rest.
+        let best = (0..candidates.len()).min_by_key(|&i| candidates[i])?;
+        let (_, c) = candidates.swap_remove(best);
+        if let Some(u) = self.claim_accepts(p, g, vi, c) {
+            return Some((c, u));
         }
         candidates.sort_unstable();
         for (_, c) in candidates {
@@ -546,68 +554,100 @@ impl<'a> Solver<'a> {
     }
 
     /// The static part of placing a variant on a pool: taints, requirements, and which
-    /// instance types can ever match. Cached per (group, variant, pool).
-    pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> Result<PoolFit, String> {
+    /// instance types can ever match. Computed once per (group, variant, pool); returns
+    /// whether the pool can take the variant at all.
+    pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> bool {
         if let Some(cached) = &self.groups[g].variants[vi].pool_fit[pi] {
-            return cached.clone();
+            return cached.is_ok();
         }
+        let result = self.compute_pool_fit(g, vi, pi);
+        let ok = result.is_ok();
+        self.groups[g].variants[vi].pool_fit[pi] = Some(result);
+        ok
+    }
+
+    /// The cached outcome of [`Self::pool_fit`]; call that first.
+    pub(super) fn pool_fit_result(
+        &self,
+        g: usize,
+        vi: usize,
+        pi: usize,
+    ) -> &Result<PoolFit, String> {
+        self.groups[g].variants[vi].pool_fit[pi]
+            .as_ref()
+            .expect("pool_fit computed before use")
+    }
+
+    fn compute_pool_fit(&self, g: usize, vi: usize, pi: usize) -> Result<PoolFit, String> {
         let pod = self.rep_pod(g);
         let v = &self.groups[g].variants[vi].variant;
         let ps = &self.pools[pi];
-        let result = (|| {
-            if let Some(t) = first_untolerated(&ps.pool.taints, &pod.tolerations, v.strict_taints) {
-                return Err(format!(
-                    "NodePool {}: taint {t} is not tolerated",
-                    ps.pool.name
-                ));
-            }
-            if let Some(c) = ps
-                .reqs
-                .conflict_with(&v.requirements, Undefined::WellKnownOpen)
-            {
-                return Err(format!(
-                    "NodePool {}: pod {}",
-                    ps.pool.name,
-                    c.to_string()
-                        .replace("the node offers", "the NodePool allows")
-                ));
-            }
-            let mut reqs = ps.reqs.clone();
-            reqs.add_all(&v.requirements);
-            if let Some(r) = reqs.unsatisfiable_key() {
-                return Err(format!(
-                    "NodePool {}: no node can satisfy {r}",
-                    ps.pool.name
-                ));
-            }
-            let types: Vec<u32> = ps
-                .types
+        if let Some(t) = first_untolerated(&ps.pool.taints, &pod.tolerations, v.strict_taints) {
+            return Err(format!(
+                "NodePool {}: taint {t} is not tolerated",
+                ps.pool.name
+            ));
+        }
+        if let Some(c) = ps
+            .reqs
+            .conflict_with(&v.requirements, Undefined::WellKnownOpen)
+        {
+            return Err(format!(
+                "NodePool {}: pod {}",
+                ps.pool.name,
+                c.to_string()
+                    .replace("the node offers", "the NodePool allows")
+            ));
+        }
+        let mut reqs = ps.reqs.clone();
+        reqs.add_all(&v.requirements);
+        if let Some(r) = reqs.unsatisfiable_key() {
+            return Err(format!(
+                "NodePool {}: no node can satisfy {r}",
+                ps.pool.name
+            ));
+        }
+        let types: Vec<u32> = ps
+            .types
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| type_compatible(&t.it, &reqs, None))
+            .map(|(i, _)| i as u32)
+            .collect();
+        if types.is_empty() {
+            let wanted: Vec<String> = v
+                .requirements
                 .iter()
-                .enumerate()
-                .filter(|(_, t)| type_compatible(&t.it, &reqs, None))
-                .map(|(i, _)| i as u32)
+                .filter(|r| labels::is_well_known(&r.key))
+                .map(|r| r.to_string())
                 .collect();
-            if types.is_empty() {
-                let wanted: Vec<String> = v
-                    .requirements
-                    .iter()
-                    .filter(|r| labels::is_well_known(&r.key))
-                    .map(|r| r.to_string())
-                    .collect();
-                return Err(format!(
-                    "NodePool {}: no instance type matches {}",
-                    ps.pool.name,
-                    if wanted.is_empty() {
-                        "the NodePool's requirements".to_string()
-                    } else {
-                        wanted.join(", ")
-                    }
-                ));
-            }
-            Ok(PoolFit { reqs, types })
-        })();
-        self.groups[g].variants[vi].pool_fit[pi] = Some(result.clone());
-        result
+            return Err(format!(
+                "NodePool {}: no instance type matches {}",
+                ps.pool.name,
+                if wanted.is_empty() {
+                    "the NodePool's requirements".to_string()
+                } else {
+                    wanted.join(", ")
+                }
+            ));
+        }
+        let zone_req = reqs.get(labels::ZONE);
+        let ct_req = reqs.get(labels::CAPACITY_TYPE);
+        let zones: BTreeSet<String> = types
+            .iter()
+            .flat_map(|&t| ps.types[t as usize].it.offerings.iter())
+            .filter(|o| {
+                o.available
+                    && zone_req.is_none_or(|z| z.allows(&o.zone))
+                    && ct_req.is_none_or(|c| c.allows(&o.capacity_type))
+            })
+            .map(|o| o.zone.clone())
+            .collect();
+        Ok(PoolFit {
+            reqs,
+            types,
+            zones: zones.into_iter().collect(),
+        })
     }
 
     pub(super) fn fresh_name(&mut self, pi: usize) -> String {
@@ -645,7 +685,7 @@ impl<'a> Solver<'a> {
 pub(super) fn type_compatible(
     it: &InstanceType,
     reqs: &Requirements,
-    only: Option<&[String]>,
+    only: Option<&[&str]>,
 ) -> bool {
     let check = |r: &Requirement| -> bool {
         if !labels::is_well_known(&r.key) || r.key == labels::HOSTNAME || r.key == labels::NODEPOOL
@@ -657,11 +697,15 @@ pub(super) fn type_compatible(
             None => r.allows_absent(),
         }
     };
-    let ok = match only {
-        Some(keys) => keys.iter().all(|k| reqs.get(k).is_none_or(check)),
-        None => reqs.iter().all(check),
+    let (ok, offerings_matter) = match only {
+        Some(keys) => (
+            keys.iter().all(|k| reqs.get(k).is_none_or(check)),
+            keys.iter()
+                .any(|k| *k == labels::ZONE || *k == labels::CAPACITY_TYPE),
+        ),
+        None => (reqs.iter().all(check), true),
     };
-    ok && it.cheapest_offering(reqs).is_some()
+    ok && (!offerings_matter || it.cheapest_offering(reqs).is_some())
 }
 
 /// Overhead of the DaemonSets whose pods would run on this pool's nodes.

@@ -15,6 +15,19 @@ use crate::topology::{DomainId, Kind, Topology};
 /// Hostname domain of a claim not created yet: no pod counts there.
 const FRESH: DomainId = DomainId::MAX;
 
+/// Why a candidate failed a topology check. Kept as data: most candidates fail, and only a
+/// pod that fits nowhere needs the words ([`Solver::describe_miss`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Miss {
+    /// The candidate has no label for the group's key.
+    NoLabel(usize),
+    SpreadExceeded(usize),
+    NoAffinityMatch(usize),
+    AntiAffinity(usize),
+    /// A bound pod's anti-affinity term selects this pod.
+    InverseAntiAffinity(usize),
+}
+
 fn node_domains(
     topo: &mut Topology,
     node: &ExistingNode,
@@ -139,14 +152,37 @@ impl Solver<'_> {
 
     /// Checks pod `p` (group `g`, variant `vi`) against `target`. `Ok(Some(reqs))` means the
     /// target fits once narrowed by `reqs`.
+    pub(super) fn describe_miss(&self, miss: &Miss) -> String {
+        match *miss {
+            Miss::NoLabel(t) => {
+                let grp = self.topo.group(t);
+                format!("{}: the node has no {} label", grp.describe(), grp.key)
+            }
+            Miss::SpreadExceeded(t) => {
+                format!("{} would be exceeded", self.topo.group(t).describe())
+            }
+            Miss::NoAffinityMatch(t) => {
+                let grp = self.topo.group(t);
+                format!(
+                    "{}: no matching pod in a reachable {}",
+                    grp.describe(),
+                    grp.key
+                )
+            }
+            Miss::AntiAffinity(t) => format!("{} would be violated", self.topo.group(t).describe()),
+            Miss::InverseAntiAffinity(t) => format!(
+                "an existing pod's {} excludes this pod",
+                self.topo.group(t).describe()
+            ),
+        }
+    }
+
     pub(super) fn topology_fit(
         &mut self,
-        p: usize,
         g: usize,
         vi: usize,
         target: Target,
-    ) -> Result<Option<Requirements>, String> {
-        let _ = p;
+    ) -> Result<Option<Requirements>, Miss> {
         let mut extra = Requirements::new();
         for ki in 0..self.groups[g].keys.len() {
             let key = self.groups[g].keys[ki].clone();
@@ -168,14 +204,13 @@ impl Solver<'_> {
             let mut allowed = candidates.clone();
             let mut first_spread: Option<usize> = None;
 
-            let spread: Vec<usize> = self.groups[g].variants[vi].variant.spread.clone();
-            for s in spread {
+            for si in 0..self.groups[g].variants[vi].variant.spread.len() {
+                let s = self.groups[g].variants[vi].variant.spread[si];
                 if self.topo.group(s).key != key {
                     continue;
                 }
-                let describe = self.topo.group(s).describe();
                 let Some(cands) = allowed.as_mut() else {
-                    return Err(format!("{describe}: the node has no {key} label"));
+                    return Err(Miss::NoLabel(s));
                 };
                 let max_skew = match self.topo.group(s).kind {
                     Kind::Spread { max_skew, .. } => max_skew,
@@ -192,19 +227,18 @@ impl Solver<'_> {
                     c + self_match <= min + max_skew
                 });
                 if cands.is_empty() {
-                    return Err(format!("{describe} would be exceeded"));
+                    return Err(Miss::SpreadExceeded(s));
                 }
                 first_spread.get_or_insert(s);
             }
-            let affinity: Vec<usize> = self.groups[g].variants[vi].variant.affinity.clone();
-            for a in affinity {
+            for ai in 0..self.groups[g].variants[vi].variant.affinity.len() {
+                let a = self.groups[g].variants[vi].variant.affinity[ai];
                 if self.topo.group(a).key != key {
                     continue;
                 }
                 let grp = self.topo.group(a);
-                let describe = grp.describe();
                 let Some(cands) = allowed.as_mut() else {
-                    return Err(format!("{describe}: the node has no {key} label"));
+                    return Err(Miss::NoLabel(a));
                 };
                 let self_match = self.groups[g].matches.contains(&a);
                 if grp.total() == 0 && self_match {
@@ -212,11 +246,11 @@ impl Solver<'_> {
                 }
                 cands.retain(|d| *d != FRESH && grp.count(*d) > 0);
                 if cands.is_empty() {
-                    return Err(format!("{describe}: no matching pod in a reachable {key}"));
+                    return Err(Miss::NoAffinityMatch(a));
                 }
             }
-            let anti: Vec<usize> = self.groups[g].variants[vi].variant.anti_affinity.clone();
-            for a in anti {
+            for ai in 0..self.groups[g].variants[vi].variant.anti_affinity.len() {
+                let a = self.groups[g].variants[vi].variant.anti_affinity[ai];
                 if self.topo.group(a).key != key {
                     continue;
                 }
@@ -224,7 +258,7 @@ impl Solver<'_> {
                     let grp = self.topo.group(a);
                     cands.retain(|d| *d == FRESH || grp.count(*d) == 0);
                     if cands.is_empty() {
-                        return Err(format!("{} would be violated", grp.describe()));
+                        return Err(Miss::AntiAffinity(a));
                     }
                 }
             }
@@ -236,10 +270,7 @@ impl Solver<'_> {
                 if let Some(cands) = allowed.as_mut() {
                     cands.retain(|d| *d == FRESH || grp.owners_in(*d) == 0);
                     if cands.is_empty() {
-                        return Err(format!(
-                            "an existing pod's {} excludes this pod",
-                            grp.describe()
-                        ));
+                        return Err(Miss::InverseAntiAffinity(a));
                     }
                 }
             }
