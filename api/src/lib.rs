@@ -6,6 +6,7 @@
 pub use adze_scheduling::labels;
 
 pub mod conditions;
+pub mod convert;
 pub mod crds;
 pub mod duration;
 pub mod ec2nodeclass;

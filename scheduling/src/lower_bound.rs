@@ -42,6 +42,9 @@ pub fn for_plan(snapshot: &Snapshot, plan: &Plan) -> f64 {
             })
             .fold(Resources::default(), |acc, d| acc.plus(&d.requests));
         for it in &pool.instance_types {
+            if !crate::scheduler::instance_type_allowed(it, &reqs) {
+                continue;
+            }
             if let Some(o) = it.cheapest_offering(&reqs) {
                 types.push((it.allocatable().minus(&daemon), o.price));
             }

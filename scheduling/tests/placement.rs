@@ -155,10 +155,7 @@ fn gpu_type(name: &str, cpus: i64, mem_gib: i64, gpus: i64, price: f64) -> Arc<I
     ))
 }
 
-fn zone_counts<'p>(
-    plan: &'p Plan,
-    names: impl IntoIterator<Item = String>,
-) -> BTreeMap<&'p str, usize> {
+fn zone_counts(plan: &Plan, names: impl IntoIterator<Item = String>) -> BTreeMap<&str, usize> {
     let mut m = BTreeMap::new();
     for n in names {
         let c = plan
@@ -441,7 +438,7 @@ fn ored_required_terms_fall_back_to_the_second_when_the_first_is_impossible() {
 }
 
 #[test]
-fn ored_required_terms_prefer_nothing_when_both_are_possible_but_honour_one() {
+fn ored_required_terms_both_possible_the_claim_satisfies_one() {
     // Both terms are satisfiable; whichever is used, the claim satisfies one of them.
     let t1 = Requirements::new().with(req(labels::ZONE, Operator::In, &[ZONES[2]]));
     let t2 = Requirements::new().with(req(labels::ARCH, Operator::In, &["arm64"]));
@@ -504,6 +501,22 @@ fn preferred_node_affinity_is_honoured_when_possible() {
 }
 
 #[test]
+fn impossible_preferred_node_affinity_is_relaxed_and_the_pod_placed() {
+    let s = snap(
+        vec![
+            pod("p")
+                .prefer(10, Requirement::single(labels::ARCH, "s390x"))
+                .build(),
+        ],
+        vec![default_pool()],
+    );
+    let plan = run(&s);
+    assert_all_placed(&plan, 1);
+    assert_ne!(claim_of(&plan, "p").unwrap().labels[labels::ARCH], "s390x");
+}
+
+#[test]
+
 fn preferred_node_affinity_is_relaxed_when_impossible() {
     let s = snap(
         vec![
@@ -557,9 +570,19 @@ fn nodepool_taint_keeps_non_tolerating_pods_off_it() {
     let mut tainted = pool("tainted", small_catalog());
     tainted.weight = 10;
     tainted.taints = vec![dedicated()];
+    // Separate runs: within one run a pod joins a claim already under construction before a
+    // new claim from a heavier pool is considered (see the scheduler module docs).
+    let s = snap(
+        vec![pod("plain").build()],
+        vec![tainted.clone(), default_pool()],
+    );
+    let plan = run(&s);
+    assert_all_placed(&plan, 1);
+    let plain = claim_of(&plan, "plain").unwrap();
+    assert_eq!(plain.nodepool, "default");
+    assert!(plain.taints.is_empty());
     let s = snap(
         vec![
-            pod("plain").build(),
             pod("tolerant")
                 .tolerate(Toleration::equal(
                     "dedicated",
@@ -571,10 +594,7 @@ fn nodepool_taint_keeps_non_tolerating_pods_off_it() {
         vec![tainted, default_pool()],
     );
     let plan = run(&s);
-    assert_all_placed(&plan, 2);
-    let plain = claim_of(&plan, "plain").unwrap();
-    assert_eq!(plain.nodepool, "default");
-    assert!(plain.taints.is_empty());
+    assert_all_placed(&plan, 1);
     let tolerant = claim_of(&plan, "tolerant").unwrap();
     assert_eq!(
         tolerant.nodepool, "tainted",
@@ -706,17 +726,39 @@ fn lower_weight_nodepool_is_used_when_the_heavier_cannot_hold_the_pod() {
             .collect(),
     );
     small.weight = 10;
-    let s = snap(
+    let pools = vec![small, default_pool()];
+    let plan = run(&snap(
+        vec![pod("big").cpu(12_000).mem(8 * GI).build()],
+        pools.clone(),
+    ));
+    assert_all_placed(&plan, 1);
+    assert_eq!(claim_of(&plan, "big").unwrap().nodepool, "default");
+    let plan = run(&snap(vec![pod("little").build()], pools));
+    assert_eq!(claim_of(&plan, "little").unwrap().nodepool, "small");
+}
+
+#[test]
+fn a_claim_under_construction_is_filled_before_a_heavier_pool_is_tried() {
+    // Documented order: existing nodes, then claims made in this run, then new claims by
+    // weight. The small pod joins the big pod's claim in the lighter pool.
+    let mut small = pool(
+        "small",
+        small_catalog()
+            .into_iter()
+            .filter(|t| t.capacity.cpu <= 4000)
+            .collect(),
+    );
+    small.weight = 10;
+    let plan = run(&snap(
         vec![
             pod("big").cpu(12_000).mem(8 * GI).build(),
             pod("little").build(),
         ],
         vec![small, default_pool()],
-    );
-    let plan = run(&s);
+    ));
     assert_all_placed(&plan, 2);
-    assert_eq!(claim_of(&plan, "big").unwrap().nodepool, "default");
-    assert_eq!(claim_of(&plan, "little").unwrap().nodepool, "small");
+    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(claim_of(&plan, "little").unwrap().nodepool, "default");
 }
 
 #[test]
@@ -776,6 +818,87 @@ fn nodepool_cpu_limit_holds_whichever_option_the_cloud_launches() {
 }
 
 #[test]
+
+fn nodepool_limit_is_not_used_up_by_one_claims_largest_option() {
+    // n 1-cpu pods that must not share a node launch n c.2x (2 cpu each), far below the
+    // limit, yet pods are refused because every claim still lists options up to the limit
+    // and holds their capacity against it.
+    for (limit, n) in [(16_000, 2), (64_000, 3), (100_000, 5)] {
+        let mut p = default_pool();
+        p.limits = BTreeMap::from([("cpu".to_string(), limit)]);
+        let s = snap(
+            pods("db", n, |b| {
+                b.cpu(1000)
+                    .mem(GI)
+                    .label("app", "db")
+                    .anti_affinity(labels::HOSTNAME, "db")
+            }),
+            vec![p],
+        );
+        let plan = run(&s);
+        assert!(
+            plan.unschedulable.is_empty(),
+            "limit {limit} cpu, {n} pods: {:#?}\nclaims: {:?}",
+            plan.unschedulable,
+            plan.new_claims
+                .iter()
+                .map(|c| (&c.instance_type, &c.instance_type_options))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(plan.new_claims.len(), n);
+    }
+}
+
+#[test]
+
+fn nodepool_cpu_limit_holds_whichever_option_separate_claims_launch() {
+    // Two tiny pods that must not share a node, limit 48 cpu. Each claim ends up listing
+    // every type up to r.32x: launched at their largest options they are 64 cpu.
+    let mut p = default_pool();
+    p.limits = BTreeMap::from([("cpu".to_string(), 48_000)]);
+    let s = snap(
+        vec![
+            pod("a")
+                .cpu(100)
+                .mem(64 * MI)
+                .label("app", "x")
+                .anti_affinity(labels::HOSTNAME, "x")
+                .build(),
+            pod("b")
+                .cpu(100)
+                .mem(GI)
+                .label("app", "x")
+                .anti_affinity(labels::HOSTNAME, "x")
+                .build(),
+        ],
+        vec![p],
+    );
+    let plan = run(&s);
+    assert_all_placed(&plan, 2);
+    let cat = small_catalog();
+    let cap = |n: &str| cat.iter().find(|t| t.name == n).unwrap().capacity.cpu;
+    let worst: i64 = plan
+        .new_claims
+        .iter()
+        .map(|c| {
+            c.instance_type_options
+                .iter()
+                .map(|o| cap(o))
+                .max()
+                .unwrap()
+        })
+        .sum();
+    assert!(
+        worst <= 48_000,
+        "largest options sum to {worst} cpu > limit 48000: {:?}",
+        plan.new_claims
+            .iter()
+            .map(|c| (&c.instance_type, &c.instance_type_options))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn nodepool_limit_counts_existing_nodes_of_the_pool() {
     let mut p = default_pool();
     p.limits = BTreeMap::from([("cpu".to_string(), 8000)]);
@@ -796,21 +919,25 @@ fn custom_label_requirement_only_lands_on_a_pool_that_defines_it() {
     team_a.labels = BTreeMap::from([("team".to_string(), "a".to_string())]);
     let mut heavy = default_pool();
     heavy.weight = 100;
+    let pools = vec![heavy, team_a];
     let s = snap(
         vec![
             pod("a").require(Requirement::single("team", "a")).build(),
             pod("c").require(Requirement::single("team", "c")).build(),
-            pod("plain").build(),
         ],
-        vec![heavy, team_a],
+        pools.clone(),
     );
     let plan = run(&s);
     let a = claim_of(&plan, "a").expect("team=a pod placed");
     assert_eq!(a.nodepool, "team-a");
     assert_eq!(a.labels["team"], "a");
-    assert_eq!(claim_of(&plan, "plain").unwrap().nodepool, "default");
     let r = reason_for(&plan, "c").expect("team=c is defined nowhere");
     assert!(r.contains("team"), "{r}");
+    // A pod without the requirement goes to the heavier pool, whose nodes lack the label.
+    let plan = run(&snap(vec![pod("plain").build()], pools));
+    let plain = claim_of(&plan, "plain").unwrap();
+    assert_eq!(plain.nodepool, "default");
+    assert!(!plain.labels.contains_key("team"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1186,15 +1313,6 @@ fn catalog_with_gpus() -> Vec<Arc<InstanceType>> {
 
 #[test]
 fn gpu_pods_land_only_on_types_with_gpus() {
-    let s = snap(
-        vec![
-            pod("train").cpu(2000).mem(4 * GI).gpu(1).build(),
-            pod("plain").cpu(2000).mem(4 * GI).build(),
-        ],
-        vec![pool("default", catalog_with_gpus())],
-    );
-    let plan = run(&s);
-    assert_all_placed(&plan, 2);
     let cat = catalog_with_gpus();
     let gpus = |n: &str| {
         cat.iter()
@@ -1203,17 +1321,53 @@ fn gpu_pods_land_only_on_types_with_gpus() {
             .capacity
             .get(GPU_NVIDIA)
     };
-    let train = claim_of(&plan, "train").unwrap();
-    assert!(gpus(&train.instance_type) >= 1, "{train:#?}");
-    assert!(train.instance_type_options.iter().all(|o| gpus(o) >= 1));
+    let plan = run(&snap(
+        pods("train", 2, |b| b.cpu(1000).mem(4 * GI).gpu(1)),
+        vec![pool("default", catalog_with_gpus())],
+    ));
+    assert_all_placed(&plan, 2);
+    for c in &plan.new_claims {
+        assert!(gpus(&c.instance_type) >= 1, "{c:#?}");
+        assert!(c.instance_type_options.iter().all(|o| gpus(o) >= 1));
+        assert!(c.requests.get(GPU_NVIDIA) <= gpus(&c.instance_type));
+    }
+    // A non-GPU pod alone never pays for a GPU.
+    let plan = run(&snap(
+        vec![pod("plain").cpu(2000).mem(4 * GI).build()],
+        vec![pool("default", catalog_with_gpus())],
+    ));
     let plain = claim_of(&plan, "plain").unwrap();
     assert_eq!(gpus(&plain.instance_type), 0, "cheaper non-GPU types exist");
-
-    let four = run(&snap(
+    // Three GPUs need the 4-GPU type.
+    let plan = run(&snap(
         vec![pod("big").gpu(3).build()],
         vec![pool("default", catalog_with_gpus())],
     ));
-    assert_eq!(claim_of(&four, "big").unwrap().instance_type, "g.16x");
+    assert_eq!(claim_of(&plan, "big").unwrap().instance_type, "g.16x");
+}
+
+#[test]
+
+fn non_gpu_pod_does_not_push_a_gpu_claim_to_a_pricier_type() {
+    // Alone: train → g.4x (spot $0.60), plain → c.4x (spot $0.096): $0.696/h. Packed
+    // together they need 4 cpu + 1 GPU, which only g.16x (spot $2.00) has.
+    let plan = run(&snap(
+        vec![
+            pod("train").cpu(2000).mem(4 * GI).gpu(1).build(),
+            pod("plain").cpu(2000).mem(4 * GI).build(),
+        ],
+        vec![pool("default", catalog_with_gpus())],
+    ));
+    assert_all_placed(&plan, 2);
+    assert!(
+        plan.total_price_per_hour <= 0.696 + 1e-9,
+        "plan costs ${}/h: {:?}",
+        plan.total_price_per_hour,
+        plan.new_claims
+            .iter()
+            .map(|c| (&c.instance_type, &c.pods))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -1244,15 +1398,26 @@ fn pod_larger_than_any_type_is_unschedulable_with_pool_resource_and_amount() {
 
 #[test]
 fn pod_needing_cpu_and_memory_no_single_type_has_together_is_unschedulable() {
-    // c.32x has the most cpu (32, 64 GiB) and r.32x the most memory (256 GiB): 30 cpu with
-    // 200 GiB needs both at once.
-    let s = snap(
-        vec![pod("odd").cpu(30_000).mem(200 * GI).build()],
-        vec![default_pool()],
+    // c.16x has the cpu (16 cpu, 29.1 GiB allocatable) and r.4x the memory (4 cpu, 31 GiB
+    // allocatable); 8 cpu with 30 GiB needs both at once.
+    let p = pool(
+        "default",
+        small_catalog()
+            .into_iter()
+            .filter(|t| t.name == "c.16x" || t.name == "r.4x")
+            .collect(),
     );
-    let plan = run(&s);
+    let plan = run(&snap(
+        vec![pod("odd").cpu(8000).mem(30 * GI).build()],
+        vec![p],
+    ));
     let r = reason_for(&plan, "odd").expect("no type has both");
-    assert!(r.contains("default"), "{r}");
+    assert!(
+        r.contains(
+            "no single instance type in NodePool default has 8 cpu and 30 GiB memory together"
+        ),
+        "{r}"
+    );
 }
 
 #[test]

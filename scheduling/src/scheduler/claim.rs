@@ -38,6 +38,7 @@ pub(super) struct Claim {
     pub max_usable: Resources,
     /// Per-resource maximum capacity of the options: what the claim holds of its pool's
     /// limits until it launches.
+    /// Capacity of the claim's cheapest option: what the claim holds of its pool's limits.
     pub reserved: Resources,
     pub pods: Vec<usize>,
     pub host_ports: Vec<HostPort>,
@@ -49,6 +50,11 @@ pub(super) struct Claim {
 /// idle part. Once packing is done, [`Solver::finish_claims`] offers every type that fits
 /// again, so a small claim still launches as a small, cheap type.
 const EFFICIENCY_SLACK: f64 = 1.10;
+
+/// A pod may raise its claim's price by at most this many times what a node of its own
+/// would cost. Growth in small steps (one size up) stays well inside it; a jump to a type of
+/// another kind (a CPU pod pushing a GPU claim onto a 4-GPU type) does not.
+const MARGINAL_LIMIT: f64 = 2.0;
 
 /// What accepting a pod changes.
 pub(super) struct ClaimUpdate {
@@ -73,14 +79,15 @@ impl Claim {
 
     fn refresh(&mut self, types: &[TypeInfo]) {
         let mut max_usable = Resources::default();
-        let mut reserved = Resources::default();
         for &o in &self.options {
-            let t = &types[o as usize];
-            max_usable.max_with(&t.usable);
-            reserved.max_with(&t.it.capacity);
+            max_usable.max_with(&types[o as usize].usable);
         }
         self.max_usable = max_usable;
-        self.reserved = reserved;
+        // Against limits a claim holds what it plans to launch: its cheapest option. Larger
+        // options are trimmed to the pool's leftover room when the claim is finished.
+        self.reserved = self.options.first().map_or_else(Resources::default, |&o| {
+            types[o as usize].it.capacity.clone()
+        });
     }
 }
 
@@ -233,6 +240,27 @@ impl Solver<'_> {
                 return None;
             }
         }
+        // Joining must not cost more than a node of its own: a pod that would push the claim
+        // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
+        // CPU-shaped claim) goes elsewhere.
+        let before = ps.types[claim.options[0] as usize].min_price;
+        let after = ps.types[options[0] as usize].min_price;
+        if after > before + 1e-12 {
+            let alone = self
+                .pool_fit_result(g, vi, pool)
+                .as_ref()
+                .ok()
+                .and_then(|fit| {
+                    fit.types
+                        .iter()
+                        .map(|&o| &ps.types[o as usize])
+                        .find(|t| need.fits_in(&t.usable))
+                        .map(|t| t.min_price)
+                });
+            if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
+                return None;
+            }
+        }
         Some(ClaimUpdate {
             reqs: new_reqs,
             options,
@@ -322,10 +350,17 @@ impl Solver<'_> {
                 t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
             })
             .collect();
-        let options = if efficient.is_empty() {
-            fitting
-        } else {
-            efficient
+        // Types cheaper than every efficient one stay too: a lone small pod (or a GPU pod the
+        // LP would rather put on a quarter of a 4-GPU type) should still get a small node.
+        let options: Vec<u32> = match efficient.first() {
+            None => fitting,
+            Some(&cheapest) => {
+                let bar = ps.types[cheapest as usize].min_price;
+                fitting
+                    .into_iter()
+                    .filter(|o| ps.types[*o as usize].min_price < bar || efficient.contains(o))
+                    .collect()
+            }
         };
         if options.is_empty() {
             return Err(self.explain_no_fit(pi, pod, &offered, &reqs, &room));
@@ -421,27 +456,49 @@ impl Solver<'_> {
     }
 
     /// Turns the claims under construction into plan entries.
+    ///
+    /// Under NodePool limits, packing guaranteed that the claims' cheapest options fit. The
+    /// room left over (`slack`) is shared out claim by claim as the options are widened, so
+    /// that whichever option the cloud launches for each claim, the pool stays in limits.
     pub fn finish_claims(&self) -> Vec<NewClaim> {
-        self.claims.iter().map(|c| self.finish(c)).collect()
+        let mut slack: Vec<Option<BTreeMap<String, i64>>> = self
+            .pools
+            .iter()
+            .map(|ps| ps.room_for(&Resources::default()))
+            .collect();
+        self.claims
+            .iter()
+            .map(|c| self.finish(c, &mut slack[c.pool]))
+            .collect()
     }
 
-    fn finish(&self, c: &Claim) -> NewClaim {
+    fn finish(&self, c: &Claim, slack: &mut Option<BTreeMap<String, i64>>) -> NewClaim {
         let ps = &self.pools[c.pool];
+        let base = &c.reserved;
+        let within_slack = |cap: &Resources| {
+            slack
+                .as_ref()
+                .is_none_or(|s| s.iter().all(|(k, left)| cap.get(k) - base.get(k) <= *left))
+        };
         // Every compatible type that holds the pods, not only the efficient ones packing
-        // grew within; limits as packing left them.
-        let room = ps.room_for(&c.reserved);
+        // grew within.
         let mut all: Vec<u32> = (0..ps.types.len() as u32)
             .filter(|&o| {
                 let t = &ps.types[o as usize];
                 c.requests.fits_in(&t.usable)
-                    && room_ok(&room, &t.it.capacity)
+                    && within_slack(&t.it.capacity)
                     && type_compatible(&t.it, &c.reqs, None)
             })
             .collect();
         if all.is_empty()
             || (ps.has_min_values && min_values_short(&c.reqs, &all, &ps.types).is_some())
         {
-            all = c.options.clone();
+            all = c
+                .options
+                .iter()
+                .copied()
+                .filter(|&o| within_slack(&ps.types[o as usize].it.capacity))
+                .collect();
         }
         let mut priced: Vec<(f64, &str, u32)> = all
             .iter()
@@ -460,6 +517,17 @@ impl Solver<'_> {
                 break;
             }
             kept.push(x.2);
+        }
+        if let Some(s) = slack.as_mut() {
+            for (k, left) in s.iter_mut() {
+                let widest = kept
+                    .iter()
+                    .map(|&o| ps.types[o as usize].it.capacity.get(k) - base.get(k))
+                    .max()
+                    .unwrap_or(0);
+                // The base itself was counted when packing; only growth beyond it uses slack.
+                *left -= widest.max(0);
+            }
         }
         let chosen = &ps.types[priced[0].2 as usize].it;
         let offering = chosen

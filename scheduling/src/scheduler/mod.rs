@@ -22,6 +22,12 @@ use crate::taints::Effect;
 
 pub use state::Solver;
 
+/// Whether a NodePool with requirements `reqs` may launch `it` (labels it decides, and an
+/// available offering in an allowed zone and capacity type).
+pub fn instance_type_allowed(it: &crate::InstanceType, reqs: &Requirements) -> bool {
+    state::type_compatible(it, reqs, None)
+}
+
 /// Everything placement needs to know, as plain data.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -74,7 +80,10 @@ pub fn schedule(snapshot: &Snapshot, options: &Options) -> Plan {
         .into_iter()
         .map(|(pod, reason)| Unschedulable { pod, reason })
         .collect();
-    plan.total_price_per_hour = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
+    plan.total_price_per_hour = plan
+        .new_claims
+        .iter()
+        .fold(0.0, |acc, c| acc + c.price_per_hour);
     plan.cost_lower_bound = crate::lower_bound::for_plan(snapshot, &plan);
     plan
 }

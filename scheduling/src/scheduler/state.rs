@@ -182,7 +182,19 @@ impl<'a> Solver<'a> {
                     .copied()
                     .filter(|g| matches!(topo.group(*g).kind, crate::topology::Kind::AntiAffinity))
                     .collect();
-                let variants = variant::ladder(pod, &t, any_pns)
+                let possible = |term: &Requirements| {
+                    pools.iter().any(|ps| {
+                        ps.reqs.compatible(term, Undefined::WellKnownOpen) && {
+                            let mut r = ps.reqs.clone();
+                            r.add_all(term);
+                            ps.types.iter().any(|t| type_compatible(&t.it, &r, None))
+                        }
+                    }) || snap
+                        .nodes
+                        .iter()
+                        .any(|n| n.requirements.compatible(term, Undefined::Absent))
+                };
+                let variants = variant::ladder(pod, &t, any_pns, &possible)
                     .into_iter()
                     .map(|v| VariantState {
                         variant: v,

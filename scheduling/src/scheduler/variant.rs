@@ -32,7 +32,15 @@ enum Soft {
 /// The ladder, strictest first. Relaxation order: preferred pod (anti-)affinity (lightest
 /// first), then preferred node affinity (lightest first), then `ScheduleAnyway` spread, then
 /// PreferNoSchedule taints.
-pub fn ladder(pod: &Pod, terms: &PodTerms, any_prefer_no_schedule: bool) -> Vec<Variant> {
+///
+/// Preferred node terms that no NodePool or node could ever satisfy (`possible` says which)
+/// are dropped up front, so they do not push out satisfiable lighter ones.
+pub fn ladder(
+    pod: &Pod,
+    terms: &PodTerms,
+    any_prefer_no_schedule: bool,
+    possible: &dyn Fn(&Requirements) -> bool,
+) -> Vec<Variant> {
     let mut soft = Vec::new();
     for (_, g) in terms.preferred_affinity.iter().rev() {
         soft.push(Soft::PodAffinity(*g));
@@ -40,7 +48,9 @@ pub fn ladder(pod: &Pod, terms: &PodTerms, any_prefer_no_schedule: bool) -> Vec<
     for (_, g) in terms.preferred_anti_affinity.iter().rev() {
         soft.push(Soft::PodAntiAffinity(*g));
     }
-    let mut prefs: Vec<usize> = (0..pod.preferred_node.len()).collect();
+    let mut prefs: Vec<usize> = (0..pod.preferred_node.len())
+        .filter(|i| possible(&pod.preferred_node[*i].term))
+        .collect();
     prefs.sort_by_key(|i| (pod.preferred_node[*i].weight, std::cmp::Reverse(*i)));
     soft.extend(prefs.into_iter().map(Soft::NodePreference));
     soft.extend(terms.spread_soft.iter().map(|g| Soft::Spread(*g)));

@@ -1,0 +1,691 @@
+//! A scenario file: one multi-document YAML of ordinary Kubernetes and Adze objects, read
+//! into the scheduling core's [`Snapshot`].
+//!
+//! What each kind contributes:
+//!
+//! * **NodePool** (`adze.sh/v1`): validated like the apiserver would, then converted with
+//!   the scenario's instance types.
+//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet.
+//! * **Node**: existing capacity.
+//! * **Pod**: with `spec.nodeName`, bound to that node (which must be in the scenario);
+//!   otherwise pending. Pods owned by a DaemonSet are never pending, and `Succeeded` or
+//!   `Failed` pods take no room and are left out.
+//! * **Deployment**, **ReplicaSet**: `spec.replicas` (default 1) pending pods named
+//!   `<name>-<i>`, from `i = 0`, with the template's labels. They are added whatever pods of
+//!   theirs the scenario already lists.
+//! * **DaemonSet**: overhead on every new node it would run on, and one bound pod on every
+//!   existing node whose taints it tolerates and whose labels its node selector matches
+//!   (unless the scenario lists that daemon's pod on the node already).
+//! * **PodDisruptionBudget**: read and counted; placement does not use it.
+//! * **InstanceCatalog** (`adze.sh/v1alpha1`): replaces the embedded EC2 catalog. Several
+//!   are concatenated.
+//!
+//! Empty documents are skipped. Anything else — an unknown kind, a document that does not
+//! parse, an invalid object, a duplicate name, a pod bound to a missing node — is a
+//! [`ScenarioError`] naming the document (counted from 1, empty ones included).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use adze_api::convert::{self, ConvertError};
+use adze_api::{EC2NodeClass, NodePool, ValidationError};
+use adze_scheduling::catalog::{self, CatalogEntry};
+use adze_scheduling::scheduler::node_fits_pod;
+use adze_scheduling::taints::first_untolerated;
+use adze_scheduling::{BoundPod, InstanceType, Offering, Pod, Snapshot, labels, quantity};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use thiserror::Error;
+
+/// The scenario's objects as placement sees them, plus what was read, for the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Scenario {
+    pub snapshot: Snapshot,
+    pub counts: Counts,
+    /// Instance types offered to every NodePool.
+    pub instance_types: Vec<Arc<InstanceType>>,
+    /// True when an InstanceCatalog replaced the embedded catalog.
+    pub custom_catalog: bool,
+}
+
+/// How many objects of each kind a scenario held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub nodepools: usize,
+    pub ec2nodeclasses: usize,
+    pub nodes: usize,
+    pub pending_pods: usize,
+    /// Pods on existing nodes, DaemonSet pods included.
+    pub bound_pods: usize,
+    pub deployments: usize,
+    pub replicasets: usize,
+    pub daemonsets: usize,
+    pub pod_disruption_budgets: usize,
+}
+
+/// The document a problem is in: its position in the file (from 1) and, when it got that
+/// far, its kind and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocRef {
+    pub index: usize,
+    pub object: Option<String>,
+}
+
+impl fmt::Display for DocRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.object {
+            Some(o) => write!(f, "document {} ({o})", self.index),
+            None => write!(f, "document {}", self.index),
+        }
+    }
+}
+
+/// What is wrong with a scenario, and in which document.
+#[derive(Debug, Error)]
+#[error("{doc}: {problem}")]
+pub struct ScenarioError {
+    pub doc: DocRef,
+    pub problem: Box<Problem>,
+}
+
+#[derive(Debug, Error)]
+pub enum Problem {
+    #[error("not valid YAML: {0}")]
+    Yaml(serde_yaml::Error),
+    #[error(
+        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget or InstanceCatalog)"
+    )]
+    UnknownKind { kind: String, api_version: String },
+    /// A kind the scenario knows, under another API group or version.
+    #[error("{kind} must have apiVersion {expected}, got {got:?}")]
+    ApiVersion {
+        kind: String,
+        expected: &'static str,
+        got: String,
+    },
+    /// The document has a known kind but not its shape.
+    #[error("malformed: {0}")]
+    Malformed(String),
+    /// A NodePool or EC2NodeClass that fails validation; lists every field at fault.
+    #[error("{0}")]
+    Invalid(ValidationError),
+    #[error("{0}")]
+    Convert(ConvertError),
+    /// A field of a scenario-only object (InstanceCatalog, a workload's replicas) is out of
+    /// range.
+    #[error("{field}: {message}")]
+    Field { field: String, message: String },
+    #[error("{what} is defined twice (first in document {first})")]
+    Duplicate { what: String, first: usize },
+    #[error("spec.nodeName: node {0:?} is not in the scenario")]
+    UnknownNode(String),
+}
+
+impl ScenarioError {
+    fn new(doc: &DocRef, problem: Problem) -> ScenarioError {
+        ScenarioError {
+            doc: doc.clone(),
+            problem: Box::new(problem),
+        }
+    }
+}
+
+/// One document, typed.
+enum Object {
+    NodePool(Box<NodePool>),
+    EC2NodeClass(Box<EC2NodeClass>),
+    Node(Box<core::Node>),
+    Pod(Box<core::Pod>),
+    Deployment(Box<Deployment>),
+    ReplicaSet(Box<ReplicaSet>),
+    DaemonSet(Box<DaemonSet>),
+    PodDisruptionBudget,
+    InstanceCatalog(InstanceCatalog),
+}
+
+/// `apiVersion: adze.sh/v1alpha1, kind: InstanceCatalog`: instance types to use instead of
+/// the embedded EC2 catalog.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InstanceCatalog {
+    #[serde(rename = "apiVersion")]
+    _api_version: String,
+    #[serde(rename = "kind")]
+    _kind: String,
+    #[serde(default, rename = "metadata")]
+    _metadata: Option<serde_yaml::Value>,
+    instance_types: Vec<CatalogType>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CatalogType {
+    name: String,
+    cpu: QuantityValue,
+    memory: QuantityValue,
+    pods: i64,
+    arch: String,
+    #[serde(default)]
+    gpus: i64,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    offerings: Vec<CatalogOffering>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CatalogOffering {
+    zone: String,
+    capacity_type: String,
+    price: f64,
+    #[serde(default = "yes")]
+    available: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A quantity as YAML may write it: `4`, `0.5` or `"16Gi"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum QuantityValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl QuantityValue {
+    fn text(&self) -> String {
+        match self {
+            QuantityValue::Int(i) => i.to_string(),
+            QuantityValue::Float(f) => f.to_string(),
+            QuantityValue::Str(s) => s.clone(),
+        }
+    }
+}
+
+const ADZE_V1: &str = "adze.sh/v1";
+const ADZE_V1ALPHA1: &str = "adze.sh/v1alpha1";
+const AWS_ADZE_V1: &str = "aws.adze.sh/v1";
+
+fn describe(value: &serde_yaml::Value) -> Option<String> {
+    let kind = value.get("kind")?.as_str()?;
+    let meta = value.get("metadata");
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("<unnamed>");
+    match meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(|n| n.as_str())
+    {
+        Some(ns) => Some(format!("{kind} {ns}/{name}")),
+        None => Some(format!("{kind} {name}")),
+    }
+}
+
+fn typed<T: DeserializeOwned>(doc: &DocRef, value: serde_yaml::Value) -> Result<T, ScenarioError> {
+    serde_yaml::from_value(value)
+        .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e.to_string())))
+}
+
+fn read_object(doc: &DocRef, value: serde_yaml::Value) -> Result<Object, ScenarioError> {
+    let text = |k: &str| {
+        value
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (kind, api_version) = (text("kind"), text("apiVersion"));
+    if kind.is_empty() {
+        return Err(ScenarioError::new(
+            doc,
+            Problem::Malformed("no kind".to_string()),
+        ));
+    }
+    let unknown = || {
+        ScenarioError::new(
+            doc,
+            Problem::UnknownKind {
+                kind: kind.clone(),
+                api_version: api_version.clone(),
+            },
+        )
+    };
+    // Core kinds check their own apiVersion when deserialising; ours are checked here.
+    Ok(match kind.as_str() {
+        "NodePool" if api_version == ADZE_V1 => Object::NodePool(typed(doc, value)?),
+        "EC2NodeClass" if api_version == AWS_ADZE_V1 => Object::EC2NodeClass(typed(doc, value)?),
+        "InstanceCatalog" if api_version == ADZE_V1ALPHA1 => {
+            Object::InstanceCatalog(typed(doc, value)?)
+        }
+        "NodePool" | "EC2NodeClass" | "InstanceCatalog" => {
+            let expected = match kind.as_str() {
+                "NodePool" => ADZE_V1,
+                "EC2NodeClass" => AWS_ADZE_V1,
+                _ => ADZE_V1ALPHA1,
+            };
+            return Err(ScenarioError::new(
+                doc,
+                Problem::ApiVersion {
+                    kind,
+                    expected,
+                    got: api_version,
+                },
+            ));
+        }
+        "Node" => Object::Node(typed(doc, value)?),
+        "Pod" => Object::Pod(typed(doc, value)?),
+        "Deployment" => Object::Deployment(typed(doc, value)?),
+        "ReplicaSet" => Object::ReplicaSet(typed(doc, value)?),
+        "DaemonSet" => Object::DaemonSet(typed(doc, value)?),
+        "PodDisruptionBudget" => {
+            typed::<PodDisruptionBudget>(doc, value)?;
+            Object::PodDisruptionBudget
+        }
+        _ => return Err(unknown()),
+    })
+}
+
+/// Splits the file into typed documents, skipping empty ones.
+fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, de) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let index = i + 1;
+        let value = serde_yaml::Value::deserialize(de).map_err(|error| {
+            ScenarioError::new(
+                &DocRef {
+                    index,
+                    object: None,
+                },
+                Problem::Yaml(error),
+            )
+        })?;
+        if value.is_null() {
+            continue;
+        }
+        let doc = DocRef {
+            index,
+            object: describe(&value),
+        };
+        if !value.is_mapping() {
+            return Err(ScenarioError::new(
+                &doc,
+                Problem::Malformed(
+                    "a document must be a mapping with apiVersion and kind".to_string(),
+                ),
+            ));
+        }
+        let object = read_object(&doc, value)?;
+        out.push((doc, object));
+    }
+    Ok(out)
+}
+
+fn namespace(meta: &ObjectMeta) -> &str {
+    meta.namespace
+        .as_deref()
+        .unwrap_or(convert::DEFAULT_NAMESPACE)
+}
+
+fn owned_by_daemonset(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "DaemonSet")
+        .map(|o| o.name.as_str())
+}
+
+impl Scenario {
+    /// Reads a scenario file's text.
+    pub fn parse(yaml: &str) -> Result<Scenario, ScenarioError> {
+        let docs = read_documents(yaml)?;
+        let mut b = Builder::default();
+        b.catalog(&docs)?;
+        for (doc, object) in &docs {
+            match object {
+                Object::NodePool(np) => b.nodepool(doc, np)?,
+                Object::EC2NodeClass(nc) => {
+                    nc.validate()
+                        .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
+                    b.s.counts.ec2nodeclasses += 1;
+                }
+                Object::Node(n) => b.node(doc, n)?,
+                Object::PodDisruptionBudget => b.s.counts.pod_disruption_budgets += 1,
+                _ => {}
+            }
+        }
+        for (doc, object) in &docs {
+            match object {
+                Object::DaemonSet(ds) => b.daemonset(doc, ds)?,
+                Object::Pod(p) => b.pod(doc, p)?,
+                Object::Deployment(d) => {
+                    let replicas = d.spec.as_ref().and_then(|s| s.replicas);
+                    let template = d.spec.as_ref().map(|s| &s.template);
+                    b.workload(doc, "deployment", &d.metadata, replicas, template)?;
+                    b.s.counts.deployments += 1;
+                }
+                Object::ReplicaSet(r) => {
+                    let replicas = r.spec.as_ref().and_then(|s| s.replicas);
+                    let template = r.spec.as_ref().and_then(|s| s.template.as_ref());
+                    b.workload(doc, "replicaset", &r.metadata, replicas, template)?;
+                    b.s.counts.replicasets += 1;
+                }
+                _ => {}
+            }
+        }
+        b.charge_daemons();
+        b.s.counts.pending_pods = b.s.snapshot.pending.len();
+        b.s.counts.bound_pods = b.s.snapshot.bound.len();
+        Ok(b.s)
+    }
+
+    /// Every pending pod's "namespace/name", in scenario order.
+    pub fn pending_keys(&self) -> Vec<String> {
+        self.snapshot.pending.iter().map(Pod::key).collect()
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    s: Scenario,
+    /// Node name → document.
+    nodes: BTreeMap<String, usize>,
+    /// Pod key → document.
+    pods: BTreeMap<String, usize>,
+    nodepools: BTreeMap<String, usize>,
+    /// DaemonSet pods the scenario lists itself: (namespace, daemonset, node).
+    listed_daemon_pods: HashSet<(String, String, String)>,
+}
+
+impl Builder {
+    fn convert_err(doc: &DocRef) -> impl FnOnce(ConvertError) -> ScenarioError + '_ {
+        move |error| ScenarioError::new(doc, Problem::Convert(error))
+    }
+
+    fn catalog(&mut self, docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
+        let mut names: BTreeMap<String, usize> = BTreeMap::new();
+        let mut types = Vec::new();
+        for (doc, object) in docs {
+            let Object::InstanceCatalog(c) = object else {
+                continue;
+            };
+            if c.instance_types.is_empty() {
+                return Err(ScenarioError::new(
+                    doc,
+                    Problem::Field {
+                        field: "instanceTypes".to_string(),
+                        message: "must list at least one instance type".to_string(),
+                    },
+                ));
+            }
+            for (i, t) in c.instance_types.iter().enumerate() {
+                let entry = catalog_entry(doc, &format!("instanceTypes[{i}]"), t)?;
+                if let Some(first) = names.insert(entry.name.clone(), doc.index) {
+                    return Err(ScenarioError::new(
+                        doc,
+                        Problem::Duplicate {
+                            what: format!("instance type {:?}", entry.name),
+                            first,
+                        },
+                    ));
+                }
+                types.push(Arc::new(entry.into_instance_type()));
+            }
+            self.s.custom_catalog = true;
+        }
+        self.s.instance_types = if self.s.custom_catalog {
+            types
+        } else {
+            catalog::embedded()
+        };
+        Ok(())
+    }
+
+    fn nodepool(&mut self, doc: &DocRef, np: &NodePool) -> Result<(), ScenarioError> {
+        np.validate()
+            .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
+        let pool =
+            convert::nodepool(np, self.s.instance_types.clone()).map_err(Self::convert_err(doc))?;
+        if let Some(first) = self.nodepools.insert(pool.name.clone(), doc.index) {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("NodePool {:?}", pool.name),
+                    first,
+                },
+            ));
+        }
+        self.s.snapshot.nodepools.push(pool);
+        self.s.counts.nodepools += 1;
+        Ok(())
+    }
+
+    fn node(&mut self, doc: &DocRef, n: &core::Node) -> Result<(), ScenarioError> {
+        let node = convert::node(n).map_err(Self::convert_err(doc))?;
+        if let Some(first) = self.nodes.insert(node.name.clone(), doc.index) {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("Node {:?}", node.name),
+                    first,
+                },
+            ));
+        }
+        self.s.snapshot.nodes.push(node);
+        self.s.counts.nodes += 1;
+        Ok(())
+    }
+
+    fn claim_pod_name(&mut self, doc: &DocRef, key: String) -> Result<(), ScenarioError> {
+        match self.pods.insert(key.clone(), doc.index) {
+            Some(first) => Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("pod {key}"),
+                    first,
+                },
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn pod(&mut self, doc: &DocRef, p: &core::Pod) -> Result<(), ScenarioError> {
+        let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            return Ok(());
+        }
+        let pod = convert::pod(p).map_err(Self::convert_err(doc))?;
+        self.claim_pod_name(doc, pod.key())?;
+        let daemon = owned_by_daemonset(&p.metadata);
+        match p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            Some(node) => {
+                if !self.nodes.contains_key(node) {
+                    return Err(ScenarioError::new(
+                        doc,
+                        Problem::UnknownNode(node.to_string()),
+                    ));
+                }
+                if let Some(ds) = daemon {
+                    self.listed_daemon_pods.insert((
+                        pod.namespace.clone(),
+                        ds.to_string(),
+                        node.to_string(),
+                    ));
+                }
+                self.s.snapshot.bound.push(BoundPod {
+                    node: node.to_string(),
+                    pod,
+                    daemon: daemon.is_some(),
+                });
+            }
+            // The DaemonSet controller places its own pods; they never wait for capacity.
+            None if daemon.is_some() => {}
+            None => self.s.snapshot.pending.push(pod),
+        }
+        Ok(())
+    }
+
+    fn workload(
+        &mut self,
+        doc: &DocRef,
+        kind: &'static str,
+        meta: &ObjectMeta,
+        replicas: Option<i32>,
+        template: Option<&core::PodTemplateSpec>,
+    ) -> Result<(), ScenarioError> {
+        let Some(template) = template else {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Convert(ConvertError::new(
+                    &convert::ObjectRef::namespaced(
+                        kind,
+                        namespace(meta),
+                        meta.name.as_deref().unwrap_or_default(),
+                    ),
+                    "spec.template",
+                    convert::Problem::Missing,
+                )),
+            ));
+        };
+        let pod = convert::workload_pod(kind, meta, template).map_err(Self::convert_err(doc))?;
+        let replicas = replicas.unwrap_or(1);
+        if replicas < 0 {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Field {
+                    field: "spec.replicas".to_string(),
+                    message: format!("must not be negative, got {replicas}"),
+                },
+            ));
+        }
+        for i in 0..replicas {
+            let mut p = pod.clone();
+            p.name = format!("{}-{i}", pod.name);
+            self.claim_pod_name(doc, p.key())?;
+            self.s.snapshot.pending.push(p);
+        }
+        Ok(())
+    }
+
+    fn daemonset(&mut self, doc: &DocRef, ds: &DaemonSet) -> Result<(), ScenarioError> {
+        let pod = convert::daemonset_pod(ds).map_err(Self::convert_err(doc))?;
+        self.s.snapshot.daemonsets.push(pod);
+        self.s.counts.daemonsets += 1;
+        Ok(())
+    }
+
+    /// One daemon pod on every existing node each DaemonSet would run on, unless the
+    /// scenario lists it already.
+    fn charge_daemons(&mut self) {
+        let snap = &mut self.s.snapshot;
+        for d in &snap.daemonsets {
+            for n in &snap.nodes {
+                let listed = self.listed_daemon_pods.contains(&(
+                    d.namespace.clone(),
+                    d.name.clone(),
+                    n.name.clone(),
+                ));
+                let selects = d
+                    .node_requirements
+                    .iter()
+                    .any(|t| node_fits_pod(&n.requirements, t));
+                let tolerates = first_untolerated(&n.taints, &d.tolerations, false).is_none();
+                if listed || !selects || !tolerates {
+                    continue;
+                }
+                let mut pod = d.clone();
+                pod.name = format!("{}-{}", d.name, n.name);
+                snap.bound.push(BoundPod {
+                    node: n.name.clone(),
+                    pod,
+                    daemon: true,
+                });
+            }
+        }
+    }
+}
+
+fn catalog_entry(
+    doc: &DocRef,
+    field: &str,
+    t: &CatalogType,
+) -> Result<CatalogEntry, ScenarioError> {
+    let bad = |f: &str, message: String| {
+        ScenarioError::new(
+            doc,
+            Problem::Field {
+                field: format!("{field}.{f}"),
+                message,
+            },
+        )
+    };
+    if t.name.is_empty() {
+        return Err(bad("name", "must not be empty".to_string()));
+    }
+    let cpu_milli = quantity::parse_milli(&t.cpu.text()).map_err(|e| bad("cpu", e.to_string()))?;
+    let memory_bytes =
+        quantity::parse_units(&t.memory.text()).map_err(|e| bad("memory", e.to_string()))?;
+    if cpu_milli <= 0 {
+        return Err(bad("cpu", "must be positive".to_string()));
+    }
+    if memory_bytes <= 0 {
+        return Err(bad("memory", "must be positive".to_string()));
+    }
+    if t.pods <= 0 {
+        return Err(bad("pods", format!("must be positive, got {}", t.pods)));
+    }
+    if t.gpus < 0 {
+        return Err(bad("gpus", format!("must not be negative, got {}", t.gpus)));
+    }
+    if t.arch.is_empty() {
+        return Err(bad("arch", "must not be empty (amd64, arm64)".to_string()));
+    }
+    if t.offerings.is_empty() {
+        return Err(bad("offerings", "needs at least one offering".to_string()));
+    }
+    let mut offerings = Vec::new();
+    for (i, o) in t.offerings.iter().enumerate() {
+        let of = format!("offerings[{i}]");
+        if o.zone.is_empty() {
+            return Err(bad(&format!("{of}.zone"), "must not be empty".to_string()));
+        }
+        if o.capacity_type != labels::CAPACITY_TYPE_ON_DEMAND
+            && o.capacity_type != labels::CAPACITY_TYPE_SPOT
+        {
+            return Err(bad(
+                &format!("{of}.capacityType"),
+                format!("must be on-demand or spot, got {:?}", o.capacity_type),
+            ));
+        }
+        if !o.price.is_finite() || o.price < 0.0 {
+            return Err(bad(
+                &format!("{of}.price"),
+                format!("must be a non-negative number of $/hour, got {}", o.price),
+            ));
+        }
+        offerings.push(Offering {
+            zone: o.zone.clone(),
+            capacity_type: o.capacity_type.clone(),
+            price: o.price,
+            available: o.available,
+        });
+    }
+    Ok(CatalogEntry {
+        name: t.name.clone(),
+        cpu_milli,
+        memory_bytes,
+        pods: t.pods,
+        arch: t.arch.clone(),
+        gpus: t.gpus,
+        labels: t.labels.clone(),
+        offerings,
+    })
+}

@@ -1,0 +1,513 @@
+//! `adze-provisioner simulate` run as a user runs it, on every scenario in `examples/`.
+//! The scenario is also read through the library, so the checks can hold each placement
+//! against the pod's own constraints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use adze_provisioner::simulate::{Report, Scenario};
+use adze_scheduling::catalog::ec2_data;
+use adze_scheduling::taints::first_untolerated;
+use adze_scheduling::{Effect, Pod, Taint, labels};
+
+const TOP_LEVEL_KEYS: [&str; 6] = [
+    "nodeClaims",
+    "existingNodes",
+    "unschedulable",
+    "totalPricePerHour",
+    "costLowerBound",
+    "elapsedMs",
+];
+
+const CLAIM_KEYS: [&str; 11] = [
+    "name",
+    "nodePool",
+    "instanceType",
+    "instanceTypeOptions",
+    "zone",
+    "capacityType",
+    "pricePerHour",
+    "labels",
+    "taints",
+    "allocatable",
+    "pods",
+];
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name)
+}
+
+fn adze(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn simulate(path: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["simulate", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    adze(&args)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// The scenario as the library reads it, and the binary's JSON plan for it.
+fn plan(name: &str, extra: &[&str]) -> (Scenario, Report) {
+    let path = example(name);
+    let mut args = vec!["--output", "json"];
+    args.extend_from_slice(extra);
+    let out = simulate(&path, &args);
+    assert!(out.status.success(), "{name}: {}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_exact_keys(&json);
+    let report: Report = serde_json::from_value(json).unwrap();
+    let scenario = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_every_pod_once(&scenario, &report);
+    assert_claims_suit_their_pods(&scenario, &report);
+    (scenario, report)
+}
+
+fn keys(v: &serde_json::Value) -> BTreeSet<&str> {
+    v.as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn assert_exact_keys(json: &serde_json::Value) {
+    assert_eq!(keys(json), TOP_LEVEL_KEYS.into_iter().collect());
+    for claim in json["nodeClaims"].as_array().unwrap() {
+        assert_eq!(keys(claim), CLAIM_KEYS.into_iter().collect());
+        for t in claim["taints"].as_array().unwrap() {
+            assert_eq!(keys(t), ["key", "value", "effect"].into_iter().collect());
+        }
+    }
+    for e in json["existingNodes"].as_array().unwrap() {
+        assert_eq!(keys(e), ["name", "pods"].into_iter().collect());
+    }
+    for u in json["unschedulable"].as_array().unwrap() {
+        assert_eq!(keys(u), ["pod", "reason"].into_iter().collect());
+    }
+}
+
+/// Every pending pod is either placed or unschedulable, exactly once.
+fn assert_every_pod_once(scenario: &Scenario, report: &Report) {
+    let mut seen: Vec<&str> = report
+        .node_claims
+        .iter()
+        .flat_map(|c| &c.pods)
+        .chain(report.existing_nodes.iter().flat_map(|e| &e.pods))
+        .map(String::as_str)
+        .chain(report.unschedulable.iter().map(|u| u.pod.as_str()))
+        .collect();
+    seen.sort_unstable();
+    let mut pending = scenario.pending_keys();
+    pending.sort_unstable();
+    assert_eq!(seen, pending);
+}
+
+fn pending_pod<'a>(scenario: &'a Scenario, key: &str) -> &'a Pod {
+    scenario
+        .snapshot
+        .pending
+        .iter()
+        .find(|p| p.key() == key)
+        .unwrap_or_else(|| panic!("{key} is not a pending pod"))
+}
+
+/// Each claim's labels satisfy one required node-affinity term of every pod on it, and the
+/// pods tolerate its taints.
+fn assert_claims_suit_their_pods(scenario: &Scenario, report: &Report) {
+    for c in &report.node_claims {
+        let taints: Vec<Taint> = c
+            .taints
+            .iter()
+            .map(|t| Taint::new(&t.key, &t.value, Effect::parse(&t.effect).unwrap()))
+            .collect();
+        for key in &c.pods {
+            let pod = pending_pod(scenario, key);
+            assert!(
+                pod.node_requirements
+                    .iter()
+                    .any(|term| term.matches_labels(&c.labels)),
+                "{key} on {}: labels {:?} meet none of {:?}",
+                c.name,
+                c.labels,
+                pod.node_requirements
+            );
+            assert_eq!(
+                first_untolerated(&taints, &pod.tolerations, false),
+                None,
+                "{key} on {}",
+                c.name
+            );
+        }
+    }
+}
+
+/// Pod → (node or claim, zone), for placed pods.
+fn placements(scenario: &Scenario, report: &Report) -> BTreeMap<String, (String, String)> {
+    let mut out = BTreeMap::new();
+    for c in &report.node_claims {
+        for p in &c.pods {
+            out.insert(p.clone(), (c.name.clone(), c.zone.clone()));
+        }
+    }
+    for e in &report.existing_nodes {
+        let node = scenario
+            .snapshot
+            .nodes
+            .iter()
+            .find(|n| n.name == e.name)
+            .unwrap();
+        let zone = node
+            .requirements
+            .get(labels::ZONE)
+            .and_then(|r| r.single_value())
+            .unwrap_or_default();
+        for p in &e.pods {
+            out.insert(p.clone(), (e.name.clone(), zone.to_string()));
+        }
+    }
+    out
+}
+
+fn claims_of<'a>(
+    report: &'a Report,
+    pod_prefix: &str,
+) -> Vec<&'a adze_provisioner::simulate::output::NodeClaimReport> {
+    report
+        .node_claims
+        .iter()
+        .filter(|c| c.pods.iter().any(|p| p.starts_with(pod_prefix)))
+        .collect()
+}
+
+#[test]
+fn inflate_places_every_replica_on_the_default_pool() {
+    let (_, report) = plan("inflate.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    assert!(!report.node_claims.is_empty());
+    for c in &report.node_claims {
+        assert_eq!(c.node_pool, "default");
+        assert!(["amd64", "arm64"].contains(&c.labels[labels::ARCH].as_str()));
+        assert!(["on-demand", "spot"].contains(&c.capacity_type.as_str()));
+        assert!(c.instance_type_options.contains(&c.instance_type));
+        assert!(c.allocatable.contains_key("cpu") && c.allocatable.contains_key("memory"));
+    }
+    let total: f64 = report.node_claims.iter().map(|c| c.price_per_hour).sum();
+    assert!((total - report.total_price_per_hour).abs() < 1e-3);
+    assert!(report.cost_lower_bound <= report.total_price_per_hour);
+}
+
+#[test]
+fn max_instance_types_caps_the_options() {
+    let (_, report) = plan("inflate.yaml", &["--max-instance-types", "3"]);
+    for c in &report.node_claims {
+        assert!(
+            c.instance_type_options.len() <= 3,
+            "{:?}",
+            c.instance_type_options
+        );
+    }
+}
+
+#[test]
+fn gpu_pods_land_on_gpu_types_and_web_stays_on_default() {
+    let (_, report) = plan("gpu-team.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let gpu_types: BTreeSet<&str> = ec2_data::TYPES
+        .iter()
+        .filter(|t| t.gpu.is_some())
+        .map(|t| t.name)
+        .collect();
+    let trainers = claims_of(&report, "ml/trainer-");
+    assert!(!trainers.is_empty());
+    for c in trainers {
+        assert_eq!(c.node_pool, "gpu");
+        assert!(
+            gpu_types.contains(c.instance_type.as_str()),
+            "{}",
+            c.instance_type
+        );
+        assert_eq!(c.labels[labels::INSTANCE_CATEGORY], "g");
+        assert!(c.allocatable["nvidia.com/gpu"].parse::<i64>().unwrap() >= 1);
+        assert!(c.pods.iter().all(|p| p.starts_with("ml/trainer-")));
+    }
+    let web = claims_of(&report, "shop/web-");
+    assert!(!web.is_empty());
+    for c in web {
+        assert_eq!(c.node_pool, "default");
+        assert!(c.taints.is_empty());
+    }
+}
+
+#[test]
+fn zone_spread_keeps_the_skew_within_one() {
+    let (scenario, report) = plan("zone-spread.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let mut per_zone: BTreeMap<&str, usize> = ec2_data::ZONES.iter().map(|z| (*z, 0)).collect();
+    let placed = placements(&scenario, &report);
+    for (pod, (_, zone)) in &placed {
+        if pod.starts_with("default/web-") {
+            *per_zone.get_mut(zone.as_str()).unwrap() += 1;
+        }
+    }
+    let (min, max) = (
+        per_zone.values().min().unwrap(),
+        per_zone.values().max().unwrap(),
+    );
+    assert!(max - min <= 1, "{per_zone:?}");
+    assert_eq!(per_zone.values().sum::<usize>(), 7);
+    assert_eq!(scenario.snapshot.daemonsets.len(), 1);
+}
+
+#[test]
+fn anti_affinity_puts_each_cache_replica_on_its_own_node() {
+    let (scenario, report) = plan("anti-affinity.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let placed = placements(&scenario, &report);
+    let existing = "ip-10-0-1-10.ec2.internal";
+    let mut cache_nodes: Vec<&str> = placed
+        .iter()
+        .filter(|(p, _)| p.starts_with("default/cache-"))
+        .map(|(_, (node, _))| node.as_str())
+        .collect();
+    // The replica already running there counts too.
+    cache_nodes.push(existing);
+    let distinct: BTreeSet<&str> = cache_nodes.iter().copied().collect();
+    assert_eq!(distinct.len(), cache_nodes.len(), "{cache_nodes:?}");
+    assert_eq!(cache_nodes.len(), 5);
+    let batch_on_existing = placed
+        .iter()
+        .filter(|(p, (node, _))| p.starts_with("default/batch-") && node == existing)
+        .count();
+    assert_eq!(
+        batch_on_existing, 3,
+        "batch pods fit on the existing node first"
+    );
+}
+
+#[test]
+fn custom_catalog_types_are_the_only_ones_used() {
+    let (scenario, report) = plan("custom-catalog.yaml", &[]);
+    assert!(scenario.custom_catalog);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let catalog: BTreeSet<&str> = ["small.2x", "medium.4x", "arm.4x"].into();
+    for c in &report.node_claims {
+        assert!(
+            catalog.contains(c.instance_type.as_str()),
+            "{}",
+            c.instance_type
+        );
+        for o in &c.instance_type_options {
+            assert!(catalog.contains(o.as_str()), "{o}");
+        }
+        assert!(["test-1a", "test-1b"].contains(&c.zone.as_str()));
+        assert!(
+            !(c.instance_type == "small.2x" && c.zone == "test-1a" && c.capacity_type == "spot"),
+            "the unavailable offering was used: {}",
+            c.name
+        );
+    }
+    for c in claims_of(&report, "default/zonal-") {
+        assert_eq!(c.zone, "test-1a");
+    }
+}
+
+#[test]
+fn an_invalid_nodepool_fails_naming_the_field_and_prints_no_plan() {
+    let out = simulate(&example("invalid-nodepool.yaml"), &[]);
+    assert!(!out.status.success());
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(err.contains("document 1 (NodePool default)"), "{err}");
+    assert!(
+        err.contains("spec.template.spec.requirements[1].values"),
+        "{err}"
+    );
+}
+
+#[test]
+fn table_output_has_a_row_per_claim_and_the_summary_line() {
+    let out = simulate(&example("inflate.yaml"), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let (_, report) = plan("inflate.yaml", &[]);
+    let summary = text
+        .lines()
+        .find(|l| l.contains("placed on new capacity"))
+        .unwrap_or_else(|| panic!("no summary line in\n{text}"));
+    let n = report.node_claims.len();
+    let claims = if n == 1 { "nodeclaim" } else { "nodeclaims" };
+    assert!(
+        summary.starts_with(&format!(
+            "{n} {claims}, 10 pods placed on new capacity, 0 on existing nodes, 0 unschedulable; total $"
+        )),
+        "{summary}"
+    );
+    assert!(summary.contains("lower bound $") && summary.contains("(ratio "));
+    assert!(summary.ends_with(" ms"), "{summary}");
+    assert!(text.contains("NODECLAIM") && text.contains("INSTANCE TYPE"));
+    for c in &report.node_claims {
+        assert!(text.contains(&c.instance_type), "{text}");
+    }
+}
+
+/// Writes a scenario to a temporary file named after the test.
+fn scratch(name: &str, yaml: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("adze-simulate-{}-{name}.yaml", std::process::id()));
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+fn fails_with(name: &str, yaml: &str, expected: &[&str]) {
+    let path = scratch(name, yaml);
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(!out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "",
+        "nothing on stdout when the scenario is bad"
+    );
+    let err = stderr(&out);
+    for e in expected {
+        assert!(err.contains(e), "{e:?} not in {err}");
+    }
+}
+
+#[test]
+fn bad_scenarios_name_the_document() {
+    fails_with(
+        "unknown-kind",
+        "---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+        &["document 2 (ConfigMap x)", "\"ConfigMap\""],
+    );
+    fails_with(
+        "karpenter-group",
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec: {}\n",
+        &[
+            "document 1 (NodePool default): NodePool must have apiVersion adze.sh/v1, got \"karpenter.sh/v1\"",
+        ],
+    );
+    fails_with(
+        "malformed",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: 7}\n",
+        &["document 1 (Pod web): malformed"],
+    );
+    fails_with(
+        "missing-node",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {nodeName: gone, containers: []}\n",
+        &["document 1 (Pod web)", "spec.nodeName", "\"gone\""],
+    );
+    fails_with(
+        "bad-quantity",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: a, resources: {requests: {cpu: abc}}}]}\n",
+        &["pod default/web: spec.containers[0].resources.requests.cpu: invalid quantity \"abc\""],
+    );
+    fails_with(
+        "bad-catalog",
+        "apiVersion: adze.sh/v1alpha1\nkind: InstanceCatalog\ninstanceTypes:\n  - {name: a, cpu: 2, memory: 4Gi, pods: 10, arch: amd64, offerings: [{zone: z, capacityType: reserved, price: 1}]}\n",
+        &["document 1", "instanceTypes[0].offerings[0].capacityType"],
+    );
+    fails_with(
+        "duplicate-pod",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web-0}\nspec: {containers: []}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1, selector: {}, template: {spec: {containers: []}}}\n",
+        &[
+            "document 2",
+            "pod default/web-0 is defined twice (first in document 1)",
+        ],
+    );
+}
+
+#[test]
+fn daemonset_pods_charge_existing_nodes_and_never_wait() {
+    let path = scratch(
+        "daemons",
+        r#"
+apiVersion: v1
+kind: Node
+metadata: {name: small, labels: {kubernetes.io/os: linux}}
+status: {allocatable: {cpu: "1", memory: 4Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: tainted}
+spec: {taints: [{key: dedicated, value: db, effect: NoSchedule}]}
+status: {allocatable: {cpu: "1", memory: 4Gi, pods: "10"}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: a, resources: {requests: {cpu: 600m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-pending
+  namespace: kube-system
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: "1"}]
+spec: {containers: []}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec: {containers: [{name: a, resources: {requests: {cpu: 600m}}}]}
+"#,
+    );
+    let out = simulate(&path, &["--output", "json"]);
+    let scenario = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(scenario.pending_keys(), vec!["default/web".to_string()]);
+    // The daemon runs on "small" (leaving 400m) but not on "tainted" (not tolerated).
+    let daemon_nodes: Vec<&str> = scenario
+        .snapshot
+        .bound
+        .iter()
+        .filter(|b| b.daemon)
+        .map(|b| b.node.as_str())
+        .collect();
+    assert_eq!(daemon_nodes, vec!["small"]);
+    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report.unschedulable.len(), 1, "{report:?}");
+    assert_eq!(report.unschedulable[0].pod, "default/web");
+}
