@@ -52,9 +52,9 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let opts = Options::default();
     println!(
-        "| pods | kind | median time | pods/s | nodeclaims | unschedulable | $/h | lower bound | cost / bound |"
+        "| pods | kind | median time | pods/s | nodeclaims | unschedulable | $/h | lower bound | cost / bound | peak heap |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (kind, sizes) in [
         ("diverse", [1usize, 100, 1000, 5000, 20000]),
         ("generic", [1, 100, 1000, 5000, 20000]),
