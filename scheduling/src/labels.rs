@@ -80,3 +80,8 @@ pub const ALLOWED_IN_RESTRICTED: &[&str] = &[
 pub fn is_well_known(key: &str) -> bool {
     WELL_KNOWN.contains(&key)
 }
+
+/// Annotation on a NodeClaim listing the pods it was launched for (its *nominations*), as a
+/// JSON array of `{"namespace", "name", "uid"}` objects. The provisioner writes it when it
+/// creates the claim; the extender reads it to keep the claim's capacity for those pods.
+pub const NOMINATED_PODS: &str = "adze.sh/nominated-pods";

@@ -1,0 +1,1 @@
+//! Adze scheduler extender.
