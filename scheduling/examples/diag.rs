@@ -1,5 +1,5 @@
 //! Runs one scheduling benchmark case, for profiling: `cargo run --release --example diag -- 20000`.
-use adze_scheduling::fixtures::{bench_catalog, bench_pods, pool};
+use adze_scheduling::fixtures::{bench_catalog, bench_pods, generic_pods, pool};
 use adze_scheduling::{Options, Snapshot, schedule};
 
 fn main() {
@@ -8,7 +8,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20000);
     let snap = Snapshot {
-        pending: bench_pods(n, 42),
+        pending: if std::env::args().any(|a| a == "generic") {
+            generic_pods(n, 42)
+        } else {
+            bench_pods(n, 42)
+        },
         nodepools: vec![pool("default", bench_catalog(400))],
         ..Default::default()
     };

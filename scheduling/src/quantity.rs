@@ -130,6 +130,12 @@ pub fn format_milli(milli: i64) -> String {
     }
 }
 
+/// Millicores as cores for messages ("4", "1.5", "191.45").
+pub fn format_cores(milli: i64) -> String {
+    let s = format!("{}.{:03}", milli / 1000, (milli % 1000).abs());
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// Formats bytes with the largest exact binary suffix ("16Gi", "1536Mi", "100").
 pub fn format_bytes(bytes: i64) -> String {
     for (suffix, shift) in [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
@@ -194,6 +200,9 @@ mod tests {
     fn formats_round_trip() {
         assert_eq!(format_milli(250), "250m");
         assert_eq!(format_milli(4000), "4");
+        assert_eq!(format_cores(191_450), "191.45");
+        assert_eq!(format_cores(4000), "4");
+        assert_eq!(format_cores(250), "0.25");
         assert_eq!(format_bytes(16 << 30), "16Gi");
         assert_eq!(format_bytes(1536 << 20), "1536Mi");
         assert_eq!(human_bytes(96 << 30), "96 GiB");

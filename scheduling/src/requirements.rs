@@ -341,9 +341,10 @@ impl Requirement {
         let vals: Vec<String> = self.values.iter().cloned().collect();
         let mut out = Vec::new();
         if !self.complement {
-            if vals.is_empty() {
+            if vals.is_empty() && self.absent_ok {
                 out.push((Operator::DoesNotExist, vec![]));
             } else {
+                // An empty In set: nothing satisfies it, and it reads as such.
                 out.push((Operator::In, vals));
             }
             return out;
@@ -614,6 +615,15 @@ mod tests {
             c.to_string().contains("arm64") && c.to_string().contains("amd64"),
             "{c}"
         );
+    }
+
+    #[test]
+    fn an_empty_in_set_is_not_shown_as_does_not_exist() {
+        let r = req("k", Operator::In, &["a"]).intersect(&req("k", Operator::In, &["b"]));
+        assert!(r.is_unsatisfiable());
+        assert_eq!(r.to_string(), "k In []");
+        let r = req("k", Operator::NotIn, &["a"]).intersect(&req("k", Operator::DoesNotExist, &[]));
+        assert_eq!(r.to_string(), "k DoesNotExist");
     }
 
     #[test]

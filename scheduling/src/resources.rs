@@ -223,7 +223,7 @@ impl Resources {
     /// One resource in words for a reason message ("96 GiB memory", "4 cpu").
     pub fn describe(name: &str, value: i64) -> String {
         match name {
-            CPU => format!("{} cpu", quantity::format_milli(value)),
+            CPU => format!("{} cpu", quantity::format_cores(value)),
             MEMORY => format!("{} memory", quantity::human_bytes(value)),
             EPHEMERAL_STORAGE => format!("{} ephemeral-storage", quantity::human_bytes(value)),
             PODS => format!("{value} pod slots"),

@@ -817,13 +817,8 @@ fn check_limit_refusals(sc: &Scenario, plan: &Plan) -> Result<(), TestCaseError>
                 .new_claims
                 .iter()
                 .filter(|c| c.nodepool == pool_name(pi))
-                .map(|c| {
-                    c.instance_type_options
-                        .iter()
-                        .map(|o| cat[o].capacity.cpu)
-                        .min()
-                        .unwrap_or(0)
-                })
+                // What each claim holds of the limit: the type the plan launches.
+                .map(|c| cat[&c.instance_type].capacity.cpu)
                 .sum();
             let room = limit - pool_in_use(sc, pi) - least;
             let (dc, dm) = daemon_overhead(sc, pi);
@@ -840,7 +835,7 @@ fn check_limit_refusals(sc: &Scenario, plan: &Plan) -> Result<(), TestCaseError>
                 prop_assert!(
                     room < smallest,
                     "{} refused by pool {} (limit {limit}) though {room} cpu would remain with \
-                     every claim at its smallest option and a {smallest}-cpu type holds it: {}",
+                     every claim at its planned type and a {smallest}-cpu type holds it: {}",
                     &u.pod,
                     pool_name(pi),
                     &u.reason

@@ -30,12 +30,18 @@ pub(super) struct Claim {
     pub hostname: DomainId,
     pub pool: usize,
     pub reqs: Requirements,
-    /// Indices into the pool's types; every one fits `requests`.
+    /// Indices into the pool's types, cheapest first; every one fits `requests`.
     pub options: Vec<u32>,
+    /// The options the claim may still grow within (efficient types of the ideal shape, and
+    /// anything cheaper): packing fills a claim only as far as one of these holds it.
+    pub growth: Vec<u32>,
     /// Requests of the placed pods (DaemonSet overhead is already out of `usable`).
     pub requests: Resources,
-    /// Per-resource maximum of the options' usable room: a cheap first rejection test.
+    /// Per-resource maximum of the growth types' room: a cheap first rejection test.
     pub max_usable: Resources,
+    /// The growth types no other growth type dominates in every resource: a pod fits some
+    /// growth type exactly when it fits one of these, and there are only a handful.
+    pub frontier: Vec<u32>,
     /// Per-resource maximum capacity of the options: what the claim holds of its pool's
     /// limits until it launches.
     /// Capacity of the claim's cheapest option: what the claim holds of its pool's limits.
@@ -60,6 +66,7 @@ const MARGINAL_LIMIT: f64 = 2.0;
 pub(super) struct ClaimUpdate {
     reqs: Option<Requirements>,
     options: Vec<u32>,
+    growth: Vec<u32>,
 }
 
 impl Claim {
@@ -68,8 +75,9 @@ impl Claim {
         if let Some(r) = u.reqs {
             self.reqs = r;
         }
-        let changed = u.options.len() != self.options.len();
+        let changed = u.options.len() != self.options.len() || u.growth.len() != self.growth.len();
         self.options = u.options;
+        self.growth = u.growth;
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
         if changed {
@@ -79,10 +87,29 @@ impl Claim {
 
     fn refresh(&mut self, types: &[TypeInfo]) {
         let mut max_usable = Resources::default();
-        for &o in &self.options {
+        for &o in &self.growth {
             max_usable.max_with(&types[o as usize].usable);
         }
         self.max_usable = max_usable;
+        let mut by_size = self.growth.clone();
+        by_size.sort_by(|a, b| {
+            let (ra, rb) = (&types[*a as usize].usable, &types[*b as usize].usable);
+            rb.cpu
+                .cmp(&ra.cpu)
+                .then(rb.memory.cmp(&ra.memory))
+                .then(a.cmp(b))
+        });
+        self.frontier.clear();
+        for o in by_size {
+            let room = &types[o as usize].usable;
+            if !self
+                .frontier
+                .iter()
+                .any(|&f| room.fits_in(&types[f as usize].usable))
+            {
+                self.frontier.push(o);
+            }
+        }
         // Against limits a claim holds what it plans to launch: its cheapest option. Larger
         // options are trimmed to the pool's leftover room when the claim is finished.
         self.reserved = self.options.first().map_or_else(Resources::default, |&o| {
@@ -166,7 +193,16 @@ impl Solver<'_> {
         let pod = &self.snap.pending[p];
         {
             let claim = &self.claims[c];
-            if !claim.requests.fits_with(self.need(p), &claim.max_usable) {
+            let need = self.need(p);
+            if !claim.requests.fits_with(need, &claim.max_usable) {
+                return None;
+            }
+            let types = &self.pools[claim.pool].types;
+            if !claim
+                .frontier
+                .iter()
+                .any(|&f| claim.requests.fits_with(need, &types[f as usize].usable))
+            {
                 return None;
             }
             if pod
@@ -218,52 +254,70 @@ impl Solver<'_> {
         let ps = &self.pools[pool];
         let need = self.need(p);
         let room = ps.room_for(&claim.reserved);
+        let keeps = |o: u32| {
+            let t = &ps.types[o as usize];
+            claim.requests.fits_with(need, &t.usable)
+                && new_reqs
+                    .as_ref()
+                    .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
+                && room_ok(&room, &t.it.capacity)
+        };
+        // The growth set is small: most rejections end here, before the full option list
+        // is filtered.
+        let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
+        if growth.is_empty() {
+            return None;
+        }
+        // Options are cheapest first: the first one kept is what the claim would cost.
+        let first = claim.options.iter().copied().find(|&o| keeps(o))?;
+        // Joining must not cost more than a node of its own: a pod that would push the claim
+        // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
+        // CPU-shaped claim) goes elsewhere.
+        let before = ps.types[claim.options[0] as usize].min_price;
+        let after = ps.types[first as usize].min_price;
+        if after > before + 1e-12 {
+            let compute = || {
+                self.pool_fit_result(g, vi, pool)
+                    .as_ref()
+                    .ok()
+                    .and_then(|fit| {
+                        fit.types
+                            .iter()
+                            .map(|&o| &ps.types[o as usize])
+                            .find(|t| need.fits_in(&t.usable))
+                            .map(|t| t.min_price)
+                    })
+            };
+            // Cached per pod, except for a co-location leader, whose need is its group's.
+            let alone = if self.gang.is_some() {
+                compute()
+            } else {
+                *self
+                    .alone_price
+                    .borrow_mut()
+                    .entry((p, pool))
+                    .or_insert_with(compute)
+            };
+            if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
+                return None;
+            }
+        }
         let options: Vec<u32> = claim
             .options
             .iter()
             .copied()
-            .filter(|&o| {
-                let t = &ps.types[o as usize];
-                claim.requests.fits_with(need, &t.usable)
-                    && new_reqs
-                        .as_ref()
-                        .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
-                    && room_ok(&room, &t.it.capacity)
-            })
+            .filter(|&o| keeps(o))
             .collect();
-        if options.is_empty() {
-            return None;
-        }
         if ps.has_min_values {
             let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
             if min_values_short(reqs, &options, &ps.types).is_some() {
                 return None;
             }
         }
-        // Joining must not cost more than a node of its own: a pod that would push the claim
-        // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
-        // CPU-shaped claim) goes elsewhere.
-        let before = ps.types[claim.options[0] as usize].min_price;
-        let after = ps.types[options[0] as usize].min_price;
-        if after > before + 1e-12 {
-            let alone = self
-                .pool_fit_result(g, vi, pool)
-                .as_ref()
-                .ok()
-                .and_then(|fit| {
-                    fit.types
-                        .iter()
-                        .map(|&o| &ps.types[o as usize])
-                        .find(|t| need.fits_in(&t.usable))
-                        .map(|t| t.min_price)
-                });
-            if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
-                return None;
-            }
-        }
         Some(ClaimUpdate {
             reqs: new_reqs,
             options,
+            growth,
         })
     }
 
@@ -350,18 +404,20 @@ impl Solver<'_> {
                 t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
             })
             .collect();
-        // Types cheaper than every efficient one stay too: a lone small pod (or a GPU pod the
-        // LP would rather put on a quarter of a 4-GPU type) should still get a small node.
-        let options: Vec<u32> = match efficient.first() {
-            None => fitting,
+        // Types cheaper than every efficient one may grow too: a lone small pod (or a GPU
+        // pod the LP would rather put on a quarter of a 4-GPU type) should get a small node.
+        let growth: Vec<u32> = match efficient.first() {
+            None => fitting.clone(),
             Some(&cheapest) => {
                 let bar = ps.types[cheapest as usize].min_price;
                 fitting
-                    .into_iter()
+                    .iter()
+                    .copied()
                     .filter(|o| ps.types[*o as usize].min_price < bar || efficient.contains(o))
                     .collect()
             }
         };
+        let options = fitting;
         if options.is_empty() {
             return Err(self.explain_no_fit(pi, pod, &offered, &reqs, &room));
         }
@@ -385,8 +441,10 @@ impl Solver<'_> {
             pool: pi,
             reqs,
             options,
+            growth,
             requests: pod.requests.clone(),
             max_usable: Resources::default(),
+            frontier: Vec::new(),
             reserved: Resources::default(),
             pods: vec![p],
             host_ports: pod.host_ports.clone(),
@@ -441,9 +499,9 @@ impl Solver<'_> {
                 .iter()
                 .map(|(k, left)| {
                     format!(
-                        "{k} limit {} with {} left",
-                        ps.pool.limits.get(k).copied().unwrap_or(0),
-                        (*left).max(0)
+                        "{} limit with {} left",
+                        Resources::describe(k, ps.pool.limits.get(k).copied().unwrap_or(0)),
+                        Resources::describe(k, (*left).max(0))
                     )
                 })
                 .collect();

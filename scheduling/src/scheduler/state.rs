@@ -114,6 +114,9 @@ pub struct Solver<'a> {
     pub(super) gang: Option<Resources>,
     /// Pending pods per group, in placement order.
     members: Vec<Vec<usize>>,
+    /// (pod, pool) → price of the cheapest type that holds the pod alone, for the
+    /// marginal-cost rule.
+    pub(super) alone_price: std::cell::RefCell<HashMap<(usize, usize), Option<f64>>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,6 +303,7 @@ impl<'a> Solver<'a> {
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
+            alone_price: Default::default(),
         }
     }
 
@@ -611,6 +615,14 @@ impl<'a> Solver<'a> {
                     .replace("the node offers", "the NodePool allows")
             ));
         }
+        if v.requirements.is_empty() {
+            // Nothing to narrow: every type the pool offers, where the pool offers it.
+            return Ok(PoolFit {
+                reqs: ps.reqs.clone(),
+                types: (0..ps.types.len() as u32).collect(),
+                zones: ps.zones.iter().cloned().collect(),
+            });
+        }
         let mut reqs = ps.reqs.clone();
         reqs.add_all(&v.requirements);
         if let Some(r) = reqs.unsatisfiable_key() {
@@ -763,10 +775,15 @@ fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> 
             .then_with(|| a.it.name.cmp(&b.it.name))
     });
     let zone_req = reqs.get(labels::ZONE);
+    let ct_req = reqs.get(labels::CAPACITY_TYPE);
     let zones = types
         .iter()
         .flat_map(|t| t.it.offerings.iter())
-        .filter(|o| o.available && zone_req.is_none_or(|z| z.allows(&o.zone)))
+        .filter(|o| {
+            o.available
+                && zone_req.is_none_or(|z| z.allows(&o.zone))
+                && ct_req.is_none_or(|c| c.allows(&o.capacity_type))
+        })
         .map(|o| o.zone.clone())
         .collect();
     let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
