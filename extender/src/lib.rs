@@ -1,1 +1,11 @@
-//! Adze scheduler extender.
+//! Adze's kube-scheduler extender: keeps capacity launched for particular pods (their
+//! *nominations*) for those pods while the rest of the cluster schedules around it.
+//!
+//! Read in this order: [`types`] (the extender protocol's JSON), [`ledger`] (the pure
+//! reservation logic), [`server`] (the HTTP verbs over the ledger), [`cluster`] (the watches
+//! that feed the ledger and the binding call).
+
+pub mod cluster;
+pub mod ledger;
+pub mod server;
+pub mod types;

@@ -1,4 +1,12 @@
-//! Adze's provisioner. Today it holds [`simulate`], the placement run on a scenario file;
-//! the controllers that watch a cluster and launch capacity come next.
+//! Adze's provisioner: [`simulate`] runs placement on a scenario file; [`run`] runs the
+//! controllers against a cluster. A pod's journey: [`provisioning::batcher`] →
+//! [`state`] → the scheduling core → [`provisioning`] creates NodeClaims → [`nodeclaim`]
+//! walks them through launch, registration and initialisation through a [`cloud`] provider.
 
+pub mod cloud;
+pub mod kubelet;
+pub mod nodeclaim;
+pub mod provisioning;
+pub mod run;
 pub mod simulate;
+pub mod state;

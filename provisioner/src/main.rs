@@ -1,5 +1,5 @@
 //! `adze-provisioner`: Adze's central controller binary. `simulate` runs placement on a
-//! scenario file; `run` (the controller against a live cluster) is still to come.
+//! scenario file; `run` runs the controllers against a live cluster.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,75 @@ enum Command {
     /// InstanceCatalog (adze.sh/v1alpha1) replacing the embedded EC2 catalog. Pending pods
     /// are placed as the provisioner would place them; the plan is printed.
     Simulate(SimulateArgs),
+    /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CloudProviderKind {
+    /// No cloud: NodeClaims become Node objects after --boot-delay, with a simulated kubelet.
+    Simulated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    adze_api::duration::parse_go_duration(s).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[arg(long, value_enum, default_value_t = CloudProviderKind::Simulated)]
+    cloud_provider: CloudProviderKind,
+    /// The batch window closes after this long without a new pending pod.
+    #[arg(long, value_parser = duration, default_value = "1s")]
+    batch_idle_duration: std::time::Duration,
+    /// ... or this long after it opened, whichever is first.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    batch_max_duration: std::time::Duration,
+    /// Simulated cloud: time from launch to the Node object appearing.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    boot_delay: std::time::Duration,
+    /// A NodeClaim whose node has not registered by then is deleted with its instance.
+    #[arg(long, value_parser = duration, default_value = "15m")]
+    registration_timeout: std::time::Duration,
+    /// Simulated kubelet: how often simulated nodes post their Ready heartbeat.
+    #[arg(long, value_parser = duration, default_value = "20s")]
+    heartbeat: std::time::Duration,
+    #[arg(long, default_value_t = 60)]
+    max_instance_types: usize,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+fn run(args: &RunArgs) -> anyhow::Result<String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    let CloudProviderKind::Simulated = args.cloud_provider;
+    let config = adze_provisioner::run::Config {
+        batch_idle: args.batch_idle_duration,
+        batch_max: args.batch_max_duration,
+        boot_delay: args.boot_delay,
+        registration_timeout: args.registration_timeout,
+        max_instance_types: args.max_instance_types,
+        heartbeat: args.heartbeat,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(adze_provisioner::run::run(config))?;
+    Ok(String::new())
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,6 +144,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Simulate(args) => simulate(args),
+        Command::Run(args) => run(args),
     };
     match result {
         Ok(text) => {

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# End-to-end test of `adze-provisioner run --cloud-provider simulated` against a real
+# Kubernetes 1.20 control plane (e2e/harness). Skips unless ADZE_E2E=1.
+#
+#   ADZE_E2E=1 e2e/run.sh              # the provisioning scenarios
+#   ADZE_E2E=1 ADZE_E2E_BENCH=1 e2e/run.sh   # plus the 1,000-pod benchmark
+#
+# Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
+# plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
+set -uo pipefail
+if [[ "${ADZE_E2E:-0}" != 1 ]]; then
+  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
+  exit 0
+fi
+cd "$(dirname "$0")/.."
+root=$PWD
+harness=$root/e2e/harness
+BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-3s}
+passed=0; failed=0
+pass() { echo "PASS: $*"; passed=$((passed+1)); }
+fail() { echo "FAIL: $*"; failed=$((failed+1)); }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
+
+"$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
+nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen || { echo "FAIL: cargo build"; exit 1; }
+bin=$root/target/release/adze-provisioner
+
+dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
+prov_pid=
+cleanup() {
+  [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
+  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+# The controller-manager's default 20 QPS would make the ReplicaSet controller, not Adze,
+# the bottleneck of the 1,000-pod benchmark.
+export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000}"
+"$harness/control-plane.sh" up "$dir" >"$dir/up.log" 2>&1 || { cat "$dir/up.log"; echo "FAIL: control plane up"; exit 1; }
+set -a; . "$dir/env"; set +a
+k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+
+start_provisioner() {
+  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
+  prov_pid=$!
+}
+# wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
+wait_for() {
+  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
+}
+claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
+count_is() { [[ "$("${@:2}")" == "$1" ]]; }
+running_pods() { k get pods -n "$1" --field-selector=status.phase=Running -o name | wc -l; }
+unschedulable_pods() {
+  k get pods -n "$1" -o json | jq '[.items[] | select(.status.conditions[]? | .type=="PodScheduled" and .reason=="Unschedulable")] | length'
+}
+initialized_claims() {
+  k get nodeclaims -o json | jq '[.items[] | select(.status.conditions[]? | .type=="Initialized" and .status=="True")] | length'
+}
+
+cargo run -q --release -p adze-api --bin crdgen -- --without-cel | k apply -f - >/dev/null
+wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
+check "CRDs installed and established" k get crd nodeclaims.adze.sh
+
+nodepool() { # name cpu-limit
+  cat <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: $1}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: $1}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
+        - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
+  limits: {cpu: "$2"}
+YAML
+}
+deployment() { # namespace name replicas cpu memory pool
+  cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      nodeSelector: {e2e-pool: $6}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: "$4", memory: "$5"}}
+YAML
+}
+
+start_provisioner
+wait_for 30 grep -q "cluster state synced" "$dir/provisioner.log"
+check "provisioner started and synced its watches" grep -q "cluster state synced" "$dir/provisioner.log"
+
+# ---- 1. 30 pods that fit no existing node --------------------------------------------------
+echo "== 30 pods, NodePool 'default'"
+k create namespace web >/dev/null
+nodepool default 1000 | k apply -f - >/dev/null
+# What the plan asks for: the same scenario through `simulate`.
+{ nodepool default 1000; echo "---"; deployment web web 30 1 1Gi default; } >"$dir/scenario.yaml"
+planned=$("$bin" simulate "$dir/scenario.yaml" --output json | jq '.nodeClaims | length')
+echo "simulate plans $planned NodeClaims for the 30 pods"
+t0=$(now)
+deployment web web 30 1 1Gi default | k apply -f - >/dev/null
+wait_for 30 count_is 30 unschedulable_pods web
+t_pending=$(now)
+wait_for 30 count_is "$planned" claims
+t_claims=$(now)
+echo "deployment created -> 30 pods Unschedulable: $(elapsed "$t0" "$t_pending") s; -> $planned NodeClaims: $(elapsed "$t0" "$t_claims") s ($(elapsed "$t_pending" "$t_claims") s after the last pod went pending)"
+check "NodeClaims ($planned) created within the batch window (1s idle) + 1 s of the pods pending" \
+  awk -v a="$t_pending" -v b="$t_claims" 'BEGIN{exit !(b-a <= 2.0)}'
+wait_for 120 count_is 30 running_pods web
+t_running=$(now)
+echo "-> all 30 pods Running on simulated nodes: $(elapsed "$t0" "$t_running") s"
+check "all 30 pods bound by kube-scheduler and Running" count_is 30 running_pods web
+wait_for 30 count_is "$planned" initialized_claims
+check "all $planned NodeClaims Launched, Registered and Initialized" count_is "$planned" initialized_claims
+check "nodes registered for every NodeClaim" count_is "$planned" bash -c "kubectl --kubeconfig $KUBECONFIG get nodes -l adze.sh/initialized=true -o name | wc -l"
+sleep 3
+check "no more NodeClaims than the plan asked for ($planned)" count_is "$planned" claims
+check "Nominated events recorded on the pods" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
+check "nomination annotation lists the claim's pods" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | length] | add == 30'"
+
+# ---- 2. kill -9 while NodeClaims are in flight, restart ------------------------------------
+echo "== kill -9 with NodeClaims in flight, restart"
+before=$(claims)
+k scale -n web deployment/web --replicas=45 >/dev/null
+wait_for 30 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $before ]"
+sleep 0.5
+inflight=$(claims)
+kill -9 "$prov_pid"; wait "$prov_pid" 2>/dev/null
+echo "killed with $inflight NodeClaims ($((inflight-before)) new, not yet registered)"
+start_provisioner
+wait_for 120 count_is 45 running_pods web
+check "after restart all 45 pods Running" count_is 45 running_pods web
+sleep 4
+check "no duplicate launches after restart ($inflight NodeClaims)" count_is "$inflight" claims
+check "every NodeClaim initialized (no orphans)" count_is "$inflight" initialized_claims
+check "every simulated node belongs to a NodeClaim" count_is "$inflight" bash -c "kubectl --kubeconfig $KUBECONFIG get nodes -l adze.sh/nodeclaim -o name | wc -l"
+
+# ---- 3. a NodePool limit below the demand --------------------------------------------------
+echo "== NodePool 'limited' with cpu limit 8, 20 pods x 1 cpu"
+k create namespace batch >/dev/null
+nodepool limited 8 | k apply -f - >/dev/null
+base=$(claims)
+deployment batch job 20 1 1Gi limited | k apply -f - >/dev/null
+wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get events -n batch --field-selector reason=FailedScheduling -o json | jq -e '[.items[] | select(.source.component==\"adze-provisioner\")] | length > 0'"
+sleep 3
+limited_cpu=$(k get nodeclaims -l adze.sh/nodepool=limited -o json | jq '[.items[].status.capacity.cpu // "0" | tonumber] | add // 0')
+echo "NodeClaims of 'limited': $(k get nodeclaims -l adze.sh/nodepool=limited -o name | wc -l), total cpu capacity $limited_cpu"
+check "launches stop at the limit (capacity cpu $limited_cpu <= 8)" awk -v c="$limited_cpu" 'BEGIN{exit !(c <= 8 && c > 0)}'
+msg=$(k get events -n batch --field-selector reason=FailedScheduling -o json | jq -r '[.items[] | select(.source.component=="adze-provisioner")][0].message')
+echo "event on a remaining pod: $msg"
+check "remaining pods get an event saying why (mentions the limit)" grep -qi "limit" <<<"$msg"
+wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
+check "pods within the limit Running" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
+
+# ---- 4. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
+if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
+  echo "== benchmark: 1000 pods"
+  k create namespace bench >/dev/null
+  nodepool bench 100000 | k apply -f - >/dev/null
+  { nodepool bench 100000; echo "---"; deployment bench bench 1000 500m 512Mi bench; } >"$dir/bench.yaml"
+  # Done when every pod is nominated to a NodeClaim or already bound to a node.
+  covered() {
+    local n b
+    n=$(k get nodeclaims -l adze.sh/nodepool=bench -o json | jq '[.items[].metadata.annotations["adze.sh/nominated-pods"] | fromjson | .[] | select(.namespace=="bench")] | length')
+    b=$(k get pods -n bench -o json | jq '[.items[] | select(.spec.nodeName != null)] | length')
+    echo $(( n > b ? n : b ))
+  }
+  t0=$(now)
+  deployment bench bench 1000 500m 512Mi bench | k apply -f - >/dev/null
+  wait_for 300 count_is 1000 bash -c "kubectl --kubeconfig $KUBECONFIG get pods -n bench -o name | wc -l"
+  t_created=$(now)
+  wait_for 300 count_is 1000 covered
+  t_claims=$(now)
+  nclaims=$(k get nodeclaims -l adze.sh/nodepool=bench -o name | wc -l)
+  echo "BENCH: 1000 pods: deployment -> 1000 pods exist $(elapsed "$t0" "$t_created") s; -> all pods covered by $nclaims NodeClaims $(elapsed "$t0" "$t_claims") s ($(elapsed "$t_created" "$t_claims") s after the last pod appeared)"
+  check "benchmark: all 1000 pods nominated to NodeClaims" count_is 1000 covered
+  wait_for 300 count_is 1000 running_pods bench
+  t_run=$(now)
+  echo "BENCH: -> all 1000 pods Running $(elapsed "$t0" "$t_run") s"
+fi
+
+check "provisioner still running" kill -0 "$prov_pid"
+check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]

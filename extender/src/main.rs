@@ -1,0 +1,100 @@
+//! `adze-extender`: serves kube-scheduler's extender verbs over a ledger kept current by
+//! watches on nodes, pods and NodeClaims.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use adze_extender::cluster::{KubeBinder, watch};
+use adze_extender::ledger::Ledger;
+use adze_extender::server::{AppState, Config, router};
+use anyhow::Context;
+use clap::Parser;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "adze-extender",
+    about = "kube-scheduler extender that keeps in-flight capacity for the pods it was launched for"
+)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    listen: SocketAddr,
+    /// PEM certificate chain; with --tls-key, serve HTTPS (set `enableHTTPS: true` in the
+    /// scheduler's extender config).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Let kube-scheduler preempt even for pods whose capacity is already in flight.
+    #[arg(long)]
+    allow_preemption_in_flight: bool,
+    /// Name recorded as the events' reporting instance; defaults to $POD_NAME.
+    #[arg(long)]
+    instance: Option<String>,
+    /// Log as JSON.
+    #[arg(long)]
+    log_json: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    if args.log_json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API")?;
+    let ledger = Arc::new(RwLock::new(Ledger::new()));
+    let state = AppState::new(
+        ledger.clone(),
+        Arc::new(KubeBinder::new(
+            client.clone(),
+            args.instance
+                .clone()
+                .or_else(|| std::env::var("POD_NAME").ok()),
+        )),
+        Config {
+            hold_preemption: !args.allow_preemption_in_flight,
+        },
+    );
+    tokio::spawn(watch(client, ledger, state.ready.clone()));
+    let app = router(state);
+
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                .await
+                .with_context(|| format!("loading TLS certificate {}", cert.display()))?;
+            tracing::info!(listen = %args.listen, "serving HTTPS");
+            axum_server::bind_rustls(args.listen, tls)
+                .serve(app.into_make_service())
+                .await
+                .context("serving")?;
+        }
+        _ => {
+            tracing::info!(listen = %args.listen, "serving HTTP");
+            let listener = tokio::net::TcpListener::bind(args.listen)
+                .await
+                .with_context(|| format!("listening on {}", args.listen))?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+                .context("serving")?;
+        }
+    }
+    Ok(())
+}

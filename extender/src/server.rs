@@ -1,0 +1,534 @@
+//! The HTTP side: kube-scheduler's extender verbs over the [`Ledger`], plus health and
+//! metrics.
+//!
+//! Every verb answers `200` with the protocol's own `Error` field when something is wrong
+//! with the request (malformed JSON, no pod, a pod that does not convert), so a bad request
+//! is one clear message in kube-scheduler's log rather than a retry storm of 4xx/5xx. Only
+//! `bind` calls the API server, through a [`Binder`]; the other verbs read the ledger alone.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use adze_scheduling::Resources;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::{Assumed, Candidate, Ledger, PodInfo};
+use crate::types::{
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult,
+    ExtenderPreemptionArgs, ExtenderPreemptionResult, HostPriorityList, MetaPod, MetaVictims,
+    NodeList,
+};
+
+/// Largest request body read (a full `NodeList` of 5,000 nodes is about 30 MiB).
+pub const MAX_BODY_BYTES: usize = 128 << 20;
+
+/// Creates the `pods/binding` for a pod. The real one lives in [`crate::cluster`]; tests use
+/// a fake.
+pub trait Binder: Send + Sync + 'static {
+    fn bind<'a>(
+        &'a self,
+        args: &'a ExtenderBindingArgs,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+/// Behaviour switches.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Answer `preempt` with no candidates for a pod whose capacity is in flight.
+    pub hold_preemption: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            hold_preemption: true,
+        }
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub ledger: Arc<RwLock<Ledger>>,
+    pub binder: Arc<dyn Binder>,
+    pub metrics: Arc<Metrics>,
+    /// Set once every watch has listed its objects.
+    pub ready: Arc<AtomicBool>,
+    pub config: Config,
+}
+
+impl AppState {
+    pub fn new(ledger: Arc<RwLock<Ledger>>, binder: Arc<dyn Binder>, config: Config) -> Self {
+        AppState {
+            ledger,
+            binder,
+            metrics: Arc::new(Metrics::default()),
+            ready: Arc::new(AtomicBool::new(false)),
+            config,
+        }
+    }
+}
+
+/// The router: `POST /filter`, `/prioritize`, `/bind`, `/preempt`; `GET /healthz`,
+/// `/readyz`, `/metrics`.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/bind", post(bind))
+        .route("/preempt", post(preempt))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+// ---- verbs ------------------------------------------------------------------------------
+
+async fn filter(State(s): State<AppState>, body: Bytes) -> Response {
+    let start = Instant::now();
+    let (out, error) = filter_body(&s, &body);
+    s.metrics.record(Verb::Filter, start, error);
+    ([(header::CONTENT_TYPE, "application/json")], out).into_response()
+}
+
+/// `ExtenderArgs` with the node names borrowed from the request body: a 5,000-node
+/// request then parses without 5,000 allocations.
+#[derive(Deserialize)]
+struct ArgsIn<'a> {
+    #[serde(rename = "Pod", alias = "pod", default)]
+    pod: Option<Pod>,
+    #[serde(rename = "Nodes", alias = "nodes", default)]
+    nodes: Option<NodeList>,
+    #[serde(
+        rename = "NodeNames",
+        alias = "nodeNames",
+        alias = "nodenames",
+        default,
+        borrow
+    )]
+    node_names: Option<Vec<Cow<'a, str>>>,
+}
+
+/// `ExtenderFilterResult` for the `NodeNames` case, serialised from borrowed names.
+#[derive(Serialize)]
+struct FilterNamesOut<'a> {
+    #[serde(rename = "Nodes")]
+    nodes: Option<()>,
+    #[serde(rename = "NodeNames")]
+    node_names: Vec<&'a str>,
+    #[serde(rename = "FailedNodes")]
+    failed_nodes: &'a BTreeMap<String, String>,
+    #[serde(rename = "FailedAndUnresolvableNodes")]
+    failed_and_unresolvable_nodes: Option<()>,
+    #[serde(rename = "Error")]
+    error: &'a str,
+}
+
+/// The `filter` verb on a raw request body: the response body (an
+/// [`ExtenderFilterResult`]) and whether it carries an error. Public for benchmarks.
+pub fn filter_body(s: &AppState, body: &[u8]) -> (Vec<u8>, bool) {
+    let args: ArgsIn = match serde_json::from_slice(body) {
+        Ok(a) => a,
+        Err(e) => return encode_filter_error(format!("malformed ExtenderArgs: {e}")),
+    };
+    if let Some(names) = &args.node_names {
+        let pod = match pod_info(args.pod.as_ref()) {
+            Ok(p) => p,
+            Err(e) => return encode_filter_error(e),
+        };
+        let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
+        let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n)).collect();
+        let out = ledger.filter(&pod, &c);
+        drop(ledger);
+        let result = FilterNamesOut {
+            nodes: None,
+            node_names: out.passed.iter().map(|&i| names[i].as_ref()).collect(),
+            failed_nodes: &out.failed,
+            failed_and_unresolvable_nodes: None,
+            error: "",
+        };
+        return match serde_json::to_vec(&result) {
+            Ok(v) => (v, false),
+            Err(e) => encode_filter_error(e.to_string()),
+        };
+    }
+    let result = filter_nodes(
+        s,
+        ExtenderArgs {
+            pod: args.pod,
+            nodes: args.nodes,
+            node_names: None,
+        },
+    );
+    let error = !result.error.is_empty();
+    match serde_json::to_vec(&result) {
+        Ok(v) => (v, error),
+        Err(e) => encode_filter_error(e.to_string()),
+    }
+}
+
+fn encode_filter_error(error: String) -> (Vec<u8>, bool) {
+    let r = ExtenderFilterResult {
+        error,
+        ..Default::default()
+    };
+    (serde_json::to_vec(&r).unwrap_or_default(), true)
+}
+
+fn filter_nodes(s: &AppState, args: ExtenderArgs) -> ExtenderFilterResult {
+    let fail = |error: String| ExtenderFilterResult {
+        error,
+        ..Default::default()
+    };
+    let args: ExtenderArgs = match Ok::<_, String>(args) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let pod = match pod_info(args.pod.as_ref()) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
+    match (&args.node_names, &args.nodes) {
+        (Some(names), _) => {
+            let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n)).collect();
+            let out = ledger.filter(&pod, &c);
+            ExtenderFilterResult {
+                node_names: Some(out.passed.iter().map(|&i| names[i].clone()).collect()),
+                failed_nodes: Some(out.failed),
+                ..Default::default()
+            }
+        }
+        (None, Some(list)) => {
+            let allocs: Vec<Option<Resources>> = list.items.iter().map(allocatable).collect();
+            let c: Vec<Candidate> = list
+                .items
+                .iter()
+                .zip(&allocs)
+                .map(|(n, a)| Candidate {
+                    name: n.metadata.name.as_deref().unwrap_or_default(),
+                    allocatable: a.as_ref(),
+                })
+                .collect();
+            let out = ledger.filter(&pod, &c);
+            ExtenderFilterResult {
+                nodes: Some(NodeList {
+                    items: out.passed.iter().map(|&i| list.items[i].clone()).collect(),
+                    ..list.clone_empty()
+                }),
+                failed_nodes: Some(out.failed),
+                ..Default::default()
+            }
+        }
+        (None, None) => fail("ExtenderArgs has neither NodeNames nor Nodes".into()),
+    }
+}
+
+async fn prioritize(State(s): State<AppState>, body: Bytes) -> Response {
+    let start = Instant::now();
+    match prioritize_body(&s, &body) {
+        Ok(list) => {
+            s.metrics.record(Verb::Prioritize, start, false);
+            json(&list)
+        }
+        Err(e) => {
+            // HostPriorityList has no error field: kube-scheduler reads a non-200 as the
+            // extender's error (and skips it when the extender is ignorable).
+            s.metrics.record(Verb::Prioritize, start, true);
+            (StatusCode::BAD_REQUEST, e).into_response()
+        }
+    }
+}
+
+/// The `prioritize` verb on a raw request body. Public for benchmarks.
+pub fn prioritize_body(s: &AppState, body: &[u8]) -> Result<HostPriorityList, String> {
+    let args: ArgsIn = parse(body, "ExtenderArgs")?;
+    let pod = pod_info(args.pod.as_ref())?;
+    let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
+    match (&args.node_names, &args.nodes) {
+        (Some(names), _) => {
+            let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n)).collect();
+            Ok(ledger.prioritize(&pod, &c))
+        }
+        (None, Some(list)) => {
+            let allocs: Vec<Option<Resources>> = list.items.iter().map(allocatable).collect();
+            let c: Vec<Candidate> = list
+                .items
+                .iter()
+                .zip(&allocs)
+                .map(|(n, a)| Candidate {
+                    name: n.metadata.name.as_deref().unwrap_or_default(),
+                    allocatable: a.as_ref(),
+                })
+                .collect();
+            Ok(ledger.prioritize(&pod, &c))
+        }
+        (None, None) => Err("ExtenderArgs has neither NodeNames nor Nodes".into()),
+    }
+}
+
+async fn bind(State(s): State<AppState>, body: Bytes) -> Response {
+    let start = Instant::now();
+    let result = bind_body(&s, &body).await;
+    s.metrics
+        .record(Verb::Bind, start, !result.error.is_empty());
+    json(&result)
+}
+
+async fn bind_body(s: &AppState, body: &[u8]) -> ExtenderBindingResult {
+    let fail = |error: String| ExtenderBindingResult { error };
+    let args: ExtenderBindingArgs = match parse(body, "ExtenderBindingArgs") {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    for (field, value) in [
+        ("PodName", &args.pod_name),
+        ("PodNamespace", &args.pod_namespace),
+        ("Node", &args.node),
+    ] {
+        if value.is_empty() {
+            return fail(format!("ExtenderBindingArgs.{field} is empty"));
+        }
+    }
+    let (ns, name, node) = (&args.pod_namespace, &args.pod_name, &args.node);
+    // Record the binding before calling the API so a filter call for the next pod, which
+    // kube-scheduler makes while this bind is in flight, already sees it.
+    let assumed = {
+        let mut l = s.ledger.write().unwrap_or_else(|e| e.into_inner());
+        l.assume(ns, name, &args.pod_uid, node)
+    };
+    if let Assumed::BoundElsewhere(other) = &assumed {
+        return fail(format!(
+            "pod {ns}/{name} is already bound to node {other}, not {node}"
+        ));
+    }
+    match s.binder.bind(&args).await {
+        Ok(()) => {
+            tracing::info!(pod = %format!("{ns}/{name}"), node = %node, retry = (assumed == Assumed::AlreadyBound), "bound");
+            ExtenderBindingResult::default()
+        }
+        Err(e) if assumed == Assumed::AlreadyBound && e.contains("already") => {
+            // A retried bind whose first attempt went through.
+            ExtenderBindingResult::default()
+        }
+        Err(e) => {
+            if assumed == Assumed::Bound {
+                let mut l = s.ledger.write().unwrap_or_else(|e| e.into_inner());
+                l.forget(ns, name, node);
+            }
+            tracing::warn!(pod = %format!("{ns}/{name}"), node = %node, error = %e, "binding failed");
+            fail(format!("binding pod {ns}/{name} to node {node}: {e}"))
+        }
+    }
+}
+
+async fn preempt(State(s): State<AppState>, body: Bytes) -> Response {
+    let start = Instant::now();
+    match preempt_body(&s, &body) {
+        Ok(r) => {
+            s.metrics.record(Verb::Preempt, start, false);
+            json(&r)
+        }
+        Err(e) => {
+            s.metrics.record(Verb::Preempt, start, true);
+            (StatusCode::BAD_REQUEST, e).into_response()
+        }
+    }
+}
+
+fn preempt_body(s: &AppState, body: &[u8]) -> Result<ExtenderPreemptionResult, String> {
+    let args: ExtenderPreemptionArgs = parse(body, "ExtenderPreemptionArgs")?;
+    let pod = pod_info(args.pod.as_ref())?;
+    if s.config.hold_preemption {
+        let l = s.ledger.read().unwrap_or_else(|e| e.into_inner());
+        if l.capacity_in_flight(&pod) {
+            tracing::info!(pod = %format!("{}/{}", pod.namespace, pod.name), claim = l.nominated_claim(&pod).unwrap_or_default(), "no preemption: the pod's capacity is in flight");
+            return Ok(ExtenderPreemptionResult {
+                node_name_to_meta_victims: Some(BTreeMap::new()),
+            });
+        }
+    }
+    let meta = match (args.node_name_to_meta_victims, args.node_name_to_victims) {
+        (Some(m), _) => m,
+        (None, Some(v)) => v
+            .into_iter()
+            .map(|(node, victims)| {
+                let pods = victims.pods.map(|ps| {
+                    ps.iter()
+                        .map(|p| MetaPod {
+                            uid: p.metadata.uid.clone().unwrap_or_default(),
+                        })
+                        .collect()
+                });
+                (
+                    node,
+                    MetaVictims {
+                        pods,
+                        num_pdb_violations: victims.num_pdb_violations,
+                    },
+                )
+            })
+            .collect(),
+        (None, None) => BTreeMap::new(),
+    };
+    Ok(ExtenderPreemptionResult {
+        node_name_to_meta_victims: Some(meta),
+    })
+}
+
+async fn readyz(State(s): State<AppState>) -> Response {
+    if s.ready.load(Ordering::Relaxed) {
+        "ok".into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    }
+}
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    let counts = s.ledger.read().unwrap_or_else(|e| e.into_inner()).counts();
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        s.metrics.render(counts),
+    )
+        .into_response()
+}
+
+// ---- helpers ----------------------------------------------------------------------------
+
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("malformed {what}: {e}"))
+}
+
+/// The pod being scheduled as the ledger sees it.
+pub fn pod_info(pod: Option<&Pod>) -> Result<PodInfo, String> {
+    let p = pod.ok_or("the request has no Pod")?;
+    let model = adze_api::convert::pod(p).map_err(|e| e.to_string())?;
+    Ok(PodInfo {
+        namespace: model.namespace,
+        name: model.name,
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+        requests: model.requests,
+        node: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty()),
+    })
+}
+
+fn allocatable(n: &Node) -> Option<Resources> {
+    let status = n.status.as_ref()?;
+    let list = status.allocatable.as_ref().or(status.capacity.as_ref())?;
+    Resources::from_quantities(list.iter().map(|(k, v)| (k.as_str(), v.0.as_str()))).ok()
+}
+
+fn json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+// ---- metrics ----------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy)]
+pub enum Verb {
+    Filter,
+    Prioritize,
+    Bind,
+    Preempt,
+}
+
+const VERBS: [(Verb, &str); 4] = [
+    (Verb::Filter, "filter"),
+    (Verb::Prioritize, "prioritize"),
+    (Verb::Bind, "bind"),
+    (Verb::Preempt, "preempt"),
+];
+
+/// Upper bounds of the latency histogram, in seconds.
+const BUCKETS: [f64; 10] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
+];
+
+#[derive(Debug, Default)]
+struct VerbMetrics {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    micros_sum: AtomicU64,
+    buckets: [AtomicU64; BUCKETS.len()],
+}
+
+/// Request counts, errors and latency per verb, rendered in the Prometheus text format.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    verbs: [VerbMetrics; 4],
+}
+
+impl Metrics {
+    pub fn record(&self, verb: Verb, start: Instant, error: bool) {
+        let m = &self.verbs[verb as usize];
+        let secs = start.elapsed().as_secs_f64();
+        m.requests.fetch_add(1, Ordering::Relaxed);
+        if error {
+            m.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        m.micros_sum
+            .fetch_add((secs * 1e6) as u64, Ordering::Relaxed);
+        if let Some(i) = BUCKETS.iter().position(|b| secs <= *b) {
+            m.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn render(&self, (nodes, pods, claims): (usize, usize, usize)) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP adze_extender_requests_total Extender requests by verb.\n# TYPE adze_extender_requests_total counter\n");
+        for (v, name) in VERBS {
+            let n = self.verbs[v as usize].requests.load(Ordering::Relaxed);
+            let _ = writeln!(out, "adze_extender_requests_total{{verb=\"{name}\"}} {n}");
+        }
+        out.push_str("# HELP adze_extender_errors_total Extender requests answered with an error, by verb.\n# TYPE adze_extender_errors_total counter\n");
+        for (v, name) in VERBS {
+            let n = self.verbs[v as usize].errors.load(Ordering::Relaxed);
+            let _ = writeln!(out, "adze_extender_errors_total{{verb=\"{name}\"}} {n}");
+        }
+        out.push_str("# HELP adze_extender_request_duration_seconds Time to answer, by verb.\n# TYPE adze_extender_request_duration_seconds histogram\n");
+        for (v, name) in VERBS {
+            let m = &self.verbs[v as usize];
+            let mut cumulative = 0;
+            for (i, b) in BUCKETS.iter().enumerate() {
+                cumulative += m.buckets[i].load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "adze_extender_request_duration_seconds_bucket{{verb=\"{name}\",le=\"{b}\"}} {cumulative}"
+                );
+            }
+            let total = m.requests.load(Ordering::Relaxed);
+            let sum = m.micros_sum.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "adze_extender_request_duration_seconds_bucket{{verb=\"{name}\",le=\"+Inf\"}} {total}\nadze_extender_request_duration_seconds_sum{{verb=\"{name}\"}} {sum}\nadze_extender_request_duration_seconds_count{{verb=\"{name}\"}} {total}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP adze_extender_cached_objects Objects in the extender's ledger.\n# TYPE adze_extender_cached_objects gauge\nadze_extender_cached_objects{{kind=\"node\"}} {nodes}\nadze_extender_cached_objects{{kind=\"pod\"}} {pods}\nadze_extender_cached_objects{{kind=\"nodeclaim\"}} {claims}"
+        );
+        out
+    }
+}

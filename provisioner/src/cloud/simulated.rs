@@ -1,0 +1,200 @@
+//! `--cloud-provider simulated`: no cloud at all. Launching a NodeClaim creates a real `Node`
+//! after a boot delay (labels from the claim, capacity from the catalog type, Ready, providerID
+//! `adze-sim://<name>`, the claim's taints and startup taints) and removes the
+//! `node.kubernetes.io/not-ready` taint the apiserver adds. Pair it with
+//! [`crate::kubelet`], which plays kubelet for these nodes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use adze_api::NodeClaim;
+use adze_scheduling::{InstanceType, labels};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+use super::{CloudError, CloudProvider, Instance};
+use crate::provisioning::snapshot::NOT_READY_TAINT;
+
+pub const PROVIDER_PREFIX: &str = "adze-sim://";
+
+pub struct Simulated {
+    client: Client,
+    catalog: Vec<Arc<InstanceType>>,
+    boot_delay: Duration,
+    instances: Mutex<HashMap<String, Instance>>,
+}
+
+impl Simulated {
+    pub fn new(client: Client, catalog: Vec<Arc<InstanceType>>, boot_delay: Duration) -> Self {
+        Simulated {
+            client,
+            catalog,
+            boot_delay,
+            instances: Mutex::default(),
+        }
+    }
+
+    /// The instance a claim gets: the type, zone and capacity type its labels name.
+    pub fn instance_for(
+        &self,
+        claim: &NodeClaim,
+    ) -> Result<(Instance, Arc<InstanceType>), CloudError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let l = claim.metadata.labels.clone().unwrap_or_default();
+        let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+        let type_name = get(labels::INSTANCE_TYPE);
+        let it = self
+            .catalog
+            .iter()
+            .find(|t| t.name == type_name)
+            .ok_or_else(|| CloudError::Other(format!("unknown instance type {type_name:?}")))?;
+        Ok((
+            Instance {
+                provider_id: format!("{PROVIDER_PREFIX}{name}"),
+                instance_type: type_name,
+                zone: get(labels::ZONE),
+                capacity_type: get(labels::CAPACITY_TYPE),
+                capacity: it.capacity.to_quantities(),
+                allocatable: it.allocatable().to_quantities(),
+            },
+            it.clone(),
+        ))
+    }
+}
+
+/// The Node a simulated instance registers as.
+pub fn node_object(claim: &NodeClaim, instance: &Instance) -> Node {
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    let mut node_labels: BTreeMap<String, String> =
+        claim.metadata.labels.clone().unwrap_or_default();
+    node_labels.insert(labels::HOSTNAME.into(), name.clone());
+    node_labels.insert(labels::NODECLAIM.into(), name.clone());
+    node_labels.insert(labels::ZONE.into(), instance.zone.clone());
+    node_labels.insert(labels::INSTANCE_TYPE.into(), instance.instance_type.clone());
+    node_labels.insert(labels::CAPACITY_TYPE.into(), instance.capacity_type.clone());
+    let taints: Vec<_> = claim
+        .spec
+        .taints
+        .iter()
+        .chain(&claim.spec.startup_taints)
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": node_labels},
+        "spec": {"providerID": instance.provider_id, "taints": taints},
+        "status": {
+            "capacity": instance.capacity,
+            "allocatable": instance.allocatable,
+            "conditions": [{
+                "type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "adze simulated kubelet is posting ready status",
+                "lastHeartbeatTime": now(), "lastTransitionTime": now(),
+            }],
+            "nodeInfo": {
+                "architecture": node_labels.get(labels::ARCH).cloned().unwrap_or_else(|| "amd64".into()),
+                "operatingSystem": "linux", "kubeletVersion": "v1.20.2-adze-sim",
+                "kubeProxyVersion": "", "containerRuntimeVersion": "adze-sim://0",
+                "bootID": "", "kernelVersion": "", "machineID": "", "osImage": "adze simulated", "systemUUID": "",
+            },
+        },
+    }))
+    .expect("node object")
+}
+
+pub fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+async fn boot(client: Client, node: Node, delay: Duration) -> Result<(), kube::Error> {
+    tokio::time::sleep(delay).await;
+    let api: Api<Node> = Api::all(client);
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let created = match api.create(&PostParams::default(), &node).await {
+        Ok(n) => n,
+        Err(kube::Error::Api(e)) if e.code == 409 => api.get(&name).await?,
+        Err(e) => return Err(e),
+    };
+    // The apiserver's TaintNodesByCondition admission adds not-ready; a real kubelet would
+    // post Ready and the node lifecycle controller would lift it. Here we do.
+    let taints: Vec<_> = created
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != NOT_READY_TAINT)
+        .collect();
+    let patch = json!({
+        "metadata": {"resourceVersion": created.metadata.resource_version},
+        "spec": {"taints": taints},
+    });
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    tracing::info!(node = %name, "simulated instance booted; node registered");
+    Ok(())
+}
+
+impl CloudProvider for Simulated {
+    fn name(&self) -> &'static str {
+        "simulated"
+    }
+
+    fn create<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<Instance, CloudError>> {
+        Box::pin(async move {
+            let (instance, _) = self.instance_for(claim)?;
+            let node = node_object(claim, &instance);
+            self.instances
+                .lock()
+                .unwrap()
+                .insert(instance.provider_id.clone(), instance.clone());
+            let (client, delay) = (self.client.clone(), self.boot_delay);
+            tokio::spawn(async move {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                if let Err(e) = boot(client, node, delay).await {
+                    tracing::warn!(node = %name, error = %e, "simulated boot failed");
+                }
+            });
+            Ok(instance)
+        })
+    }
+
+    fn delete<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            self.instances
+                .lock()
+                .unwrap()
+                .remove(&format!("{PROVIDER_PREFIX}{name}"));
+            let api: Api<Node> = Api::all(self.client.clone());
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(CloudError::Other(e.to_string())),
+            }
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        provider_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Instance>, CloudError>> {
+        Box::pin(async move { Ok(self.instances.lock().unwrap().get(provider_id).cloned()) })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
+        Box::pin(async move { Ok(self.instances.lock().unwrap().values().cloned().collect()) })
+    }
+
+    fn instance_types(&self) -> Vec<Arc<InstanceType>> {
+        self.catalog.clone()
+    }
+
+    fn is_drifted<'a>(&'a self, _claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
+        Box::pin(async { Ok(false) })
+    }
+}

@@ -1,0 +1,365 @@
+//! Provisioning: pending pods → a batch ([`batcher`]) → a [`snapshot`] of the cluster → the
+//! scheduling core → NodeClaims, a `Nominated` event on each pod placed, and an event with the
+//! reason on each pod that cannot be placed.
+
+pub mod batcher;
+pub mod snapshot;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adze_api::{NodeClaim, NodePool};
+use adze_scheduling::plan::NewClaim;
+use adze_scheduling::{Options, labels, schedule};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::cloud::{CloudProvider, UnavailableOfferings};
+use crate::state::ClusterState;
+use crate::state::nomination::{self, Nomination};
+use batcher::Batcher;
+
+pub const FIELD_MANAGER: &str = "adze-provisioner";
+pub const TERMINATION_FINALIZER: &str = "adze.sh/termination";
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub batch_idle: Duration,
+    pub batch_max: Duration,
+    pub max_instance_types: usize,
+    /// Pods left pending are tried again this often even when nothing new arrived.
+    pub retry: Duration,
+}
+
+/// The NodeClaim the plan asks for. `uids` maps "namespace/name" to the pod's uid.
+pub fn claim_object(c: &NewClaim, pool: &NodePool, uids: &BTreeMap<String, String>) -> NodeClaim {
+    let template = &pool.spec.template.spec;
+    let requirements: Vec<_> = c
+        .requirements
+        .iter()
+        .flat_map(|r| {
+            r.to_terms().into_iter().map(move |(op, values)| {
+                json!({"key": r.key, "operator": op.as_str(), "values": values, "minValues": r.min_values})
+            })
+        })
+        .collect();
+    let taint = |t: &adze_scheduling::Taint| {
+        if t.value.is_empty() {
+            json!({"key": t.key, "effect": t.effect.as_str()})
+        } else {
+            json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()})
+        }
+    };
+    let pods: Vec<Nomination> = c
+        .pods
+        .iter()
+        .map(|key| {
+            let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+            Nomination {
+                namespace: ns.into(),
+                name: name.into(),
+                uid: uids.get(key).cloned().unwrap_or_default(),
+            }
+        })
+        .collect();
+    let mut claim_labels = c.labels.clone();
+    claim_labels.insert(labels::NODEPOOL.into(), c.nodepool.clone());
+    let mut annotations = pool.spec.template.metadata.annotations.clone();
+    annotations.insert(labels::NOMINATED_PODS.into(), nomination::encode(&pods));
+    let uid = pool.metadata.uid.clone().unwrap_or_default();
+    let mut spec = json!({
+        "requirements": requirements,
+        "resources": {"requests": c.requests.to_quantities()},
+        "taints": c.taints.iter().map(taint).collect::<Vec<_>>(),
+        "startupTaints": c.startup_taints.iter().map(taint).collect::<Vec<_>>(),
+        "nodeClassRef": template.node_class_ref,
+        "expireAfter": template.expire_after,
+    });
+    if let Some(g) = &template.termination_grace_period {
+        spec["terminationGracePeriod"] = json!(g);
+    }
+    let mut claim: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+        "metadata": {
+            "name": c.name, "labels": claim_labels, "annotations": annotations,
+            "finalizers": [TERMINATION_FINALIZER],
+        },
+        "spec": spec,
+    }))
+    .expect("nodeclaim object");
+    if !uid.is_empty() {
+        claim.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "adze.sh/v1".into(),
+                kind: "NodePool".into(),
+                name: c.nodepool.clone(),
+                uid,
+                block_owner_deletion: Some(true),
+                controller: None,
+            },
+        ]);
+    }
+    claim
+}
+
+/// A core/v1 Event about a pod.
+pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: &str) -> Event {
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let ts = crate::cloud::simulated::now();
+    serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{name}."), "namespace": ns},
+        "involvedObject": ObjectReference {
+            api_version: Some("v1".into()), kind: Some("Pod".into()),
+            name: Some(name), namespace: Some(ns.clone()),
+            uid: pod.metadata.uid.clone(), resource_version: None, field_path: None,
+        },
+        "reason": reason, "message": message, "type": type_,
+        "source": {"component": FIELD_MANAGER},
+        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+        "reportingComponent": FIELD_MANAGER, "reportingInstance": FIELD_MANAGER,
+    }))
+    .expect("event object")
+}
+
+pub struct Provisioner {
+    pub client: Client,
+    pub state: ClusterState,
+    pub cloud: Arc<dyn CloudProvider>,
+    pub unavailable: UnavailableOfferings,
+    pub settings: Settings,
+}
+
+/// What one provisioning pass did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub created: Vec<String>,
+    pub nominated: usize,
+    pub unschedulable: usize,
+    /// Pending pods this pass saw and did not launch for (on existing capacity or unplaceable).
+    pub left_pending: BTreeSet<String>,
+}
+
+impl Provisioner {
+    /// Watches pending pods and provisions when a batch window closes. Never returns.
+    pub async fn run(self) {
+        let mut batcher = Batcher::new(self.settings.batch_idle, self.settings.batch_max);
+        // Pending uids the last pass decided about; a pod outside this set opens a window.
+        let mut handled: BTreeSet<String> = BTreeSet::new();
+        let mut last_pass = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = Instant::now();
+            let pending = snapshot::unplaced_pending(&self.state.objects());
+            if pending.iter().any(|u| !handled.contains(u)) {
+                if !batcher.is_open() {
+                    tracing::debug!(pending = pending.len(), "batch window opened");
+                }
+                batcher.add(now);
+                handled.extend(pending.iter().cloned());
+            } else if !pending.is_empty()
+                && !batcher.is_open()
+                && now.duration_since(last_pass) >= self.settings.retry
+            {
+                batcher.add(now);
+            }
+            if !batcher.take_if_closed(now) {
+                continue;
+            }
+            last_pass = Instant::now();
+            match self.provision().await {
+                Ok(outcome) => handled = outcome.left_pending,
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "provisioning failed; retrying");
+                    handled.clear();
+                }
+            }
+        }
+    }
+
+    /// One pass: snapshot, schedule, create claims, emit events.
+    pub async fn provision(&self) -> anyhow::Result<Outcome> {
+        let start = Instant::now();
+        let catalog = self.unavailable.apply(&self.cloud.instance_types(), start);
+        let objects = self.state.objects();
+        let built = snapshot::build(&objects, &catalog);
+        for p in &built.problems {
+            tracing::warn!(problem = %p, "object left out of scheduling");
+        }
+        let mut outcome = Outcome::default();
+        if built.snapshot.pending.is_empty() {
+            return Ok(outcome);
+        }
+        let options = Options {
+            max_instance_types: self.settings.max_instance_types,
+            reserved_names: built.reserved_names.clone(),
+        };
+        let plan = schedule(&built.snapshot, &options);
+        tracing::info!(
+            pending = built.snapshot.pending.len(),
+            nodeclaims = plan.new_claims.len(),
+            on_existing = plan.existing.iter().map(|e| e.pods.len()).sum::<usize>(),
+            unschedulable = plan.unschedulable.len(),
+            price_per_hour = plan.total_price_per_hour,
+            elapsed_ms = start.elapsed().as_millis() as u64,
+            "scheduled batch"
+        );
+        let pods: BTreeMap<String, Arc<Pod>> = objects
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    p.clone(),
+                )
+            })
+            .collect();
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut events = Vec::new();
+        // Pods of claims that could not be created: retried on the next pass.
+        let mut failed: BTreeSet<String> = BTreeSet::new();
+        for c in &plan.new_claims {
+            let Some(pool) = objects
+                .nodepools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&c.nodepool))
+            else {
+                continue;
+            };
+            let obj = claim_object(c, pool, &built.pending_uids);
+            match claims.create(&PostParams::default(), &obj).await {
+                Ok(_) => {
+                    tracing::info!(
+                        nodeclaim = %c.name, nodepool = %c.nodepool, instance_type = %c.instance_type,
+                        zone = %c.zone, capacity_type = %c.capacity_type, pods = c.pods.len(),
+                        price_per_hour = c.price_per_hour, "created nodeclaim"
+                    );
+                    outcome.created.push(c.name.clone());
+                    for key in &c.pods {
+                        if let Some(p) = pods.get(key) {
+                            outcome.nominated += 1;
+                            events.push(pod_event(
+                                p,
+                                "Normal",
+                                "Nominated",
+                                &format!("Pod should schedule on: nodeclaim/{}", c.name),
+                            ));
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(nodeclaim = %c.name, error = %e, "creating nodeclaim failed");
+                    failed.extend(c.pods.iter().cloned());
+                }
+            }
+        }
+        for u in &plan.unschedulable {
+            outcome.unschedulable += 1;
+            if let Some(p) = pods.get(&u.pod) {
+                tracing::info!(pod = %u.pod, reason = %u.reason, "pod cannot be scheduled");
+                events.push(pod_event(p, "Warning", "FailedScheduling", &u.reason));
+            }
+        }
+        let placed_on_new: BTreeSet<&str> = plan
+            .new_claims
+            .iter()
+            .flat_map(|c| c.pods.iter().map(String::as_str))
+            .collect();
+        outcome.left_pending = built
+            .pending_uids
+            .iter()
+            .filter(|(k, _)| !placed_on_new.contains(k.as_str()) && !failed.contains(*k))
+            .map(|(_, u)| u.clone())
+            .collect();
+        // The next pass must see the claims just created, or it would launch for their pods again.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let seen: BTreeSet<String> = self
+                .state
+                .claims
+                .state()
+                .iter()
+                .filter_map(|c| c.metadata.name.clone())
+                .collect();
+            if outcome.created.iter().all(|n| seen.contains(n)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            for ev in events {
+                let ns = ev.metadata.namespace.clone().unwrap_or_default();
+                let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+                if let Err(e) = api.create(&PostParams::default(), &ev).await {
+                    tracing::warn!(error = %e, "event not recorded");
+                }
+            }
+        });
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adze_scheduling::{Requirement, Requirements, Resources};
+
+    #[test]
+    fn claim_object_carries_plan_labels_nominations_and_finalizer() {
+        let pool: NodePool = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool",
+            "metadata": {"name": "default", "uid": "pool-uid"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        }))
+        .unwrap();
+        let plan = NewClaim {
+            name: "default-x1".into(),
+            nodepool: "default".into(),
+            instance_type: "m5.large".into(),
+            instance_type_options: vec!["m5.large".into()],
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+            price_per_hour: 0.096,
+            labels: [(labels::ZONE.to_string(), "us-east-1a".to_string())].into(),
+            taints: vec![],
+            startup_taints: vec![],
+            allocatable: Resources::new(1900, 7 << 30),
+            requests: Resources::new(1000, 1 << 30),
+            requirements: Requirements::new().with(Requirement::single(labels::ZONE, "us-east-1a")),
+            pods: vec!["web/a".into()],
+        };
+        let uids = [("web/a".to_string(), "u-a".to_string())].into();
+        let c = claim_object(&plan, &pool, &uids);
+        let l = c.metadata.labels.clone().unwrap();
+        assert_eq!(l[labels::NODEPOOL], "default");
+        assert_eq!(l[labels::ZONE], "us-east-1a");
+        assert_eq!(
+            nomination::of_claim(&c),
+            vec![Nomination {
+                namespace: "web".into(),
+                name: "a".into(),
+                uid: "u-a".into()
+            }]
+        );
+        assert_eq!(
+            c.metadata.finalizers,
+            Some(vec![TERMINATION_FINALIZER.to_string()])
+        );
+        assert_eq!(c.spec.requirements[0].key, labels::ZONE);
+        assert_eq!(c.spec.resources.requests["cpu"].0, "1");
+        assert_eq!(c.metadata.owner_references.unwrap()[0].uid, "pool-uid");
+    }
+}

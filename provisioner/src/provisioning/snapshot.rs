@@ -1,0 +1,402 @@
+//! The cluster as placement sees it, built from the watched objects. Pure: objects in,
+//! [`Snapshot`] out, so the rules are unit-tested without a cluster.
+//!
+//! * Registered nodes come from `Node`s. On a node whose NodeClaim is not yet initialised the
+//!   `not-ready` taint and the claim's startup taints are ignored: they are about to go.
+//! * In-flight NodeClaims (no Node with their providerID yet) are [`ExistingNode`]s with
+//!   `in_flight: true`, shaped by their labels and the catalog type they name.
+//! * A pod nominated to a claim that is not initialised yet is a [`BoundPod`] on that claim,
+//!   never pending: capacity is not created twice for the same pod.
+//! * Pending: `PodScheduled=False` reason `Unschedulable`, no `nodeName`, not owned by a
+//!   DaemonSet, not terminating.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use adze_api::{NodeClaim, NodePool, conditions, convert};
+use adze_scheduling::{
+    BoundPod, ExistingNode, InstanceType, Requirement, Requirements, Resources, Snapshot, labels,
+};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+
+/// Objects as the watches hold them.
+#[derive(Default, Clone)]
+pub struct Objects {
+    pub nodes: Vec<Arc<Node>>,
+    pub pods: Vec<Arc<Pod>>,
+    pub claims: Vec<Arc<NodeClaim>>,
+    pub nodepools: Vec<Arc<NodePool>>,
+    pub daemonsets: Vec<Arc<DaemonSet>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Built {
+    pub snapshot: Snapshot,
+    /// "namespace/name" → uid for every pending pod.
+    pub pending_uids: BTreeMap<String, String>,
+    /// Existing NodeClaim and Node names, which new claims must not take.
+    pub reserved_names: Vec<String>,
+    /// Objects that could not be converted, with the reason (logged by the caller).
+    pub problems: Vec<String>,
+}
+
+pub fn owned_by_daemonset(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "DaemonSet")
+}
+
+/// Pending in the provisioning sense (see the module docs), nominations aside.
+pub fn is_pending(pod: &Pod) -> bool {
+    let spec_ok = pod
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.node_name.as_deref().unwrap_or_default().is_empty());
+    let unschedulable = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        });
+    spec_ok
+        && unschedulable
+        && pod.metadata.deletion_timestamp.is_none()
+        && !owned_by_daemonset(pod)
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+pub fn claim_conditions(
+    claim: &NodeClaim,
+) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+    claim
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default()
+}
+
+pub fn is_initialized(claim: &NodeClaim) -> bool {
+    conditions::is_true(claim_conditions(claim), "Initialized")
+}
+
+fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata
+            .namespace
+            .as_deref()
+            .unwrap_or(convert::DEFAULT_NAMESPACE),
+        p.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The catalog type a claim names in its instance-type label.
+fn claim_type<'a>(
+    claim: &NodeClaim,
+    catalog: &'a [Arc<InstanceType>],
+) -> Option<&'a Arc<InstanceType>> {
+    let name = claim.metadata.labels.as_ref()?.get(labels::INSTANCE_TYPE)?;
+    catalog.iter().find(|t| &t.name == name)
+}
+
+fn quantities(
+    map: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+) -> Option<Resources> {
+    if map.is_empty() {
+        return None;
+    }
+    Resources::from_quantities(map.iter().map(|(k, v)| (k.as_str(), v.0.as_str()))).ok()
+}
+
+/// An in-flight claim as capacity on its way.
+pub fn in_flight_node(claim: &NodeClaim, catalog: &[Arc<InstanceType>]) -> ExistingNode {
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+    let mut requirements = Requirements::from_labels(&claim_labels);
+    requirements.add(Requirement::single(labels::HOSTNAME, &name));
+    let it = claim_type(claim, catalog);
+    let status = claim.status.clone().unwrap_or_default();
+    let capacity = quantities(&status.capacity)
+        .or_else(|| it.map(|t| t.capacity.clone()))
+        .unwrap_or_default();
+    let allocatable = quantities(&status.allocatable)
+        .or_else(|| it.map(|t| t.allocatable().clone()))
+        .unwrap_or_default();
+    let taints = claim
+        .spec
+        .taints
+        .iter()
+        .map(|t| {
+            adze_scheduling::Taint::new(
+                &t.key,
+                t.value.as_deref().unwrap_or_default(),
+                adze_scheduling::Effect::parse(t.effect.as_str()).expect("api effects parse"),
+            )
+        })
+        .collect();
+    ExistingNode {
+        name,
+        requirements,
+        taints,
+        allocatable,
+        nodepool: claim_labels.get(labels::NODEPOOL).cloned(),
+        capacity,
+        in_flight: true,
+        unschedulable: claim.metadata.deletion_timestamp.is_some(),
+        price: None,
+    }
+}
+
+/// Builds the snapshot. `catalog` is what every pool can launch, with offerings known to be
+/// unavailable already marked so.
+pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
+    let mut built = Built::default();
+    let snap = &mut built.snapshot;
+
+    // Claims by providerID, and which of them have registered.
+    let node_by_provider: HashMap<&str, &Node> = objects
+        .nodes
+        .iter()
+        .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n.as_ref())))
+        .collect();
+    let mut claim_of_node: HashMap<String, &NodeClaim> = HashMap::new();
+    let mut claim_node_name: HashMap<String, String> = HashMap::new();
+    for c in &objects.claims {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        built.reserved_names.push(name.clone());
+        let registered = c
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(|p| node_by_provider.get(p));
+        match registered {
+            Some(n) => {
+                let node_name = n.metadata.name.clone().unwrap_or_default();
+                claim_of_node.insert(node_name.clone(), c);
+                claim_node_name.insert(name, node_name);
+            }
+            None => {
+                snap.nodes.push(in_flight_node(c, catalog));
+                claim_node_name.insert(name.clone(), name);
+            }
+        }
+    }
+
+    for n in &objects.nodes {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        built.reserved_names.push(name.clone());
+        match convert::node(n) {
+            Ok(mut node) => {
+                if let Some(c) = claim_of_node.get(&name) {
+                    if !is_initialized(c) {
+                        let startup: BTreeSet<&str> = c
+                            .spec
+                            .startup_taints
+                            .iter()
+                            .map(|t| t.key.as_str())
+                            .collect();
+                        node.taints.retain(|t| {
+                            t.key != NOT_READY_TAINT && !startup.contains(t.key.as_str())
+                        });
+                    }
+                    node.nodepool = c
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(labels::NODEPOOL))
+                        .cloned();
+                }
+                snap.nodes.push(node)
+            }
+            Err(e) => built.problems.push(e.to_string()),
+        }
+    }
+
+    let nominated = nominations(objects, &claim_node_name);
+
+    for p in &objects.pods {
+        if is_terminal(p)
+            || owned_by_daemonset(p) && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+        {
+            continue;
+        }
+        let bound_to = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty());
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let target = bound_to.clone().or_else(|| {
+            if is_pending(p) {
+                nominated.get(&uid).cloned()
+            } else {
+                None
+            }
+        });
+        if target.is_none() && !is_pending(p) {
+            continue;
+        }
+        let pod = match convert::pod(p) {
+            Ok(pod) => pod,
+            Err(e) => {
+                built.problems.push(e.to_string());
+                continue;
+            }
+        };
+        match target {
+            Some(node) => snap.bound.push(BoundPod {
+                node,
+                pod,
+                daemon: owned_by_daemonset(p),
+            }),
+            None => {
+                built.pending_uids.insert(pod_key(p), uid);
+                snap.pending.push(pod);
+            }
+        }
+    }
+
+    for np in &objects.nodepools {
+        if np.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        match convert::nodepool(np, catalog.to_vec()) {
+            Ok(pool) => snap.nodepools.push(pool),
+            Err(e) => built.problems.push(e.to_string()),
+        }
+    }
+    for ds in &objects.daemonsets {
+        match convert::daemonset_pod(ds) {
+            Ok(p) => snap.daemonsets.push(p),
+            Err(e) => built.problems.push(e.to_string()),
+        }
+    }
+    built
+}
+
+/// Pod uid → the node (or in-flight claim) it is nominated to, over the claims whose
+/// nominations still hold: not initialised and not being deleted.
+fn nominations(
+    objects: &Objects,
+    claim_node_name: &HashMap<String, String>,
+) -> HashMap<String, String> {
+    let mut nominated = HashMap::new();
+    for c in &objects.claims {
+        if is_initialized(c) || c.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let name = c.metadata.name.clone().unwrap_or_default();
+        let node = claim_node_name.get(&name).cloned().unwrap_or(name);
+        for n in crate::state::nomination::of_claim(c) {
+            nominated.insert(n.uid, node.clone());
+        }
+    }
+    nominated
+}
+
+/// Uids of the pending pods no claim is nominated for: what opens a batch window. Cheap (no
+/// conversion), so it can run on every tick.
+pub fn unplaced_pending(objects: &Objects) -> BTreeSet<String> {
+    let nominated = nominations(objects, &HashMap::new());
+    objects
+        .pods
+        .iter()
+        .filter(|p| is_pending(p))
+        .filter_map(|p| p.metadata.uid.clone())
+        .filter(|u| !nominated.contains_key(u))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pending_pod(name: &str, uid: &str) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default", "uid": uid},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+                "status": {"phase": "Pending", "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn claim(name: &str, nominated: &str) -> Arc<NodeClaim> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": name, "labels": {
+                    labels::NODEPOOL: "default", labels::INSTANCE_TYPE: "m5.large",
+                    labels::ZONE: "us-east-1a", labels::CAPACITY_TYPE: "on-demand"},
+                    "annotations": {labels::NOMINATED_PODS: nominated}},
+                "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn nominated_pod_is_bound_to_its_in_flight_claim_not_pending() {
+        let objects = Objects {
+            pods: vec![pending_pod("a", "u-a"), pending_pod("b", "u-b")],
+            claims: vec![claim(
+                "default-abc",
+                r#"[{"namespace":"default","name":"a","uid":"u-a"}]"#,
+            )],
+            ..Objects::default()
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let built = build(&objects, &catalog);
+        let pending: Vec<_> = built.snapshot.pending.iter().map(|p| p.key()).collect();
+        assert_eq!(pending, vec!["default/b"]);
+        assert_eq!(built.snapshot.bound.len(), 1);
+        assert_eq!(built.snapshot.bound[0].node, "default-abc");
+        let n = &built.snapshot.nodes[0];
+        assert!(n.in_flight);
+        assert_eq!(n.nodepool.as_deref(), Some("default"));
+        assert_eq!(n.capacity.get("cpu"), 2000, "m5.large from the catalog");
+        assert!(built.reserved_names.contains(&"default-abc".to_string()));
+        assert_eq!(
+            unplaced_pending(&objects),
+            BTreeSet::from(["u-b".to_string()])
+        );
+    }
+
+    #[test]
+    fn bound_daemonset_and_terminating_pods_are_not_pending() {
+        let mut bound = (*pending_pod("a", "u-a")).clone();
+        bound.spec.as_mut().unwrap().node_name = Some("n1".into());
+        let mut ds = (*pending_pod("d", "u-d")).clone();
+        ds.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "x", "uid": "u"}))
+            .unwrap(),
+        ]);
+        let mut gone = (*pending_pod("g", "u-g")).clone();
+        gone.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+        for p in [&bound, &ds, &gone] {
+            assert!(!is_pending(p));
+        }
+        assert!(is_pending(&pending_pod("p", "u-p")));
+    }
+}

@@ -1,0 +1,77 @@
+//! The cluster as the controllers see it: one reflector store per kind, fed by watches, and
+//! the nominations NodeClaims carry. Stores are eventually consistent with the apiserver;
+//! every reader works level-based from whatever they hold.
+
+pub mod nomination;
+
+use std::fmt::Debug;
+
+use adze_api::{NodeClaim, NodePool};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::{WatchStreamExt, reflector, reflector::Store, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::provisioning::snapshot::Objects;
+
+#[derive(Clone)]
+pub struct ClusterState {
+    pub nodes: Store<Node>,
+    pub pods: Store<Pod>,
+    pub claims: Store<NodeClaim>,
+    pub nodepools: Store<NodePool>,
+    pub daemonsets: Store<DaemonSet>,
+}
+
+fn watch<K>(api: Api<K>) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    tokio::spawn(async move {
+        stream
+            .for_each(|ev| async move {
+                if let Err(e) = ev {
+                    tracing::warn!(error = %e, "watch error");
+                }
+            })
+            .await;
+    });
+    reader
+}
+
+impl ClusterState {
+    /// Starts the watches and waits until each store has its first list.
+    pub async fn start(client: Client) -> anyhow::Result<ClusterState> {
+        let s = ClusterState {
+            nodes: watch(Api::all(client.clone())),
+            pods: watch(Api::all(client.clone())),
+            claims: watch(Api::all(client.clone())),
+            nodepools: watch(Api::all(client.clone())),
+            daemonsets: watch(Api::all(client)),
+        };
+        s.nodes.wait_until_ready().await?;
+        s.pods.wait_until_ready().await?;
+        s.claims.wait_until_ready().await?;
+        s.nodepools.wait_until_ready().await?;
+        s.daemonsets.wait_until_ready().await?;
+        Ok(s)
+    }
+
+    pub fn objects(&self) -> Objects {
+        Objects {
+            nodes: self.nodes.state(),
+            pods: self.pods.state(),
+            claims: self.claims.state(),
+            nodepools: self.nodepools.state(),
+            daemonsets: self.daemonsets.state(),
+        }
+    }
+}
