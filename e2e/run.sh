@@ -25,7 +25,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen || { echo "FAIL: cargo build"; exit 1; }
-bin=$root/target/release/adze-provisioner
+bin=${CARGO_TARGET_DIR:-$root/target}/release/adze-provisioner
 
 dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
 prov_pid=

@@ -30,8 +30,11 @@
 #
 # `up` returns once /readyz is ok, the controller-manager and scheduler answer
 # /healthz, and the `default` ServiceAccount in namespace `default` has its token
-# secret (so pods can be created right away). On failure it prints the failing
-# log's tail, stops what it started and exits non-zero.
+# secret (so pods can be created right away). On failure it names the component and
+# the reason (also in DIR/up-failure), prints that component's log tail (kept as
+# DIR/NAME.log.failed), stops what it started and exits non-zero. Free ports are chosen
+# below the kernel's ephemeral range; if a component still loses its port to another
+# process, `up` retries with fresh ports (3 attempts).
 #
 # There is no kubelet. Whoever creates a Node must set its status (capacity,
 # allocatable, Ready condition) and remove the `node.kubernetes.io/not-ready`
@@ -98,28 +101,38 @@ port_in_use() {
   ss -Htln 2>/dev/null | awk '{print $4}' | grep -Eq "[:.]$1\$"
 }
 
+# Ports are chosen in the parent shell (never in $(...)), so the list of ports already
+# handed out survives between choices. Random ports come from below the kernel's ephemeral
+# range: a port inside it can be taken by any outgoing connection between our check and the
+# component's bind.
 USED_PORTS=" "
-free_port() {
-  local p i
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 40000))
-    [[ "$USED_PORTS" == *" $p "* ]] && continue
-    port_in_use "$p" && continue
-    USED_PORTS+="$p "
-    echo "$p"
-    return 0
-  done
-  die "could not find a free port"
+ephemeral_low() {
+  local low
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true)
+  [[ "$low" =~ ^[0-9]+$ ]] || low=32768
+  echo "$low"
 }
-
-pick_port() { # pick_port VALUE_FROM_ENV
-  if [[ -n "${1:-}" ]]; then
-    port_in_use "$1" && die "port $1 is already in use"
-    USED_PORTS+="$1 "
-    echo "$1"
+# pick_port VAR VALUE_FROM_ENV: sets VAR to VALUE_FROM_ENV (must be free) or to a free port.
+pick_port() {
+  local var=$1 want=${2:-} p i low
+  if [[ -n "$want" ]]; then
+    [[ "$USED_PORTS" == *" $want "* ]] && die "port $want is given to two components"
+    port_in_use "$want" && die "port $want is already in use"
+    p=$want
   else
-    free_port
+    low=${EPHEMERAL_LOW:-32768}
+    p=
+    for ((i = 0; i < 500; i++)); do
+      local c=$((10000 + RANDOM % (low - 10000)))
+      [[ "$USED_PORTS" == *" $c "* ]] && continue
+      port_in_use "$c" && continue
+      p=$c
+      break
+    done
+    [[ -n "$p" ]] || die "could not find a free port for $var"
   fi
+  USED_PORTS+="$p "
+  printf -v "$var" '%s' "$p"
 }
 
 # start NAME CMD... : run in its own session, log to DIR/NAME.log, pid to DIR/NAME.pid
@@ -135,15 +148,25 @@ start() {
 
 pid_of() { cat "$DIR/$1.pid" 2>/dev/null || true; }
 
-fail_with_log() { # fail_with_log NAME MESSAGE
-  log "ERROR: $2"
+# fail_with_log NAME MESSAGE: say which component failed and why, show its log, stop
+# everything. Exit status 3 means the component could not bind its port (another process
+# took it after we chose it); `up` then retries with fresh ports.
+fail_with_log() {
+  local rc=1 reason=$2
+  if [[ -f "$DIR/$1.log" ]] && grep -qiE 'address already in use|bind: ' "$DIR/$1.log"; then
+    rc=3
+    reason="$reason (port conflict: $(grep -iE -m1 'address already in use|bind: ' "$DIR/$1.log" | cut -c1-200))"
+  fi
+  log "ERROR: $reason"
   if [[ -f "$DIR/$1.log" ]]; then
     log "---- last 40 lines of $DIR/$1.log ----"
     tail -n 40 "$DIR/$1.log" >&2 || true
     log "----"
+    cp "$DIR/$1.log" "$DIR/$1.log.failed" 2>/dev/null || true
   fi
+  echo "$1: $reason" >"$DIR/up-failure"
   do_down
-  exit 1
+  exit "$rc"
 }
 
 # wait_for NAME DESCRIPTION CMD... : retry CMD until success; NAME's process must stay alive
@@ -240,16 +263,17 @@ do_up() {
   done
 
   # fresh state every time (only files this script owns)
-  rm -rf "$DIR/etcd" "$DIR"/*.pid "$DIR"/*.log "$DIR"/*.cmdline "$DIR/env" "$DIR/kcm-certs" "$DIR/scheduler-certs" "$DIR/apiserver-certs"
+  rm -rf "$DIR/etcd" "$DIR"/*.pid "$DIR/up-failure" "$DIR"/*.log "$DIR"/*.cmdline "$DIR/env" "$DIR/kcm-certs" "$DIR/scheduler-certs" "$DIR/apiserver-certs"
   mkdir -p "$DIR"
 
   local ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT
-  # (pick_port runs in a subshell, so record each choice here too)
-  ETCD_CLIENT_PORT=$(pick_port "${ADZE_ETCD_CLIENT_PORT:-}") && USED_PORTS+="$ETCD_CLIENT_PORT "
-  ETCD_PEER_PORT=$(pick_port "${ADZE_ETCD_PEER_PORT:-}") && USED_PORTS+="$ETCD_PEER_PORT "
-  APISERVER_PORT=$(pick_port "${ADZE_APISERVER_PORT:-}") && USED_PORTS+="$APISERVER_PORT "
-  KCM_PORT=$(pick_port "${ADZE_KCM_PORT:-}") && USED_PORTS+="$KCM_PORT "
-  SCHEDULER_PORT=$(pick_port "${ADZE_SCHEDULER_PORT:-}") && USED_PORTS+="$SCHEDULER_PORT "
+  EPHEMERAL_LOW=$(ephemeral_low)
+  pick_port ETCD_CLIENT_PORT "${ADZE_ETCD_CLIENT_PORT:-}"
+  pick_port ETCD_PEER_PORT "${ADZE_ETCD_PEER_PORT:-}"
+  pick_port APISERVER_PORT "${ADZE_APISERVER_PORT:-}"
+  pick_port KCM_PORT "${ADZE_KCM_PORT:-}"
+  pick_port SCHEDULER_PORT "${ADZE_SCHEDULER_PORT:-}"
+  log "ports: etcd client $ETCD_CLIENT_PORT, etcd peer $ETCD_PEER_PORT, apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHEDULER_PORT"
   APISERVER="https://127.0.0.1:$APISERVER_PORT"
   local ETCD_ENDPOINT="http://127.0.0.1:$ETCD_CLIENT_PORT"
 
@@ -448,7 +472,20 @@ DIR="$(cd "$DIR" && pwd)"
 ADMIN_TOKEN=""
 APISERVER=""
 case "$cmd" in
-  up) do_up ;;
+  up)
+    # Each attempt is a fresh process (keeps `set -e` in force); only a port conflict retries.
+    for attempt in 1 2 3; do
+      rc=0
+      bash "${BASH_SOURCE[0]}" up-once "$DIR" || rc=$?
+      ((rc == 0)) && exit 0
+      if ((rc != 3 || attempt == 3)); then
+        log "control plane up FAILED: $(cat "$DIR/up-failure" 2>/dev/null || echo "see the messages above")"
+        exit 1
+      fi
+      log "port conflict; retrying with fresh ports (attempt $((attempt + 1)) of 3)"
+    done
+    ;;
+  up-once) do_up ;;
   down) do_down ;;
   status) do_status ;;
   *) usage ;;
