@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Checks the Adze chart with Helm's own library (helm-sdkpy) against a real API server.
+
+Run by charts/ci/check.sh, which provides the venv, the control plane (KUBECONFIG) and the
+non-CEL CRDs. helm-sdkpy has no `template`: every value set is installed into its own
+namespace of the throwaway control plane, so the API server also validates each object.
+
+  check.py                    lint, render value sets, schema rejections, upgrade, uninstall,
+                              kind config, manifests/ in sync with the chart
+  check.py --write-manifests  regenerate manifests/ from the chart
+"""
+
+import asyncio
+import copy
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+import helm_sdkpy as helm
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "adze"
+KUBECONFIG = os.environ["KUBECONFIG"]
+passed = 0
+failed = 0
+
+
+def check(what, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"PASS: {what}")
+    else:
+        failed += 1
+        print(f"FAIL: {what}" + (f"\n      {detail}" if detail else ""))
+    return ok
+
+
+def merge(base, over):
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def config(ns):
+    return helm.Configuration(namespace=ns, kubeconfig=KUBECONFIG)
+
+
+def install(release, ns, values):
+    r = asyncio.run(
+        helm.Install(config(ns)).run(
+            release, str(CHART), values=values, wait=False, create_namespace=True, timeout=60
+        )
+    )
+    return r
+
+
+def docs_of(manifest):
+    return [d for d in yaml.safe_load_all(manifest) if d]
+
+
+def kubectl(*args):
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", KUBECONFIG, *args], capture_output=True, text=True
+    )
+
+
+def one(docs, kind, suffix):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
+    assert len(found) == 1, f"expected one {kind} *{suffix}, found {len(found)}"
+    return found[0]
+
+
+def container(obj):
+    return obj["spec"]["template"]["spec"]["containers"][0]
+
+
+def rules_allow(role, group, resource, verb):
+    return any(
+        group in r.get("apiGroups", [])
+        and resource in r.get("resources", [])
+        and verb in r.get("verbs", [])
+        and not r.get("resourceNames")
+        for r in role["rules"]
+    )
+
+
+AWS = {
+    "cloudProvider": "aws",
+    "clusterName": "demo",
+    "clusterEndpoint": "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
+    "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions"},
+    "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
+}
+CORE_KINDS = {
+    "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1,
+    "Deployment": 2, "DaemonSet": 1, "Service": 2, "PodDisruptionBudget": 2, "ConfigMap": 1,
+}
+
+
+def expect_aws(docs):
+    check("aws: objects are the core set", Counter(d["kind"] for d in docs) == Counter(CORE_KINDS),
+          str(Counter(d["kind"] for d in docs)))
+    args = container(one(docs, "Deployment", "-provisioner"))["args"]
+    for flag in ["--cloud-provider=aws", "--cluster-name=demo", "--region=us-west-2",
+                 "--cluster-endpoint=https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
+                 "--interruption-queue=demo-interruptions", "--metrics-addr=0.0.0.0:8080",
+                 "--batch-idle-duration=1s", "--max-instance-types=60"]:
+        check(f"aws: provisioner has {flag}", flag in args, str(args))
+    check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
+    role = one(docs, "ClusterRole", "-provisioner")
+    check("aws: provisioner may not create nodes or write pod status (simulated only)",
+          not rules_allow(role, "", "nodes", "create") and not rules_allow(role, "", "pods/status", "patch"))
+    for g, r, v in [("", "pods/eviction", "create"), ("adze.sh", "nodeclaims", "create"),
+                    ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "watch"),
+                    ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch")]:
+        check(f"aws: provisioner may {v} {g or 'core'}/{r}", rules_allow(role, g, r, v))
+    check("aws: provisioner may not bind pods", not rules_allow(role, "", "pods/binding", "create"))
+    sa = one(docs, "ServiceAccount", "-provisioner")
+    check("aws: IRSA annotation on the provisioner's ServiceAccount",
+          sa["metadata"].get("annotations", {}).get("eks.amazonaws.com/role-arn", "").endswith("role/Adze"))
+    dep = one(docs, "Deployment", "-provisioner")
+    check("aws: provisioner runs 2 replicas", dep["spec"]["replicas"] == 2)
+    env = {e["name"]: e for e in container(dep)["env"]}
+    check("aws: POD_NAME/POD_NAMESPACE for leader election",
+          env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace")
+    lease = one(docs, "Role", "-provisioner")
+    check("aws: Lease access is namespaced", rules_allow(lease, "coordination.k8s.io", "leases", "update"))
+    ds = one(docs, "DaemonSet", "-agent")
+    spec = ds["spec"]["template"]["spec"]
+    check("agent: hostNetwork", spec.get("hostNetwork") is True)
+    check("agent: tolerates every taint", {"operator": "Exists"} in spec["tolerations"])
+    check("agent: system-node-critical", spec["priorityClassName"] == "system-node-critical")
+    env = {e["name"]: e for e in container(ds)["env"]}
+    check("agent: NODE_NAME from the downward API",
+          env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName")
+    check("agent: --imds-endpoint", "--imds-endpoint=http://169.254.169.254" in container(ds)["args"])
+    arole = one(docs, "ClusterRole", "-agent")
+    check("agent: may evict, patch its node and NodeClaim status",
+          rules_allow(arole, "", "pods/eviction", "create") and rules_allow(arole, "", "nodes", "patch")
+          and rules_allow(arole, "adze.sh", "nodeclaims/status", "patch"))
+    check("agent: may not create NodeClaims or delete nodes",
+          not rules_allow(arole, "adze.sh", "nodeclaims", "create") and not rules_allow(arole, "", "nodes", "delete"))
+    erole = one(docs, "ClusterRole", "-extender")
+    check("extender: may bind pods and read NodeClaims, nothing more on NodeClaims",
+          rules_allow(erole, "", "pods/binding", "create") and rules_allow(erole, "adze.sh", "nodeclaims", "watch")
+          and not rules_allow(erole, "adze.sh", "nodeclaims", "patch"))
+    cm = one(docs, "ConfigMap", "-scheduler-config")
+    for key, version in [("scheduler-config-v1.yaml", "kubescheduler.config.k8s.io/v1"),
+                         ("scheduler-config-v1beta1.yaml", "kubescheduler.config.k8s.io/v1beta1")]:
+        cfg = yaml.safe_load(cm["data"][key])
+        ext = cfg["extenders"][0]
+        check(f"scheduler config {key}: {version} with the extender's verbs",
+              cfg["apiVersion"] == version and cfg["kind"] == "KubeSchedulerConfiguration"
+              and ext["urlPrefix"].startswith("http://") and ext["urlPrefix"].endswith(".svc:8443")
+              and [ext[v] for v in ("filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb")]
+              == ["filter", "prioritize", "preempt", "bind"] and ext["nodeCacheCapable"] is True,
+              json.dumps(cfg))
+    check("1.20: PodDisruptionBudgets are policy/v1beta1",
+          all(d["apiVersion"] == "policy/v1beta1" for d in docs if d["kind"] == "PodDisruptionBudget"))
+
+
+def expect_simulated(docs):
+    args = container(one(docs, "Deployment", "-provisioner"))["args"]
+    check("simulated: --cloud-provider=simulated --boot-delay=3s",
+          "--cloud-provider=simulated" in args and "--boot-delay=3s" in args, str(args))
+    check("simulated: no AWS flags", not any(a.startswith("--cluster-name") for a in args))
+    role = one(docs, "ClusterRole", "-provisioner")
+    check("simulated: provisioner may create nodes and patch node and pod status",
+          rules_allow(role, "", "nodes", "create") and rules_allow(role, "", "nodes/status", "patch")
+          and rules_allow(role, "", "pods/status", "patch"))
+
+
+def expect_eks_second_scheduler(docs):
+    kinds = Counter(d["kind"] for d in docs)
+    for kind in ["MutatingWebhookConfiguration", "Certificate", "Issuer", "ServiceMonitor"]:
+        check(f"eks: renders a {kind}", kinds[kind] == 1, str(kinds))
+    check("eks: three Deployments (provisioner, extender, scheduler)", kinds["Deployment"] == 3)
+    sched = one(docs, "Deployment", "-scheduler")
+    c = container(sched)
+    check("eks: scheduler runs upstream kube-scheduler with the chart's config",
+          c["image"].startswith("registry.k8s.io/kube-scheduler:")
+          and "--config=/etc/adze-scheduler/adze-scheduler.yaml" in c["command"])
+    cm = one(docs, "ConfigMap", "-scheduler-config")
+    cfg = yaml.safe_load(cm["data"]["adze-scheduler.yaml"])
+    ext = cfg["extenders"][0]
+    check("eks: second scheduler profile adze-scheduler, HTTPS extender with a CA file",
+          cfg["profiles"][0]["schedulerName"] == "adze-scheduler" and ext["enableHTTPS"] is True
+          and ext["urlPrefix"].startswith("https://") and ext["tlsConfig"]["caFile"] == "/etc/kubernetes/adze/ca.crt",
+          json.dumps(cfg))
+    check("eks: leader election on a lock of its own",
+          cfg["leaderElection"]["resourceName"] == "adze-scheduler" and cfg["leaderElection"]["leaderElect"] is True)
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    check("eks: the CA is mounted where the config looks", "/etc/kubernetes/adze" in mounts, str(mounts))
+    crbs = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
+    check("eks: scheduler bound to system:kube-scheduler and system:volume-scheduler",
+          {"system:kube-scheduler", "system:volume-scheduler"} <= crbs)
+    hook = one(docs, "MutatingWebhookConfiguration", "-scheduler-name")
+    w = hook["webhooks"][0]
+    check("eks: webhook calls the extender's /mutate over the Service, CA from cert-manager",
+          w["clientConfig"]["service"]["path"] == "/mutate"
+          and w["clientConfig"]["service"]["name"].endswith("-extender")
+          and "cert-manager.io/inject-ca-from" in hook["metadata"]["annotations"]
+          and w["namespaceSelector"] == {"matchLabels": {"adze.sh/scheduler": "enabled"}}
+          and w["failurePolicy"] == "Ignore" and w["sideEffects"] == "None")
+    eargs = container(one(docs, "Deployment", "-extender"))["args"]
+    check("eks: extender serves TLS and the webhook",
+          "--tls-cert=/etc/adze/tls/tls.crt" in eargs and "--webhook-scheduler-name=adze-scheduler" in eargs, str(eargs))
+
+
+def expect_v1beta1_secret(docs):
+    cm = one(docs, "ConfigMap", "-scheduler-config")
+    cfg = yaml.safe_load(cm["data"]["adze-scheduler.yaml"])
+    check("1.20 scheduler: v1beta1 config, single replica without leader election",
+          cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1" and cfg["leaderElection"]["leaderElect"] is False)
+    svc = one(docs, "Service", "-extender")
+    check("fixed ClusterIP for the extender Service", svc["spec"]["clusterIP"] == "10.96.200.201")
+    vols = one(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["volumes"]
+    check("user TLS secret mounted into the scheduler",
+          any(v.get("secret", {}).get("secretName") == "my-extender-tls" for v in vols))
+    check("no agent when agent.enabled=false", not any(d["kind"] == "DaemonSet" for d in docs))
+
+
+def expect_minimal(docs):
+    kinds = Counter(d["kind"] for d in docs)
+    check("minimal: only the provisioner's objects and the scheduler ConfigMap",
+          kinds == Counter({"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1,
+                            "RoleBinding": 1, "Deployment": 1, "Service": 1, "ConfigMap": 1}), str(kinds))
+
+
+VALUE_SETS = [
+    ("aws", AWS, expect_aws),
+    ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"}}, expect_simulated),
+    ("eks", merge(AWS, {
+        "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
+        "scheduler": {"enabled": True},
+        "webhook": {"enabled": True},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+    }), expect_eks_second_scheduler),
+    ("v1beta1", merge(AWS, {
+        "extender": {"replicas": 1, "service": {"clusterIP": "10.96.200.201"},
+                     "tls": {"enabled": True, "secretName": "my-extender-tls", "caBundle": "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0"}},
+        "scheduler": {"enabled": True, "replicas": 1, "configApiVersion": "kubescheduler.config.k8s.io/v1beta1",
+                      "image": {"tag": "v1.20.2"}},
+        "agent": {"enabled": False},
+    }), expect_v1beta1_secret),
+    ("minimal", {"cloudProvider": "simulated", "extender": {"enabled": False}, "agent": {"enabled": False},
+                 "provisioner": {"podDisruptionBudget": {"enabled": False}}}, expect_minimal),
+]
+
+# (name, values, text the error must contain)
+BAD = [
+    ("unknown cloud provider", {"cloudProvider": "gcp"}, "cloudProvider"),
+    ("aws without clusterName", {"cloudProvider": "aws", "clusterEndpoint": "https://x"}, "clusterName"),
+    ("aws endpoint not https", merge(AWS, {"clusterEndpoint": "http://x"}), "clusterEndpoint"),
+    ("misspelled key", {"cloudProvider": "simulated", "provisoner": {"replicas": 1}}, "provisoner"),
+    ("bad duration", {"cloudProvider": "simulated", "provisioner": {"batchIdleDuration": "1 second"}}, "batchIdleDuration"),
+    ("zero maxInstanceTypes", {"cloudProvider": "simulated", "provisioner": {"maxInstanceTypes": 0}}, "maxInstanceTypes"),
+    ("second scheduler named default-scheduler",
+     {"cloudProvider": "simulated", "scheduler": {"enabled": True, "name": "default-scheduler"}}, "scheduler/name"),
+    ("webhook without TLS", {"cloudProvider": "simulated", "scheduler": {"enabled": True}, "webhook": {"enabled": True}},
+     "webhook.enabled needs extender.tls.enabled"),
+    ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
+     "extender.tls.secretName or extender.tls.certManager.enabled"),
+]
+
+
+def lint():
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = pathlib.Path(tmp) / "adze"
+        shutil.copytree(CHART, chart)
+        for name, over in [("aws", AWS), ("simulated", {"cloudProvider": "simulated"})]:
+            (chart / "values.yaml").write_text(yaml.safe_dump(merge(values, over)))
+            r = asyncio.run(helm.Lint(config("default")).run(str(chart)))
+            bad = [m["Path"] for m in r.get("Messages", []) if m["Severity"] >= 3]
+            check(f"helm lint ({name} values): no errors", not bad and not r.get("Errors"), json.dumps(r))
+
+
+def render_sets():
+    for name, values, expect in VALUE_SETS:
+        ns = f"check-{name}"
+        try:
+            r = install(name, ns, values)
+        except helm.HelmError as e:
+            check(f"{name}: installs into a 1.20 API server", False, str(e))
+            continue
+        docs = docs_of(r["manifest"])
+        check(f"{name}: installs into a 1.20 API server ({len(docs)} objects)", r["info"]["status"] == "deployed")
+        check(f"{name}: every object has apiVersion, kind, name",
+              all(d.get("apiVersion") and d.get("kind") and d.get("metadata", {}).get("name") for d in docs))
+        namespaced = [d for d in docs if d["kind"] not in
+                      ("ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration")]
+        check(f"{name}: namespaced objects in the release namespace (kube-system for the auth reader)",
+              all(d["metadata"].get("namespace") in (ns, "kube-system") for d in namespaced))
+        try:
+            expect(docs)
+        except (AssertionError, KeyError, TypeError) as e:
+            check(f"{name}: expected objects present", False, repr(e))
+
+
+def rejections():
+    for what, values, needle in BAD:
+        try:
+            install("bad", "check-bad", values)
+            check(f"rejects {what}", False, "install succeeded")
+            asyncio.run(helm.Uninstall(config("check-bad")).run("bad", wait=False))
+        except helm.HelmError as e:
+            msg = str(e)
+            check(f"rejects {what} with a message naming it", needle in msg, msg)
+            if what == "bad duration":
+                print("      e.g. " + msg.strip().splitlines()[-1].strip())
+
+
+def upgrade_uninstall():
+    ns = "check-simulated"
+    values = {"cloudProvider": "simulated", "provisioner": {"maxInstanceTypes": 20}}
+    try:
+        r = asyncio.run(helm.Upgrade(config(ns)).run("simulated", str(CHART), values=values, wait=False))
+        check("upgrade: revision 2 deployed", r["version"] == 2 and r["info"]["status"] == "deployed")
+    except helm.HelmError as e:
+        check("upgrade", False, str(e))
+    out = kubectl("-n", ns, "get", "deploy", "simulated-adze-provisioner", "-o", "jsonpath={.spec.template.spec.containers[0].args}")
+    check("upgrade: the cluster's Deployment carries the new flag", "--max-instance-types=20" in out.stdout, out.stdout + out.stderr)
+    asyncio.run(helm.Uninstall(config(ns)).run("simulated", wait=True, timeout=60))
+    out = kubectl("get", "clusterrole", "simulated-adze-provisioner")
+    check("uninstall: cluster-scoped objects removed", out.returncode != 0 and "NotFound" in out.stderr, out.stderr)
+    out = kubectl("get", "crd", "nodeclaims.adze.sh")
+    check("uninstall: CRDs kept (Helm never deletes crds/)", out.returncode == 0)
+
+
+def kind_config():
+    cluster = yaml.safe_load((ROOT / "e2e/kind/cluster.yaml").read_text())
+    cp = cluster["nodes"][0]
+    patch = yaml.safe_load(cp["kubeadmConfigPatches"][0])
+    mount = cp["extraMounts"][0]
+    sched = patch["scheduler"]
+    check("kind: cluster.yaml mounts the scheduler config where kubeadm points kube-scheduler",
+          cluster["kind"] == "Cluster" and patch["kind"] == "ClusterConfiguration"
+          and sched["extraArgs"]["config"] == mount["containerPath"]
+          and mount["containerPath"].startswith(sched["extraVolumes"][0]["mountPath"] + "/")
+          and mount["hostPath"].startswith("@ROOT@/")
+          and (ROOT / mount["hostPath"].replace("@ROOT@/", "")).is_file())
+    kind_sched = yaml.safe_load((ROOT / "e2e/kind/scheduler-config.yaml").read_text())
+    kind_values = yaml.safe_load((ROOT / "e2e/kind/values.yaml").read_text())
+    try:
+        r = install("kind", "check-kind", kind_values)
+        cm = one(docs_of(r["manifest"]), "ConfigMap", "-scheduler-config")
+        rendered = yaml.safe_load(cm["data"]["scheduler-config-v1.yaml"])
+        check("kind: scheduler-config.yaml's extender equals the chart's render with e2e/kind/values.yaml",
+              rendered["extenders"] == kind_sched["extenders"],
+              json.dumps(rendered["extenders"]) + " vs " + json.dumps(kind_sched["extenders"]))
+        svc = one(docs_of(r["manifest"]), "Service", "-extender")
+        check("kind: the extender Service holds the ClusterIP the scheduler calls",
+              kind_sched["extenders"][0]["urlPrefix"] == f"http://{svc['spec']['clusterIP']}:{svc['spec']['ports'][0]['port']}")
+    except helm.HelmError as e:
+        check("kind: e2e/kind/values.yaml installs", False, str(e))
+
+
+# ---- manifests/ ----------------------------------------------------------------------
+
+MANIFEST_VALUES = merge(AWS, {
+    "clusterName": "CLUSTER_NAME",
+    "clusterEndpoint": "https://CLUSTER_ENDPOINT",
+    "aws": {"region": "", "interruptionQueue": "CLUSTER_NAME"},
+    "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
+    "image": {"repository": "adze", "tag": "0.1.0"},
+    "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
+    "scheduler": {"enabled": True},
+    "webhook": {"enabled": True},
+})
+MANIFEST_FILES = {
+    "rbac-provisioner.yaml": "rbac/provisioner.yaml",
+    "rbac-extender.yaml": "rbac/extender.yaml",
+    "rbac-agent.yaml": "rbac/agent.yaml",
+    "provisioner.yaml": "provisioner.yaml",
+    "extender.yaml": "extender.yaml",
+    "agent.yaml": "agent.yaml",
+    "scheduler-config.yaml": "scheduler/scheduler-config.yaml",
+    "scheduler.yaml": "scheduler/second-scheduler.yaml",
+    "webhook.yaml": "scheduler/webhook.yaml",
+}
+
+
+def manifests_from_chart():
+    r = install("adze", "adze-system", MANIFEST_VALUES)
+    parts = {}
+    for chunk in r["manifest"].split("\n---\n"):
+        m = re.search(r"^# Source: adze/templates/(\S+)$", chunk, re.M)
+        if not m:
+            continue
+        text = "\n".join(
+            line for line in chunk.strip("\n-").splitlines()
+            if not re.search(r"helm\.sh/chart:|app\.kubernetes\.io/managed-by:|^# Source:", line)
+        )
+        text = text.replace("apiVersion: policy/v1beta1", "apiVersion: policy/v1  # policy/v1beta1 on 1.20")
+        parts.setdefault(MANIFEST_FILES[m.group(1)], []).append(text.strip() + "\n")
+    header = ("# Generated from charts/adze by `charts/ci/check.sh --write-manifests`; do not edit.\n"
+              "# Replace CLUSTER_NAME, CLUSTER_ENDPOINT and ACCOUNT_ID; prefer the chart.\n")
+    out = {path: header + "---\n".join(texts) for path, texts in parts.items()}
+    sched = one(docs_of(r["manifest"]), "ConfigMap", "-scheduler-config")
+    for key in ["scheduler-config-v1.yaml", "scheduler-config-v1beta1.yaml"]:
+        out[f"scheduler/kube-{key}"] = (
+            "# kube-scheduler --config for a self-managed control plane: the default scheduler with\n"
+            "# the Adze extender. Generated from charts/adze; do not edit.\n" + sched["data"][key])
+    asyncio.run(helm.Uninstall(config("adze-system")).run("adze", wait=True, timeout=60))
+    return out
+
+
+def manifests(write):
+    out = manifests_from_chart()
+    base = ROOT / "manifests"
+    if write:
+        for path, text in out.items():
+            (base / path).parent.mkdir(parents=True, exist_ok=True)
+            (base / path).write_text(text)
+        print(f"wrote {len(out)} files under manifests/")
+        return
+    stale = [p for p, t in out.items() if not (base / p).is_file() or (base / p).read_text() != t]
+    check("manifests/ is what the chart renders (charts/ci/check.sh --write-manifests)", not stale, str(stale))
+    for crd in (CHART / "crds").iterdir():
+        check(f"chart crds/{crd.name} equals manifests/crds/{crd.name}",
+              crd.read_text() == (base / "crds" / crd.name).read_text())
+
+
+def main():
+    if "--write-manifests" in sys.argv:
+        manifests(True)
+        return 0
+    lint()
+    render_sets()
+    rejections()
+    upgrade_uninstall()
+    kind_config()
+    manifests(False)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
