@@ -70,6 +70,14 @@ pub async fn poll(imds: &Imds) -> Result<Observation, ImdsError> {
     Ok(obs)
 }
 
+fn interrupted_message(rec: &decide::DrainRecord) -> String {
+    format!(
+        "{} notice: instance goes away at {}",
+        rec.reason,
+        node::rfc3339(rec.deadline)
+    )
+}
+
 /// The wait before the next poll after `failures` consecutive failed polls.
 pub fn backoff(timing: &Timing, failures: u32) -> Duration {
     if failures == 0 {
@@ -103,12 +111,9 @@ impl Agent {
                     deadline = %node::rfc3339(rec.deadline), "notice: tainting, cordoning and draining");
                 self.ops.begin_drain(&rec).await?;
                 if rec.interrupted {
-                    let message = format!(
-                        "{} notice: instance goes away at {}",
-                        rec.reason,
-                        node::rfc3339(rec.deadline)
-                    );
-                    self.ops.mark_interrupted(&rec.reason, &message).await?;
+                    self.ops
+                        .mark_interrupted(&rec.reason, &interrupted_message(&rec))
+                        .await?;
                 }
                 mem.drain = Some(rec);
             }
@@ -142,8 +147,15 @@ impl Agent {
     /// Runs until `shutdown` turns true. Returns the number of polls made (for tests).
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> u64 {
         let mut mem = self.load_memory().await;
-        if let Some(d) = &mem.drain {
+        if let Some(d) = mem.drain.clone() {
             tracing::info!(node = %self.ops.node_name, event = %d.event, "resuming drain recorded on the node");
+            // The previous run may have stopped between the taint and the NodeClaim condition.
+            if d.interrupted {
+                let message = interrupted_message(&d);
+                if let Err(e) = self.ops.mark_interrupted(&d.reason, &message).await {
+                    tracing::warn!(error = %e, "could not mark the NodeClaim Interrupted; retried on the next notice");
+                }
+            }
         }
         let mut failures = 0u32;
         let mut polls = 0u64;
@@ -155,7 +167,7 @@ impl Agent {
                 break;
             }
             polls += 1;
-            let imds_ok = match poll(&self.imds).await {
+            match poll(&self.imds).await {
                 Ok(obs) => {
                     failures = 0;
                     for action in decide::decide(&obs, &mem, &self.policy, Utc::now()) {
@@ -163,14 +175,14 @@ impl Agent {
                             tracing::warn!(node = %self.ops.node_name, action = ?action, error = %e, "action failed; retried next poll");
                         }
                     }
-                    true
                 }
                 Err(e) => {
                     failures += 1;
                     tracing::warn!(error = %e, failures, "IMDS poll failed");
-                    false
                 }
-            };
+            }
+            // One failed poll is noise; several in a row make the node not ready.
+            let imds_ok = failures < 3;
             if let Some(rec) = mem.drain.clone() {
                 // Once drained, check now and then for pods that arrive anyway.
                 let due = drained_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10));
