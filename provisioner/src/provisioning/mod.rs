@@ -3,6 +3,7 @@
 //! reason on each pod that cannot be placed.
 
 pub mod batcher;
+pub mod leaving;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet};

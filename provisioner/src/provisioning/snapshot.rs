@@ -9,6 +9,8 @@
 //!   never pending: capacity is not created twice for the same pod.
 //! * Pending: `PodScheduled=False` reason `Unschedulable`, no `nodeName`, not owned by a
 //!   DaemonSet, not terminating.
+//! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
+//!   demand — unless a live claim already nominates them, in which case they are bound to it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -198,11 +200,15 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         }
     }
 
+    let leaving = super::leaving::leaving_nodes(objects);
     for n in &objects.nodes {
         let name = n.metadata.name.clone().unwrap_or_default();
         built.reserved_names.push(name.clone());
         match convert::node(n) {
             Ok(mut node) => {
+                if leaving.contains(&name) {
+                    node.unschedulable = true;
+                }
                 if let Some(c) = claim_of_node.get(&name) {
                     if !is_initialized(c) {
                         let startup: BTreeSet<&str> = c
@@ -242,14 +248,22 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             .and_then(|s| s.node_name.clone())
             .filter(|n| !n.is_empty());
         let uid = p.metadata.uid.clone().unwrap_or_default();
-        let target = bound_to.clone().or_else(|| {
-            if is_pending(p) {
-                nominated.get(&uid).cloned()
-            } else {
-                None
-            }
-        });
-        if target.is_none() && !is_pending(p) {
+        let displaced = super::leaving::is_displaced(p, &leaving);
+        let target = if displaced {
+            nominated
+                .get(&uid)
+                .filter(|n| !leaving.contains(*n))
+                .cloned()
+        } else {
+            bound_to.clone().or_else(|| {
+                if is_pending(p) {
+                    nominated.get(&uid).cloned()
+                } else {
+                    None
+                }
+            })
+        };
+        if target.is_none() && !is_pending(p) && !displaced {
             continue;
         }
         let pod = match convert::pod(p) {
@@ -310,14 +324,16 @@ fn nominations(
     nominated
 }
 
-/// Uids of the pending pods no claim is nominated for: what opens a batch window. Cheap (no
-/// conversion), so it can run on every tick.
+/// Uids of the pending and displaced pods no claim is nominated for: what opens a batch
+/// window, so a node that starts leaving wakes provisioning at once. Cheap (no conversion), so
+/// it can run on every tick.
 pub fn unplaced_pending(objects: &Objects) -> BTreeSet<String> {
     let nominated = nominations(objects, &HashMap::new());
+    let leaving = super::leaving::leaving_nodes(objects);
     objects
         .pods
         .iter()
-        .filter(|p| is_pending(p))
+        .filter(|p| is_pending(p) || super::leaving::is_displaced(p, &leaving))
         .filter_map(|p| p.metadata.uid.clone())
         .filter(|u| !nominated.contains_key(u))
         .collect()
@@ -398,5 +414,156 @@ mod tests {
             assert!(!is_pending(p));
         }
         assert!(is_pending(&pending_pod("p", "u-p")));
+    }
+
+    fn node(name: &str, provider_id: &str, taints: serde_json::Value) -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": {
+                    labels::INSTANCE_TYPE: "m5.large", labels::ZONE: "us-east-1a",
+                    labels::CAPACITY_TYPE: "spot", labels::NODEPOOL: "default"}},
+                "spec": {"providerID": provider_id, "taints": taints},
+                "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                           "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn running_on(name: &str, uid: &str, node: &str) -> Arc<Pod> {
+        let mut p = (*pending_pod(name, uid)).clone();
+        p.spec.as_mut().unwrap().node_name = Some(node.into());
+        p.status = serde_json::from_value(json!({"phase": "Running"})).unwrap();
+        Arc::new(p)
+    }
+
+    fn registered_claim(name: &str, provider_id: &str, interrupted: bool) -> Arc<NodeClaim> {
+        let mut c = (*claim(name, "[]")).clone();
+        let mut conds = vec![
+            json!({"type": "Initialized", "status": "True", "reason": "I",
+            "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+        ];
+        if interrupted {
+            conds.push(
+                json!({"type": "Interrupted", "status": "True", "reason": "SpotInterruption",
+                "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+            );
+        }
+        c.status = serde_json::from_value(json!({"providerID": provider_id, "conditions": conds}))
+            .unwrap();
+        Arc::new(c)
+    }
+
+    #[test]
+    fn interrupted_node_offers_no_capacity_and_its_pods_become_demand() {
+        let mut ds = (*running_on("ds", "u-ds", "n1")).clone();
+        ds.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "x", "uid": "u"}))
+            .unwrap(),
+        ]);
+        let mut going = (*running_on("gone", "u-gone", "n1")).clone();
+        going.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+        let objects = Objects {
+            nodes: vec![
+                node(
+                    "n1",
+                    "adze-sim://n1",
+                    json!([{"key": labels::TAINT_INTERRUPTED, "effect": "NoSchedule"}]),
+                ),
+                node("n2", "adze-sim://n2", json!([])),
+            ],
+            pods: vec![
+                running_on("web", "u-web", "n1"),
+                Arc::new(ds),
+                Arc::new(going),
+                running_on("db", "u-db", "n2"),
+            ],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let n1 = built
+            .snapshot
+            .nodes
+            .iter()
+            .find(|n| n.name == "n1")
+            .unwrap();
+        assert!(n1.unschedulable);
+        assert!(
+            !built
+                .snapshot
+                .nodes
+                .iter()
+                .find(|n| n.name == "n2")
+                .unwrap()
+                .unschedulable
+        );
+        let pending: Vec<_> = built.snapshot.pending.iter().map(|p| p.key()).collect();
+        assert_eq!(pending, vec!["default/web"]);
+        assert_eq!(built.pending_uids["default/web"], "u-web");
+        assert_eq!(
+            unplaced_pending(&objects),
+            BTreeSet::from(["u-web".to_string()])
+        );
+    }
+
+    #[test]
+    fn interrupted_nodeclaim_condition_makes_its_node_leave_without_a_taint() {
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![running_on("web", "u-web", "n1")],
+            claims: vec![registered_claim("default-n1", "adze-sim://n1", true)],
+            ..Objects::default()
+        };
+        assert_eq!(
+            unplaced_pending(&objects),
+            BTreeSet::from(["u-web".to_string()])
+        );
+        let calm = Objects {
+            claims: vec![registered_claim("default-n1", "adze-sim://n1", false)],
+            ..objects
+        };
+        assert!(unplaced_pending(&calm).is_empty());
+        assert!(
+            build(&calm, &adze_scheduling::catalog::embedded())
+                .snapshot
+                .pending
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn displaced_pod_already_nominated_to_a_replacement_is_not_demand_again() {
+        let objects = Objects {
+            nodes: vec![node(
+                "n1",
+                "adze-sim://n1",
+                json!([{"key": labels::TAINT_DISRUPTED, "effect": "NoSchedule"}]),
+            )],
+            pods: vec![
+                running_on("web", "u-web", "n1"),
+                running_on("api", "u-api", "n1"),
+            ],
+            claims: vec![claim(
+                "default-new",
+                r#"[{"namespace":"default","name":"web","uid":"u-web"}]"#,
+            )],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let pending: Vec<_> = built.snapshot.pending.iter().map(|p| p.key()).collect();
+        assert_eq!(pending, vec!["default/api"]);
+        let web = built
+            .snapshot
+            .bound
+            .iter()
+            .find(|b| b.pod.key() == "default/web")
+            .unwrap();
+        assert_eq!(web.node, "default-new");
+        assert_eq!(
+            unplaced_pending(&objects),
+            BTreeSet::from(["u-api".to_string()])
+        );
     }
 }

@@ -1,0 +1,379 @@
+//! The agent's decisions, pure: what IMDS said + what the node remembers → what to do. No
+//! clients and no clocks here (`now` is an input), so every rule is unit-tested.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::notice::{MaintenanceState, Observation};
+
+/// What to do on a rebalance recommendation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RebalanceMode {
+    Ignore,
+    /// Taint `adze.sh/rebalance:PreferNoSchedule` so new pods prefer other nodes.
+    Taint,
+    /// Mark the NodeClaim `Interrupted` (reason RebalanceRecommendation) so the provisioner
+    /// launches a replacement now; pods stay until the node is really interrupted.
+    Replace,
+    /// Treat it like an interruption without a deadline: taint, mark, drain.
+    Drain,
+}
+
+/// A drain the agent started, kept on the node (annotation) so a restarted agent resumes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainRecord {
+    /// The event it answers (see `notice::*::key`).
+    pub event: String,
+    /// `SpotInterruption`, `RebalanceRecommendation` or `ScheduledMaintenance`.
+    pub reason: String,
+    /// Pods must be gone by then; grace periods are cut to fit.
+    pub deadline: DateTime<Utc>,
+    /// Whether the node carries `adze.sh/interrupted` and its NodeClaim `Interrupted` for this.
+    pub interrupted: bool,
+}
+
+/// What the node remembers (from its annotations).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// Events already acted on; never acted on again.
+    pub handled: BTreeSet<String>,
+    pub drain: Option<DrainRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Taint `adze.sh/interrupted:NoSchedule` (when `interrupted`), mark the NodeClaim, cordon,
+    /// and drain by the record's deadline.
+    BeginDrain(DrainRecord),
+    /// Rebalance in `Taint` mode.
+    TaintPreferNoSchedule { event: String },
+    /// Rebalance in `Replace` mode.
+    AskReplacement { event: String },
+    /// The maintenance event was canceled or completed: uncordon, forget the drain.
+    EndDrain { event: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub rebalance: RebalanceMode,
+    /// Maintenance drains start this long before NotBefore.
+    pub maintenance_lead: Duration,
+    /// Deadline given to a rebalance drain (which has none of its own).
+    pub rebalance_drain_window: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            rebalance: RebalanceMode::Ignore,
+            maintenance_lead: Duration::minutes(10),
+            rebalance_drain_window: Duration::minutes(10),
+        }
+    }
+}
+
+/// Decides the actions for one poll. An event already handled, or already being drained for,
+/// yields nothing: acting twice would re-drain a node an operator uncordoned.
+pub fn decide(obs: &Observation, mem: &Memory, policy: &Policy, now: DateTime<Utc>) -> Vec<Action> {
+    let mut out = Vec::new();
+    let draining = mem.drain.as_ref();
+    let seen = |key: &str| mem.handled.contains(key) || draining.is_some_and(|d| d.event == key);
+
+    if let Some(spot) = &obs.spot {
+        let key = spot.key();
+        // A spot notice overrides any softer drain: it has the hard deadline.
+        if !seen(&key) && !draining.is_some_and(|d| d.interrupted && d.deadline <= spot.time) {
+            out.push(Action::BeginDrain(DrainRecord {
+                event: key,
+                reason: "SpotInterruption".into(),
+                deadline: spot.time,
+                interrupted: true,
+            }));
+            return out;
+        }
+    }
+
+    if let Some(r) = &obs.rebalance {
+        let key = r.key();
+        if !seen(&key) {
+            match policy.rebalance {
+                RebalanceMode::Ignore => {}
+                RebalanceMode::Taint => out.push(Action::TaintPreferNoSchedule { event: key }),
+                RebalanceMode::Replace => out.push(Action::AskReplacement { event: key }),
+                RebalanceMode::Drain if draining.is_none() => {
+                    out.push(Action::BeginDrain(DrainRecord {
+                        event: key,
+                        reason: "RebalanceRecommendation".into(),
+                        deadline: now + policy.rebalance_drain_window,
+                        interrupted: true,
+                    }))
+                }
+                RebalanceMode::Drain => {}
+            }
+        }
+    }
+
+    for ev in &obs.maintenance {
+        let key = ev.key();
+        match ev.state {
+            MaintenanceState::Active => {
+                if !seen(&key)
+                    && draining.is_none()
+                    && now >= ev.not_before - policy.maintenance_lead
+                {
+                    out.push(Action::BeginDrain(DrainRecord {
+                        event: key,
+                        reason: "ScheduledMaintenance".into(),
+                        deadline: ev.not_before,
+                        interrupted: false,
+                    }));
+                }
+            }
+            MaintenanceState::Canceled | MaintenanceState::Completed => {
+                if draining.is_some_and(|d| d.event == key) {
+                    out.push(Action::EndDrain { event: key });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A pod on the node as the drain sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainPod {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// DaemonSet-owned or a mirror (static) pod: stays on the node.
+    pub stays: bool,
+    pub terminating: bool,
+    /// Succeeded or Failed.
+    pub finished: bool,
+    pub grace_seconds: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodStep {
+    /// Ask the Eviction API (honours PDBs; 429 → try again next round).
+    Evict,
+    /// No time left for PDBs: delete with the grace period cut to what remains.
+    Delete { grace_seconds: i64 },
+    /// Nothing to do (stays, finished, or already terminating).
+    Leave,
+}
+
+/// One drain round's step for `pod`. Evictions go on while the time left exceeds the pod's
+/// grace period plus `margin`; after that the pod is deleted with grace cut to the time left
+/// less `margin`, so it is gone before the instance is.
+pub fn pod_step(
+    pod: &DrainPod,
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+    margin: Duration,
+) -> PodStep {
+    if pod.stays || pod.finished || pod.terminating {
+        return PodStep::Leave;
+    }
+    let left = (deadline - now).num_seconds();
+    if left > pod.grace_seconds + margin.num_seconds() {
+        PodStep::Evict
+    } else {
+        PodStep::Delete {
+            grace_seconds: (left - margin.num_seconds()).clamp(0, pod.grace_seconds.max(0)),
+        }
+    }
+}
+
+/// The drain is complete when every pod that must leave has left.
+pub fn drained(pods: &[DrainPod]) -> bool {
+    pods.iter().all(|p| p.stays || p.finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notice::{MaintenanceEvent, RebalanceNotice, SpotNotice};
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn spot(time: &str) -> Observation {
+        Observation {
+            spot: Some(SpotNotice {
+                action: "terminate".into(),
+                time: t(time),
+            }),
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn spot_notice_starts_an_interruption_drain_to_its_deadline() {
+        let now = t("2026-01-01T00:00:00Z");
+        let actions = decide(
+            &spot("2026-01-01T00:02:00Z"),
+            &Memory::default(),
+            &Policy::default(),
+            now,
+        );
+        assert_eq!(
+            actions,
+            vec![Action::BeginDrain(DrainRecord {
+                event: "spot/2026-01-01T00:02:00Z".into(),
+                reason: "SpotInterruption".into(),
+                deadline: t("2026-01-01T00:02:00Z"),
+                interrupted: true,
+            })]
+        );
+    }
+
+    #[test]
+    fn spot_notice_is_acted_on_once() {
+        let now = t("2026-01-01T00:00:00Z");
+        let obs = spot("2026-01-01T00:02:00Z");
+        let Action::BeginDrain(rec) =
+            decide(&obs, &Memory::default(), &Policy::default(), now).remove(0)
+        else {
+            panic!("expected a drain");
+        };
+        let draining = Memory {
+            handled: BTreeSet::new(),
+            drain: Some(rec),
+        };
+        assert!(decide(&obs, &draining, &Policy::default(), now).is_empty());
+        let done = Memory {
+            handled: ["spot/2026-01-01T00:02:00Z".to_string()].into(),
+            drain: None,
+        };
+        assert!(decide(&obs, &done, &Policy::default(), now).is_empty());
+    }
+
+    #[test]
+    fn spot_notice_overrides_a_maintenance_drain() {
+        let now = t("2026-01-01T00:00:00Z");
+        let mem = Memory {
+            handled: BTreeSet::new(),
+            drain: Some(DrainRecord {
+                event: "maintenance/e1".into(),
+                reason: "ScheduledMaintenance".into(),
+                deadline: t("2026-01-01T00:09:00Z"),
+                interrupted: false,
+            }),
+        };
+        let a = decide(&spot("2026-01-01T00:02:00Z"), &mem, &Policy::default(), now);
+        assert!(matches!(&a[..], [Action::BeginDrain(r)] if r.interrupted));
+    }
+
+    #[test]
+    fn rebalance_follows_the_configured_mode() {
+        let now = t("2026-01-01T00:00:00Z");
+        let obs = Observation {
+            rebalance: Some(RebalanceNotice { notice_time: now }),
+            ..Observation::default()
+        };
+        let with = |mode| {
+            decide(
+                &obs,
+                &Memory::default(),
+                &Policy {
+                    rebalance: mode,
+                    ..Policy::default()
+                },
+                now,
+            )
+        };
+        assert!(with(RebalanceMode::Ignore).is_empty());
+        assert!(matches!(
+            &with(RebalanceMode::Taint)[..],
+            [Action::TaintPreferNoSchedule { .. }]
+        ));
+        assert!(matches!(
+            &with(RebalanceMode::Replace)[..],
+            [Action::AskReplacement { .. }]
+        ));
+        assert!(
+            matches!(&with(RebalanceMode::Drain)[..], [Action::BeginDrain(r)] if r.deadline == now + Duration::minutes(10))
+        );
+    }
+
+    #[test]
+    fn maintenance_drains_within_the_lead_and_uncordons_when_canceled() {
+        let now = t("2026-01-01T00:00:00Z");
+        let ev = |nb: &str, state| MaintenanceEvent {
+            id: "e1".into(),
+            code: "system-reboot".into(),
+            not_before: t(nb),
+            state,
+        };
+        let far = Observation {
+            maintenance: vec![ev("2026-01-01T01:00:00Z", MaintenanceState::Active)],
+            ..Observation::default()
+        };
+        assert!(decide(&far, &Memory::default(), &Policy::default(), now).is_empty());
+        let near = Observation {
+            maintenance: vec![ev("2026-01-01T00:05:00Z", MaintenanceState::Active)],
+            ..Observation::default()
+        };
+        let a = decide(&near, &Memory::default(), &Policy::default(), now);
+        let [Action::BeginDrain(rec)] = &a[..] else {
+            panic!("expected a drain: {a:?}")
+        };
+        assert!(!rec.interrupted);
+        let mem = Memory {
+            handled: BTreeSet::new(),
+            drain: Some(rec.clone()),
+        };
+        let canceled = Observation {
+            maintenance: vec![ev("2026-01-01T00:05:00Z", MaintenanceState::Canceled)],
+            ..Observation::default()
+        };
+        assert_eq!(
+            decide(&canceled, &mem, &Policy::default(), now),
+            vec![Action::EndDrain {
+                event: "maintenance/e1".into()
+            }]
+        );
+        assert!(decide(&canceled, &Memory::default(), &Policy::default(), now).is_empty());
+    }
+
+    #[test]
+    fn pods_are_evicted_while_time_allows_then_deleted_with_grace_cut_to_fit() {
+        let pod = DrainPod {
+            namespace: "d".into(),
+            name: "p".into(),
+            uid: "u".into(),
+            stays: false,
+            terminating: false,
+            finished: false,
+            grace_seconds: 30,
+        };
+        let deadline = t("2026-01-01T00:02:00Z");
+        let margin = Duration::seconds(5);
+        assert_eq!(
+            pod_step(&pod, t("2026-01-01T00:00:00Z"), deadline, margin),
+            PodStep::Evict
+        );
+        assert_eq!(
+            pod_step(&pod, t("2026-01-01T00:01:40Z"), deadline, margin),
+            PodStep::Delete { grace_seconds: 15 }
+        );
+        assert_eq!(
+            pod_step(&pod, t("2026-01-01T00:02:30Z"), deadline, margin),
+            PodStep::Delete { grace_seconds: 0 }
+        );
+        let ds = DrainPod {
+            stays: true,
+            ..pod.clone()
+        };
+        assert_eq!(
+            pod_step(&ds, t("2026-01-01T00:00:00Z"), deadline, margin),
+            PodStep::Leave
+        );
+        assert!(drained(&[ds]));
+        assert!(!drained(&[pod]));
+    }
+}

@@ -1,0 +1,195 @@
+//! One drain round against the apiserver: list the node's pods, then evict or delete each as
+//! [`decide::pod_step`] says. Rounds repeat every poll until the node is drained, so a PDB that
+//! refuses now (429) is asked again next round, and a restarted agent simply carries on.
+
+use chrono::{DateTime, Duration, Utc};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::decide::{self, DrainPod, PodStep};
+
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+pub fn drain_pod(p: &Pod) -> DrainPod {
+    let owned_by_ds = p
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "DaemonSet");
+    let mirror = p
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
+    DrainPod {
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        name: p.metadata.name.clone().unwrap_or_default(),
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+        stays: owned_by_ds || mirror,
+        terminating: p.metadata.deletion_timestamp.is_some(),
+        finished: matches!(
+            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded") | Some("Failed")
+        ),
+        grace_seconds: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30),
+    }
+}
+
+/// What a round did, for logs and tests.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Round {
+    pub remaining: usize,
+    pub evicted: usize,
+    pub blocked: usize,
+    pub deleted: usize,
+    pub drained: bool,
+}
+
+pub struct Drainer {
+    pub client: Client,
+    pub node_name: String,
+    /// `policy/v1` or `policy/v1beta1`, found by discovery once.
+    eviction_version: Option<String>,
+    pub margin: Duration,
+}
+
+impl Drainer {
+    pub fn new(client: Client, node_name: String, margin: Duration) -> Self {
+        Self {
+            client,
+            node_name,
+            eviction_version: None,
+            margin,
+        }
+    }
+
+    /// The Eviction API version the server serves (1.20 has only policy/v1beta1).
+    async fn eviction_version(&mut self) -> String {
+        if let Some(v) = &self.eviction_version {
+            return v.clone();
+        }
+        let req = http::Request::get("/apis/policy/v1")
+            .body(Vec::new())
+            .expect("request");
+        let v = match self.client.request_text(req).await {
+            Ok(body) if body.contains("\"pods/eviction\"") => "policy/v1",
+            _ => "policy/v1beta1",
+        };
+        tracing::debug!(version = v, "eviction API version");
+        self.eviction_version = Some(v.into());
+        v.into()
+    }
+
+    async fn evict(&mut self, pod: &DrainPod) -> Result<bool, kube::Error> {
+        let version = self.eviction_version().await;
+        let body = json!({
+            "apiVersion": version, "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": {"preconditions": {"uid": pod.uid}},
+        });
+        let req = http::Request::post(format!(
+            "/api/v1/namespaces/{}/pods/{}/eviction",
+            pod.namespace, pod.name
+        ))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&body).expect("json"))
+        .expect("request");
+        match self.client.request_text(req).await {
+            Ok(_) => Ok(true),
+            // A PDB does not allow it now; asked again next round.
+            Err(kube::Error::Api(e)) if e.code == 429 => Ok(false),
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One round at time `now` toward `deadline`.
+    pub async fn round(
+        &mut self,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> kube::Result<Round> {
+        let pods: Api<Pod> = Api::all(self.client.clone());
+        let list = pods
+            .list(&ListParams::default().fields(&format!("spec.nodeName={}", self.node_name)))
+            .await?;
+        let views: Vec<DrainPod> = list.items.iter().map(drain_pod).collect();
+        let mut round = Round {
+            remaining: views.iter().filter(|p| !p.stays && !p.finished).count(),
+            drained: decide::drained(&views),
+            ..Round::default()
+        };
+        for p in &views {
+            let key = format!("{}/{}", p.namespace, p.name);
+            match decide::pod_step(p, now, deadline, self.margin) {
+                PodStep::Leave => {}
+                PodStep::Evict => match self.evict(p).await {
+                    Ok(true) => {
+                        round.evicted += 1;
+                        tracing::info!(pod = %key, node = %self.node_name, "evicted");
+                    }
+                    Ok(false) => {
+                        round.blocked += 1;
+                        tracing::debug!(pod = %key, "eviction refused by a PodDisruptionBudget; retrying");
+                    }
+                    Err(e) => tracing::warn!(pod = %key, error = %e, "eviction failed; retrying"),
+                },
+                PodStep::Delete { grace_seconds } => {
+                    let api: Api<Pod> = Api::namespaced(self.client.clone(), &p.namespace);
+                    let dp = DeleteParams {
+                        grace_period_seconds: Some(grace_seconds as u32),
+                        preconditions: Some(kube::api::Preconditions {
+                            uid: Some(p.uid.clone()),
+                            resource_version: None,
+                        }),
+                        ..DeleteParams::default()
+                    };
+                    match api.delete(&p.name, &dp).await {
+                        Ok(_) => {
+                            round.deleted += 1;
+                            tracing::warn!(pod = %key, grace_seconds, "deadline near: deleted without waiting for PDBs");
+                        }
+                        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                        Err(e) => tracing::warn!(pod = %key, error = %e, "delete failed; retrying"),
+                    }
+                }
+            }
+        }
+        Ok(round)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn daemonset_and_mirror_pods_stay_and_finished_pods_count_as_gone() {
+        let pod = |v| serde_json::from_value::<Pod>(v).unwrap();
+        let ds = drain_pod(&pod(
+            json!({"metadata": {"name": "a", "namespace": "n", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "x", "uid": "u"}]}}),
+        ));
+        assert!(ds.stays);
+        let mirror = drain_pod(&pod(json!({"metadata": {"name": "b", "namespace": "n",
+            "annotations": {MIRROR_ANNOTATION: "abc"}}})));
+        assert!(mirror.stays);
+        let done = drain_pod(&pod(
+            json!({"metadata": {"name": "c"}, "status": {"phase": "Succeeded"}}),
+        ));
+        assert!(done.finished && !done.stays);
+        let web = drain_pod(&pod(
+            json!({"metadata": {"name": "d"}, "spec": {"containers": [],
+            "terminationGracePeriodSeconds": 5}}),
+        ));
+        assert_eq!(web.grace_seconds, 5);
+        assert!(!decide::drained(&[ds, mirror, done, web]));
+    }
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# End-to-end test of the node agent (adze-agent) against a real Kubernetes 1.20 control plane
+# (e2e/harness): simulated nodes from `adze-provisioner run --cloud-provider simulated`, one
+# agent per node, each on its own IMDS simulator (imds-sim). Skips unless ADZE_E2E=1.
+#
+#   ADZE_E2E=1 e2e/agent.sh
+#
+# Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. Everything it
+# starts is stopped in an EXIT trap; ADZE_KEEP=1 keeps the logs dir.
+set -uo pipefail
+if [[ "${ADZE_E2E:-0}" != 1 ]]; then
+  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
+  exit 0
+fi
+cd "$(dirname "$0")/.."
+root=$PWD
+harness=$root/e2e/harness
+target=${CARGO_TARGET_DIR:-$root/target}
+DEADLINE=${ADZE_E2E_SPOT_DEADLINE:-120}
+passed=0; failed=0
+pass() { echo "PASS: $*"; passed=$((passed+1)); }
+fail() { echo "FAIL: $*"; failed=$((failed+1)); }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
+
+"$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
+nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api -p adze-agent -p adze-imds-sim \
+  --bin adze-provisioner --bin crdgen --bin adze-agent --bin imds-sim || { echo "FAIL: cargo build"; exit 1; }
+bin=$target/release
+
+dir=$(mktemp -d /tmp/adze-e2e-agent.XXXXXX)
+pids=()
+prov_pid=
+cleanup() {
+  for p in "${pids[@]}" $prov_pid; do kill "$p" 2>/dev/null; done
+  [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
+  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
+}
+trap cleanup EXIT
+up_log="$dir.up.log"
+if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
+  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
+  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  mkdir -p "$dir"
+  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
+fi
+set -a; . "$dir/env"; set +a
+k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+wait_for() {
+  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
+}
+count_is() { [[ "$("${@:2}")" == "$1" ]]; }
+claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
+ready_web() {
+  k get pods -n web -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null and .status.phase == "Running"
+    and any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
+}
+pods_on() { # node: web pods still on it (terminating included)
+  k get pods -n web --field-selector "spec.nodeName=$1" -o name | wc -l
+}
+has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)'; }
+agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")'; }
+agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")'; }
+sim() { curl -sf -X POST "http://127.0.0.1:${port[$1]}/_sim/$2" -d "${3:-{\}}"; }
+
+"$bin/crdgen" --without-cel | k apply -f - >/dev/null
+wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
+"$bin/adze-provisioner" run --cloud-provider simulated --boot-delay 3s >>"$dir/provisioner.log" 2>&1 &
+prov_pid=$!
+wait_for 30 grep -q "cluster state synced" "$dir/provisioner.log"
+check "provisioner started" grep -q "cluster state synced" "$dir/provisioner.log"
+
+# Two-vCPU nodes and 800m pods: two pods per node, so six replicas make three nodes.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: spot}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: spot}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m]}
+        - {key: aws.adze.sh/instance-size, operator: In, values: [large]}
+  limits: {cpu: "100"}
+YAML
+k create namespace web >/dev/null
+k apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: web}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {e2e-pool: spot}
+      terminationGracePeriodSeconds: 5
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: 800m, memory: 256Mi}}
+---
+apiVersion: policy/v1beta1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: web}
+spec:
+  minAvailable: 5
+  selector: {matchLabels: {app: web}}
+YAML
+wait_for 180 count_is 6 ready_web
+check "6 web pods Running and Ready" count_is 6 ready_web
+mapfile -t nodes < <(k get nodes -l e2e-pool=spot -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+echo "simulated nodes: ${nodes[*]}"
+check "several simulated nodes (${#nodes[@]})" test "${#nodes[@]}" -ge 3
+
+# One IMDS simulator and one agent per node.
+declare -A port agent_pid
+start_agent() { # node
+  "$bin/adze-agent" --node-name "$1" --kubeconfig "$KUBECONFIG" \
+    --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout-ms 500 --heartbeat-seconds 5 \
+    >>"$dir/agent-$1.log" 2>&1 &
+  agent_pid[$1]=$!; pids+=("$!")
+}
+for n in "${nodes[@]}"; do
+  "$bin/imds-sim" --port-file "$dir/imds-$n.port" >"$dir/imds-$n.log" 2>&1 &
+  pids+=("$!")
+  wait_for 10 test -s "$dir/imds-$n.port"
+  port[$n]=$(cat "$dir/imds-$n.port")
+  start_agent "$n"
+done
+ok=1; for n in "${nodes[@]}"; do wait_for 30 agent_ready "$n" || ok=0; done
+check "every node reports AdzeAgentReady=True" test "$ok" = 1
+
+# ---- 1. spot notice with a 2-minute deadline --------------------------------------------
+victim=$(k get pods -n web -o jsonpath='{.items[0].spec.nodeName}')
+on_victim=$(pods_on "$victim")
+c0=$(claims)
+echo "== spot notice on $victim ($on_victim web pods), deadline ${DEADLINE}s"
+( while true; do echo "$(ready_web)"; sleep 0.5; done >"$dir/pdb-samples" ) &
+sampler=$!
+t0=$(now)
+sim "$victim" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
+wait_for 30 has_taint "$victim" adze.sh/interrupted; t_taint=$(now)
+wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $c0 ]"; t_claim=$(now)
+wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
+echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
+check "node tainted adze.sh/interrupted:NoSchedule within 5 s" awk -v a="$t0" -v b="$t_taint" 'BEGIN{exit !(b-a <= 5)}'
+check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true'"
+check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the message)" bash -c \
+  "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e --arg p \"\$(kubectl --kubeconfig $KUBECONFIG get node $victim -o jsonpath='{.spec.providerID}')\" \
+   'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))'"
+check "replacement NodeClaim created within 15 s of the notice" awk -v a="$t0" -v b="$t_claim" 'BEGIN{exit !(b-a <= 15)}'
+check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$DEADLINE" 'BEGIN{exit !(b-a < d)}'
+wait_for 60 count_is 6 ready_web
+kill "$sampler" 2>/dev/null; sampler=
+check "all 6 pods Running and Ready again, none on $victim" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n web --field-selector spec.nodeName=$victim -o name | wc -l) = 0 ]"
+check "6 pods Ready after the drain" count_is 6 ready_web
+min_ready=$(sort -n "$dir/pdb-samples" | head -1)
+echo "PDB minAvailable 5: lowest Ready count sampled during the drain: $min_ready ($(wc -l <"$dir/pdb-samples") samples)"
+check "PDB respected (never fewer than 5 Ready)" test "$min_ready" -ge 5
+sleep 3
+check "exactly one replacement NodeClaim ($((c0+1)))" count_is "$((c0+1))" claims
+check "the notice was acted on once" count_is 1 grep -c "notice: tainting" "$dir/agent-$victim.log"
+check "evictions, not deletions, emptied the node" bash -c "! grep -q 'deleted without waiting' $dir/agent-$victim.log"
+
+# ---- 2. agent killed mid-drain, token expired, then restarted ---------------------------
+second=""
+for n in "${nodes[@]}"; do [[ "$n" != "$victim" && "$(pods_on "$n")" -gt 0 ]] && { second=$n; break; }; done
+echo "== agent on $second killed mid-drain and restarted"
+c1=$(claims)
+sim "$second" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
+wait_for 30 has_taint "$second" adze.sh/interrupted
+kill -9 "${agent_pid[$second]}"; wait "${agent_pid[$second]}" 2>/dev/null
+left=$(pods_on "$second")
+echo "killed the agent right after it tainted $second; $left web pods still there"
+sim "$second" expire-tokens >/dev/null
+sleep 2
+start_agent "$second"
+wait_for "$DEADLINE" count_is 0 pods_on "$second"
+check "restarted agent resumed the drain recorded on the node" grep -q "resuming drain" "$dir/agent-$second.log"
+check "every pod left $second" count_is 0 pods_on "$second"
+check "the restarted agent did not act on the notice again" count_is 1 grep -c "notice: tainting" "$dir/agent-$second.log"
+wait_for 60 count_is 6 ready_web
+check "6 pods Ready after the second drain" count_is 6 ready_web
+check "one replacement for the second node too ($((c1+1)) NodeClaims)" count_is "$((c1+1))" claims
+
+# ---- 3. IMDS returns 503 for a while: readiness false, agent survives, recovers ---------
+third=""
+for n in "${nodes[@]}"; do [[ "$n" != "$victim" && "$n" != "$second" ]] && { third=$n; break; }; done
+echo "== IMDS on $third returns 503 for 20 s"
+sim "$third" fault '{"kind": "unavailable", "seconds": 20}' >/dev/null
+wait_for 15 agent_not_ready "$third"
+check "readiness turns false while IMDS fails" agent_not_ready "$third"
+wait_for 40 agent_ready "$third"
+check "readiness recovers once IMDS is back" agent_ready "$third"
+check "agent process still running (no crash)" kill -0 "${agent_pid[$third]}"
+check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true'"
+
+# ---- 4. footprint of an idle agent (polling every second) ------------------------------
+echo "== footprint of the idle agent on $third over 30 s"
+fp=$("$root/agent/scripts/footprint.sh" "${agent_pid[$third]}" 30)
+echo "adze-agent footprint: $fp"
+rss=$(sed -E 's/.*rss_kib=([0-9]+).*/\1/' <<<"$fp")
+check "agent RSS under 20 MiB ($rss KiB)" test "$rss" -lt 20480
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
