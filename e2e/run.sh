@@ -29,8 +29,10 @@ bin=${CARGO_TARGET_DIR:-$root/target}/release/adze-provisioner
 
 dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
 prov_pid=
+prov2_pid=
 cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
+  [[ -n "$prov2_pid" ]] && kill "$prov2_pid" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
@@ -50,10 +52,17 @@ fi
 set -a; . "$dir/env"; set +a
 k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 
-start_provisioner() {
-  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
+# Replicas use leader election (the default) and serve /metrics on a port of their choosing,
+# which they log.
+start_provisioner() { # [LOG]
+  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 \
+    >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
 }
+metrics_url() { # LOG: the address the last replica logging there serves on
+  grep -o 'on http://[0-9.:]*' "$1" | tail -n 1 | sed 's/^on //'
+}
+lease_holder() { k get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}'; }
 # wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
 wait_for() {
   local limit=$1; shift; local end=$(( $(date +%s) + limit ))
@@ -144,6 +153,19 @@ check "no more NodeClaims than the plan asked for ($planned)" count_is "$planned
 check "Nominated events recorded on the pods" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
 check "nomination annotation lists the claim's pods" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | length] | add == 30'"
 
+# ---- metrics and health endpoints ------------------------------------------------------
+url=$(metrics_url "$dir/provisioner.log")
+echo "metrics at $url"
+curl -fsS "$url/metrics" >"$dir/metrics.txt"
+check "/healthz and /readyz answer ok" bash -c "curl -fsS '$url/healthz' && curl -fsS '$url/readyz'"
+check "/metrics: this replica is the leader" grep -qx 'adze_leader 1' "$dir/metrics.txt"
+check "/metrics: $planned NodeClaims created, launched, initialized for pool default" bash -c "
+  grep -qx 'adze_nodeclaims_created_total{nodepool=\"default\"} $planned' '$dir/metrics.txt' &&
+  grep -qx 'adze_nodeclaims_launched_total{nodepool=\"default\"} $planned' '$dir/metrics.txt' &&
+  grep -qx 'adze_nodeclaims_initialized_total{nodepool=\"default\"} $planned' '$dir/metrics.txt'"
+check "/metrics: scheduling duration histogram and pending-pods gauge" bash -c "
+  grep -Eq '^adze_scheduling_duration_seconds_count [1-9]' '$dir/metrics.txt' && grep -qx 'adze_pods_pending 0' '$dir/metrics.txt'"
+
 # ---- 2. kill -9 while NodeClaims are in flight, restart ------------------------------------
 echo "== kill -9 with NodeClaims in flight, restart"
 before=$(claims)
@@ -178,7 +200,36 @@ check "remaining pods get an event saying why (mentions the limit)" grep -qi "li
 wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
 check "pods within the limit Running" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
 
-# ---- 4. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
+# ---- 4. two replicas: one leader; kill it, the other takes over ---------------------------
+echo "== leader election: a second replica, then kill -9 the leader"
+leader_pid=$prov_pid
+start_provisioner "$dir/provisioner-b.log"
+prov2_pid=$prov_pid; prov_pid=$leader_pid
+wait_for 60 grep -q "following the current leader" "$dir/provisioner-b.log"
+check "second replica follows (lease held by the first, pid $leader_pid)" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$leader_pid ]]"
+wait_for 30 bash -c "curl -fsS \$(grep -o 'on http://[0-9.:]*' '$dir/provisioner-b.log' | tail -n 1 | sed 's/^on //')/readyz"
+url_b=$(metrics_url "$dir/provisioner-b.log")
+check "follower is ready and reports adze_leader 0" bash -c "curl -fsS '$url_b/readyz' && curl -fsS '$url_b/metrics' | grep -qx 'adze_leader 0'"
+check "follower created no NodeClaims" bash -c "! curl -fsS '$url_b/metrics' | grep -q '^adze_nodeclaims_created_total'"
+kill -9 "$leader_pid"; wait "$leader_pid" 2>/dev/null
+t_kill=$(now)
+prov_pid=$prov2_pid; prov2_pid=
+# Pods only a new NodePool's nodes can take, so the new leader must launch for them.
+k create namespace failover >/dev/null
+nodepool failover 1000 | k apply -f - >/dev/null
+deployment failover app 10 1 1Gi failover | k apply -f - >/dev/null
+wait_for 60 grep -q "became leader" "$dir/provisioner-b.log"
+t_lead=$(now)
+echo "leader killed -> follower leads after $(elapsed "$t_kill" "$t_lead") s (lease 15 s, retry 2 s)"
+check "follower took over within lease duration + retry period + 3 s slack" \
+  awk -v a="$t_kill" -v b="$t_lead" 'BEGIN{exit !(b-a <= 20.0)}'
+check "lease now held by the second replica" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$prov_pid ]]"
+wait_for 120 count_is 10 running_pods failover
+check "new pods provisioned by the new leader: all 10 Running" count_is 10 running_pods failover
+check "no pod nominated to two NodeClaims" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | .[] | .namespace + \"/\" + .name] | length == (unique | length)'"
+check "new leader created the new NodeClaims" bash -c "curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_created_total\\{nodepool=\"failover\"\\} [1-9]'"
+
+# ---- 5. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   echo "== benchmark: 1000 pods"
   k create namespace bench >/dev/null
@@ -206,6 +257,6 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
 fi
 
 check "provisioner still running" kill -0 "$prov_pid"
-check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
+check "no panics in the provisioner logs" bash -c "! grep -q panicked '$dir'/provisioner*.log"
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]

@@ -5,6 +5,8 @@
 
 pub mod cloud;
 pub mod kubelet;
+pub mod leader;
+pub mod metrics;
 pub mod nodeclaim;
 pub mod provisioning;
 pub mod run;

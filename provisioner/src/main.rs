@@ -71,6 +71,59 @@ struct RunArgs {
     max_instance_types: usize,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Where /metrics, /healthz and /readyz are served (port 0: any free port, logged).
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_addr: std::net::SocketAddr,
+    #[command(flatten)]
+    leader: LeaderArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct LeaderArgs {
+    /// Run the controllers only while holding a coordination.k8s.io/v1 Lease (for >1 replica).
+    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
+    enabled: bool,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
+    #[arg(long = "leader-election-namespace")]
+    namespace: Option<String>,
+    #[arg(long = "leader-election-name", default_value = "adze-provisioner")]
+    name: String,
+    /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
+    #[arg(long = "leader-election-identity")]
+    identity: Option<String>,
+    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
+    lease_duration: std::time::Duration,
+    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
+    renew_deadline: std::time::Duration,
+    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
+    retry_period: std::time::Duration,
+}
+
+impl LeaderArgs {
+    fn settings(&self) -> anyhow::Result<Option<adze_provisioner::leader::Settings>> {
+        use adze_provisioner::leader;
+        if !self.enabled {
+            return Ok(None);
+        }
+        anyhow::ensure!(
+            self.retry_period < self.renew_deadline && self.renew_deadline < self.lease_duration,
+            "--leader-election-retry-period < --leader-election-renew-deadline < --leader-election-lease-duration must hold"
+        );
+        Ok(Some(leader::Settings {
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(leader::default_namespace),
+            name: self.name.clone(),
+            identity: self
+                .identity
+                .clone()
+                .unwrap_or_else(leader::default_identity),
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+        }))
+    }
 }
 
 fn run(args: &RunArgs) -> anyhow::Result<String> {
@@ -91,6 +144,8 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         registration_timeout: args.registration_timeout,
         max_instance_types: args.max_instance_types,
         heartbeat: args.heartbeat,
+        leader_election: args.leader.settings()?,
+        metrics_addr: args.metrics_addr,
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,6 +1,8 @@
 //! `adze-provisioner run`: the controllers against a live cluster. Connects with KUBECONFIG
 //! or the in-cluster config, starts the watches ([`crate::state`]), then runs provisioning,
-//! the NodeClaim lifecycle and, with the simulated cloud, the simulated kubelet.
+//! the NodeClaim lifecycle and, with the simulated cloud, the simulated kubelet. With leader
+//! election on, only the replica holding the Lease runs controllers; all serve `/metrics`,
+//! `/healthz` and `/readyz` and keep their watches.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +24,25 @@ pub struct Config {
     pub registration_timeout: Duration,
     pub max_instance_types: usize,
     pub heartbeat: Duration,
+    /// `None`: run the controllers without leader election (a single replica).
+    pub leader_election: Option<crate::leader::Settings>,
+    pub metrics_addr: std::net::SocketAddr,
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    Ok(())
 }
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
+    let readiness = crate::metrics::server::Readiness::default();
+    let addr = crate::metrics::server::serve(config.metrics_addr, readiness.clone()).await?;
+    tracing::info!("serving /metrics, /healthz and /readyz on http://{addr}");
     let client = Client::try_default().await?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
@@ -36,6 +54,27 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         nodepools = state.nodepools.state().len(),
         "cluster state synced"
     );
+    readiness.set_ready();
+    let mut leader = match &config.leader_election {
+        Some(settings) => {
+            tracing::info!(identity = %settings.identity, lease = %format!("{}/{}", settings.namespace, settings.name), "waiting for the leader lease");
+            let mut rx = crate::leader::start(client.clone(), settings.clone());
+            tokio::select! {
+                r = rx.wait_for(|leading| *leading) => { r?; }
+                r = shutdown_signal() => { r?; tracing::info!("interrupted; exiting"); return Ok(()); }
+            }
+            Some(rx)
+        }
+        None => None,
+    };
+    let lost = async {
+        match leader.as_mut() {
+            Some(rx) => {
+                let _ = rx.wait_for(|leading| !*leading).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
     let cloud: Arc<dyn CloudProvider> = Arc::new(Simulated::new(
         client.clone(),
         adze_scheduling::catalog::embedded(),
@@ -63,7 +102,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         remove_startup_taints: cloud.name() == "simulated",
     };
     let kubelet = Kubelet {
-        client,
+        client: client.clone(),
         state,
         heartbeat: config.heartbeat,
     };
@@ -71,7 +110,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
-        r = tokio::signal::ctrl_c() => { r?; tracing::info!("interrupted; exiting"); }
+        _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
+        r = shutdown_signal() => {
+            r?;
+            tracing::info!("interrupted; exiting");
+            if let Some(settings) = &config.leader_election {
+                crate::leader::release(client, settings).await;
+            }
+        }
     }
     Ok(())
 }

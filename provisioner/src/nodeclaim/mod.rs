@@ -88,6 +88,25 @@ fn age(claim: &NodeClaim) -> Duration {
         .unwrap_or_default()
 }
 
+fn nodepool_of(claim: &NodeClaim) -> String {
+    claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::NODEPOOL).cloned())
+        .unwrap_or_default()
+}
+
+/// Counts a failed cloud call by operation and kind, and passes the error on.
+fn cloud_error(op: &str, e: CloudError) -> CloudError {
+    let kind = match &e {
+        CloudError::InsufficientCapacity { .. } => "insufficient_capacity",
+        _ => "other",
+    };
+    crate::metrics::provisioner().cloud_errors.inc(&[op, kind]);
+    e
+}
+
 impl Lifecycle {
     pub async fn run(self) {
         let this = Arc::new(self);
@@ -123,10 +142,16 @@ impl Lifecycle {
         Ok(())
     }
 
-    async fn delete_claim(&self, name: &str, why: &str) -> anyhow::Result<()> {
+    /// Deletes the claim; `reason` is the metric label, `why` the log line.
+    async fn delete_claim(&self, name: &str, reason: &str, why: &str) -> anyhow::Result<()> {
         tracing::info!(nodeclaim = %name, reason = %why, "deleting nodeclaim");
         match self.claims().delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                crate::metrics::provisioner()
+                    .nodeclaims_terminated
+                    .inc(&[reason]);
+                Ok(())
+            }
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -146,7 +171,10 @@ impl Lifecycle {
         let finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
         if claim.metadata.deletion_timestamp.is_some() {
             if finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
-                self.cloud.delete(claim).await?;
+                self.cloud
+                    .delete(claim)
+                    .await
+                    .map_err(|e| cloud_error("delete", e))?;
                 let rest: Vec<_> = finalizers
                     .into_iter()
                     .filter(|f| f != TERMINATION_FINALIZER)
@@ -172,6 +200,7 @@ impl Lifecycle {
                 if age(claim) > self.registration_timeout {
                     self.delete_claim(
                         &name,
+                        "registration_timeout",
                         &format!("not registered within {:?}", self.registration_timeout),
                     )
                     .await?;
@@ -184,8 +213,17 @@ impl Lifecycle {
                     .as_ref()
                     .and_then(|s| s.provider_id.clone())
                     .unwrap_or_default();
-                if self.cloud.get(&pid).await?.is_none() {
-                    self.cloud.create(claim).await?;
+                if self
+                    .cloud
+                    .get(&pid)
+                    .await
+                    .map_err(|e| cloud_error("get", e))?
+                    .is_none()
+                {
+                    self.cloud
+                        .create(claim)
+                        .await
+                        .map_err(|e| cloud_error("create", e))?;
                 }
                 return Ok(());
             };
@@ -203,7 +241,12 @@ impl Lifecycle {
         name: &str,
         conds: &[Condition],
     ) -> anyhow::Result<()> {
-        match self.cloud.create(claim).await {
+        match self
+            .cloud
+            .create(claim)
+            .await
+            .map_err(|e| cloud_error("create", e))
+        {
             Ok(i) => {
                 let conds = set_condition(
                     conds,
@@ -225,6 +268,9 @@ impl Lifecycle {
                 }))
                 .await?;
                 tracing::info!(nodeclaim = %name, provider_id = %i.provider_id, instance_type = %i.instance_type, "launched");
+                crate::metrics::provisioner()
+                    .nodeclaims_launched
+                    .inc(&[&nodepool_of(claim)]);
                 Ok(())
             }
             Err(CloudError::InsufficientCapacity {
@@ -235,7 +281,7 @@ impl Lifecycle {
             }) => {
                 self.unavailable
                     .mark(&instance_type, &zone, &capacity_type, Instant::now());
-                self.delete_claim(name, &format!("launch failed: {message}; offering {instance_type}/{zone}/{capacity_type} unavailable for 3m")).await
+                self.delete_claim(name, "insufficient_capacity", &format!("launch failed: {message}; offering {instance_type}/{zone}/{capacity_type} unavailable for 3m")).await
             }
             Err(e) => Err(e.into()),
         }
@@ -281,6 +327,9 @@ impl Lifecycle {
         self.patch_status(name, json!({"nodeName": node_name, "conditions": conds}))
             .await?;
         tracing::info!(nodeclaim = %name, node = %node_name, "registered");
+        crate::metrics::provisioner()
+            .nodeclaims_registered
+            .inc(&[&nodepool_of(claim)]);
         Ok(())
     }
 
@@ -338,6 +387,9 @@ impl Lifecycle {
         self.patch_status(name, json!({"conditions": conds}))
             .await?;
         tracing::info!(nodeclaim = %name, node = %node_name, age_s = age(claim).as_secs(), "initialized");
+        crate::metrics::provisioner()
+            .nodeclaims_initialized
+            .inc(&[&nodepool_of(claim)]);
         Ok(())
     }
 }

@@ -159,6 +159,9 @@ impl Provisioner {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = Instant::now();
             let pending = snapshot::unplaced_pending(&self.state.objects());
+            crate::metrics::provisioner()
+                .pods_pending
+                .set(&[], pending.len() as f64);
             if pending.iter().any(|u| !handled.contains(u)) {
                 if !batcher.is_open() {
                     tracing::debug!(pending = pending.len(), "batch window opened");
@@ -203,6 +206,9 @@ impl Provisioner {
             reserved_names: built.reserved_names.clone(),
         };
         let plan = schedule(&built.snapshot, &options);
+        crate::metrics::provisioner()
+            .scheduling_duration
+            .observe(&[], start.elapsed().as_secs_f64());
         tracing::info!(
             pending = built.snapshot.pending.len(),
             nodeclaims = plan.new_claims.len(),
@@ -247,6 +253,9 @@ impl Provisioner {
                         price_per_hour = c.price_per_hour, "created nodeclaim"
                     );
                     outcome.created.push(c.name.clone());
+                    crate::metrics::provisioner()
+                        .nodeclaims_created
+                        .inc(&[&c.nodepool]);
                     for key in &c.pods {
                         if let Some(p) = pods.get(key) {
                             outcome.nominated += 1;
