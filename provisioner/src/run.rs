@@ -22,6 +22,8 @@ pub struct Config {
     pub registration_timeout: Duration,
     pub max_instance_types: usize,
     pub heartbeat: Duration,
+    /// `--cloud-provider aws`; None runs the simulated cloud.
+    pub aws: Option<adze_aws::runtime::Options>,
 }
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -36,12 +38,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         nodepools = state.nodepools.state().len(),
         "cluster state synced"
     );
-    let cloud: Arc<dyn CloudProvider> = Arc::new(Simulated::new(
-        client.clone(),
-        adze_scheduling::catalog::embedded(),
-        config.boot_delay,
-    ));
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
+    let cloud: Arc<dyn CloudProvider> = match config.aws.clone() {
+        Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
+            .await
+            .map_err(anyhow::Error::msg)?,
+        None => Arc::new(Simulated::new(
+            client.clone(),
+            adze_scheduling::catalog::embedded(),
+            config.boot_delay,
+        )),
+    };
     let provisioner = Provisioner {
         client: client.clone(),
         state: state.clone(),
