@@ -36,6 +36,8 @@ enum Command {
 enum CloudProviderKind {
     /// No cloud: NodeClaims become Node objects after --boot-delay, with a simulated kubelet.
     Simulated,
+    /// EC2 (or an AWS-compatible endpoint such as moto with --aws-endpoint).
+    Aws,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,6 +78,8 @@ struct RunArgs {
     metrics_addr: std::net::SocketAddr,
     #[command(flatten)]
     leader: LeaderArgs,
+    #[command(flatten)]
+    aws: AwsArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -126,6 +130,34 @@ impl LeaderArgs {
     }
 }
 
+/// `--cloud-provider aws` settings.
+#[derive(Debug, clap::Args)]
+struct AwsArgs {
+    /// Send every AWS call here instead of AWS (e.g. a local moto server).
+    #[arg(long)]
+    aws_endpoint: Option<String>,
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
+    /// Instances are tagged kubernetes.io/cluster/NAME=owned.
+    #[arg(long, default_value = "adze")]
+    cluster_name: String,
+    /// The apiserver URL nodes join, written into user data.
+    #[arg(long, default_value = "")]
+    cluster_endpoint: String,
+    /// Base64 PEM of the cluster CA, written into user data.
+    #[arg(long, default_value = "")]
+    cluster_ca: String,
+    /// SSM prefix of the AL2023/Bottlerocket image parameters.
+    #[arg(long, default_value = "/aws/service")]
+    ssm_prefix: String,
+    /// Kubernetes version in the image parameter paths.
+    #[arg(long, default_value = "1.30")]
+    kubernetes_version: String,
+    /// SQS queue (name or URL) receiving EventBridge interruption events.
+    #[arg(long)]
+    interruption_queue: Option<String>,
+}
+
 fn run(args: &RunArgs) -> anyhow::Result<String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -136,7 +168,16 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
-    let CloudProviderKind::Simulated = args.cloud_provider;
+    let aws = (args.cloud_provider == CloudProviderKind::Aws).then(|| adze_aws::runtime::Options {
+        endpoint: args.aws.aws_endpoint.clone(),
+        region: args.aws.region.clone(),
+        cluster_name: args.aws.cluster_name.clone(),
+        cluster_endpoint: args.aws.cluster_endpoint.clone(),
+        cluster_ca: args.aws.cluster_ca.clone(),
+        ssm_prefix: args.aws.ssm_prefix.clone(),
+        kubernetes_version: args.aws.kubernetes_version.clone(),
+        interruption_queue: args.aws.interruption_queue.clone(),
+    });
     let config = adze_provisioner::run::Config {
         batch_idle: args.batch_idle_duration,
         batch_max: args.batch_max_duration,
@@ -146,6 +187,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         heartbeat: args.heartbeat,
         leader_election: args.leader.settings()?,
         metrics_addr: args.metrics_addr,
+        aws,
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -27,6 +27,8 @@ pub struct Config {
     /// `None`: run the controllers without leader election (a single replica).
     pub leader_election: Option<crate::leader::Settings>,
     pub metrics_addr: std::net::SocketAddr,
+    /// `--cloud-provider aws`; None runs the simulated cloud.
+    pub aws: Option<adze_aws::runtime::Options>,
 }
 
 /// SIGINT or SIGTERM.
@@ -75,12 +77,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             None => std::future::pending().await,
         }
     };
-    let cloud: Arc<dyn CloudProvider> = Arc::new(Simulated::new(
-        client.clone(),
-        adze_scheduling::catalog::embedded(),
-        config.boot_delay,
-    ));
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
+    let cloud: Arc<dyn CloudProvider> = match config.aws.clone() {
+        Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
+            .await
+            .map_err(anyhow::Error::msg)?,
+        None => Arc::new(Simulated::new(
+            client.clone(),
+            adze_scheduling::catalog::embedded(),
+            config.boot_delay,
+        )),
+    };
     let provisioner = Provisioner {
         client: client.clone(),
         state: state.clone(),

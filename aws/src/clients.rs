@@ -1,0 +1,39 @@
+//! SDK clients for one region, optionally against a local endpoint (moto, or our fault proxy).
+
+use aws_config::{BehaviorVersion, Region};
+
+#[derive(Clone)]
+pub struct Clients {
+    pub ec2: aws_sdk_ec2::Client,
+    pub ssm: aws_sdk_ssm::Client,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+impl Clients {
+    /// With `endpoint`, every service goes there, and credentials come from the environment or
+    /// fixed test values (moto accepts any); without it, the SDK's default chain applies.
+    pub async fn new(region: &str, endpoint: Option<&str>) -> Clients {
+        let http = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.to_string()))
+            .http_client(http);
+        if let Some(url) = endpoint {
+            let key = std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "testing".into());
+            let secret =
+                std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "testing".into());
+            loader = loader.endpoint_url(url).credentials_provider(
+                aws_credential_types::Credentials::from_keys(key, secret, None),
+            );
+        }
+        let conf = loader.load().await;
+        Clients {
+            ec2: aws_sdk_ec2::Client::new(&conf),
+            ssm: aws_sdk_ssm::Client::new(&conf),
+            sqs: aws_sdk_sqs::Client::new(&conf),
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Instance types as EC2 reports them (DescribeInstanceTypes × DescribeInstanceTypeOfferings),
+//! priced and turned into the scheduler's [`InstanceType`], kept in a cache refreshed on a TTL.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use adze_scheduling::catalog::ec2_data;
+use adze_scheduling::resources::{GPU_NVIDIA, Resources};
+use adze_scheduling::{InstanceType, Offering, labels, overhead};
+use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
+
+use crate::error::{AwsError, ec2_err};
+use crate::nodeclass::kube_arch;
+
+/// What Adze needs from one DescribeInstanceTypes entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeFacts {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    /// Kubernetes spelling ("amd64", "arm64").
+    pub arch: String,
+    pub max_enis: u32,
+    pub ipv4_per_eni: u32,
+    pub spot: bool,
+    pub gpu: Option<(u32, String, String, u64)>,
+    pub hypervisor: String,
+}
+
+impl TypeFacts {
+    pub fn from_sdk(info: &InstanceTypeInfo) -> Option<TypeFacts> {
+        let name = info.instance_type.as_ref()?.as_str().to_string();
+        let arch = info
+            .processor_info
+            .as_ref()?
+            .supported_architectures
+            .as_ref()?
+            .iter()
+            .map(|a| kube_arch(a.as_str()).to_string())
+            .find(|a| a == "amd64" || a == "arm64")?;
+        let net = info.network_info.as_ref()?;
+        let gpu = info
+            .gpu_info
+            .as_ref()
+            .and_then(|g| g.gpus.as_ref()?.first().cloned())
+            .map(|g| {
+                (
+                    g.count.unwrap_or(0).max(0) as u32,
+                    g.name.unwrap_or_default().to_lowercase(),
+                    g.manufacturer.unwrap_or_default().to_lowercase(),
+                    g.memory_info
+                        .and_then(|m| m.size_in_mib)
+                        .unwrap_or(0)
+                        .max(0) as u64,
+                )
+            });
+        Some(TypeFacts {
+            name,
+            vcpus: info.v_cpu_info.as_ref()?.default_v_cpus?.max(0) as u32,
+            memory_mib: info.memory_info.as_ref()?.size_in_mib?.max(0) as u64,
+            arch,
+            max_enis: net.maximum_network_interfaces.unwrap_or(1).max(1) as u32,
+            ipv4_per_eni: net.ipv4_addresses_per_interface.unwrap_or(2).max(1) as u32,
+            spot: info
+                .supported_usage_classes
+                .as_ref()
+                .is_some_and(|u| u.iter().any(|c| c.as_str() == "spot")),
+            gpu: gpu.filter(|g| g.0 > 0),
+            hypervisor: info
+                .hypervisor
+                .as_ref()
+                .map(|h| h.as_str().to_string())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// On-demand list price: the embedded catalog's when it knows the type, else a per-vCPU and
+/// per-GiB estimate fitted to general-purpose types (m5.large: 2 × 0.024 + 8 × 0.006 = 0.096).
+/// Used when the Pricing API is unreachable (it always is against moto).
+pub fn on_demand_price(facts: &TypeFacts) -> f64 {
+    if let Some(t) = ec2_data::find(&facts.name) {
+        return t.on_demand_usd;
+    }
+    let gpu = facts.gpu.as_ref().map_or(0.0, |g| f64::from(g.0) * 0.50);
+    let est = f64::from(facts.vcpus) * 0.024 + facts.memory_mib as f64 / 1024.0 * 0.006 + gpu;
+    (est * 10_000.0).round() / 10_000.0
+}
+
+/// Prices by (type, zone) for spot; on-demand per type.
+#[derive(Debug, Clone, Default)]
+pub struct Prices {
+    pub spot: BTreeMap<(String, String), f64>,
+}
+
+/// The scheduler's view of one type. `zones` are where EC2 offers it.
+pub fn to_instance_type(
+    facts: &TypeFacts,
+    zones: &BTreeSet<String>,
+    region: &str,
+    prices: &Prices,
+) -> InstanceType {
+    let max_pods = overhead::eni_max_pods(facts.max_enis, facts.ipv4_per_eni);
+    let mut capacity = Resources::new(
+        i64::from(facts.vcpus) * 1000,
+        overhead::memory_capacity(facts.memory_mib),
+    )
+    .with_pods(max_pods)
+    .with_ephemeral(overhead::DEFAULT_ROOT_VOLUME);
+    let mut l = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        l.insert(k.to_string(), v);
+    };
+    put(labels::ARCH, facts.arch.clone());
+    put(labels::OS, "linux".into());
+    put(labels::REGION, region.into());
+    put(labels::INSTANCE_CPU, facts.vcpus.to_string());
+    put(labels::INSTANCE_MEMORY, facts.memory_mib.to_string());
+    put(
+        labels::INSTANCE_FAMILY,
+        ec2_data::family(&facts.name).into(),
+    );
+    put(labels::INSTANCE_SIZE, ec2_data::size(&facts.name).into());
+    if let Some(p) = ec2_data::family_parts(&facts.name) {
+        put(labels::INSTANCE_CATEGORY, p.category.into());
+        put(labels::INSTANCE_GENERATION, p.generation.to_string());
+    }
+    if !facts.hypervisor.is_empty() {
+        put(labels::INSTANCE_HYPERVISOR, facts.hypervisor.clone());
+    }
+    if let Some((count, name, manufacturer, mem)) = &facts.gpu {
+        if manufacturer == "nvidia" {
+            capacity.set(GPU_NVIDIA, i64::from(*count));
+        }
+        put(labels::INSTANCE_GPU_COUNT, count.to_string());
+        put(labels::INSTANCE_GPU_NAME, name.clone());
+        put(labels::INSTANCE_GPU_MANUFACTURER, manufacturer.clone());
+        put(labels::INSTANCE_GPU_MEMORY, mem.to_string());
+    }
+    let od = on_demand_price(facts);
+    let mut offerings = Vec::new();
+    for z in zones {
+        offerings.push(Offering {
+            zone: z.clone(),
+            capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.into(),
+            price: od,
+            available: true,
+        });
+        if facts.spot {
+            let spot = prices
+                .spot
+                .get(&(facts.name.clone(), z.clone()))
+                .copied()
+                .unwrap_or_else(|| {
+                    ((od * ec2_data::spot_fraction(&facts.name)) * 10_000.0).round() / 10_000.0
+                });
+            offerings.push(Offering {
+                zone: z.clone(),
+                capacity_type: labels::CAPACITY_TYPE_SPOT.into(),
+                price: spot,
+                available: true,
+            });
+        }
+    }
+    let oh = overhead::default_overhead(facts.vcpus, max_pods, overhead::DEFAULT_ROOT_VOLUME);
+    InstanceType::new(&facts.name, capacity, oh, l, offerings)
+}
+
+/// Everything one refresh learns.
+pub async fn discover(
+    ec2: &aws_sdk_ec2::Client,
+    region: &str,
+) -> Result<Vec<Arc<InstanceType>>, AwsError> {
+    let mut facts = Vec::new();
+    let mut pages = ec2.describe_instance_types().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(ec2_err("DescribeInstanceTypes"))?;
+        facts.extend(
+            page.instance_types
+                .unwrap_or_default()
+                .iter()
+                .filter_map(TypeFacts::from_sdk),
+        );
+    }
+    let mut zones: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut pages = ec2
+        .describe_instance_type_offerings()
+        .location_type(LocationType::AvailabilityZone)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(ec2_err("DescribeInstanceTypeOfferings"))?;
+        for o in page.instance_type_offerings.unwrap_or_default() {
+            if let (Some(t), Some(z)) = (o.instance_type, o.location) {
+                zones.entry(t.as_str().to_string()).or_default().insert(z);
+            }
+        }
+    }
+    let prices = Prices {
+        spot: spot_prices(ec2).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "spot price history unavailable; using the catalog's spot fractions");
+            BTreeMap::new()
+        }),
+    };
+    Ok(facts
+        .iter()
+        .filter_map(|f| {
+            let z = zones.get(&f.name)?;
+            Some(Arc::new(to_instance_type(f, z, region, &prices)))
+        })
+        .collect())
+}
+
+/// The latest Linux spot price per (type, zone).
+pub async fn spot_prices(
+    ec2: &aws_sdk_ec2::Client,
+) -> Result<BTreeMap<(String, String), f64>, AwsError> {
+    let mut out = BTreeMap::new();
+    let mut pages = ec2
+        .describe_spot_price_history()
+        .product_descriptions("Linux/UNIX")
+        .start_time(aws_sdk_ec2::primitives::DateTime::from(
+            std::time::SystemTime::now(),
+        ))
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(ec2_err("DescribeSpotPriceHistory"))?;
+        for p in page.spot_price_history.unwrap_or_default() {
+            let (Some(t), Some(z), Some(price)) =
+                (p.instance_type, p.availability_zone, p.spot_price)
+            else {
+                continue;
+            };
+            if let Ok(price) = price.parse::<f64>() {
+                out.entry((t.as_str().to_string(), z)).or_insert(price);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The instance types last discovered, refreshed when older than `ttl`.
+pub struct Catalog {
+    ttl: Duration,
+    inner: RwLock<(Option<Instant>, Arc<Vec<Arc<InstanceType>>>)>,
+}
+
+impl Catalog {
+    pub fn new(ttl: Duration) -> Self {
+        Catalog {
+            ttl,
+            inner: RwLock::new((None, Arc::new(Vec::new()))),
+        }
+    }
+
+    pub fn get(&self) -> Arc<Vec<Arc<InstanceType>>> {
+        self.inner.read().unwrap().1.clone()
+    }
+
+    pub fn is_stale(&self, now: Instant) -> bool {
+        self.inner
+            .read()
+            .unwrap()
+            .0
+            .is_none_or(|at| now.duration_since(at) >= self.ttl)
+    }
+
+    pub fn set(&self, types: Vec<Arc<InstanceType>>, now: Instant) {
+        *self.inner.write().unwrap() = (Some(now), Arc::new(types));
+    }
+
+    /// Refreshes from EC2 if stale; on failure the previous list stays.
+    pub async fn refresh_if_stale(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        region: &str,
+    ) -> Result<(), AwsError> {
+        if !self.is_stale(Instant::now()) {
+            return Ok(());
+        }
+        let types = discover(ec2, region).await?;
+        tracing::info!(types = types.len(), "instance types refreshed");
+        self.set(types, Instant::now());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m5_large() -> TypeFacts {
+        TypeFacts {
+            name: "m5.large".into(),
+            vcpus: 2,
+            memory_mib: 8192,
+            arch: "amd64".into(),
+            max_enis: 3,
+            ipv4_per_eni: 10,
+            spot: true,
+            gpu: None,
+            hypervisor: "nitro".into(),
+        }
+    }
+
+    #[test]
+    fn converted_type_matches_the_embedded_catalogs_shape_and_price() {
+        let zones = BTreeSet::from(["us-east-1a".to_string(), "us-east-1b".to_string()]);
+        let mut prices = Prices::default();
+        prices
+            .spot
+            .insert(("m5.large".into(), "us-east-1b".into()), 0.031);
+        let t = to_instance_type(&m5_large(), &zones, "us-east-1", &prices);
+        let embedded = adze_scheduling::catalog::embedded();
+        let e = embedded.iter().find(|t| t.name == "m5.large").unwrap();
+        assert_eq!(t.capacity, e.capacity);
+        assert_eq!(t.allocatable(), e.allocatable());
+        assert_eq!(t.capacity.pods, 29, "ENI-limited max pods");
+        assert_eq!(t.offerings.len(), 4);
+        let price = |z: &str, ct: &str| {
+            t.offerings
+                .iter()
+                .find(|o| o.zone == z && o.capacity_type == ct)
+                .unwrap()
+                .price
+        };
+        assert_eq!(price("us-east-1a", "on-demand"), 0.096);
+        assert_eq!(price("us-east-1b", "spot"), 0.031, "spot history wins");
+        assert!(
+            price("us-east-1a", "spot") < 0.096,
+            "fraction when history has none"
+        );
+    }
+
+    #[test]
+    fn unknown_types_get_an_estimated_on_demand_price_and_no_spot_if_unsupported() {
+        let mut f = m5_large();
+        f.name = "zz9.large".into();
+        f.spot = false;
+        assert_eq!(on_demand_price(&f), 0.096);
+        let t = to_instance_type(
+            &f,
+            &BTreeSet::from(["a".to_string()]),
+            "r",
+            &Prices::default(),
+        );
+        assert!(t.offerings.iter().all(|o| o.capacity_type == "on-demand"));
+    }
+
+    #[test]
+    fn catalog_is_stale_until_set_and_after_its_ttl() {
+        let c = Catalog::new(Duration::from_secs(60));
+        let now = Instant::now();
+        assert!(c.is_stale(now));
+        c.set(vec![], now);
+        assert!(!c.is_stale(now + Duration::from_secs(59)));
+        assert!(c.is_stale(now + Duration::from_secs(60)));
+    }
+}

@@ -1,0 +1,358 @@
+//! EC2NodeClass resolution: selector terms → the subnets, security groups and images they name
+//! today, written as the class's status. Launches read the resolved status, not the selectors.
+
+use std::collections::BTreeMap;
+
+use adze_api::conditions::{self, ec2nodeclass as cond};
+use adze_api::ec2nodeclass::{
+    Ami, AmiFamily, AmiSelectorTerm, EC2NodeClassSpec, EC2NodeClassStatus, SecurityGroup, Subnet,
+};
+use adze_api::{Operator, Requirement};
+use adze_scheduling::labels;
+use aws_sdk_ec2::types::Filter;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::error::{AwsError, ec2_err, ssm_err};
+
+/// Where the family images' SSM parameters live. AWS publishes them under `/aws/service`;
+/// tests (moto refuses that prefix) put theirs elsewhere.
+#[derive(Debug, Clone)]
+pub struct AmiParameters {
+    pub prefix: String,
+    pub kubernetes_version: String,
+}
+
+impl AmiParameters {
+    /// The parameter naming the image of `family` for `arch` ("x86_64" or "arm64") at
+    /// `version` ("latest" or a release).
+    pub fn path(&self, family: AmiFamily, arch: &str, version: &str) -> Option<String> {
+        let p = self.prefix.trim_end_matches('/');
+        let k = &self.kubernetes_version;
+        match family {
+            AmiFamily::AL2023 => {
+                let release = if version == "latest" {
+                    "recommended".to_string()
+                } else {
+                    format!("amazon-eks-node-al2023-{arch}-standard-{k}-{version}")
+                };
+                Some(format!(
+                    "{p}/eks/optimized-ami/{k}/amazon-linux-2023/{arch}/standard/{release}/image_id"
+                ))
+            }
+            AmiFamily::Bottlerocket => Some(format!(
+                "{p}/bottlerocket/aws-k8s-{k}/{arch}/{}/image_id",
+                if version == "latest" {
+                    "latest"
+                } else {
+                    version
+                }
+            )),
+            AmiFamily::Custom => None,
+        }
+    }
+}
+
+/// The selector terms of `spec` resolved against EC2 and SSM.
+pub async fn resolve(
+    ec2: &aws_sdk_ec2::Client,
+    ssm: &aws_sdk_ssm::Client,
+    params: &AmiParameters,
+    spec: &EC2NodeClassSpec,
+) -> Result<EC2NodeClassStatus, AwsError> {
+    let mut status = EC2NodeClassStatus {
+        subnets: subnets(ec2, spec).await?,
+        security_groups: security_groups(ec2, spec).await?,
+        amis: amis(ec2, ssm, params, spec).await?,
+        instance_profile: spec.instance_profile.clone().or_else(|| spec.role.clone()),
+        conditions: Vec::new(),
+    };
+    status.conditions = readiness(&status, k8s_openapi::jiff::Timestamp::now());
+    Ok(status)
+}
+
+fn tag_filters(tags: &BTreeMap<String, String>) -> Vec<Filter> {
+    tags.iter()
+        .map(|(k, v)| {
+            if v == "*" {
+                Filter::builder().name("tag-key").values(k).build()
+            } else {
+                Filter::builder().name(format!("tag:{k}")).values(v).build()
+            }
+        })
+        .collect()
+}
+
+async fn subnets(
+    ec2: &aws_sdk_ec2::Client,
+    spec: &EC2NodeClassSpec,
+) -> Result<Vec<Subnet>, AwsError> {
+    let mut out: BTreeMap<String, Subnet> = BTreeMap::new();
+    for term in &spec.subnet_selector_terms {
+        let mut req = ec2.describe_subnets();
+        if let Some(id) = &term.id {
+            req = req.filters(Filter::builder().name("subnet-id").values(id).build());
+        }
+        for f in tag_filters(&term.tags) {
+            req = req.filters(f);
+        }
+        let resp = req.send().await.map_err(ec2_err("DescribeSubnets"))?;
+        for s in resp.subnets.unwrap_or_default() {
+            let id = s.subnet_id.unwrap_or_default();
+            out.insert(
+                id.clone(),
+                Subnet {
+                    id,
+                    zone: s.availability_zone.unwrap_or_default(),
+                    zone_id: s.availability_zone_id,
+                },
+            );
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+async fn security_groups(
+    ec2: &aws_sdk_ec2::Client,
+    spec: &EC2NodeClassSpec,
+) -> Result<Vec<SecurityGroup>, AwsError> {
+    let mut out: BTreeMap<String, SecurityGroup> = BTreeMap::new();
+    for term in &spec.security_group_selector_terms {
+        let mut req = ec2.describe_security_groups();
+        if let Some(id) = &term.id {
+            req = req.filters(Filter::builder().name("group-id").values(id).build());
+        }
+        if let Some(name) = &term.name {
+            req = req.filters(Filter::builder().name("group-name").values(name).build());
+        }
+        for f in tag_filters(&term.tags) {
+            req = req.filters(f);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(ec2_err("DescribeSecurityGroups"))?;
+        for g in resp.security_groups.unwrap_or_default() {
+            let id = g.group_id.unwrap_or_default();
+            out.insert(
+                id.clone(),
+                SecurityGroup {
+                    id,
+                    name: g.group_name,
+                },
+            );
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Kubernetes' spelling of an EC2 architecture.
+pub fn kube_arch(ec2_arch: &str) -> &str {
+    match ec2_arch {
+        "x86_64" | "x86_64_mac" => "amd64",
+        "arm64" | "arm64_mac" => "arm64",
+        other => other,
+    }
+}
+
+fn ami(id: String, name: Option<String>, ec2_arch: &str) -> Ami {
+    Ami {
+        id,
+        name,
+        requirements: vec![Requirement::new(
+            labels::ARCH,
+            Operator::In,
+            &[kube_arch(ec2_arch)],
+        )],
+    }
+}
+
+async fn amis(
+    ec2: &aws_sdk_ec2::Client,
+    ssm: &aws_sdk_ssm::Client,
+    params: &AmiParameters,
+    spec: &EC2NodeClassSpec,
+) -> Result<Vec<Ami>, AwsError> {
+    let mut out: Vec<Ami> = Vec::new();
+    for term in &spec.ami_selector_terms {
+        if let Some(alias) = &term.alias {
+            let (family, version) = alias.split_once('@').unwrap_or((alias, "latest"));
+            let family = AmiFamily::from_alias(&format!("{family}@")).ok_or_else(|| {
+                AwsError::Invalid(format!(
+                    "amiSelectorTerms.alias: unknown family in {alias:?}"
+                ))
+            })?;
+            for arch in ["x86_64", "arm64"] {
+                let Some(path) = params.path(family, arch, version) else {
+                    continue;
+                };
+                if let Some(id) = parameter(ssm, &path).await? {
+                    out.push(ami(id, None, arch));
+                }
+            }
+            continue;
+        }
+        if let Some(path) = &term.ssm_parameter {
+            if let Some(id) = parameter(ssm, path).await? {
+                out.extend(
+                    describe_images(
+                        ec2,
+                        &AmiSelectorTerm {
+                            id: Some(id),
+                            ..Default::default()
+                        },
+                    )
+                    .await?,
+                );
+            }
+            continue;
+        }
+        out.extend(describe_images(ec2, term).await?);
+    }
+    // Newest first per architecture is what EC2 returns sorted below; keep first per id.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|a| seen.insert(a.id.clone()));
+    Ok(out)
+}
+
+async fn describe_images(
+    ec2: &aws_sdk_ec2::Client,
+    term: &AmiSelectorTerm,
+) -> Result<Vec<Ami>, AwsError> {
+    let mut req = ec2.describe_images();
+    if let Some(id) = &term.id {
+        req = req.image_ids(id);
+    }
+    if let Some(name) = &term.name {
+        req = req.filters(Filter::builder().name("name").values(name).build());
+    }
+    if let Some(owner) = &term.owner {
+        req = req.owners(owner);
+    }
+    for f in tag_filters(&term.tags) {
+        req = req.filters(f);
+    }
+    let resp = req.send().await.map_err(ec2_err("DescribeImages"))?;
+    let mut images = resp.images.unwrap_or_default();
+    // Newest first, so the first image per architecture is the one launches use.
+    images.sort_by(|a, b| b.creation_date.cmp(&a.creation_date));
+    Ok(images
+        .into_iter()
+        .map(|i| {
+            let arch = i
+                .architecture
+                .as_ref()
+                .map(|a| a.as_str().to_string())
+                .unwrap_or_default();
+            ami(i.image_id.unwrap_or_default(), i.name, &arch)
+        })
+        .collect())
+}
+
+async fn parameter(ssm: &aws_sdk_ssm::Client, name: &str) -> Result<Option<String>, AwsError> {
+    match ssm.get_parameter().name(name).send().await {
+        Ok(out) => Ok(out.parameter.and_then(|p| p.value)),
+        Err(e) => {
+            if e.as_service_error()
+                .is_some_and(|s| s.is_parameter_not_found())
+            {
+                Ok(None)
+            } else {
+                Err(ssm_err("GetParameter")(e))
+            }
+        }
+    }
+}
+
+/// Conditions for a resolved status: one per kind of thing, and Ready rolling them up with the
+/// first reason something resolved to nothing.
+pub fn readiness(status: &EC2NodeClassStatus, now: k8s_openapi::jiff::Timestamp) -> Vec<Condition> {
+    let checks = [
+        (
+            cond::SUBNETS_READY,
+            status.subnets.is_empty(),
+            "SubnetsNotFound",
+            "no subnet matches subnetSelectorTerms",
+        ),
+        (
+            cond::SECURITY_GROUPS_READY,
+            status.security_groups.is_empty(),
+            "SecurityGroupsNotFound",
+            "no security group matches securityGroupSelectorTerms",
+        ),
+        (
+            cond::AMIS_READY,
+            status.amis.is_empty(),
+            "AMIsNotFound",
+            "no image matches amiSelectorTerms",
+        ),
+    ];
+    let c = |type_: &str, ok: bool, reason: &str, message: &str| Condition {
+        type_: type_.into(),
+        status: if ok { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message: message.into(),
+        last_transition_time: Time(now),
+        observed_generation: None,
+    };
+    let mut out: Vec<Condition> = checks
+        .iter()
+        .map(|(t, empty, reason, msg)| {
+            if *empty {
+                c(t, false, reason, msg)
+            } else {
+                c(t, true, "Resolved", "resolved")
+            }
+        })
+        .collect();
+    let failed = checks.iter().find(|(_, empty, _, _)| *empty);
+    out.push(match failed {
+        Some((_, _, reason, msg)) => c(conditions::READY, false, reason, msg),
+        None => c(
+            conditions::READY,
+            true,
+            "Ready",
+            "subnets, security groups and images resolved",
+        ),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_names_the_first_selector_that_resolved_to_nothing() {
+        let status = EC2NodeClassStatus {
+            subnets: vec![Subnet {
+                id: "subnet-1".into(),
+                zone: "us-east-1a".into(),
+                zone_id: None,
+            }],
+            ..Default::default()
+        };
+        let conds = readiness(&status, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let ready = conditions::find(&conds, conditions::READY).unwrap();
+        assert_eq!(ready.status, "False");
+        assert_eq!(ready.reason, "SecurityGroupsNotFound");
+        assert!(conditions::is_true(&conds, cond::SUBNETS_READY));
+        assert!(!conditions::is_true(&conds, cond::AMIS_READY));
+    }
+
+    #[test]
+    fn family_parameter_paths_follow_the_published_layout_under_the_prefix() {
+        let p = AmiParameters {
+            prefix: "/test/".into(),
+            kubernetes_version: "1.30".into(),
+        };
+        assert_eq!(
+            p.path(AmiFamily::AL2023, "x86_64", "latest").unwrap(),
+            "/test/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id"
+        );
+        assert_eq!(
+            p.path(AmiFamily::Bottlerocket, "arm64", "latest").unwrap(),
+            "/test/bottlerocket/aws-k8s-1.30/arm64/latest/image_id"
+        );
+        assert_eq!(p.path(AmiFamily::Custom, "arm64", "latest"), None);
+    }
+}

@@ -1,0 +1,842 @@
+//! [`AwsProvider`]: the `CloudProvider` for EC2. Launches go through CreateFleet (type instant)
+//! with one override per allowed pool; instances carry tags naming the cluster, NodePool,
+//! NodeClaim and class, which is how a relaunch after a crash finds its earlier instance and
+//! how garbage collection finds strays.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adze_api::NodeClaim;
+use adze_api::ec2nodeclass::{
+    AmiFamily, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
+};
+use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
+use adze_scheduling::{InstanceType, labels};
+use aws_sdk_ec2::types::{
+    DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
+    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
+    FleetOnDemandAllocationStrategy, FleetType, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateTagSpecificationRequest,
+    OnDemandOptionsRequest, RequestLaunchTemplateData, ResourceType, SpotAllocationStrategy,
+    SpotOptionsRequest, Tag, TagSpecification, TargetCapacitySpecificationRequest,
+};
+use base64::Engine;
+use futures::future::BoxFuture;
+use sha2::{Digest, Sha256};
+
+use crate::clients::Clients;
+use crate::error::{AwsError, ec2_err};
+use crate::instance_types::Catalog;
+use crate::nodeclass::{self, AmiParameters};
+use crate::selection::{self, Candidate, FleetError};
+use crate::userdata::{self, Bootstrap};
+
+/// Tag holding a hash of the EC2NodeClass spec the instance was launched from (drift).
+pub const CLASS_HASH_TAG: &str = "aws.adze.sh/ec2nodeclass-hash";
+/// At most this many overrides go into one CreateFleet (cheapest first).
+pub const MAX_OVERRIDES: usize = 100;
+
+/// Where the provider finds EC2NodeClasses: the apiserver in production, a map in tests.
+pub trait NodeClasses: Send + Sync {
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<EC2NodeClass>, String>>;
+}
+
+/// A fixed set of classes.
+pub struct StaticNodeClasses(pub BTreeMap<String, EC2NodeClass>);
+
+impl NodeClasses for StaticNodeClasses {
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<EC2NodeClass>, String>> {
+        Box::pin(async move { Ok(self.0.get(name).cloned()) })
+    }
+}
+
+/// Classes read from the apiserver.
+pub struct KubeNodeClasses(pub kube::Api<EC2NodeClass>);
+
+impl NodeClasses for KubeNodeClasses {
+    fn get<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<EC2NodeClass>, String>> {
+        Box::pin(async move { self.0.get_opt(name).await.map_err(|e| e.to_string()) })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub region: String,
+    pub cluster_name: String,
+    pub cluster_endpoint: String,
+    /// Base64 PEM of the cluster CA, written into user data.
+    pub cluster_ca: String,
+    pub ami_parameters: AmiParameters,
+    /// How long a discovered instance-type list is used before it is refreshed.
+    pub catalog_ttl: Duration,
+}
+
+pub struct AwsProvider {
+    pub clients: Clients,
+    pub settings: Settings,
+    classes: Arc<dyn NodeClasses>,
+    catalog: Catalog,
+    unavailable: UnavailableOfferings,
+    templates: Mutex<HashSet<String>>,
+}
+
+/// A hash of the class spec, stable across runs (serde_json of ordered fields and maps).
+pub fn spec_hash(spec: &EC2NodeClassSpec) -> String {
+    let json = serde_json::to_vec(spec).unwrap_or_default();
+    hex16(&json)
+}
+
+fn hex16(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn tag(k: &str, v: &str) -> Tag {
+    Tag::builder().key(k).value(v).build()
+}
+
+/// Labels that name one instance's own facts; kubelet or the lifecycle sets them, and keeping
+/// them out of user data lets claims of one NodePool share a launch template.
+fn is_instance_label(key: &str) -> bool {
+    [
+        labels::HOSTNAME,
+        labels::INSTANCE_TYPE,
+        labels::ZONE,
+        labels::REGION,
+        labels::CAPACITY_TYPE,
+        labels::NODECLAIM,
+        labels::ARCH,
+        labels::OS,
+    ]
+    .contains(&key)
+        || key.starts_with("aws.adze.sh/instance-")
+}
+
+impl AwsProvider {
+    pub fn new(
+        clients: Clients,
+        settings: Settings,
+        classes: Arc<dyn NodeClasses>,
+        unavailable: UnavailableOfferings,
+    ) -> Self {
+        AwsProvider {
+            catalog: Catalog::new(settings.catalog_ttl),
+            clients,
+            settings,
+            classes,
+            unavailable,
+            templates: Mutex::default(),
+        }
+    }
+
+    /// Discovers instance types now if the cached list is stale.
+    pub async fn refresh(&self) -> Result<(), AwsError> {
+        self.catalog
+            .refresh_if_stale(&self.clients.ec2, &self.settings.region)
+            .await
+    }
+
+    /// Keeps the instance-type list fresh: call from a spawned task.
+    pub async fn refresh_forever(self: Arc<Self>) {
+        loop {
+            if let Err(e) = self.refresh().await {
+                tracing::warn!(error = %e, "instance type refresh failed; keeping the previous list");
+            }
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    }
+
+    fn cluster_tag(&self) -> String {
+        format!("kubernetes.io/cluster/{}", self.settings.cluster_name)
+    }
+
+    async fn class_of(
+        &self,
+        claim: &NodeClaim,
+    ) -> Result<(EC2NodeClass, EC2NodeClassStatus), AwsError> {
+        let name = &claim.spec.node_class_ref.name;
+        let class = self
+            .classes
+            .get(name)
+            .await
+            .map_err(|e| AwsError::Invalid(format!("reading EC2NodeClass {name}: {e}")))?
+            .ok_or_else(|| {
+                AwsError::Invalid(format!("spec.nodeClassRef: EC2NodeClass {name} not found"))
+            })?;
+        let status = match &class.status {
+            Some(s)
+                if !s.subnets.is_empty() && !s.security_groups.is_empty() && !s.amis.is_empty() =>
+            {
+                s.clone()
+            }
+            // No controller has resolved it yet (or it resolved to nothing): resolve now.
+            _ => {
+                nodeclass::resolve(
+                    &self.clients.ec2,
+                    &self.clients.ssm,
+                    &self.settings.ami_parameters,
+                    &class.spec,
+                )
+                .await?
+            }
+        };
+        Ok((class, status))
+    }
+
+    /// Our live instance for the claim, if one was launched before (possibly by a process that
+    /// crashed before recording it).
+    pub async fn find_by_claim(
+        &self,
+        claim_name: &str,
+    ) -> Result<Option<aws_sdk_ec2::types::Instance>, AwsError> {
+        let found = self
+            .describe(vec![
+                Filter::builder()
+                    .name(format!("tag:{}", labels::NODECLAIM))
+                    .values(claim_name)
+                    .build(),
+                Filter::builder()
+                    .name(format!("tag:{}", self.cluster_tag()))
+                    .values("owned")
+                    .build(),
+                live_states(),
+            ])
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    async fn describe(
+        &self,
+        filters: Vec<Filter>,
+    ) -> Result<Vec<aws_sdk_ec2::types::Instance>, AwsError> {
+        let mut out = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let resp = self
+                .clients
+                .ec2
+                .describe_instances()
+                .set_filters(Some(filters.clone()))
+                .set_next_token(next.clone())
+                .send()
+                .await
+                .map_err(ec2_err("DescribeInstances"))?;
+            for r in resp.reservations.unwrap_or_default() {
+                out.extend(r.instances.unwrap_or_default());
+            }
+            next = resp.next_token.filter(|t| !t.is_empty());
+            if next.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn to_instance(&self, i: &aws_sdk_ec2::types::Instance) -> Instance {
+        let zone = i
+            .placement
+            .as_ref()
+            .and_then(|p| p.availability_zone.clone())
+            .unwrap_or_default();
+        let type_name = i
+            .instance_type
+            .as_ref()
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default();
+        let capacity_type = if i
+            .instance_lifecycle
+            .as_ref()
+            .is_some_and(|l| l.as_str() == "spot")
+        {
+            labels::CAPACITY_TYPE_SPOT
+        } else {
+            labels::CAPACITY_TYPE_ON_DEMAND
+        };
+        let catalog = self.catalog.get();
+        let t = catalog.iter().find(|t| t.name == type_name);
+        Instance {
+            provider_id: format!(
+                "aws:///{zone}/{}",
+                i.instance_id.as_deref().unwrap_or_default()
+            ),
+            instance_type: type_name,
+            zone,
+            capacity_type: capacity_type.into(),
+            capacity: t.map(|t| t.capacity.to_quantities()).unwrap_or_default(),
+            allocatable: t
+                .map(|t| t.allocatable().to_quantities())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The launch template for one (image, user data, class) combination, created once.
+    async fn ensure_template(
+        &self,
+        class: &EC2NodeClass,
+        status: &EC2NodeClassStatus,
+        ami: &str,
+        user_data: &str,
+    ) -> Result<String, AwsError> {
+        let spec = &class.spec;
+        let class_name = class.metadata.name.clone().unwrap_or_default();
+        let key = format!("{ami}\n{class_name}\n{}\n{user_data}", spec_hash(spec));
+        let name = format!(
+            "adze-{}-{}",
+            self.settings.cluster_name,
+            hex16(key.as_bytes())
+        );
+        if self.templates.lock().unwrap().contains(&name) {
+            return Ok(name);
+        }
+        let exists = self
+            .clients
+            .ec2
+            .describe_launch_templates()
+            .filters(
+                Filter::builder()
+                    .name("launch-template-name")
+                    .values(&name)
+                    .build(),
+            )
+            .send()
+            .await
+            .ok()
+            .and_then(|r| r.launch_templates)
+            .is_some_and(|t| {
+                t.iter()
+                    .any(|t| t.launch_template_name.as_deref() == Some(&name))
+            });
+        if !exists {
+            let mo = &spec.metadata_options;
+            let metadata = LaunchTemplateInstanceMetadataOptionsRequest::builder()
+                .http_tokens(LaunchTemplateHttpTokensState::from(
+                    format!("{:?}", mo.http_tokens).to_lowercase().as_str(),
+                ))
+                .http_put_response_hop_limit(mo.http_put_response_hop_limit as i32)
+                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
+                    format!("{:?}", mo.http_endpoint).to_lowercase().as_str(),
+                ))
+                .http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(
+                    format!("{:?}", mo.http_protocol_ipv6)
+                        .to_lowercase()
+                        .as_str(),
+                ))
+                .build();
+            let mut tags: Vec<Tag> = spec.tags.iter().map(|(k, v)| tag(k, v)).collect();
+            tags.push(tag(&self.cluster_tag(), "owned"));
+            tags.push(tag(EC2NODECLASS_TAG, &class_name));
+            let mut data = RequestLaunchTemplateData::builder()
+                .image_id(ami)
+                .user_data(base64::engine::general_purpose::STANDARD.encode(user_data))
+                .set_security_group_ids(Some(
+                    status
+                        .security_groups
+                        .iter()
+                        .map(|g| g.id.clone())
+                        .collect(),
+                ))
+                .metadata_options(metadata)
+                .tag_specifications(
+                    LaunchTemplateTagSpecificationRequest::builder()
+                        .resource_type(ResourceType::Volume)
+                        .set_tags(Some(tags.clone()))
+                        .build(),
+                );
+            if let Some(profile) = &status.instance_profile {
+                data = data.iam_instance_profile(
+                    LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
+                        .name(profile)
+                        .build(),
+                );
+            }
+            if let Some(m) = spec.detailed_monitoring {
+                data = data.monitoring(
+                    aws_sdk_ec2::types::LaunchTemplatesMonitoringRequest::builder()
+                        .enabled(m)
+                        .build(),
+                );
+            }
+            for b in &spec.block_device_mappings {
+                let mut m =
+                    LaunchTemplateBlockDeviceMappingRequest::builder().device_name(&b.device_name);
+                if let Some(e) = &b.ebs {
+                    let mut ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
+                        .set_volume_size(e.volume_size_bytes().map(|b| b.div_ceil(1 << 30) as i32))
+                        .set_iops(e.iops.map(|v| v as i32))
+                        .set_throughput(e.throughput.map(|v| v as i32))
+                        .set_encrypted(e.encrypted)
+                        .set_kms_key_id(e.kms_key_id.clone())
+                        .set_delete_on_termination(e.delete_on_termination)
+                        .set_snapshot_id(e.snapshot_id.clone());
+                    if let Some(t) = e.volume_type {
+                        ebs = ebs.volume_type(aws_sdk_ec2::types::VolumeType::from(
+                            format!("{t:?}").to_lowercase().as_str(),
+                        ));
+                    }
+                    m = m.ebs(ebs.build());
+                }
+                data = data.block_device_mappings(m.build());
+            }
+            let created = self
+                .clients
+                .ec2
+                .create_launch_template()
+                .launch_template_name(&name)
+                .launch_template_data(data.build())
+                .tag_specifications(
+                    TagSpecification::builder()
+                        .resource_type(ResourceType::LaunchTemplate)
+                        .set_tags(Some(tags))
+                        .build(),
+                )
+                .send()
+                .await;
+            if let Err(e) = created {
+                let text = aws_sdk_ec2::error::DisplayErrorContext(&e).to_string();
+                // Another launch created it first.
+                if !text.contains("AlreadyExists") {
+                    return Err(AwsError::Api {
+                        call: "CreateLaunchTemplate",
+                        message: text,
+                    });
+                }
+            }
+            tracing::info!(template = %name, ami, "launch template created");
+        }
+        self.templates.lock().unwrap().insert(name.clone());
+        Ok(name)
+    }
+
+    async fn launch(&self, claim: &NodeClaim) -> Result<Instance, CloudError> {
+        let claim_name = claim.metadata.name.clone().unwrap_or_default();
+        if let Some(existing) = self.find_by_claim(&claim_name).await? {
+            tracing::info!(nodeclaim = %claim_name, instance = ?existing.instance_id, "instance already launched for this claim");
+            return Ok(self.to_instance(&existing));
+        }
+        let (class, status) = self.class_of(claim).await?;
+        let family = class
+            .spec
+            .effective_ami_family()
+            .unwrap_or(AmiFamily::Custom);
+        self.refresh().await?;
+        let reqs = selection::claim_requirements(claim).map_err(CloudError::Other)?;
+        let requests = selection::claim_requests(claim).map_err(CloudError::Other)?;
+        // Types whose architecture some resolved image boots.
+        let ami_for = |t: &InstanceType| -> Option<String> {
+            let arch = t.label(labels::ARCH)?;
+            status
+                .amis
+                .iter()
+                .find(|a| {
+                    a.requirements
+                        .iter()
+                        .all(|r| r.key != labels::ARCH || r.values.iter().any(|v| v == arch))
+                })
+                .map(|a| a.id.clone())
+        };
+        let mut tried_out: Vec<(String, String, String)> = Vec::new();
+        for attempt in 1..=5 {
+            let catalog = self.unavailable.apply(&self.catalog.get(), Instant::now());
+            let mut cands = selection::candidates(&reqs, &requests, &catalog, &status.subnets);
+            cands.retain(|c| ami_for(&c.instance_type).is_some());
+            cands.truncate(MAX_OVERRIDES);
+            if cands.is_empty() {
+                let (t, z, ct) = tried_out
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| ("*".into(), "*".into(), "*".into()));
+                return Err(CloudError::InsufficientCapacity {
+                    instance_type: t,
+                    zone: z,
+                    capacity_type: ct,
+                    message: format!(
+                        "no launchable pool left for NodeClaim {claim_name} ({} ruled out by capacity errors)",
+                        tried_out.len()
+                    ),
+                });
+            }
+            let capacity_type = cands[0].capacity_type.clone();
+            // One launch template per (image, max pods): user data carries max pods.
+            let mut groups: BTreeMap<(String, i64), Vec<&Candidate>> = BTreeMap::new();
+            for c in &cands {
+                let ami = ami_for(&c.instance_type).unwrap_or_default();
+                groups
+                    .entry((ami, self.max_pods(&class.spec, &c.instance_type)))
+                    .or_default()
+                    .push(c);
+            }
+            let mut configs = Vec::new();
+            for ((ami, max_pods), members) in &groups {
+                let boot = Bootstrap {
+                    cluster_name: self.settings.cluster_name.clone(),
+                    cluster_endpoint: self.settings.cluster_endpoint.clone(),
+                    cluster_ca: self.settings.cluster_ca.clone(),
+                    max_pods: *max_pods,
+                    labels: claim
+                        .metadata
+                        .labels
+                        .clone()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(k, _)| !is_instance_label(k))
+                        .collect(),
+                    taints: claim
+                        .spec
+                        .taints
+                        .iter()
+                        .chain(&claim.spec.startup_taints)
+                        .map(|t| {
+                            format!(
+                                "{}={}:{}",
+                                t.key,
+                                t.value.as_deref().unwrap_or_default(),
+                                t.effect.as_str()
+                            )
+                        })
+                        .collect(),
+                };
+                let ud = userdata::render(family, &boot, class.spec.user_data.as_deref());
+                let template = self.ensure_template(&class, &status, ami, &ud).await?;
+                let overrides: Vec<_> = members
+                    .iter()
+                    .map(|c| {
+                        FleetLaunchTemplateOverridesRequest::builder()
+                            .instance_type(aws_sdk_ec2::types::InstanceType::from(
+                                c.instance_type.name.as_str(),
+                            ))
+                            .subnet_id(&c.subnet_id)
+                            .build()
+                    })
+                    .collect();
+                configs.push(
+                    FleetLaunchTemplateConfigRequest::builder()
+                        .launch_template_specification(
+                            FleetLaunchTemplateSpecificationRequest::builder()
+                                .launch_template_name(template)
+                                .version("$Latest")
+                                .build(),
+                        )
+                        .set_overrides(Some(overrides))
+                        .build(),
+                );
+            }
+            let nodepool = claim
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(labels::NODEPOOL))
+                .cloned()
+                .unwrap_or_default();
+            let mut tags: Vec<Tag> = class.spec.tags.iter().map(|(k, v)| tag(k, v)).collect();
+            tags.extend([
+                tag(&self.cluster_tag(), "owned"),
+                tag("eks:eks-cluster-name", &self.settings.cluster_name),
+                tag(labels::NODEPOOL, &nodepool),
+                tag(labels::NODECLAIM, &claim_name),
+                tag(
+                    EC2NODECLASS_TAG,
+                    class.metadata.name.as_deref().unwrap_or_default(),
+                ),
+                tag(CLASS_HASH_TAG, &spec_hash(&class.spec)),
+                tag(
+                    "Name",
+                    &format!("{}/{claim_name}", self.settings.cluster_name),
+                ),
+            ]);
+            let spot = capacity_type == labels::CAPACITY_TYPE_SPOT;
+            let target = TargetCapacitySpecificationRequest::builder()
+                .total_target_capacity(1)
+                .default_target_capacity_type(if spot {
+                    DefaultTargetCapacityType::Spot
+                } else {
+                    DefaultTargetCapacityType::OnDemand
+                })
+                .set_spot_target_capacity(spot.then_some(1))
+                .set_on_demand_target_capacity((!spot).then_some(1))
+                .build();
+            let mut req = self
+                .clients
+                .ec2
+                .create_fleet()
+                .r#type(FleetType::Instant)
+                .target_capacity_specification(target)
+                .set_launch_template_configs(Some(configs))
+                .tag_specifications(
+                    TagSpecification::builder()
+                        .resource_type(ResourceType::Instance)
+                        .set_tags(Some(tags))
+                        .build(),
+                );
+            req = if spot {
+                req.spot_options(
+                    SpotOptionsRequest::builder()
+                        .allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized)
+                        .build(),
+                )
+            } else {
+                req.on_demand_options(
+                    OnDemandOptionsRequest::builder()
+                        .allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice)
+                        .build(),
+                )
+            };
+            let resp = req.send().await.map_err(ec2_err("CreateFleet"))?;
+            let errors: Vec<FleetError> = resp
+                .errors
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| {
+                    let o = e.launch_template_and_overrides.and_then(|l| l.overrides);
+                    FleetError {
+                        instance_type: o
+                            .as_ref()
+                            .and_then(|o| o.instance_type.as_ref().map(|t| t.as_str().to_string())),
+                        subnet_id: o.and_then(|o| o.subnet_id),
+                        code: e.error_code.unwrap_or_default(),
+                        message: e.error_message.unwrap_or_default(),
+                    }
+                })
+                .collect();
+            let ids: Vec<String> = resp
+                .instances
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|i| i.instance_ids.unwrap_or_default())
+                .collect();
+            let ruled = selection::ruled_out(&errors, &cands);
+            for (t, z, ct) in &ruled {
+                self.unavailable.mark(t, z, ct, Instant::now());
+            }
+            tried_out.extend(ruled.iter().cloned());
+            if let Some(id) = ids.first() {
+                let described = self
+                    .describe(vec![
+                        Filter::builder().name("instance-id").values(id).build(),
+                    ])
+                    .await?;
+                let inst = described.first().ok_or_else(|| {
+                    CloudError::Other(format!(
+                        "CreateFleet returned {id}, but DescribeInstances does not know it"
+                    ))
+                })?;
+                let out = self.to_instance(inst);
+                tracing::info!(nodeclaim = %claim_name, instance = %id, instance_type = %out.instance_type, zone = %out.zone,
+                    capacity_type = %out.capacity_type, attempt, ruled_out = ruled.len(), "launched");
+                return Ok(out);
+            }
+            if ruled.is_empty() {
+                let detail: Vec<String> = errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.code, e.message))
+                    .collect();
+                return Err(CloudError::Other(format!(
+                    "CreateFleet launched nothing: {}",
+                    detail.join("; ")
+                )));
+            }
+            tracing::info!(nodeclaim = %claim_name, ruled_out = ?ruled, attempt, "pools out of capacity; retrying with the rest");
+        }
+        Err(CloudError::Other(format!(
+            "NodeClaim {claim_name}: launch kept failing after 5 attempts"
+        )))
+    }
+
+    fn max_pods(&self, spec: &EC2NodeClassSpec, t: &InstanceType) -> i64 {
+        let mut pods = t.capacity.pods;
+        if let Some(k) = &spec.kubelet {
+            if let Some(m) = k.max_pods {
+                pods = i64::from(m);
+            }
+            if let Some(ppc) = k.pods_per_core {
+                let cores = t.capacity.cpu / 1000;
+                pods = pods.min(i64::from(ppc) * cores.max(1));
+            }
+        }
+        pods
+    }
+
+    async fn terminate(&self, ids: Vec<String>) -> Result<(), AwsError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.clients
+            .ec2
+            .terminate_instances()
+            .set_instance_ids(Some(ids.clone()))
+            .send()
+            .await
+            .map_err(ec2_err("TerminateInstances"))?;
+        // Wait until EC2 reports them going away, so the claim's finalizer is honest.
+        for _ in 0..60 {
+            let still = self
+                .describe(vec![
+                    Filter::builder()
+                        .name("instance-id")
+                        .set_values(Some(ids.clone()))
+                        .build(),
+                    live_states(),
+                ])
+                .await?;
+            if still.is_empty() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        Err(AwsError::Api {
+            call: "TerminateInstances",
+            message: format!("{ids:?} still running after 2 minutes"),
+        })
+    }
+
+    async fn drifted(&self, claim: &NodeClaim) -> Result<bool, CloudError> {
+        let Some(id) = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(crate::interruption::instance_id_of)
+        else {
+            return Ok(false);
+        };
+        let found = self
+            .describe(vec![
+                Filter::builder().name("instance-id").values(id).build(),
+            ])
+            .await?;
+        let Some(i) = found.first() else {
+            return Ok(false);
+        };
+        let (class, status) = self.class_of(claim).await?;
+        let image_ok = i
+            .image_id
+            .as_ref()
+            .is_some_and(|img| status.amis.iter().any(|a| &a.id == img));
+        let subnet_ok = i
+            .subnet_id
+            .as_ref()
+            .is_some_and(|s| status.subnets.iter().any(|x| &x.id == s));
+        let sgs: BTreeSet<String> = i
+            .security_groups
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|g| g.group_id)
+            .collect();
+        let want: BTreeSet<String> = status
+            .security_groups
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        let hash = i
+            .tags
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|t| t.key.as_deref() == Some(CLASS_HASH_TAG))
+            .and_then(|t| t.value);
+        let hash_ok = hash.as_deref().is_none_or(|h| h == spec_hash(&class.spec));
+        let drifted = !(image_ok && subnet_ok && sgs == want && hash_ok);
+        if drifted {
+            tracing::info!(
+                instance = id,
+                image_ok,
+                subnet_ok,
+                sgs_ok = sgs == want,
+                hash_ok,
+                "instance drifted from its EC2NodeClass"
+            );
+        }
+        Ok(drifted)
+    }
+}
+
+fn live_states() -> Filter {
+    Filter::builder()
+        .name("instance-state-name")
+        .set_values(Some(
+            ["pending", "running", "stopping", "stopped"]
+                .map(String::from)
+                .to_vec(),
+        ))
+        .build()
+}
+
+impl CloudProvider for AwsProvider {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    fn create<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<Instance, CloudError>> {
+        Box::pin(self.launch(claim))
+    }
+
+    fn delete<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            let mut ids: BTreeSet<String> = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(crate::interruption::instance_id_of)
+                .map(String::from)
+                .into_iter()
+                .collect();
+            // An instance launched before a crash may not be in the status yet.
+            if let Some(i) = self.find_by_claim(&name).await? {
+                ids.extend(i.instance_id);
+            }
+            self.terminate(ids.into_iter().collect()).await?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        provider_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Instance>, CloudError>> {
+        Box::pin(async move {
+            let Some(id) = crate::interruption::instance_id_of(provider_id) else {
+                return Ok(None);
+            };
+            let found = self
+                .describe(vec![
+                    Filter::builder().name("instance-id").values(id).build(),
+                    live_states(),
+                ])
+                .await?;
+            Ok(found.first().map(|i| self.to_instance(i)))
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
+        Box::pin(async move {
+            let found = self
+                .describe(vec![
+                    Filter::builder()
+                        .name(format!("tag:{}", self.cluster_tag()))
+                        .values("owned")
+                        .build(),
+                    Filter::builder()
+                        .name("tag-key")
+                        .values(labels::NODECLAIM)
+                        .build(),
+                    live_states(),
+                ])
+                .await?;
+            Ok(found.iter().map(|i| self.to_instance(i)).collect())
+        })
+    }
+
+    fn instance_types(&self) -> Vec<Arc<InstanceType>> {
+        self.catalog.get().as_ref().clone()
+    }
+
+    fn is_drifted<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
+        Box::pin(self.drifted(claim))
+    }
+}

@@ -1,0 +1,150 @@
+//! Starting the AWS provider inside `adze-provisioner run`: build the clients, keep instance
+//! types fresh, resolve EC2NodeClass status, and poll the interruption queue. The provisioner
+//! only calls [`start`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adze_api::EC2NodeClass;
+use adze_cloud::UnavailableOfferings;
+use kube::api::{Patch, PatchParams};
+
+use crate::interruption::{self, Queue};
+use crate::nodeclass::{self, AmiParameters};
+use crate::{AwsProvider, Clients, KubeNodeClasses, Settings};
+
+/// What `--cloud-provider aws` is configured with.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Endpoint override for every AWS service (moto, a proxy); None uses AWS.
+    pub endpoint: Option<String>,
+    pub region: String,
+    pub cluster_name: String,
+    pub cluster_endpoint: String,
+    pub cluster_ca: String,
+    /// SSM path prefix of the family images (`/aws/service` on AWS).
+    pub ssm_prefix: String,
+    pub kubernetes_version: String,
+    /// SQS queue name or URL receiving EventBridge interruption events.
+    pub interruption_queue: Option<String>,
+}
+
+/// Builds the provider and spawns its background loops.
+pub async fn start(
+    client: kube::Client,
+    options: Options,
+    unavailable: UnavailableOfferings,
+) -> Result<Arc<AwsProvider>, String> {
+    let clients = Clients::new(&options.region, options.endpoint.as_deref()).await;
+    let settings = Settings {
+        region: options.region.clone(),
+        cluster_name: options.cluster_name.clone(),
+        cluster_endpoint: options.cluster_endpoint.clone(),
+        cluster_ca: options.cluster_ca.clone(),
+        ami_parameters: AmiParameters {
+            prefix: options.ssm_prefix.clone(),
+            kubernetes_version: options.kubernetes_version.clone(),
+        },
+        catalog_ttl: Duration::from_secs(300),
+    };
+    let classes = Arc::new(KubeNodeClasses(kube::Api::all(client.clone())));
+    let provider = Arc::new(AwsProvider::new(
+        clients.clone(),
+        settings.clone(),
+        classes,
+        unavailable,
+    ));
+    if let Err(e) = provider.refresh().await {
+        tracing::warn!(error = %e, "initial instance type discovery failed; retrying in the background");
+    }
+    tokio::spawn(provider.clone().refresh_forever());
+    tokio::spawn(resolve_classes_forever(
+        client.clone(),
+        clients.clone(),
+        settings.ami_parameters,
+    ));
+    if let Some(q) = options.interruption_queue {
+        let url = if q.starts_with("http") {
+            q
+        } else {
+            clients
+                .sqs
+                .get_queue_url()
+                .queue_name(&q)
+                .send()
+                .await
+                .map_err(|e| {
+                    format!(
+                        "GetQueueUrl {q}: {}",
+                        aws_sdk_sqs::error::DisplayErrorContext(e)
+                    )
+                })?
+                .queue_url
+                .unwrap_or_default()
+        };
+        tracing::info!(queue = %url, "polling the interruption queue");
+        tokio::spawn(interruption::run(
+            Queue::new(clients.sqs.clone(), url),
+            client,
+        ));
+    }
+    Ok(provider)
+}
+
+/// The EC2NodeClass status controller, kept thin: every 30 s, resolve each class and write the
+/// status when it changed (conditions compared without their timestamps).
+pub async fn resolve_classes_forever(
+    client: kube::Client,
+    clients: Clients,
+    params: AmiParameters,
+) {
+    let api: kube::Api<EC2NodeClass> = kube::Api::all(client);
+    loop {
+        match api.list(&Default::default()).await {
+            Ok(list) => {
+                for class in list {
+                    let name = class.metadata.name.clone().unwrap_or_default();
+                    match nodeclass::resolve(&clients.ec2, &clients.ssm, &params, &class.spec).await
+                    {
+                        Ok(mut status) => {
+                            let old = class.status.clone().unwrap_or_default();
+                            let same = |a: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+                                        b: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]| {
+                                a.len() == b.len()
+                                    && a.iter().zip(b).all(|(x, y)| x.type_ == y.type_ && x.status == y.status && x.reason == y.reason)
+                            };
+                            if old.subnets == status.subnets
+                                && old.security_groups == status.security_groups
+                                && old.amis == status.amis
+                                && same(&old.conditions, &status.conditions)
+                            {
+                                continue;
+                            }
+                            for c in &mut status.conditions {
+                                c.observed_generation = class.metadata.generation;
+                            }
+                            let patch = serde_json::json!({"status": status});
+                            match api
+                                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                                .await
+                            {
+                                Ok(_) => {
+                                    tracing::info!(ec2nodeclass = %name, subnets = status.subnets.len(),
+                                    security_groups = status.security_groups.len(), amis = status.amis.len(), "EC2NodeClass resolved")
+                                }
+                                Err(e) => {
+                                    tracing::warn!(ec2nodeclass = %name, error = %e, "writing EC2NodeClass status failed")
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(ec2nodeclass = %name, error = %e, "resolving EC2NodeClass failed")
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "listing EC2NodeClasses failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    }
+}

@@ -1,0 +1,279 @@
+//! Which pools (instance type × subnet × capacity type) a NodeClaim may launch into, and what a
+//! CreateFleet error says about them. Pure: claim, catalog and subnets in, candidates out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use adze_api::NodeClaim;
+use adze_api::ec2nodeclass::Subnet;
+use adze_scheduling::{InstanceType, Operator, Requirement, Requirements, Resources, labels};
+
+/// One launchable pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub instance_type: Arc<InstanceType>,
+    pub subnet_id: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub price: f64,
+}
+
+/// The claim's requirements in the scheduler's form; bad entries are errors naming the field.
+pub fn claim_requirements(claim: &NodeClaim) -> Result<Requirements, String> {
+    let mut reqs = Requirements::new();
+    for (i, r) in claim.spec.requirements.iter().enumerate() {
+        let op = Operator::parse(r.operator.as_str())
+            .ok_or_else(|| format!("spec.requirements[{i}].operator: unknown {:?}", r.operator))?;
+        let req = Requirement::new(&r.key, op, &r.values)
+            .map_err(|e| format!("spec.requirements[{i}]: {e}"))?;
+        reqs.add(req);
+    }
+    Ok(reqs)
+}
+
+/// The claim's resource requests.
+pub fn claim_requests(claim: &NodeClaim) -> Result<Resources, String> {
+    Resources::from_quantities(
+        claim
+            .spec
+            .resources
+            .requests
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0.as_str())),
+    )
+    .map_err(|e| format!("spec.resources.requests: {e}"))
+}
+
+/// Every available pool the claim allows, cheapest first, restricted to one capacity type: spot
+/// when the claim allows it and some spot pool qualifies, else on-demand.
+pub fn candidates(
+    reqs: &Requirements,
+    requests: &Resources,
+    catalog: &[Arc<InstanceType>],
+    subnets: &[Subnet],
+) -> Vec<Candidate> {
+    let zone_req = reqs.get(labels::ZONE);
+    let ct_req = reqs.get(labels::CAPACITY_TYPE);
+    let mut out = Vec::new();
+    for t in catalog {
+        let type_ok = reqs.iter().all(|r| {
+            if r.key == labels::ZONE || r.key == labels::CAPACITY_TYPE {
+                return true;
+            }
+            match t.requirements.get(&r.key) {
+                Some(tr) => tr.compatible(r),
+                // Labels the type does not define (nodepool, custom) come from the claim.
+                None => true,
+            }
+        });
+        if !type_ok || !requests.fits_in(t.allocatable()) {
+            continue;
+        }
+        for o in t.offerings.iter().filter(|o| o.available) {
+            if zone_req.is_some_and(|z| !z.allows(&o.zone))
+                || ct_req.is_some_and(|c| !c.allows(&o.capacity_type))
+            {
+                continue;
+            }
+            for s in subnets.iter().filter(|s| s.zone == o.zone) {
+                out.push(Candidate {
+                    instance_type: t.clone(),
+                    subnet_id: s.id.clone(),
+                    zone: o.zone.clone(),
+                    capacity_type: o.capacity_type.clone(),
+                    price: o.price,
+                });
+            }
+        }
+    }
+    let spot = out
+        .iter()
+        .any(|c| c.capacity_type == labels::CAPACITY_TYPE_SPOT);
+    let chosen = if spot {
+        labels::CAPACITY_TYPE_SPOT
+    } else {
+        labels::CAPACITY_TYPE_ON_DEMAND
+    };
+    out.retain(|c| c.capacity_type == chosen);
+    out.sort_by(|a, b| {
+        a.price
+            .total_cmp(&b.price)
+            .then_with(|| a.instance_type.name.cmp(&b.instance_type.name))
+            .then_with(|| a.subnet_id.cmp(&b.subnet_id))
+    });
+    out
+}
+
+/// Fleet error codes that mean "this pool cannot be had now; try others".
+pub fn is_capacity_error(code: &str) -> bool {
+    matches!(
+        code,
+        "InsufficientInstanceCapacity"
+            | "InsufficientCapacity"
+            | "MaxSpotInstanceCountExceeded"
+            | "UnfulfillableCapacity"
+            | "SpotMaxPriceTooLow"
+            | "Unsupported"
+            | "InsufficientFreeAddressesInSubnet"
+    ) || code.starts_with("Unsupported")
+}
+
+/// One entry of CreateFleet's `Errors`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetError {
+    pub instance_type: Option<String>,
+    pub subnet_id: Option<String>,
+    pub code: String,
+    pub message: String,
+}
+
+/// The pools (type, zone, capacity type) the errors rule out. An error without an instance
+/// type or subnet rules out every candidate it could be about.
+pub fn ruled_out(errors: &[FleetError], tried: &[Candidate]) -> Vec<(String, String, String)> {
+    let mut out: BTreeMap<(String, String, String), ()> = BTreeMap::new();
+    for e in errors.iter().filter(|e| is_capacity_error(&e.code)) {
+        for c in tried {
+            let type_match = e
+                .instance_type
+                .as_deref()
+                .is_none_or(|t| t == c.instance_type.name);
+            let subnet_match = e.subnet_id.as_deref().is_none_or(|s| s == c.subnet_id);
+            if type_match && subnet_match {
+                out.insert(
+                    (
+                        c.instance_type.name.clone(),
+                        c.zone.clone(),
+                        c.capacity_type.clone(),
+                    ),
+                    (),
+                );
+            }
+        }
+    }
+    out.into_keys().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adze_api::Operator as ApiOp;
+    use adze_api::Requirement as ApiReq;
+
+    fn claim(reqs: Vec<ApiReq>) -> NodeClaim {
+        let mut c: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c1"},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+                     "resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}}}
+        }))
+        .unwrap();
+        c.spec.requirements = reqs;
+        c
+    }
+
+    fn subnets() -> Vec<Subnet> {
+        ["us-east-1a", "us-east-1b"]
+            .iter()
+            .enumerate()
+            .map(|(i, z)| Subnet {
+                id: format!("subnet-{i}"),
+                zone: z.to_string(),
+                zone_id: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claim_gets_every_fitting_pool_in_its_subnets_cheapest_first() {
+        let c = claim(vec![
+            ApiReq::new(
+                labels::INSTANCE_TYPE,
+                ApiOp::In,
+                &["m5.large", "c5.large", "m5.xlarge", "t3.micro"],
+            ),
+            ApiReq::new(labels::CAPACITY_TYPE, ApiOp::In, &["on-demand"]),
+        ]);
+        let reqs = claim_requirements(&c).unwrap();
+        let requests = claim_requests(&c).unwrap();
+        let cands = candidates(
+            &reqs,
+            &requests,
+            &adze_scheduling::catalog::embedded(),
+            &subnets(),
+        );
+        let names: Vec<&str> = cands
+            .iter()
+            .map(|c| c.instance_type.name.as_str())
+            .collect();
+        // t3.micro is too small for 1.5 cores; us-east-1c has no subnet.
+        assert_eq!(
+            names,
+            [
+                "c5.large",
+                "c5.large",
+                "m5.large",
+                "m5.large",
+                "m5.xlarge",
+                "m5.xlarge"
+            ]
+        );
+        assert!(
+            cands
+                .iter()
+                .all(|c| c.capacity_type == "on-demand" && c.zone != "us-east-1c")
+        );
+    }
+
+    #[test]
+    fn spot_is_preferred_when_allowed() {
+        let c = claim(vec![ApiReq::new(
+            labels::INSTANCE_TYPE,
+            ApiOp::In,
+            &["m5.large"],
+        )]);
+        let cands = candidates(
+            &claim_requirements(&c).unwrap(),
+            &Resources::default(),
+            &adze_scheduling::catalog::embedded(),
+            &subnets(),
+        );
+        assert_eq!(cands.len(), 2);
+        assert!(cands.iter().all(|c| c.capacity_type == "spot"));
+    }
+
+    #[test]
+    fn capacity_errors_rule_out_exactly_their_pool() {
+        let c = claim(vec![ApiReq::new(
+            labels::INSTANCE_TYPE,
+            ApiOp::In,
+            &["m5.large", "c5.large"],
+        )]);
+        let cands = candidates(
+            &claim_requirements(&c).unwrap(),
+            &Resources::default(),
+            &adze_scheduling::catalog::embedded(),
+            &subnets(),
+        );
+        let errors = vec![
+            FleetError {
+                instance_type: Some("c5.large".into()),
+                subnet_id: Some("subnet-0".into()),
+                code: "InsufficientInstanceCapacity".into(),
+                message: String::new(),
+            },
+            FleetError {
+                instance_type: Some("m5.large".into()),
+                subnet_id: None,
+                code: "InvalidParameterValue".into(),
+                message: String::new(),
+            },
+        ];
+        assert_eq!(
+            ruled_out(&errors, &cands),
+            [(
+                "c5.large".to_string(),
+                "us-east-1a".to_string(),
+                "spot".to_string()
+            )]
+        );
+    }
+}

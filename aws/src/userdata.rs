@@ -1,0 +1,191 @@
+//! User data: what an instance runs at boot to join the cluster. The AMI family decides the
+//! format; the EC2NodeClass's own `userData` is merged in, never replaced, so a user cannot
+//! accidentally drop the join settings.
+//!
+//! * AL2023 boots with `nodeadm`, which reads `NodeConfig` documents from a MIME multipart
+//!   archive. Ours is one part; the user's part (a NodeConfig or a shell script) goes first, so
+//!   `nodeadm` merges ours over it.
+//! * Bottlerocket reads one TOML document. Ours is `[settings.kubernetes]` keys; the user's
+//!   TOML is kept and ours appended where the user did not set the same table.
+//! * Custom: the user's data, unchanged.
+
+use std::collections::BTreeMap;
+
+use adze_api::ec2nodeclass::AmiFamily;
+
+/// What a node needs to join the cluster and to carry the claim's labels and taints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Bootstrap {
+    pub cluster_name: String,
+    pub cluster_endpoint: String,
+    /// Base64 PEM of the cluster CA.
+    pub cluster_ca: String,
+    pub max_pods: i64,
+    pub labels: BTreeMap<String, String>,
+    /// `key=value:Effect` (value may be empty).
+    pub taints: Vec<String>,
+}
+
+pub const MIME_BOUNDARY: &str = "//ADZE-BOUNDARY";
+
+/// The user data for `family`, before base64.
+pub fn render(family: AmiFamily, boot: &Bootstrap, user: Option<&str>) -> String {
+    match family {
+        AmiFamily::AL2023 => al2023(boot, user),
+        AmiFamily::Bottlerocket => bottlerocket(boot, user),
+        AmiFamily::Custom => user.unwrap_or_default().to_string(),
+    }
+}
+
+fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
+    let mut flags = Vec::new();
+    if !boot.labels.is_empty() {
+        let l: Vec<String> = boot
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        flags.push(format!("--node-labels={}", l.join(",")));
+    }
+    if !boot.taints.is_empty() {
+        flags.push(format!("--register-with-taints={}", boot.taints.join(",")));
+    }
+    let flags_yaml: String = flags
+        .iter()
+        .map(|f| format!("\n      - {}", yaml_quote(f)))
+        .collect();
+    let node_config = format!(
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n  kubelet:\n    config:\n      maxPods: {}\n    flags:{}\n",
+        yaml_quote(&boot.cluster_name),
+        yaml_quote(&boot.cluster_endpoint),
+        yaml_quote(&boot.cluster_ca),
+        boot.max_pods,
+        if flags_yaml.is_empty() {
+            " []".to_string()
+        } else {
+            flags_yaml
+        },
+    );
+    let mut out = format!(
+        "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"{MIME_BOUNDARY}\"\n\n"
+    );
+    if let Some(user) = user.filter(|u| !u.trim().is_empty()) {
+        let content_type = if user.starts_with("#!") {
+            "text/x-shellscript; charset=\"us-ascii\""
+        } else {
+            "application/node.eks.aws"
+        };
+        out += &format!(
+            "--{MIME_BOUNDARY}\nContent-Type: {content_type}\n\n{}\n\n",
+            user.trim_end()
+        );
+    }
+    out += &format!(
+        "--{MIME_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n--{MIME_BOUNDARY}--\n"
+    );
+    out
+}
+
+fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
+    let user = user.unwrap_or_default().trim_end();
+    let mut out = String::new();
+    if !user.is_empty() {
+        out += user;
+        out += "\n\n";
+    }
+    let user_sets = |table: &str| user.lines().any(|l| l.trim() == format!("[{table}]"));
+    if !user_sets("settings.kubernetes") {
+        out += &format!(
+            "[settings.kubernetes]\ncluster-name = {}\napi-server = {}\ncluster-certificate = {}\nmax-pods = {}\n",
+            toml_str(&boot.cluster_name),
+            toml_str(&boot.cluster_endpoint),
+            toml_str(&boot.cluster_ca),
+            boot.max_pods
+        );
+    }
+    if !boot.labels.is_empty() && !user_sets("settings.kubernetes.node-labels") {
+        out += "\n[settings.kubernetes.node-labels]\n";
+        for (k, v) in &boot.labels {
+            out += &format!("{} = {}\n", toml_str(k), toml_str(v));
+        }
+    }
+    if !boot.taints.is_empty() && !user_sets("settings.kubernetes.node-taints") {
+        out += "\n[settings.kubernetes.node-taints]\n";
+        let mut by_key: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in &boot.taints {
+            let (key, rest) = t.split_once('=').unwrap_or((t, ""));
+            by_key.entry(key).or_default().push(rest);
+        }
+        for (k, vs) in by_key {
+            let list: Vec<String> = vs.iter().map(|v| toml_str(v)).collect();
+            out += &format!("{} = [{}]\n", toml_str(k), list.join(", "));
+        }
+    }
+    out
+}
+
+fn yaml_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boot() -> Bootstrap {
+        Bootstrap {
+            cluster_name: "prod".into(),
+            cluster_endpoint: "https://k8s.example:6443".into(),
+            cluster_ca: "Q0EK".into(),
+            max_pods: 29,
+            labels: BTreeMap::from([("adze.sh/nodepool".into(), "default".into())]),
+            taints: vec!["dedicated=gpu:NoSchedule".into()],
+        }
+    }
+
+    #[test]
+    fn al2023_user_data_is_mime_with_node_config_after_the_users_part() {
+        let out = render(AmiFamily::AL2023, &boot(), Some("#!/bin/bash\necho hi"));
+        assert!(out.starts_with("MIME-Version: 1.0\n"));
+        let user_at = out.find("echo hi").unwrap();
+        let ours_at = out.find("kind: NodeConfig").unwrap();
+        assert!(
+            user_at < ours_at,
+            "ours must come last so nodeadm merges it over the user's"
+        );
+        assert!(out.contains("text/x-shellscript"));
+        assert!(out.contains("apiServerEndpoint: \"https://k8s.example:6443\""));
+        assert!(out.contains("maxPods: 29"));
+        assert!(out.contains("--node-labels=adze.sh/nodepool=default"));
+        assert!(out.contains("--register-with-taints=dedicated=gpu:NoSchedule"));
+        assert!(out.trim_end().ends_with(&format!("--{MIME_BOUNDARY}--")));
+    }
+
+    #[test]
+    fn bottlerocket_keeps_user_tables_and_adds_cluster_settings() {
+        let user = "[settings.host-containers.admin]\nenabled = true";
+        let out = render(AmiFamily::Bottlerocket, &boot(), Some(user));
+        assert!(out.starts_with(user));
+        assert!(out.contains("[settings.kubernetes]\ncluster-name = \"prod\""));
+        assert!(out.contains("max-pods = 29"));
+        assert!(out.contains("\"adze.sh/nodepool\" = \"default\""));
+        assert!(out.contains("\"dedicated\" = [\"gpu:NoSchedule\"]"));
+    }
+
+    #[test]
+    fn bottlerocket_user_kubernetes_table_wins() {
+        let user = "[settings.kubernetes]\ncluster-name = \"mine\"";
+        let out = render(AmiFamily::Bottlerocket, &boot(), Some(user));
+        assert_eq!(out.matches("[settings.kubernetes]").count(), 1);
+        assert!(out.contains("\"mine\""));
+    }
+
+    #[test]
+    fn custom_family_passes_user_data_through() {
+        assert_eq!(render(AmiFamily::Custom, &boot(), Some("x")), "x");
+    }
+}

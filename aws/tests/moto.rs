@@ -1,0 +1,662 @@
+//! Against a real moto server (`aws/ci/moto.sh` starts one and sets ADZE_AWS_ENDPOINT), through
+//! our fault proxy. Without the variable every test prints SKIP and passes.
+//! Each test uses its own cluster name and tags, so they can share one moto.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use adze_api::{EC2NodeClass, NodeClaim};
+use adze_aws::fault_proxy::FaultProxy;
+use adze_aws::nodeclass::{self, AmiParameters};
+use adze_aws::{AwsProvider, Clients, Settings, StaticNodeClasses};
+use adze_cloud::{CloudError, CloudProvider, UnavailableOfferings};
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use serde_json::json;
+
+const REGION: &str = "us-east-1";
+
+fn endpoint(test: &str) -> Option<String> {
+    match std::env::var("ADZE_AWS_ENDPOINT") {
+        Ok(e) if !e.is_empty() => Some(e),
+        _ => {
+            println!(
+                "SKIP {test}: ADZE_AWS_ENDPOINT is unset (run aws/ci/moto.sh to test against moto)"
+            );
+            None
+        }
+    }
+}
+
+struct Env {
+    cluster: String,
+    proxy: FaultProxy,
+    clients: Clients,
+    prefix: String,
+    subnets: Vec<(String, String)>,
+    sg: String,
+    ami: String,
+}
+
+/// Tags two default-VPC subnets (us-east-1a, us-east-1b) and a new security group for
+/// `cluster`, and publishes an AL2023 image id under a test SSM prefix.
+async fn env(cluster: &str, moto: &str) -> Env {
+    let proxy = FaultProxy::start(moto).await.unwrap();
+    let clients = Clients::new(REGION, Some(&proxy.url())).await;
+    let ec2 = &clients.ec2;
+    let subnets: Vec<(String, String)> = ec2
+        .describe_subnets()
+        .filters(
+            Filter::builder()
+                .name("default-for-az")
+                .values("true")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .subnets
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.subnet_id.unwrap(), s.availability_zone.unwrap()))
+        .filter(|(_, z)| z == "us-east-1a" || z == "us-east-1b")
+        .collect();
+    assert_eq!(subnets.len(), 2);
+    let discovery = format!("adze.test/{cluster}");
+    ec2.create_tags()
+        .set_resources(Some(subnets.iter().map(|s| s.0.clone()).collect()))
+        .tags(Tag::builder().key(&discovery).value("owned").build())
+        .send()
+        .await
+        .unwrap();
+    let vpc = ec2
+        .describe_vpcs()
+        .filters(Filter::builder().name("is-default").values("true").build())
+        .send()
+        .await
+        .unwrap()
+        .vpcs
+        .unwrap()[0]
+        .vpc_id
+        .clone()
+        .unwrap();
+    let sg = ec2
+        .create_security_group()
+        .group_name(format!("nodes-{cluster}"))
+        .description("adze test nodes")
+        .vpc_id(vpc)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::SecurityGroup)
+                .tags(Tag::builder().key(&discovery).value("owned").build())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .group_id
+        .unwrap();
+    let ami = ec2
+        .describe_images()
+        .filters(
+            Filter::builder()
+                .name("architecture")
+                .values("x86_64")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .images
+        .unwrap()[0]
+        .image_id
+        .clone()
+        .unwrap();
+    let prefix = format!("/adze-test/{cluster}");
+    let params = AmiParameters {
+        prefix: prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    clients
+        .ssm
+        .put_parameter()
+        .name(
+            params
+                .path(
+                    adze_api::ec2nodeclass::AmiFamily::AL2023,
+                    "x86_64",
+                    "latest",
+                )
+                .unwrap(),
+        )
+        .value(&ami)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    Env {
+        cluster: cluster.into(),
+        proxy,
+        clients,
+        prefix,
+        subnets,
+        sg,
+        ami,
+    }
+}
+
+impl Env {
+    fn class(&self) -> EC2NodeClass {
+        let tag = format!("adze.test/{}", self.cluster);
+        serde_json::from_value(json!({
+            "apiVersion": "aws.adze.sh/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "subnetSelectorTerms": [{"tags": {tag.clone(): "owned"}}],
+                "securityGroupSelectorTerms": [{"tags": {tag: "*"}}],
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "role": "nodes",
+                "userData": "#!/bin/bash\necho custom",
+                "tags": {"team": "adze"},
+            }
+        }))
+        .unwrap()
+    }
+
+    fn provider(&self, class: EC2NodeClass) -> (AwsProvider, UnavailableOfferings) {
+        let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
+        let classes = StaticNodeClasses(BTreeMap::from([("default".to_string(), class)]));
+        let provider = AwsProvider::new(
+            self.clients.clone(),
+            Settings {
+                region: REGION.into(),
+                cluster_name: self.cluster.clone(),
+                cluster_endpoint: "https://10.0.0.1:6443".into(),
+                cluster_ca: "Q0EK".into(),
+                ami_parameters: AmiParameters {
+                    prefix: self.prefix.clone(),
+                    kubernetes_version: "1.30".into(),
+                },
+                catalog_ttl: Duration::from_secs(300),
+            },
+            Arc::new(classes),
+            unavailable.clone(),
+        );
+        (provider, unavailable)
+    }
+}
+
+fn claim(name: &str, types: &[&str], capacity_type: &str) -> NodeClaim {
+    serde_json::from_value(json!({
+        "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"adze.sh/nodepool": "general", "team": "web"}},
+        "spec": {
+            "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+                {"key": "adze.sh/capacity-type", "operator": "In", "values": [capacity_type]},
+            ],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+        }
+    }))
+    .unwrap()
+}
+
+fn with_provider_id(mut c: NodeClaim, provider_id: &str) -> NodeClaim {
+    c.status = Some(adze_api::NodeClaimStatus {
+        provider_id: Some(provider_id.into()),
+        ..Default::default()
+    });
+    c
+}
+
+async fn instance(clients: &Clients, id: &str) -> aws_sdk_ec2::types::Instance {
+    clients
+        .ec2
+        .describe_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .unwrap()
+        .reservations
+        .unwrap()[0]
+        .instances
+        .clone()
+        .unwrap()[0]
+        .clone()
+}
+
+fn tags_of(i: &aws_sdk_ec2::types::Instance) -> BTreeMap<String, String> {
+    i.tags
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.key.unwrap(), t.value.unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefix() {
+    let Some(moto) = endpoint("discovery") else {
+        return;
+    };
+    let e = env("discovery", &moto).await;
+    let class = e.class();
+    let params = AmiParameters {
+        prefix: e.prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    let status = nodeclass::resolve(&e.clients.ec2, &e.clients.ssm, &params, &class.spec)
+        .await
+        .unwrap();
+    let mut zones: Vec<&str> = status.subnets.iter().map(|s| s.zone.as_str()).collect();
+    zones.sort();
+    assert_eq!(zones, ["us-east-1a", "us-east-1b"]);
+    assert_eq!(
+        status
+            .security_groups
+            .iter()
+            .map(|g| g.id.as_str())
+            .collect::<Vec<_>>(),
+        [e.sg.as_str()]
+    );
+    assert_eq!(status.amis.len(), 1);
+    assert_eq!(status.amis[0].id, e.ami);
+    assert_eq!(status.amis[0].requirements[0].values, ["amd64"]);
+    assert!(adze_api::conditions::is_true(&status.conditions, "Ready"));
+
+    // By name and by id resolve the same group; an unmatched subnet tag leaves the class not Ready.
+    let mut spec = class.spec.clone();
+    spec.security_group_selector_terms = vec![
+        serde_json::from_value(json!({"name": format!("nodes-{}", e.cluster)})).unwrap(),
+        serde_json::from_value(json!({"id": e.sg})).unwrap(),
+    ];
+    spec.subnet_selector_terms =
+        vec![serde_json::from_value(json!({"tags": {"adze.test/nobody": "owned"}})).unwrap()];
+    let status = nodeclass::resolve(&e.clients.ec2, &e.clients.ssm, &params, &spec)
+        .await
+        .unwrap();
+    assert_eq!(status.security_groups.len(), 1);
+    let ready = adze_api::conditions::find(&status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "SubnetsNotFound")
+    );
+}
+
+#[tokio::test]
+async fn instance_types_come_from_ec2_with_offerings_per_zone_and_eni_max_pods() {
+    let Some(moto) = endpoint("instance_types") else {
+        return;
+    };
+    let e = env("types", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    provider.refresh().await.unwrap();
+    let types = provider.instance_types();
+    assert!(
+        types.len() > 500,
+        "moto offers ~1400 types, got {}",
+        types.len()
+    );
+    let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+    assert_eq!(m5.capacity.pods, 29);
+    assert_eq!(m5.label("kubernetes.io/arch"), Some("amd64"));
+    let od = m5
+        .offerings
+        .iter()
+        .find(|o| o.capacity_type == "on-demand")
+        .unwrap();
+    assert_eq!(
+        od.price, 0.096,
+        "embedded catalog price when the Pricing API is unreachable"
+    );
+    let zones: std::collections::BTreeSet<&str> =
+        m5.offerings.iter().map(|o| o.zone.as_str()).collect();
+    assert!(
+        zones.contains("us-east-1a") && zones.len() >= 3,
+        "{zones:?}"
+    );
+    assert!(m5.offerings.iter().any(|o| o.capacity_type == "spot"));
+}
+
+#[tokio::test]
+async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
+    let Some(moto) = endpoint("launch") else {
+        return;
+    };
+    let e = env("launch", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    let c = claim("launch-1", &["m5.large", "c5.large"], "on-demand");
+    let got = provider.create(&c).await.unwrap();
+    assert_eq!(got.instance_type, "c5.large", "lowest price on demand");
+    assert_eq!(got.capacity_type, "on-demand");
+    assert!(
+        got.provider_id
+            .starts_with(&format!("aws:///{}/i-", got.zone)),
+        "{}",
+        got.provider_id
+    );
+    assert_eq!(got.capacity.get("pods").map(String::as_str), Some("29"));
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    let i = instance(&e.clients, id).await;
+    let tags = tags_of(&i);
+    assert_eq!(
+        tags.get("adze.sh/nodeclaim").map(String::as_str),
+        Some("launch-1")
+    );
+    assert_eq!(
+        tags.get("adze.sh/nodepool").map(String::as_str),
+        Some("general")
+    );
+    assert_eq!(
+        tags.get("kubernetes.io/cluster/launch").map(String::as_str),
+        Some("owned")
+    );
+    assert_eq!(tags.get("team").map(String::as_str), Some("adze"));
+    assert_eq!(i.image_id.as_deref(), Some(e.ami.as_str()));
+
+    let templates = e
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("launch-template-name")
+                .values("adze-launch-*")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap_or_default();
+    let all = e
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap();
+    let ours: Vec<_> = all
+        .iter()
+        .filter(|t| {
+            t.launch_template_name
+                .as_deref()
+                .unwrap()
+                .starts_with("adze-launch-")
+        })
+        .collect();
+    assert_eq!(
+        ours.len(),
+        1,
+        "one template for one (image, user data); filtered {}",
+        templates.len()
+    );
+    let v = e
+        .clients
+        .ec2
+        .describe_launch_template_versions()
+        .launch_template_id(ours[0].launch_template_id.clone().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .launch_template_versions
+        .unwrap()[0]
+        .launch_template_data
+        .clone()
+        .unwrap();
+    let md = v.metadata_options.unwrap();
+    assert_eq!(md.http_tokens.unwrap().as_str(), "required");
+    assert_eq!(md.http_put_response_hop_limit, Some(1));
+    use base64::Engine;
+    let ud = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(v.user_data.unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        ud.contains("echo custom") && ud.contains("kind: NodeConfig") && ud.contains("maxPods: 29"),
+        "{ud}"
+    );
+    assert!(ud.contains("--register-with-taints=dedicated=web:NoSchedule"));
+    assert!(
+        ud.contains("adze.sh/nodepool=general") && !ud.contains("launch-1"),
+        "no per-claim labels in shared templates"
+    );
+
+    // A second claim of the same pool and shape reuses the template.
+    provider
+        .create(&claim("launch-2", &["m5.large", "c5.large"], "on-demand"))
+        .await
+        .unwrap();
+    let all = e
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap();
+    assert_eq!(
+        all.iter()
+            .filter(|t| t
+                .launch_template_name
+                .as_deref()
+                .unwrap()
+                .starts_with("adze-launch-"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn capacity_error_on_the_cheapest_pool_falls_back_to_the_next() {
+    let Some(moto) = endpoint("ice") else { return };
+    let e = env("ice", &moto).await;
+    let (provider, unavailable) = e.provider(e.class());
+    for (_, zone) in &e.subnets {
+        e.proxy.fail("c5.large", zone, "on-demand");
+    }
+    let got = provider
+        .create(&claim("ice-1", &["m5.large", "c5.large"], "on-demand"))
+        .await
+        .unwrap();
+    assert_eq!(got.instance_type, "m5.large");
+    assert_eq!(
+        e.proxy
+            .launched()
+            .iter()
+            .map(|p| p.0.as_str())
+            .collect::<Vec<_>>(),
+        ["m5.large"]
+    );
+    let marked = unavailable.apply(&provider.instance_types(), std::time::Instant::now());
+    let c5 = marked.iter().find(|t| t.name == "c5.large").unwrap();
+    assert!(
+        c5.offerings
+            .iter()
+            .filter(|o| o.capacity_type == "on-demand"
+                && (o.zone == "us-east-1a" || o.zone == "us-east-1b"))
+            .all(|o| !o.available)
+    );
+
+    // With every allowed pool failing, the launch reports insufficient capacity.
+    for (_, zone) in &e.subnets {
+        e.proxy.fail("m5.large", zone, "spot");
+        e.proxy.fail("c5.large", zone, "spot");
+    }
+    let err = provider
+        .create(&claim("ice-2", &["m5.large", "c5.large"], "spot"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CloudError::InsufficientCapacity { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn relaunch_after_a_crash_finds_the_earlier_instance_by_tag() {
+    let Some(moto) = endpoint("crash") else {
+        return;
+    };
+    let e = env("crash", &moto).await;
+    let c = claim("crash-1", &["m5.large"], "on-demand");
+    let first = e.provider(e.class()).0.create(&c).await.unwrap();
+    // The process "crashed" before writing status; a fresh provider launches the same claim.
+    let (restarted, _) = e.provider(e.class());
+    let second = restarted.create(&c).await.unwrap();
+    assert_eq!(first.provider_id, second.provider_id);
+    assert_eq!(e.proxy.fleet_calls(), 1, "no second CreateFleet");
+    let ours = restarted.list().await.unwrap();
+    assert_eq!(ours.len(), 1);
+}
+
+#[tokio::test]
+async fn garbage_collection_lists_a_stray_tagged_instance_and_delete_terminates_it() {
+    let Some(moto) = endpoint("gc") else { return };
+    let e = env("gc", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    let stray = e
+        .clients
+        .ec2
+        .run_instances()
+        .image_id(&e.ami)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .subnet_id(&e.subnets[0].0)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::Instance)
+                .tags(
+                    Tag::builder()
+                        .key("kubernetes.io/cluster/gc")
+                        .value("owned")
+                        .build(),
+                )
+                .tags(
+                    Tag::builder()
+                        .key("adze.sh/nodeclaim")
+                        .value("stray-1")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .instances
+        .unwrap()[0]
+        .instance_id
+        .clone()
+        .unwrap();
+    let listed = provider.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].provider_id.ends_with(&stray));
+    let pid = listed[0].provider_id.clone();
+    assert!(provider.get(&pid).await.unwrap().is_some());
+    // GC deletes through a claim-shaped handle carrying only the providerID.
+    provider
+        .delete(&with_provider_id(
+            claim("stray-1", &["m5.large"], "on-demand"),
+            &pid,
+        ))
+        .await
+        .unwrap();
+    assert!(provider.get(&pid).await.unwrap().is_none());
+    assert!(provider.list().await.unwrap().is_empty());
+    let state = instance(&e.clients, &stray)
+        .await
+        .state
+        .unwrap()
+        .name
+        .unwrap();
+    assert!(
+        matches!(state.as_str(), "terminated" | "shutting-down"),
+        "{state}"
+    );
+}
+
+#[tokio::test]
+async fn drift_is_seen_when_the_class_security_groups_change() {
+    let Some(moto) = endpoint("drift") else {
+        return;
+    };
+    let e = env("drift", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    let c = claim("drift-1", &["m5.large"], "on-demand");
+    let got = provider.create(&c).await.unwrap();
+    let c = with_provider_id(c, &got.provider_id);
+    assert!(!provider.is_drifted(&c).await.unwrap());
+    let mut changed = e.class();
+    changed.spec.security_group_selector_terms =
+        vec![serde_json::from_value(json!({"name": "default"})).unwrap()];
+    let (provider2, _) = e.provider(changed);
+    assert!(provider2.is_drifted(&c).await.unwrap());
+}
+
+#[tokio::test]
+async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
+    let Some(moto) = endpoint("sqs") else { return };
+    let clients = Clients::new(REGION, Some(&moto)).await;
+    let url = clients
+        .sqs
+        .create_queue()
+        .queue_name("adze-interruptions-test")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let spot = r#"{"version":"0","id":"1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":[],"detail":{"instance-id":"i-0123456789abcdef0","instance-action":"terminate"}}"#;
+    for body in [spot, "{not json"] {
+        clients
+            .sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut queue = adze_aws::interruption::Queue::new(clients.sqs.clone(), url.clone());
+    queue.wait = Duration::from_secs(1);
+    let mut notices = Vec::new();
+    for _ in 0..5 {
+        for r in queue.receive().await.unwrap() {
+            notices.push(r.notice.clone().unwrap());
+            queue.delete(&r.receipt_handle).await.unwrap();
+        }
+        if notices.len() == 1 && queue.malformed.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+            break;
+        }
+    }
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].instance_ids, ["i-0123456789abcdef0"]);
+    assert_eq!(notices[0].deadline.as_deref(), Some("2026-11-22T23:02:00Z"));
+    assert_eq!(
+        queue.malformed.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    let left = clients
+        .sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
+    assert_eq!(
+        left.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+            .map(String::as_str),
+        Some("0")
+    );
+}
