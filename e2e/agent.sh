@@ -36,10 +36,21 @@ cleanup() {
   for p in "${pids[@]}" $prov_pid; do kill "$p" 2>/dev/null; done
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
 trap cleanup EXIT
 up_log="$dir.up.log"
+# kube-scheduler 1.20 given --config ignores --port=0 and binds 0.0.0.0:10251, which collides
+# with any other control plane on the machine; a config naming a free loopback port does not.
+sched_cfg="$dir.scheduler.yaml"
+insecure_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$sched_cfg" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1beta1
+kind: KubeSchedulerConfiguration
+healthzBindAddress: 127.0.0.1:$insecure_port
+metricsBindAddress: 127.0.0.1:$insecure_port
+YAML
+export ADZE_SCHEDULER_CONFIG="${ADZE_SCHEDULER_CONFIG:-$sched_cfg}"
 if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
   echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
@@ -61,9 +72,9 @@ ready_web() {
 pods_on() { # node: web pods still on it (terminating included)
   k get pods -n web --field-selector "spec.nodeName=$1" -o name | wc -l
 }
-has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)'; }
-agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")'; }
-agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")'; }
+has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)' >/dev/null; }
+agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
+agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")' >/dev/null; }
 sim() { curl -sf -X POST "http://127.0.0.1:${port[$1]}/_sim/$2" -d "${3:-{\}}"; }
 
 "$bin/crdgen" --without-cel | k apply -f - >/dev/null
@@ -152,10 +163,10 @@ wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o nam
 wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
 echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
 check "node tainted adze.sh/interrupted:NoSchedule within 5 s" awk -v a="$t0" -v b="$t_taint" 'BEGIN{exit !(b-a <= 5)}'
-check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true'"
+check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true' >/dev/null"
 check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the message)" bash -c \
   "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e --arg p \"\$(kubectl --kubeconfig $KUBECONFIG get node $victim -o jsonpath='{.spec.providerID}')\" \
-   'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))'"
+   'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))' >/dev/null"
 check "replacement NodeClaim created within 15 s of the notice" awk -v a="$t0" -v b="$t_claim" 'BEGIN{exit !(b-a <= 15)}'
 check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$DEADLINE" 'BEGIN{exit !(b-a < d)}'
 wait_for 60 count_is 6 ready_web
@@ -201,7 +212,7 @@ check "readiness turns false while IMDS fails" agent_not_ready "$third"
 wait_for 40 agent_ready "$third"
 check "readiness recovers once IMDS is back" agent_ready "$third"
 check "agent process still running (no crash)" kill -0 "${agent_pid[$third]}"
-check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true'"
+check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true' >/dev/null"
 
 # ---- 4. footprint of an idle agent (polling every second) ------------------------------
 echo "== footprint of the idle agent on $third over 30 s"
