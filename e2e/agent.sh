@@ -221,5 +221,27 @@ echo "adze-agent footprint: $fp"
 rss=$(sed -E 's/.*rss_kib=([0-9]+).*/\1/' <<<"$fp")
 check "agent RSS under 20 MiB ($rss KiB)" test "$rss" -lt 20480
 
+# ---- 5. the same interruption also reported through the SQS path ------------------------
+# What the central SQS path writes (the Interrupted condition on the NodeClaim) arrives next to
+# the agent's own notice: one replacement, the notice handled once, no pod lost.
+echo "== interruption on $third reported both by SQS (NodeClaim condition) and by IMDS"
+c2=$(claims)
+pid3=$(k get node "$third" -o jsonpath='{.spec.providerID}')
+claim3=$(k get nodeclaims -o json | jq -r --arg p "$pid3" '.items[] | select(.status.providerID == $p) | .metadata.name')
+deadline3=$(date -u -d "+$DEADLINE seconds" +%Y-%m-%dT%H:%M:%SZ)
+body=$(k get nodeclaim "$claim3" -o json | jq -c --arg d "$deadline3" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  '{status: {conditions: ([.status.conditions[] | select(.type != "Interrupted")] + [{type: "Interrupted", status: "True",
+    reason: "SpotInterruption", message: ("spot interruption notice (SQS): instance goes away at " + $d), lastTransitionTime: $t}])}}')
+curl -sf --cacert "$ADZE_CA_CERT" -H "Authorization: Bearer $ADZE_TOKEN" -X PATCH \
+  -H 'Content-Type: application/merge-patch+json' "$APISERVER/apis/adze.sh/v1/nodeclaims/$claim3/status" -d "$body" >/dev/null
+sim "$third" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
+wait_for "$DEADLINE" count_is 0 pods_on "$third"
+check "every pod left $third" count_is 0 pods_on "$third"
+wait_for 60 count_is 6 ready_web
+check "no pod lost: 6 Ready" count_is 6 ready_web
+sleep 3
+check "exactly one replacement for the doubly reported interruption ($((c2+1)) NodeClaims)" count_is "$((c2+1))" claims
+check "the agent acted on the notice once" count_is 1 grep -c "notice: tainting" "$dir/agent-$third.log"
+
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]
