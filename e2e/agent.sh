@@ -243,5 +243,34 @@ sleep 3
 check "exactly one replacement for the doubly reported interruption ($((c2+1)) NodeClaims)" count_is "$((c2+1))" claims
 check "the agent acted on the notice once" count_is 1 grep -c "notice: tainting" "$dir/agent-$third.log"
 
+# ---- 6. scheduled maintenance: drain before NotBefore, canceled -> uncordon ---------------
+maint=""
+for n in $(k get nodes -l e2e-pool=spot -o jsonpath='{.items[*].metadata.name}'); do
+  [[ -n "${port[$n]:-}" ]] && continue
+  [[ "$(pods_on "$n")" -gt 0 ]] && { maint=$n; break; }
+done
+if [[ -n "$maint" ]]; then
+  echo "== scheduled maintenance on $maint (NotBefore in 5 min, inside the 10 min lead), then canceled"
+  "$bin/imds-sim" --port-file "$dir/imds-$maint.port" >"$dir/imds-$maint.log" 2>&1 &
+  pids+=("$!")
+  wait_for 10 test -s "$dir/imds-$maint.port"
+  port[$maint]=$(cat "$dir/imds-$maint.port")
+  start_agent "$maint"
+  wait_for 30 agent_ready "$maint"
+  sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "active", "not_before_seconds": 300}' >/dev/null
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
+  check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
+  check "maintenance does not mark the node interrupted" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
+  wait_for 90 count_is 0 pods_on "$maint"
+  check "maintenance drains the node" count_is 0 pods_on "$maint"
+  sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "canceled", "not_before_seconds": 300}' >/dev/null
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+  check "canceled maintenance uncordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+  wait_for 60 count_is 6 ready_web
+  check "6 pods Ready after the maintenance drain" count_is 6 ready_web
+else
+  fail "no replacement node with web pods for the maintenance scenario"
+fi
+
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]
