@@ -139,13 +139,20 @@ start_agent() { # node
     >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!; pids+=("$!")
 }
-for n in "${nodes[@]}"; do
-  "$bin/imds-sim" --port-file "$dir/imds-$n.port" >"$dir/imds-$n.log" 2>&1 &
+attach() { # node: its own IMDS simulator, then its agent
+  "$bin/imds-sim" --port-file "$dir/imds-$1.port" >"$dir/imds-$1.log" 2>&1 &
   pids+=("$!")
-  wait_for 10 test -s "$dir/imds-$n.port"
-  port[$n]=$(cat "$dir/imds-$n.port")
-  start_agent "$n"
-done
+  wait_for 10 test -s "$dir/imds-$1.port"
+  port[$1]=$(cat "$dir/imds-$1.port")
+  start_agent "$1"
+}
+# A node with web pods and no agent yet.
+fresh_node() {
+  for n in $(k get nodes -l e2e-pool=spot -o jsonpath='{.items[*].metadata.name}'); do
+    [[ -z "${port[$n]:-}" && "$(pods_on "$n")" -gt 0 ]] && { echo "$n"; return; }
+  done
+}
+for n in "${nodes[@]}"; do attach "$n"; done
 ok=1; for n in "${nodes[@]}"; do wait_for 30 agent_ready "$n" || ok=0; done
 check "every node reports AdzeAgentReady=True" test "$ok" = 1
 
@@ -244,19 +251,15 @@ check "exactly one replacement for the doubly reported interruption ($((c2+1)) N
 check "the agent acted on the notice once" count_is 1 grep -c "notice: tainting" "$dir/agent-$third.log"
 
 # ---- 6. scheduled maintenance: drain before NotBefore, canceled -> uncordon ---------------
-maint=""
-for n in $(k get nodes -l e2e-pool=spot -o jsonpath='{.items[*].metadata.name}'); do
-  [[ -n "${port[$n]:-}" ]] && continue
-  [[ "$(pods_on "$n")" -gt 0 ]] && { maint=$n; break; }
-done
+maint=$(fresh_node)
 if [[ -n "$maint" ]]; then
   echo "== scheduled maintenance on $maint (NotBefore in 5 min, inside the 10 min lead), then canceled"
-  "$bin/imds-sim" --port-file "$dir/imds-$maint.port" >"$dir/imds-$maint.log" 2>&1 &
-  pids+=("$!")
-  wait_for 10 test -s "$dir/imds-$maint.port"
-  port[$maint]=$(cat "$dir/imds-$maint.port")
-  start_agent "$maint"
+  # The startup taint a NodePool would put on new nodes, lifted by the agent once healthy.
+  k taint node "$maint" adze.sh/agent-not-ready=:NoSchedule >/dev/null
+  attach "$maint"
   wait_for 30 agent_ready "$maint"
+  wait_for 15 bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
+  check "healthy agent removes the startup taint adze.sh/agent-not-ready" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
   sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "active", "not_before_seconds": 300}' >/dev/null
   wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
   check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
@@ -270,6 +273,27 @@ if [[ -n "$maint" ]]; then
   check "6 pods Ready after the maintenance drain" count_is 6 ready_web
 else
   fail "no replacement node with web pods for the maintenance scenario"
+fi
+
+# ---- 7. a PDB that never allows an eviction: pods are deleted as the deadline nears ------
+last=$(fresh_node)
+if [[ -n "$last" ]]; then
+  attach "$last"
+  wait_for 30 agent_ready "$last"
+  short=25
+  echo "== PDB blocks every eviction (minAvailable 6); spot notice on $last with a ${short}s deadline"
+  k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 6}}' >/dev/null
+  t0=$(now)
+  sim "$last" spot "{\"deadline_seconds\": $short}" >/dev/null
+  wait_for 60 count_is 0 pods_on "$last"; t_gone=$(now)
+  echo "notice -> last pod gone: $(elapsed "$t0" "$t_gone") s (deadline ${short} s, grace 5 s, margin 5 s)"
+  check "pods refused by the PDB are deleted before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$short" 'BEGIN{exit !(b-a < d)}'
+  check "evictions were tried first and refused (PDB), then deletions cut the grace" grep -q "deadline near: deleted" "$dir/agent-$last.log"
+  k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 5}}' >/dev/null
+  wait_for 60 count_is 6 ready_web
+  check "6 pods Ready again" count_is 6 ready_web
+else
+  fail "no node with web pods left for the deadline scenario"
 fi
 
 echo "$passed passed, $failed failed"
