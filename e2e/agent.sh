@@ -36,10 +36,21 @@ cleanup() {
   for p in "${pids[@]}" $prov_pid; do kill "$p" 2>/dev/null; done
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
 trap cleanup EXIT
 up_log="$dir.up.log"
+# kube-scheduler 1.20 given --config ignores --port=0 and binds 0.0.0.0:10251, which collides
+# with any other control plane on the machine; a config naming a free loopback port does not.
+sched_cfg="$dir.scheduler.yaml"
+insecure_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$sched_cfg" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1beta1
+kind: KubeSchedulerConfiguration
+healthzBindAddress: 127.0.0.1:$insecure_port
+metricsBindAddress: 127.0.0.1:$insecure_port
+YAML
+export ADZE_SCHEDULER_CONFIG="${ADZE_SCHEDULER_CONFIG:-$sched_cfg}"
 if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
   echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
@@ -61,9 +72,9 @@ ready_web() {
 pods_on() { # node: web pods still on it (terminating included)
   k get pods -n web --field-selector "spec.nodeName=$1" -o name | wc -l
 }
-has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)'; }
-agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")'; }
-agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")'; }
+has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)' >/dev/null; }
+agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
+agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")' >/dev/null; }
 sim() { curl -sf -X POST "http://127.0.0.1:${port[$1]}/_sim/$2" -d "${3:-{\}}"; }
 
 "$bin/crdgen" --without-cel | k apply -f - >/dev/null
@@ -128,13 +139,20 @@ start_agent() { # node
     >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!; pids+=("$!")
 }
-for n in "${nodes[@]}"; do
-  "$bin/imds-sim" --port-file "$dir/imds-$n.port" >"$dir/imds-$n.log" 2>&1 &
+attach() { # node: its own IMDS simulator, then its agent
+  "$bin/imds-sim" --port-file "$dir/imds-$1.port" >"$dir/imds-$1.log" 2>&1 &
   pids+=("$!")
-  wait_for 10 test -s "$dir/imds-$n.port"
-  port[$n]=$(cat "$dir/imds-$n.port")
-  start_agent "$n"
-done
+  wait_for 10 test -s "$dir/imds-$1.port"
+  port[$1]=$(cat "$dir/imds-$1.port")
+  start_agent "$1"
+}
+# A node with web pods and no agent yet.
+fresh_node() {
+  for n in $(k get nodes -l e2e-pool=spot -o jsonpath='{.items[*].metadata.name}'); do
+    [[ -z "${port[$n]:-}" && "$(pods_on "$n")" -gt 0 ]] && { echo "$n"; return; }
+  done
+}
+for n in "${nodes[@]}"; do attach "$n"; done
 ok=1; for n in "${nodes[@]}"; do wait_for 30 agent_ready "$n" || ok=0; done
 check "every node reports AdzeAgentReady=True" test "$ok" = 1
 
@@ -152,10 +170,10 @@ wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o nam
 wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
 echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
 check "node tainted adze.sh/interrupted:NoSchedule within 5 s" awk -v a="$t0" -v b="$t_taint" 'BEGIN{exit !(b-a <= 5)}'
-check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true'"
+check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true' >/dev/null"
 check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the message)" bash -c \
   "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e --arg p \"\$(kubectl --kubeconfig $KUBECONFIG get node $victim -o jsonpath='{.spec.providerID}')\" \
-   'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))'"
+   'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))' >/dev/null"
 check "replacement NodeClaim created within 15 s of the notice" awk -v a="$t0" -v b="$t_claim" 'BEGIN{exit !(b-a <= 15)}'
 check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$DEADLINE" 'BEGIN{exit !(b-a < d)}'
 wait_for 60 count_is 6 ready_web
@@ -201,7 +219,7 @@ check "readiness turns false while IMDS fails" agent_not_ready "$third"
 wait_for 40 agent_ready "$third"
 check "readiness recovers once IMDS is back" agent_ready "$third"
 check "agent process still running (no crash)" kill -0 "${agent_pid[$third]}"
-check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true'"
+check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true' >/dev/null"
 
 # ---- 4. footprint of an idle agent (polling every second) ------------------------------
 echo "== footprint of the idle agent on $third over 30 s"
@@ -209,6 +227,74 @@ fp=$("$root/agent/scripts/footprint.sh" "${agent_pid[$third]}" 30)
 echo "adze-agent footprint: $fp"
 rss=$(sed -E 's/.*rss_kib=([0-9]+).*/\1/' <<<"$fp")
 check "agent RSS under 20 MiB ($rss KiB)" test "$rss" -lt 20480
+
+# ---- 5. the same interruption also reported through the SQS path ------------------------
+# What the central SQS path writes (the Interrupted condition on the NodeClaim) arrives next to
+# the agent's own notice: one replacement, the notice handled once, no pod lost.
+echo "== interruption on $third reported both by SQS (NodeClaim condition) and by IMDS"
+c2=$(claims)
+pid3=$(k get node "$third" -o jsonpath='{.spec.providerID}')
+claim3=$(k get nodeclaims -o json | jq -r --arg p "$pid3" '.items[] | select(.status.providerID == $p) | .metadata.name')
+deadline3=$(date -u -d "+$DEADLINE seconds" +%Y-%m-%dT%H:%M:%SZ)
+body=$(k get nodeclaim "$claim3" -o json | jq -c --arg d "$deadline3" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  '{status: {conditions: ([.status.conditions[] | select(.type != "Interrupted")] + [{type: "Interrupted", status: "True",
+    reason: "SpotInterruption", message: ("spot interruption notice (SQS): instance goes away at " + $d), lastTransitionTime: $t}])}}')
+curl -sf --cacert "$ADZE_CA_CERT" -H "Authorization: Bearer $ADZE_TOKEN" -X PATCH \
+  -H 'Content-Type: application/merge-patch+json' "$APISERVER/apis/adze.sh/v1/nodeclaims/$claim3/status" -d "$body" >/dev/null
+sim "$third" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
+wait_for "$DEADLINE" count_is 0 pods_on "$third"
+check "every pod left $third" count_is 0 pods_on "$third"
+wait_for 60 count_is 6 ready_web
+check "no pod lost: 6 Ready" count_is 6 ready_web
+sleep 3
+check "exactly one replacement for the doubly reported interruption ($((c2+1)) NodeClaims)" count_is "$((c2+1))" claims
+check "the agent acted on the notice once" count_is 1 grep -c "notice: tainting" "$dir/agent-$third.log"
+
+# ---- 6. scheduled maintenance: drain before NotBefore, canceled -> uncordon ---------------
+maint=$(fresh_node)
+if [[ -n "$maint" ]]; then
+  echo "== scheduled maintenance on $maint (NotBefore in 5 min, inside the 10 min lead), then canceled"
+  # The startup taint a NodePool would put on new nodes, lifted by the agent once healthy.
+  k taint node "$maint" adze.sh/agent-not-ready=:NoSchedule >/dev/null
+  attach "$maint"
+  wait_for 30 agent_ready "$maint"
+  wait_for 15 bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
+  check "healthy agent removes the startup taint adze.sh/agent-not-ready" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
+  sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "active", "not_before_seconds": 300}' >/dev/null
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
+  check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
+  check "maintenance does not mark the node interrupted" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
+  wait_for 90 count_is 0 pods_on "$maint"
+  check "maintenance drains the node" count_is 0 pods_on "$maint"
+  sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "canceled", "not_before_seconds": 300}' >/dev/null
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+  check "canceled maintenance uncordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+  wait_for 60 count_is 6 ready_web
+  check "6 pods Ready after the maintenance drain" count_is 6 ready_web
+else
+  fail "no replacement node with web pods for the maintenance scenario"
+fi
+
+# ---- 7. a PDB that never allows an eviction: pods are deleted as the deadline nears ------
+last=$(fresh_node)
+if [[ -n "$last" ]]; then
+  attach "$last"
+  wait_for 30 agent_ready "$last"
+  short=25
+  echo "== PDB blocks every eviction (minAvailable 6); spot notice on $last with a ${short}s deadline"
+  k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 6}}' >/dev/null
+  t0=$(now)
+  sim "$last" spot "{\"deadline_seconds\": $short}" >/dev/null
+  wait_for 60 count_is 0 pods_on "$last"; t_gone=$(now)
+  echo "notice -> last pod gone: $(elapsed "$t0" "$t_gone") s (deadline ${short} s, grace 5 s, margin 5 s)"
+  check "pods refused by the PDB are deleted before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$short" 'BEGIN{exit !(b-a < d)}'
+  check "evictions were tried first and refused (PDB), then deletions cut the grace" grep -q "deadline near: deleted" "$dir/agent-$last.log"
+  k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 5}}' >/dev/null
+  wait_for 60 count_is 6 ready_web
+  check "6 pods Ready again" count_is 6 ready_web
+else
+  fail "no node with web pods left for the deadline scenario"
+fi
 
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]

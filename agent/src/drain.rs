@@ -42,6 +42,21 @@ pub fn drain_pod(p: &Pod) -> DrainPod {
     }
 }
 
+/// How long one eviction may take: a request the apiserver holds must not eat the time left
+/// for deleting the pod before the deadline.
+pub fn call_timeout(
+    left: std::time::Duration,
+    grace_seconds: i64,
+    margin: Duration,
+) -> std::time::Duration {
+    let reserve =
+        std::time::Duration::from_secs((grace_seconds + margin.num_seconds()).max(0) as u64);
+    left.saturating_sub(reserve).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    )
+}
+
 /// What a round did, for logs and tests.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Round {
@@ -121,6 +136,7 @@ impl Drainer {
             .list(&ListParams::default().fields(&format!("spec.nodeName={}", self.node_name)))
             .await?;
         let views: Vec<DrainPod> = list.items.iter().map(drain_pod).collect();
+        let left = (deadline - now).to_std().unwrap_or_default();
         let mut round = Round {
             remaining: views.iter().filter(|p| !p.stays && !p.finished).count(),
             drained: decide::drained(&views),
@@ -130,7 +146,15 @@ impl Drainer {
             let key = format!("{}/{}", p.namespace, p.name);
             match decide::pod_step(p, now, deadline, self.margin) {
                 PodStep::Leave => {}
-                PodStep::Evict => match self.evict(p).await {
+                PodStep::Evict => match tokio::time::timeout(
+                    call_timeout(left, p.grace_seconds, self.margin),
+                    self.evict(p),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::warn!(pod = %key, "eviction request timed out; retrying");
+                    Ok(false)
+                }) {
                     Ok(true) => {
                         round.evicted += 1;
                         tracing::info!(pod = %key, node = %self.node_name, "evicted");
@@ -151,7 +175,16 @@ impl Drainer {
                         }),
                         ..DeleteParams::default()
                     };
-                    match api.delete(&p.name, &dp).await {
+                    let deleted = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        api.delete(&p.name, &dp),
+                    )
+                    .await;
+                    let Ok(deleted) = deleted else {
+                        tracing::warn!(pod = %key, "delete timed out; retrying");
+                        continue;
+                    };
+                    match deleted {
                         Ok(_) => {
                             round.deleted += 1;
                             tracing::warn!(pod = %key, grace_seconds, "deadline near: deleted without waiting for PDBs");
@@ -169,6 +202,14 @@ impl Drainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_eviction_never_waits_into_the_time_reserved_for_deletion() {
+        let s = std::time::Duration::from_secs;
+        assert_eq!(call_timeout(s(120), 5, Duration::seconds(5)), s(10));
+        assert_eq!(call_timeout(s(14), 5, Duration::seconds(5)), s(4));
+        assert_eq!(call_timeout(s(3), 5, Duration::seconds(5)), s(1));
+    }
 
     #[test]
     fn daemonset_and_mirror_pods_stay_and_finished_pods_count_as_gone() {

@@ -66,7 +66,7 @@ struct Args {
 }
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+    let config: kube::Config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -78,6 +78,10 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
             .await
             .context("no kubeconfig or in-cluster config")?,
     };
+    // kube's default retry repeats 429s honouring Retry-After (15 times): a PDB refusal would
+    // hold one eviction for minutes. The drain asks again every round instead.
+    let mut config = config;
+    config.default_retry = false;
     kube::Client::try_from(config).context("kubernetes client")
 }
 
