@@ -55,7 +55,8 @@ k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 # Replicas use leader election (the default) and serve /metrics on a port of their choosing,
 # which they log.
 start_provisioner() { # [LOG]
-  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 \
+  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 --garbage-collection-grace 10s \
+    --simulated-unavailable 't3a.xlarge:*:*' \
     >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
 }
@@ -229,7 +230,52 @@ check "new pods provisioned by the new leader: all 10 Running" count_is 10 runni
 check "no pod nominated to two NodeClaims" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | .[] | .namespace + \"/\" + .name] | length == (unique | length)'"
 check "new leader created the new NodeClaims" bash -c "curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_created_total\\{nodepool=\"failover\"\\} [1-9]'"
 
-# ---- 5. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
+# ---- 5. garbage collection -------------------------------------------------------------------
+echo "== garbage collection: a stray simulated node; a node deleted under its NodeClaim"
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata: {name: stray-node}
+spec: {providerID: "adze-sim://stray-node"}
+YAML
+t_stray=$(now)
+wait_for 60 bash -c "! kubectl --kubeconfig $KUBECONFIG get node stray-node"
+echo "stray node removed after $(elapsed "$t_stray" "$(now)") s (grace 10 s)"
+check "an instance no NodeClaim owns is terminated after the grace period" bash -c "! kubectl --kubeconfig $KUBECONFIG get node stray-node"
+victim=$(k get nodeclaims -l adze.sh/nodepool=failover -o jsonpath='{.items[0].metadata.name}')
+victim_node=$(k get nodeclaim "$victim" -o jsonpath='{.status.nodeName}')
+echo "deleting node $victim_node of NodeClaim $victim"
+k delete node "$victim_node" --wait=false >/dev/null
+wait_for 60 bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim"
+check "a NodeClaim whose instance vanished is deleted" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim"
+
+# ---- 6. launch error: InsufficientCapacity -> another offering ------------------------------
+echo "== launch error: the simulated cloud has no t3a.xlarge (--simulated-unavailable)"
+k create namespace scarce >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: scarce}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: scarce}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [t3a.xlarge, m5.xlarge]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+YAML
+deployment scarce app 2 1 1Gi scarce | k apply -f - >/dev/null
+wait_for 120 count_is 2 running_pods scarce
+check "pods Running after the cheaper offering failed to launch" count_is 2 running_pods scarce
+types=$(k get nodeclaims -l adze.sh/nodepool=scarce -o jsonpath='{.items[*].metadata.labels.node\.kubernetes\.io/instance-type}')
+echo "scarce pool NodeClaims: $types"
+check "the pods got a NodeClaim of another type (m5.xlarge)" bash -c "[[ '$types' == *m5.xlarge* && '$types' != *t3a.xlarge* ]]"
+check "/metrics counts the InsufficientCapacity launch error and the claim it deleted" bash -c "
+  curl -fsS '$url_b/metrics' | grep -Eq '^adze_cloudprovider_errors_total\\{op=\"create\",error=\"insufficient_capacity\"\\} [1-9]' &&
+  curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_terminated_total\\{reason=\"insufficient_capacity\"\\} [1-9]'"
+
+# ---- 7. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   echo "== benchmark: 1000 pods"
   k create namespace bench >/dev/null

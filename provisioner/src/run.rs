@@ -27,6 +27,10 @@ pub struct Config {
     /// `None`: run the controllers without leader election (a single replica).
     pub leader_election: Option<crate::leader::Settings>,
     pub metrics_addr: std::net::SocketAddr,
+    /// An instance no NodeClaim owns is terminated after this long.
+    pub garbage_grace: Duration,
+    /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
+    pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
 }
 
 /// SIGINT or SIGTERM.
@@ -75,11 +79,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             None => std::future::pending().await,
         }
     };
-    let cloud: Arc<dyn CloudProvider> = Arc::new(Simulated::new(
-        client.clone(),
-        adze_scheduling::catalog::embedded(),
-        config.boot_delay,
-    ));
+    let cloud: Arc<dyn CloudProvider> = Arc::new(
+        Simulated::new(
+            client.clone(),
+            adze_scheduling::catalog::embedded(),
+            config.boot_delay,
+        )
+        .with_unavailable(config.simulated_unavailable.clone()),
+    );
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
     let provisioner = Provisioner {
         client: client.clone(),
@@ -101,6 +108,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         registration_timeout: config.registration_timeout,
         remove_startup_taints: cloud.name() == "simulated",
     };
+    let garbage = crate::garbage::Garbage {
+        client: client.clone(),
+        state: state.clone(),
+        cloud: cloud.clone(),
+        grace: config.garbage_grace,
+        interval: Duration::from_secs(5),
+    };
     let kubelet = Kubelet {
         client: client.clone(),
         state,
@@ -110,6 +124,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
+        _ = garbage.run() => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {
             r?;
