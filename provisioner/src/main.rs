@@ -29,7 +29,7 @@ enum Command {
     /// are placed as the provisioner would place them; the plan is printed.
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
