@@ -167,6 +167,9 @@ check "/metrics: $planned NodeClaims created, launched, initialized for pool def
 check "/metrics: scheduling duration histogram and pending-pods gauge" bash -c "
   grep -Eq '^adze_scheduling_duration_seconds_count [1-9]' '$dir/metrics.txt' && grep -qx 'adze_pods_pending 0' '$dir/metrics.txt'"
 
+wait_for 15 bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool default -o json | jq -e '.status.resources.nodes == \"$planned\"'"
+check "NodePool status: $planned nodes, resources in use, Ready" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool default -o json | jq -e '.status.resources.nodes == \"$planned\" and (.status.resources.cpu | length > 0) and ([.status.conditions[] | select(.type==\"Ready\" and .status==\"True\")] | length == 1)'"
+
 # ---- 2. kill -9 while NodeClaims are in flight, restart ------------------------------------
 echo "== kill -9 with NodeClaims in flight, restart"
 before=$(claims)

@@ -9,6 +9,7 @@ pub mod kubelet;
 pub mod leader;
 pub mod metrics;
 pub mod nodeclaim;
+pub mod nodepool;
 pub mod provisioning;
 pub mod run;
 pub mod simulate;

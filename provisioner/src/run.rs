@@ -115,6 +115,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         grace: config.garbage_grace,
         interval: Duration::from_secs(5),
     };
+    let nodepool_status = crate::nodepool::Status {
+        client: client.clone(),
+        state: state.clone(),
+        interval: Duration::from_secs(2),
+    };
     let kubelet = Kubelet {
         client: client.clone(),
         state,
@@ -125,6 +130,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
         _ = garbage.run() => {}
+        _ = nodepool_status.run() => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {
             r?;
