@@ -34,12 +34,28 @@ cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
   [[ -n "$prov2_pid" ]] && kill "$prov2_pid" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  rm -f "$dir.scheduler.yaml"
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 # The controller-manager's default 20 QPS would make the ReplicaSet controller, not Adze,
 # the bottleneck of the 1,000-pod benchmark.
 export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000}"
+# Likewise kube-scheduler's client (1.20 default 50 QPS): Adze only sees a pod once the
+# scheduler has written its Unschedulable condition, and 1,000 such writes at 50 QPS take 20 s.
+if [[ -z "${ADZE_SCHEDULER_CONFIG:-}" ]]; then
+  sched_cfg="$dir.scheduler.yaml"
+  cat >"$sched_cfg" <<'YAML'
+apiVersion: kubescheduler.config.k8s.io/v1beta1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: @DIR@/scheduler.kubeconfig
+  qps: ${ADZE_E2E_SCHEDULER_QPS:-500}
+  burst: 1000
+YAML
+  sed -i "s/\${ADZE_E2E_SCHEDULER_QPS:-500}/${ADZE_E2E_SCHEDULER_QPS:-500}/" "$sched_cfg"
+  export ADZE_SCHEDULER_CONFIG=$sched_cfg
+fi
 # `up` clears DIR's logs, so its own log lives beside DIR. One retry: a slow first start on a
 # loaded machine should not fail the run, but a second failure does, with the log shown.
 up_log="$dir.up.log"
@@ -55,7 +71,8 @@ k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 # Replicas use leader election (the default) and serve /metrics on a port of their choosing,
 # which they log.
 start_provisioner() { # [LOG]
-  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 \
+  "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 --garbage-collection-grace 10s \
+    --simulated-unavailable 't3a.xlarge:*:*' \
     >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
 }
@@ -151,13 +168,13 @@ check "nodes registered for every NodeClaim" count_is "$planned" bash -c "kubect
 sleep 3
 check "no more NodeClaims than the plan asked for ($planned)" count_is "$planned" claims
 check "Nominated events recorded on the pods" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
-check "nomination annotation lists the claim's pods" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | length] | add == 30'"
+check "nomination annotation lists the claim's pods" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | length] | add == 30' >/dev/null"
 
 # ---- metrics and health endpoints ------------------------------------------------------
 url=$(metrics_url "$dir/provisioner.log")
 echo "metrics at $url"
 curl -fsS "$url/metrics" >"$dir/metrics.txt"
-check "/healthz and /readyz answer ok" bash -c "curl -fsS '$url/healthz' && curl -fsS '$url/readyz'"
+check "/healthz and /readyz answer ok" bash -c "curl -fsS '$url/healthz' >/dev/null && curl -fsS '$url/readyz' >/dev/null"
 check "/metrics: this replica is the leader" grep -qx 'adze_leader 1' "$dir/metrics.txt"
 check "/metrics: $planned NodeClaims created, launched, initialized for pool default" bash -c "
   grep -qx 'adze_nodeclaims_created_total{nodepool=\"default\"} $planned' '$dir/metrics.txt' &&
@@ -165,6 +182,9 @@ check "/metrics: $planned NodeClaims created, launched, initialized for pool def
   grep -qx 'adze_nodeclaims_initialized_total{nodepool=\"default\"} $planned' '$dir/metrics.txt'"
 check "/metrics: scheduling duration histogram and pending-pods gauge" bash -c "
   grep -Eq '^adze_scheduling_duration_seconds_count [1-9]' '$dir/metrics.txt' && grep -qx 'adze_pods_pending 0' '$dir/metrics.txt'"
+
+wait_for 15 bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool default -o json | jq -e '.status.resources.nodes == \"$planned\"'"
+check "NodePool status: $planned nodes, resources in use, Ready" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool default -o json | jq -e '.status.resources.nodes == \"$planned\" and (.status.resources.cpu | length > 0) and ([.status.conditions[] | select(.type==\"Ready\" and .status==\"True\")] | length == 1)' >/dev/null"
 
 # ---- 2. kill -9 while NodeClaims are in flight, restart ------------------------------------
 echo "== kill -9 with NodeClaims in flight, restart"
@@ -209,7 +229,7 @@ wait_for 60 grep -q "following the current leader" "$dir/provisioner-b.log"
 check "second replica follows (lease held by the first, pid $leader_pid)" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$leader_pid ]]"
 wait_for 30 bash -c "curl -fsS \$(grep -o 'on http://[0-9.:]*' '$dir/provisioner-b.log' | tail -n 1 | sed 's/^on //')/readyz"
 url_b=$(metrics_url "$dir/provisioner-b.log")
-check "follower is ready and reports adze_leader 0" bash -c "curl -fsS '$url_b/readyz' && curl -fsS '$url_b/metrics' | grep -qx 'adze_leader 0'"
+check "follower is ready and reports adze_leader 0" bash -c "curl -fsS '$url_b/readyz' >/dev/null && curl -fsS '$url_b/metrics' | grep -qx 'adze_leader 0'"
 check "follower created no NodeClaims" bash -c "! curl -fsS '$url_b/metrics' | grep -q '^adze_nodeclaims_created_total'"
 kill -9 "$leader_pid"; wait "$leader_pid" 2>/dev/null
 t_kill=$(now)
@@ -226,10 +246,55 @@ check "follower took over within lease duration + retry period + 3 s slack" \
 check "lease now held by the second replica" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$prov_pid ]]"
 wait_for 120 count_is 10 running_pods failover
 check "new pods provisioned by the new leader: all 10 Running" count_is 10 running_pods failover
-check "no pod nominated to two NodeClaims" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | .[] | .namespace + \"/\" + .name] | length == (unique | length)'"
+check "no pod nominated to two NodeClaims" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | .[] | .namespace + \"/\" + .name] | length == (unique | length)' >/dev/null"
 check "new leader created the new NodeClaims" bash -c "curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_created_total\\{nodepool=\"failover\"\\} [1-9]'"
 
-# ---- 5. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
+# ---- 5. garbage collection -------------------------------------------------------------------
+echo "== garbage collection: a stray simulated node; a node deleted under its NodeClaim"
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata: {name: stray-node}
+spec: {providerID: "adze-sim://stray-node"}
+YAML
+t_stray=$(now)
+wait_for 60 bash -c "! kubectl --kubeconfig $KUBECONFIG get node stray-node"
+echo "stray node removed after $(elapsed "$t_stray" "$(now)") s (grace 10 s)"
+check "an instance no NodeClaim owns is terminated after the grace period" bash -c "! kubectl --kubeconfig $KUBECONFIG get node stray-node 2>/dev/null"
+victim=$(k get nodeclaims -l adze.sh/nodepool=failover -o jsonpath='{.items[0].metadata.name}')
+victim_node=$(k get nodeclaim "$victim" -o jsonpath='{.status.nodeName}')
+echo "deleting node $victim_node of NodeClaim $victim"
+k delete node "$victim_node" --wait=false >/dev/null
+wait_for 60 bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim"
+check "a NodeClaim whose instance vanished is deleted" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim 2>/dev/null"
+
+# ---- 6. launch error: InsufficientCapacity -> another offering ------------------------------
+echo "== launch error: the simulated cloud has no t3a.xlarge (--simulated-unavailable)"
+k create namespace scarce >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: scarce}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: scarce}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [t3a.xlarge, m5.xlarge]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+YAML
+deployment scarce app 2 1 1Gi scarce | k apply -f - >/dev/null
+wait_for 120 count_is 2 running_pods scarce
+check "pods Running after the cheaper offering failed to launch" count_is 2 running_pods scarce
+types=$(k get nodeclaims -l adze.sh/nodepool=scarce -o jsonpath='{.items[*].metadata.labels.node\.kubernetes\.io/instance-type}')
+echo "scarce pool NodeClaims: $types"
+check "the pods got a NodeClaim of another type (m5.xlarge)" bash -c "[[ '$types' == *m5.xlarge* && '$types' != *t3a.xlarge* ]]"
+check "/metrics counts the InsufficientCapacity launch error and the claim it deleted" bash -c "
+  curl -fsS '$url_b/metrics' | grep -Eq '^adze_cloudprovider_errors_total\\{op=\"create\",error=\"insufficient_capacity\"\\} [1-9]' &&
+  curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_terminated_total\\{reason=\"insufficient_capacity\"\\} [1-9]'"
+
+# ---- 7. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   echo "== benchmark: 1000 pods"
   k create namespace bench >/dev/null

@@ -4,10 +4,12 @@
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
 
 pub mod cloud;
+pub mod garbage;
 pub mod kubelet;
 pub mod leader;
 pub mod metrics;
 pub mod nodeclaim;
+pub mod nodepool;
 pub mod provisioning;
 pub mod run;
 pub mod simulate;

@@ -29,7 +29,7 @@ enum Command {
     /// are placed as the provisioner would place them; the plan is printed.
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,6 +76,13 @@ struct RunArgs {
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, logged).
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: std::net::SocketAddr,
+    /// A cloud instance tagged as ours that no NodeClaim owns is terminated after this long.
+    #[arg(long, value_parser = duration, default_value = "5m")]
+    garbage_collection_grace: std::time::Duration,
+    /// Simulated cloud: launches of this offering fail with InsufficientCapacity
+    /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable).
+    #[arg(long, value_name = "TYPE:ZONE:CAPACITYTYPE")]
+    simulated_unavailable: Vec<adze_provisioner::cloud::simulated::OfferingPattern>,
     #[command(flatten)]
     leader: LeaderArgs,
     #[command(flatten)]
@@ -188,6 +195,8 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         leader_election: args.leader.settings()?,
         metrics_addr: args.metrics_addr,
         aws,
+        garbage_grace: args.garbage_collection_grace,
+        simulated_unavailable: args.simulated_unavailable.clone(),
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -29,6 +29,10 @@ pub struct Config {
     pub metrics_addr: std::net::SocketAddr,
     /// `--cloud-provider aws`; None runs the simulated cloud.
     pub aws: Option<adze_aws::runtime::Options>,
+    /// An instance no NodeClaim owns is terminated after this long.
+    pub garbage_grace: Duration,
+    /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
+    pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
 }
 
 /// SIGINT or SIGTERM.
@@ -82,11 +86,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
             .await
             .map_err(anyhow::Error::msg)?,
-        None => Arc::new(Simulated::new(
-            client.clone(),
-            adze_scheduling::catalog::embedded(),
-            config.boot_delay,
-        )),
+        None => Arc::new(
+            Simulated::new(
+                client.clone(),
+                adze_scheduling::catalog::embedded(),
+                config.boot_delay,
+            )
+            .with_unavailable(config.simulated_unavailable.clone()),
+        ),
     };
     let provisioner = Provisioner {
         client: client.clone(),
@@ -108,6 +115,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         registration_timeout: config.registration_timeout,
         remove_startup_taints: cloud.name() == "simulated",
     };
+    let garbage = crate::garbage::Garbage {
+        client: client.clone(),
+        state: state.clone(),
+        cloud: cloud.clone(),
+        grace: config.garbage_grace,
+        interval: Duration::from_secs(5),
+    };
+    let nodepool_status = crate::nodepool::Status {
+        client: client.clone(),
+        state: state.clone(),
+        interval: Duration::from_secs(2),
+    };
     let kubelet = Kubelet {
         client: client.clone(),
         state,
@@ -117,6 +136,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
+        _ = garbage.run() => {}
+        _ = nodepool_status.run() => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {
             r?;

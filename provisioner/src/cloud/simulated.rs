@@ -3,6 +3,9 @@
 //! `adze-sim://<name>`, the claim's taints and startup taints) and removes the
 //! `node.kubernetes.io/not-ready` taint the apiserver adds. Pair it with
 //! [`crate::kubelet`], which plays kubelet for these nodes.
+//!
+//! The Node objects are the cloud's inventory: `get` and `list` read them (plus the instances
+//! still booting in this process), so a restarted provisioner sees every instance there is.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -25,7 +28,67 @@ pub struct Simulated {
     client: Client,
     catalog: Vec<Arc<InstanceType>>,
     boot_delay: Duration,
-    instances: Mutex<HashMap<String, Instance>>,
+    /// Launched here and not yet registered as a Node.
+    booting: Arc<Mutex<HashMap<String, Instance>>>,
+    /// Offerings whose launch fails with InsufficientCapacity (fault injection for tests).
+    unavailable: Vec<OfferingPattern>,
+}
+
+/// `TYPE:ZONE:CAPACITYTYPE`, each part a value or `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferingPattern {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+}
+
+impl std::str::FromStr for OfferingPattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split(':').collect::<Vec<_>>()[..] {
+            [t, z, c] if !t.is_empty() && !z.is_empty() && !c.is_empty() => Ok(OfferingPattern {
+                instance_type: t.into(),
+                zone: z.into(),
+                capacity_type: c.into(),
+            }),
+            _ => Err(format!(
+                "{s:?}: expected TYPE:ZONE:CAPACITYTYPE (each a value or *), e.g. m5.large:us-east-1a:spot"
+            )),
+        }
+    }
+}
+
+impl OfferingPattern {
+    pub fn matches(&self, i: &Instance) -> bool {
+        let m = |p: &str, v: &str| p == "*" || p == v;
+        m(&self.instance_type, &i.instance_type)
+            && m(&self.zone, &i.zone)
+            && m(&self.capacity_type, &i.capacity_type)
+    }
+}
+
+/// The instance a simulated Node stands for.
+pub fn instance_of_node(node: &Node) -> Option<Instance> {
+    let provider_id = node.spec.as_ref()?.provider_id.clone()?;
+    if !provider_id.starts_with(PROVIDER_PREFIX) {
+        return None;
+    }
+    let l = node.metadata.labels.clone().unwrap_or_default();
+    let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+    let quantities =
+        |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            m.map(|m| m.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+                .unwrap_or_default()
+        };
+    let status = node.status.as_ref();
+    Some(Instance {
+        provider_id,
+        instance_type: get(labels::INSTANCE_TYPE),
+        zone: get(labels::ZONE),
+        capacity_type: get(labels::CAPACITY_TYPE),
+        capacity: quantities(status.and_then(|s| s.capacity.as_ref())),
+        allocatable: quantities(status.and_then(|s| s.allocatable.as_ref())),
+    })
 }
 
 impl Simulated {
@@ -34,8 +97,15 @@ impl Simulated {
             client,
             catalog,
             boot_delay,
-            instances: Mutex::default(),
+            booting: Arc::default(),
+            unavailable: Vec::new(),
         }
+    }
+
+    /// Launches of offerings matching any pattern fail with InsufficientCapacity.
+    pub fn with_unavailable(mut self, patterns: Vec<OfferingPattern>) -> Self {
+        self.unavailable = patterns;
+        self
     }
 
     /// The instance a claim gets: the type, zone and capacity type its labels name.
@@ -147,16 +217,30 @@ impl CloudProvider for Simulated {
     fn create<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<Instance, CloudError>> {
         Box::pin(async move {
             let (instance, _) = self.instance_for(claim)?;
+            if self.unavailable.iter().any(|p| p.matches(&instance)) {
+                return Err(CloudError::InsufficientCapacity {
+                    instance_type: instance.instance_type,
+                    zone: instance.zone,
+                    capacity_type: instance.capacity_type,
+                    message: "simulated: offering marked unavailable by --simulated-unavailable"
+                        .into(),
+                });
+            }
             let node = node_object(claim, &instance);
-            self.instances
+            self.booting
                 .lock()
                 .unwrap()
                 .insert(instance.provider_id.clone(), instance.clone());
             let (client, delay) = (self.client.clone(), self.boot_delay);
+            let (booting, pid) = (self.booting.clone(), instance.provider_id.clone());
             tokio::spawn(async move {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                if let Err(e) = boot(client, node, delay).await {
-                    tracing::warn!(node = %name, error = %e, "simulated boot failed");
+                match boot(client, node, delay).await {
+                    // From now on the Node object is the instance.
+                    Ok(()) => {
+                        booting.lock().unwrap().remove(&pid);
+                    }
+                    Err(e) => tracing::warn!(node = %name, error = %e, "simulated boot failed"),
                 }
             });
             Ok(instance)
@@ -166,7 +250,7 @@ impl CloudProvider for Simulated {
     fn delete<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
         Box::pin(async move {
             let name = claim.metadata.name.clone().unwrap_or_default();
-            self.instances
+            self.booting
                 .lock()
                 .unwrap()
                 .remove(&format!("{PROVIDER_PREFIX}{name}"));
@@ -183,11 +267,38 @@ impl CloudProvider for Simulated {
         &'a self,
         provider_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Instance>, CloudError>> {
-        Box::pin(async move { Ok(self.instances.lock().unwrap().get(provider_id).cloned()) })
+        Box::pin(async move {
+            if let Some(i) = self.booting.lock().unwrap().get(provider_id) {
+                return Ok(Some(i.clone()));
+            }
+            let Some(name) = provider_id.strip_prefix(PROVIDER_PREFIX) else {
+                return Ok(None);
+            };
+            let api: Api<Node> = Api::all(self.client.clone());
+            let node = api
+                .get_opt(name)
+                .await
+                .map_err(|e| CloudError::Other(e.to_string()))?;
+            Ok(node
+                .as_ref()
+                .and_then(instance_of_node)
+                .filter(|i| i.provider_id == provider_id))
+        })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
-        Box::pin(async move { Ok(self.instances.lock().unwrap().values().cloned().collect()) })
+        Box::pin(async move {
+            let api: Api<Node> = Api::all(self.client.clone());
+            let nodes = api
+                .list(&kube::api::ListParams::default())
+                .await
+                .map_err(|e| CloudError::Other(e.to_string()))?;
+            let mut all: HashMap<String, Instance> = self.booting.lock().unwrap().clone();
+            for i in nodes.items.iter().filter_map(instance_of_node) {
+                all.insert(i.provider_id.clone(), i);
+            }
+            Ok(all.into_values().collect())
+        })
     }
 
     fn instance_types(&self) -> Vec<Arc<InstanceType>> {
@@ -196,5 +307,28 @@ impl CloudProvider for Simulated {
 
     fn is_drifted<'a>(&'a self, _claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
         Box::pin(async { Ok(false) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offering_pattern_parses_and_matches_with_wildcards() {
+        let p: OfferingPattern = "t3a.xlarge:*:on-demand".parse().unwrap();
+        let i = |t: &str, z: &str, c: &str| Instance {
+            provider_id: String::new(),
+            instance_type: t.into(),
+            zone: z.into(),
+            capacity_type: c.into(),
+            capacity: BTreeMap::new(),
+            allocatable: BTreeMap::new(),
+        };
+        assert!(p.matches(&i("t3a.xlarge", "us-east-1b", "on-demand")));
+        assert!(!p.matches(&i("t3a.xlarge", "us-east-1b", "spot")));
+        assert!(!p.matches(&i("m5.xlarge", "us-east-1b", "on-demand")));
+        let err = "t3a.xlarge:spot".parse::<OfferingPattern>().unwrap_err();
+        assert!(err.contains("TYPE:ZONE:CAPACITYTYPE"), "{err}");
     }
 }

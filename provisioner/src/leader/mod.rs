@@ -61,6 +61,7 @@ fn record_of(lease: &Lease) -> Record {
 /// is expected to exit and be restarted as a follower).
 pub fn start(client: Client, settings: Settings) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
+    crate::metrics::provisioner().leader.set(&[], 0.0);
     let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
     tokio::spawn(async move {
         let mut observer = Observer::default();

@@ -13,6 +13,7 @@ use adze_api::conditions::{self, nodeclaim as cond};
 use adze_scheduling::labels;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -74,6 +75,22 @@ fn node_ready(node: &Node) -> bool {
         .into_iter()
         .flatten()
         .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Extended resources (domain-qualified names such as `nvidia.com/gpu`) the instance has but
+/// the Node does not advertise yet: device plugins register them some time after Ready, and
+/// pods asking for them cannot schedule until then.
+pub fn unregistered_extended_resources(
+    instance: &BTreeMap<String, Quantity>,
+    node_allocatable: &BTreeMap<String, Quantity>,
+) -> Vec<String> {
+    let nonzero = |q: &Quantity| !q.0.trim().is_empty() && q.0.trim() != "0";
+    instance
+        .iter()
+        .filter(|(k, v)| k.contains('/') && !k.starts_with("kubernetes.io/") && nonzero(v))
+        .filter(|(k, _)| !node_allocatable.get(*k).is_some_and(nonzero))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 fn age(claim: &NodeClaim) -> Duration {
@@ -369,6 +386,21 @@ impl Lifecycle {
         {
             return Ok(());
         }
+        let expected = claim
+            .status
+            .as_ref()
+            .map(|s| s.capacity.clone())
+            .unwrap_or_default();
+        let allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.clone())
+            .unwrap_or_default();
+        let missing = unregistered_extended_resources(&expected, &allocatable);
+        if !missing.is_empty() {
+            tracing::debug!(nodeclaim = %name, node = %node_name, missing = ?missing, "waiting for extended resources");
+            return Ok(());
+        }
         nodes
             .patch(
                 &node_name,
@@ -381,7 +413,7 @@ impl Lifecycle {
             cond::INITIALIZED,
             true,
             "Initialized",
-            "node ready, startup taints removed",
+            "node ready, startup taints removed, extended resources registered",
         );
         let conds = set_condition(&conds, conditions::READY, true, "Ready", "node is ready");
         self.patch_status(name, json!({"conditions": conds}))
@@ -397,6 +429,26 @@ impl Lifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn initialization_waits_until_the_node_advertises_the_instances_gpus() {
+        let q = |v: &str| Quantity(v.into());
+        let instance: BTreeMap<String, Quantity> = [
+            ("cpu".to_string(), q("4")),
+            ("nvidia.com/gpu".to_string(), q("1")),
+            ("example.com/none".to_string(), q("0")),
+        ]
+        .into();
+        let mut node: BTreeMap<String, Quantity> = [("cpu".to_string(), q("4"))].into();
+        assert_eq!(
+            unregistered_extended_resources(&instance, &node),
+            vec!["nvidia.com/gpu".to_string()]
+        );
+        node.insert("nvidia.com/gpu".into(), q("0"));
+        assert_eq!(unregistered_extended_resources(&instance, &node).len(), 1);
+        node.insert("nvidia.com/gpu".into(), q("1"));
+        assert!(unregistered_extended_resources(&instance, &node).is_empty());
+    }
 
     #[test]
     fn condition_keeps_transition_time_when_status_unchanged() {

@@ -14,7 +14,7 @@ use adze_api::{NodeClaim, NodePool};
 use adze_scheduling::plan::NewClaim;
 use adze_scheduling::{Options, labels, schedule};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
@@ -274,6 +274,63 @@ impl Provisioner {
                 }
             }
         }
+        // Pods placed on the spare room of in-flight claims join those claims' nominations,
+        // so they count as covered (no retry launches for them) and the extender holds
+        // their room.
+        let mut extended: Vec<(String, Vec<String>)> = Vec::new();
+        for e in plan.existing.iter().filter(|e| e.in_flight) {
+            let Some(claim) = objects
+                .claims
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(&e.node))
+            else {
+                continue;
+            };
+            let add: Vec<Nomination> = e
+                .pods
+                .iter()
+                .filter_map(|key| {
+                    let (ns, name) = key.split_once('/')?;
+                    Some(Nomination {
+                        namespace: ns.into(),
+                        name: name.into(),
+                        uid: built.pending_uids.get(key)?.clone(),
+                    })
+                })
+                .collect();
+            let Some(all) = nomination::extend(&nomination::of_claim(claim), &add) else {
+                continue;
+            };
+            let patch = json!({"metadata": {
+                "resourceVersion": claim.metadata.resource_version,
+                "annotations": {labels::NOMINATED_PODS: nomination::encode(&all)},
+            }});
+            match claims
+                .patch(&e.node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(nodeclaim = %e.node, pods = add.len(), "pods nominated to the spare room of an in-flight nodeclaim");
+                    for key in &e.pods {
+                        if let Some(p) = pods.get(key) {
+                            outcome.nominated += 1;
+                            events.push(pod_event(
+                                p,
+                                "Normal",
+                                "Nominated",
+                                &format!("Pod should schedule on: nodeclaim/{}", e.node),
+                            ));
+                        }
+                    }
+                    extended.push((e.node.clone(), add.into_iter().map(|n| n.uid).collect()));
+                }
+                // Conflict or gone: the pods stay pending and the next pass places them again.
+                Err(err) => {
+                    tracing::warn!(nodeclaim = %e.node, error = %err, "nominating pods to an in-flight nodeclaim failed");
+                    failed.extend(e.pods.iter().cloned());
+                }
+            }
+        }
         for u in &plan.unschedulable {
             outcome.unschedulable += 1;
             if let Some(p) = pods.get(&u.pod) {
@@ -285,6 +342,12 @@ impl Provisioner {
             .new_claims
             .iter()
             .flat_map(|c| c.pods.iter().map(String::as_str))
+            .chain(
+                plan.existing
+                    .iter()
+                    .filter(|e| e.in_flight)
+                    .flat_map(|e| e.pods.iter().map(String::as_str)),
+            )
             .collect();
         outcome.left_pending = built
             .pending_uids
@@ -302,7 +365,12 @@ impl Provisioner {
                 .iter()
                 .filter_map(|c| c.metadata.name.clone())
                 .collect();
-            if outcome.created.iter().all(|n| seen.contains(n)) {
+            let nominated =
+                nomination::by_uid(self.state.claims.state().iter().map(|c| c.as_ref()));
+            let extensions_seen = extended
+                .iter()
+                .all(|(claim, uids)| uids.iter().all(|u| nominated.get(u) == Some(claim)));
+            if outcome.created.iter().all(|n| seen.contains(n)) && extensions_seen {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

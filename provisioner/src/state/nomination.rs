@@ -37,6 +37,17 @@ pub fn of_claim(claim: &NodeClaim) -> Vec<Nomination> {
         .unwrap_or_default()
 }
 
+/// `current` plus those of `add` it lacks (by uid); `None` when nothing is new.
+pub fn extend(current: &[Nomination], add: &[Nomination]) -> Option<Vec<Nomination>> {
+    let mut out = current.to_vec();
+    for n in add {
+        if !out.iter().any(|c| c.uid == n.uid) {
+            out.push(n.clone());
+        }
+    }
+    (out.len() > current.len()).then_some(out)
+}
+
 /// Pod uid → claim name, over the claims whose nominations still hold.
 pub fn by_uid<'a>(claims: impl IntoIterator<Item = &'a NodeClaim>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -52,6 +63,24 @@ pub fn by_uid<'a>(claims: impl IntoIterator<Item = &'a NodeClaim>) -> BTreeMap<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nom(uid: &str) -> Nomination {
+        Nomination {
+            namespace: "ns".into(),
+            name: format!("p-{uid}"),
+            uid: uid.into(),
+        }
+    }
+
+    #[test]
+    fn extending_nominations_adds_only_new_pods() {
+        let current = [nom("a")];
+        assert_eq!(extend(&current, &[nom("a")]), None);
+        assert_eq!(
+            extend(&current, &[nom("a"), nom("b")]),
+            Some(vec![nom("a"), nom("b")])
+        );
+    }
 
     #[test]
     fn nominations_round_trip_through_the_annotation() {

@@ -1,0 +1,255 @@
+//! Garbage collection between the cloud and the NodeClaims:
+//! - an instance tagged as ours (in [`CloudProvider::list`]) that no NodeClaim's
+//!   `status.providerID` names is terminated once it has stayed unclaimed for a grace period
+//!   (a launch writes the providerID a moment after the instance exists, and our watch lags);
+//! - a NodeClaim that registered and whose instance is gone is deleted, so its pods are
+//!   provisioned again instead of waiting on capacity that will never come.
+//!
+//! [`Collector::decide`] is the pure decision; [`Garbage::run`] the thin loop around it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adze_api::NodeClaim;
+use adze_api::conditions::{self, nodeclaim as cond};
+use kube::api::DeleteParams;
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::cloud::CloudProvider;
+use crate::state::ClusterState;
+
+/// What the collector needs to know about a NodeClaim.
+#[derive(Debug, Clone)]
+pub struct ClaimView {
+    pub name: String,
+    pub provider_id: Option<String>,
+    pub registered: bool,
+    pub deleting: bool,
+}
+
+impl ClaimView {
+    pub fn of(claim: &NodeClaim) -> ClaimView {
+        let conds = crate::provisioning::snapshot::claim_conditions(claim);
+        ClaimView {
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            provider_id: claim
+                .status
+                .as_ref()
+                .and_then(|s| s.provider_id.clone())
+                .filter(|p| !p.is_empty()),
+            registered: conditions::is_true(conds, cond::REGISTERED),
+            deleting: claim.metadata.deletion_timestamp.is_some(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// No NodeClaim has owned this instance for the whole grace period.
+    TerminateInstance { provider_id: String },
+    /// The claim registered, but its instance is no longer in the cloud.
+    DeleteClaim { name: String },
+}
+
+/// Remembers since when each unclaimed instance has been seen unclaimed.
+#[derive(Debug, Default)]
+pub struct Collector {
+    unclaimed_since: HashMap<String, Instant>,
+}
+
+impl Collector {
+    pub fn decide(
+        &mut self,
+        instances: &[String],
+        claims: &[ClaimView],
+        now: Instant,
+        grace: Duration,
+    ) -> Vec<Action> {
+        let claimed: BTreeSet<&str> = claims
+            .iter()
+            .filter_map(|c| c.provider_id.as_deref())
+            .collect();
+        let present: BTreeSet<&str> = instances.iter().map(String::as_str).collect();
+        let mut actions = Vec::new();
+        let unclaimed: BTreeSet<&str> = present.difference(&claimed).copied().collect();
+        self.unclaimed_since
+            .retain(|pid, _| unclaimed.contains(pid.as_str()));
+        for pid in unclaimed {
+            let since = *self.unclaimed_since.entry(pid.to_string()).or_insert(now);
+            if now.duration_since(since) >= grace {
+                actions.push(Action::TerminateInstance {
+                    provider_id: pid.to_string(),
+                });
+            }
+        }
+        for c in claims {
+            if let Some(pid) = &c.provider_id
+                && c.registered
+                && !c.deleting
+                && !present.contains(pid.as_str())
+            {
+                actions.push(Action::DeleteClaim {
+                    name: c.name.clone(),
+                });
+            }
+        }
+        actions
+    }
+}
+
+/// [`CloudProvider::delete`] takes a NodeClaim; for an instance no claim owns we hand it one
+/// that carries only the providerID (and, as its name, the id's last path segment, which is
+/// how the simulated cloud names nodes).
+pub fn orphan_claim(provider_id: &str) -> NodeClaim {
+    let name = provider_id.rsplit('/').next().unwrap_or(provider_id);
+    serde_json::from_value(json!({
+        "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name},
+        "spec": {"nodeClassRef": {"group": "", "kind": "", "name": ""}},
+        "status": {"providerID": provider_id},
+    }))
+    .expect("orphan nodeclaim")
+}
+
+pub struct Garbage {
+    pub client: Client,
+    pub state: ClusterState,
+    pub cloud: Arc<dyn CloudProvider>,
+    /// How long an instance may stay unclaimed before it is terminated.
+    pub grace: Duration,
+    pub interval: Duration,
+}
+
+impl Garbage {
+    /// Never returns.
+    pub async fn run(self) {
+        let mut collector = Collector::default();
+        let metrics = crate::metrics::provisioner();
+        loop {
+            tokio::time::sleep(self.interval).await;
+            let instances = match self.cloud.list().await {
+                Ok(list) => list.into_iter().map(|i| i.provider_id).collect::<Vec<_>>(),
+                Err(e) => {
+                    metrics.cloud_errors.inc(&["list", "other"]);
+                    tracing::warn!(error = %e, "listing instances failed; garbage collection skipped");
+                    continue;
+                }
+            };
+            let claims: Vec<ClaimView> = self
+                .state
+                .claims
+                .state()
+                .iter()
+                .map(|c| ClaimView::of(c))
+                .collect();
+            for action in collector.decide(&instances, &claims, Instant::now(), self.grace) {
+                match action {
+                    Action::TerminateInstance { provider_id } => {
+                        tracing::info!(provider_id = %provider_id, grace = ?self.grace, "terminating an instance no NodeClaim owns");
+                        if let Err(e) = self.cloud.delete(&orphan_claim(&provider_id)).await {
+                            metrics.cloud_errors.inc(&["delete", "other"]);
+                            tracing::warn!(provider_id = %provider_id, error = %e, "terminating orphan failed");
+                        }
+                    }
+                    Action::DeleteClaim { name } => {
+                        tracing::info!(nodeclaim = %name, "instance is gone; deleting its nodeclaim");
+                        let api: Api<NodeClaim> = Api::all(self.client.clone());
+                        match api.delete(&name, &DeleteParams::default()).await {
+                            Ok(_) => metrics.nodeclaims_terminated.inc(&["instance_gone"]),
+                            Err(kube::Error::Api(e)) if e.code == 404 => {}
+                            Err(e) => {
+                                tracing::warn!(nodeclaim = %name, error = %e, "deleting nodeclaim failed")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str, pid: Option<&str>, registered: bool) -> ClaimView {
+        ClaimView {
+            name: name.into(),
+            provider_id: pid.map(Into::into),
+            registered,
+            deleting: false,
+        }
+    }
+
+    const GRACE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn unclaimed_instance_is_terminated_only_after_the_grace_period() {
+        let mut c = Collector::default();
+        let t0 = Instant::now();
+        let instances = vec!["sim://a".to_string(), "sim://stray".to_string()];
+        let claims = [claim("a", Some("sim://a"), true)];
+        assert!(c.decide(&instances, &claims, t0, GRACE).is_empty());
+        assert!(
+            c.decide(&instances, &claims, t0 + Duration::from_secs(59), GRACE)
+                .is_empty()
+        );
+        assert_eq!(
+            c.decide(&instances, &claims, t0 + GRACE, GRACE),
+            vec![Action::TerminateInstance {
+                provider_id: "sim://stray".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn instance_claimed_during_the_grace_period_is_kept_and_its_clock_reset() {
+        let mut c = Collector::default();
+        let t0 = Instant::now();
+        let instances = vec!["sim://b".to_string()];
+        assert!(c.decide(&instances, &[], t0, GRACE).is_empty());
+        // The launch wrote the providerID: claimed.
+        let claims = [claim("b", Some("sim://b"), false)];
+        assert!(c.decide(&instances, &claims, t0 + GRACE, GRACE).is_empty());
+        // Unclaimed again later: a fresh grace period starts.
+        let t1 = t0 + 2 * GRACE;
+        assert!(c.decide(&instances, &[], t1, GRACE).is_empty());
+        assert_eq!(c.decide(&instances, &[], t1 + GRACE, GRACE).len(), 1);
+    }
+
+    #[test]
+    fn registered_claim_whose_instance_vanished_is_deleted() {
+        let mut c = Collector::default();
+        let claims = [
+            claim("gone", Some("sim://gone"), true),
+            claim("booting", Some("sim://booting"), false),
+            claim("new", None, false),
+        ];
+        assert_eq!(
+            c.decide(&[], &claims, Instant::now(), GRACE),
+            vec![Action::DeleteClaim {
+                name: "gone".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn claim_already_being_deleted_is_left_to_its_finalizer() {
+        let mut c = Collector::default();
+        let mut gone = claim("gone", Some("sim://gone"), true);
+        gone.deleting = true;
+        assert!(c.decide(&[], &[gone], Instant::now(), GRACE).is_empty());
+    }
+
+    #[test]
+    fn orphan_claim_carries_the_provider_id_and_a_name_from_it() {
+        let c = orphan_claim("adze-sim://stray-1");
+        assert_eq!(c.metadata.name.as_deref(), Some("stray-1"));
+        assert_eq!(
+            c.status.unwrap().provider_id.as_deref(),
+            Some("adze-sim://stray-1")
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! NodePool status: what the pool's NodeClaims hold (`status.resources`: the sum of their
+//! capacity plus a `nodes` count) and a `Ready` condition. Written only when it changes.
+//! Limits are enforced by provisioning, which counts every claim (launched or not); this
+//! status is what people and dashboards read.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use adze_api::{NodeClaim, NodePool};
+use adze_scheduling::{Resources, labels};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::nodeclaim::set_condition;
+use crate::state::ClusterState;
+
+/// `status.resources` for a pool: the capacity of its launched, not-deleting claims, summed,
+/// and `nodes`: how many there are.
+pub fn pool_resources<'a>(
+    pool: &str,
+    claims: impl IntoIterator<Item = &'a NodeClaim>,
+) -> BTreeMap<String, String> {
+    let mut total = Resources::default();
+    let mut nodes = 0;
+    for c in claims {
+        let in_pool = c
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .is_some_and(|p| p == pool);
+        if !in_pool || c.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(capacity) = c
+            .status
+            .as_ref()
+            .map(|s| &s.capacity)
+            .filter(|m| !m.is_empty())
+        else {
+            continue;
+        };
+        if let Ok(r) =
+            Resources::from_quantities(capacity.iter().map(|(k, v)| (k.as_str(), v.0.as_str())))
+        {
+            total.add(&r);
+            nodes += 1;
+        }
+    }
+    let mut out = total.to_quantities();
+    out.insert("nodes".into(), nodes.to_string());
+    out
+}
+
+pub struct Status {
+    pub client: Client,
+    pub state: ClusterState,
+    pub interval: Duration,
+}
+
+impl Status {
+    /// Never returns.
+    pub async fn run(self) {
+        let api: Api<NodePool> = Api::all(self.client.clone());
+        loop {
+            let claims = self.state.claims.state();
+            for pool in self.state.nodepools.state() {
+                let name = pool.metadata.name.clone().unwrap_or_default();
+                let resources = pool_resources(&name, claims.iter().map(|c| c.as_ref()));
+                let status = pool.status.clone().unwrap_or_default();
+                let current: BTreeMap<String, String> = status
+                    .resources
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.0.clone()))
+                    .collect();
+                let ready = adze_api::conditions::is_true(&status.conditions, "Ready");
+                if current == resources && ready {
+                    continue;
+                }
+                let nodes = resources.get("nodes").cloned().unwrap_or_default();
+                let conditions = set_condition(
+                    &status.conditions,
+                    "Ready",
+                    true,
+                    "Ready",
+                    &format!("{nodes} nodes launched"),
+                );
+                let quantities: BTreeMap<String, Quantity> = resources
+                    .into_iter()
+                    .map(|(k, v)| (k, Quantity(v)))
+                    .collect();
+                let patch = json!({"status": {"resources": quantities, "conditions": conditions}});
+                if let Err(e) = api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    tracing::warn!(nodepool = %name, error = %e, "nodepool status not written");
+                }
+            }
+            tokio::time::sleep(self.interval).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str, pool: &str, capacity: Option<(&str, &str)>, deleting: bool) -> NodeClaim {
+        let mut v = json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {labels::NODEPOOL: pool}},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+        });
+        if let Some((cpu, mem)) = capacity {
+            v["status"] = json!({"capacity": {"cpu": cpu, "memory": mem}});
+        }
+        if deleting {
+            v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn pool_resources_sum_launched_claims_of_the_pool_only() {
+        let claims = [
+            claim("a", "web", Some(("4", "16Gi")), false),
+            claim("b", "web", Some(("2", "8Gi")), false),
+            claim("c", "web", None, false),
+            claim("d", "web", Some(("8", "32Gi")), true),
+            claim("e", "batch", Some(("16", "64Gi")), false),
+        ];
+        let r = pool_resources("web", &claims);
+        assert_eq!(r["cpu"], "6");
+        assert_eq!(r["memory"], "24Gi");
+        assert_eq!(r["nodes"], "2");
+        assert_eq!(pool_resources("none", &claims)["nodes"], "0");
+    }
+}
