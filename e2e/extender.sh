@@ -256,7 +256,7 @@ scheduler_config "extenders:
     httpTimeout: 5s" >"$work/scheduler-extender.yaml"
 up with "$work/scheduler-extender.yaml"
 start_extender "$port"
-check "[with] extender ready on 127.0.0.1:$port" curl -sf "http://127.0.0.1:$port/readyz"
+check "[with] extender ready on 127.0.0.1:$port" curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"
 start_provisioner
 check "[with] provisioner started" kill -0 "$prov_pid"
 scenario_a_then_b with

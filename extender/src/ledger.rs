@@ -464,8 +464,9 @@ impl Ledger {
         {
             // Its capacity is booting: placing it elsewhere now would strand that capacity
             // (and another pod would take it). The claim's registration timeout bounds the wait.
-            let reason =
-                format!("waiting for nodeclaim {claim}, launched for this pod, to register its node");
+            let reason = format!(
+                "waiting for nodeclaim {claim}, launched for this pod, to register its node"
+            );
             for c in candidates {
                 out.failed.insert(c.name.to_string(), reason.clone());
             }

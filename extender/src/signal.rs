@@ -77,10 +77,16 @@ pub async fn annotate(client: Client, mut rx: mpsc::Receiver<Unschedulable>) {
             }
             let api: Api<Pod> = Api::namespaced(client.clone(), &p.namespace);
             match api
-                .patch(&p.name, &PatchParams::default(), &Patch::Merge(patch_for(&p.uid, &at)))
+                .patch(
+                    &p.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(patch_for(&p.uid, &at)),
+                )
                 .await
             {
-                Ok(_) => tracing::info!(pod = %format!("{}/{}", p.namespace, p.name), "failed filter on every node; annotated for the provisioner"),
+                Ok(_) => {
+                    tracing::info!(pod = %format!("{}/{}", p.namespace, p.name), "failed filter on every node; annotated for the provisioner")
+                }
                 Err(e) => {
                     done.remove(&p.uid);
                     tracing::warn!(pod = %format!("{}/{}", p.namespace, p.name), error = %e, "could not annotate unschedulable pod");

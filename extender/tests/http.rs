@@ -400,7 +400,10 @@ async fn pod_failing_on_every_node_is_signalled_once_others_are_not() {
         json!({"Pod": pod("b-0", "1"), "NodeNames": ["n1", "n2"]}),
     )
     .await;
-    assert!(rx.try_recv().is_err(), "a pod that passes somewhere is not signalled");
+    assert!(
+        rx.try_recv().is_err(),
+        "a pod that passes somewhere is not signalled"
+    );
     // b-1 is offered only the reserved node and fails there.
     let r: ExtenderFilterResult = post(
         &s,

@@ -21,13 +21,15 @@ impl Binder for NoBinder {
     fn bind<'a>(
         &'a self,
         _: &'a ExtenderBindingArgs,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>
-    {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
         Box::pin(async { Ok(()) })
     }
 }
 
-async fn https_server() -> (std::net::SocketAddr, rustls::pki_types::CertificateDer<'static>) {
+async fn https_server() -> (
+    std::net::SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+) {
     install_crypto_provider();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let tls = RustlsConfig::from_pem(
@@ -48,7 +50,9 @@ async fn https_server() -> (std::net::SocketAddr, rustls::pki_types::Certificate
     (addr, cert.cert.der().clone())
 }
 
-fn client_config(trusted: Option<rustls::pki_types::CertificateDer<'static>>) -> rustls::ClientConfig {
+fn client_config(
+    trusted: Option<rustls::pki_types::CertificateDer<'static>>,
+) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     if let Some(c) = trusted {
         roots.add(c).unwrap();
@@ -71,7 +75,9 @@ async fn tls_connect(
 #[tokio::test]
 async fn filter_over_https_with_a_verified_self_signed_certificate() {
     let (addr, cert) = https_server().await;
-    let tls = tls_connect(addr, client_config(Some(cert))).await.expect("handshake");
+    let tls = tls_connect(addr, client_config(Some(cert)))
+        .await
+        .expect("handshake");
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .unwrap();

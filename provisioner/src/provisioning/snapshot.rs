@@ -413,10 +413,17 @@ mod tests {
         p.status = None;
         assert!(!is_pending(&p));
         p.metadata.annotations = Some(
-            [(labels::UNSCHEDULABLE_AT.to_string(), "2026-11-22T23:50:00Z".to_string())].into(),
+            [(
+                labels::UNSCHEDULABLE_AT.to_string(),
+                "2026-11-22T23:50:00Z".to_string(),
+            )]
+            .into(),
         );
         assert!(is_pending(&p));
         p.spec.as_mut().unwrap().node_name = Some("n1".into());
-        assert!(!is_pending(&p), "a bound pod is not pending whatever its annotation");
+        assert!(
+            !is_pending(&p),
+            "a bound pod is not pending whatever its annotation"
+        );
     }
 }
