@@ -274,6 +274,11 @@ do_up() {
   pick_port KCM_PORT "${ADZE_KCM_PORT:-}"
   pick_port SCHEDULER_PORT "${ADZE_SCHEDULER_PORT:-}"
   log "ports: etcd client $ETCD_CLIENT_PORT, etcd peer $ETCD_PEER_PORT, apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHEDULER_PORT"
+  # With --config, kube-scheduler 1.20 ignores --port 0 and serves plain HTTP healthz/metrics
+  # on the config's address, default 0.0.0.0:10251: two control planes on one machine then
+  # collide. Give it a free loopback port instead (unless the config names one).
+  local SCHEDULER_INSECURE_PORT
+  pick_port SCHEDULER_INSECURE_PORT ""
   APISERVER="https://127.0.0.1:$APISERVER_PORT"
   local ETCD_ENDPOINT="http://127.0.0.1:$ETCD_CLIENT_PORT"
 
@@ -345,6 +350,8 @@ EOF
   fi
   grep -q '^clientConnection:' "$sched_cfg" || printf 'clientConnection:\n  kubeconfig: %s\n' "$DIR/scheduler.kubeconfig" >>"$sched_cfg"
   grep -q '^leaderElection:' "$sched_cfg" || printf 'leaderElection:\n  leaderElect: false\n' >>"$sched_cfg"
+  grep -q '^healthzBindAddress:' "$sched_cfg" || printf 'healthzBindAddress: 127.0.0.1:%s\n' "$SCHEDULER_INSECURE_PORT" >>"$sched_cfg"
+  grep -q '^metricsBindAddress:' "$sched_cfg" || printf 'metricsBindAddress: 127.0.0.1:%s\n' "$SCHEDULER_INSECURE_PORT" >>"$sched_cfg"
 
   # --- etcd -------------------------------------------------------------------
   start etcd "$ETCD_BIN" \

@@ -209,6 +209,21 @@ fn main() {
         tokio::runtime::Runtime::new().unwrap().block_on(serve());
         return;
     }
+    // For instruction counts under callgrind (load-independent): N calls of one verb, e.g.
+    //   ADZE_BENCH_PROFILE=filter valgrind --tool=callgrind \
+    //     --toggle-collect='adze_extender::server::filter_body' <bench binary>
+    if let Ok(verb) = std::env::var("ADZE_BENCH_PROFILE") {
+        let s = state();
+        let b = body(NODES);
+        for _ in 0..10 {
+            if verb == "filter" {
+                std::hint::black_box(filter_body(&s, &b));
+            } else {
+                std::hint::black_box(prioritize_body(&s, &b).unwrap());
+            }
+        }
+        return;
+    }
     let build = Instant::now();
     let s = state();
     println!(

@@ -18,7 +18,12 @@
 //! * **Rebuildable.** Everything here is derived from nodes, pods and NodeClaims, so a
 //!   restarted extender, or a second replica, reaches the same answers from the same cache.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// Node names and pod keys are hashed on every `filter` call (one lookup per candidate node):
+/// foldhash is several times cheaper than SipHash for them, and the keys come from the API
+/// server, not from whoever calls the extender.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::fmt::Write as _;
 
 use adze_scheduling::Resources;
@@ -153,19 +158,20 @@ pub struct Ledger {
 
 /// Reservations other pods hold on one node.
 #[derive(Debug, Default)]
-struct Reservation {
+struct Reservation<'a> {
     requests: Resources,
     /// (claim, number of pending pods it reserves for), by claim name.
-    by_claim: Vec<(String, usize)>,
+    by_claim: Vec<(&'a str, usize)>,
 }
 
-impl Reservation {
+impl Reservation<'_> {
     fn is_empty(&self) -> bool {
         self.by_claim.is_empty()
     }
 
     fn describe(&self) -> String {
-        let mut out = String::from("capacity reserved for ");
+        let mut out = String::with_capacity(160);
+        out.push_str("capacity reserved for ");
         for (i, (claim, n)) in self.by_claim.iter().enumerate() {
             if i > 0 {
                 out.push_str(" and ");
@@ -440,6 +446,8 @@ impl Ledger {
 
     /// Which candidates keep room for `pod`. See the module documentation for "room".
     ///
+    /// * A pod nominated to a live claim whose node has not registered yet passes nowhere:
+    ///   it waits for the capacity launched for it.
     /// * A pod passes on the node of the claim it is nominated to.
     /// * A pod passes where it fits beside every reservation.
     /// * A node holding no reservation for another pod passes: kube-scheduler's own
@@ -450,6 +458,20 @@ impl Ledger {
         let own = self.own_reservation(pod);
         let own_node = self.nominated_node(pod);
         let mut out = FilterOutcome::default();
+        if pod.node.is_none()
+            && own_node.is_none()
+            && let Some(claim) = self.nominated_claim(pod)
+        {
+            // Its capacity is booting: placing it elsewhere now would strand that capacity
+            // (and another pod would take it). The claim's registration timeout bounds the wait.
+            let reason = format!(
+                "waiting for nodeclaim {claim}, launched for this pod, to register its node"
+            );
+            for c in candidates {
+                out.failed.insert(c.name.to_string(), reason.clone());
+            }
+            return out;
+        }
         for (i, c) in candidates.iter().enumerate() {
             match self.judge(pod, &own, own_node, c) {
                 Ok(()) => out.passed.push(i),
@@ -496,12 +518,13 @@ impl Ledger {
         if pod.requests.fits_in(&room) {
             return Ok(());
         }
-        Err(format!(
-            "{}: the pod requests {{{}}} and {{{}}} is left beside them",
-            reservation.describe(),
-            show(&pod.requests),
-            show(&room)
-        ))
+        let mut reason = reservation.describe();
+        reason.push_str(": the pod requests {");
+        show(&mut reason, &pod.requests);
+        reason.push_str("} and {");
+        show(&mut reason, &room);
+        reason.push_str("} is left beside them");
+        Err(reason)
     }
 
     /// Scores in 0..=10. The node of the claim the pod is nominated to scores 10 and every
@@ -616,7 +639,7 @@ impl Ledger {
     }
 
     /// What the claims on one node reserve for pods other than the one being placed.
-    fn reservation(&self, claims: &[String], own: &Own<'_>) -> Reservation {
+    fn reservation<'s>(&'s self, claims: &'s [String], own: &Own<'_>) -> Reservation<'s> {
         let mut r = Reservation::default();
         for claim in claims {
             let Some(state) = self.claims.get(claim) else {
@@ -634,7 +657,7 @@ impl Ledger {
                 n -= 1;
             }
             if n > 0 {
-                r.by_claim.push((claim.clone(), n));
+                r.by_claim.push((claim.as_str(), n));
             }
         }
         r
@@ -695,9 +718,10 @@ impl Ledger {
 type Own<'a> = Option<(&'a str, &'a Resources)>;
 
 /// Resources for a message ("cpu=1, memory=1Gi, pods=1"), negatives shown as zero.
-fn show(r: &Resources) -> String {
+fn show(out: &mut String, r: &Resources) {
     use adze_scheduling::quantity::{format_bytes, format_milli};
-    let mut out = format!(
+    let _ = write!(
+        out,
         "cpu={}, memory={}",
         format_milli(r.cpu.max(0)),
         format_bytes(r.memory.max(0))
@@ -713,7 +737,6 @@ fn show(r: &Resources) -> String {
     for (name, v) in &r.extended {
         let _ = write!(out, ", {name}={}", (*v).max(0));
     }
-    out
 }
 
 #[cfg(test)]
@@ -811,6 +834,25 @@ mod tests {
             "{r}"
         );
         assert!(r.contains("cpu=1"), "{r}");
+    }
+
+    #[test]
+    fn nominated_pod_waits_for_its_booting_node_then_passes_there() {
+        let mut l = Ledger::new();
+        node(&mut l, "spare", 8000, 32, None);
+        let a = pod("a-0", 1000, 1);
+        l.upsert_pod(a.clone());
+        claim(&mut l, "default-boot", None, &[&a]);
+        assert_eq!(passes(&l, &a, &["spare"]), Vec::<String>::new());
+        let r = reason(&l, &a, "spare").unwrap();
+        assert_eq!(
+            r,
+            "waiting for nodeclaim default-boot, launched for this pod, to register its node"
+        );
+        // A pod nominated nowhere still passes on the spare node.
+        assert_eq!(passes(&l, &pod("b-0", 1000, 1), &["spare"]), ["spare"]);
+        node(&mut l, "n-boot", 4000, 16, Some("default-boot"));
+        assert_eq!(passes(&l, &a, &["spare", "n-boot"]), ["spare", "n-boot"]);
     }
 
     #[test]

@@ -8,4 +8,5 @@
 pub mod cluster;
 pub mod ledger;
 pub mod server;
+pub mod signal;
 pub mod types;

@@ -68,18 +68,25 @@ async fn main() -> anyhow::Result<()> {
             hold_preemption: !args.allow_preemption_in_flight,
         },
     );
+    let (signal, unschedulable) = adze_extender::signal::Signal::new();
+    let state = state.with_signal(signal);
+    tokio::spawn(adze_extender::signal::annotate(
+        client.clone(),
+        unschedulable,
+    ));
     tokio::spawn(watch(client, ledger, state.ready.clone()));
     let app = router(state);
 
     match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            adze_extender::server::install_crypto_provider();
             let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
                 .await
                 .with_context(|| format!("loading TLS certificate {}", cert.display()))?;
+            let listener = std::net::TcpListener::bind(args.listen)
+                .with_context(|| format!("listening on {}", args.listen))?;
             tracing::info!(listen = %args.listen, "serving HTTPS");
-            axum_server::bind_rustls(args.listen, tls)
-                .serve(app.into_make_service())
+            adze_extender::server::serve_https(listener, app, tls)
                 .await
                 .context("serving")?;
         }

@@ -25,7 +25,8 @@ use axum::routing::{get, post};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{Assumed, Candidate, Ledger, PodInfo};
+use crate::ledger::{Assumed, Candidate, FilterOutcome, Ledger, PodInfo};
+use crate::signal::{Signal, Unschedulable};
 use crate::types::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult,
     ExtenderPreemptionArgs, ExtenderPreemptionResult, HostPriorityList, MetaPod, MetaVictims,
@@ -68,6 +69,8 @@ pub struct AppState {
     /// Set once every watch has listed its objects.
     pub ready: Arc<AtomicBool>,
     pub config: Config,
+    /// Where pods that fail on every candidate node are reported; `None` reports nothing.
+    pub unschedulable: Option<Signal>,
 }
 
 impl AppState {
@@ -78,6 +81,28 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             ready: Arc::new(AtomicBool::new(false)),
             config,
+            unschedulable: None,
+        }
+    }
+
+    /// Reports pods that fail on every candidate node to `signal`.
+    pub fn with_signal(mut self, signal: Signal) -> Self {
+        self.unschedulable = Some(signal);
+        self
+    }
+
+    /// A filter answer that passed no node: tell the provisioner (off the request path).
+    fn failed_everywhere(&self, pod: &PodInfo, candidates: usize, passed: usize) {
+        if candidates > 0
+            && passed == 0
+            && pod.node.is_none()
+            && let Some(s) = &self.unschedulable
+        {
+            s.send(Unschedulable {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod.uid.clone(),
+            });
         }
     }
 }
@@ -95,6 +120,24 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// Serves `app` over HTTPS (rustls, ring) on `listener` until the process ends.
+pub async fn serve_https(
+    listener: std::net::TcpListener,
+    app: Router,
+    tls: axum_server::tls_rustls::RustlsConfig,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    axum_server::from_tcp_rustls(listener, tls)
+        .serve(app.into_make_service())
+        .await
+}
+
+/// Installs ring as rustls's process-wide crypto provider (once; later calls are no-ops).
+/// Must run before a `RustlsConfig` is built.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 // ---- verbs ------------------------------------------------------------------------------
@@ -121,22 +164,68 @@ struct ArgsIn<'a> {
         default,
         borrow
     )]
-    node_names: Option<Vec<Cow<'a, str>>>,
+    node_names: Option<Vec<Name<'a>>>,
 }
 
-/// `ExtenderFilterResult` for the `NodeNames` case, serialised from borrowed names.
-#[derive(Serialize)]
-struct FilterNamesOut<'a> {
-    #[serde(rename = "Nodes")]
-    nodes: Option<()>,
-    #[serde(rename = "NodeNames")]
-    node_names: Vec<&'a str>,
-    #[serde(rename = "FailedNodes")]
-    failed_nodes: &'a BTreeMap<String, String>,
-    #[serde(rename = "FailedAndUnresolvableNodes")]
-    failed_and_unresolvable_nodes: Option<()>,
-    #[serde(rename = "Error")]
-    error: &'a str,
+/// A node name from the request: borrowed from the body when it has no escapes (always, for
+/// DNS names), owned otherwise. serde's own `Cow<str>` inside a `Vec` always copies.
+struct Name<'a>(Cow<'a, str>);
+
+impl Name<'_> {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn is_borrowed(&self) -> bool {
+        matches!(self.0, Cow::Borrowed(_))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Name<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Name<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a node name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// `ExtenderFilterResult` for the `NodeNames` case, written by hand: the passed names were
+/// borrowed unescaped from the request body (so they need no escaping and are copied
+/// straight through); only the failure reasons go through the JSON encoder.
+fn write_filter_names(names: &[Name<'_>], out: &FilterOutcome) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::with_capacity(32 + out.passed.len() * 40 + out.failed.len() * 160);
+    buf.extend_from_slice(br#"{"Nodes":null,"NodeNames":["#);
+    for (k, &i) in out.passed.iter().enumerate() {
+        if k > 0 {
+            buf.push(b',');
+        }
+        let n = &names[i];
+        if n.is_borrowed() {
+            buf.push(b'"');
+            buf.extend_from_slice(n.as_str().as_bytes());
+            buf.push(b'"');
+        } else {
+            serde_json::to_writer(&mut buf, n.as_str()).map_err(|e| e.to_string())?;
+        }
+    }
+    buf.extend_from_slice(br#"],"FailedNodes":"#);
+    serde_json::to_writer(&mut buf, &out.failed).map_err(|e| e.to_string())?;
+    buf.extend_from_slice(br#","FailedAndUnresolvableNodes":null,"Error":""}"#);
+    Ok(buf)
 }
 
 /// The `filter` verb on a raw request body: the response body (an
@@ -152,19 +241,13 @@ pub fn filter_body(s: &AppState, body: &[u8]) -> (Vec<u8>, bool) {
             Err(e) => return encode_filter_error(e),
         };
         let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
-        let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n)).collect();
+        let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n.as_str())).collect();
         let out = ledger.filter(&pod, &c);
         drop(ledger);
-        let result = FilterNamesOut {
-            nodes: None,
-            node_names: out.passed.iter().map(|&i| names[i].as_ref()).collect(),
-            failed_nodes: &out.failed,
-            failed_and_unresolvable_nodes: None,
-            error: "",
-        };
-        return match serde_json::to_vec(&result) {
+        s.failed_everywhere(&pod, c.len(), out.passed.len());
+        return match write_filter_names(names, &out) {
             Ok(v) => (v, false),
-            Err(e) => encode_filter_error(e.to_string()),
+            Err(e) => encode_filter_error(e),
         };
     }
     let result = filter_nodes(
@@ -226,6 +309,7 @@ fn filter_nodes(s: &AppState, args: ExtenderArgs) -> ExtenderFilterResult {
                 })
                 .collect();
             let out = ledger.filter(&pod, &c);
+            s.failed_everywhere(&pod, c.len(), out.passed.len());
             ExtenderFilterResult {
                 nodes: Some(NodeList {
                     items: out.passed.iter().map(|&i| list.items[i].clone()).collect(),
@@ -262,7 +346,7 @@ pub fn prioritize_body(s: &AppState, body: &[u8]) -> Result<HostPriorityList, St
     let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
     match (&args.node_names, &args.nodes) {
         (Some(names), _) => {
-            let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n)).collect();
+            let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n.as_str())).collect();
             Ok(ledger.prioritize(&pod, &c))
         }
         (None, Some(list)) => {

@@ -387,3 +387,40 @@ async fn health_readiness_and_metrics() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn pod_failing_on_every_node_is_signalled_once_others_are_not() {
+    let (s, _) = cluster();
+    let (signal, mut rx) = adze_extender::signal::Signal::new();
+    let s = s.with_signal(signal);
+    // b-0 fits on n2: nothing to say.
+    let _: ExtenderFilterResult = post(
+        &s,
+        "/filter",
+        json!({"Pod": pod("b-0", "1"), "NodeNames": ["n1", "n2"]}),
+    )
+    .await;
+    assert!(
+        rx.try_recv().is_err(),
+        "a pod that passes somewhere is not signalled"
+    );
+    // b-1 is offered only the reserved node and fails there.
+    let r: ExtenderFilterResult = post(
+        &s,
+        "/filter",
+        json!({"Pod": pod("b-1", "1"), "NodeNames": ["n1"]}),
+    )
+    .await;
+    assert_eq!(r.node_names.unwrap(), Vec::<String>::new());
+    let got = rx.try_recv().expect("signalled");
+    assert_eq!(
+        (got.namespace.as_str(), got.name.as_str(), got.uid.as_str()),
+        ("default", "b-1", "uid-b-1")
+    );
+    let patch = adze_extender::signal::patch_for(&got.uid, "2026-11-22T23:50:00Z");
+    assert_eq!(
+        patch["metadata"]["annotations"]["adze.sh/unschedulable-at"],
+        "2026-11-22T23:50:00Z"
+    );
+    assert_eq!(patch["metadata"]["uid"], "uid-b-1");
+}

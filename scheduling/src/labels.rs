@@ -85,3 +85,8 @@ pub fn is_well_known(key: &str) -> bool {
 /// JSON array of `{"namespace", "name", "uid"}` objects. The provisioner writes it when it
 /// creates the claim; the extender reads it to keep the claim's capacity for those pods.
 pub const NOMINATED_PODS: &str = "adze.sh/nominated-pods";
+
+/// Annotation the extender puts on a pod (RFC 3339 time) when `filter` turned it away from
+/// every candidate node: the provisioner treats the pod as pending at once, without waiting
+/// for kube-scheduler's `PodScheduled=False/Unschedulable` condition.
+pub const UNSCHEDULABLE_AT: &str = "adze.sh/unschedulable-at";

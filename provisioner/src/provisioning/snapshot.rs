@@ -7,8 +7,9 @@
 //!   `in_flight: true`, shaped by their labels and the catalog type they name.
 //! * A pod nominated to a claim that is not initialised yet is a [`BoundPod`] on that claim,
 //!   never pending: capacity is not created twice for the same pod.
-//! * Pending: `PodScheduled=False` reason `Unschedulable`, no `nodeName`, not owned by a
-//!   DaemonSet, not terminating.
+//! * Pending: `PodScheduled=False` reason `Unschedulable` (or the extender's
+//!   `adze.sh/unschedulable-at` annotation, which comes sooner), no `nodeName`, not owned by
+//!   a DaemonSet, not terminating.
 //! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
 //!   demand — unless a live claim already nominates them, in which case they are bound to it.
 
@@ -70,8 +71,14 @@ pub fn is_pending(pod: &Pod) -> bool {
                 && c.status == "False"
                 && c.reason.as_deref() == Some("Unschedulable")
         });
+    // Set by the extender when filter turned the pod away from every node.
+    let failed_everywhere = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(labels::UNSCHEDULABLE_AT));
     spec_ok
-        && unschedulable
+        && (unschedulable || failed_everywhere)
         && pod.metadata.deletion_timestamp.is_none()
         && !owned_by_daemonset(pod)
 }
@@ -564,6 +571,26 @@ mod tests {
         assert_eq!(
             unplaced_pending(&objects),
             BTreeSet::from(["u-api".to_string()])
+        );
+    }
+
+    #[test]
+    fn pod_the_extender_marked_unschedulable_is_pending_before_the_condition() {
+        let mut p = (*pending_pod("x", "u-x")).clone();
+        p.status = None;
+        assert!(!is_pending(&p));
+        p.metadata.annotations = Some(
+            [(
+                labels::UNSCHEDULABLE_AT.to_string(),
+                "2026-11-22T23:50:00Z".to_string(),
+            )]
+            .into(),
+        );
+        assert!(is_pending(&p));
+        p.spec.as_mut().unwrap().node_name = Some("n1".into());
+        assert!(
+            !is_pending(&p),
+            "a bound pod is not pending whatever its annotation"
         );
     }
 }

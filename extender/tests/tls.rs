@@ -1,0 +1,114 @@
+//! HTTPS: the extender serves its verbs over rustls with a configured certificate, and a
+//! client that trusts only that certificate completes the handshake and gets an answer.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use adze_extender::ledger::Ledger;
+use adze_extender::server::{
+    AppState, Binder, Config, install_crypto_provider, router, serve_https,
+};
+use adze_extender::types::ExtenderBindingArgs;
+use axum_server::tls_rustls::RustlsConfig;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+
+struct NoBinder;
+
+impl Binder for NoBinder {
+    fn bind<'a>(
+        &'a self,
+        _: &'a ExtenderBindingArgs,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+async fn https_server() -> (
+    std::net::SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+) {
+    install_crypto_provider();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let tls = RustlsConfig::from_pem(
+        cert.cert.pem().into_bytes(),
+        cert.signing_key.serialize_pem().into_bytes(),
+    )
+    .await
+    .unwrap();
+    let state = AppState::new(
+        Arc::new(RwLock::new(Ledger::new())),
+        Arc::new(NoBinder),
+        Config::default(),
+    );
+    state.ready.store(true, Ordering::Relaxed);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_https(listener, router(state), tls));
+    (addr, cert.cert.der().clone())
+}
+
+fn client_config(
+    trusted: Option<rustls::pki_types::CertificateDer<'static>>,
+) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(c) = trusted {
+        roots.add(c).unwrap();
+    }
+    rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+async fn tls_connect(
+    addr: std::net::SocketAddr,
+    config: rustls::ClientConfig,
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+}
+
+#[tokio::test]
+async fn filter_over_https_with_a_verified_self_signed_certificate() {
+    let (addr, cert) = https_server().await;
+    let tls = tls_connect(addr, client_config(Some(cert)))
+        .await
+        .expect("handshake");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let body = serde_json::json!({
+        "Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+                "spec": {"containers": [{"name": "c"}]}},
+        "NodeNames": ["n1", "n2"]
+    })
+    .to_string();
+    let req = Request::post("/filter")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(body)))
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["NodeNames"], serde_json::json!(["n1", "n2"]));
+    assert_eq!(v["Error"], "");
+}
+
+#[tokio::test]
+async fn client_that_does_not_trust_the_certificate_is_refused() {
+    let (addr, _) = https_server().await;
+    let err = tls_connect(addr, client_config(None))
+        .await
+        .expect_err("an unknown issuer must fail verification");
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+}
