@@ -12,17 +12,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 harness=$root/e2e/harness
-cache=${ADZE_CACHE:-$HOME/.cache/adze}
-venv=$cache/helm-venv
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import helm_sdkpy, yaml' 2>/dev/null; then
-  echo "== installing helm-sdkpy into $venv"
-  mkdir -p "$cache"
-  python3 -m venv "$venv" || { echo "FAIL: python3 -m venv"; exit 1; }
-  # helm-sdkpy declares a newer Python than some machines have; its cffi binding works on 3.11.
-  "$venv/bin/pip" install -q --ignore-requires-python helm-sdkpy pyyaml || { echo "FAIL: pip install helm-sdkpy"; exit 1; }
-fi
+. charts/ci/helm-venv.sh
 
 dockerfile_failed=0
 if [[ "${1:-}" != --write-manifests ]]; then
@@ -55,7 +47,7 @@ export KUBECONFIG=$dir/kubeconfig
 kubectl apply -f charts/ci/stub-crds.yaml >/dev/null || { echo "FAIL: stub CRDs"; exit 1; }
 kubectl wait --for condition=established --timeout=30s crd --all >/dev/null
 
-"$venv/bin/python" charts/ci/check.py "$@"
+"$helm_python" charts/ci/check.py "$@"
 rc=$?
 if [[ "$dockerfile_failed" -gt 0 ]]; then echo "($dockerfile_failed Dockerfile check(s) failed above)"; rc=1; fi
 exit $rc

@@ -2,9 +2,11 @@
 //! controllers against a cluster. A pod's journey: [`provisioning::batcher`] →
 //! [`state`] → the scheduling core → [`provisioning`] creates NodeClaims → [`nodeclaim`]
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
+//! [`migrate`] converts Karpenter v1 NodePools and EC2NodeClasses into Adze's.
 
 pub mod cloud;
 pub mod kubelet;
+pub mod migrate;
 pub mod nodeclaim;
 pub mod provisioning;
 pub mod run;
