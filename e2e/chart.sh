@@ -90,9 +90,9 @@ YAML
 chmod 600 "$sa_kubeconfig"
 sa() { kubectl --kubeconfig "$sa_kubeconfig" "$@"; }
 check "the ServiceAccount may create NodeClaims and evict pods" \
-  bash -c "[ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create nodeclaims.adze.sh)\" = yes ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create pods/eviction -A)\" = yes ]"
+  bash -c "[ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create nodeclaims.adze.sh)\" = yes ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create pods --subresource=eviction -A)\" = yes ]"
 check "least privilege: it may not read secrets, bind pods or write its own RBAC" \
-  bash -c "[ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i list secrets -A)\" = no ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create pods/binding -A)\" = no ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create clusterroles)\" = no ]"
+  bash -c "[ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i list secrets -A)\" = no ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create pods --subresource=binding -A)\" = no ] && [ \"\$(kubectl --kubeconfig $sa_kubeconfig auth can-i create clusterroles 2>/dev/null)\" = no ]"
 
 # ---- the chart's own arguments, run by the local binary -----------------------------------
 mapfile -t chart_args < <(k -n "$ns" get deploy adze-provisioner -o json | jq -r '.spec.template.spec.containers[0].args[]')
@@ -143,7 +143,7 @@ wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o nam
 check "NodeClaims created for the pending pods ($(claims))" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
 wait_for 120 count_is 10 running
 check "all 10 pods bound and Running on simulated nodes (nodes, node status, pod status writes allowed)" count_is 10 running
-check "every NodeClaim Initialized" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[] | select(.status.conditions[]? | .type==\"Initialized\" and .status==\"True\")] | length == (.items | length)'"
+check "every NodeClaim Initialized" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '(.items | length) as \$n | [.items[] | select(.status.conditions[]? | .type==\"Initialized\" and .status==\"True\")] | length == \$n and \$n > 0'"
 check "Nominated events written by the ServiceAccount" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
 check "no RBAC denial in the provisioner log" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/provisioner.log'"
 check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
