@@ -17,7 +17,7 @@ if [[ "${ADZE_E2E:-0}" != 1 ]]; then
   echo "SKIP: chart e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
   exit 0
 fi
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}

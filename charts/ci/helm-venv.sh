@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by charts/ci/check.sh and e2e/chart.sh: sets $helm_python to a Python with
 # helm-sdkpy (Helm's Go library behind a cffi binding, from PyPI) and PyYAML, installing
 # them into a venv under ~/.cache/adze on first use.
