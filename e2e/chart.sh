@@ -39,9 +39,10 @@ prov_pid=
 cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null && wait "$prov_pid" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
 trap cleanup EXIT
+. charts/ci/scheduler-config.sh
 if ! "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1; then
   echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$dir.up.log"
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; mkdir -p "$dir"
@@ -49,6 +50,7 @@ if ! "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1; then
 fi
 set -a; . "$dir/env"; set +a
 k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+# shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
 helmpy() { "$helm_python" charts/ci/helm.py "$@"; }
 wait_for() { # wait_for SECONDS CMD...
   local limit=$1; shift; local end=$(( $(date +%s) + limit ))

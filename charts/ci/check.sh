@@ -27,7 +27,7 @@ if [[ "${1:-}" != --write-manifests ]]; then
     else echo "FAIL: Dockerfile: binary $b is not a workspace target (have: $bins)"; static_failed=$((static_failed+1)); fi
     grep -q "target/release/$b" Dockerfile || { echo "FAIL: Dockerfile does not copy $b"; static_failed=$((static_failed+1)); }
   done
-  for script in e2e/kind/run.sh e2e/chart.sh charts/ci/helm-venv.sh; do
+  for script in e2e/kind/run.sh e2e/chart.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
     if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
   grep -q -- '--locked' Dockerfile && grep -q 'nonroot' Dockerfile && echo "PASS: Dockerfile: --locked build, nonroot runtime" \
@@ -37,7 +37,8 @@ fi
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 nice -n 5 cargo build -q --release -p adze-api --bin crdgen || { echo "FAIL: cargo build crdgen"; exit 1; }
 dir=$(mktemp -d /tmp/adze-chart-check.XXXXXX)
-cleanup() { "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; rm -rf "$dir" "$dir.up.log"; }
+cleanup() { "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; }
+. charts/ci/scheduler-config.sh
 trap cleanup EXIT
 if ! "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1; then
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; mkdir -p "$dir"
@@ -50,6 +51,7 @@ export KUBECONFIG=$dir/kubeconfig
 kubectl apply -f charts/ci/stub-crds.yaml >/dev/null || { echo "FAIL: stub CRDs"; exit 1; }
 kubectl wait --for condition=established --timeout=30s crd --all >/dev/null
 
+# shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
 "$helm_python" charts/ci/check.py "$@"
 rc=$?
 if [[ "$static_failed" -gt 0 ]]; then echo "($static_failed static check(s) failed above)"; rc=1; fi
