@@ -100,7 +100,8 @@ AWS = {
     "cloudProvider": "aws",
     "clusterName": "demo",
     "clusterEndpoint": "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
-    "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions"},
+    "clusterCABundle": "TFMwdExTMUNSVWRKVGc9PQ==",
+    "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions", "kubernetesVersion": "1.30"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
 }
 CORE_KINDS = {
@@ -116,7 +117,8 @@ def expect_aws(docs):
     for flag in ["--cloud-provider=aws", "--cluster-name=demo", "--region=us-west-2",
                  "--cluster-endpoint=https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
                  "--interruption-queue=demo-interruptions", "--metrics-addr=0.0.0.0:8080",
-                 "--batch-idle-duration=1s", "--max-instance-types=60"]:
+                 "--batch-idle-duration=1s", "--max-instance-types=60",
+                 "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -264,6 +266,7 @@ BAD = [
     ("unknown cloud provider", {"cloudProvider": "gcp"}, "cloudProvider"),
     ("aws without clusterName", {"cloudProvider": "aws", "clusterEndpoint": "https://x"}, "clusterName"),
     ("aws endpoint not https", merge(AWS, {"clusterEndpoint": "http://x"}), "clusterEndpoint"),
+    ("aws without region", merge(AWS, {"aws": {"region": ""}}), "region"),
     ("misspelled key", {"cloudProvider": "simulated", "provisoner": {"replicas": 1}}, "provisoner"),
     ("bad duration", {"cloudProvider": "simulated", "provisioner": {"batchIdleDuration": "1 second"}}, "batchIdleDuration"),
     ("zero maxInstanceTypes", {"cloudProvider": "simulated", "provisioner": {"maxInstanceTypes": 0}}, "maxInstanceTypes"),
@@ -373,7 +376,8 @@ def kind_config():
 MANIFEST_VALUES = merge(AWS, {
     "clusterName": "CLUSTER_NAME",
     "clusterEndpoint": "https://CLUSTER_ENDPOINT",
-    "aws": {"region": "", "interruptionQueue": "CLUSTER_NAME"},
+    "clusterCABundle": "",
+    "aws": {"region": "us-west-2", "interruptionQueue": "CLUSTER_NAME", "kubernetesVersion": ""},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
@@ -407,7 +411,8 @@ def manifests_from_chart():
         text = text.replace("apiVersion: policy/v1beta1", "apiVersion: policy/v1  # policy/v1beta1 on 1.20")
         parts.setdefault(MANIFEST_FILES[m.group(1)], []).append(text.strip() + "\n")
     header = ("# Generated from charts/adze by `charts/ci/check.sh --write-manifests`; do not edit.\n"
-              "# Replace CLUSTER_NAME, CLUSTER_ENDPOINT and ACCOUNT_ID; prefer the chart.\n")
+              "# Replace CLUSTER_NAME, CLUSTER_ENDPOINT, ACCOUNT_ID and the region (us-west-2); prefer\n"
+              "# the chart, which also sets --cluster-ca and --kubernetes-version.\n")
     out = {path: header + "---\n".join(texts) for path, texts in parts.items()}
     sched = one(docs_of(r["manifest"]), "ConfigMap", "-scheduler-config")
     for key in ["scheduler-config-v1.yaml", "scheduler-config-v1beta1.yaml"]:

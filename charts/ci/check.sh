@@ -9,22 +9,14 @@
 # each value set is installed for real, which also has the API server validate every object.
 # Needs: python3, kubectl, cargo; the harness builds or reuses its cached k8s binaries.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
-cache=${ADZE_CACHE:-$HOME/.cache/adze}
-venv=$cache/helm-venv
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import helm_sdkpy, yaml' 2>/dev/null; then
-  echo "== installing helm-sdkpy into $venv"
-  mkdir -p "$cache"
-  python3 -m venv "$venv" || { echo "FAIL: python3 -m venv"; exit 1; }
-  # helm-sdkpy declares a newer Python than some machines have; its cffi binding works on 3.11.
-  "$venv/bin/pip" install -q --ignore-requires-python helm-sdkpy pyyaml || { echo "FAIL: pip install helm-sdkpy"; exit 1; }
-fi
+. charts/ci/helm-venv.sh
 
-dockerfile_failed=0
+static_failed=0
 if [[ "${1:-}" != --write-manifests ]]; then
   # The Dockerfile cannot be built here (no container engine): check the binaries it builds
   # and copies exist in the workspace.
@@ -32,17 +24,21 @@ if [[ "${1:-}" != --write-manifests ]]; then
     python3 -c 'import json,sys; print(" ".join(t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "bin" in t["kind"]))')
   for b in $(grep -o -- '--bin [a-z-]*' Dockerfile | awk '{print $2}'); do
     if [[ " $bins " == *" $b "* ]]; then echo "PASS: Dockerfile: binary $b is a workspace target"
-    else echo "FAIL: Dockerfile: binary $b is not a workspace target (have: $bins)"; dockerfile_failed=$((dockerfile_failed+1)); fi
-    grep -q "target/release/$b" Dockerfile || { echo "FAIL: Dockerfile does not copy $b"; dockerfile_failed=$((dockerfile_failed+1)); }
+    else echo "FAIL: Dockerfile: binary $b is not a workspace target (have: $bins)"; static_failed=$((static_failed+1)); fi
+    grep -q "target/release/$b" Dockerfile || { echo "FAIL: Dockerfile does not copy $b"; static_failed=$((static_failed+1)); }
+  done
+  for script in e2e/kind/run.sh e2e/chart.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
+    if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
   grep -q -- '--locked' Dockerfile && grep -q 'nonroot' Dockerfile && echo "PASS: Dockerfile: --locked build, nonroot runtime" \
-    || { echo "FAIL: Dockerfile: --locked build, nonroot runtime"; dockerfile_failed=$((dockerfile_failed+1)); }
+    || { echo "FAIL: Dockerfile: --locked build, nonroot runtime"; static_failed=$((static_failed+1)); }
 fi
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 nice -n 5 cargo build -q --release -p adze-api --bin crdgen || { echo "FAIL: cargo build crdgen"; exit 1; }
 dir=$(mktemp -d /tmp/adze-chart-check.XXXXXX)
-cleanup() { "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; rm -rf "$dir" "$dir.up.log"; }
+cleanup() { "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; }
+. charts/ci/scheduler-config.sh
 trap cleanup EXIT
 if ! "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1; then
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; mkdir -p "$dir"
@@ -55,7 +51,8 @@ export KUBECONFIG=$dir/kubeconfig
 kubectl apply -f charts/ci/stub-crds.yaml >/dev/null || { echo "FAIL: stub CRDs"; exit 1; }
 kubectl wait --for condition=established --timeout=30s crd --all >/dev/null
 
-"$venv/bin/python" charts/ci/check.py "$@"
+# shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
+"$helm_python" charts/ci/check.py "$@"
 rc=$?
-if [[ "$dockerfile_failed" -gt 0 ]]; then echo "($dockerfile_failed Dockerfile check(s) failed above)"; rc=1; fi
+if [[ "$static_failed" -gt 0 ]]; then echo "($static_failed static check(s) failed above)"; rc=1; fi
 exit $rc

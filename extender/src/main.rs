@@ -36,6 +36,11 @@ struct Args {
     /// Log as JSON.
     #[arg(long)]
     log_json: bool,
+    /// Also serve the mutating webhook (`POST /mutate`) that sets this schedulerName on new
+    /// pods that ask for the default scheduler. Needs TLS: the API server calls webhooks over
+    /// HTTPS only.
+    #[arg(long, value_name = "NAME", requires = "tls_cert")]
+    webhook_scheduler_name: Option<String>,
 }
 
 #[tokio::main]
@@ -75,7 +80,11 @@ async fn main() -> anyhow::Result<()> {
         unschedulable,
     ));
     tokio::spawn(watch(client, ledger, state.ready.clone()));
-    let app = router(state);
+    let mut app = router(state);
+    if let Some(name) = args.webhook_scheduler_name.clone() {
+        tracing::info!(scheduler = %name, "serving the schedulerName webhook at /mutate");
+        app = app.merge(adze_extender::webhook::router(name));
+    }
 
     match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {

@@ -2,12 +2,14 @@
 //! controllers against a cluster. A pod's journey: [`provisioning::batcher`] →
 //! [`state`] → the scheduling core → [`provisioning`] creates NodeClaims → [`nodeclaim`]
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
+//! [`migrate`] converts Karpenter v1 NodePools and EC2NodeClasses into Adze's.
 
 pub mod cloud;
 pub mod garbage;
 pub mod kubelet;
 pub mod leader;
 pub mod metrics;
+pub mod migrate;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod provisioning;

@@ -30,6 +30,36 @@ enum Command {
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
     Run(Box<RunArgs>),
+    /// Convert Karpenter v1 NodePools and EC2NodeClasses into Adze's.
+    ///
+    /// Prints the converted YAML on stdout and, on stderr, what was changed and what could
+    /// not be carried over (lines marked ACTION need a person). Exits 1 on unreadable input.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// YAML files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1 EC2NodeClasses
+    /// (`-` reads stdin).
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+}
+
+fn migrate(args: &MigrateArgs) -> anyhow::Result<String> {
+    let mut all = adze_provisioner::migrate::Migration::default();
+    for file in &args.files {
+        let text = if file.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin()).context("reading stdin")?
+        } else {
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+        };
+        let m = adze_provisioner::migrate::migrate(&text)
+            .with_context(|| format!("{}", file.display()))?;
+        all.objects.extend(m.objects);
+        all.notes.extend(m.notes);
+    }
+    eprint!("{}", all.report());
+    Ok(all.yaml())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -251,6 +281,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Simulate(args) => simulate(args),
         Command::Run(args) => run(args),
+        Command::Migrate(args) => migrate(args),
     };
     match result {
         Ok(text) => {

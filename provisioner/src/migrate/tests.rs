@@ -1,0 +1,187 @@
+use super::*;
+
+const GENERAL: &str = include_str!("testdata/karpenter-general.yaml");
+const LEGACY: &str = include_str!("testdata/karpenter-legacy.yaml");
+
+fn notes_about<'a>(m: &'a Migration, object: &str, field: &str) -> Vec<&'a Note> {
+    m.notes
+        .iter()
+        .filter(|n| n.object == object && n.field == field)
+        .collect()
+}
+
+#[test]
+fn general_nodepool_converts_groups_and_label_keys() {
+    let m = migrate(GENERAL).unwrap();
+    assert_eq!(m.objects.len(), 2);
+    let pool = &m.objects[0];
+    assert_eq!(pool["apiVersion"], "adze.sh/v1");
+    assert_eq!(pool["kind"], "NodePool");
+    assert_eq!(pool["metadata"]["name"], "general-purpose");
+    let reqs = pool["spec"]["template"]["spec"]["requirements"]
+        .as_array()
+        .unwrap();
+    let keys: Vec<&str> = reqs.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "kubernetes.io/arch",
+            "adze.sh/capacity-type",
+            "aws.adze.sh/instance-category",
+            "aws.adze.sh/instance-generation",
+            "topology.kubernetes.io/zone",
+        ]
+    );
+    assert_eq!(reqs[2]["minValues"], 2, "minValues carried over");
+    assert_eq!(
+        pool["spec"]["template"]["spec"]["nodeClassRef"]["group"],
+        "aws.adze.sh"
+    );
+    assert_eq!(
+        pool["spec"]["disruption"]["budgets"][1]["schedule"],
+        "0 9 * * mon-fri"
+    );
+    assert_eq!(pool["spec"]["limits"]["memory"], "1000Gi");
+    assert_eq!(pool["spec"]["weight"], 10);
+    assert!(
+        pool.get("status").is_none(),
+        "status is Karpenter's, not carried"
+    );
+    let ann = pool["metadata"]["annotations"].as_object().unwrap();
+    assert_eq!(
+        ann.len(),
+        1,
+        "only the user's own annotation stays: {ann:?}"
+    );
+    assert_eq!(ann["team.example.com/owner"], "platform");
+}
+
+#[test]
+fn converted_objects_parse_and_validate_as_adze_types() {
+    let m = migrate(GENERAL).unwrap();
+    let pool: NodePool = serde_json::from_value(m.objects[0].clone()).unwrap();
+    pool.validate().unwrap();
+    let class: EC2NodeClass = serde_json::from_value(m.objects[1].clone()).unwrap();
+    class.validate().unwrap();
+    assert_eq!(
+        class.spec.role.as_deref(),
+        Some("KarpenterNodeRole-my-cluster")
+    );
+    assert_eq!(
+        class.spec.block_device_mappings[0]
+            .ebs
+            .as_ref()
+            .unwrap()
+            .iops,
+        Some(3000)
+    );
+    // And the YAML printed is the same objects.
+    let reparsed = migrate(&m.yaml()).unwrap();
+    assert_eq!(
+        reparsed.objects, m.objects,
+        "Adze objects pass through unchanged"
+    );
+}
+
+#[test]
+fn a_requirement_on_a_label_adze_lacks_is_dropped_with_an_action() {
+    let m = migrate(GENERAL).unwrap();
+    let n = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.template.spec.requirements[4]",
+    );
+    assert_eq!(n.len(), 1);
+    assert!(n[0].action);
+    assert!(
+        n[0].message
+            .contains("karpenter.k8s.aws/instance-local-nvme"),
+        "{}",
+        n[0].message
+    );
+}
+
+#[test]
+fn fields_adze_does_not_have_are_reported_not_silently_lost() {
+    let m = migrate(GENERAL).unwrap();
+    let n = notes_about(&m, "EC2NodeClass/default", "spec.instanceStorePolicy");
+    assert_eq!(n.len(), 1, "{:#?}", m.notes);
+    assert!(
+        n[0].action && n[0].message.contains("RAID0"),
+        "{}",
+        n[0].message
+    );
+    assert!(m.objects[1]["spec"].get("instanceStorePolicy").is_none());
+    // Renames are listed as changes, not actions.
+    let renamed = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.template.spec.requirements[1]",
+    );
+    assert!(!renamed[0].action && renamed[0].message.contains("adze.sh/capacity-type"));
+    // Nothing about status: it is expected to go.
+    assert!(m.notes.iter().all(|n| !n.field.starts_with("status")));
+}
+
+#[test]
+fn unsupported_families_capacity_and_static_pools_need_action() {
+    let m = migrate(LEGACY).unwrap();
+    assert_eq!(
+        m.objects.len(),
+        2,
+        "v1beta1 and the ConfigMap are not output"
+    );
+    let pool = &m.objects[0];
+    assert!(
+        pool["spec"]["template"]["spec"]["requirements"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "a requirement left without any capacity type is dropped"
+    );
+    let reserved = notes_about(
+        &m,
+        "NodePool/reserved-only",
+        "spec.template.spec.requirements[0]",
+    );
+    assert!(
+        reserved
+            .iter()
+            .any(|n| n.action && n.message.contains("reserved"))
+    );
+    let replicas = notes_about(&m, "NodePool/reserved-only", "spec.replicas");
+    assert_eq!(replicas.len(), 1, "one note per field: {replicas:#?}");
+    assert!(replicas[0].action && replicas[0].message.contains("here 3"));
+    let family = notes_about(&m, "EC2NodeClass/windows", "spec.amiFamily");
+    assert!(family[0].action && family[0].message.contains("Windows2022"));
+    let alias = notes_about(&m, "EC2NodeClass/windows", "spec.amiSelectorTerms[0].alias");
+    assert!(alias[0].message.contains("al2023@"));
+    assert!(
+        notes_about(
+            &m,
+            "EC2NodeClass/windows",
+            "spec.capacityReservationSelectorTerms"
+        )[0]
+        .action
+    );
+    let old = notes_about(&m, "NodePool/old", "apiVersion");
+    assert!(old[0].action && old[0].message.contains("v1beta1"));
+    let skipped = notes_about(&m, "ConfigMap/unrelated", "apiVersion");
+    assert!(!skipped[0].action && skipped[0].message.contains("skipped"));
+}
+
+#[test]
+fn report_lists_actions_before_changes() {
+    let m = migrate(LEGACY).unwrap();
+    let report = m.report();
+    let first_change = report.find("changed:").unwrap_or(usize::MAX);
+    let last_action = report.rfind("ACTION:").unwrap();
+    assert!(last_action < first_change, "{report}");
+    assert!(report.starts_with("migrated 2 object(s);"), "{report}");
+}
+
+#[test]
+fn invalid_yaml_names_the_document() {
+    let err = migrate("apiVersion: v1\n---\n: : [\n").unwrap_err();
+    assert!(err.to_string().starts_with("document 2:"), "{err}");
+}
