@@ -141,9 +141,22 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
                 .and_then(|t| t.cheapest_offering(&claim.requirements))
                 .map(|o| o.price)
         };
+        // Launching a type that is being removed only shuffles pods: every option must also
+        // be cheaper than each removed node of a type among the options.
+        let ceiling = set
+            .iter()
+            .filter(|c| claim.instance_type_options.contains(&c.instance_type))
+            .map(|c| c.price)
+            .fold(removed, f64::min);
         claim
             .instance_type_options
-            .retain(|t| price_of(t).is_some_and(|p| p < removed));
+            .retain(|t| price_of(t).is_some_and(|p| p < ceiling));
+        // Options are cheapest first, so this only fails when every option was dropped.
+        if !claim.instance_type_options.contains(&claim.instance_type) {
+            return Err(Invalidated::NotWorthIt(
+                "no replacement type is cheaper than the nodes it replaces".to_string(),
+            ));
+        }
         let spot_removed = set
             .iter()
             .any(|c| c.capacity_type == labels::CAPACITY_TYPE_SPOT);
