@@ -140,7 +140,7 @@ fn build(s: &Scenario) -> Input {
     for (i, a) in s.pdb_allowed.iter().enumerate() {
         b = b.pdb(&format!("default/pdb{i}"), *a);
     }
-    let budget = s.budget.clone();
+    let budget = s.budget;
     let after = s.consolidate_after;
     b = b.policy(move |p| {
         p.consolidate_after = Some(Duration::from_secs(after));

@@ -231,7 +231,7 @@ impl QuickCheck {
     fn might_work(&self, ctx: &Context, c: &Candidate) -> bool {
         let bound = &ctx.input.snapshot.bound;
         let mut pods: Vec<&Resources> = c.pods.iter().map(|&b| &bound[b].pod.requests).collect();
-        pods.sort_by(|a, b| (b.cpu, b.memory).cmp(&(a.cpu, a.memory)));
+        pods.sort_by_key(|p| std::cmp::Reverse((p.cpu, p.memory)));
         let mut free: Vec<(usize, Resources)> = self
             .free
             .iter()
