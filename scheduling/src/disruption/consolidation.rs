@@ -79,7 +79,8 @@ fn admissible<'c>(ctx: &Context, order: &[&'c Candidate]) -> Vec<&'c Candidate> 
 }
 
 fn multi_node(ctx: &Context, list: &[&Candidate]) -> Option<Decision> {
-    let (mut lo, mut hi) = (2usize, list.len());
+    let quick = QuickCheck::new(ctx);
+    let (mut lo, mut hi) = (2usize, quick.longest_plausible_prefix(ctx, list));
     let mut best = None;
     while lo <= hi {
         let mid = (lo + hi) / 2;
@@ -226,6 +227,42 @@ impl QuickCheck {
         }
         types.sort_by(|a, b| a.1.total_cmp(&b.1));
         QuickCheck { free, types }
+    }
+
+    /// The longest prefix of `list` that passes an aggregate test: its pods' total requests
+    /// fit in the other nodes' total free room plus, per resource, the most any type cheaper
+    /// than the prefix offers. Necessary for the scheduler to succeed, and O(n), so the
+    /// binary search does not spend full placements on prefixes that cannot work.
+    fn longest_plausible_prefix(&self, ctx: &Context, list: &[&Candidate]) -> usize {
+        let bound = &ctx.input.snapshot.bound;
+        let mut free_all = Resources::default();
+        for f in self.free.iter().flatten() {
+            free_all.add(f);
+        }
+        let mut demand = Resources::default();
+        let mut free_prefix = Resources::default();
+        let mut price = 0.0;
+        let mut best_room = Resources::default();
+        let mut next_type = 0;
+        let mut longest = 0;
+        for (k, c) in list.iter().enumerate() {
+            for &b in &c.pods {
+                demand.add(&bound[b].pod.requests);
+            }
+            if let Some(f) = &self.free[c.node] {
+                free_prefix.add(f);
+            }
+            price += c.price;
+            while next_type < self.types.len() && self.types[next_type].1 < price {
+                best_room.max_with(&self.types[next_type].0);
+                next_type += 1;
+            }
+            let room = free_all.minus(&free_prefix).plus(&best_room);
+            if demand.fits_in(&room) {
+                longest = k + 1;
+            }
+        }
+        longest
     }
 
     fn might_work(&self, ctx: &Context, c: &Candidate) -> bool {
