@@ -4,9 +4,11 @@
 //! Search. Candidates are ordered emptiest first (lowest share of allocatable CPU or memory
 //! requested; pricier first on ties), then filtered to an *admissible* list: walking that
 //! order, a node is kept while its pool's budget and its pods' PDBs still have room, so any
-//! prefix of the list is within budget. **Multi-node**: binary search for the longest
-//! prefix (of at least two nodes) the scheduler can empty onto the rest of the cluster
-//! plus at most one cheaper new node. **Single-node**, if that finds nothing: every
+//! prefix of the list is within budget. **Multi-node**: the longest prefix that passes an
+//! aggregate resource test (its pods' total requests within the other nodes' free room plus
+//! a type cheaper than the prefix) is tried first; if the scheduler cannot empty it, binary
+//! search below it for the longest prefix (of at least two nodes) the scheduler can empty
+//! onto the rest of the cluster plus at most one cheaper new node. **Single-node**, if that finds nothing: every
 //! candidate in order, first a resource-only check (do its pods first-fit onto the other
 //! nodes' free room, with the leftover in one type cheaper than the node?) and then the
 //! scheduler; the first that works is the decision. No candidate cap and no timeout: every
@@ -81,6 +83,13 @@ fn admissible<'c>(ctx: &Context, order: &[&'c Candidate]) -> Vec<&'c Candidate> 
 fn multi_node(ctx: &Context, list: &[&Candidate]) -> Option<Decision> {
     let quick = QuickCheck::new(ctx);
     let (mut lo, mut hi) = (2usize, quick.longest_plausible_prefix(ctx, list));
+    // The aggregate cap is often close: one placement may settle it.
+    if hi >= lo {
+        if let Ok(d) = evaluate(ctx, &list[..hi]) {
+            return Some(d);
+        }
+        hi -= 1;
+    }
     let mut best = None;
     while lo <= hi {
         let mid = (lo + hi) / 2;
