@@ -398,3 +398,35 @@ fn on_demand_node_may_be_replaced_by_spot_when_the_pool_allows_it() {
     );
     assert!(d.saving() > 0.0);
 }
+
+#[test]
+fn empty_nodes_are_deleted_up_to_the_percentage_budget() {
+    let mut b = three_nodes();
+    for i in 0..7 {
+        b = b.node(&format!("e{i}"), "c.2x", A, false);
+    }
+    // 10 nodes, 20% → 2 at once.
+    let input = b
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Percent(20))])
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.nodes.len(), 2, "{}", d.message);
+    assert!(d.node_names().iter().all(|n| n.starts_with('e')));
+}
+
+#[test]
+fn drifted_node_whose_pods_fit_elsewhere_is_deleted_without_replacement() {
+    let input = three_nodes().facts("idle", |f| f.drifted = true).build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Drifted);
+    assert_eq!(d.action(), Action::Delete);
+    let again = revalidate(&d, &input, &opts()).expect("still valid");
+    assert_eq!(again.node_names(), vec!["idle"]);
+    // Once it is no longer drifted (the template was reverted), the decision lapses.
+    let reverted = three_nodes().build();
+    assert!(matches!(
+        revalidate(&d, &reverted, &opts()),
+        Err(Invalidated::NoLongerEligible { .. })
+    ));
+}
