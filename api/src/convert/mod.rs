@@ -9,6 +9,7 @@
 //! and the field: `pod default/web-1: spec.containers[0].resources.requests.cpu: invalid
 //! quantity "abc": no digits`.
 
+mod disruption;
 mod node;
 mod nodepool;
 mod pod;
@@ -21,6 +22,7 @@ use adze_scheduling::quantity::QuantityError;
 use adze_scheduling::requirements::RequirementError;
 use thiserror::Error;
 
+pub use disruption::pool_policy;
 pub use node::node;
 pub use nodepool::nodepool;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
