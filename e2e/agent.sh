@@ -25,8 +25,7 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api -p adze-agent -p adze-imds-sim \
-  --bin adze-provisioner --bin crdgen --bin adze-agent --bin imds-sim || { echo "FAIL: cargo build"; exit 1; }
+"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 bin=$target/release
 
 dir=$(mktemp -d /tmp/adze-e2e-agent.XXXXXX)

@@ -30,8 +30,7 @@ check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; f
 
 . charts/ci/helm-venv.sh
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen \
-  || { echo "FAIL: cargo build"; exit 1; }
+"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 bin=$target/release/adze-provisioner
 
 dir=$(mktemp -d /tmp/adze-chart-e2e.XXXXXX)

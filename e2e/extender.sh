@@ -45,8 +45,7 @@ wait_for() { # wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds
 count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api -p adze-extender \
-  --bin adze-provisioner --bin crdgen --bin adze-extender || { echo "FAIL: cargo build"; exit 1; }
+"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 prov_bin=$target/release/adze-provisioner
 ext_bin=$target/release/adze-extender
 crdgen=$target/release/crdgen

@@ -24,7 +24,7 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen || { echo "FAIL: cargo build"; exit 1; }
+"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 bin=${CARGO_TARGET_DIR:-$root/target}/release/adze-provisioner
 
 dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
@@ -95,7 +95,7 @@ initialized_claims() {
   k get nodeclaims -o json | jq '[.items[] | select(.status.conditions[]? | .type=="Initialized" and .status=="True")] | length'
 }
 
-cargo run -q --release -p adze-api --bin crdgen -- --without-cel | k apply -f - >/dev/null
+"$(dirname "$bin")/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd nodeclaims.adze.sh
 

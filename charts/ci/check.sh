@@ -36,7 +36,7 @@ fi
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 # The same package set as e2e/run.sh and e2e/chart.sh, so the three share one build.
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen || { echo "FAIL: cargo build"; exit 1; }
+"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 dir=$(mktemp -d /tmp/adze-chart-check.XXXXXX)
 cleanup() { "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; }
 . charts/ci/scheduler-config.sh
