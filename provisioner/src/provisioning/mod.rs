@@ -300,8 +300,9 @@ impl Provisioner {
             let Some(all) = nomination::extend(&nomination::of_claim(claim), &add) else {
                 continue;
             };
+            // No resourceVersion: only provisioning writes this key, one pass at a time, from
+            // a cache that already shows its previous writes; status updates must not conflict.
             let patch = json!({"metadata": {
-                "resourceVersion": claim.metadata.resource_version,
                 "annotations": {labels::NOMINATED_PODS: nomination::encode(&all)},
             }});
             match claims
@@ -323,7 +324,7 @@ impl Provisioner {
                     }
                     extended.push((e.node.clone(), add.into_iter().map(|n| n.uid).collect()));
                 }
-                // Conflict or gone: the pods stay pending and the next pass places them again.
+                // Gone: the pods stay pending and the next pass places them again.
                 Err(err) => {
                     tracing::warn!(nodeclaim = %e.node, error = %err, "nominating pods to an in-flight nodeclaim failed");
                     failed.extend(e.pods.iter().cloned());
