@@ -276,6 +276,9 @@ impl Provisioner {
         // Pods placed on the spare room of in-flight claims join those claims' nominations,
         // so they count as covered (no retry launches for them) and the extender holds
         // their room.
+        // A pod already nominated elsewhere (its claim initialised, the scheduler has not
+        // bound it yet) keeps that nomination: never nominate a pod to two claims.
+        let already = nomination::by_uid(objects.claims.iter().map(|c| c.as_ref()));
         let mut extended: Vec<(String, Vec<String>)> = Vec::new();
         for e in plan.existing.iter().filter(|e| e.in_flight) {
             let Some(claim) = objects
@@ -296,6 +299,7 @@ impl Provisioner {
                         uid: built.pending_uids.get(key)?.clone(),
                     })
                 })
+                .filter(|n| !already.contains_key(&n.uid))
                 .collect();
             let Some(all) = nomination::extend(&nomination::of_claim(claim), &add) else {
                 continue;
