@@ -191,20 +191,35 @@ async fn boot(client: Client, node: Node, delay: Duration) -> Result<(), kube::E
         Err(e) => return Err(e),
     };
     // The apiserver's TaintNodesByCondition admission adds not-ready; a real kubelet would
-    // post Ready and the node lifecycle controller would lift it. Here we do.
-    let taints: Vec<_> = created
-        .spec
-        .and_then(|s| s.taints)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.key != NOT_READY_TAINT)
-        .collect();
-    let patch = json!({
-        "metadata": {"resourceVersion": created.metadata.resource_version},
-        "spec": {"taints": taints},
-    });
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    // post Ready and the node lifecycle controller would lift it. Here we do — retrying on a
+    // conflict, since the lifecycle labels the node and the kubelet heartbeats meanwhile; a
+    // node left with the taint would never initialise.
+    let mut node = created;
+    for attempt in 0.. {
+        let taints: Vec<_> = node.spec.clone().and_then(|s| s.taints).unwrap_or_default();
+        if !taints.iter().any(|t| t.key == NOT_READY_TAINT) {
+            break;
+        }
+        let kept: Vec<_> = taints
+            .into_iter()
+            .filter(|t| t.key != NOT_READY_TAINT)
+            .collect();
+        let patch = json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": kept},
+        });
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => break,
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < 20 => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                node = api.get(&name).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
     tracing::info!(node = %name, "simulated instance booted; node registered");
     Ok(())
 }

@@ -277,6 +277,9 @@ impl Provisioner {
         // Pods placed on the spare room of in-flight claims join those claims' nominations,
         // so they count as covered (no retry launches for them) and the extender holds
         // their room.
+        // A pod already nominated elsewhere (its claim initialised, the scheduler has not
+        // bound it yet) keeps that nomination: never nominate a pod to two claims.
+        let already = nomination::by_uid(objects.claims.iter().map(|c| c.as_ref()));
         let mut extended: Vec<(String, Vec<String>)> = Vec::new();
         for e in plan.existing.iter().filter(|e| e.in_flight) {
             let Some(claim) = objects
@@ -297,12 +300,14 @@ impl Provisioner {
                         uid: built.pending_uids.get(key)?.clone(),
                     })
                 })
+                .filter(|n| !already.contains_key(&n.uid))
                 .collect();
             let Some(all) = nomination::extend(&nomination::of_claim(claim), &add) else {
                 continue;
             };
+            // No resourceVersion: only provisioning writes this key, one pass at a time, from
+            // a cache that already shows its previous writes; status updates must not conflict.
             let patch = json!({"metadata": {
-                "resourceVersion": claim.metadata.resource_version,
                 "annotations": {labels::NOMINATED_PODS: nomination::encode(&all)},
             }});
             match claims
@@ -324,7 +329,7 @@ impl Provisioner {
                     }
                     extended.push((e.node.clone(), add.into_iter().map(|n| n.uid).collect()));
                 }
-                // Conflict or gone: the pods stay pending and the next pass places them again.
+                // Gone: the pods stay pending and the next pass places them again.
                 Err(err) => {
                     tracing::warn!(nodeclaim = %e.node, error = %err, "nominating pods to an in-flight nodeclaim failed");
                     failed.extend(e.pods.iter().cloned());
