@@ -265,7 +265,13 @@ where
 pub struct KubeBinder {
     client: Client,
     recorder: Recorder,
+    timeout: std::time::Duration,
 }
+
+/// Below kube-scheduler's default extender timeout (5 s): a bind that cannot finish in time
+/// is reported failed while kube-scheduler still waits for the answer, so the ledger forgets
+/// it and kube-scheduler's retry is judged afresh instead of meeting "already bound elsewhere".
+pub const DEFAULT_BIND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
 impl KubeBinder {
     pub fn new(client: Client, instance: Option<String>) -> Self {
@@ -276,7 +282,14 @@ impl KubeBinder {
         KubeBinder {
             recorder: Recorder::new(client.clone(), reporter),
             client,
+            timeout: DEFAULT_BIND_TIMEOUT,
         }
+    }
+
+    /// How long one `pods/binding` call may take.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 
@@ -301,17 +314,20 @@ impl Binder for KubeBinder {
                     ..Default::default()
                 },
             };
-            api.create_subresource::<_, serde_json::Value>(
+            let params = PostParams::default();
+            let call = api.create_subresource::<_, serde_json::Value>(
                 "binding",
                 &args.pod_name,
-                &PostParams::default(),
+                &params,
                 &binding,
-            )
-            .await
-            .map_err(|e| match e {
-                kube::Error::Api(s) => s.message.clone(),
-                other => other.to_string(),
-            })?;
+            );
+            tokio::time::timeout(self.timeout, call)
+                .await
+                .map_err(|_| format!("no answer from the API server within {:?}", self.timeout))?
+                .map_err(|e| match e {
+                    kube::Error::Api(s) => s.message.clone(),
+                    other => other.to_string(),
+                })?;
             let recorder = self.recorder.clone();
             let reference = ObjectReference {
                 api_version: Some("v1".into()),

@@ -57,9 +57,13 @@ async fn main() -> anyhow::Result<()> {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
 
-    let client = kube::Client::try_default()
+    let mut kube_config = kube::Config::infer()
         .await
-        .context("connecting to the Kubernetes API")?;
+        .context("reading the Kubernetes client configuration")?;
+    // kube's client retries 429/503/504 up to 15 times by default; a bind held that long
+    // outlives kube-scheduler's wait for it. The binder bounds its call instead.
+    kube_config.default_retry = false;
+    let client = kube::Client::try_from(kube_config).context("connecting to the Kubernetes API")?;
     let ledger = Arc::new(RwLock::new(Ledger::new()));
     let state = AppState::new(
         ledger.clone(),
