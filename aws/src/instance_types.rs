@@ -241,10 +241,13 @@ pub async fn spot_prices(
     Ok(out)
 }
 
+/// A discovered list and when it was discovered (None: never).
+type Snapshot = (Option<Instant>, Arc<Vec<Arc<InstanceType>>>);
+
 /// The instance types last discovered, refreshed when older than `ttl`.
 pub struct Catalog {
     ttl: Duration,
-    inner: RwLock<(Option<Instant>, Arc<Vec<Arc<InstanceType>>>)>,
+    inner: RwLock<Snapshot>,
 }
 
 impl Catalog {

@@ -740,7 +740,9 @@ impl AwsProvider {
             .find(|t| t.key.as_deref() == Some(CLASS_HASH_TAG))
             .and_then(|t| t.value);
         let hash_ok = hash.as_deref().is_none_or(|h| h == spec_hash(&class.spec));
-        let drifted = !(image_ok && subnet_ok && sgs == want && hash_ok);
+        // EC2 always reports at least one group; none reported (moto, for fleet launches) is unknown.
+        let sgs_ok = sgs.is_empty() || sgs == want;
+        let drifted = !(image_ok && subnet_ok && sgs_ok && hash_ok);
         if drifted {
             tracing::info!(
                 instance = id,

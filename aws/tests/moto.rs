@@ -584,7 +584,7 @@ async fn garbage_collection_lists_a_stray_tagged_instance_and_delete_terminates_
 }
 
 #[tokio::test]
-async fn drift_is_seen_when_the_class_security_groups_change() {
+async fn drift_is_seen_when_the_image_or_the_class_changes() {
     let Some(moto) = endpoint("drift") else {
         return;
     };
@@ -594,11 +594,56 @@ async fn drift_is_seen_when_the_class_security_groups_change() {
     let got = provider.create(&c).await.unwrap();
     let c = with_provider_id(c, &got.provider_id);
     assert!(!provider.is_drifted(&c).await.unwrap());
+
+    // The spec changed: its hash no longer matches the instance's tag.
     let mut changed = e.class();
     changed.spec.security_group_selector_terms =
         vec![serde_json::from_value(json!({"name": "default"})).unwrap()];
-    let (provider2, _) = e.provider(changed);
-    assert!(provider2.is_drifted(&c).await.unwrap());
+    assert!(e.provider(changed).0.is_drifted(&c).await.unwrap());
+
+    // Same spec, but the family's SSM parameter now names a newer image.
+    let other = e
+        .clients
+        .ec2
+        .describe_images()
+        .filters(
+            Filter::builder()
+                .name("architecture")
+                .values("x86_64")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .images
+        .unwrap()
+        .into_iter()
+        .filter_map(|i| i.image_id)
+        .find(|id| *id != e.ami)
+        .unwrap();
+    let params = AmiParameters {
+        prefix: e.prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    e.clients
+        .ssm
+        .put_parameter()
+        .name(
+            params
+                .path(
+                    adze_api::ec2nodeclass::AmiFamily::AL2023,
+                    "x86_64",
+                    "latest",
+                )
+                .unwrap(),
+        )
+        .value(other)
+        .overwrite(true)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    assert!(provider.is_drifted(&c).await.unwrap());
 }
 
 #[tokio::test]

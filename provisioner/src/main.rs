@@ -19,6 +19,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at startup; the size of the `run` flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Plan capacity for a scenario file, without a cluster or an AWS account.
