@@ -4,9 +4,11 @@
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
 
 pub mod cloud;
+pub mod events;
 pub mod kubelet;
 pub mod nodeclaim;
 pub mod provisioning;
 pub mod run;
 pub mod simulate;
 pub mod state;
+pub mod termination;

@@ -13,6 +13,7 @@ use crate::kubelet::Kubelet;
 use crate::nodeclaim::Lifecycle;
 use crate::provisioning::{Provisioner, Settings};
 use crate::state::ClusterState;
+use crate::termination::Termination;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -62,6 +63,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         registration_timeout: config.registration_timeout,
         remove_startup_taints: cloud.name() == "simulated",
     };
+    let termination = Termination::new(client.clone(), state.clone(), cloud.clone()).await;
     let kubelet = Kubelet {
         client,
         state,
@@ -71,6 +73,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
+        _ = termination.run() => {}
         r = tokio::signal::ctrl_c() => { r?; tracing::info!("interrupted; exiting"); }
     }
     Ok(())
