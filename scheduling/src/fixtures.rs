@@ -307,3 +307,191 @@ pub fn generic_pods(count: usize, seed: u64) -> Vec<Pod> {
         })
         .collect()
 }
+
+/// A registered node made from a plan's new claim (as if it launched as planned), for
+/// disruption tests and benchmarks: its labels, allocatable, capacity and price.
+pub fn node_from_claim(claim: &crate::plan::NewClaim) -> crate::node::ExistingNode {
+    let mut l = claim.labels.clone();
+    l.insert(
+        labels::INSTANCE_TYPE.to_string(),
+        claim.instance_type.clone(),
+    );
+    l.insert(
+        labels::CAPACITY_TYPE.to_string(),
+        claim.capacity_type.clone(),
+    );
+    l.insert(labels::ZONE.to_string(), claim.zone.clone());
+    l.insert(labels::HOSTNAME.to_string(), claim.name.clone());
+    l.insert(labels::NODEPOOL.to_string(), claim.nodepool.clone());
+    crate::node::ExistingNode {
+        name: claim.name.clone(),
+        requirements: Requirements::from_labels(&l),
+        taints: claim.taints.clone(),
+        allocatable: claim.allocatable.clone(),
+        nodepool: Some(claim.nodepool.clone()),
+        capacity: claim.allocatable.clone(),
+        in_flight: false,
+        unschedulable: false,
+        price: Some(claim.price_per_hour),
+    }
+}
+
+/// A registered node of instance type `it` in `pool`, for disruption tests.
+pub fn node_of_type(
+    name: &str,
+    it: &InstanceType,
+    pool: &str,
+    zone: &str,
+    capacity_type: &str,
+) -> crate::node::ExistingNode {
+    let mut l: BTreeMap<String, String> = BTreeMap::new();
+    for r in it.requirements.iter() {
+        if let Some(v) = r.single_value() {
+            l.insert(r.key.clone(), v.to_string());
+        }
+    }
+    l.insert(labels::CAPACITY_TYPE.to_string(), capacity_type.to_string());
+    l.insert(labels::ZONE.to_string(), zone.to_string());
+    l.insert(labels::HOSTNAME.to_string(), name.to_string());
+    l.insert(labels::NODEPOOL.to_string(), pool.to_string());
+    let price = it
+        .offerings
+        .iter()
+        .find(|o| o.zone == zone && o.capacity_type == capacity_type)
+        .map(|o| o.price);
+    crate::node::ExistingNode {
+        name: name.to_string(),
+        requirements: Requirements::from_labels(&l),
+        taints: Vec::new(),
+        allocatable: it.allocatable().clone(),
+        nodepool: Some(pool.to_string()),
+        capacity: it.capacity.clone(),
+        in_flight: false,
+        unschedulable: false,
+        price,
+    }
+}
+
+/// Builds a [`crate::disruption::Input`]: one NodePool over a catalog, nodes by type name,
+/// pods bound to them, facts adjusted per node or pod.
+#[derive(Debug, Clone)]
+pub struct ClusterBuilder {
+    input: crate::disruption::Input,
+}
+
+impl ClusterBuilder {
+    /// A cluster with `pool` and its policy (Karpenter defaults, budgets unlimited), at
+    /// `now` = 1,000,000 s with every node created at 0.
+    pub fn new(pool: NodePool) -> ClusterBuilder {
+        let mut policy = crate::disruption::PoolPolicy::new(&pool.name);
+        policy.budgets.clear();
+        ClusterBuilder {
+            input: crate::disruption::Input {
+                snapshot: crate::scheduler::Snapshot {
+                    nodepools: vec![pool],
+                    ..Default::default()
+                },
+                policies: vec![policy],
+                now: 1_000_000,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Adds a node of the first pool's type `type_name`, on demand unless `spot`.
+    pub fn node(mut self, name: &str, type_name: &str, zone: &str, spot: bool) -> Self {
+        let pool = &self.input.snapshot.nodepools[0];
+        let it = pool
+            .instance_types
+            .iter()
+            .find(|t| t.name == type_name)
+            .unwrap_or_else(|| panic!("no instance type {type_name} in the catalog"));
+        let ct = if spot {
+            labels::CAPACITY_TYPE_SPOT
+        } else {
+            labels::CAPACITY_TYPE_ON_DEMAND
+        };
+        let node = node_of_type(name, it, &pool.name, zone, ct);
+        self.input.snapshot.nodes.push(node);
+        self.input
+            .nodes
+            .push(crate::disruption::NodeFacts::new(name, 0));
+        self
+    }
+
+    pub fn pod(mut self, node: &str, pod: Pod) -> Self {
+        self.input.snapshot.bound.push(crate::node::BoundPod {
+            node: node.to_string(),
+            pod,
+            daemon: false,
+        });
+        self
+    }
+
+    pub fn daemon_pod(mut self, node: &str, pod: Pod) -> Self {
+        self.input.snapshot.bound.push(crate::node::BoundPod {
+            node: node.to_string(),
+            pod,
+            daemon: true,
+        });
+        self
+    }
+
+    pub fn facts(mut self, node: &str, f: impl FnOnce(&mut crate::disruption::NodeFacts)) -> Self {
+        let facts = self
+            .input
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == node)
+            .unwrap_or_else(|| panic!("no node {node}"));
+        f(facts);
+        self
+    }
+
+    pub fn policy(mut self, f: impl FnOnce(&mut crate::disruption::PoolPolicy)) -> Self {
+        f(&mut self.input.policies[0]);
+        self
+    }
+
+    /// Marks pod "default/`name`" do-not-disrupt.
+    pub fn do_not_disrupt_pod(mut self, name: &str) -> Self {
+        self.pod_facts(name).do_not_disrupt = true;
+        self
+    }
+
+    /// Puts pod "default/`name`" under PDB `pdb`.
+    pub fn pdb_pod(mut self, name: &str, pdb: &str) -> Self {
+        self.pod_facts(name).pdbs.push(pdb.to_string());
+        self
+    }
+
+    pub fn pdb(mut self, name: &str, disruptions_allowed: u32) -> Self {
+        self.input.pdbs.push(crate::disruption::Pdb {
+            name: name.to_string(),
+            disruptions_allowed,
+        });
+        self
+    }
+
+    pub fn now(mut self, now: i64) -> Self {
+        self.input.now = now;
+        self
+    }
+
+    fn pod_facts(&mut self, name: &str) -> &mut crate::disruption::PodFacts {
+        let key = format!("default/{name}");
+        if let Some(i) = self.input.pods.iter().position(|p| p.pod == key) {
+            return &mut self.input.pods[i];
+        }
+        self.input.pods.push(crate::disruption::PodFacts {
+            pod: key,
+            do_not_disrupt: false,
+            pdbs: Vec::new(),
+        });
+        self.input.pods.last_mut().expect("just pushed")
+    }
+
+    pub fn build(self) -> crate::disruption::Input {
+        self.input
+    }
+}

@@ -6,6 +6,7 @@
 //! [`scheduler`] (placement), [`plan`] (the output) and [`lower_bound`].
 
 pub mod catalog;
+pub mod disruption;
 pub mod fixtures;
 pub mod instance_type;
 pub mod labels;

@@ -1,0 +1,210 @@
+//! Which nodes may be voluntarily disrupted at all, and why the others may not. Budgets are
+//! not checked here: they limit how many candidates one decision takes, not which.
+//!
+//! A candidate is an initialized node of a NodePool that has a policy, not in flight, not
+//! already disrupting, without `adze.sh/do-not-disrupt` on the node or any of its pods, and
+//! whose pods' PodDisruptionBudgets each allow at least one eviction now. (A decision that
+//! takes several nodes also keeps, per PDB, the pods it evicts within what the PDB allows;
+//! see [`super::consolidation`].)
+
+use std::collections::HashMap;
+
+use crate::labels;
+use crate::node::ExistingNode;
+
+use super::{Input, NodeFacts};
+
+/// A node that may be disrupted, with what deciding about it needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Index into `input.snapshot.nodes`.
+    pub node: usize,
+    pub name: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub zone: String,
+    /// USD per hour: the node's own price, else its type's offering in its zone and
+    /// capacity type, else 0 (unknown).
+    pub price: f64,
+    /// Indices into `input.snapshot.bound` of its non-DaemonSet pods.
+    pub pods: Vec<usize>,
+    /// PDB names its pods belong to, once per pod.
+    pub pdbs: Vec<String>,
+    pub facts: NodeFacts,
+    /// Largest fraction of allocatable CPU or memory its non-DaemonSet pods request.
+    pub utilization: f64,
+}
+
+/// Why a node is not a candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocker {
+    /// Not registered and initialized yet, or no facts were given.
+    NotInitialized,
+    /// An in-flight NodeClaim.
+    InFlight,
+    /// Already being deleted, tainted for disruption, or not Ready.
+    Disrupting,
+    /// Owned by no NodePool, or by one without a policy.
+    Unmanaged,
+    DoNotDisruptNode,
+    DoNotDisruptPod(String),
+    /// The pod's PDB allows no eviction now.
+    PdbForbids {
+        pod: String,
+        pdb: String,
+    },
+}
+
+impl std::fmt::Display for Blocker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocker::NotInitialized => f.write_str("node is not initialized"),
+            Blocker::InFlight => f.write_str("node is still launching"),
+            Blocker::Disrupting => f.write_str("node is already being disrupted or not ready"),
+            Blocker::Unmanaged => f.write_str("node belongs to no NodePool with a policy"),
+            Blocker::DoNotDisruptNode => {
+                write!(f, "node is annotated {}", labels::DO_NOT_DISRUPT)
+            }
+            Blocker::DoNotDisruptPod(p) => {
+                write!(f, "pod {p} is annotated {}", labels::DO_NOT_DISRUPT)
+            }
+            Blocker::PdbForbids { pod, pdb } => {
+                write!(
+                    f,
+                    "PodDisruptionBudget {pdb} allows no eviction of pod {pod}"
+                )
+            }
+        }
+    }
+}
+
+/// Candidates (in node order) and, for every other node with facts, the first reason it is
+/// not one.
+pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
+    let facts = input.facts_by_node();
+    let pod_facts: HashMap<&str, &super::PodFacts> =
+        input.pods.iter().map(|p| (p.pod.as_str(), p)).collect();
+    let pdb_allowed = input.pdb_allowance();
+    let mut on_node: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, b) in input.snapshot.bound.iter().enumerate() {
+        if !b.daemon {
+            on_node.entry(b.node.as_str()).or_default().push(i);
+        }
+    }
+    let mut out = Vec::new();
+    let mut blocked = Vec::new();
+    for (ni, node) in input.snapshot.nodes.iter().enumerate() {
+        let pods = on_node.remove(node.name.as_str()).unwrap_or_default();
+        let Some(f) = facts.get(node.name.as_str()) else {
+            continue;
+        };
+        let mut pdbs = Vec::new();
+        let block = (|| {
+            if node.in_flight {
+                return Some(Blocker::InFlight);
+            }
+            if !f.initialized {
+                return Some(Blocker::NotInitialized);
+            }
+            if f.disrupting || node.unschedulable {
+                return Some(Blocker::Disrupting);
+            }
+            match node.nodepool.as_deref() {
+                Some(p) if input.policy(p).is_some() => {}
+                _ => return Some(Blocker::Unmanaged),
+            }
+            if f.do_not_disrupt {
+                return Some(Blocker::DoNotDisruptNode);
+            }
+            for &bi in &pods {
+                let key = input.snapshot.bound[bi].pod.key();
+                let Some(pf) = pod_facts.get(key.as_str()) else {
+                    continue;
+                };
+                if pf.do_not_disrupt {
+                    return Some(Blocker::DoNotDisruptPod(key));
+                }
+                for pdb in &pf.pdbs {
+                    // A PDB the input does not describe is treated as allowing nothing:
+                    // not knowing is not permission.
+                    if pdb_allowed.get(pdb.as_str()).copied().unwrap_or(0) == 0 {
+                        return Some(Blocker::PdbForbids {
+                            pod: key,
+                            pdb: pdb.clone(),
+                        });
+                    }
+                    pdbs.push(pdb.clone());
+                }
+            }
+            None
+        })();
+        if let Some(b) = block {
+            blocked.push((node.name.clone(), b));
+            continue;
+        }
+        let mut used = crate::resources::Resources::default();
+        for &bi in &pods {
+            used.add(&input.snapshot.bound[bi].pod.requests);
+        }
+        let frac = |u: i64, a: i64| if a > 0 { u as f64 / a as f64 } else { 0.0 };
+        let utilization =
+            frac(used.cpu, node.allocatable.cpu).max(frac(used.memory, node.allocatable.memory));
+        let (instance_type, capacity_type, zone) = node_labels(node);
+        out.push(Candidate {
+            node: ni,
+            name: node.name.clone(),
+            nodepool: node.nodepool.clone().unwrap_or_default(),
+            price: node_price(input, node),
+            instance_type,
+            capacity_type,
+            zone,
+            pods,
+            pdbs,
+            facts: (*f).clone(),
+            utilization,
+        });
+    }
+    (out, blocked)
+}
+
+fn label(node: &ExistingNode, key: &str) -> String {
+    node.requirements
+        .get(key)
+        .and_then(|r| r.single_value())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Instance type, capacity type and zone from the node's labels.
+pub(super) fn node_labels(node: &ExistingNode) -> (String, String, String) {
+    (
+        label(node, labels::INSTANCE_TYPE),
+        label(node, labels::CAPACITY_TYPE),
+        label(node, labels::ZONE),
+    )
+}
+
+/// The node's price per hour: its own, else its instance type's offering in its zone and
+/// capacity type from its pool's catalog (any pool's if its own lacks the type), else 0.
+pub(super) fn node_price(input: &Input, node: &ExistingNode) -> f64 {
+    if let Some(p) = node.price {
+        return p;
+    }
+    let (it, ct, zone) = node_labels(node);
+    let pools = input.snapshot.nodepools.iter();
+    let own = pools
+        .clone()
+        .filter(|p| Some(p.name.as_str()) == node.nodepool.as_deref());
+    own.chain(pools)
+        .flat_map(|p| p.instance_types.iter())
+        .find(|t| t.name == it)
+        .and_then(|t| {
+            t.offerings
+                .iter()
+                .find(|o| o.zone == zone && o.capacity_type == ct)
+                .or_else(|| t.offerings.iter().find(|o| o.capacity_type == ct))
+        })
+        .map(|o| o.price)
+        .unwrap_or(0.0)
+}

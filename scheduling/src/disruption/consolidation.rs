@@ -1,0 +1,244 @@
+//! Consolidation: remove nodes whose pods fit on the other nodes, plus at most one
+//! replacement cheaper than what is removed.
+//!
+//! Search. Candidates are ordered emptiest first (lowest share of allocatable CPU or memory
+//! requested; pricier first on ties), then filtered to an *admissible* list: walking that
+//! order, a node is kept while its pool's budget and its pods' PDBs still have room, so any
+//! prefix of the list is within budget. **Multi-node**: binary search for the longest
+//! prefix (of at least two nodes) the scheduler can empty onto the rest of the cluster
+//! plus at most one cheaper new node. **Single-node**, if that finds nothing: every
+//! candidate in order, first a resource-only check (do its pods first-fit onto the other
+//! nodes' free room, with the leftover in one type cheaper than the node?) and then the
+//! scheduler; the first that works is the decision. No candidate cap and no timeout: every
+//! candidate is considered, and each scheduler call is one full placement of the displaced
+//! pods, so the cost is O(log n) scheduler runs for multi-node plus one per single-node
+//! candidate that passes the resource check.
+//!
+//! Acceptance ([`evaluate`]): every displaced pod placed; at most one new claim; its price
+//! below the removed nodes' total, and its instance-type options trimmed to those cheaper
+//! than what is removed (so whichever the cloud launches saves money); a spot node replaced
+//! by spot only when at least [`super::Options::spot_to_spot_min_types`] such cheaper types
+//! remain (fewer options means a higher chance the new spot node is interrupted soon).
+
+use std::collections::BTreeMap;
+
+use super::Reason;
+use super::candidates::Candidate;
+use super::decision::Decision;
+use super::methods::{Context, Invalidated, pdb_overrun};
+use crate::labels;
+use crate::resources::Resources;
+
+/// The best consolidation, if any.
+pub(super) fn consolidate(ctx: &Context) -> Option<Decision> {
+    let mut eligible: Vec<&Candidate> = ctx
+        .candidates
+        .iter()
+        .filter(|c| {
+            ctx.eligible(c, Reason::Underutilized)
+                && ctx.allowance.left(&c.nodepool, Reason::Underutilized) > 0
+        })
+        .collect();
+    eligible.sort_by(|a, b| {
+        a.utilization
+            .total_cmp(&b.utilization)
+            .then_with(|| b.price.total_cmp(&a.price))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let list = admissible(ctx, &eligible);
+    multi_node(ctx, &list).or_else(|| single_node(ctx, &eligible))
+}
+
+/// `order` cut down so that every prefix is within budgets and PDBs.
+fn admissible<'c>(ctx: &Context, order: &[&'c Candidate]) -> Vec<&'c Candidate> {
+    let mut allowance = ctx.allowance.clone();
+    let mut pdb_left: BTreeMap<&str, u32> = ctx.input.pdb_allowance();
+    let mut out = Vec::new();
+    for c in order {
+        let mut need: BTreeMap<&str, u32> = BTreeMap::new();
+        for p in &c.pdbs {
+            *need.entry(p.as_str()).or_default() += 1;
+        }
+        if need
+            .iter()
+            .any(|(p, n)| pdb_left.get(p).copied().unwrap_or(0) < *n)
+        {
+            continue;
+        }
+        if !allowance.take(&c.nodepool, Reason::Underutilized) {
+            continue;
+        }
+        for (p, n) in need {
+            if let Some(l) = pdb_left.get_mut(p) {
+                *l -= n;
+            }
+        }
+        out.push(*c);
+    }
+    out
+}
+
+fn multi_node(ctx: &Context, list: &[&Candidate]) -> Option<Decision> {
+    let (mut lo, mut hi) = (2usize, list.len());
+    let mut best = None;
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        match evaluate(ctx, &list[..mid]) {
+            Ok(d) => {
+                best = Some(d);
+                lo = mid + 1;
+            }
+            Err(_) => hi = mid - 1,
+        }
+    }
+    best
+}
+
+fn single_node(ctx: &Context, order: &[&Candidate]) -> Option<Decision> {
+    let quick = QuickCheck::new(ctx);
+    order
+        .iter()
+        .filter(|c| quick.might_work(ctx, c))
+        .find_map(|c| evaluate(ctx, &[c]).ok())
+}
+
+/// Runs the scheduler for removing `set` and accepts or refuses the result as a
+/// consolidation (see the module docs).
+pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, Invalidated> {
+    if let Some(pdb) = pdb_overrun(ctx.input, set) {
+        return Err(Invalidated::Pdb(pdb));
+    }
+    let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
+    let mut plan = ctx.sim.run(&idx);
+    if let Some(u) = plan.unschedulable.first() {
+        return Err(Invalidated::PodsDoNotFit(format!(
+            "{}: {}",
+            u.pod, u.reason
+        )));
+    }
+    if plan.new_claims.len() > 1 {
+        return Err(Invalidated::PodsDoNotFit(format!(
+            "they need {} new nodes",
+            plan.new_claims.len()
+        )));
+    }
+    let removed: f64 = set.iter().map(|c| c.price).sum();
+    if let Some(claim) = plan.new_claims.first_mut() {
+        if claim.price_per_hour >= removed {
+            return Err(Invalidated::NotWorthIt(format!(
+                "the replacement costs ${:.4}/h, the removed nodes ${removed:.4}/h",
+                claim.price_per_hour
+            )));
+        }
+        let pool = ctx
+            .input
+            .snapshot
+            .nodepools
+            .iter()
+            .find(|p| p.name == claim.nodepool);
+        let price_of = |name: &str| {
+            pool.and_then(|p| p.instance_types.iter().find(|t| t.name == name))
+                .and_then(|t| t.cheapest_offering(&claim.requirements))
+                .map(|o| o.price)
+        };
+        claim
+            .instance_type_options
+            .retain(|t| price_of(t).is_some_and(|p| p < removed));
+        let spot_removed = set
+            .iter()
+            .any(|c| c.capacity_type == labels::CAPACITY_TYPE_SPOT);
+        if spot_removed
+            && claim.capacity_type == labels::CAPACITY_TYPE_SPOT
+            && claim.instance_type_options.len() < ctx.options.spot_to_spot_min_types
+        {
+            return Err(Invalidated::NotWorthIt(format!(
+                "spot-to-spot replacement needs {} cheaper spot types, only {} fit",
+                ctx.options.spot_to_spot_min_types,
+                claim.instance_type_options.len()
+            )));
+        }
+        if let Some(req) = claim.requirements.get(labels::INSTANCE_TYPE).cloned() {
+            let kept: Vec<String> = claim.instance_type_options.clone();
+            let mut r = crate::requirements::Requirement::any_of(labels::INSTANCE_TYPE, kept);
+            r.min_values = req.min_values;
+            claim.requirements.remove(labels::INSTANCE_TYPE);
+            claim.requirements.add(r);
+        }
+        plan.total_price_per_hour = claim.price_per_hour;
+    }
+    Ok(ctx.decision(Reason::Underutilized, set, plan))
+}
+
+/// A resource-only necessary-ish test for removing one node, so the scheduler runs only for
+/// nodes that have a chance: first-fit of the node's pods (largest first) into the other
+/// schedulable nodes' free room, then the leftover into the cheapest type (any pool) that
+/// holds it, which must be cheaper than the node.
+struct QuickCheck {
+    /// Per node index: free room (allocatable − requests of bound pods), or None when the
+    /// node takes no new pods.
+    free: Vec<Option<Resources>>,
+    /// (usable room, cheapest price) of every launchable type, cheapest first.
+    types: Vec<(Resources, f64)>,
+}
+
+impl QuickCheck {
+    fn new(ctx: &Context) -> QuickCheck {
+        let snap = &ctx.input.snapshot;
+        let index: std::collections::HashMap<&str, usize> = snap
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut free: Vec<Option<Resources>> = snap
+            .nodes
+            .iter()
+            .map(|n| (!n.unschedulable).then(|| n.allocatable.clone()))
+            .collect();
+        for b in &snap.bound {
+            if let Some(&i) = index.get(b.node.as_str())
+                && let Some(f) = free[i].as_mut()
+            {
+                f.sub(&b.pod.requests);
+            }
+        }
+        let mut types = Vec::new();
+        for pool in &snap.nodepools {
+            let reqs = pool.node_requirements();
+            for it in &pool.instance_types {
+                if let Some(o) = it.cheapest_offering(&reqs) {
+                    types.push((it.allocatable().clone(), o.price));
+                }
+            }
+        }
+        types.sort_by(|a, b| a.1.total_cmp(&b.1));
+        QuickCheck { free, types }
+    }
+
+    fn might_work(&self, ctx: &Context, c: &Candidate) -> bool {
+        let bound = &ctx.input.snapshot.bound;
+        let mut pods: Vec<&Resources> = c.pods.iter().map(|&b| &bound[b].pod.requests).collect();
+        pods.sort_by(|a, b| (b.cpu, b.memory).cmp(&(a.cpu, a.memory)));
+        let mut free: Vec<(usize, Resources)> = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != c.node)
+            .filter_map(|(i, f)| f.clone().map(|f| (i, f)))
+            .collect();
+        let mut leftover = Resources::default();
+        for p in pods {
+            match free.iter_mut().find(|(_, f)| p.fits_in(f)) {
+                Some((_, f)) => f.sub(p),
+                None => leftover.add(p),
+            }
+        }
+        if leftover.is_zero() {
+            return true;
+        }
+        self.types
+            .iter()
+            .take_while(|(_, price)| *price < c.price)
+            .any(|(room, _)| leftover.fits_in(room))
+    }
+}

@@ -1,0 +1,248 @@
+//! The four methods in order, and re-validation of a decision against a later input.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::budgets::Allowance;
+use super::candidates::{Candidate, candidates};
+use super::consolidation;
+use super::decision::{Decision, RemovedNode};
+use super::simulate::Simulator;
+use super::{ConsolidationPolicy, Input, Options, Reason};
+use crate::plan::Plan;
+
+/// What every method reads, computed once per decision.
+pub(super) struct Context<'a> {
+    pub input: &'a Input,
+    pub options: &'a Options,
+    pub candidates: Vec<Candidate>,
+    pub allowance: Allowance,
+    pub sim: Simulator<'a>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(input: &'a Input, options: &'a Options) -> Context<'a> {
+        Context {
+            input,
+            options,
+            candidates: candidates(input).0,
+            allowance: Allowance::compute(input),
+            sim: Simulator::new(input, &options.scheduling),
+        }
+    }
+
+    /// Whether `c` qualifies for `reason` at `input.now` (budgets aside).
+    pub fn eligible(&self, c: &Candidate, reason: Reason) -> bool {
+        let Some(policy) = self.input.policy(&c.nodepool) else {
+            return false;
+        };
+        let now = self.input.now;
+        let quiet_for = |d: std::time::Duration| now - c.facts.last_pod_event >= d.as_secs() as i64;
+        match reason {
+            Reason::Drifted => c.facts.drifted,
+            Reason::Expired => policy
+                .expire_after
+                .is_some_and(|d| now - c.facts.created >= d.as_secs() as i64),
+            Reason::Empty => c.pods.is_empty() && policy.consolidate_after.is_some_and(quiet_for),
+            Reason::Underutilized => {
+                policy.consolidation == ConsolidationPolicy::WhenEmptyOrUnderutilized
+                    && policy.consolidate_after.is_some_and(quiet_for)
+            }
+        }
+    }
+
+    /// A decision for `set` with `plan`, its prices and its sentence.
+    pub fn decision(&self, reason: Reason, set: &[&Candidate], plan: Plan) -> Decision {
+        let bound = &self.input.snapshot.bound;
+        let nodes: Vec<RemovedNode> = set
+            .iter()
+            .map(|c| RemovedNode {
+                name: c.name.clone(),
+                nodepool: c.nodepool.clone(),
+                instance_type: c.instance_type.clone(),
+                capacity_type: c.capacity_type.clone(),
+                zone: c.zone.clone(),
+                price: c.price,
+                pods: c.pods.iter().map(|&b| bound[b].pod.key()).collect(),
+            })
+            .collect();
+        let removed_price = nodes.iter().map(|n| n.price).sum();
+        let replacement_price = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
+        let mut d = Decision {
+            reason,
+            nodes,
+            plan,
+            removed_price,
+            replacement_price,
+            message: String::new(),
+        };
+        d.describe();
+        d
+    }
+
+    /// Replace (or delete) one node for `reason`: oldest eligible node first, the first
+    /// whose pods all find a place.
+    fn replace_one(&self, reason: Reason) -> Option<Decision> {
+        let mut list: Vec<&Candidate> = self
+            .candidates
+            .iter()
+            .filter(|c| self.eligible(c, reason) && self.allowance.left(&c.nodepool, reason) > 0)
+            .collect();
+        list.sort_by(|a, b| {
+            a.facts
+                .created
+                .cmp(&b.facts.created)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        list.into_iter().find_map(|c| {
+            let plan = self.sim.run(&[c.node]);
+            plan.unschedulable
+                .is_empty()
+                .then(|| self.decision(reason, &[c], plan))
+        })
+    }
+
+    /// Every empty node the budgets allow, in one decision.
+    fn empty(&self) -> Option<Decision> {
+        let mut allowance = self.allowance.clone();
+        let mut list: Vec<&Candidate> = self
+            .candidates
+            .iter()
+            .filter(|c| self.eligible(c, Reason::Empty))
+            .collect();
+        // Priciest first, so a tight budget removes what costs most.
+        list.sort_by(|a, b| {
+            b.price
+                .total_cmp(&a.price)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        list.retain(|c| allowance.take(&c.nodepool, Reason::Empty));
+        if list.is_empty() {
+            return None;
+        }
+        Some(self.decision(Reason::Empty, &list, Plan::default()))
+    }
+}
+
+/// The next disruption to carry out, if any: drift, then expiration, then emptiness, then
+/// consolidation. One decision per call; the controller calls again once it has acted (the
+/// nodes it is disrupting then count against the budgets).
+pub fn decide(input: &Input, options: &Options) -> Option<Decision> {
+    let ctx = Context::new(input, options);
+    ctx.replace_one(Reason::Drifted)
+        .or_else(|| ctx.replace_one(Reason::Expired))
+        .or_else(|| ctx.empty())
+        .or_else(|| consolidation::consolidate(&ctx))
+}
+
+/// Why a decision no longer holds.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Invalidated {
+    #[error("node {0} is gone")]
+    NodeGone(String),
+    #[error("node {node} may no longer be disrupted: {blocker}")]
+    Blocked {
+        node: String,
+        blocker: super::candidates::Blocker,
+    },
+    #[error("node {node} is no longer {reason}")]
+    NoLongerEligible { node: String, reason: Reason },
+    #[error("NodePool {0}'s disruption budget no longer allows it")]
+    Budget(String),
+    #[error("PodDisruptionBudget {0} does not allow evicting that many of its pods")]
+    Pdb(String),
+    #[error("the pods no longer fit: {0}")]
+    PodsDoNotFit(String),
+    #[error("consolidation no longer pays: {0}")]
+    NotWorthIt(String),
+}
+
+/// Checks a decision made earlier against `input` as the cluster is now: the same nodes
+/// are still candidates for the same reason, within budgets and PDBs, and their pods still
+/// fit (on at most as many replacements, still cheaper, for consolidation). Returns the
+/// decision recomputed on the new input (fresh plan and prices), or why it no longer holds.
+/// Call it before marking the nodes as disrupting, or they count against their own budget.
+pub fn revalidate(
+    decision: &Decision,
+    input: &Input,
+    options: &Options,
+) -> Result<Decision, Invalidated> {
+    let ctx = Context::new(input, options);
+    let (_, blocked) = candidates(input);
+    let by_name: HashMap<&str, &Candidate> = ctx
+        .candidates
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    let mut set: Vec<&Candidate> = Vec::new();
+    for n in &decision.nodes {
+        let Some(c) = by_name.get(n.name.as_str()) else {
+            return Err(match blocked.iter().find(|(b, _)| *b == n.name) {
+                Some((_, blocker)) => Invalidated::Blocked {
+                    node: n.name.clone(),
+                    blocker: blocker.clone(),
+                },
+                None => Invalidated::NodeGone(n.name.clone()),
+            });
+        };
+        if !ctx.eligible(c, decision.reason) {
+            return Err(Invalidated::NoLongerEligible {
+                node: n.name.clone(),
+                reason: decision.reason,
+            });
+        }
+        set.push(c);
+    }
+    let mut allowance = ctx.allowance.clone();
+    for c in &set {
+        if !allowance.take(&c.nodepool, decision.reason) {
+            return Err(Invalidated::Budget(c.nodepool.clone()));
+        }
+    }
+    if let Some(pdb) = pdb_overrun(input, &set) {
+        return Err(Invalidated::Pdb(pdb));
+    }
+    match decision.reason {
+        Reason::Empty => Ok(ctx.decision(Reason::Empty, &set, Plan::default())),
+        Reason::Drifted | Reason::Expired => {
+            let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
+            let plan = ctx.sim.run(&idx);
+            if let Some(u) = plan.unschedulable.first() {
+                return Err(Invalidated::PodsDoNotFit(format!(
+                    "{}: {}",
+                    u.pod, u.reason
+                )));
+            }
+            Ok(ctx.decision(decision.reason, &set, plan))
+        }
+        Reason::Underutilized => {
+            let d = consolidation::evaluate(&ctx, &set)?;
+            if d.plan.new_claims.len() > decision.plan.new_claims.len() {
+                return Err(Invalidated::NotWorthIt(format!(
+                    "it now needs {} replacement(s) instead of {}",
+                    d.plan.new_claims.len(),
+                    decision.plan.new_claims.len()
+                )));
+            }
+            Ok(d)
+        }
+    }
+}
+
+/// A PDB that would have more of its pods evicted by `set` than it allows, when `set` has
+/// several nodes. A single node only needs each of its PDBs to allow one eviction (the
+/// drain then evicts one at a time as the PDB permits).
+pub(super) fn pdb_overrun(input: &Input, set: &[&Candidate]) -> Option<String> {
+    if set.len() < 2 {
+        return None;
+    }
+    let allowed = input.pdb_allowance();
+    let mut used: BTreeMap<&str, u32> = BTreeMap::new();
+    for c in set {
+        for p in &c.pdbs {
+            *used.entry(p.as_str()).or_default() += 1;
+        }
+    }
+    used.into_iter()
+        .find(|(p, n)| *n > allowed.get(p).copied().unwrap_or(0))
+        .map(|(p, _)| p.to_string())
+}

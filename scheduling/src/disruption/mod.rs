@@ -1,0 +1,220 @@
+//! Which nodes to take away, and what (if anything) to launch instead: the pure decision of
+//! voluntary disruption. Plain data in (the cluster as a [`Snapshot`], per-node and per-pod
+//! facts, NodePool policies, `now`), one [`Decision`] out. No clocks, no I/O; the same input
+//! always gives the same decision. The controller executes it: it waits a validation period,
+//! calls [`revalidate`] on a fresh input, launches replacements, then drains.
+//!
+//! Methods, in order, first one that finds something wins ([`decide`]):
+//! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node.
+//! 2. **Expiration** ([`Reason::Expired`]): replace one node older than `expireAfter`.
+//! 3. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
+//!    `consolidateAfter`) the budgets allow.
+//! 4. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized`): the
+//!    largest-saving set of nodes whose pods fit on the other nodes plus at most one cheaper
+//!    replacement, multi-node first, then single-node. See [`consolidation`].
+//!
+//! Every decision is proved by running the real scheduler ([`crate::schedule`]) on the
+//! cluster without the removed nodes: each displaced pod has a place in [`Decision::plan`].
+
+pub mod budgets;
+pub mod candidates;
+pub mod consolidation;
+pub mod cron;
+pub mod decision;
+mod methods;
+mod simulate;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use crate::scheduler::Snapshot;
+
+pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
+pub use candidates::{Blocker, Candidate};
+pub use cron::{CronError, Schedule};
+pub use decision::{Action, Decision, RemovedNode};
+pub use methods::{Invalidated, decide, revalidate};
+
+/// Seconds since the Unix epoch, UTC. The caller reads the clock; this module never does.
+pub type UnixSeconds = i64;
+
+/// Why a node is voluntarily disrupted; budgets can be scoped to reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    Drifted,
+    Expired,
+    Empty,
+    Underutilized,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 4] = [
+        Reason::Drifted,
+        Reason::Expired,
+        Reason::Empty,
+        Reason::Underutilized,
+    ];
+
+    /// The name used in NodePool budgets, events and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Drifted => "Drifted",
+            Reason::Expired => "Expired",
+            Reason::Empty => "Empty",
+            Reason::Underutilized => "Underutilized",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConsolidationPolicy {
+    /// Only nodes with no workload pods are removed.
+    WhenEmpty,
+    /// Also nodes whose pods fit elsewhere, or on one cheaper replacement.
+    #[default]
+    WhenEmptyOrUnderutilized,
+}
+
+/// A NodePool's disruption settings (`spec.disruption` and `spec.template.spec.expireAfter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolPolicy {
+    pub nodepool: String,
+    pub consolidation: ConsolidationPolicy,
+    /// How long a node's pods must have been unchanged before it is consolidated (empty or
+    /// underutilized); `None` is "Never" and turns both methods off.
+    pub consolidate_after: Option<Duration>,
+    /// Nodes older than this are replaced; `None` is "Never".
+    pub expire_after: Option<Duration>,
+    /// Empty means no limit.
+    pub budgets: Vec<Budget>,
+}
+
+impl PoolPolicy {
+    /// Karpenter's defaults: consolidate underutilized nodes at once, expire after 30 days,
+    /// one budget of 10%.
+    pub fn new(nodepool: &str) -> PoolPolicy {
+        PoolPolicy {
+            nodepool: nodepool.to_string(),
+            consolidation: ConsolidationPolicy::WhenEmptyOrUnderutilized,
+            consolidate_after: Some(Duration::ZERO),
+            expire_after: Some(Duration::from_secs(720 * 3600)),
+            budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
+        }
+    }
+}
+
+/// What disruption needs to know about a node beyond what placement does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeFacts {
+    /// The node's name, as in [`crate::ExistingNode::name`].
+    pub name: String,
+    /// Registered and initialized; only such nodes are candidates and count towards budgets.
+    pub initialized: bool,
+    /// When the NodeClaim was created.
+    pub created: UnixSeconds,
+    /// The NodeClaim no longer matches its NodePool or node class.
+    pub drifted: bool,
+    /// The node (or its NodeClaim) carries `adze.sh/do-not-disrupt: "true"`.
+    pub do_not_disrupt: bool,
+    /// Already going away (being deleted, tainted `adze.sh/disrupted`) or not Ready: counts
+    /// against budgets and is never a candidate.
+    pub disrupting: bool,
+    /// Last time a pod was bound to or removed from the node (its creation if never): the
+    /// node is consolidatable once this is `consolidateAfter` in the past.
+    pub last_pod_event: UnixSeconds,
+}
+
+impl NodeFacts {
+    /// An initialized, undisturbed node created at `created`.
+    pub fn new(name: &str, created: UnixSeconds) -> NodeFacts {
+        NodeFacts {
+            name: name.to_string(),
+            initialized: true,
+            created,
+            drifted: false,
+            do_not_disrupt: false,
+            disrupting: false,
+            last_pod_event: created,
+        }
+    }
+}
+
+/// What disruption needs to know about a bound pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodFacts {
+    /// "namespace/name", as [`crate::Pod::key`].
+    pub pod: String,
+    /// The pod carries `adze.sh/do-not-disrupt: "true"`: its node is not disrupted.
+    pub do_not_disrupt: bool,
+    /// Names of the PodDisruptionBudgets selecting the pod (keys into [`Input::pdbs`]).
+    pub pdbs: Vec<String>,
+}
+
+/// A PodDisruptionBudget as its status reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pdb {
+    /// "namespace/name".
+    pub name: String,
+    /// `status.disruptionsAllowed`: how many selected pods may be evicted now.
+    pub disruptions_allowed: u32,
+}
+
+/// Everything a disruption decision reads.
+#[derive(Debug, Clone, Default)]
+pub struct Input {
+    /// Nodes, bound pods, NodePools (with their instance types: the catalog) and DaemonSets,
+    /// exactly as placement sees them. `pending` is ignored: the provisioner owns pending
+    /// pods (the controller should not disrupt while some wait for capacity).
+    pub snapshot: Snapshot,
+    /// Per node; a node without facts is never a candidate (it is still a destination).
+    pub nodes: Vec<NodeFacts>,
+    /// Per bound pod that has a do-not-disrupt annotation or a PDB; others need no entry.
+    pub pods: Vec<PodFacts>,
+    pub pdbs: Vec<Pdb>,
+    /// Per NodePool; a pool without a policy is never disrupted.
+    pub policies: Vec<PoolPolicy>,
+    pub now: UnixSeconds,
+}
+
+impl Input {
+    pub(crate) fn facts_by_node(&self) -> HashMap<&str, &NodeFacts> {
+        self.nodes.iter().map(|f| (f.name.as_str(), f)).collect()
+    }
+
+    pub(crate) fn policy(&self, pool: &str) -> Option<&PoolPolicy> {
+        self.policies.iter().find(|p| p.nodepool == pool)
+    }
+
+    pub(crate) fn pdb_allowance(&self) -> BTreeMap<&str, u32> {
+        self.pdbs
+            .iter()
+            .map(|p| (p.name.as_str(), p.disruptions_allowed))
+            .collect()
+    }
+}
+
+/// Tuning that is not part of a NodePool.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A spot node is replaced by a spot node only when at least this many instance types
+    /// cheaper than what is removed can hold the pods; the replacement may launch as any of
+    /// them, so one type's capacity running out does not interrupt the new node at once.
+    pub spot_to_spot_min_types: usize,
+    /// Passed to the scheduler for replacement claims.
+    pub scheduling: crate::scheduler::Options,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            spot_to_spot_min_types: 15,
+            scheduling: crate::scheduler::Options::default(),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! "What if these nodes were gone?": the cluster without them, their pods pending, run
+//! through the real scheduler. Built once per decision and reused for every trial.
+
+use crate::node::{BoundPod, ExistingNode};
+use crate::plan::Plan;
+use crate::scheduler::{Options, Snapshot, schedule};
+
+use super::Input;
+
+pub(super) struct Simulator<'a> {
+    input: &'a Input,
+    /// Node indices, fullest first: the scheduler fills existing nodes first-fit in this
+    /// order, so displaced pods pack onto busy nodes and leave the emptier ones free to go
+    /// next.
+    order: Vec<usize>,
+    /// Per node index: indices into `input.snapshot.bound`.
+    pods_on: Vec<Vec<usize>>,
+    options: Options,
+}
+
+impl<'a> Simulator<'a> {
+    pub fn new(input: &'a Input, options: &Options) -> Simulator<'a> {
+        let nodes = &input.snapshot.nodes;
+        let index: std::collections::HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut pods_on = vec![Vec::new(); nodes.len()];
+        let mut used = vec![crate::resources::Resources::default(); nodes.len()];
+        for (bi, b) in input.snapshot.bound.iter().enumerate() {
+            if let Some(&ni) = index.get(b.node.as_str()) {
+                pods_on[ni].push(bi);
+                used[ni].add(&b.pod.requests);
+            }
+        }
+        let fill: Vec<f64> = nodes
+            .iter()
+            .zip(&used)
+            .map(|(n, u)| {
+                let f = |a: i64, b: i64| if b > 0 { a as f64 / b as f64 } else { 1.0 };
+                f(u.cpu, n.allocatable.cpu).max(f(u.memory, n.allocatable.memory))
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            fill[b]
+                .total_cmp(&fill[a])
+                .then_with(|| nodes[a].name.cmp(&nodes[b].name))
+        });
+        let mut options = options.clone();
+        options
+            .reserved_names
+            .extend(nodes.iter().map(|n| n.name.clone()));
+        Simulator {
+            input,
+            order,
+            pods_on,
+            options,
+        }
+    }
+
+    /// The snapshot with `removed` (node indices) gone and their non-DaemonSet pods pending.
+    pub fn snapshot_without(&self, removed: &[usize]) -> Snapshot {
+        let snap = &self.input.snapshot;
+        let mut gone = vec![false; snap.nodes.len()];
+        for &r in removed {
+            gone[r] = true;
+        }
+        let mut nodes: Vec<ExistingNode> = Vec::with_capacity(snap.nodes.len());
+        let mut bound: Vec<BoundPod> = Vec::with_capacity(snap.bound.len());
+        for &ni in &self.order {
+            if gone[ni] {
+                continue;
+            }
+            nodes.push(snap.nodes[ni].clone());
+            bound.extend(self.pods_on[ni].iter().map(|&bi| snap.bound[bi].clone()));
+        }
+        let pending = removed
+            .iter()
+            .flat_map(|&r| self.pods_on[r].iter())
+            .map(|&bi| &snap.bound[bi])
+            .filter(|b| !b.daemon)
+            .map(|b| b.pod.clone())
+            .collect();
+        Snapshot {
+            pending,
+            nodes,
+            bound,
+            nodepools: snap.nodepools.clone(),
+            daemonsets: snap.daemonsets.clone(),
+        }
+    }
+
+    /// The scheduler's plan for the removed nodes' pods.
+    pub fn run(&self, removed: &[usize]) -> Plan {
+        schedule(&self.snapshot_without(removed), &self.options)
+    }
+}

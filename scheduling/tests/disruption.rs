@@ -1,0 +1,366 @@
+//! Behaviour of the disruption decision on small clusters built with
+//! [`adze_scheduling::fixtures::ClusterBuilder`] over the small catalog (`c`, `m`, `r`, `mg`
+//! families of 2–32 vCPUs; price $0.05/vCPU-h + $0.005/GiB-h; spot at 40%).
+
+use std::time::Duration;
+
+use adze_scheduling::disruption::{
+    Action, Budget, BudgetNodes, Input, Invalidated, Options, Reason, decide, revalidate,
+};
+use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
+
+const A: &str = ZONES[0];
+
+fn cluster() -> ClusterBuilder {
+    ClusterBuilder::new(pool("default", small_catalog()))
+}
+
+fn opts() -> Options {
+    Options::default()
+}
+
+fn p(name: &str, cpu: i64) -> adze_scheduling::Pod {
+    pod(name).cpu(cpu).mem(GI).build()
+}
+
+/// Two busy-enough m.8x nodes and one nearly idle one.
+fn three_nodes() -> ClusterBuilder {
+    cluster()
+        .node("busy-1", "m.8x", A, false)
+        .node("busy-2", "m.8x", A, false)
+        .node("idle", "m.8x", A, false)
+        .pod("busy-1", p("a1", 4000))
+        .pod("busy-2", p("a2", 4000))
+        .pod("idle", p("b1", 500))
+}
+
+#[test]
+fn underutilized_node_is_deleted_when_its_pods_fit_elsewhere() {
+    let d = decide(&three_nodes().build(), &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Underutilized);
+    assert_eq!(d.action(), Action::Delete, "{}", d.message);
+    assert_eq!(d.node_names().len(), 1, "{}", d.message);
+    assert!(d.plan.unschedulable.is_empty());
+    // Every evicted pod has a place on a node that stays.
+    let moved = d.plan.placements();
+    for pod in d.pods() {
+        let to = moved.get(pod).expect("placed");
+        assert!(!d.node_names().contains(to));
+    }
+    assert!((d.saving() - d.nodes[0].price).abs() < 1e-9);
+    assert!(d.message.starts_with("delete node"), "{}", d.message);
+    assert!(d.message.contains("saves $"), "{}", d.message);
+}
+
+#[test]
+fn oversized_node_is_replaced_by_a_cheaper_one() {
+    let input = cluster()
+        .node("big", "m.16x", A, false)
+        .pod("big", p("small", 500))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.action(), Action::Replace, "{}", d.message);
+    assert_eq!(d.plan.new_claims.len(), 1);
+    let claim = &d.plan.new_claims[0];
+    assert_eq!(claim.pods, vec!["default/small".to_string()]);
+    assert!(claim.price_per_hour < d.removed_price);
+    assert!(d.saving() > 0.0);
+    assert!(d.message.starts_with("replace node big"), "{}", d.message);
+}
+
+#[test]
+fn several_underused_nodes_merge_onto_one_cheaper_node() {
+    let mut b = cluster();
+    for i in 0..4 {
+        let n = format!("n{i}");
+        b = b
+            .node(&n, "m.4x", A, false)
+            .pod(&n, p(&format!("p{i}"), 1000));
+    }
+    let d = decide(&b.build(), &opts()).expect("a decision");
+    assert!(d.nodes.len() >= 3, "{}", d.message);
+    assert!(d.plan.new_claims.len() <= 1);
+    assert!(d.replacement_price < d.removed_price);
+}
+
+#[test]
+fn empty_node_waits_for_consolidate_after_then_is_deleted() {
+    let base = three_nodes()
+        .node("empty", "c.2x", A, false)
+        .policy(|p| p.consolidate_after = Some(Duration::from_secs(300)));
+    let now = 1_000_000;
+    let recent = base
+        .clone()
+        .facts("empty", |f| f.last_pod_event = now - 100)
+        .facts("idle", |f| f.last_pod_event = now - 100)
+        .build();
+    let d = decide(&recent, &opts());
+    assert!(
+        d.as_ref()
+            .is_none_or(|d| !d.node_names().contains(&"empty")),
+        "{d:?}"
+    );
+    let later = base
+        .facts("empty", |f| f.last_pod_event = now - 300)
+        .build();
+    let d = decide(&later, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.node_names(), vec!["empty"]);
+}
+
+#[test]
+fn node_with_only_daemonset_pods_is_empty() {
+    let input = three_nodes()
+        .node("ds-only", "c.2x", A, false)
+        .daemon_pod("ds-only", p("agent", 100))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.node_names(), vec!["ds-only"]);
+}
+
+#[test]
+fn do_not_disrupt_pod_keeps_its_node() {
+    let input = three_nodes().do_not_disrupt_pod("b1").build();
+    let d = decide(&input, &opts());
+    assert!(
+        d.as_ref().is_none_or(|d| !d.node_names().contains(&"idle")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn do_not_disrupt_node_is_never_picked() {
+    let input = three_nodes()
+        .facts("idle", |f| f.do_not_disrupt = true)
+        .build();
+    let d = decide(&input, &opts());
+    assert!(
+        d.as_ref().is_none_or(|d| !d.node_names().contains(&"idle")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn pdb_that_allows_no_eviction_keeps_its_pods_node() {
+    let blocked = three_nodes()
+        .pdb_pod("b1", "default/b")
+        .pdb("default/b", 0)
+        .build();
+    let d = decide(&blocked, &opts());
+    assert!(
+        d.as_ref().is_none_or(|d| !d.node_names().contains(&"idle")),
+        "{d:?}"
+    );
+    let allowed = three_nodes()
+        .pdb_pod("b1", "default/b")
+        .pdb("default/b", 1)
+        .build();
+    let d = decide(&allowed, &opts()).expect("a decision");
+    assert!(d.node_names().contains(&"idle"));
+}
+
+#[test]
+fn multi_node_decision_evicts_no_more_pods_of_a_pdb_than_it_allows() {
+    let mut b = cluster();
+    for i in 0..4 {
+        let n = format!("n{i}");
+        let name = format!("p{i}");
+        b = b
+            .node(&n, "m.4x", A, false)
+            .pod(&n, p(&name, 1000))
+            .pdb_pod(&name, "default/web");
+    }
+    let d = decide(&b.pdb("default/web", 1).build(), &opts()).expect("a decision");
+    assert_eq!(d.nodes.len(), 1, "{}", d.message);
+}
+
+#[test]
+fn zero_budget_blocks_every_method() {
+    let input = three_nodes()
+        .facts("busy-1", |f| f.drifted = true)
+        .node("empty", "c.2x", A, false)
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Count(0))])
+        .build();
+    assert_eq!(decide(&input, &opts()), None);
+}
+
+#[test]
+fn budget_window_blocks_only_while_open() {
+    // 1,000,000 s is 1970-01-12 13:46 UTC. A freeze from 13:00 for two hours.
+    let freeze = Budget::parse(
+        "0",
+        Some("0 13 * * *"),
+        Some(Duration::from_secs(2 * 3600)),
+        vec![],
+    )
+    .unwrap();
+    let during = three_nodes()
+        .policy(|p| p.budgets = vec![freeze.clone()])
+        .build();
+    assert_eq!(decide(&during, &opts()), None);
+    let after = three_nodes()
+        .policy(|p| p.budgets = vec![freeze])
+        .now(1_000_000 + 2 * 3600)
+        .build();
+    assert!(decide(&after, &opts()).is_some());
+}
+
+#[test]
+fn nodes_already_disrupting_use_up_the_budget() {
+    let input = three_nodes()
+        .facts("busy-1", |f| f.disrupting = true)
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Count(1))])
+        .build();
+    assert_eq!(decide(&input, &opts()), None);
+}
+
+#[test]
+fn budget_for_other_reasons_does_not_block_drift() {
+    let input = three_nodes()
+        .facts("busy-1", |f| f.drifted = true)
+        .policy(|p| {
+            p.budgets = vec![Budget::parse("0", None, None, vec![Reason::Underutilized]).unwrap()]
+        })
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Drifted);
+    assert_eq!(d.node_names(), vec!["busy-1"]);
+}
+
+#[test]
+fn drift_comes_before_consolidation_and_replaces_one_node() {
+    let input = three_nodes()
+        .facts("busy-2", |f| f.drifted = true)
+        .facts("busy-1", |f| f.drifted = true)
+        .facts("busy-1", |f| f.created = 10)
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Drifted);
+    // Oldest first.
+    assert_eq!(d.node_names(), vec!["busy-2"]);
+    assert!(d.message.contains("drifted"), "{}", d.message);
+}
+
+#[test]
+fn node_older_than_expire_after_is_replaced() {
+    let input = three_nodes()
+        .policy(|p| p.expire_after = Some(Duration::from_secs(500_000)))
+        .facts("busy-1", |f| f.created = 400_000)
+        .facts("busy-2", |f| f.created = 600_000)
+        .facts("idle", |f| f.created = 600_000)
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Expired);
+    assert_eq!(d.node_names(), vec!["busy-1"]);
+    assert!(d.plan.unschedulable.is_empty());
+}
+
+#[test]
+fn consolidate_after_never_turns_consolidation_off() {
+    let input = three_nodes()
+        .policy(|p| p.consolidate_after = None)
+        .node("empty", "c.2x", A, false)
+        .build();
+    assert_eq!(decide(&input, &opts()), None);
+}
+
+#[test]
+fn when_empty_policy_leaves_underutilized_nodes() {
+    let input = three_nodes()
+        .policy(|p| p.consolidation = adze_scheduling::disruption::ConsolidationPolicy::WhenEmpty)
+        .build();
+    assert_eq!(decide(&input, &opts()), None);
+}
+
+#[test]
+fn spot_node_is_replaced_by_spot_only_with_enough_cheaper_types() {
+    let input = cluster()
+        .node("spot", "m.8x", A, true)
+        .pod("spot", p("s", 500))
+        .build();
+    // The small catalog has fewer than 15 types cheaper than a spot m.8x that hold the pod.
+    let d = decide(&input, &opts());
+    assert!(d.is_none(), "{d:?}");
+    let lenient = Options {
+        spot_to_spot_min_types: 3,
+        ..Options::default()
+    };
+    let d = decide(&input, &lenient).expect("a decision");
+    assert_eq!(d.action(), Action::Replace);
+    assert!(d.plan.new_claims[0].instance_type_options.len() >= 3);
+}
+
+#[test]
+fn replacement_options_are_all_cheaper_than_the_removed_node() {
+    let input = cluster()
+        .node("big", "m.16x", A, false)
+        .pod("big", p("small", 500))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    let claim = &d.plan.new_claims[0];
+    let catalog = small_catalog();
+    for t in &claim.instance_type_options {
+        let it = catalog.iter().find(|i| &i.name == t).unwrap();
+        let cheapest = it.cheapest_offering(&claim.requirements).unwrap().price;
+        assert!(cheapest < d.removed_price, "{t} at {cheapest}");
+    }
+}
+
+#[test]
+fn revalidation_keeps_a_decision_that_still_holds() {
+    let input = three_nodes().build();
+    let d = decide(&input, &opts()).unwrap();
+    let again = revalidate(&d, &input, &opts()).expect("still valid");
+    assert_eq!(again.node_names(), d.node_names());
+}
+
+#[test]
+fn revalidation_refuses_when_a_pod_became_do_not_disrupt() {
+    let input = three_nodes().build();
+    let d = decide(&input, &opts()).unwrap();
+    let later: Input = three_nodes().do_not_disrupt_pod("b1").build();
+    assert!(matches!(
+        revalidate(&d, &later, &opts()),
+        Err(Invalidated::Blocked { .. })
+    ));
+}
+
+#[test]
+fn revalidation_refuses_when_the_pods_no_longer_fit() {
+    let input = three_nodes().build();
+    let d = decide(&input, &opts()).unwrap();
+    // The other nodes filled up meanwhile.
+    let later = three_nodes()
+        .pod("busy-1", pod("f1").cpu(3900).mem(GI).build())
+        .pod("busy-2", pod("f2").cpu(3900).mem(GI).build())
+        .build();
+    let r = revalidate(&d, &later, &opts());
+    assert!(
+        r.is_err() || r.as_ref().unwrap().action() == Action::Replace,
+        "{r:?}"
+    );
+    if let Ok(again) = r {
+        assert!(again.replacement_price < again.removed_price);
+    }
+}
+
+#[test]
+fn revalidation_refuses_a_node_that_is_gone() {
+    let input = three_nodes().build();
+    let d = decide(&input, &opts()).unwrap();
+    let later = cluster()
+        .node("busy-1", "m.8x", A, false)
+        .pod("busy-1", p("a1", 4000))
+        .build();
+    assert!(matches!(
+        revalidate(&d, &later, &opts()),
+        Err(Invalidated::NodeGone(_))
+    ));
+}
+
+#[test]
+fn same_input_gives_the_same_decision() {
+    let input = three_nodes().build();
+    assert_eq!(decide(&input, &opts()), decide(&input, &opts()));
+}
