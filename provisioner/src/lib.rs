@@ -4,6 +4,7 @@
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
 
 pub mod cloud;
+pub mod disruption;
 pub mod events;
 pub mod kubelet;
 pub mod nodeclaim;

@@ -9,6 +9,7 @@ use kube::Client;
 
 use crate::cloud::simulated::Simulated;
 use crate::cloud::{CloudProvider, UnavailableOfferings};
+use crate::disruption::Disruption;
 use crate::kubelet::Kubelet;
 use crate::nodeclaim::Lifecycle;
 use crate::provisioning::{Provisioner, Settings};
@@ -23,6 +24,7 @@ pub struct Config {
     pub registration_timeout: Duration,
     pub max_instance_types: usize,
     pub heartbeat: Duration,
+    pub disruption: crate::disruption::Settings,
 }
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -55,6 +57,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             retry: Duration::from_secs(30),
         },
     };
+    let disruption = Disruption::new(
+        client.clone(),
+        state.clone(),
+        cloud.clone(),
+        unavailable.clone(),
+        config.disruption.clone(),
+    )
+    .await;
     let lifecycle = Lifecycle {
         client: client.clone(),
         state: state.clone(),
@@ -74,6 +84,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
         _ = termination.run() => {}
+        _ = disruption.run() => {}
         r = tokio::signal::ctrl_c() => { r?; tracing::info!("interrupted; exiting"); }
     }
     Ok(())

@@ -343,6 +343,9 @@ impl Termination {
                     })),
                 )
                 .await?;
+            return Ok(false);
+        }
+        if self.first_time(claim, "drain") {
             let reason = why(claim);
             tracing::info!(nodeclaim = %name, node = %node_name, reason = %reason, "draining: node tainted {TAINT_DISRUPTED}:NoSchedule");
             let msg = format!("draining node {node_name}: {reason}");
@@ -350,7 +353,6 @@ impl Termination {
                 .publish(reference(claim), "Normal", "Draining", &msg);
             self.recorder
                 .publish(reference(node), "Normal", "Draining", &msg);
-            return Ok(false);
         }
         let grace_over = grace_over(claim, k8s_openapi::jiff::Timestamp::now());
         let pods: Vec<Arc<Pod>> = self
