@@ -49,7 +49,7 @@ fi
 set -a; . "$dir/env"; set +a
 k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 
-PROV_ARGS=()
+PROV_ARGS=(--disruption-poll-period 2s --disruption-validation-period "${ADZE_E2E_VALIDATION:-5s}")
 start_provisioner() {
   "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" "${PROV_ARGS[@]}" >>"$dir/provisioner.log" 2>&1 &
   prov_pid=$!
@@ -79,7 +79,10 @@ cargo run -q --release -p adze-api --bin crdgen -- --without-cel | k apply -f - 
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd nodeclaims.adze.sh
 
-nodepool() { # name [extra spec.template.spec yaml line]
+# nodepool NAME [EXTRA-TEMPLATE-SPEC-LINE] [DISRUPTION-FLOW-MAP]. By default consolidation is
+# off (consolidateAfter: Never) so a scenario's nodes are only disrupted when it asks.
+nodepool() {
+  local disruption=${3:-'{consolidateAfter: Never}'}
   cat <<YAML
 apiVersion: adze.sh/v1
 kind: NodePool
@@ -95,6 +98,7 @@ spec:
         - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
         - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
       ${2:-}
+  disruption: $disruption
   limits: {cpu: "1000"}
 YAML
 }
@@ -210,6 +214,134 @@ rmin=$(min_of "$dir/resume.samples")
 check "PDB (minAvailable 5) held across the crash (min Ready $rmin)" test "$rmin" -ge 5
 wait_for 120 count_is 6 ready_pods resume r
 check "all 6 pods Ready again" count_is 6 ready_pods resume r
+
+# ---- 4-7. disruption ---------------------------------------------------------------------------
+pool_claims() { k get nodeclaims -l adze.sh/nodepool="$1" -o name | wc -l; }
+pool_claim_names() { k get nodeclaims -l adze.sh/nodepool="$1" -o json | jq -r '[.items[].metadata.name] | sort | join(" ")'; }
+# NodeClaims of pool $1 being disrupted now (deleting or marked Disrupting).
+disrupting() {
+  k get nodeclaims -l adze.sh/nodepool="$1" -o json | jq '[.items[] | select(.metadata.deletionTimestamp != null
+    or any(.status.conditions[]?; .type == "Disrupting" and .status == "True"))] | length'
+}
+sample_disrupting() { while :; do disrupting "$1" >>"$2" 2>/dev/null; sleep 0.3; done; }
+max_of() { sort -n "$1" | tail -1; }
+pinned() { # namespace name pool: one do-not-disrupt pod
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, namespace: $1, labels: {app: $2}, annotations: {adze.sh/do-not-disrupt: "true"}}
+spec:
+  nodeSelector: {e2e-pool: $3}
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.9
+      resources: {requests: {cpu: "1", memory: 1Gi}}
+YAML
+}
+
+echo "== 4. consolidation: 30 replicas -> 5 (PDB minAvailable 4, a do-not-disrupt pod); expireAfter; a closed budget"
+k create namespace consol >/dev/null
+nodepool consol "" '{consolidateAfter: 5s, budgets: [{nodes: "100%"}]}' | k apply -f - >/dev/null
+# Expiration and a closed budget run alongside: the same controller handles every pool.
+k create namespace expire >/dev/null
+nodepool expire "expireAfter: 60s" '{consolidateAfter: Never, budgets: [{nodes: "1"}]}' | k apply -f - >/dev/null
+k create namespace frozen >/dev/null
+nodepool frozen "expireAfter: 30s" '{consolidateAfter: 0s, budgets: [{nodes: "0", schedule: "* * * * *", duration: 1h}]}' | k apply -f - >/dev/null
+deployment expire e 1 1 1Gi expire | k apply -f - >/dev/null
+deployment frozen f 4 1 1Gi frozen | k apply -f - >/dev/null
+pdb consol web 4 | k apply -f - >/dev/null
+pinned consol pinned consol | k apply -f - >/dev/null
+deployment consol web 30 1 1Gi consol | k apply -f - >/dev/null
+wait_for 240 count_is 30 ready_pods consol web
+wait_for 60 count_is 1 ready_pods consol pinned
+wait_for 60 count_is 4 ready_pods frozen f
+wait_for 60 count_is 1 ready_pods expire e
+check "30 web pods, the pinned pod, the expire and frozen pods Ready" count_is 30 ready_pods consol web
+expire_first=$(pool_claim_names expire)
+frozen_first=$(pool_claim_names frozen)
+pinned_node=$(k get pod -n consol pinned -o jsonpath='{.spec.nodeName}')
+pinned_uid=$(k get pod -n consol pinned -o jsonpath='{.metadata.uid}')
+before=$(pool_claims consol)
+cpu_before=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[].status.capacity.cpu | tonumber] | add')
+echo "consol pool: $before NodeClaims, $cpu_before cpu; pinned pod on $pinned_node"
+k scale -n frozen deployment/f --replicas=1 >/dev/null
+sample consol web "$dir/consol.samples" & samplers+=($!)
+t0=$(now)
+k scale -n consol deployment/web --replicas=5 >/dev/null
+wait_for 120 grep -q "disrupting: .*nodepool\|disrupting: " "$dir/provisioner.log"
+t_first=$(now)
+echo "scaled 30 -> 5 -> first disruption acted on after $(elapsed "$t0" "$t_first") s (consolidateAfter 5s + validation ${ADZE_E2E_VALIDATION:-5s} + poll 2s)"
+# Settled: the pool's claim count unchanged for 30 s and nothing disrupting.
+stable() {
+  local a b; a=$(pool_claim_names consol); sleep 30; b=$(pool_claim_names consol)
+  [[ "$a" == "$b" && "$(disrupting consol)" == 0 ]]
+}
+wait_for 400 stable
+t_done=$(now)
+kill "${samplers[-1]}" 2>/dev/null
+after=$(pool_claims consol)
+cpu_after=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[].status.capacity.cpu | tonumber] | add')
+echo "consolidated: $before -> $after NodeClaims, $cpu_before -> $cpu_after cpu, settled $(elapsed "$t0" "$t_done") s after the scale-down (incl. 30 s stability window)"
+grep -E "disrupting: " "$dir/provisioner.log" | sed 's/^/  /' | tail -n 8
+check "consolidation acted within consolidateAfter + validation + 20 s" awk -v a="$t0" -v b="$t_first" 'BEGIN{exit !(b-a <= 5+5+2+20)}'
+check "fewer nodes after consolidation ($before -> $after)" test "$after" -lt "$before"
+check "capacity shrank ($cpu_before -> $cpu_after cpu)" awk -v a="$cpu_before" -v b="$cpu_after" 'BEGIN{exit !(b < a)}'
+cmin=$(min_of "$dir/consol.samples")
+check "PDB minAvailable 4 never violated (min Ready $cmin)" test "$cmin" -ge 4
+check "5 web pods Ready" count_is 5 ready_pods consol web
+check "do-not-disrupt pod untouched (same pod, same node $pinned_node)" \
+  bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol pinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$pinned_uid $pinned_node' ]]"
+check "disruption events name the reason and the saving" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Disrupting -o json | jq -e '[.items[].message | select(test(\"saves|costs\"))] | length > 0'"
+
+wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"
+wait_for 60 count_is 1 ready_pods expire e
+check "expireAfter 60s: node $expire_first replaced" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $expire_first"
+check "the expired node's pod Ready on its replacement" count_is 1 ready_pods expire e
+check "closed budget (nodes 0, window open): frozen pool untouched though expired and underutilized" \
+  bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=frozen -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" == '$frozen_first' ]]"
+check "frozen pool has no disrupting nodeclaim" count_is 0 disrupting frozen
+
+echo "== 5. drift: change the NodePool template -> every node replaced, one at a time (budget nodes 1)"
+k create namespace drift >/dev/null
+nodepool drift "" '{consolidateAfter: Never, budgets: [{nodes: "1"}]}' | k apply -f - >/dev/null
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: drift}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec:
+      nodeSelector: {e2e-pool: drift}
+      terminationGracePeriodSeconds: 0
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - {labelSelector: {matchLabels: {app: d}}, topologyKey: kubernetes.io/hostname}
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: "1", memory: 1Gi}}
+YAML
+wait_for 120 count_is 3 ready_pods drift d
+drift_first=$(pool_claim_names drift)
+echo "drift pool: $drift_first"
+sample_disrupting drift "$dir/drift.samples" & samplers+=($!)
+t0=$(now)
+k patch nodepool drift --type merge -p '{"spec":{"template":{"metadata":{"labels":{"e2e-version":"2"}}}}}' >/dev/null
+replaced() { [[ $(k get nodes -l e2e-pool=drift,e2e-version=2 -o name | wc -l) == 3 && $(pool_claims drift) == 3 && "$(disrupting drift)" == 0 ]]; }
+wait_for 400 replaced
+t1=$(now)
+kill "${samplers[-1]}" 2>/dev/null
+echo "template changed -> all 3 nodes replaced in $(elapsed "$t0" "$t1") s; now $(pool_claim_names drift)"
+check "all drift nodes replaced by nodes with the new template" replaced
+check "none of the original nodeclaims left" bash -c "for c in $drift_first; do ! kubectl --kubeconfig $KUBECONFIG get nodeclaim \$c >/dev/null 2>&1 || exit 1; done"
+dmax=$(max_of "$dir/drift.samples")
+check "budget nodes 1 never exceeded (max disrupting at once $dmax)" test "$dmax" -le 1
+check "3 pods Ready after the drift" count_is 3 ready_pods drift d
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
