@@ -8,11 +8,18 @@ use adze_scheduling::disruption::{
     Action, Budget, BudgetNodes, Input, Invalidated, Options, Reason, decide, revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
+use adze_scheduling::labels;
 
 const A: &str = ZONES[0];
 
+/// An on-demand-only pool, so savings come from packing rather than from moving to spot.
 fn cluster() -> ClusterBuilder {
-    ClusterBuilder::new(pool("default", small_catalog()))
+    let mut np = pool("default", small_catalog());
+    np.requirements.add(adze_scheduling::Requirement::single(
+        labels::CAPACITY_TYPE,
+        labels::CAPACITY_TYPE_ON_DEMAND,
+    ));
+    ClusterBuilder::new(np)
 }
 
 fn opts() -> Options {
@@ -23,14 +30,23 @@ fn p(name: &str, cpu: i64) -> adze_scheduling::Pod {
     pod(name).cpu(cpu).mem(GI).build()
 }
 
-/// Two busy-enough m.8x nodes and one nearly idle one.
+/// Two busy m.8x nodes whose pods may not share a node (hostname anti-affinity) and need an
+/// m.8x's memory, and one nearly idle m.8x: the cheapest move is deleting the idle one.
 fn three_nodes() -> ClusterBuilder {
+    let web = |name: &str| {
+        pod(name)
+            .cpu(4000)
+            .mem(24 * GI)
+            .label("app", "web")
+            .anti_affinity(labels::HOSTNAME, "web")
+            .build()
+    };
     cluster()
         .node("busy-1", "m.8x", A, false)
         .node("busy-2", "m.8x", A, false)
         .node("idle", "m.8x", A, false)
-        .pod("busy-1", p("a1", 4000))
-        .pod("busy-2", p("a2", 4000))
+        .pod("busy-1", web("a1"))
+        .pod("busy-2", web("a2"))
         .pod("idle", p("b1", 500))
 }
 
@@ -65,7 +81,10 @@ fn oversized_node_is_replaced_by_a_cheaper_one() {
     assert_eq!(claim.pods, vec!["default/small".to_string()]);
     assert!(claim.price_per_hour < d.removed_price);
     assert!(d.saving() > 0.0);
-    assert!(d.message.starts_with("replace node big"), "{}", d.message);
+    assert_eq!(
+        d.message,
+        "replace node big (m.16x, on-demand, $1.1200/h) with one node (c.2x on-demand, $0.1200/h): underutilized: 0 of its 1 pod(s) fit on other nodes, the rest on a cheaper node; saves $1.0000/h"
+    );
 }
 
 #[test]
@@ -275,7 +294,7 @@ fn when_empty_policy_leaves_underutilized_nodes() {
 
 #[test]
 fn spot_node_is_replaced_by_spot_only_with_enough_cheaper_types() {
-    let input = cluster()
+    let input = ClusterBuilder::new(pool("default", small_catalog()))
         .node("spot", "m.8x", A, true)
         .pod("spot", p("s", 500))
         .build();
@@ -332,8 +351,8 @@ fn revalidation_refuses_when_the_pods_no_longer_fit() {
     let d = decide(&input, &opts()).unwrap();
     // The other nodes filled up meanwhile.
     let later = three_nodes()
-        .pod("busy-1", pod("f1").cpu(3900).mem(GI).build())
-        .pod("busy-2", pod("f2").cpu(3900).mem(GI).build())
+        .pod("busy-1", pod("f1").cpu(3900).mem(6 * GI).build())
+        .pod("busy-2", pod("f2").cpu(3900).mem(6 * GI).build())
         .build();
     let r = revalidate(&d, &later, &opts());
     assert!(
@@ -363,4 +382,19 @@ fn revalidation_refuses_a_node_that_is_gone() {
 fn same_input_gives_the_same_decision() {
     let input = three_nodes().build();
     assert_eq!(decide(&input, &opts()), decide(&input, &opts()));
+}
+
+#[test]
+fn on_demand_node_may_be_replaced_by_spot_when_the_pool_allows_it() {
+    let input = ClusterBuilder::new(pool("default", small_catalog()))
+        .node("od", "m.4x", A, false)
+        .pod("od", p("x", 3000))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.action(), Action::Replace);
+    assert_eq!(
+        d.plan.new_claims[0].capacity_type,
+        labels::CAPACITY_TYPE_SPOT
+    );
+    assert!(d.saving() > 0.0);
 }

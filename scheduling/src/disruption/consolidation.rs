@@ -4,9 +4,11 @@
 //! Search. Candidates are ordered emptiest first (lowest share of allocatable CPU or memory
 //! requested; pricier first on ties), then filtered to an *admissible* list: walking that
 //! order, a node is kept while its pool's budget and its pods' PDBs still have room, so any
-//! prefix of the list is within budget. **Multi-node**: binary search for the longest
-//! prefix (of at least two nodes) the scheduler can empty onto the rest of the cluster
-//! plus at most one cheaper new node. **Single-node**, if that finds nothing: every
+//! prefix of the list is within budget. **Multi-node**: the longest prefix that passes an
+//! aggregate resource test (its pods' total requests within the other nodes' free room plus
+//! a type cheaper than the prefix) is tried first; if the scheduler cannot empty it, binary
+//! search below it for the longest prefix (of at least two nodes) the scheduler can empty
+//! onto the rest of the cluster plus at most one cheaper new node. **Single-node**, if that finds nothing: every
 //! candidate in order, first a resource-only check (do its pods first-fit onto the other
 //! nodes' free room, with the leftover in one type cheaper than the node?) and then the
 //! scheduler; the first that works is the decision. No candidate cap and no timeout: every
@@ -79,7 +81,15 @@ fn admissible<'c>(ctx: &Context, order: &[&'c Candidate]) -> Vec<&'c Candidate> 
 }
 
 fn multi_node(ctx: &Context, list: &[&Candidate]) -> Option<Decision> {
-    let (mut lo, mut hi) = (2usize, list.len());
+    let quick = QuickCheck::new(ctx);
+    let (mut lo, mut hi) = (2usize, quick.longest_plausible_prefix(ctx, list));
+    // The aggregate cap is often close: one placement may settle it.
+    if hi >= lo {
+        if let Ok(d) = evaluate(ctx, &list[..hi]) {
+            return Some(d);
+        }
+        hi -= 1;
+    }
     let mut best = None;
     while lo <= hi {
         let mid = (lo + hi) / 2;
@@ -141,9 +151,22 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
                 .and_then(|t| t.cheapest_offering(&claim.requirements))
                 .map(|o| o.price)
         };
+        // Launching a type that is being removed only shuffles pods: every option must also
+        // be cheaper than each removed node of a type among the options.
+        let ceiling = set
+            .iter()
+            .filter(|c| claim.instance_type_options.contains(&c.instance_type))
+            .map(|c| c.price)
+            .fold(removed, f64::min);
         claim
             .instance_type_options
-            .retain(|t| price_of(t).is_some_and(|p| p < removed));
+            .retain(|t| price_of(t).is_some_and(|p| p < ceiling));
+        // Options are cheapest first, so this only fails when every option was dropped.
+        if !claim.instance_type_options.contains(&claim.instance_type) {
+            return Err(Invalidated::NotWorthIt(
+                "no replacement type is cheaper than the nodes it replaces".to_string(),
+            ));
+        }
         let spot_removed = set
             .iter()
             .any(|c| c.capacity_type == labels::CAPACITY_TYPE_SPOT);
@@ -215,10 +238,46 @@ impl QuickCheck {
         QuickCheck { free, types }
     }
 
+    /// The longest prefix of `list` that passes an aggregate test: its pods' total requests
+    /// fit in the other nodes' total free room plus, per resource, the most any type cheaper
+    /// than the prefix offers. Necessary for the scheduler to succeed, and O(n), so the
+    /// binary search does not spend full placements on prefixes that cannot work.
+    fn longest_plausible_prefix(&self, ctx: &Context, list: &[&Candidate]) -> usize {
+        let bound = &ctx.input.snapshot.bound;
+        let mut free_all = Resources::default();
+        for f in self.free.iter().flatten() {
+            free_all.add(f);
+        }
+        let mut demand = Resources::default();
+        let mut free_prefix = Resources::default();
+        let mut price = 0.0;
+        let mut best_room = Resources::default();
+        let mut next_type = 0;
+        let mut longest = 0;
+        for (k, c) in list.iter().enumerate() {
+            for &b in &c.pods {
+                demand.add(&bound[b].pod.requests);
+            }
+            if let Some(f) = &self.free[c.node] {
+                free_prefix.add(f);
+            }
+            price += c.price;
+            while next_type < self.types.len() && self.types[next_type].1 < price {
+                best_room.max_with(&self.types[next_type].0);
+                next_type += 1;
+            }
+            let room = free_all.minus(&free_prefix).plus(&best_room);
+            if demand.fits_in(&room) {
+                longest = k + 1;
+            }
+        }
+        longest
+    }
+
     fn might_work(&self, ctx: &Context, c: &Candidate) -> bool {
         let bound = &ctx.input.snapshot.bound;
         let mut pods: Vec<&Resources> = c.pods.iter().map(|&b| &bound[b].pod.requests).collect();
-        pods.sort_by(|a, b| (b.cpu, b.memory).cmp(&(a.cpu, a.memory)));
+        pods.sort_by_key(|p| std::cmp::Reverse((p.cpu, p.memory)));
         let mut free: Vec<(usize, Resources)> = self
             .free
             .iter()

@@ -39,8 +39,9 @@ pub struct Decision {
     pub removed_price: f64,
     /// Sum of the replacements' prices (their cheapest option), USD per hour.
     pub replacement_price: f64,
-    /// What, why and the saving, e.g. "replace node a (m5.xlarge, on-demand, $0.19/h) with
-    /// one c5.large ($0.09/h): underutilized, its 3 pods fit on it; saves $0.10/h".
+    /// What, why and the saving, e.g. "replace node big (m.16x, on-demand, $1.1200/h) with
+    /// one node (c.2x on-demand, $0.1200/h): underutilized: 0 of its 1 pod(s) fit on other
+    /// nodes, the rest on a cheaper node; saves $1.0000/h".
     pub message: String,
 }
 
@@ -114,14 +115,19 @@ impl Decision {
             .iter()
             .map(|e| e.pods.len())
             .sum::<usize>();
+        let its = if self.nodes.len() == 1 {
+            "its"
+        } else {
+            "their"
+        };
         let why = match self.reason {
             Reason::Drifted => "drifted from its NodePool or node class".to_string(),
             Reason::Expired => "older than the NodePool's expireAfter".to_string(),
             Reason::Empty => "no workload pods for consolidateAfter".to_string(),
             Reason::Underutilized => match self.action() {
-                Action::Delete => format!("underutilized: its {pods} pod(s) fit on other nodes"),
+                Action::Delete => format!("underutilized: {its} {pods} pod(s) fit on other nodes"),
                 Action::Replace => format!(
-                    "underutilized: {moved} of its {pods} pod(s) fit on other nodes, the rest on a cheaper node"
+                    "underutilized: {moved} of {its} {pods} pod(s) fit on other nodes, the rest on a cheaper node"
                 ),
             },
         };
