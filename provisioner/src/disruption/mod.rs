@@ -210,7 +210,10 @@ impl Disruption {
             return Ok(());
         }
         let started = Instant::now();
-        let Some(decision) = decide(&built.input, &self.options(&built)) else {
+        // Off the async workers: deciding on a large cluster takes CPU time.
+        let (input, options) = (built.input.clone(), self.options(&built));
+        let Some(decision) = tokio::task::spawn_blocking(move || decide(&input, &options)).await?
+        else {
             return Ok(());
         };
         tracing::info!(
@@ -226,7 +229,11 @@ impl Disruption {
             tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped: pods became pending or nodeclaims are launching");
             return Ok(());
         }
-        match revalidate(&decision, &again.input, &self.options(&again)) {
+        let (input, options, proposed) =
+            (again.input.clone(), self.options(&again), decision.clone());
+        let checked =
+            tokio::task::spawn_blocking(move || revalidate(&proposed, &input, &options)).await?;
+        match checked {
             Ok(d) => self.act(&d, &again).await,
             Err(why) => {
                 tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped after validation: {why}");
