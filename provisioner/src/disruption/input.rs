@@ -366,4 +366,84 @@ mod tests {
         a.retain(&BTreeSet::new());
         assert_eq!(a.observe("n", set(&[]), 900, 1000), 900);
     }
+
+    #[test]
+    fn cluster_objects_become_node_and_pod_facts() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        })));
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"adze.sh/nodepool": "p", "node.kubernetes.io/instance-type": "m5.large"},
+                "annotations": {"adze.sh/nodepool-hash": "from-an-older-template"}},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"providerID": "adze-sim://p-1", "conditions": [
+                {"type": "Initialized", "status": "True", "reason": "Initialized", "message": "ok",
+                 "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
+        }))
+        .unwrap();
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "p-1", "labels": {"adze.sh/nodepool": "p"}},
+            "spec": {"providerID": "adze-sim://p-1"},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .unwrap();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u1",
+                "creationTimestamp": "2026-01-01T00:02:00Z",
+                "labels": {"app": "web"}, "annotations": {"adze.sh/do-not-disrupt": "true"}},
+            "spec": {"nodeName": "p-1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap();
+        let objects = Objects {
+            nodes: vec![Arc::new(node)],
+            pods: vec![Arc::new(pod)],
+            claims: vec![Arc::new(claim)],
+            nodepools: vec![pool],
+            daemonsets: vec![],
+        };
+        let pdbs = vec![
+            pdb::Budget::from_json(&json!({"metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}},
+                "status": {"disruptionsAllowed": 1}}))
+            .unwrap(),
+        ];
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &pdbs,
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let mut activity = PodActivity::default();
+        let built = build(
+            &objects,
+            &adze_scheduling::catalog::embedded(),
+            &extra,
+            &mut activity,
+        );
+        assert_eq!(built.pending, 0);
+        assert!(built.in_flight.is_empty());
+        let f = &built.input.nodes[0];
+        assert_eq!(f.name, "p-1");
+        assert!(f.initialized && f.drifted && !f.disrupting && !f.do_not_disrupt);
+        assert_eq!(f.created, 1_767_225_600);
+        // The newest pod's creation: two minutes after the claim.
+        assert_eq!(f.last_pod_event, 1_767_225_600 + 120);
+        assert_eq!(
+            built.input.pods,
+            vec![PodFacts {
+                pod: "shop/web-1".into(),
+                do_not_disrupt: true,
+                pdbs: vec!["shop/web".into()],
+            }]
+        );
+        assert_eq!(built.input.pdbs[0].disruptions_allowed, 1);
+        assert_eq!(built.input.policies[0].nodepool, "p");
+    }
 }
