@@ -44,7 +44,7 @@ fn tolerates_disrupted(t: &Toleration) -> bool {
     let effect_ok = matches!(t.effect.as_deref(), None | Some("") | Some("NoSchedule"));
     // The taint has no value: `Equal` matches only an empty value.
     let value_ok =
-        t.operator.as_deref() == Some("Exists") || t.value.as_deref().unwrap_or("") == "";
+        t.operator.as_deref() == Some("Exists") || t.value.as_deref().unwrap_or("").is_empty();
     key_ok && effect_ok && value_ok
 }
 
