@@ -5,6 +5,8 @@
 //! [`migrate`] converts Karpenter v1 NodePools and EC2NodeClasses into Adze's.
 
 pub mod cloud;
+pub mod disruption;
+pub mod events;
 pub mod garbage;
 pub mod kubelet;
 pub mod leader;
@@ -16,3 +18,4 @@ pub mod provisioning;
 pub mod run;
 pub mod simulate;
 pub mod state;
+pub mod termination;

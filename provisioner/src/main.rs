@@ -103,6 +103,15 @@ struct RunArgs {
     heartbeat: std::time::Duration,
     #[arg(long, default_value_t = 60)]
     max_instance_types: usize,
+    /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked for.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    disruption_poll_period: std::time::Duration,
+    /// Disruption: wait this long after deciding, then act only if the decision still holds.
+    #[arg(long, value_parser = duration, default_value = "15s")]
+    disruption_validation_period: std::time::Duration,
+    /// Disruption: log and record decisions (events) without acting on them.
+    #[arg(long)]
+    disruption_dry_run: bool,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, logged).
@@ -229,6 +238,13 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         aws,
         garbage_grace: args.garbage_collection_grace,
         simulated_unavailable: args.simulated_unavailable.clone(),
+        disruption: adze_provisioner::disruption::Settings {
+            poll: args.disruption_poll_period,
+            validation: args.disruption_validation_period,
+            dry_run: args.disruption_dry_run,
+            replacement_timeout: args.registration_timeout,
+            max_instance_types: args.max_instance_types,
+        },
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -11,10 +11,12 @@ use kube::Client;
 
 use crate::cloud::simulated::Simulated;
 use crate::cloud::{CloudProvider, UnavailableOfferings};
+use crate::disruption::Disruption;
 use crate::kubelet::Kubelet;
 use crate::nodeclaim::Lifecycle;
 use crate::provisioning::{Provisioner, Settings};
 use crate::state::ClusterState;
+use crate::termination::Termination;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -33,6 +35,7 @@ pub struct Config {
     pub garbage_grace: Duration,
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
     pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
+    pub disruption: crate::disruption::Settings,
 }
 
 /// SIGINT or SIGTERM.
@@ -107,6 +110,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             retry: Duration::from_secs(30),
         },
     };
+    let disruption = Disruption::new(
+        client.clone(),
+        state.clone(),
+        cloud.clone(),
+        unavailable.clone(),
+        config.disruption.clone(),
+    )
+    .await;
     let lifecycle = Lifecycle {
         client: client.clone(),
         state: state.clone(),
@@ -127,6 +138,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         state: state.clone(),
         interval: Duration::from_secs(2),
     };
+    let termination = Termination::new(client.clone(), state.clone(), cloud.clone()).await;
     let kubelet = Kubelet {
         client: client.clone(),
         state,
@@ -136,6 +148,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
         _ = kubelet.run() => {}
+        _ = termination.run() => {}
+        _ = disruption.run() => {}
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),

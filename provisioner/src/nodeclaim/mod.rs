@@ -2,7 +2,8 @@
 //! Registered (a Node with that providerID exists: labels synced, owner reference set) →
 //! Initialized (node Ready, startup taints gone). Each step is a small idempotent reconcile,
 //! run for every claim on every tick from the watched state (level-based: a restart simply
-//! resumes). Deleting a claim terminates its instance before the finalizer is released.
+//! resumes). Registration puts the termination finalizer on the Node; a deleted claim is left
+//! to [`crate::termination`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -185,26 +186,8 @@ impl Lifecycle {
 
     pub async fn reconcile(&self, claim: &NodeClaim) -> anyhow::Result<()> {
         let name = claim.metadata.name.clone().unwrap_or_default();
-        let finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
+        // A deleted claim belongs to [`crate::termination`].
         if claim.metadata.deletion_timestamp.is_some() {
-            if finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
-                self.cloud
-                    .delete(claim)
-                    .await
-                    .map_err(|e| cloud_error("delete", e))?;
-                let rest: Vec<_> = finalizers
-                    .into_iter()
-                    .filter(|f| f != TERMINATION_FINALIZER)
-                    .collect();
-                self.claims()
-                    .patch(
-                        &name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"metadata": {"finalizers": rest, "resourceVersion": claim.metadata.resource_version}})),
-                    )
-                    .await?;
-                tracing::info!(nodeclaim = %name, "instance terminated; nodeclaim released");
-            }
             return Ok(());
         }
         let conds = claim_conditions(claim).to_vec();
@@ -319,12 +302,20 @@ impl Lifecycle {
             "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "name": name,
             "uid": claim.metadata.uid,
         }]);
+        // The finalizer keeps the Node until termination has drained it.
+        let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
+        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+            finalizers.push(TERMINATION_FINALIZER.into());
+        }
         let nodes: Api<Node> = Api::all(self.client.clone());
         nodes
             .patch(
                 &node_name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {"labels": sync, "ownerReferences": owner}})),
+                &Patch::Merge(json!({"metadata": {
+                    "labels": sync, "ownerReferences": owner, "finalizers": finalizers,
+                    "resourceVersion": node.metadata.resource_version,
+                }})),
             )
             .await?;
         let conds = set_condition(

@@ -70,6 +70,10 @@ pub fn claim_object(c: &NewClaim, pool: &NodePool, uids: &BTreeMap<String, Strin
     claim_labels.insert(labels::NODEPOOL.into(), c.nodepool.clone());
     let mut annotations = pool.spec.template.metadata.annotations.clone();
     annotations.insert(labels::NOMINATED_PODS.into(), nomination::encode(&pods));
+    annotations.insert(
+        crate::disruption::drift::NODEPOOL_HASH.into(),
+        crate::disruption::drift::template_hash(pool),
+    );
     let uid = pool.metadata.uid.clone().unwrap_or_default();
     let mut spec = json!({
         "requirements": requirements,

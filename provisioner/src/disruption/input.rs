@@ -1,0 +1,449 @@
+//! The cluster as disruption sees it: watched objects, PodDisruptionBudgets, drift and pod
+//! activity → the pure decision's [`Input`]. Pure: no clocks (the caller passes `now`), no
+//! I/O, so the mapping is unit-tested.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use adze_api::nodepool::DisruptionReason;
+use adze_api::{NodeClaim, NodePool, conditions};
+use adze_scheduling::disruption::{
+    self as pure, Budget, ConsolidationPolicy, Input, NodeFacts, PodFacts, PoolPolicy, Reason,
+    UnixSeconds,
+};
+use adze_scheduling::{InstanceType, labels};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::{drift, pdb};
+use crate::provisioning::snapshot::{self, Objects, claim_conditions, is_initialized};
+
+/// Nodes whose pods are being evicted or that are going away carry one of these.
+const GOING_AWAY_TAINTS: [&str; 2] = [labels::TAINT_DISRUPTED, labels::TAINT_INTERRUPTED];
+
+fn reason(r: DisruptionReason) -> Reason {
+    match r {
+        DisruptionReason::Underutilized => Reason::Underutilized,
+        DisruptionReason::Empty => Reason::Empty,
+        DisruptionReason::Drifted => Reason::Drifted,
+        DisruptionReason::Expired => Reason::Expired,
+    }
+}
+
+/// A NodePool's disruption settings; errors name the field.
+pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
+    let name = pool.metadata.name.clone().unwrap_or_default();
+    let d = &pool.spec.disruption;
+    let budgets = d
+        .budgets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            Budget::parse(
+                &b.nodes,
+                b.schedule.as_deref(),
+                b.duration.as_ref().map(|d| d.as_std()),
+                b.reasons.iter().copied().map(reason).collect(),
+            )
+            .map_err(|e| format!("NodePool {name}: spec.disruption.budgets[{i}]: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PoolPolicy {
+        nodepool: name,
+        consolidation: match d.consolidation_policy {
+            adze_api::nodepool::ConsolidationPolicy::WhenEmpty => ConsolidationPolicy::WhenEmpty,
+            adze_api::nodepool::ConsolidationPolicy::WhenEmptyOrUnderutilized => {
+                ConsolidationPolicy::WhenEmptyOrUnderutilized
+            }
+        },
+        consolidate_after: d.consolidate_after.as_std(),
+        expire_after: pool.spec.template.spec.expire_after.as_std(),
+        budgets,
+    })
+}
+
+fn unix(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> UnixSeconds {
+    t.0.as_second()
+}
+
+fn do_not_disrupt(a: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    a.and_then(|a| a.get(labels::DO_NOT_DISRUPT))
+        .is_some_and(|v| v == "true")
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn going_away(node: &Node) -> bool {
+    node.metadata.deletion_timestamp.is_some()
+        || node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|t| GOING_AWAY_TAINTS.contains(&t.key.as_str()))
+}
+
+/// Whether the disruption controller (or an interruption) has started on `claim`.
+pub fn is_disrupting(claim: &NodeClaim) -> bool {
+    claim.metadata.deletion_timestamp.is_some()
+        || conditions::is_true(claim_conditions(claim), conditions::nodeclaim::DISRUPTING)
+        || conditions::is_true(claim_conditions(claim), conditions::nodeclaim::INTERRUPTED)
+}
+
+/// When each node's set of pods last changed. A node seen for the first time starts at the
+/// newest of its own and its pods' creation; afterwards any change in the set restarts it.
+/// Kept in memory: after a restart a node waits at most `consolidateAfter` again.
+#[derive(Debug, Default)]
+pub struct PodActivity {
+    nodes: HashMap<String, (BTreeSet<String>, UnixSeconds)>,
+}
+
+impl PodActivity {
+    /// Records what `node` holds now; returns when that last changed.
+    pub fn observe(
+        &mut self,
+        node: &str,
+        pods: BTreeSet<String>,
+        first_seen: UnixSeconds,
+        now: UnixSeconds,
+    ) -> UnixSeconds {
+        match self.nodes.get_mut(node) {
+            Some((set, since)) => {
+                if *set != pods {
+                    *set = pods;
+                    *since = now;
+                }
+                *since
+            }
+            None => {
+                self.nodes.insert(node.to_string(), (pods, first_seen));
+                first_seen
+            }
+        }
+    }
+
+    /// Forgets nodes no longer in the cluster.
+    pub fn retain(&mut self, live: &BTreeSet<String>) {
+        self.nodes.retain(|n, _| live.contains(n));
+    }
+}
+
+/// What besides the watched objects goes into a decision.
+pub struct Extra<'a> {
+    pub pdbs: &'a [pdb::Budget],
+    /// policy/v1 semantics for an empty PDB selector (selects all).
+    pub pdb_empty_selects_all: bool,
+    /// NodeClaim names the cloud provider reports drifted (AMI, subnets, security groups).
+    pub cloud_drifted: &'a BTreeSet<String>,
+    pub now: UnixSeconds,
+}
+
+/// The built input, and what could not be used.
+pub struct Built {
+    pub input: Input,
+    /// Existing NodeClaim and Node names, which replacements must not take.
+    pub reserved_names: Vec<String>,
+    /// Pending pods waiting for capacity: the provisioner's turn, not disruption's.
+    pub pending: usize,
+    /// NodeClaims still launching, registering or initializing (not being deleted).
+    pub in_flight: Vec<String>,
+    /// Node name → its NodeClaim.
+    pub claim_of_node: HashMap<String, Arc<NodeClaim>>,
+    pub problems: Vec<String>,
+}
+
+pub fn build(
+    objects: &Objects,
+    catalog: &[Arc<InstanceType>],
+    extra: &Extra<'_>,
+    activity: &mut PodActivity,
+) -> Built {
+    let built = snapshot::build(objects, catalog);
+    let mut problems = built.problems;
+    let node_by_provider: HashMap<&str, &Arc<Node>> = objects
+        .nodes
+        .iter()
+        .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n)))
+        .collect();
+    let pools: HashMap<&str, &Arc<NodePool>> = objects
+        .nodepools
+        .iter()
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, p)))
+        .collect();
+    let mut pods_by_node: HashMap<&str, Vec<&Arc<Pod>>> = HashMap::new();
+    for p in &objects.pods {
+        if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            pods_by_node.entry(n).or_default().push(p);
+        }
+    }
+
+    let mut facts = Vec::new();
+    let mut claim_of_node = HashMap::new();
+    let mut in_flight = Vec::new();
+    let mut live = BTreeSet::new();
+    for c in &objects.claims {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        let node = c
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(|p| node_by_provider.get(p));
+        let Some(node) = node else {
+            if c.metadata.deletion_timestamp.is_none() {
+                in_flight.push(name);
+            }
+            continue;
+        };
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        if !is_initialized(c) && c.metadata.deletion_timestamp.is_none() {
+            in_flight.push(name.clone());
+        }
+        live.insert(node_name.clone());
+        claim_of_node.insert(node_name.clone(), c.clone());
+        let pool = c
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .and_then(|p| pools.get(p.as_str()));
+        let created = c
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(unix)
+            .unwrap_or(extra.now);
+        let node_pods = pods_by_node
+            .get(node_name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let workload: BTreeSet<String> = node_pods
+            .iter()
+            .filter(|p| !snapshot::owned_by_daemonset(p))
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        let newest = node_pods
+            .iter()
+            .filter_map(|p| p.metadata.creation_timestamp.as_ref().map(unix))
+            .chain([created])
+            .max()
+            .unwrap_or(created);
+        let last_pod_event = activity.observe(&node_name, workload, newest, extra.now);
+        facts.push(NodeFacts {
+            name: node_name,
+            initialized: is_initialized(c),
+            created,
+            drifted: pool.is_some_and(|p| drift::drifted(c, p))
+                || extra.cloud_drifted.contains(&name),
+            do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
+                || do_not_disrupt(c.metadata.annotations.as_ref()),
+            disrupting: is_disrupting(c) || going_away(node) || !node_ready(node),
+            last_pod_event,
+        });
+    }
+    activity.retain(&live);
+
+    let mut pod_facts = Vec::new();
+    for p in &objects.pods {
+        if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
+            continue;
+        }
+        let ns = p
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let pod_labels = p.metadata.labels.clone().unwrap_or_default();
+        let pdbs: Vec<String> = extra
+            .pdbs
+            .iter()
+            .filter(|b| b.selects(&ns, &pod_labels, extra.pdb_empty_selects_all))
+            .map(pdb::Budget::key)
+            .collect();
+        let dnd = do_not_disrupt(p.metadata.annotations.as_ref());
+        if dnd || !pdbs.is_empty() {
+            pod_facts.push(PodFacts {
+                pod: format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or_default()),
+                do_not_disrupt: dnd,
+                pdbs,
+            });
+        }
+    }
+
+    let mut policies = Vec::new();
+    for p in &objects.nodepools {
+        if p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        match policy(p) {
+            Ok(pol) => policies.push(pol),
+            Err(e) => problems.push(e),
+        }
+    }
+    let pending = built.snapshot.pending.len();
+    Built {
+        input: Input {
+            snapshot: built.snapshot,
+            nodes: facts,
+            pods: pod_facts,
+            pdbs: extra
+                .pdbs
+                .iter()
+                .map(|b| pure::Pdb {
+                    name: b.key(),
+                    disruptions_allowed: b.disruptions_allowed,
+                })
+                .collect(),
+            policies,
+            now: extra.now,
+        },
+        reserved_names: built.reserved_names,
+        pending,
+        in_flight,
+        claim_of_node,
+        problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn pool(v: serde_json::Value) -> NodePool {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn pool_policy_maps_budgets_timers_and_policy() {
+        let p = pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {
+                "template": {"spec": {"expireAfter": "1h", "nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}},
+                "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s",
+                    "budgets": [{"nodes": "1"}, {"nodes": "0", "schedule": "0 9 * * *",
+                                 "duration": "8h", "reasons": ["Drifted"]}]},
+            },
+        }));
+        let pol = policy(&p).unwrap();
+        assert_eq!(pol.nodepool, "p");
+        assert_eq!(pol.consolidation, ConsolidationPolicy::WhenEmpty);
+        assert_eq!(pol.consolidate_after, Some(Duration::from_secs(30)));
+        assert_eq!(pol.expire_after, Some(Duration::from_secs(3600)));
+        assert_eq!(pol.budgets.len(), 2);
+        assert!(pol.budgets[1].window.is_some());
+        assert_eq!(pol.budgets[1].reasons, vec![Reason::Drifted]);
+    }
+
+    #[test]
+    fn bad_budget_names_the_field() {
+        let p = pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}},
+                "disruption": {"budgets": [{"nodes": "1", "schedule": "not a cron", "duration": "1h"}]}},
+        }));
+        let e = policy(&p).unwrap_err();
+        assert!(e.contains("spec.disruption.budgets[0]"), "{e}");
+    }
+
+    #[test]
+    fn pod_activity_restarts_when_the_pod_set_changes() {
+        let mut a = PodActivity::default();
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(a.observe("n", set(&["a"]), 100, 500), 100);
+        assert_eq!(a.observe("n", set(&["a"]), 100, 600), 100);
+        assert_eq!(a.observe("n", set(&[]), 100, 700), 700);
+        assert_eq!(a.observe("n", set(&[]), 100, 800), 700);
+        a.retain(&BTreeSet::new());
+        assert_eq!(a.observe("n", set(&[]), 900, 1000), 900);
+    }
+
+    #[test]
+    fn cluster_objects_become_node_and_pod_facts() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        })));
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"adze.sh/nodepool": "p", "node.kubernetes.io/instance-type": "m5.large"},
+                "annotations": {"adze.sh/nodepool-hash": "from-an-older-template"}},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"providerID": "adze-sim://p-1", "conditions": [
+                {"type": "Initialized", "status": "True", "reason": "Initialized", "message": "ok",
+                 "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
+        }))
+        .unwrap();
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "p-1", "labels": {"adze.sh/nodepool": "p"}},
+            "spec": {"providerID": "adze-sim://p-1"},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .unwrap();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u1",
+                "creationTimestamp": "2026-01-01T00:02:00Z",
+                "labels": {"app": "web"}, "annotations": {"adze.sh/do-not-disrupt": "true"}},
+            "spec": {"nodeName": "p-1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap();
+        let objects = Objects {
+            nodes: vec![Arc::new(node)],
+            pods: vec![Arc::new(pod)],
+            claims: vec![Arc::new(claim)],
+            nodepools: vec![pool],
+            daemonsets: vec![],
+        };
+        let pdbs = vec![
+            pdb::Budget::from_json(&json!({"metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}},
+                "status": {"disruptionsAllowed": 1}}))
+            .unwrap(),
+        ];
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &pdbs,
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let mut activity = PodActivity::default();
+        let built = build(
+            &objects,
+            &adze_scheduling::catalog::embedded(),
+            &extra,
+            &mut activity,
+        );
+        assert_eq!(built.pending, 0);
+        assert!(built.in_flight.is_empty());
+        let f = &built.input.nodes[0];
+        assert_eq!(f.name, "p-1");
+        assert!(f.initialized && f.drifted && !f.disrupting && !f.do_not_disrupt);
+        assert_eq!(f.created, 1_767_225_600);
+        // The newest pod's creation: two minutes after the claim.
+        assert_eq!(f.last_pod_event, 1_767_225_600 + 120);
+        assert_eq!(
+            built.input.pods,
+            vec![PodFacts {
+                pod: "shop/web-1".into(),
+                do_not_disrupt: true,
+                pdbs: vec!["shop/web".into()],
+            }]
+        );
+        assert_eq!(built.input.pdbs[0].disruptions_allowed, 1);
+        assert_eq!(built.input.policies[0].nodepool, "p");
+    }
+}

@@ -1,0 +1,505 @@
+//! The disruption controller: every poll period it builds the cluster's [`Input`] ([`input`]),
+//! asks the pure decision ([`adze_scheduling::disruption::decide`]) for the next disruption,
+//! waits the validation period, re-checks it against the cluster as it is then
+//! ([`adze_scheduling::disruption::revalidate`]) and acts:
+//!
+//! 1. marks the NodeClaims `Disrupting` (the message says what, why and the saving) and
+//!    taints their nodes `adze.sh/disrupted:NoSchedule`, so nothing new lands there and the
+//!    budgets count them from now on;
+//! 2. for a replacement, creates the new NodeClaims (nominated for the pods that will move)
+//!    and waits until they are Initialized; if they do not come up the old nodes are
+//!    un-marked and nothing is drained;
+//! 3. deletes the old NodeClaims: [`crate::termination`] drains and terminates them.
+//!
+//! Nothing is decided while pods wait for capacity or NodeClaims are still launching: the
+//! provisioner's picture must settle first. With `dry_run` decisions are logged and recorded
+//! as events but not carried out. Marks left by a process that stopped before step 3 are
+//! undone at the next pass; the decision is simply taken again.
+
+pub mod drift;
+pub mod input;
+pub mod pdb;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adze_api::NodeClaim;
+use adze_api::conditions::{self, nodeclaim as cond};
+use adze_scheduling::disruption::{self as pure, Action, Decision, decide, revalidate};
+use adze_scheduling::labels::TAINT_DISRUPTED;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+use crate::cloud::{CloudProvider, UnavailableOfferings};
+use crate::events::{Recorder, reference};
+use crate::nodeclaim::set_condition;
+use crate::provisioning::claim_object;
+use crate::provisioning::snapshot::{claim_conditions, is_initialized};
+use crate::state::ClusterState;
+use input::{Built, Extra, PodActivity};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How often a decision is looked for.
+    pub poll: Duration,
+    /// Between deciding and acting; the decision must still hold after it.
+    pub validation: Duration,
+    /// Log and record decisions without acting on them.
+    pub dry_run: bool,
+    /// Replacements not Initialized within this are given up (and the old nodes kept).
+    pub replacement_timeout: Duration,
+    pub max_instance_types: usize,
+}
+
+pub struct Disruption {
+    client: Client,
+    state: ClusterState,
+    cloud: Arc<dyn CloudProvider>,
+    unavailable: UnavailableOfferings,
+    recorder: Recorder,
+    settings: Settings,
+    activity: Mutex<PodActivity>,
+    pdbs: ApiResource,
+}
+
+/// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
+async fn pdb_resource(client: &Client) -> ApiResource {
+    let v1 = client
+        .list_api_group_resources("policy/v1")
+        .await
+        .is_ok_and(|l| l.resources.iter().any(|r| r.name == "poddisruptionbudgets"));
+    let version = if v1 { "v1" } else { "v1beta1" };
+    ApiResource {
+        group: "policy".into(),
+        version: version.into(),
+        api_version: format!("policy/{version}"),
+        kind: "PodDisruptionBudget".into(),
+        plural: "poddisruptionbudgets".into(),
+    }
+}
+
+fn now_unix() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+impl Disruption {
+    pub async fn new(
+        client: Client,
+        state: ClusterState,
+        cloud: Arc<dyn CloudProvider>,
+        unavailable: UnavailableOfferings,
+        settings: Settings,
+    ) -> Disruption {
+        let pdbs = pdb_resource(&client).await;
+        tracing::info!(
+            pdb = %pdbs.api_version, poll_s = settings.poll.as_secs_f64(),
+            validation_s = settings.validation.as_secs_f64(), dry_run = settings.dry_run,
+            "disruption controller configured"
+        );
+        Disruption {
+            recorder: Recorder {
+                client: client.clone(),
+            },
+            client,
+            state,
+            cloud,
+            unavailable,
+            settings,
+            activity: Mutex::default(),
+            pdbs,
+        }
+    }
+
+    pub async fn run(self) {
+        loop {
+            tokio::time::sleep(self.settings.poll).await;
+            if let Err(e) = self.pass().await {
+                tracing::warn!(error = %format!("{e:#}"), "disruption pass failed; retrying");
+            }
+        }
+    }
+
+    /// Claims marked Disrupting but not deleted: left by a process that stopped before
+    /// deleting them, or by an abort whose un-marking failed.
+    async fn recover(&self) -> anyhow::Result<()> {
+        for c in self.state.claims.state() {
+            if c.metadata.deletion_timestamp.is_none()
+                && conditions::is_true(claim_conditions(&c), cond::DISRUPTING)
+            {
+                tracing::info!(nodeclaim = %c.name_any(), "disruption left unfinished; undoing it");
+                self.unmark(&c, "left unfinished (restart or failed abort)")
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn observe(&self) -> anyhow::Result<Built> {
+        let list = Api::<DynamicObject>::all_with(self.client.clone(), &self.pdbs)
+            .list(&ListParams::default())
+            .await?;
+        let pdbs: Vec<pdb::Budget> = list
+            .items
+            .iter()
+            .filter_map(|o| pdb::Budget::from_json(&serde_json::to_value(o).ok()?))
+            .collect();
+        let objects = self.state.objects();
+        let mut cloud_drifted = BTreeSet::new();
+        for c in &objects.claims {
+            if c.metadata.deletion_timestamp.is_none()
+                && is_initialized(c)
+                && self.cloud.is_drifted(c).await.unwrap_or(false)
+            {
+                cloud_drifted.insert(c.name_any());
+            }
+        }
+        let catalog = self
+            .unavailable
+            .apply(&self.cloud.instance_types(), Instant::now());
+        let extra = Extra {
+            pdbs: &pdbs,
+            pdb_empty_selects_all: self.pdbs.version == "v1",
+            cloud_drifted: &cloud_drifted,
+            now: now_unix(),
+        };
+        let built = input::build(
+            &objects,
+            &catalog,
+            &extra,
+            &mut self.activity.lock().unwrap(),
+        );
+        for p in &built.problems {
+            tracing::debug!(problem = %p, "left out of disruption");
+        }
+        Ok(built)
+    }
+
+    fn options(&self, built: &Built) -> pure::Options {
+        pure::Options {
+            scheduling: adze_scheduling::Options {
+                max_instance_types: self.settings.max_instance_types,
+                reserved_names: built.reserved_names.clone(),
+            },
+            ..pure::Options::default()
+        }
+    }
+
+    /// Whether the cluster is settled enough to decide on; says why not at debug level.
+    fn settled(built: &Built) -> bool {
+        if built.pending > 0 || !built.in_flight.is_empty() {
+            tracing::debug!(
+                pending = built.pending,
+                in_flight = built.in_flight.len(),
+                "disruption waits: pods pending or nodeclaims launching"
+            );
+            return false;
+        }
+        true
+    }
+
+    pub async fn pass(&self) -> anyhow::Result<()> {
+        // Passes run one at a time, so a mark without a deletion here is a leftover.
+        self.recover().await?;
+        let built = self.observe().await?;
+        if !Self::settled(&built) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        // Off the async workers: deciding on a large cluster takes CPU time.
+        let (input, options) = (built.input.clone(), self.options(&built));
+        let Some(decision) = tokio::task::spawn_blocking(move || decide(&input, &options)).await?
+        else {
+            return Ok(());
+        };
+        tracing::info!(
+            reason = %decision.reason, nodes = ?decision.node_names(),
+            saving_per_hour = format!("{:.4}", decision.saving()),
+            decide_ms = started.elapsed().as_millis() as u64,
+            validation_s = self.settings.validation.as_secs_f64(),
+            "disruption proposed: {}; validating", decision.message
+        );
+        tokio::time::sleep(self.settings.validation).await;
+        let again = self.observe().await?;
+        if !Self::settled(&again) {
+            tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped: pods became pending or nodeclaims are launching");
+            return Ok(());
+        }
+        let (input, options, proposed) =
+            (again.input.clone(), self.options(&again), decision.clone());
+        let checked =
+            tokio::task::spawn_blocking(move || revalidate(&proposed, &input, &options)).await?;
+        match checked {
+            Ok(d) => self.act(&d, &again).await,
+            Err(why) => {
+                tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped after validation: {why}");
+                Ok(())
+            }
+        }
+    }
+
+    async fn act(&self, d: &Decision, built: &Built) -> anyhow::Result<()> {
+        let claims: Vec<Arc<NodeClaim>> = d
+            .nodes
+            .iter()
+            .filter_map(|n| built.claim_of_node.get(&n.name).cloned())
+            .collect();
+        if claims.len() != d.nodes.len() {
+            tracing::warn!(nodes = ?d.node_names(), "disruption dropped: a node has no nodeclaim");
+            return Ok(());
+        }
+        let saving = format!("{:.4}", d.saving());
+        if self.settings.dry_run {
+            tracing::info!(dry_run = true, reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, "would disrupt: {}", d.message);
+            for c in &claims {
+                self.recorder.publish(
+                    reference(c.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {}", d.message),
+                );
+            }
+            return Ok(());
+        }
+        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), "disrupting: {}", d.message);
+        for c in &claims {
+            self.mark(c, d).await?;
+        }
+        if d.action() == Action::Replace && !self.replace(d, &claims).await? {
+            return Ok(());
+        }
+        let claim_api: Api<NodeClaim> = Api::all(self.client.clone());
+        for c in &claims {
+            match claim_api
+                .delete(&c.name_any(), &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::info!(nodeclaim = %c.name_any(), reason = %d.reason, "nodeclaim deleted; termination drains it");
+        }
+        Ok(())
+    }
+
+    /// Step 1 for one claim.
+    async fn mark(&self, claim: &NodeClaim, d: &Decision) -> anyhow::Result<()> {
+        let name = claim.name_any();
+        let conds = set_condition(
+            claim_conditions(claim),
+            cond::DISRUPTING,
+            true,
+            d.reason.as_str(),
+            &d.message,
+        );
+        Api::<NodeClaim>::all(self.client.clone())
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+        if let Some(node) = self.node_of(claim) {
+            self.edit_taints(&node.name_any(), |taints| {
+                if taints.iter().any(|t| t.key == TAINT_DISRUPTED) {
+                    return false;
+                }
+                taints.push(k8s_openapi::api::core::v1::Taint {
+                    key: TAINT_DISRUPTED.into(),
+                    effect: "NoSchedule".into(),
+                    ..Default::default()
+                });
+                true
+            })
+            .await?;
+            self.recorder
+                .publish(reference(node.as_ref()), "Normal", "Disrupting", &d.message);
+        }
+        self.recorder
+            .publish(reference(claim), "Normal", "Disrupting", &d.message);
+        Ok(())
+    }
+
+    /// Undoes [`Self::mark`]: the claim stays and its node takes pods again.
+    async fn unmark(&self, claim: &NodeClaim, why: &str) -> anyhow::Result<()> {
+        let conds = set_condition(
+            claim_conditions(claim),
+            cond::DISRUPTING,
+            false,
+            "Aborted",
+            why,
+        );
+        Api::<NodeClaim>::all(self.client.clone())
+            .patch_status(
+                &claim.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+        if let Some(node) = self.node_of(claim) {
+            self.edit_taints(&node.name_any(), |taints| {
+                let before = taints.len();
+                taints.retain(|t| t.key != TAINT_DISRUPTED);
+                taints.len() != before
+            })
+            .await?;
+        }
+        self.recorder.publish(
+            reference(claim),
+            "Warning",
+            "DisruptionAborted",
+            &format!("disruption aborted, node kept: {why}"),
+        );
+        Ok(())
+    }
+
+    /// Reads the node fresh, lets `f` edit its taints and writes them back if it changed
+    /// them (a concurrent writer makes the patch fail; the caller retries).
+    async fn edit_taints(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Vec<k8s_openapi::api::core::v1::Taint>) -> bool,
+    ) -> anyhow::Result<()> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let Some(node) = api.get_opt(name).await? else {
+            return Ok(());
+        };
+        let mut taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if f(&mut taints) {
+            api.patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({
+                    "metadata": {"resourceVersion": node.resource_version()},
+                    "spec": {"taints": taints},
+                })),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    fn node_of(&self, claim: &NodeClaim) -> Option<Arc<Node>> {
+        let pid = claim.status.as_ref()?.provider_id.as_deref()?;
+        self.state
+            .nodes
+            .state()
+            .into_iter()
+            .find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid))
+    }
+
+    /// Step 2. True once every replacement is Initialized; false (old claims un-marked,
+    /// replacements deleted) when they do not come up.
+    async fn replace(&self, d: &Decision, old: &[Arc<NodeClaim>]) -> anyhow::Result<bool> {
+        let objects = self.state.objects();
+        let uids: BTreeMap<String, String> = objects
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    p.metadata.uid.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut names = Vec::new();
+        let started = Instant::now();
+        for nc in &d.plan.new_claims {
+            let Some(pool) = objects
+                .nodepools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&nc.nodepool))
+            else {
+                return self
+                    .abort(old, &names, &format!("NodePool {} is gone", nc.nodepool))
+                    .await;
+            };
+            api.create(&PostParams::default(), &claim_object(nc, pool, &uids))
+                .await?;
+            tracing::info!(
+                nodeclaim = %nc.name, instance_type = %nc.instance_type, capacity_type = %nc.capacity_type,
+                price_per_hour = nc.price_per_hour, pods = nc.pods.len(), replaces = ?d.node_names(),
+                "replacement nodeclaim created"
+            );
+            names.push(nc.name.clone());
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let claims = self.state.claims.state();
+            let mut ready = 0;
+            for n in &names {
+                match claims
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(n))
+                {
+                    Some(c) if c.metadata.deletion_timestamp.is_some() => {
+                        return self
+                            .abort(old, &names, &format!("replacement {n} failed to launch"))
+                            .await;
+                    }
+                    Some(c) if is_initialized(c) => ready += 1,
+                    // Not in the watch yet, or launching.
+                    _ => {}
+                }
+            }
+            if ready == names.len() {
+                tracing::info!(replacements = ?names, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "replacements initialized; draining the old nodes");
+                return Ok(true);
+            }
+            if started.elapsed() > self.settings.replacement_timeout {
+                return self
+                    .abort(
+                        old,
+                        &names,
+                        &format!(
+                            "replacements not initialized within {:?}",
+                            self.settings.replacement_timeout
+                        ),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    async fn abort(
+        &self,
+        old: &[Arc<NodeClaim>],
+        replacements: &[String],
+        why: &str,
+    ) -> anyhow::Result<bool> {
+        tracing::warn!(nodeclaims = ?old.iter().map(|c| c.name_any()).collect::<Vec<_>>(), "disruption aborted, nodes kept: {why}");
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for n in replacements {
+            let initialized = self
+                .state
+                .claims
+                .state()
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(n) && is_initialized(c));
+            if !initialized {
+                let _ = api.delete(n, &DeleteParams::default()).await;
+            }
+        }
+        for c in old {
+            // The watched copy may be older than the Disrupting mark; read the claim again.
+            if let Some(fresh) = api.get_opt(&c.name_any()).await? {
+                self.unmark(&fresh, why).await?;
+            }
+        }
+        Ok(false)
+    }
+}
