@@ -294,8 +294,11 @@ impl CloudProvider for Simulated {
                 .get_opt(name)
                 .await
                 .map_err(|e| CloudError::Other(e.to_string()))?;
+            // A Node being deleted is a terminated instance: here the Node *is* the instance,
+            // and termination releases the Node's finalizer only once the instance is gone.
             Ok(node
                 .as_ref()
+                .filter(|n| n.metadata.deletion_timestamp.is_none())
                 .and_then(instance_of_node)
                 .filter(|i| i.provider_id == provider_id))
         })
@@ -309,7 +312,11 @@ impl CloudProvider for Simulated {
                 .await
                 .map_err(|e| CloudError::Other(e.to_string()))?;
             let mut all: HashMap<String, Instance> = self.booting.lock().unwrap().clone();
-            for i in nodes.items.iter().filter_map(instance_of_node) {
+            let live = nodes
+                .items
+                .iter()
+                .filter(|n| n.metadata.deletion_timestamp.is_none());
+            for i in live.filter_map(instance_of_node) {
                 all.insert(i.provider_id.clone(), i);
             }
             Ok(all.into_values().collect())
