@@ -231,7 +231,7 @@ YAML
   TPUT_SECS=$(elapsed "$t0" "$t1")
   TPUT=$(awk -v n="$TPUT_BOUND" -v s="$TPUT_SECS" 'BEGIN{printf "%.1f", n/s}')
   echo "RESULT: [round $r, $label] $TPUT_BOUND of $TPUT_PODS pods bound $TPUT_SECS s after the nodes were labelled: $TPUT pods/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-  echo "$cpu0 $cpu1" | awk -v n="$TPUT_BOUND" -v r="$r" -v l="$label" '{ printf "RESULT: [round %s, %s] CPU seconds during the round: kube-scheduler %.2f, kube-apiserver %.2f, etcd %.2f, extender %.2f (extender %.0f us per pod)\n", r, l, $5-$1, $6-$2, $7-$3, $8-$4, n > 0 ? 1e6*($8-$4)/n : 0 }'
+  echo "$cpu0 $cpu1" | awk -v n="$TPUT_BOUND" -v r="$r" -v l="$label" '{ printf "RESULT: [round %s, %s] CPU seconds during the round: kube-scheduler %.2f, kube-apiserver %.2f, etcd %.2f, extender %.2f (extender %.0f us per pod)\n", r, l, $5-$1, $6-$2, $7-$3, $8-$4, (n > 0 ? 1e6*($8-$4)/n : 0) }'
   check "[round $r, $label] all $TPUT_PODS throughput pods bound" count_is "$TPUT_PODS" bound_pods "$ns"
 }
 
@@ -358,7 +358,7 @@ wait_for 60 bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/he
 check "[with] kube-scheduler restarted with ignorable: true" bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
 kill -9 "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 k create namespace ign >/dev/null
-k label nodes tput-1 e2e-ign=yes >/dev/null
+k label nodes tput-1-1 e2e-ign=yes >/dev/null
 deployment ign ign 5 100m 100Mi e2e-ign yes | k apply -f - >/dev/null
 wait_for 90 count_is 5 bound_pods ign
 check "[with, extender down] pods still scheduled (ignorable: true): $(bound_pods ign)/5 bound" count_is 5 bound_pods ign

@@ -294,6 +294,12 @@ fn main() {
     );
     latency(&s);
     drop(s);
+    // ADZE_BENCH_LATENCY_ONLY=1 stops here: e.g. to time the latency alone under
+    // `chrt -f 10` (real-time priority, so other processes on a busy machine do not take the
+    // bench's time slices and p99 shows the extender rather than the OS scheduler).
+    if std::env::var_os("ADZE_BENCH_LATENCY_ONLY").is_some() {
+        return;
+    }
 
     // The server in a second process, the load generator here.
     let mut child = Command::new(std::env::current_exe().unwrap())
