@@ -14,8 +14,13 @@
 # pending -> NodeClaims of their own. When the nodes register, A's pods should land on the
 # nodes launched for them and nothing more should be launched. Reported per plane: NodeClaims
 # launched beyond the plan for A then B ("extra"), and A pods not on their nominated node.
-# Then, per plane, throughput: ADZE_E2E_TPUT_PODS (default 500) pending pods are released onto
-# pre-created roomy nodes at once; pods bound per second is reported side by side.
+# Then throughput, side by side on the "with" plane: ADZE_E2E_TPUT_ROUNDS (default 4) rounds
+# alternate kube-scheduler with the extender and without it (the extender stopped, kube-scheduler
+# restarted with the shipped configuration) in the order with, without, without, with, ... so
+# drift in the machine's load falls on both arms alike. Each round releases
+# ADZE_E2E_TPUT_PODS (default 500) pending pods onto 10 fresh roomy nodes at once and times
+# their binding; pods bound per second is reported per round and per arm (all pods / all time),
+# with the extender's cost as 1 - with/without. Reported, not gated (2 shared cores).
 # Last, on the "with" plane: kube-scheduler is restarted with `ignorable: true` and no
 # bindVerb, the extender is killed, and pods still get scheduled.
 #
@@ -32,6 +37,7 @@ harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-20s}
 TPUT_PODS=${ADZE_E2E_TPUT_PODS:-500}
+TPUT_ROUNDS=${ADZE_E2E_TPUT_ROUNDS:-4}
 passed=0; failed=0
 pass() { echo "PASS: $*"; passed=$((passed+1)); }
 fail() { echo "FAIL: $*"; failed=$((failed+1)); }
@@ -45,7 +51,12 @@ wait_for() { # wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds
 count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+# ADZE_E2E_NO_BUILD=1 runs the binaries already in $target/release (e.g. built with
+# `cargo build --release -p adze-extender -p adze-provisioner --bins`, which is much quicker on a
+# busy machine than the whole workspace).
+if [[ "${ADZE_E2E_NO_BUILD:-0}" != 1 ]]; then
+  "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+fi
 prov_bin=$target/release/adze-provisioner
 ext_bin=$target/release/adze-extender
 crdgen=$target/release/crdgen
@@ -64,7 +75,9 @@ cleanup() {
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000}"
+# The throughput nodes have no kubelet: a long monitor grace keeps them Ready (untainted, their
+# pods untouched) for the whole series of rounds.
+export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000 --node-monitor-grace-period=15m}"
 
 free_port() {
   local p
@@ -98,7 +111,10 @@ start_extender() { # PORT
 }
 start_provisioner() {
   # Consolidation (proven in e2e/disruption.sh) would add NodeClaims this suite counts: dry run.
-  "$prov_bin" run --disruption-dry-run --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
+  # ADZE_E2E_PROVISIONER_FLAGS replaces --disruption-dry-run (e.g. empty for a provisioner built
+  # before consolidation existed).
+  # shellcheck disable=SC2086
+  "$prov_bin" run ${ADZE_E2E_PROVISIONER_FLAGS---disruption-dry-run} --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
   prov_pid=$!
   wait_for 60 grep -q "cluster state synced" "$dir/provisioner.log"
 }
@@ -184,36 +200,59 @@ scenario_a_then_b() { # label
 }
 
 # ---- throughput: pending pods released onto roomy nodes at once -------------------------
-# Sets TPUT (pods bound per second).
-throughput() { # label
-  local label=$1 n
-  k create namespace tput >/dev/null
-  # Nodes with room for every pod; not labelled yet, so the pods wait Unschedulable.
+# Sets TPUT (pods bound per second), TPUT_BOUND and TPUT_SECS.
+throughput() { # label round
+  local label=$1 r=$2 n ns=tput-$2 key=e2e-tput-$2
+  k create namespace "$ns" >/dev/null
+  # Fresh nodes with room for every pod; not labelled yet, so the pods wait Unschedulable.
   for n in 1 2 3 4 5 6 7 8 9 10; do
     cat <<YAML | k create -f - >/dev/null
 apiVersion: v1
 kind: Node
-metadata: {name: tput-$n, labels: {kubernetes.io/hostname: tput-$n}}
+metadata: {name: tput-$r-$n, labels: {kubernetes.io/hostname: tput-$r-$n, e2e-tput-round: "$r"}}
 status:
   capacity: {cpu: "1000", memory: 4000Gi, pods: "1000"}
   allocatable: {cpu: "1000", memory: 4000Gi, pods: "1000"}
   conditions: [{type: Ready, status: "True", reason: KubeletReady, message: simulated}]
 YAML
-    k taint nodes "tput-$n" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
+    k taint nodes "tput-$r-$n" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
   done
-  deployment tput tput "$TPUT_PODS" 10m 10Mi e2e-tput yes | k apply -f - >/dev/null
-  wait_for 120 count_is "$TPUT_PODS" pods_exist tput
+  deployment "$ns" tput "$TPUT_PODS" 10m 10Mi "$key" yes | k apply -f - >/dev/null
+  wait_for 120 count_is "$TPUT_PODS" pods_exist "$ns"
   sleep 3 # every pod has been tried once and is waiting as Unschedulable
-  local t0 t1
+  local t0 t1 cpu0 cpu1
+  cpu0=$(cpu_snapshot)
   t0=$(now)
-  k label nodes -l 'kubernetes.io/hostname in (tput-1,tput-2,tput-3,tput-4,tput-5,tput-6,tput-7,tput-8,tput-9,tput-10)' e2e-tput=yes >/dev/null
-  wait_for 300 count_is "$TPUT_PODS" bound_pods tput
+  k label nodes -l "e2e-tput-round=$r" "$key=yes" >/dev/null
+  wait_for 300 count_is "$TPUT_PODS" bound_pods "$ns"
   t1=$(now)
-  local bound; bound=$(bound_pods tput)
-  TPUT=$(awk -v n="$bound" -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", n/(b-a)}')
-  echo "RESULT: [$label] $bound of $TPUT_PODS pods bound $(elapsed "$t0" "$t1") s after the nodes were labelled: $TPUT pods/s"
-  check "[$label] all $TPUT_PODS throughput pods bound" count_is "$TPUT_PODS" bound_pods tput
-  k delete namespace tput --wait=false >/dev/null
+  cpu1=$(cpu_snapshot)
+  TPUT_BOUND=$(bound_pods "$ns")
+  TPUT_SECS=$(elapsed "$t0" "$t1")
+  TPUT=$(awk -v n="$TPUT_BOUND" -v s="$TPUT_SECS" 'BEGIN{printf "%.1f", n/s}')
+  echo "RESULT: [round $r, $label] $TPUT_BOUND of $TPUT_PODS pods bound $TPUT_SECS s after the nodes were labelled: $TPUT pods/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "$cpu0 $cpu1" | awk -v n="$TPUT_BOUND" -v r="$r" -v l="$label" '{ printf "RESULT: [round %s, %s] CPU seconds during the round: kube-scheduler %.2f, kube-apiserver %.2f, etcd %.2f, extender %.2f (extender %.0f us per pod)\n", r, l, $5-$1, $6-$2, $7-$3, $8-$4, (n > 0 ? 1e6*($8-$4)/n : 0) }'
+  check "[round $r, $label] all $TPUT_PODS throughput pods bound" count_is "$TPUT_PODS" bound_pods "$ns"
+}
+
+# cpu_secs PID: CPU seconds (user + system) the process has used so far; 0 when it is gone.
+cpu_secs() {
+  [[ -n "${1:-}" && -r /proc/$1/stat ]] || { echo 0; return; }
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+# CPU seconds used by each part during a round, printed with the round's result.
+cpu_snapshot() {
+  echo "$(cpu_secs "$(cat "$dir/kube-scheduler.pid")") $(cpu_secs "$(cat "$dir/kube-apiserver.pid" 2>/dev/null)") $(cpu_secs "$(cat "$dir/etcd.pid" 2>/dev/null)") $(cpu_secs "$ext_pid")"
+}
+
+# restart_scheduler CONFIG: kube-scheduler of the current plane restarted on CONFIG.
+restart_scheduler() {
+  local old; old=$(cat "$dir/kube-scheduler.pid")
+  kill "$old"; wait_for 30 bash -c "! kill -0 $old"
+  cp "$1" "$dir/scheduler.yaml"
+  eval "setsid $(cat "$dir/kube-scheduler.cmdline") </dev/null >>'$dir/kube-scheduler.log' 2>&1 &"
+  echo $! >"$dir/kube-scheduler.pid"
+  wait_for 60 bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
 }
 
 # Both planes: kube-scheduler's client at 500 QPS, so neither run is capped by the default
@@ -239,17 +278,19 @@ check "[without] provisioner started" kill -0 "$prov_pid"
 scenario_a_then_b without
 extra_without=$EXTRA; misplaced_without=$MISPLACED
 kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
-throughput without
-tput_without=$TPUT
 stop_plane
 
 # ================= plane 2: kube-scheduler with the extender =============================
 echo "== plane 'with': kube-scheduler with adze-extender"
 port=$(free_port)
+# ADZE_E2E_PRIORITIZE=0 leaves prioritizeVerb out (an experiment: one HTTP exchange per pod
+# less, without the nominated-node preference).
+prioritize_line="    prioritizeVerb: prioritize"
+[[ "${ADZE_E2E_PRIORITIZE:-1}" == 0 ]] && prioritize_line="    # prioritizeVerb left out (ADZE_E2E_PRIORITIZE=0)"
 scheduler_config "extenders:
   - urlPrefix: http://127.0.0.1:$port
     filterVerb: filter
-    prioritizeVerb: prioritize
+$prioritize_line
     bindVerb: bind
     weight: 5
     nodeCacheCapable: true
@@ -271,8 +312,40 @@ binds=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^adze_extender_request
 echo "extender answered ${binds:-0} bind requests"
 check "[with] kube-scheduler bound through the extender (bind verb used)" test "${binds:-0}" -ge 40
 kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
-throughput with
-tput_with=$TPUT
+
+# ---- throughput, with and without the extender, alternating on this plane ----------------
+echo "== throughput: $TPUT_ROUNDS rounds of $TPUT_PODS pods, alternating with / without the extender"
+cp "$dir/scheduler.yaml" "$work/scheduler-with.run.yaml"
+# The same configuration without the extenders block: kube-scheduler as shipped.
+awk '/^extenders:/ {skip=1; next} skip && /^[ -]/ {next} {skip=0; print}' \
+  "$work/scheduler-with.run.yaml" >"$work/scheduler-without.run.yaml"
+check "throughput: configuration without the extender has no extenders" \
+  bash -c "! grep -q urlPrefix '$work/scheduler-without.run.yaml' && grep -q urlPrefix '$work/scheduler-with.run.yaml'"
+arm_with_n=0; arm_with_s=0; arm_without_n=0; arm_without_s=0; rounds_with=; rounds_without=
+for r in $(seq 1 "$TPUT_ROUNDS"); do
+  # with, without, without, with, with, without, ...
+  if (( (r / 2) % 2 == 0 )); then arm=with; else arm=without; fi
+  if [[ "$arm" == with ]]; then
+    [[ -n "$ext_pid" ]] || start_extender "$port"
+    restart_scheduler "$work/scheduler-with.run.yaml"
+  else
+    if [[ -n "$ext_pid" ]]; then kill "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=; fi
+    restart_scheduler "$work/scheduler-without.run.yaml"
+  fi
+  sleep 2 # informers synced
+  throughput "$arm" "$r"
+  if [[ "$arm" == with ]]; then
+    arm_with_n=$((arm_with_n + TPUT_BOUND)); arm_with_s=$(awk -v a="$arm_with_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_with+="$TPUT "
+  else
+    arm_without_n=$((arm_without_n + TPUT_BOUND)); arm_without_s=$(awk -v a="$arm_without_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_without+="$TPUT "
+  fi
+done
+tput_with=$(awk -v n="$arm_with_n" -v s="$arm_with_s" 'BEGIN{if (s>0) printf "%.1f", n/s; else print 0}')
+tput_without=$(awk -v n="$arm_without_n" -v s="$arm_without_s" 'BEGIN{if (s>0) printf "%.1f", n/s; else print 0}')
+cost=$(awk -v w="$tput_with" -v o="$tput_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
+# Back to the exact set-up for what follows.
+[[ -n "$ext_pid" ]] || start_extender "$port"
+grep -q urlPrefix "$dir/scheduler.yaml" || restart_scheduler "$work/scheduler-with.run.yaml"
 
 # ---- ignorable: true, extender killed -> pods still scheduled ------------------------------
 # kube-scheduler 1.20 skips an ignorable extender's filter and prioritize when it is down, but
@@ -289,14 +362,14 @@ wait_for 60 bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/he
 check "[with] kube-scheduler restarted with ignorable: true" bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
 kill -9 "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 k create namespace ign >/dev/null
-k label nodes tput-1 e2e-ign=yes >/dev/null
+k label nodes tput-1-1 e2e-ign=yes >/dev/null
 deployment ign ign 5 100m 100Mi e2e-ign yes | k apply -f - >/dev/null
 wait_for 90 count_is 5 bound_pods ign
 check "[with, extender down] pods still scheduled (ignorable: true): $(bound_pods ign)/5 bound" count_is 5 bound_pods ign
 
 echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with extender $extra_with"
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
-echo "RESULT: kube-scheduler throughput ($TPUT_PODS pods, 10 nodes): without extender $tput_without pods/s, with extender $tput_with pods/s"
+echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes): without extender $tput_without pods/s (rounds: ${rounds_without% }), with extender $tput_with pods/s (rounds: ${rounds_with% }); the extender costs $cost % (target < 20 %)"
 check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender.log $work/*/provisioner.log 2>/dev/null"
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]

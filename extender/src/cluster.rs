@@ -18,7 +18,6 @@ use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
@@ -261,10 +260,11 @@ where
 }
 
 /// Binds through `pods/binding` (with the pod's UID as a precondition, as kube-scheduler's
-/// own binder does) and leaves a `Scheduled` event on the pod.
+/// own binder does). No event: kube-scheduler records the pod's `Scheduled` event itself once
+/// an extender's bind succeeds (its `finishBinding`), and a second one per pod was an extra
+/// API write that competed with binding for the API server.
 pub struct KubeBinder {
     client: Client,
-    recorder: Recorder,
     timeout: std::time::Duration,
 }
 
@@ -274,13 +274,8 @@ pub struct KubeBinder {
 pub const DEFAULT_BIND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
 impl KubeBinder {
-    pub fn new(client: Client, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller: "adze-extender".into(),
-            instance,
-        };
+    pub fn new(client: Client) -> Self {
         KubeBinder {
-            recorder: Recorder::new(client.clone(), reporter),
             client,
             timeout: DEFAULT_BIND_TIMEOUT,
         }
@@ -328,31 +323,6 @@ impl Binder for KubeBinder {
                     kube::Error::Api(s) => s.message.clone(),
                     other => other.to_string(),
                 })?;
-            let recorder = self.recorder.clone();
-            let reference = ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(args.pod_name.clone()),
-                namespace: Some(args.pod_namespace.clone()),
-                uid: Some(args.pod_uid.clone()).filter(|u| !u.is_empty()),
-                ..Default::default()
-            };
-            let note = format!(
-                "Successfully assigned {}/{} to {} (adze-extender)",
-                args.pod_namespace, args.pod_name, args.node
-            );
-            tokio::spawn(async move {
-                let ev = KubeEvent {
-                    type_: EventType::Normal,
-                    reason: "Scheduled".into(),
-                    note: Some(note),
-                    action: "Binding".into(),
-                    secondary: None,
-                };
-                if let Err(e) = recorder.publish(&ev, &reference).await {
-                    tracing::debug!(error = %e, "event not recorded");
-                }
-            });
             Ok(())
         })
     }

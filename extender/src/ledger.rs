@@ -532,18 +532,30 @@ impl Ledger {
     /// averaged) after bound pods, reservations and this pod; a node holding other pods'
     /// reservations scores half that, and 0 if the pod would eat into them.
     pub fn prioritize(&self, pod: &PodInfo, candidates: &[Candidate<'_>]) -> Vec<HostPriority> {
+        candidates
+            .iter()
+            .zip(self.scores(pod, candidates))
+            .map(|(c, score)| HostPriority {
+                host: c.name.to_string(),
+                score,
+            })
+            .collect()
+    }
+
+    /// [`Ledger::prioritize`]'s scores alone, in the candidates' order: what the HTTP
+    /// handler writes out next to the names it already holds, without a `String` per node.
+    pub fn scores(&self, pod: &PodInfo, candidates: &[Candidate<'_>]) -> Vec<i64> {
         let own = self.own_reservation(pod);
         let own_node = self.nominated_node(pod);
         candidates
             .iter()
-            .map(|c| HostPriority {
-                host: c.name.to_string(),
-                score: if own_node == Some(c.name) {
+            .map(|c| {
+                if own_node == Some(c.name) {
                     MAX_EXTENDER_PRIORITY
                 } else {
                     self.score(pod, &own, c)
                         .clamp(MIN_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY - 1)
-                },
+                }
             })
             .collect()
     }

@@ -30,9 +30,6 @@ struct Args {
     /// Let kube-scheduler preempt even for pods whose capacity is already in flight.
     #[arg(long)]
     allow_preemption_in_flight: bool,
-    /// Name recorded as the events' reporting instance; defaults to $POD_NAME.
-    #[arg(long)]
-    instance: Option<String>,
     /// Log as JSON.
     #[arg(long)]
     log_json: bool,
@@ -67,12 +64,7 @@ async fn main() -> anyhow::Result<()> {
     let ledger = Arc::new(RwLock::new(Ledger::new()));
     let state = AppState::new(
         ledger.clone(),
-        Arc::new(KubeBinder::new(
-            client.clone(),
-            args.instance
-                .clone()
-                .or_else(|| std::env::var("POD_NAME").ok()),
-        )),
+        Arc::new(KubeBinder::new(client.clone())),
         Config {
             hold_preemption: !args.allow_preemption_in_flight,
         },
@@ -108,12 +100,11 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("listening on {}", args.listen))?;
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await
-                .context("serving")?;
+            adze_extender::server::serve_http(listener, app, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("serving")?;
         }
     }
     Ok(())

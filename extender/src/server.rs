@@ -22,15 +22,16 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Assumed, Candidate, FilterOutcome, Ledger, PodInfo};
 use crate::signal::{Signal, Unschedulable};
 use crate::types::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult,
-    ExtenderPreemptionArgs, ExtenderPreemptionResult, HostPriorityList, MetaPod, MetaVictims,
-    NodeList,
+    ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims, NodeList,
 };
 
 /// Largest request body read (a full `NodeList` of 5,000 nodes is about 30 MiB).
@@ -130,7 +131,27 @@ pub async fn serve_https(
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     axum_server::from_tcp_rustls(listener, tls)
+        .map(|a| a.acceptor(axum_server::accept::NoDelayAcceptor::new()))
         .serve(app.into_make_service())
+        .await
+}
+
+/// Serves `app` over plain HTTP on `listener` until `shutdown` completes. Connections get
+/// `TCP_NODELAY`: a response larger than one segment must not wait for the client's delayed
+/// ACK of the one before (kube-scheduler waits on every filter and prioritize answer).
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
         .await
 }
 
@@ -149,12 +170,13 @@ async fn filter(State(s): State<AppState>, body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], out).into_response()
 }
 
-/// `ExtenderArgs` with the node names borrowed from the request body: a 5,000-node
-/// request then parses without 5,000 allocations.
+/// `ExtenderArgs` with the node names borrowed from the request body (a 5,000-node
+/// request then parses without 5,000 allocations) and only the fields of the pod the
+/// ledger reads.
 #[derive(Deserialize)]
 struct ArgsIn<'a> {
     #[serde(rename = "Pod", alias = "pod", default)]
-    pod: Option<Pod>,
+    pod: Option<PodIn>,
     #[serde(rename = "Nodes", alias = "nodes", default)]
     nodes: Option<NodeList>,
     #[serde(
@@ -165,6 +187,98 @@ struct ArgsIn<'a> {
         borrow
     )]
     node_names: Option<Vec<Name<'a>>>,
+}
+
+/// The parts of the request's Pod the ledger reads: identity, node, and what feeds its
+/// requests. kube-scheduler sends the whole object (managed fields, env, volumes, status,
+/// ...); decoding all of it into k8s-openapi's `Pod` was the largest cost of a call with
+/// few candidate nodes. Everything else is skipped unparsed. [`PodIn::to_pod`] rebuilds a
+/// `Pod` holding just these fields, so requests are computed by the same conversion as
+/// everywhere else.
+#[derive(Deserialize, Default)]
+struct PodIn {
+    #[serde(default)]
+    metadata: Option<MetaIn>,
+    #[serde(default)]
+    spec: Option<SpecIn>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaIn {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct SpecIn {
+    #[serde(default)]
+    containers: Option<Vec<ContainerIn>>,
+    #[serde(default)]
+    init_containers: Option<Vec<ContainerIn>>,
+    #[serde(default)]
+    overhead: Option<BTreeMap<String, Quantity>>,
+    #[serde(default)]
+    resources: Option<ResourceRequirements>,
+    #[serde(default)]
+    node_name: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ContainerIn {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    resources: Option<ResourceRequirements>,
+    #[serde(default)]
+    restart_policy: Option<String>,
+}
+
+impl ContainerIn {
+    fn to_container(&self) -> Container {
+        Container {
+            name: self.name.clone().unwrap_or_default(),
+            resources: self.resources.clone(),
+            restart_policy: self.restart_policy.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+impl PodIn {
+    fn to_pod(&self) -> Pod {
+        let meta = self.metadata.as_ref();
+        Pod {
+            metadata: ObjectMeta {
+                name: meta.and_then(|m| m.name.clone()),
+                namespace: meta.and_then(|m| m.namespace.clone()),
+                uid: meta.and_then(|m| m.uid.clone()),
+                ..Default::default()
+            },
+            spec: self.spec.as_ref().map(|s| PodSpec {
+                containers: s
+                    .containers
+                    .iter()
+                    .flatten()
+                    .map(ContainerIn::to_container)
+                    .collect(),
+                init_containers: s
+                    .init_containers
+                    .as_ref()
+                    .map(|cs| cs.iter().map(ContainerIn::to_container).collect()),
+                overhead: s.overhead.clone(),
+                resources: s.resources.clone(),
+                node_name: s.node_name.clone(),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
 }
 
 /// A node name from the request: borrowed from the body when it has no escapes (always, for
@@ -236,7 +350,7 @@ pub fn filter_body(s: &AppState, body: &[u8]) -> (Vec<u8>, bool) {
         Err(e) => return encode_filter_error(format!("malformed ExtenderArgs: {e}")),
     };
     if let Some(names) = &args.node_names {
-        let pod = match pod_info(args.pod.as_ref()) {
+        let pod = match pod_info(args.pod.as_ref().map(PodIn::to_pod).as_ref()) {
             Ok(p) => p,
             Err(e) => return encode_filter_error(e),
         };
@@ -253,7 +367,7 @@ pub fn filter_body(s: &AppState, body: &[u8]) -> (Vec<u8>, bool) {
     let result = filter_nodes(
         s,
         ExtenderArgs {
-            pod: args.pod,
+            pod: args.pod.as_ref().map(PodIn::to_pod),
             nodes: args.nodes,
             node_names: None,
         },
@@ -326,9 +440,9 @@ fn filter_nodes(s: &AppState, args: ExtenderArgs) -> ExtenderFilterResult {
 async fn prioritize(State(s): State<AppState>, body: Bytes) -> Response {
     let start = Instant::now();
     match prioritize_body(&s, &body) {
-        Ok(list) => {
+        Ok(out) => {
             s.metrics.record(Verb::Prioritize, start, false);
-            json(&list)
+            ([(header::CONTENT_TYPE, "application/json")], out).into_response()
         }
         Err(e) => {
             // HostPriorityList has no error field: kube-scheduler reads a non-200 as the
@@ -339,15 +453,18 @@ async fn prioritize(State(s): State<AppState>, body: Bytes) -> Response {
     }
 }
 
-/// The `prioritize` verb on a raw request body. Public for benchmarks.
-pub fn prioritize_body(s: &AppState, body: &[u8]) -> Result<HostPriorityList, String> {
+/// The `prioritize` verb on a raw request body: the serialised `HostPriorityList`. Public
+/// for benchmarks.
+pub fn prioritize_body(s: &AppState, body: &[u8]) -> Result<Vec<u8>, String> {
     let args: ArgsIn = parse(body, "ExtenderArgs")?;
-    let pod = pod_info(args.pod.as_ref())?;
+    let pod = pod_info(args.pod.as_ref().map(PodIn::to_pod).as_ref())?;
     let ledger = s.ledger.read().unwrap_or_else(|e| e.into_inner());
     match (&args.node_names, &args.nodes) {
         (Some(names), _) => {
             let c: Vec<Candidate> = names.iter().map(|n| Candidate::named(n.as_str())).collect();
-            Ok(ledger.prioritize(&pod, &c))
+            let scores = ledger.scores(&pod, &c);
+            drop(ledger);
+            write_priorities(names.iter().map(|n| (n.as_str(), n.is_borrowed())), &scores)
         }
         (None, Some(list)) => {
             let allocs: Vec<Option<Resources>> = list.items.iter().map(allocatable).collect();
@@ -360,10 +477,45 @@ pub fn prioritize_body(s: &AppState, body: &[u8]) -> Result<HostPriorityList, St
                     allocatable: a.as_ref(),
                 })
                 .collect();
-            Ok(ledger.prioritize(&pod, &c))
+            let scores = ledger.scores(&pod, &c);
+            drop(ledger);
+            write_priorities(c.iter().map(|c| (c.name, false)), &scores)
         }
         (None, None) => Err("ExtenderArgs has neither NodeNames nor Nodes".into()),
     }
+}
+
+/// `HostPriorityList` written by hand: `[{"Host":"n1","Score":7},...]`. Names borrowed
+/// unescaped from the request are copied straight through; others go through the encoder.
+fn write_priorities<'a>(
+    names: impl Iterator<Item = (&'a str, bool)>,
+    scores: &[i64],
+) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::with_capacity(2 + scores.len() * 56);
+    buf.push(b'[');
+    for (k, ((name, verbatim), score)) in names.zip(scores).enumerate() {
+        if k > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(br#"{"Host":"#);
+        if verbatim {
+            buf.push(b'"');
+            buf.extend_from_slice(name.as_bytes());
+            buf.push(b'"');
+        } else {
+            serde_json::to_writer(&mut buf, name).map_err(|e| e.to_string())?;
+        }
+        buf.extend_from_slice(br#","Score":"#);
+        match u8::try_from(*score) {
+            // Scores are 0..=10: digits by hand, core::fmt took a quarter of the call.
+            Ok(d @ 0..=9) => buf.push(b'0' + d),
+            _ => std::io::Write::write_fmt(&mut buf, format_args!("{score}"))
+                .map_err(|e| e.to_string())?,
+        }
+        buf.push(b'}');
+    }
+    buf.push(b']');
+    Ok(buf)
 }
 
 async fn bind(State(s): State<AppState>, body: Bytes) -> Response {
@@ -614,5 +766,71 @@ impl Metrics {
             "# HELP adze_extender_cached_objects Objects in the extender's ledger.\n# TYPE adze_extender_cached_objects gauge\nadze_extender_cached_objects{{kind=\"node\"}} {nodes}\nadze_extender_cached_objects{{kind=\"pod\"}} {pods}\nadze_extender_cached_objects{{kind=\"nodeclaim\"}} {claims}"
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::HostPriority;
+
+    /// A pod with every field that feeds requests, plus fields the lean parse skips.
+    const POD: &str = r#"{
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"a": "b"},
+            "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {
+            "nodeName": "",
+            "initContainers": [
+                {"name": "init", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}},
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}}
+            ],
+            "containers": [
+                {"name": "a", "image": "x", "env": [{"name": "E", "value": "v"}],
+                 "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+            ],
+            "overhead": {"cpu": "50m", "memory": "10Mi"},
+            "affinity": {"nodeAffinity": {}},
+            "tolerations": [{"operator": "Exists"}]
+        },
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    }"#;
+
+    #[test]
+    fn lean_request_pod_gives_the_same_pod_info_as_the_full_object() {
+        let full: Pod = serde_json::from_str(POD).unwrap();
+        let lean: PodIn = serde_json::from_str(POD).unwrap();
+        let from_full = pod_info(Some(&full)).unwrap();
+        let from_lean = pod_info(Some(&lean.to_pod())).unwrap();
+        assert_eq!(from_lean, from_full);
+        assert_eq!(from_lean.uid, "u1");
+        assert_eq!(from_lean.node, None);
+        // init 2 CPU beats sidecar 250m + containers 600m; plus 50m overhead.
+        assert_eq!(from_lean.requests.cpu, 2050);
+    }
+
+    #[test]
+    fn prioritize_response_is_a_host_priority_list_with_names_escaped_when_needed() {
+        let names = [("n1", true), ("we\"ird", false)];
+        let body = write_priorities(names.into_iter(), &[10, 3]).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            r#"[{"Host":"n1","Score":10},{"Host":"we\"ird","Score":3}]"#
+        );
+        let parsed: Vec<HostPriority> = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                HostPriority {
+                    host: "n1".into(),
+                    score: 10
+                },
+                HostPriority {
+                    host: "we\"ird".into(),
+                    score: 3
+                }
+            ]
+        );
+        assert_eq!(write_priorities(std::iter::empty(), &[]).unwrap(), b"[]");
     }
 }
