@@ -340,13 +340,21 @@ impl AwsProvider {
                         .map(|g| g.id.clone())
                         .collect(),
                 ))
-                .metadata_options(metadata)
-                .tag_specifications(
+                .metadata_options(metadata);
+            // Everything a launch creates carries the cluster tag: the documented IAM policy
+            // only allows creating resources that do (docs/install.md, tests/iam_policy.rs).
+            for kind in [
+                ResourceType::Volume,
+                ResourceType::NetworkInterface,
+                ResourceType::SpotInstancesRequest,
+            ] {
+                data = data.tag_specifications(
                     LaunchTemplateTagSpecificationRequest::builder()
-                        .resource_type(ResourceType::Volume)
+                        .resource_type(kind)
                         .set_tags(Some(tags.clone()))
                         .build(),
                 );
+            }
             if let Some(profile) = &status.instance_profile {
                 data = data.iam_instance_profile(
                     LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
@@ -643,6 +651,12 @@ impl AwsProvider {
                 .tag_specifications(
                     TagSpecification::builder()
                         .resource_type(ResourceType::Instance)
+                        .set_tags(Some(tags.clone()))
+                        .build(),
+                )
+                .tag_specifications(
+                    TagSpecification::builder()
+                        .resource_type(ResourceType::Fleet)
                         .set_tags(Some(tags))
                         .build(),
                 );

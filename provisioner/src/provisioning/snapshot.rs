@@ -404,6 +404,70 @@ mod tests {
         );
     }
 
+    /// Passes are serialised, so "concurrent batches" means: the next batch starts while the
+    /// previous batch's claims are still in flight. Their capacity must count against the
+    /// NodePool's limits, or two batches together would overshoot.
+    #[test]
+    fn in_flight_claims_of_an_earlier_batch_count_against_the_limit_of_the_next() {
+        let pool: Arc<NodePool> = Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"limits": {"cpu": "4"}, "template": {"spec": {"nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+            }))
+            .unwrap(),
+        );
+        let mut pods = vec![pending_pod("a", "u-a")];
+        pods.extend((0..10).map(|i| pending_pod(&format!("b{i}"), &format!("u-b{i}"))));
+        let objects = Objects {
+            pods,
+            claims: vec![claim(
+                "default-first",
+                r#"[{"namespace":"default","name":"a","uid":"u-a"}]"#,
+            )],
+            nodepools: vec![pool],
+            ..Objects::default()
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let built = build(&objects, &catalog);
+        assert!(built.problems.is_empty(), "{:?}", built.problems);
+        let plan = adze_scheduling::schedule(
+            &built.snapshot,
+            &adze_scheduling::Options {
+                max_instance_types: 20,
+                reserved_names: built.reserved_names.clone(),
+            },
+        );
+        // Every option a new claim may launch must fit in the 2 cpu the in-flight m5.large
+        // (2 cpu) leaves under the 4-cpu limit.
+        let largest_option_cpu: i64 = plan
+            .new_claims
+            .iter()
+            .map(|c| {
+                c.instance_type_options
+                    .iter()
+                    .map(|t| {
+                        let it = catalog.iter().find(|i| &i.name == t).expect("catalog type");
+                        it.capacity.get("cpu")
+                    })
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert!(!plan.new_claims.is_empty(), "room for one more small node");
+        assert!(
+            largest_option_cpu <= 2000,
+            "new claims could launch {largest_option_cpu}m cpu on top of the in-flight 2000m"
+        );
+        assert!(
+            plan.unschedulable
+                .iter()
+                .any(|u| u.reason.contains("limits")),
+            "pods left out say the limit is why: {:?}",
+            plan.unschedulable
+        );
+    }
+
     #[test]
     fn bound_daemonset_and_terminating_pods_are_not_pending() {
         let mut bound = (*pending_pod("a", "u-a")).clone();
