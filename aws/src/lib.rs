@@ -12,6 +12,7 @@ pub mod nodeclass;
 pub mod provider;
 pub mod runtime;
 pub mod selection;
+pub mod templates;
 pub mod userdata;
 
 pub use clients::Clients;

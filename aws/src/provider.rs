@@ -390,6 +390,9 @@ impl AwsProvider {
                 }
                 data = data.block_device_mappings(m.build());
             }
+            // What cleanup judges the template by (crate::templates::stale).
+            tags.push(tag(CLASS_HASH_TAG, &spec_hash(spec)));
+            tags.push(tag(crate::templates::IMAGE_TAG, ami));
             let created = self
                 .clients
                 .ec2
@@ -418,6 +421,77 @@ impl AwsProvider {
         }
         self.templates.lock().unwrap().insert(name.clone());
         Ok(name)
+    }
+
+    /// Deletes this cluster's launch templates that no launch would pick any more, given the
+    /// EC2NodeClasses as they are now (see [`crate::templates::stale`]); returns their names.
+    pub async fn cleanup_templates(
+        &self,
+        classes: &[EC2NodeClass],
+    ) -> Result<Vec<String>, AwsError> {
+        let prefix = format!("adze-{}-", self.settings.cluster_name);
+        let mut found = Vec::new();
+        let mut pages = self
+            .clients
+            .ec2
+            .describe_launch_templates()
+            .filters(
+                Filter::builder()
+                    .name(format!("tag:{}", self.cluster_tag()))
+                    .values("owned")
+                    .build(),
+            )
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(ec2_err("DescribeLaunchTemplates"))?;
+            for t in page.launch_templates.unwrap_or_default() {
+                let Some(name) = t.launch_template_name.filter(|n| n.starts_with(&prefix)) else {
+                    continue;
+                };
+                let tags: BTreeMap<String, String> = t
+                    .tags
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|t| Some((t.key?, t.value?)))
+                    .collect();
+                found.push(crate::templates::Template {
+                    name,
+                    class: tags.get(EC2NODECLASS_TAG).cloned(),
+                    class_hash: tags.get(CLASS_HASH_TAG).cloned(),
+                    image: tags.get(crate::templates::IMAGE_TAG).cloned(),
+                });
+            }
+        }
+        let now: BTreeMap<String, crate::templates::Class> = classes
+            .iter()
+            .map(|c| {
+                (
+                    c.metadata.name.clone().unwrap_or_default(),
+                    crate::templates::Class {
+                        spec_hash: spec_hash(&c.spec),
+                        images: c
+                            .status
+                            .iter()
+                            .flat_map(|s| s.amis.iter().map(|a| a.id.clone()))
+                            .collect(),
+                    },
+                )
+            })
+            .collect();
+        let stale = crate::templates::stale(&found, &now);
+        for name in &stale {
+            self.templates.lock().unwrap().remove(name);
+            self.clients
+                .ec2
+                .delete_launch_template()
+                .launch_template_name(name)
+                .send()
+                .await
+                .map_err(ec2_err("DeleteLaunchTemplate"))?;
+            tracing::info!(template = %name, "deleted a launch template no EC2NodeClass uses any more");
+        }
+        Ok(stale)
     }
 
     async fn launch(&self, claim: &NodeClaim) -> Result<Instance, CloudError> {

@@ -63,6 +63,7 @@ pub async fn start(
         clients.clone(),
         settings.ami_parameters,
     ));
+    tokio::spawn(cleanup_templates_forever(provider.clone(), client.clone()));
     if let Some(q) = options.interruption_queue {
         let url = if q.starts_with("http") {
             q
@@ -89,6 +90,24 @@ pub async fn start(
         ));
     }
     Ok(provider)
+}
+
+/// Every 10 minutes, deletes launch templates no EC2NodeClass would launch with any more.
+pub async fn cleanup_templates_forever(provider: Arc<AwsProvider>, client: kube::Client) {
+    let api: kube::Api<EC2NodeClass> = kube::Api::all(client);
+    loop {
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        let classes = match api.list(&Default::default()).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing EC2NodeClasses failed; launch template cleanup skipped");
+                continue;
+            }
+        };
+        if let Err(e) = provider.cleanup_templates(&classes).await {
+            tracing::warn!(error = %e, "launch template cleanup failed");
+        }
+    }
 }
 
 /// The EC2NodeClass status controller, kept thin: every 30 s, resolve each class and write the

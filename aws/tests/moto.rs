@@ -705,3 +705,94 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
         Some("0")
     );
 }
+
+/// Names of the launch templates of `cluster` in moto.
+async fn template_names(clients: &Clients, cluster: &str) -> Vec<String> {
+    let mut names: Vec<String> = clients
+        .ec2
+        .describe_launch_templates()
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| t.launch_template_name)
+        .filter(|n| n.starts_with(&format!("adze-{cluster}-")))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn launch_templates_of_an_old_class_spec_or_image_or_a_deleted_class_are_cleaned_up() {
+    let Some(moto) = endpoint("ltclean") else {
+        return;
+    };
+    let e = env("ltclean", &moto).await;
+    let old = e.class();
+    e.provider(old.clone())
+        .0
+        .create(&claim("ltclean-1", &["m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    let first = template_names(&e.clients, "ltclean").await;
+    assert_eq!(first.len(), 1);
+    // The class is edited: the next launch makes a second template.
+    let mut edited = e.class();
+    edited.spec.tags.insert("cost-center".into(), "42".into());
+    let (provider, _) = e.provider(edited.clone());
+    provider
+        .create(&claim("ltclean-2", &["m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    let both = template_names(&e.clients, "ltclean").await;
+    assert_eq!(both.len(), 2);
+    let current: Vec<String> = both
+        .iter()
+        .filter(|n| !first.contains(n))
+        .cloned()
+        .collect();
+
+    let deleted = provider
+        .cleanup_templates(std::slice::from_ref(&edited))
+        .await
+        .unwrap();
+    assert_eq!(deleted, first, "the old spec's template goes");
+    assert_eq!(template_names(&e.clients, "ltclean").await, current);
+    assert!(
+        provider
+            .cleanup_templates(std::slice::from_ref(&edited))
+            .await
+            .unwrap()
+            .is_empty(),
+        "the template the class launches with now stays"
+    );
+
+    // A new image release: the class now resolves to another image.
+    let mut released = edited.clone();
+    released.status = Some(adze_api::ec2nodeclass::EC2NodeClassStatus {
+        amis: vec![
+            serde_json::from_value(json!({"id": "ami-0newrelease", "name": "al2023-next"}))
+                .unwrap(),
+        ],
+        ..Default::default()
+    });
+    assert_eq!(
+        provider.cleanup_templates(&[released]).await.unwrap(),
+        current,
+        "a template of an image the class no longer resolves goes"
+    );
+    // Launching again recreates the template (the cache forgot it).
+    provider
+        .create(&claim("ltclean-3", &["m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    assert_eq!(template_names(&e.clients, "ltclean").await, current);
+    assert_eq!(
+        provider.cleanup_templates(&[]).await.unwrap(),
+        current,
+        "every template of a deleted class goes"
+    );
+    assert!(template_names(&e.clients, "ltclean").await.is_empty());
+}

@@ -144,6 +144,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         state,
         heartbeat: config.heartbeat,
     };
+    let prices = publish_prices(cloud.clone());
     tokio::select! {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
@@ -152,6 +153,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         _ = disruption.run() => {}
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
+        _ = prices => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {
             r?;
@@ -162,4 +164,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Keeps `adze_cloudprovider_offering_price_dollars` at the cloud's current catalog prices
+/// (the AWS provider refreshes its catalog on its own TTL; this only reads it).
+async fn publish_prices(cloud: Arc<dyn CloudProvider>) {
+    loop {
+        crate::metrics::record_offering_prices(
+            &crate::metrics::provisioner().offering_price,
+            &cloud.instance_types(),
+        );
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
 }

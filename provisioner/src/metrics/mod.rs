@@ -112,6 +112,15 @@ impl Gauge {
             .copied()
             .unwrap_or(0.0)
     }
+
+    /// Replaces every label set at once, so series for what no longer exists disappear.
+    pub fn set_all<'a>(&self, values: impl IntoIterator<Item = (Vec<&'a str>, f64)>) {
+        let fresh: BTreeMap<Key, f64> = values
+            .into_iter()
+            .map(|(labels, v)| (self.meta.key(&labels), v))
+            .collect();
+        *self.values.lock().unwrap() = fresh;
+    }
 }
 
 #[derive(Clone, Default)]
@@ -286,6 +295,8 @@ pub struct Provisioner {
     pub cloud_errors: Arc<Counter>,
     /// 1 while this replica holds the leader lease.
     pub leader: Arc<Gauge>,
+    /// USD per hour of each offering the cloud provider reports (type × zone × capacity type).
+    pub offering_price: Arc<Gauge>,
 }
 
 pub fn provisioner() -> &'static Provisioner {
@@ -332,13 +343,59 @@ pub fn provisioner() -> &'static Provisioner {
                 "1 while this replica holds the leader lease, else 0.",
                 &[],
             ),
+            offering_price: r.gauge(
+                "adze_cloudprovider_offering_price_dollars",
+                "Hourly price of each offering (instance type, zone, capacity type) as the cloud provider prices it for scheduling.",
+                &["instance_type", "zone", "capacity_type"],
+            ),
         }
     })
+}
+
+/// Publishes the price of every offering of `types` (the cloud provider's current catalog).
+pub fn record_offering_prices(gauge: &Gauge, types: &[Arc<adze_scheduling::InstanceType>]) {
+    gauge.set_all(types.iter().flat_map(|t| {
+        t.offerings.iter().map(|o| {
+            (
+                vec![t.name.as_str(), o.zone.as_str(), o.capacity_type.as_str()],
+                o.price,
+            )
+        })
+    }));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offering_prices_are_published_per_type_zone_and_capacity_type_and_replaced() {
+        let r = Registry::default();
+        let g = r.gauge(
+            "price",
+            "Price.",
+            &["instance_type", "zone", "capacity_type"],
+        );
+        let catalog = adze_scheduling::catalog::embedded();
+        let m5: Vec<_> = catalog
+            .iter()
+            .filter(|t| t.name == "m5.large")
+            .cloned()
+            .collect();
+        assert_eq!(m5.len(), 1);
+        record_offering_prices(&g, &m5);
+        let od = m5[0]
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == "on-demand")
+            .unwrap();
+        assert_eq!(g.get(&["m5.large", &od.zone, "on-demand"]), od.price);
+        let text = r.render();
+        let series = text.lines().filter(|l| l.starts_with("price{")).count();
+        assert_eq!(series, m5[0].offerings.len(), "{text}");
+        record_offering_prices(&g, &[]);
+        assert!(!r.render().contains("price{"), "stale prices are dropped");
+    }
 
     #[test]
     fn renders_counters_gauges_and_cumulative_histogram_buckets() {

@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# End-to-end test of `adze-provisioner run --cloud-provider aws` against moto (EC2, SSM, SQS on
+# loopback, behind the project's fault proxy so CreateFleet launches one pool, the cheapest)
+# and a real Kubernetes 1.20 control plane (e2e/harness). Skips unless ADZE_E2E=1.
+#
+#   ADZE_E2E=1 e2e/aws.sh
+#
+# Moto's instances boot nothing, so e2e/aws-registrar.py plays their kubelets: it registers a
+# Node for each running instance tagged with a NodeClaim and runs the pods bound to it.
+# Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. Moto, the proxy,
+# the registrar, the provisioner and the control plane are always stopped (EXIT trap);
+# ADZE_KEEP=1 keeps the logs dir.
+set -uo pipefail
+if [[ "${ADZE_E2E:-0}" != 1 ]]; then
+  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
+  exit 0
+fi
+cd "$(dirname "$0")/.."
+root=$PWD
+harness=$root/e2e/harness
+venv="${ADZE_MOTO_VENV:-$HOME/.cache/adze/moto-venv}"
+moto_version="${ADZE_MOTO_VERSION:-5.2.5}"
+passed=0; failed=0
+pass() { echo "PASS: $*"; passed=$((passed+1)); }
+fail() { echo "FAIL: $*"; failed=$((failed+1)); }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
+t_start=$(now)
+
+"$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
+# ADZE_E2E_BIN_DIR: binaries already built elsewhere (e.g. a debug build); skips the release build.
+if [[ -n "${ADZE_E2E_BIN_DIR:-}" ]]; then
+  bindir=$ADZE_E2E_BIN_DIR
+else
+  "$harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+  bindir=${CARGO_TARGET_DIR:-$root/target}/release
+fi
+if ! "$venv/bin/moto_server" --help >/dev/null 2>&1; then
+  echo "installing moto[server]==$moto_version into $venv"
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet "moto[server]==$moto_version" ||
+    { echo "FAIL: moto install"; exit 1; }
+fi
+
+dir=$(mktemp -d /tmp/adze-e2e-aws.XXXXXX)
+moto_pid=; proxy_pid=; reg_pid=; prov_pid=
+cleanup() {
+  for p in "$prov_pid" "$reg_pid" "$proxy_pid" "$moto_pid"; do
+    [[ -n "$p" ]] && { kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }
+  done
+  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+trap "exit 1" INT TERM   # so the EXIT trap runs when the suite is killed
+
+# wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
+wait_for() {
+  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
+}
+count_is() { [[ "$("${@:2}")" == "$1" ]]; }
+jqe() { jq -e "$@" >/dev/null; }
+
+# ---- moto and the fault proxy ---------------------------------------------------------------
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$dir/moto.log" 2>&1 &
+moto_pid=$!
+export MOTO_URL="http://127.0.0.1:$port"
+wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto did not start"; cat "$dir/moto.log"; exit 1; }
+"$bindir/adze-aws-fault-proxy" "$MOTO_URL" >"$dir/proxy.log" 2>&1 &
+proxy_pid=$!
+wait_for 10 grep -q "listening on" "$dir/proxy.log" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.log"; exit 1; }
+proxy_url=$(sed -n 's/^listening on //p' "$dir/proxy.log")
+echo "moto $moto_version on $MOTO_URL, fault proxy on $proxy_url"
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+export CLUSTER_NAME=e2e
+SSM_PREFIX=/adze-e2e
+K8S_VERSION=1.20
+QUEUE=adze-e2e-interruptions
+# awspy: runs a python snippet (stdin) with boto3 clients `ec2`, `ssm`, `sqs` against moto.
+awspy() {
+  "$venv/bin/python" - "$@" <<<"import boto3, json, os, sys, time
+kw = dict(endpoint_url=os.environ['MOTO_URL'], region_name='us-east-1')
+ec2, ssm, sqs = (boto3.client(s, **kw) for s in ('ec2', 'ssm', 'sqs'))
+$(cat)"
+}
+
+# What an EKS cluster's account would already hold: discovery-tagged subnets in two zones and a
+# node security group, the family image's SSM parameter (under our prefix: moto refuses to
+# create /aws/service parameters), and the EventBridge interruption queue.
+awspy >"$dir/aws.json" <<PY
+subnets = [s for s in ec2.describe_subnets(Filters=[{'Name': 'default-for-az', 'Values': ['true']}])['Subnets']
+           if s['AvailabilityZone'] in ('us-east-1a', 'us-east-1b')]
+tag = {'Key': 'adze.sh/discovery', 'Value': '$CLUSTER_NAME'}
+ec2.create_tags(Resources=[s['SubnetId'] for s in subnets], Tags=[tag])
+vpc = ec2.describe_vpcs(Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs'][0]['VpcId']
+sg = ec2.create_security_group(GroupName='$CLUSTER_NAME-nodes', Description='e2e nodes', VpcId=vpc,
+    TagSpecifications=[{'ResourceType': 'security-group', 'Tags': [tag]}])['GroupId']
+ami = [i for i in ec2.describe_images(Filters=[{'Name': 'architecture', 'Values': ['x86_64']}])['Images']][0]['ImageId']
+ssm.put_parameter(Name='$SSM_PREFIX/eks/optimized-ami/$K8S_VERSION/amazon-linux-2023/x86_64/standard/recommended/image_id',
+    Value=ami, Type='String')
+sqs.create_queue(QueueName='$QUEUE')
+print(json.dumps({'subnets': sorted(s['SubnetId'] for s in subnets), 'sg': sg, 'ami': ami}))
+PY
+[[ -s "$dir/aws.json" ]] || { echo "FAIL: moto setup"; exit 1; }
+ami=$(jq -r .ami "$dir/aws.json"); sg=$(jq -r .sg "$dir/aws.json"); subnets=$(jq -c .subnets "$dir/aws.json")
+echo "moto: subnets $subnets, security group $sg, image $ami"
+
+# ---- control plane ------------------------------------------------------------------------------
+up_log="$dir.up.log"
+if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
+  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
+  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+  mkdir -p "$dir"
+  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
+fi
+rm -f "$up_log"
+set -a; . "$dir/env"; set +a
+k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+kj() { kubectl --kubeconfig "$KUBECONFIG" get "$@" -o json; }
+
+"$bindir/crdgen" --without-cel | k apply -f - >/dev/null
+wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
+check "CRDs installed and established" k get crd ec2nodeclasses.aws.adze.sh
+
+k apply -f - >/dev/null <<YAML
+apiVersion: aws.adze.sh/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  securityGroupSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  role: $CLUSTER_NAME-nodes
+  tags: {team: e2e}
+---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: general}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large, c5.xlarge, m5.large, m5.xlarge]}
+  limits: {cpu: "100"}
+YAML
+
+# ---- the registrar and the provisioner ---------------------------------------------------------
+"$venv/bin/python" "$root/e2e/aws-registrar.py" >"$dir/registrar.log" 2>&1 &
+reg_pid=$!
+# Consolidation is proven in e2e/disruption.sh; here it would replace nodes the checks count.
+"$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
+  --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
+  --ssm-prefix "$SSM_PREFIX" --kubernetes-version "$K8S_VERSION" --interruption-queue "$QUEUE" \
+  --disruption-dry-run --garbage-collection-grace 10s --metrics-addr 127.0.0.1:0 \
+  >"$dir/provisioner.log" 2>&1 &
+prov_pid=$!
+wait_for 60 grep -q "cluster state synced" "$dir/provisioner.log"
+check "provisioner (--cloud-provider aws) started and synced its watches" grep -q "cluster state synced" "$dir/provisioner.log"
+# The AWS provider starts once this replica leads.
+wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner.log"
+check "provisioner polls the interruption queue" grep -q "polling the interruption queue" "$dir/provisioner.log"
+
+class_ready() {
+  kj ec2nodeclass default | jq -e --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
+    ([.status.conditions[]? | select(.type=="Ready" and .status=="True")] | length == 1)
+    and ([.status.subnets[].id] | sort == $subnets)
+    and ([.status.securityGroups[].id] == [$sg])
+    and ([.status.amis[].id] | index($ami) != null)' >/dev/null
+}
+wait_for 45 class_ready
+check "EC2NodeClass Ready with the tagged subnets (2), security group and the SSM image" class_ready
+
+# ---- 1. pending pods -> NodeClaims -> CreateFleet -> Nodes -> pods Running --------------------
+echo "== 6 pods x 1 cpu, NodePool 'general'"
+k create namespace web >/dev/null
+deployment() { # namespace name replicas cpu
+  cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      nodeSelector: {e2e-pool: general}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: "$4", memory: 1Gi}}
+YAML
+}
+claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
+running_pods() { k get pods -n "$1" --field-selector=status.phase=Running -o name | wc -l; }
+launched_claims() { kj nodeclaims | jq '[.items[] | select(.status.providerID != null)] | length'; }
+initialized_claims() {
+  kj nodeclaims | jq '[.items[] | select(any(.status.conditions[]?; .type=="Registered" and .status=="True")
+    and any(.status.conditions[]?; .type=="Initialized" and .status=="True"))] | length'
+}
+# Instances of the cluster that carry a NodeClaim tag and are running, as JSON.
+instances() {
+  awspy <<PY
+out = []
+for r in ec2.describe_instances(Filters=[{'Name': 'tag:kubernetes.io/cluster/$CLUSTER_NAME', 'Values': ['owned']},
+                                         {'Name': 'instance-state-name', 'Values': ['pending', 'running']}])['Reservations']:
+    for i in r['Instances']:
+        out.append({'id': i['InstanceId'], 'type': i['InstanceType'], 'zone': i['Placement']['AvailabilityZone'],
+                    'image': i['ImageId'], 'subnet': i.get('SubnetId'), 'tags': {t['Key']: t['Value'] for t in i.get('Tags', [])}})
+print(json.dumps(out))
+PY
+}
+instance_state() { # ID
+  awspy <<PY
+print(ec2.describe_instances(InstanceIds=['$1'])['Reservations'][0]['Instances'][0]['State']['Name'])
+PY
+}
+state_in() { # ID STATE... : the instance is in one of STATEs
+  local s; s=$(instance_state "$1"); shift
+  for w; do [[ "$s" == "$w" ]] && return 0; done; return 1
+}
+
+t0=$(now)
+deployment web web 6 1 | k apply -f - >/dev/null
+wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
+t_claims=$(now)
+sleep 3   # the batch window: every claim of the first batch exists
+n=$(claims)
+wait_for 60 count_is "$n" launched_claims
+t_launched=$(now)
+echo "deployment -> first NodeClaim $(elapsed "$t0" "$t_claims") s; $n NodeClaims launched in moto $(elapsed "$t0" "$t_launched") s"
+check "NodeClaims created for the pending pods ($n)" test "$n" -gt 0
+check "every NodeClaim launched (providerID aws:///ZONE/i-...)" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].status.providerID | test(\"^aws:///us-east-1[ab]/i-[0-9a-f]+$\")] | all' >/dev/null"
+instances >"$dir/instances.json"
+kj nodeclaims >"$dir/claims.json"
+check "one running moto instance per NodeClaim ($n)" count_is "$n" jq 'length' "$dir/instances.json"
+check "each instance tagged with cluster, NodePool, NodeClaim and the class's tags" jqe --slurpfile c "$dir/claims.json" '
+  ([$c[0].items[].metadata.name] | sort) as $names
+  | ([.[].tags["adze.sh/nodeclaim"]] | sort) == $names
+    and all(.[]; .tags["kubernetes.io/cluster/'"$CLUSTER_NAME"'"] == "owned" and .tags["adze.sh/nodepool"] == "general" and .tags.team == "e2e")' "$dir/instances.json"
+check "each instance runs the SSM image in a tagged subnet" jqe --arg ami "$ami" --argjson subnets "$subnets" \
+  'all(.[]; .image == $ami and (.subnet as $s | $subnets | index($s) != null))' "$dir/instances.json"
+check "instance types are the NodeClaims' (status) and within the NodePool's" jqe --slurpfile c "$dir/claims.json" '
+  ([$c[0].items[] | {id: (.status.providerID | split("/") | last), type: .metadata.labels["node.kubernetes.io/instance-type"]}] | sort) as $want
+  | ([.[] | {id, type}] | sort) == $want and all(.[]; .type | test("^(c5|m5)\\.(x)?large$"))' "$dir/instances.json"
+awspy >"$dir/templates.json" <<PY
+lts = ec2.describe_launch_templates()['LaunchTemplates']
+out = []
+for t in lts:
+    if not t['LaunchTemplateName'].startswith('adze-$CLUSTER_NAME-'):
+        continue
+    v = ec2.describe_launch_template_versions(LaunchTemplateId=t['LaunchTemplateId'])['LaunchTemplateVersions'][0]['LaunchTemplateData']
+    import base64
+    out.append({'name': t['LaunchTemplateName'], 'image': v.get('ImageId'),
+                'userData': base64.b64decode(v.get('UserData', '')).decode(errors='replace'),
+                'tokens': v.get('MetadataOptions', {}).get('HttpTokens')})
+print(json.dumps(out))
+PY
+echo "launch templates: $(jq -c '[.[].name]' "$dir/templates.json")"
+check "a launch template with the image, IMDSv2 required and user data joining this apiserver" jqe --arg ami "$ami" --arg api "$APISERVER" \
+  'length >= 1 and all(.[]; .image == $ami and .tokens == "required" and (.userData | contains($api)))' "$dir/templates.json"
+
+nodes_of_claims() { k get nodes -l adze.sh/nodeclaim -o name | wc -l; }
+wait_for 60 count_is "$n" initialized_claims
+t_init=$(now)
+check "every NodeClaim Registered and Initialized ($n)" count_is "$n" initialized_claims
+check "a Node per NodeClaim, providerID aws:///ZONE/ID, labelled by registration" count_is "$n" nodes_of_claims
+wait_for 60 count_is 6 running_pods web
+t_running=$(now)
+echo "-> $n Nodes initialized $(elapsed "$t0" "$t_init") s; -> 6 pods Running $(elapsed "$t0" "$t_running") s"
+check "all 6 pods bound by kube-scheduler to the new nodes and Running" count_is 6 running_pods web
+check "pods landed only on NodeClaim nodes" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get pods -n web -o json | jq -r '.items[].spec.nodeName' | sort -u | while read -r nd; do
+    kubectl --kubeconfig $KUBECONFIG get node \$nd -o jsonpath='{.metadata.labels.adze\\.sh/nodeclaim}' | grep -q . || exit 1; done"
+sleep 2
+check "no more NodeClaims than needed ($n)" count_is "$n" claims
+
+url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
+curl -fsS "$url/metrics" >"$dir/metrics.txt"
+check "/metrics: $n NodeClaims launched and initialized for pool general" bash -c "
+  grep -qx 'adze_nodeclaims_launched_total{nodepool=\"general\"} $n' '$dir/metrics.txt' &&
+  grep -qx 'adze_nodeclaims_initialized_total{nodepool=\"general\"} $n' '$dir/metrics.txt'"
+check "/metrics: offering prices of the EC2 catalog (m5.large on demand in us-east-1a: \$0.096/h)" bash -c "
+  grep -qx 'adze_cloudprovider_offering_price_dollars{instance_type=\"m5.large\",zone=\"us-east-1a\",capacity_type=\"on-demand\"} 0.096' '$dir/metrics.txt' &&
+  grep -Eq '^adze_cloudprovider_offering_price_dollars\{instance_type=\"m5.large\",zone=\"us-east-1b\",capacity_type=\"spot\"\} 0\.[0-9]+$' '$dir/metrics.txt'"
+
+# ---- 2. deleting a NodeClaim terminates its instance ------------------------------------------
+echo "== delete a NodeClaim"
+victim=$(kj nodeclaims | jq -r '.items[0].metadata.name')
+victim_id=$(kj nodeclaims | jq -r '.items[0].status.providerID | split("/") | last')
+victim_node=$(k get nodeclaim "$victim" -o jsonpath='{.status.nodeName}')
+t0=$(now)
+k delete nodeclaim "$victim" --wait=false >/dev/null
+wait_for 90 bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim"
+echo "NodeClaim $victim ($victim_id) gone after $(elapsed "$t0" "$(now)") s"
+check "the NodeClaim is gone (drained, finalizer removed)" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim 2>/dev/null"
+check "its moto instance $victim_id is terminated" state_in "$victim_id" terminated shutting-down
+check "its Node $victim_node is gone" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $victim_node 2>/dev/null"
+wait_for 90 count_is 6 running_pods web
+check "its pods run again elsewhere (6 Running)" count_is 6 running_pods web
+
+# ---- 3. garbage collection of a stray instance ------------------------------------------------
+echo "== a stray instance tagged for a NodeClaim that does not exist"
+stray=$(awspy <<PY
+sub = json.loads('$subnets')[0]
+r = ec2.run_instances(ImageId='$ami', InstanceType='m5.large', MinCount=1, MaxCount=1, SubnetId=sub,
+    TagSpecifications=[{'ResourceType': 'instance', 'Tags': [
+        {'Key': 'kubernetes.io/cluster/$CLUSTER_NAME', 'Value': 'owned'},
+        {'Key': 'adze.sh/nodepool', 'Value': 'general'}, {'Key': 'adze.sh/nodeclaim', 'Value': 'ghost'}]}])
+print(r['Instances'][0]['InstanceId'])
+PY
+)
+t0=$(now)
+wait_for 90 state_in "$stray" terminated
+echo "stray instance $stray: $(instance_state "$stray") after $(elapsed "$t0" "$(now)") s (grace 10 s)"
+check "the stray instance is terminated by garbage collection" state_in "$stray" terminated
+check "the provisioner logged why (an instance no NodeClaim owns, $stray)" bash -c "grep 'terminating an instance no NodeClaim owns' '$dir/provisioner.log' | grep -q '$stray'"
+
+# ---- 4. an EventBridge spot interruption through SQS -----------------------------------------
+echo "== spot interruption message in SQS"
+c0=$(claims)
+target=$(kj nodeclaims | jq -r '[.items[] | select(.status.nodeName != null)][0].metadata.name')
+target_id=$(k get nodeclaim "$target" -o jsonpath='{.status.providerID}' | sed 's#.*/##')
+target_node=$(k get nodeclaim "$target" -o jsonpath='{.status.nodeName}')
+on_target=$(k get pods -n web --field-selector spec.nodeName="$target_node" -o name | wc -l)
+t0=$(now)
+awspy <<PY
+url = sqs.get_queue_url(QueueName='$QUEUE')['QueueUrl']
+t = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+sqs.send_message(QueueUrl=url, MessageBody=json.dumps({
+    'version': '0', 'id': 'e2e-1', 'detail-type': 'EC2 Spot Instance Interruption Warning', 'source': 'aws.ec2',
+    'account': '123456789012', 'time': t, 'region': 'us-east-1', 'resources': ['arn:aws:ec2:us-east-1b:instance/$target_id'],
+    'detail': {'instance-id': '$target_id', 'instance-action': 'terminate'}}))
+PY
+interrupted() {
+  k get nodeclaim "$target" -o json | jqe '.status.conditions[]? | select(.type=="Interrupted" and .status=="True" and .reason=="SpotInterruption")'
+}
+wait_for 30 interrupted; t_int=$(now)
+wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $c0 ]"; t_repl=$(now)
+echo "message -> NodeClaim $target Interrupted: $(elapsed "$t0" "$t_int") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_repl") s ($on_target pods on $target_node)"
+check "NodeClaim $target of instance $target_id is Interrupted=True (SpotInterruption)" interrupted
+check "a replacement NodeClaim is created" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $c0 ]"
+left=$(awspy <<PY
+url = sqs.get_queue_url(QueueName='$QUEUE')['QueueUrl']
+a = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'])['Attributes']
+print(int(a['ApproximateNumberOfMessages']) + int(a['ApproximateNumberOfMessagesNotVisible']))
+PY
+)
+check "the interruption message was consumed and deleted from the queue ($left left)" test "$left" = 0
+wait_for 60 count_is "$((c0+1))" initialized_claims
+check "the replacement launched in moto and initialized" count_is "$((c0+1))" initialized_claims
+pods_on_target() { k get pods -n web --field-selector spec.nodeName="$target_node" -o name | wc -l; }
+# Known gap, reported and not counted: with the SQS path alone (no node agent on the node)
+# nothing drains an Interrupted NodeClaim's node yet; the agent drains it in e2e/agent.sh.
+# Set ADZE_E2E_AWS_EXPECT_DRAIN=1 to make it a check once the provisioner reacts.
+wait_for "${ADZE_E2E_AWS_DRAIN_WAIT:-30}" count_is 0 pods_on_target; t_drained=$(now)
+echo "-> pods left on $target_node: $(pods_on_target) after $(elapsed "$t0" "$t_drained") s"
+if [[ "${ADZE_E2E_AWS_EXPECT_DRAIN:-0}" == 1 ]]; then
+  check "the interrupted node is drained (its $on_target pods moved)" count_is 0 pods_on_target
+elif count_is 0 pods_on_target; then
+  echo "NOTE: the interrupted node was drained; set ADZE_E2E_AWS_EXPECT_DRAIN=1 to gate on it"
+else
+  echo "KNOWN GAP (not counted): the interrupted node still runs $(pods_on_target) pods: nothing drains it without the node agent"
+fi
+wait_for 60 count_is 6 running_pods web
+check "all 6 pods Running after the interruption" count_is 6 running_pods web
+
+check "provisioner still running" kill -0 "$prov_pid"
+check "registrar still running" kill -0 "$reg_pid"
+check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
+echo "suite time: $(elapsed "$t_start" "$(now)") s"
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
