@@ -75,3 +75,136 @@ pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
         && !owned_by_daemonset(pod)
         && pod.metadata.deletion_timestamp.is_none()
 }
+
+/// The node condition the node agent keeps; its presence means an agent drains this node.
+pub const AGENT_CONDITION: &str = "AdzeAgentReady";
+
+/// Interrupted NodeClaims the provisioner must drain itself, by deleting them (termination then
+/// taints, evicts under PDBs and terminates). Only where no node agent reports on the node: an
+/// agent drains with the notice's deadline in hand, and two drainers would fight. And only once
+/// every pod the node displaces has a replacement claim nominated for it (`unplaced` is
+/// [`super::snapshot::unplaced_pending`]), so the replacement is launched before the drain.
+pub fn interrupted_without_agent(objects: &Objects, unplaced: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for claim in &objects.claims {
+        if claim.metadata.deletion_timestamp.is_some()
+            || !conditions::is_true(claim_conditions(claim), conditions::nodeclaim::INTERRUPTED)
+        {
+            continue;
+        }
+        let Some(provider_id) = claim.status.as_ref().and_then(|s| s.provider_id.as_deref()) else {
+            continue;
+        };
+        let Some(node) = objects
+            .nodes
+            .iter()
+            .find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(provider_id))
+        else {
+            continue;
+        };
+        let has_agent = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == AGENT_CONDITION));
+        if has_agent {
+            continue;
+        }
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let here = BTreeSet::from([node_name]);
+        let all_covered = objects
+            .pods
+            .iter()
+            .filter(|p| is_displaced(p, &here))
+            .filter_map(|p| p.metadata.uid.as_ref())
+            .all(|uid| !unplaced.contains(uid));
+        if all_covered && let Some(name) = &claim.metadata.name {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn claim(interrupted: bool) -> Arc<NodeClaim> {
+        let conds = if interrupted {
+            json!([{"type": "Interrupted", "status": "True", "reason": "SpotInterruption",
+                    "message": "deadline 2026-11-23T05:00:00Z",
+                    "lastTransitionTime": "2026-11-23T04:58:00Z"}])
+        } else {
+            json!([])
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c1"},
+                "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+                "status": {"providerID": "aws:///us-east-1a/i-0abc", "conditions": conds},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn node(agent: bool) -> Arc<Node> {
+        let conds = if agent {
+            json!([{"type": "Ready", "status": "True"}, {"type": AGENT_CONDITION, "status": "True"}])
+        } else {
+            json!([{"type": "Ready", "status": "True"}])
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "n1"},
+                "spec": {"providerID": "aws:///us-east-1a/i-0abc"},
+                "status": {"conditions": conds},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn pod_on_n1(uid: &str) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": uid, "namespace": "default", "uid": uid},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+                "status": {"phase": "Running"},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn objects(interrupted: bool, agent: bool) -> Objects {
+        Objects {
+            nodes: vec![node(agent)],
+            claims: vec![claim(interrupted)],
+            pods: vec![pod_on_n1("p1"), pod_on_n1("p2")],
+            ..Objects::default()
+        }
+    }
+
+    #[test]
+    fn interrupted_claim_without_agent_is_drained_once_its_pods_have_a_replacement() {
+        let o = objects(true, false);
+        let waiting = BTreeSet::from(["p2".to_string()]);
+        assert!(
+            interrupted_without_agent(&o, &waiting).is_empty(),
+            "p2 has no replacement yet: launch first, then drain"
+        );
+        assert_eq!(interrupted_without_agent(&o, &BTreeSet::new()), vec!["c1"]);
+    }
+
+    #[test]
+    fn node_with_an_agent_is_left_to_the_agent() {
+        let o = objects(true, true);
+        assert!(interrupted_without_agent(&o, &BTreeSet::new()).is_empty());
+    }
+
+    #[test]
+    fn claim_that_is_not_interrupted_is_not_drained() {
+        let o = objects(false, false);
+        assert!(interrupted_without_agent(&o, &BTreeSet::new()).is_empty());
+    }
+}

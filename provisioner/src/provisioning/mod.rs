@@ -159,10 +159,18 @@ impl Provisioner {
         // Pending uids the last pass decided about; a pod outside this set opens a window.
         let mut handled: BTreeSet<String> = BTreeSet::new();
         let mut last_pass = Instant::now();
+        // Interrupted claims already handed to termination (deleted), not to repeat the call.
+        let mut drained: BTreeSet<String> = BTreeSet::new();
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = Instant::now();
-            let pending = snapshot::unplaced_pending(&self.state.objects());
+            let objects = self.state.objects();
+            let pending = snapshot::unplaced_pending(&objects);
+            for name in leaving::interrupted_without_agent(&objects, &pending) {
+                if !drained.contains(&name) && self.drain_interrupted(&name).await {
+                    drained.insert(name);
+                }
+            }
             crate::metrics::provisioner()
                 .pods_pending
                 .set(&[], pending.len() as f64);
@@ -188,6 +196,25 @@ impl Provisioner {
                     tracing::error!(error = %format!("{e:#}"), "provisioning failed; retrying");
                     handled.clear();
                 }
+            }
+        }
+    }
+
+    /// Hands an interrupted NodeClaim without a node agent to termination: deleting it taints
+    /// the node, evicts its pods under their PDBs and terminates the instance.
+    async fn drain_interrupted(&self, name: &str) -> bool {
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        match claims.delete(name, &Default::default()).await {
+            Ok(_) => {
+                tracing::info!(
+                    nodeclaim = name,
+                    "interrupted and no node agent on its node: replacement launched, draining"
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(nodeclaim = name, error = %e, "deleting interrupted NodeClaim");
+                false
             }
         }
     }
