@@ -26,8 +26,9 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-nice -n 5 cargo build -q --release -p adze-provisioner -p adze-api --bin adze-provisioner --bin crdgen || { echo "FAIL: cargo build"; exit 1; }
+"$harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 bin=$target/release/adze-provisioner
+crdgen=$target/release/crdgen
 
 dir=$(mktemp -d /tmp/adze-disruption.XXXXXX)
 prov_pid=
@@ -75,7 +76,7 @@ busiest_node() { # the node holding most pods of namespace $1
     | group_by(.) | max_by(length) | .[0]'
 }
 
-cargo run -q --release -p adze-api --bin crdgen -- --without-cel | k apply -f - >/dev/null
+"$crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd nodeclaims.adze.sh
 
