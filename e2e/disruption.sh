@@ -331,6 +331,9 @@ spec:
 YAML
 wait_for 120 count_is 3 ready_pods drift d
 drift_first=$(pool_claim_names drift)
+# Replacement names may repeat a deleted claim's name; uids tell the claims apart.
+pool_claim_uids() { k get nodeclaims -l adze.sh/nodepool="$1" -o json | jq -r '[.items[].metadata.uid] | sort | join(" ")'; }
+drift_first_uids=$(pool_claim_uids drift)
 echo "drift pool: $drift_first"
 sample_disrupting drift "$dir/drift.samples" & samplers+=($!)
 t0=$(now)
@@ -341,7 +344,8 @@ t1=$(now)
 kill "${samplers[-1]}" 2>/dev/null
 echo "template changed -> all 3 nodes replaced in $(elapsed "$t0" "$t1") s; now $(pool_claim_names drift)"
 check "all drift nodes replaced by nodes with the new template" replaced
-check "none of the original nodeclaims left" bash -c "for c in $drift_first; do ! kubectl --kubeconfig $KUBECONFIG get nodeclaim \$c >/dev/null 2>&1 || exit 1; done"
+now_uids=$(pool_claim_uids drift)
+check "none of the original nodeclaims left (by uid)" bash -c "for u in $drift_first_uids; do [[ ' $now_uids ' != *' '\$u' '* ]] || exit 1; done"
 dmax=$(max_of "$dir/drift.samples")
 check "budget nodes 1 never exceeded (max disrupting at once $dmax)" test "$dmax" -le 1
 check "3 pods Ready after the drift" count_is 3 ready_pods drift d
