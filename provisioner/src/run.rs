@@ -138,7 +138,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         state: state.clone(),
         interval: Duration::from_secs(2),
     };
-    let termination = Termination::new(client.clone(), state.clone(), cloud.clone()).await;
+    // Termination reads an eviction's 429 (a PodDisruptionBudget says not now) itself and
+    // backs off per pod; kube's built-in 429 retry would hold the drain inside one request
+    // for minutes, past the claim's terminationGracePeriod.
+    let mut no_retry = kube::Config::infer().await?;
+    no_retry.default_retry = false;
+    let termination_client = Client::try_from(no_retry)?;
+    let termination = Termination::new(termination_client, state.clone(), cloud.clone()).await;
     let kubelet = Kubelet {
         client: client.clone(),
         state,
