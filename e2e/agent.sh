@@ -104,7 +104,7 @@ check "SQS interruption queue created on moto" test -n "$queue"
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
 # Consolidation is proven in e2e/disruption.sh; here it would add replacement NodeClaims
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
-"$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s \
+"$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s --metrics-addr 127.0.0.1:0 \
   --interruption-queue adze-interruptions --aws-endpoint "$ADZE_AWS_ENDPOINT" --region us-east-1 >>"$dir/provisioner.log" 2>&1 &
 prov_pid=$!
 wait_for 30 grep -q "polling the interruption queue" "$dir/provisioner.log"
