@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the node agent (adze-agent) against a real Kubernetes 1.20 control plane
 # (e2e/harness): simulated nodes from `adze-provisioner run --cloud-provider simulated`, one
-# agent per node, each on its own IMDS simulator (imds-sim). Skips unless ADZE_E2E=1.
+# agent per node, each on its own IMDS simulator (imds-sim), and the provisioner polling a real
+# SQS interruption queue on moto (aws/ci/moto-server.sh). Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/agent.sh
 #
@@ -31,8 +32,9 @@ bin=$target/release
 dir=$(mktemp -d /tmp/adze-e2e-agent.XXXXXX)
 pids=()
 prov_pid=
+MOTO_PID=
 cleanup() {
-  for p in "${pids[@]}" $prov_pid; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}" $prov_pid $MOTO_PID; do kill "$p" 2>/dev/null; done
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
@@ -75,15 +77,39 @@ has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?;
 agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
 agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")' >/dev/null; }
 sim() { curl -sf -X POST "http://127.0.0.1:${port[$1]}/_sim/$2" -d "${3:-{\}}"; }
+imds_stat() { curl -sf "http://127.0.0.1:${port[$1]}/_sim/stats" | jq -r ".$2"; } # node field
+
+# The SQS path: EventBridge would deliver interruption events to this queue; here the test does.
+. "$root/aws/ci/moto-server.sh"
+moto_start "$dir/moto.log" || { echo "FAIL: moto"; exit 1; }
+sqs() { # create NAME | send URL BODY | depth URL (visible + in flight)
+  "$MOTO_PYTHON" - "$@" <<'PY'
+import os, sys, boto3
+c = boto3.client("sqs", endpoint_url=os.environ["ADZE_AWS_ENDPOINT"], region_name="us-east-1")
+op, arg = sys.argv[1], sys.argv[2]
+if op == "create":
+    # A short visibility timeout: a message whose NodeClaim update lost a race comes back soon.
+    print(c.create_queue(QueueName=arg, Attributes={"VisibilityTimeout": "5"})["QueueUrl"])
+elif op == "send":
+    c.send_message(QueueUrl=arg, MessageBody=sys.argv[3])
+elif op == "depth":
+    a = c.get_queue_attributes(QueueUrl=arg, AttributeNames=["All"])["Attributes"]
+    print(int(a["ApproximateNumberOfMessages"]) + int(a["ApproximateNumberOfMessagesNotVisible"]))
+PY
+}
+queue=$(sqs create adze-interruptions)
+check "SQS interruption queue created on moto" test -n "$queue"
 
 "$bin/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
 # Consolidation is proven in e2e/disruption.sh; here it would add replacement NodeClaims
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
-"$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s >>"$dir/provisioner.log" 2>&1 &
+"$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s --metrics-addr 127.0.0.1:0 \
+  --interruption-queue adze-interruptions --aws-endpoint "$ADZE_AWS_ENDPOINT" --region us-east-1 >>"$dir/provisioner.log" 2>&1 &
 prov_pid=$!
-wait_for 30 grep -q "cluster state synced" "$dir/provisioner.log"
+wait_for 30 grep -q "polling the interruption queue" "$dir/provisioner.log"
 check "provisioner started" grep -q "cluster state synced" "$dir/provisioner.log"
+check "provisioner polls the SQS queue with the simulated cloud" grep -q "polling the interruption queue" "$dir/provisioner.log"
 
 # Two-vCPU nodes and 800m pods: two pods per node, so six replicas make three nodes.
 k apply -f - >/dev/null <<'YAML'
@@ -167,6 +193,10 @@ sampler=$!
 t0=$(now)
 sim "$victim" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
 wait_for 30 has_taint "$victim" adze.sh/interrupted; t_taint=$(now)
+# The session token expires mid-drain: the agent must fetch a new one and drain on.
+tokens0=$(imds_stat "$victim" token_requests); unauth0=$(imds_stat "$victim" unauthorized)
+echo "tokens expired with $(pods_on "$victim") web pods still on $victim"
+sim "$victim" expire-tokens >/dev/null
 wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $c0 ]"; t_claim=$(now)
 wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
 echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
@@ -177,6 +207,9 @@ check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the mess
    'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))' >/dev/null"
 check "replacement NodeClaim created within 15 s of the notice" awk -v a="$t0" -v b="$t_claim" 'BEGIN{exit !(b-a <= 15)}'
 check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$DEADLINE" 'BEGIN{exit !(b-a < d)}'
+tokens1=$(imds_stat "$victim" token_requests); unauth1=$(imds_stat "$victim" unauthorized)
+echo "IMDS on $victim during the drain: token requests $tokens0 -> $tokens1, 401s $unauth0 -> $unauth1"
+check "token expired mid-drain: a 401, then a new token" test "$unauth1" -gt "$unauth0" -a "$tokens1" -gt "$tokens0"
 wait_for 60 count_is 6 ready_web
 kill "$sampler" 2>/dev/null; sampler=
 check "all 6 pods Running and Ready again, none on $victim" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n web --field-selector spec.nodeName=$victim -o name | wc -l) = 0 ]"
@@ -210,16 +243,34 @@ wait_for 60 count_is 6 ready_web
 check "6 pods Ready after the second drain" count_is 6 ready_web
 check "one replacement for the second node too ($((c1+1)) NodeClaims)" count_is "$((c1+1))" claims
 
-# ---- 3. IMDS returns 503 for a while: readiness false, agent survives, recovers ---------
+# ---- 3. IMDS returns 503 for a full minute: readiness false, agent survives, recovers ----
 third=""
 for n in "${nodes[@]}"; do [[ "$n" != "$victim" && "$n" != "$second" ]] && { third=$n; break; }; done
-echo "== IMDS on $third returns 503 for 20 s"
-sim "$third" fault '{"kind": "unavailable", "seconds": 20}' >/dev/null
+OUTAGE=${ADZE_E2E_IMDS_OUTAGE:-60}
+echo "== IMDS on $third returns 503 for ${OUTAGE} s"
+pid_before=${agent_pid[$third]}
+faulted0=$(imds_stat "$third" faulted)
+t0=$(now)
+sim "$third" fault "{\"kind\": \"unavailable\", \"seconds\": $OUTAGE}" >/dev/null
 wait_for 15 agent_not_ready "$third"
+echo "IMDS 503 -> AdzeAgentReady=False after $(elapsed "$t0" "$(now)") s"
 check "readiness turns false while IMDS fails" agent_not_ready "$third"
-wait_for 40 agent_ready "$third"
+# Sample through the outage: the agent stays up and keeps reporting not ready.
+alive=1; stayed=1
+while awk -v a="$t0" -v b="$(now)" -v d="$OUTAGE" 'BEGIN{exit !(b-a < d-3)}'; do
+  kill -0 "$pid_before" 2>/dev/null || alive=0
+  agent_ready "$third" && stayed=0
+  sleep 2
+done
+check "agent process up through the ${OUTAGE} s outage (pid $pid_before)" test "$alive" = 1
+check "readiness stayed false through the outage" test "$stayed" = 1
+wait_for 60 agent_ready "$third"
+echo "IMDS 503 for ${OUTAGE} s -> AdzeAgentReady=True again $(elapsed "$t0" "$(now)") s after the fault began"
 check "readiness recovers once IMDS is back" agent_ready "$third"
-check "agent process still running (no crash)" kill -0 "${agent_pid[$third]}"
+check "no crash loop: same agent process, started once" bash -c "kill -0 $pid_before && [ ${agent_pid[$third]} = $pid_before ] && [ \$(grep -c 'adze-agent starting' $dir/agent-$third.log) = 1 ]"
+faulted1=$(imds_stat "$third" faulted)
+echo "IMDS requests answered 503 during the outage: $((faulted1 - faulted0))"
+check "the agent kept polling (with backoff) through the outage" test "$((faulted1 - faulted0))" -ge 5
 check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true' >/dev/null"
 
 # ---- 4. footprint of an idle agent (polling every second) ------------------------------
@@ -229,20 +280,32 @@ echo "adze-agent footprint: $fp"
 rss=$(sed -E 's/.*rss_kib=([0-9]+).*/\1/' <<<"$fp")
 check "agent RSS under 20 MiB ($rss KiB)" test "$rss" -lt 20480
 
-# ---- 5. the same interruption also reported through the SQS path ------------------------
-# What the central SQS path writes (the Interrupted condition on the NodeClaim) arrives next to
-# the agent's own notice: one replacement, the notice handled once, no pod lost.
-echo "== interruption on $third reported both by SQS (NodeClaim condition) and by IMDS"
+# ---- 5. the same interruption also arriving through SQS -----------------------------------
+# The EventBridge "EC2 Spot Instance Interruption Warning" for the node's instance goes to the
+# real queue the provisioner polls while the node's IMDS raises the notice: one replacement, the
+# notice handled once by the agent, no pod lost, the message deleted.
+echo "== a malformed message on the interruption queue"
+sqs send "$queue" 'not an EventBridge event'
+wait_for 30 grep -q "dropping malformed interruption message" "$dir/provisioner.log"
+check "malformed message dropped and logged" grep -q "dropping malformed interruption message" "$dir/provisioner.log"
+wait_for 30 count_is 0 sqs depth "$queue"
+check "malformed message deleted from the queue" count_is 0 sqs depth "$queue"
 c2=$(claims)
 pid3=$(k get node "$third" -o jsonpath='{.spec.providerID}')
-claim3=$(k get nodeclaims -o json | jq -r --arg p "$pid3" '.items[] | select(.status.providerID == $p) | .metadata.name')
-deadline3=$(date -u -d "+$DEADLINE seconds" +%Y-%m-%dT%H:%M:%SZ)
-body=$(k get nodeclaim "$claim3" -o json | jq -c --arg d "$deadline3" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  '{status: {conditions: ([.status.conditions[] | select(.type != "Interrupted")] + [{type: "Interrupted", status: "True",
-    reason: "SpotInterruption", message: ("spot interruption notice (SQS): instance goes away at " + $d), lastTransitionTime: $t}])}}')
-curl -sf --cacert "$ADZE_CA_CERT" -H "Authorization: Bearer $ADZE_TOKEN" -X PATCH \
-  -H 'Content-Type: application/merge-patch+json' "$APISERVER/apis/adze.sh/v1/nodeclaims/$claim3/status" -d "$body" >/dev/null
+instance3=${pid3##*/}
+echo "== interruption of $third (providerID $pid3) through SQS and IMDS at once"
+event=$(jq -nc --arg id "$instance3" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{version: "0", id: "e2e-spot-1",
+  "detail-type": "EC2 Spot Instance Interruption Warning", source: "aws.ec2", account: "123456789012", time: $t,
+  region: "us-east-1", resources: ["arn:aws:ec2:us-east-1:123456789012:instance/" + $id],
+  detail: {"instance-id": $id, "instance-action": "terminate"}}')
+sqs send "$queue" "$event" &
+sender=$!
 sim "$third" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
+wait "$sender"
+wait_for 60 grep -q "marked NodeClaim interrupted.*$instance3" "$dir/provisioner.log"
+check "the SQS loop survived the malformed message and marked $third's NodeClaim" grep -q "marked NodeClaim interrupted.*$instance3" "$dir/provisioner.log"
+wait_for 30 count_is 0 sqs depth "$queue"
+check "the interruption message was deleted from the queue" count_is 0 sqs depth "$queue"
 wait_for "$DEADLINE" count_is 0 pods_on "$third"
 check "every pod left $third" count_is 0 pods_on "$third"
 wait_for 60 count_is 6 ready_web

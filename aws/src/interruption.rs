@@ -178,10 +178,13 @@ fn plus_seconds(t: &str, secs: i64) -> Option<String> {
     Some(later.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
-/// The instance ID in a providerID `aws:///us-east-1a/i-0123…`.
+/// The instance ID in a providerID `aws:///us-east-1a/i-0123…`, or in any other providerID of
+/// that shape (`<scheme>:///<zone>/i-…`: the simulated cloud's), so notices reach NodeClaims of
+/// whichever cloud provider runs.
 pub fn instance_id_of(provider_id: &str) -> Option<&str> {
     provider_id
-        .strip_prefix("aws:///")?
+        .split_once(":///")?
+        .1
         .rsplit('/')
         .next()
         .filter(|id| id.starts_with("i-"))
@@ -400,5 +403,10 @@ mod tests {
     fn provider_id_yields_the_instance_id() {
         assert_eq!(instance_id_of("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
         assert_eq!(instance_id_of("adze-sim://x"), None);
+        assert_eq!(
+            instance_id_of("adze-sim:///us-east-1b/i-73706f74"),
+            Some("i-73706f74")
+        );
+        assert_eq!(instance_id_of("kind://docker/adze/node-1"), None);
     }
 }

@@ -1,6 +1,6 @@
-//! Starting the AWS provider inside `adze-provisioner run`: build the clients, keep instance
-//! types fresh, resolve EC2NodeClass status, and poll the interruption queue. The provisioner
-//! only calls [`start`].
+//! Starting the AWS parts inside `adze-provisioner run`: [`start`] builds the clients, keeps
+//! instance types fresh and resolves EC2NodeClass status; [`start_interruption_queue`] polls
+//! the interruption queue, next to whichever cloud provider runs (the simulated one in e2e).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +25,16 @@ pub struct Options {
     /// SSM path prefix of the family images (`/aws/service` on AWS).
     pub ssm_prefix: String,
     pub kubernetes_version: String,
-    /// SQS queue name or URL receiving EventBridge interruption events.
-    pub interruption_queue: Option<String>,
+}
+
+/// Where EventBridge interruption events arrive (`--interruption-queue`).
+#[derive(Debug, Clone)]
+pub struct QueueOptions {
+    /// SQS queue name or URL.
+    pub queue: String,
+    /// Endpoint override (moto); None uses AWS.
+    pub endpoint: Option<String>,
+    pub region: String,
 }
 
 /// Builds the provider and spawns its background loops.
@@ -64,32 +72,39 @@ pub async fn start(
         settings.ami_parameters,
     ));
     tokio::spawn(cleanup_templates_forever(provider.clone(), client.clone()));
-    if let Some(q) = options.interruption_queue {
-        let url = if q.starts_with("http") {
-            q
-        } else {
-            clients
-                .sqs
-                .get_queue_url()
-                .queue_name(&q)
-                .send()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "GetQueueUrl {q}: {}",
-                        aws_sdk_sqs::error::DisplayErrorContext(e)
-                    )
-                })?
-                .queue_url
-                .unwrap_or_default()
-        };
-        tracing::info!(queue = %url, "polling the interruption queue");
-        tokio::spawn(interruption::run(
-            Queue::new(clients.sqs.clone(), url),
-            client,
-        ));
-    }
     Ok(provider)
+}
+
+/// Resolves the queue URL and spawns [`interruption::run`], which marks the NodeClaims of
+/// interrupted instances `Interrupted`. Fails when the queue cannot be found, so a typo in
+/// `--interruption-queue` stops the provisioner instead of silently ignoring notices.
+pub async fn start_interruption_queue(
+    client: kube::Client,
+    options: QueueOptions,
+) -> Result<(), String> {
+    let clients = Clients::new(&options.region, options.endpoint.as_deref()).await;
+    let q = options.queue;
+    let url = if q.starts_with("http") {
+        q
+    } else {
+        clients
+            .sqs
+            .get_queue_url()
+            .queue_name(&q)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "GetQueueUrl {q}: {}",
+                    aws_sdk_sqs::error::DisplayErrorContext(e)
+                )
+            })?
+            .queue_url
+            .unwrap_or_default()
+    };
+    tracing::info!(queue = %url, "polling the interruption queue");
+    tokio::spawn(interruption::run(Queue::new(clients.sqs, url), client));
+    Ok(())
 }
 
 /// Every 10 minutes, deletes launch templates no EC2NodeClass would launch with any more.

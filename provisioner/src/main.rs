@@ -201,7 +201,8 @@ struct AwsArgs {
     /// Kubernetes version in the image parameter paths.
     #[arg(long, default_value = "1.30")]
     kubernetes_version: String,
-    /// SQS queue (name or URL) receiving EventBridge interruption events.
+    /// SQS queue (name or URL) receiving EventBridge interruption events; polled with any
+    /// --cloud-provider (uses --aws-endpoint and --region).
     #[arg(long)]
     interruption_queue: Option<String>,
 }
@@ -224,8 +225,16 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         cluster_ca: args.aws.cluster_ca.clone(),
         ssm_prefix: args.aws.ssm_prefix.clone(),
         kubernetes_version: args.aws.kubernetes_version.clone(),
-        interruption_queue: args.aws.interruption_queue.clone(),
     });
+    let interruption =
+        args.aws
+            .interruption_queue
+            .clone()
+            .map(|queue| adze_aws::runtime::QueueOptions {
+                queue,
+                endpoint: args.aws.aws_endpoint.clone(),
+                region: args.aws.region.clone(),
+            });
     let config = adze_provisioner::run::Config {
         batch_idle: args.batch_idle_duration,
         batch_max: args.batch_max_duration,
@@ -236,6 +245,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         leader_election: args.leader.settings()?,
         metrics_addr: args.metrics_addr,
         aws,
+        interruption,
         garbage_grace: args.garbage_collection_grace,
         simulated_unavailable: args.simulated_unavailable.clone(),
         disruption: adze_provisioner::disruption::Settings {

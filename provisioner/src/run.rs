@@ -31,6 +31,8 @@ pub struct Config {
     pub metrics_addr: std::net::SocketAddr,
     /// `--cloud-provider aws`; None runs the simulated cloud.
     pub aws: Option<adze_aws::runtime::Options>,
+    /// `--interruption-queue`: polled with any cloud provider.
+    pub interruption: Option<adze_aws::runtime::QueueOptions>,
     /// An instance no NodeClaim owns is terminated after this long.
     pub garbage_grace: Duration,
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
@@ -98,6 +100,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .with_unavailable(config.simulated_unavailable.clone()),
         ),
     };
+    if let Some(queue) = config.interruption.clone() {
+        adze_aws::runtime::start_interruption_queue(client.clone(), queue)
+            .await
+            .map_err(anyhow::Error::msg)?;
+    }
     let provisioner = Provisioner {
         client: client.clone(),
         state: state.clone(),

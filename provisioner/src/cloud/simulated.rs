@@ -1,6 +1,7 @@
 //! `--cloud-provider simulated`: no cloud at all. Launching a NodeClaim creates a real `Node`
 //! after a boot delay (labels from the claim, capacity from the catalog type, Ready, providerID
-//! `adze-sim://<name>`, the claim's taints and startup taints) and removes the
+//! `adze-sim:///<zone>/i-<hex of the name>` (see [`provider_id_for`]), the claim's taints and
+//! startup taints) and removes the
 //! `node.kubernetes.io/not-ready` taint the apiserver adds. Pair it with
 //! [`crate::kubelet`], which plays kubelet for these nodes.
 //!
@@ -23,6 +24,32 @@ use super::{CloudError, CloudProvider, Instance};
 use crate::provisioning::snapshot::NOT_READY_TAINT;
 
 pub const PROVIDER_PREFIX: &str = "adze-sim://";
+
+/// The providerID of the simulated instance named `name` in `zone`. Shaped like EC2's
+/// (`aws:///<zone>/i-…`) so the SQS interruption path finds the NodeClaim by instance id with
+/// the simulated cloud too; the id is the name hex-encoded, so the name can be read back.
+pub fn provider_id_for(name: &str, zone: &str) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{PROVIDER_PREFIX}/{zone}/i-{hex}")
+}
+
+/// The Node name a simulated providerID stands for: the decoded instance id, or the rest of an
+/// older `adze-sim://<name>` id (nodes made by hand, e.g. a stray node in a test).
+pub fn node_name_of(provider_id: &str) -> Option<String> {
+    let rest = provider_id.strip_prefix(PROVIDER_PREFIX)?;
+    let Some(path) = rest.strip_prefix('/') else {
+        return Some(rest.to_string()).filter(|n| !n.is_empty());
+    };
+    let hex = path.rsplit('/').next()?.strip_prefix("i-")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok().filter(|n| !n.is_empty())
+}
 
 pub struct Simulated {
     client: Client,
@@ -122,11 +149,12 @@ impl Simulated {
             .iter()
             .find(|t| t.name == type_name)
             .ok_or_else(|| CloudError::Other(format!("unknown instance type {type_name:?}")))?;
+        let zone = get(labels::ZONE);
         Ok((
             Instance {
-                provider_id: format!("{PROVIDER_PREFIX}{name}"),
+                provider_id: provider_id_for(&name, &zone),
                 instance_type: type_name,
-                zone: get(labels::ZONE),
+                zone,
                 capacity_type: get(labels::CAPACITY_TYPE),
                 capacity: it.capacity.to_quantities(),
                 allocatable: it.allocatable().to_quantities(),
@@ -264,11 +292,24 @@ impl CloudProvider for Simulated {
 
     fn delete<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
         Box::pin(async move {
-            let name = claim.metadata.name.clone().unwrap_or_default();
-            self.booting
-                .lock()
-                .unwrap()
-                .remove(&format!("{PROVIDER_PREFIX}{name}"));
+            let claim_name = claim.metadata.name.clone().unwrap_or_default();
+            // The providerID names the instance (a garbage-collected orphan's claim is named
+            // after its instance id, not its Node); a claim not yet launched has none.
+            let provider_id = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.provider_id.clone())
+                .unwrap_or_else(|| {
+                    let zone = claim
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(labels::ZONE).cloned())
+                        .unwrap_or_default();
+                    provider_id_for(&claim_name, &zone)
+                });
+            self.booting.lock().unwrap().remove(&provider_id);
+            let name = node_name_of(&provider_id).unwrap_or(claim_name);
             let api: Api<Node> = Api::all(self.client.clone());
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => Ok(()),
@@ -286,12 +327,12 @@ impl CloudProvider for Simulated {
             if let Some(i) = self.booting.lock().unwrap().get(provider_id) {
                 return Ok(Some(i.clone()));
             }
-            let Some(name) = provider_id.strip_prefix(PROVIDER_PREFIX) else {
+            let Some(name) = node_name_of(provider_id) else {
                 return Ok(None);
             };
             let api: Api<Node> = Api::all(self.client.clone());
             let node = api
-                .get_opt(name)
+                .get_opt(&name)
                 .await
                 .map_err(|e| CloudError::Other(e.to_string()))?;
             // A Node being deleted is a terminated instance: here the Node *is* the instance,
@@ -352,5 +393,27 @@ mod tests {
         assert!(!p.matches(&i("m5.xlarge", "us-east-1b", "on-demand")));
         let err = "t3a.xlarge:spot".parse::<OfferingPattern>().unwrap_err();
         assert!(err.contains("TYPE:ZONE:CAPACITYTYPE"), "{err}");
+    }
+
+    #[test]
+    fn provider_id_is_ec2_shaped_and_gives_the_node_name_back() {
+        let id = provider_id_for("spot-x7k2p", "us-east-1b");
+        assert_eq!(id, "adze-sim:///us-east-1b/i-73706f742d78376b3270");
+        assert_eq!(node_name_of(&id).as_deref(), Some("spot-x7k2p"));
+        assert_eq!(
+            adze_aws::interruption::instance_id_of(&id),
+            Some("i-73706f742d78376b3270")
+        );
+    }
+
+    #[test]
+    fn older_and_foreign_provider_ids_map_sensibly() {
+        assert_eq!(
+            node_name_of("adze-sim://stray-node").as_deref(),
+            Some("stray-node")
+        );
+        assert_eq!(node_name_of("aws:///us-east-1a/i-0abc"), None);
+        assert_eq!(node_name_of("adze-sim:///us-east-1a/i-7"), None);
+        assert_eq!(node_name_of("adze-sim:///us-east-1a/not-an-id"), None);
     }
 }

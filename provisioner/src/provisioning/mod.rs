@@ -159,14 +159,17 @@ impl Provisioner {
         // Pending uids the last pass decided about; a pod outside this set opens a window.
         let mut handled: BTreeSet<String> = BTreeSet::new();
         let mut last_pass = Instant::now();
-        // Interrupted claims already handed to termination (deleted), not to repeat the call.
+        // Interrupted claims just handed to termination (deleted), until the watch shows it.
         let mut drained: BTreeSet<String> = BTreeSet::new();
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = Instant::now();
             let objects = self.state.objects();
             let pending = snapshot::unplaced_pending(&objects);
-            for name in leaving::interrupted_without_agent(&objects, &pending) {
+            let interrupted = leaving::interrupted_without_agent(&objects, &pending);
+            // Forget claims the watch shows deleted: a later claim may reuse the name.
+            drained.retain(|n| interrupted.contains(n));
+            for name in interrupted {
                 if !drained.contains(&name) && self.drain_interrupted(&name).await {
                     drained.insert(name);
                 }
