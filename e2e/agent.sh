@@ -290,6 +290,11 @@ wait_for 30 grep -q "dropping malformed interruption message" "$dir/provisioner.
 check "malformed message dropped and logged" grep -q "dropping malformed interruption message" "$dir/provisioner.log"
 wait_for 30 count_is 0 sqs depth "$queue"
 check "malformed message deleted from the queue" count_is 0 sqs depth "$queue"
+malformed_metric() {
+  local url; url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
+  curl -fsS "$url/metrics" | grep -qx 'adze_interruption_messages_total{result="malformed"} 1'; }
+wait_for 10 malformed_metric
+check "/metrics counts it: adze_interruption_messages_total{result=\"malformed\"} 1" malformed_metric
 c2=$(claims)
 pid3=$(k get node "$third" -o jsonpath='{.spec.providerID}')
 instance3=${pid3##*/}

@@ -68,7 +68,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 moto_pid=$!
 export MOTO_URL="http://127.0.0.1:$port"
 wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto did not start"; cat "$dir/moto.log"; exit 1; }
-"$bindir/adze-aws-fault-proxy" "$MOTO_URL" >"$dir/proxy.log" 2>&1 &
+# The proxy also plays the Price List API (moto has none) with one price that differs from the
+# embedded catalog's ($0.096), so /metrics shows which source priced m5.large.
+"$bindir/adze-aws-fault-proxy" "$MOTO_URL" m5.large=0.0955 >"$dir/proxy.log" 2>&1 &
 proxy_pid=$!
 wait_for 10 grep -q "listening on" "$dir/proxy.log" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.log"; exit 1; }
 proxy_url=$(sed -n 's/^listening on //p' "$dir/proxy.log")
@@ -78,17 +80,17 @@ export CLUSTER_NAME=e2e
 SSM_PREFIX=/adze-e2e
 K8S_VERSION=1.20
 QUEUE=adze-e2e-interruptions
-# awspy: runs a python snippet (stdin) with boto3 clients `ec2`, `ssm`, `sqs` against moto.
+# awspy: runs a python snippet (stdin) with boto3 clients `ec2`, `ssm`, `sqs`, `iam` against moto.
 awspy() {
   "$venv/bin/python" - "$@" <<<"import boto3, json, os, sys, time
 kw = dict(endpoint_url=os.environ['MOTO_URL'], region_name='us-east-1')
-ec2, ssm, sqs = (boto3.client(s, **kw) for s in ('ec2', 'ssm', 'sqs'))
+ec2, ssm, sqs, iam = (boto3.client(s, **kw) for s in ('ec2', 'ssm', 'sqs', 'iam'))
 $(cat)"
 }
 
 # What an EKS cluster's account would already hold: discovery-tagged subnets in two zones and a
-# node security group, the family image's SSM parameter (under our prefix: moto refuses to
-# create /aws/service parameters), and the EventBridge interruption queue.
+# node security group, the node role, the family image's SSM parameter (under our prefix: moto
+# refuses to create /aws/service parameters), and the EventBridge interruption queue.
 awspy >"$dir/aws.json" <<PY
 subnets = [s for s in ec2.describe_subnets(Filters=[{'Name': 'default-for-az', 'Values': ['true']}])['Subnets']
            if s['AvailabilityZone'] in ('us-east-1a', 'us-east-1b')]
@@ -101,6 +103,8 @@ ami = [i for i in ec2.describe_images(Filters=[{'Name': 'architecture', 'Values'
 ssm.put_parameter(Name='$SSM_PREFIX/eks/optimized-ami/$K8S_VERSION/amazon-linux-2023/x86_64/standard/recommended/image_id',
     Value=ami, Type='String')
 sqs.create_queue(QueueName='$QUEUE')
+iam.create_role(RoleName='$CLUSTER_NAME-nodes', AssumeRolePolicyDocument=json.dumps({'Version': '2012-10-17',
+    'Statement': [{'Effect': 'Allow', 'Principal': {'Service': 'ec2.amazonaws.com'}, 'Action': 'sts:AssumeRole'}]}))
 print(json.dumps({'subnets': sorted(s['SubnetId'] for s in subnets), 'sg': sg, 'ami': ami}))
 PY
 [[ -s "$dir/aws.json" ]] || { echo "FAIL: moto setup"; exit 1; }
@@ -175,6 +179,16 @@ class_ready() {
 }
 wait_for 45 class_ready
 check "EC2NodeClass Ready with the tagged subnets (2), security group and the SSM image" class_ready
+profile=$(kj ec2nodeclass default | jq -r '.status.instanceProfile // empty')
+echo "instance profile: $profile"
+profile_roles() {
+  awspy <<PY
+p = iam.get_instance_profile(InstanceProfileName='$profile')['InstanceProfile']
+print(p['Path'], ','.join(r['RoleName'] for r in p['Roles']))
+PY
+}
+check "an instance profile under /adze/$CLUSTER_NAME/ holding role $CLUSTER_NAME-nodes was made for the class" \
+  count_is "/adze/$CLUSTER_NAME/ $CLUSTER_NAME-nodes" profile_roles
 
 # ---- 1. pending pods -> NodeClaims -> CreateFleet -> Nodes -> pods Running --------------------
 echo "== 6 pods x 1 cpu, NodePool 'general'"
@@ -288,8 +302,9 @@ curl -fsS "$url/metrics" >"$dir/metrics.txt"
 check "/metrics: $n NodeClaims launched and initialized for pool general" bash -c "
   grep -qx 'adze_nodeclaims_launched_total{nodepool=\"general\"} $n' '$dir/metrics.txt' &&
   grep -qx 'adze_nodeclaims_initialized_total{nodepool=\"general\"} $n' '$dir/metrics.txt'"
-check "/metrics: offering prices of the EC2 catalog (m5.large on demand in us-east-1a: \$0.096/h)" bash -c "
-  grep -qx 'adze_cloudprovider_offering_price_dollars{instance_type=\"m5.large\",zone=\"us-east-1a\",capacity_type=\"on-demand\"} 0.096' '$dir/metrics.txt' &&
+check "/metrics: on-demand prices from the Price List API (m5.large \$0.0955/h), the catalog's for types it did not price (c5.large \$0.085/h)" bash -c "
+  grep -qx 'adze_cloudprovider_offering_price_dollars{instance_type=\"m5.large\",zone=\"us-east-1a\",capacity_type=\"on-demand\"} 0.0955' '$dir/metrics.txt' &&
+  grep -qx 'adze_cloudprovider_offering_price_dollars{instance_type=\"c5.large\",zone=\"us-east-1a\",capacity_type=\"on-demand\"} 0.085' '$dir/metrics.txt' &&
   grep -Eq '^adze_cloudprovider_offering_price_dollars\{instance_type=\"m5.large\",zone=\"us-east-1b\",capacity_type=\"spot\"\} 0\.[0-9]+$' '$dir/metrics.txt'"
 
 # ---- 2. deleting a NodeClaim terminates its instance ------------------------------------------
@@ -355,6 +370,9 @@ print(int(a['ApproximateNumberOfMessages']) + int(a['ApproximateNumberOfMessages
 PY
 )
 check "the interruption message was consumed and deleted from the queue ($left left)" test "$left" = 0
+acted_metric() { curl -fsS "$url/metrics" | grep -qx 'adze_interruption_messages_total{result="acted"} 1'; }
+wait_for 10 acted_metric
+check "/metrics: adze_interruption_messages_total{result=\"acted\"} 1" acted_metric
 wait_for 60 count_is "$((c0+1))" initialized_claims
 check "the replacement launched in moto and initialized" count_is "$((c0+1))" initialized_claims
 pods_on_target() { k get pods -n web --field-selector spec.nodeName="$target_node" -o name | wc -l; }

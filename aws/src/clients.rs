@@ -1,5 +1,7 @@
 //! SDK clients for one region, optionally against a local endpoint (moto, or our fault proxy).
 
+use std::time::Duration;
+
 use aws_config::{BehaviorVersion, Region};
 
 #[derive(Clone)]
@@ -7,6 +9,9 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub sqs: aws_sdk_sqs::Client,
+    pub iam: aws_sdk_iam::Client,
+    /// In the Price List API's own region (see [`crate::pricing::pricing_region`]).
+    pub pricing: aws_sdk_pricing::Client,
 }
 
 impl Clients {
@@ -18,8 +23,17 @@ impl Clients {
                 aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
             ))
             .build_https();
+        // The SDK sets no overall timeout: without one, a connection that stops answering
+        // would hold a launch (and the batch behind it) forever. One attempt may take 40 s
+        // (SQS long polls wait 20 s); the call as a whole, with retries, 2 minutes.
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .operation_attempt_timeout(Duration::from_secs(40))
+            .operation_timeout(Duration::from_secs(120))
+            .build();
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_string()))
+            .timeout_config(timeouts)
             .http_client(http);
         if let Some(url) = endpoint {
             let key = std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "testing".into());
@@ -34,6 +48,12 @@ impl Clients {
             ec2: aws_sdk_ec2::Client::new(&conf),
             ssm: aws_sdk_ssm::Client::new(&conf),
             sqs: aws_sdk_sqs::Client::new(&conf),
+            iam: aws_sdk_iam::Client::new(&conf),
+            pricing: aws_sdk_pricing::Client::from_conf(
+                aws_sdk_pricing::config::Builder::from(&conf)
+                    .region(Region::new(crate::pricing::pricing_region(region)))
+                    .build(),
+            ),
         }
     }
 }

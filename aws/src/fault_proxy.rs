@@ -3,7 +3,8 @@
 //! catalog's list price, or its spot fraction), answers every override in a failing pool
 //! (instance type × zone × capacity type) with a fleet `Errors` entry, and forwards the request
 //! to moto with only the first healthy override, so moto launches exactly that pool. Every
-//! other call passes through unchanged. Test support, not production code.
+//! other call passes through unchanged. It can also play the Price List API (`GetProducts`),
+//! which moto lacks, from a table the test sets. Test support, not production code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -22,6 +23,10 @@ struct State {
     /// Pools moto was asked to launch, in order.
     launched: Vec<Pool>,
     fleet_calls: usize,
+    /// On-demand prices served as the Price List API; None forwards (moto then refuses).
+    price_list: Option<BTreeMap<String, f64>>,
+    /// GetProducts pages served.
+    price_pages: usize,
 }
 
 #[derive(Clone)]
@@ -70,6 +75,16 @@ impl FaultProxy {
         ));
     }
 
+    /// From now on answers `GetProducts` with these on-demand prices (one product per type).
+    pub fn serve_prices(&self, prices: BTreeMap<String, f64>) {
+        self.state.lock().unwrap().price_list = Some(prices);
+    }
+
+    /// How many GetProducts pages were answered.
+    pub fn price_pages(&self) -> usize {
+        self.state.lock().unwrap().price_pages
+    }
+
     pub fn launched(&self) -> Vec<Pool> {
         self.state.lock().unwrap().launched.clone()
     }
@@ -85,7 +100,33 @@ impl FaultProxy {
                 return Ok(());
             };
             let form = form_decode(&req.body);
-            let response = if form
+            let price_list = req
+                .head
+                .to_ascii_lowercase()
+                .contains("x-amz-target: awspricelistservice.getproducts");
+            let serving_prices = self.state.lock().unwrap().price_list.is_some();
+            let action = form
+                .iter()
+                .find(|(k, _)| k == "Action")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| {
+                    req.head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .starts_with("x-amz-target:")
+                                .then(|| l[13..].trim().to_string())
+                        })
+                        .unwrap_or_default()
+                });
+            let trace = std::env::var_os("ADZE_FAULT_PROXY_TRACE").is_some();
+            let started = std::time::Instant::now();
+            if trace {
+                eprintln!("fault proxy: -> {action}");
+            }
+            let response = if price_list && serving_prices {
+                self.get_products(&req.body)
+            } else if form
                 .iter()
                 .any(|(k, v)| k == "Action" && v == "CreateFleet")
             {
@@ -93,6 +134,13 @@ impl FaultProxy {
             } else {
                 forward(&self.upstream, &req, &req.body).await?
             };
+            if trace {
+                eprintln!(
+                    "fault proxy: <- {action} {} in {} ms",
+                    String::from_utf8_lossy(&response[..response.len().min(12)]),
+                    started.elapsed().as_millis()
+                );
+            }
             conn.get_mut().write_all(&response).await?;
         }
     }
@@ -120,6 +168,43 @@ impl FaultProxy {
             .subnet_zones
             .insert(subnet.into(), zone.clone());
         Ok(zone)
+    }
+
+    /// One page of `GetProducts`: products in type order, `MaxResults` at a time (at most 100,
+    /// as AWS), `NextToken` being the index of the next product.
+    fn get_products(&self, body: &[u8]) -> Vec<u8> {
+        let req: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let region = req["Filters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["Field"] == "regionCode")
+            .and_then(|f| f["Value"].as_str())
+            .unwrap_or("us-east-1")
+            .to_string();
+        let start: usize = req["NextToken"]
+            .as_str()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        let size = req["MaxResults"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
+        let mut state = self.state.lock().unwrap();
+        state.price_pages += 1;
+        let prices = state.price_list.clone().unwrap_or_default();
+        let page: Vec<String> = prices
+            .iter()
+            .skip(start)
+            .take(size)
+            .map(|(t, p)| crate::pricing::product_document(t, &region, &format!("{p:.10}")))
+            .collect();
+        let mut out = serde_json::json!({"FormatVersion": "aws_v1", "PriceList": page});
+        if start + size < prices.len() {
+            out["NextToken"] = (start + size).to_string().into();
+        }
+        http_response(
+            200,
+            "application/x-amz-json-1.1",
+            out.to_string().as_bytes(),
+        )
     }
 
     async fn create_fleet(

@@ -12,6 +12,7 @@ use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
 
 use crate::error::{AwsError, ec2_err};
 use crate::nodeclass::kube_arch;
+use crate::pricing::{self, OnDemandPrices};
 
 /// What Adze needs from one DescribeInstanceTypes entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,10 +89,12 @@ pub fn on_demand_price(facts: &TypeFacts) -> f64 {
     (est * 10_000.0).round() / 10_000.0
 }
 
-/// Prices by (type, zone) for spot; on-demand per type.
+/// Prices by (type, zone) for spot; on-demand per type (from the Price List API; a type it did
+/// not price falls back to [`on_demand_price`]).
 #[derive(Debug, Clone, Default)]
 pub struct Prices {
     pub spot: BTreeMap<(String, String), f64>,
+    pub on_demand: BTreeMap<String, f64>,
 }
 
 /// The scheduler's view of one type. `zones` are where EC2 offers it.
@@ -138,7 +141,11 @@ pub fn to_instance_type(
         put(labels::INSTANCE_GPU_MANUFACTURER, manufacturer.clone());
         put(labels::INSTANCE_GPU_MEMORY, mem.to_string());
     }
-    let od = on_demand_price(facts);
+    let od = prices
+        .on_demand
+        .get(&facts.name)
+        .copied()
+        .unwrap_or_else(|| on_demand_price(facts));
     let mut offerings = Vec::new();
     for z in zones {
         offerings.push(Offering {
@@ -167,10 +174,11 @@ pub fn to_instance_type(
     InstanceType::new(&facts.name, capacity, oh, l, offerings)
 }
 
-/// Everything one refresh learns.
+/// Everything one refresh learns; `on_demand` are the Price List API's prices (may be empty).
 pub async fn discover(
     ec2: &aws_sdk_ec2::Client,
     region: &str,
+    on_demand: &BTreeMap<String, f64>,
 ) -> Result<Vec<Arc<InstanceType>>, AwsError> {
     let mut facts = Vec::new();
     let mut pages = ec2.describe_instance_types().into_paginator().send();
@@ -202,6 +210,7 @@ pub async fn discover(
             tracing::warn!(error = %e, "spot price history unavailable; using the catalog's spot fractions");
             BTreeMap::new()
         }),
+        on_demand: on_demand.clone(),
     };
     Ok(facts
         .iter()
@@ -248,6 +257,7 @@ type Snapshot = (Option<Instant>, Arc<Vec<Arc<InstanceType>>>);
 pub struct Catalog {
     ttl: Duration,
     inner: RwLock<Snapshot>,
+    on_demand: tokio::sync::Mutex<OnDemandPrices>,
 }
 
 impl Catalog {
@@ -255,6 +265,7 @@ impl Catalog {
         Catalog {
             ttl,
             inner: RwLock::new((None, Arc::new(Vec::new()))),
+            on_demand: Default::default(),
         }
     }
 
@@ -274,16 +285,26 @@ impl Catalog {
         *self.inner.write().unwrap() = (Some(now), Arc::new(types));
     }
 
-    /// Refreshes from EC2 if stale; on failure the previous list stays.
+    /// Refreshes from EC2 (and, when due, the Price List API) if stale; on failure the previous
+    /// list stays.
     pub async fn refresh_if_stale(
         &self,
         ec2: &aws_sdk_ec2::Client,
+        pricing_client: &aws_sdk_pricing::Client,
         region: &str,
     ) -> Result<(), AwsError> {
         if !self.is_stale(Instant::now()) {
             return Ok(());
         }
-        let types = discover(ec2, region).await?;
+        let on_demand = {
+            let mut cached = self.on_demand.lock().await;
+            if cached.is_due(Instant::now()) {
+                let answer = pricing::fetch(pricing_client, region).await;
+                cached.record(answer, Instant::now());
+            }
+            cached.get().clone()
+        };
+        let types = discover(ec2, region, &on_demand).await?;
         tracing::info!(types = types.len(), "instance types refreshed");
         self.set(types, Instant::now());
         Ok(())

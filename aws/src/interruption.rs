@@ -197,6 +197,32 @@ pub struct Received {
     pub notice: Result<Notice, ParseError>,
 }
 
+/// What the queue loop has done with messages so far, for `/metrics` (the provisioner exports
+/// these as `adze_interruption_messages_total{result}`).
+#[derive(Debug, Default)]
+pub struct QueueStats {
+    /// Unparseable or not an EventBridge event we know: logged and deleted.
+    pub malformed: AtomicU64,
+    /// Marked a NodeClaim `Interrupted` (or found none to mark) and deleted.
+    pub acted: AtomicU64,
+    /// Parsed, but needing no action (e.g. an instance entering `running`); deleted.
+    pub no_action: AtomicU64,
+    /// Could not be handled now; left on the queue to come back.
+    pub failed: AtomicU64,
+}
+
+impl QueueStats {
+    /// (result label, count) pairs.
+    pub fn snapshot(&self) -> [(&'static str, u64); 4] {
+        [
+            ("malformed", self.malformed.load(Ordering::Relaxed)),
+            ("acted", self.acted.load(Ordering::Relaxed)),
+            ("no_action", self.no_action.load(Ordering::Relaxed)),
+            ("failed", self.failed.load(Ordering::Relaxed)),
+        ]
+    }
+}
+
 /// The SQS queue EventBridge delivers to.
 #[derive(Clone)]
 pub struct Queue {
@@ -204,7 +230,7 @@ pub struct Queue {
     pub url: String,
     /// Long-poll wait (at most 20 s in SQS).
     pub wait: Duration,
-    pub malformed: std::sync::Arc<AtomicU64>,
+    pub stats: std::sync::Arc<QueueStats>,
 }
 
 impl Queue {
@@ -213,7 +239,7 @@ impl Queue {
             sqs,
             url,
             wait: Duration::from_secs(20),
-            malformed: Default::default(),
+            stats: Default::default(),
         }
     }
 
@@ -240,7 +266,7 @@ impl Queue {
             };
             let notice = parse(m.body.as_deref().unwrap_or_default());
             if let Err(e) = &notice {
-                self.malformed.fetch_add(1, Ordering::Relaxed);
+                self.stats.malformed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(message_id = ?m.message_id, error = %e, "dropping malformed interruption message");
                 self.delete(&receipt).await?;
                 continue;
@@ -288,11 +314,18 @@ pub async fn run(queue: Queue, client: kube::Client) {
             let Ok(notice) = &r.notice else { continue };
             match mark_interrupted(&claims, notice).await {
                 Ok(()) => {
+                    let counter = if notice.interruption_reason().is_some() {
+                        &queue.stats.acted
+                    } else {
+                        &queue.stats.no_action
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
                     if let Err(e) = queue.delete(&r.receipt_handle).await {
                         tracing::warn!(error = %e, "could not delete handled message");
                     }
                 }
                 Err(e) => {
+                    queue.stats.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(error = %e, ?notice, "could not mark NodeClaim interrupted")
                 }
             }

@@ -1,4 +1,5 @@
 //! Adze's AWS cloud provider: EC2NodeClass resolution, instance types and prices from EC2,
+//! on-demand prices from the Price List API, instance profiles for node roles,
 //! launches through CreateFleet with capacity-error fallback, and the SQS interruption queue.
 //! Proven against moto (see `ci/moto.sh`), with [`fault_proxy`] adding the capacity errors and
 //! allocation strategy moto lacks.
@@ -6,9 +7,11 @@
 pub mod clients;
 pub mod error;
 pub mod fault_proxy;
+pub mod instance_profile;
 pub mod instance_types;
 pub mod interruption;
 pub mod nodeclass;
+pub mod pricing;
 pub mod provider;
 pub mod runtime;
 pub mod selection;

@@ -13,6 +13,7 @@ use aws_sdk_ec2::types::Filter;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::error::{AwsError, ec2_err, ssm_err};
+use crate::instance_profile::Profiles;
 
 /// Where the family images' SSM parameters live. AWS publishes them under `/aws/service`;
 /// tests (moto refuses that prefix) put theirs elsewhere.
@@ -52,21 +53,35 @@ impl AmiParameters {
     }
 }
 
-/// The selector terms of `spec` resolved against EC2 and SSM.
+/// The selector terms of class `name` resolved against EC2 and SSM, and its instance profile:
+/// the one the spec names, or the one Adze keeps for its `role` (created here if missing).
+/// An IAM failure is not an error of the whole resolve: it leaves `instanceProfile` empty and
+/// the class not Ready with IAM's message, so subnets and images still show.
 pub async fn resolve(
     ec2: &aws_sdk_ec2::Client,
     ssm: &aws_sdk_ssm::Client,
+    profiles: &Profiles,
     params: &AmiParameters,
+    name: &str,
     spec: &EC2NodeClassSpec,
 ) -> Result<EC2NodeClassStatus, AwsError> {
+    let profile = match (&spec.instance_profile, &spec.role) {
+        (Some(p), _) => Ok(p.clone()),
+        (None, Some(role)) => profiles.ensure(name, role).await.map_err(|e| e.to_string()),
+        (None, None) => Err("spec: set role or instanceProfile".to_string()),
+    };
     let mut status = EC2NodeClassStatus {
         subnets: subnets(ec2, spec).await?,
         security_groups: security_groups(ec2, spec).await?,
         amis: amis(ec2, ssm, params, spec).await?,
-        instance_profile: spec.instance_profile.clone().or_else(|| spec.role.clone()),
+        instance_profile: profile.as_ref().ok().cloned(),
         conditions: Vec::new(),
     };
-    status.conditions = readiness(&status, k8s_openapi::jiff::Timestamp::now());
+    status.conditions = readiness(
+        &status,
+        profile.err().as_deref(),
+        k8s_openapi::jiff::Timestamp::now(),
+    );
     Ok(status)
 }
 
@@ -265,7 +280,15 @@ async fn parameter(ssm: &aws_sdk_ssm::Client, name: &str) -> Result<Option<Strin
 
 /// Conditions for a resolved status: one per kind of thing, and Ready rolling them up with the
 /// first reason something resolved to nothing.
-pub fn readiness(status: &EC2NodeClassStatus, now: k8s_openapi::jiff::Timestamp) -> Vec<Condition> {
+pub fn readiness(
+    status: &EC2NodeClassStatus,
+    profile_error: Option<&str>,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<Condition> {
+    let profile_message = format!(
+        "instance profile: {}",
+        profile_error.unwrap_or("none resolved")
+    );
     let checks = [
         (
             cond::SUBNETS_READY,
@@ -284,6 +307,12 @@ pub fn readiness(status: &EC2NodeClassStatus, now: k8s_openapi::jiff::Timestamp)
             status.amis.is_empty(),
             "AMIsNotFound",
             "no image matches amiSelectorTerms",
+        ),
+        (
+            cond::INSTANCE_PROFILE_READY,
+            status.instance_profile.is_none(),
+            "InstanceProfileNotReady",
+            profile_message.as_str(),
         ),
     ];
     let c = |type_: &str, ok: bool, reason: &str, message: &str| Condition {
@@ -311,7 +340,7 @@ pub fn readiness(status: &EC2NodeClassStatus, now: k8s_openapi::jiff::Timestamp)
             conditions::READY,
             true,
             "Ready",
-            "subnets, security groups and images resolved",
+            "subnets, security groups, images and instance profile resolved",
         ),
     });
     out
@@ -331,12 +360,54 @@ mod tests {
             }],
             ..Default::default()
         };
-        let conds = readiness(&status, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let conds = readiness(&status, None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
         let ready = conditions::find(&conds, conditions::READY).unwrap();
         assert_eq!(ready.status, "False");
         assert_eq!(ready.reason, "SecurityGroupsNotFound");
         assert!(conditions::is_true(&conds, cond::SUBNETS_READY));
         assert!(!conditions::is_true(&conds, cond::AMIS_READY));
+    }
+
+    #[test]
+    fn an_instance_profile_iam_refused_keeps_the_class_not_ready_with_iams_words() {
+        let status = EC2NodeClassStatus {
+            subnets: vec![Subnet {
+                id: "subnet-1".into(),
+                zone: "us-east-1a".into(),
+                zone_id: None,
+            }],
+            security_groups: vec![SecurityGroup {
+                id: "sg-1".into(),
+                name: Some("nodes".into()),
+            }],
+            amis: vec![Ami {
+                id: "ami-1".into(),
+                name: Some("al2023".into()),
+                requirements: vec![],
+            }],
+            instance_profile: None,
+            conditions: vec![],
+        };
+        let conds = readiness(
+            &status,
+            Some("AddRoleToInstanceProfile: NoSuchEntity: role Nodes not found"),
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        );
+        let ready = conditions::find(&conds, conditions::READY).unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "InstanceProfileNotReady")
+        );
+        assert!(
+            ready.message.contains("role Nodes not found"),
+            "{}",
+            ready.message
+        );
+        let mut ok = status.clone();
+        ok.instance_profile = Some("c_0123".into());
+        let conds = readiness(&ok, None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        assert!(conditions::is_true(&conds, conditions::READY));
+        assert!(conditions::is_true(&conds, cond::INSTANCE_PROFILE_READY));
     }
 
     #[test]

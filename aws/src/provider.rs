@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clients::Clients;
 use crate::error::{AwsError, ec2_err};
+use crate::instance_profile::Profiles;
 use crate::instance_types::Catalog;
 use crate::nodeclass::{self, AmiParameters};
 use crate::selection::{self, Candidate, FleetError};
@@ -138,7 +139,11 @@ impl AwsProvider {
     /// Discovers instance types now if the cached list is stale.
     pub async fn refresh(&self) -> Result<(), AwsError> {
         self.catalog
-            .refresh_if_stale(&self.clients.ec2, &self.settings.region)
+            .refresh_if_stale(
+                &self.clients.ec2,
+                &self.clients.pricing,
+                &self.settings.region,
+            )
             .await
     }
 
@@ -149,6 +154,15 @@ impl AwsProvider {
                 tracing::warn!(error = %e, "instance type refresh failed; keeping the previous list");
             }
             tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    }
+
+    /// This cluster's instance profiles (for classes that name a `role`).
+    pub fn profiles(&self) -> Profiles {
+        Profiles {
+            iam: self.clients.iam.clone(),
+            cluster: self.settings.cluster_name.clone(),
+            region: self.settings.region.clone(),
         }
     }
 
@@ -180,12 +194,22 @@ impl AwsProvider {
                 nodeclass::resolve(
                     &self.clients.ec2,
                     &self.clients.ssm,
+                    &self.profiles(),
                     &self.settings.ami_parameters,
+                    name,
                     &class.spec,
                 )
                 .await?
             }
         };
+        if status.instance_profile.is_none() {
+            let why = adze_api::conditions::find(&status.conditions, adze_api::conditions::READY)
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            return Err(AwsError::Invalid(format!(
+                "EC2NodeClass {name} has no instance profile yet ({why})"
+            )));
+        }
         Ok((class, status))
     }
 

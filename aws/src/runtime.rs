@@ -5,11 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adze_api::EC2NodeClass;
+use std::collections::BTreeSet;
+
+use adze_api::{EC2NodeClass, NodeClaim};
 use adze_cloud::UnavailableOfferings;
 use kube::api::{Patch, PatchParams};
 
-use crate::interruption::{self, Queue};
+use crate::instance_profile::Profiles;
+use crate::interruption::{self, Queue, QueueStats};
 use crate::nodeclass::{self, AmiParameters};
 use crate::{AwsProvider, Clients, KubeNodeClasses, Settings};
 
@@ -69,6 +72,7 @@ pub async fn start(
     tokio::spawn(resolve_classes_forever(
         client.clone(),
         clients.clone(),
+        provider.profiles(),
         settings.ami_parameters,
     ));
     tokio::spawn(cleanup_templates_forever(provider.clone(), client.clone()));
@@ -77,11 +81,12 @@ pub async fn start(
 
 /// Resolves the queue URL and spawns [`interruption::run`], which marks the NodeClaims of
 /// interrupted instances `Interrupted`. Fails when the queue cannot be found, so a typo in
-/// `--interruption-queue` stops the provisioner instead of silently ignoring notices.
+/// `--interruption-queue` stops the provisioner instead of silently ignoring notices. Returns
+/// the loop's counters for `/metrics`.
 pub async fn start_interruption_queue(
     client: kube::Client,
     options: QueueOptions,
-) -> Result<(), String> {
+) -> Result<Arc<QueueStats>, String> {
     let clients = Clients::new(&options.region, options.endpoint.as_deref()).await;
     let q = options.queue;
     let url = if q.starts_with("http") {
@@ -103,8 +108,10 @@ pub async fn start_interruption_queue(
             .unwrap_or_default()
     };
     tracing::info!(queue = %url, "polling the interruption queue");
-    tokio::spawn(interruption::run(Queue::new(clients.sqs, url), client));
-    Ok(())
+    let queue = Queue::new(clients.sqs, url);
+    let stats = queue.stats.clone();
+    tokio::spawn(interruption::run(queue, client));
+    Ok(stats)
 }
 
 /// Every 10 minutes, deletes launch templates no EC2NodeClass would launch with any more.
@@ -126,19 +133,32 @@ pub async fn cleanup_templates_forever(provider: Arc<AwsProvider>, client: kube:
 }
 
 /// The EC2NodeClass status controller, kept thin: every 30 s, resolve each class and write the
-/// status when it changed (conditions compared without their timestamps).
+/// status when it changed (conditions compared without their timestamps), then delete the
+/// instance profiles of classes that are gone and that no NodeClaim still uses.
 pub async fn resolve_classes_forever(
     client: kube::Client,
     clients: Clients,
+    profiles: Profiles,
     params: AmiParameters,
 ) {
-    let api: kube::Api<EC2NodeClass> = kube::Api::all(client);
+    let api: kube::Api<EC2NodeClass> = kube::Api::all(client.clone());
+    let claims: kube::Api<NodeClaim> = kube::Api::all(client);
     loop {
         match api.list(&Default::default()).await {
             Ok(list) => {
+                let mut needed: BTreeSet<String> = BTreeSet::new();
                 for class in list {
                     let name = class.metadata.name.clone().unwrap_or_default();
-                    match nodeclass::resolve(&clients.ec2, &clients.ssm, &params, &class.spec).await
+                    needed.insert(name.clone());
+                    match nodeclass::resolve(
+                        &clients.ec2,
+                        &clients.ssm,
+                        &profiles,
+                        &params,
+                        &name,
+                        &class.spec,
+                    )
+                    .await
                     {
                         Ok(mut status) => {
                             let old = class.status.clone().unwrap_or_default();
@@ -150,6 +170,7 @@ pub async fn resolve_classes_forever(
                             if old.subnets == status.subnets
                                 && old.security_groups == status.security_groups
                                 && old.amis == status.amis
+                                && old.instance_profile == status.instance_profile
                                 && same(&old.conditions, &status.conditions)
                             {
                                 continue;
@@ -174,6 +195,17 @@ pub async fn resolve_classes_forever(
                         Err(e) => {
                             tracing::warn!(ec2nodeclass = %name, error = %e, "resolving EC2NodeClass failed")
                         }
+                    }
+                }
+                match claims.list(&Default::default()).await {
+                    Ok(list) => {
+                        needed.extend(list.into_iter().map(|c| c.spec.node_class_ref.name));
+                        if let Err(e) = profiles.collect_garbage(&needed).await {
+                            tracing::warn!(error = %e, "instance profile cleanup failed");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "listing NodeClaims failed; instance profile cleanup skipped")
                     }
                 }
             }

@@ -2,12 +2,13 @@
 //! our fault proxy. Without the variable every test prints SKIP and passes.
 //! Each test uses its own cluster name and tags, so they can share one moto.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use adze_api::{EC2NodeClass, NodeClaim};
 use adze_aws::fault_proxy::FaultProxy;
+use adze_aws::instance_profile::Profiles;
 use adze_aws::nodeclass::{self, AmiParameters};
 use adze_aws::{AwsProvider, Clients, Settings, StaticNodeClasses};
 use adze_cloud::{CloudError, CloudProvider, UnavailableOfferings};
@@ -134,6 +135,23 @@ async fn env(cluster: &str, moto: &str) -> Env {
         .send()
         .await
         .unwrap();
+    // The node role the class names; IAM names are account-wide, so tests sharing one moto
+    // find it already there.
+    let created = clients
+        .iam
+        .create_role()
+        .role_name("nodes")
+        .assume_role_policy_document(
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#,
+        )
+        .send()
+        .await;
+    if let Err(err) = created {
+        let exists = err
+            .as_service_error()
+            .is_some_and(|s| s.is_entity_already_exists_exception());
+        assert!(exists, "CreateRole: {err:?}");
+    }
     Env {
         cluster: cluster.into(),
         proxy,
@@ -161,6 +179,14 @@ impl Env {
             }
         }))
         .unwrap()
+    }
+
+    fn profiles(&self) -> Profiles {
+        Profiles {
+            iam: self.clients.iam.clone(),
+            cluster: self.cluster.clone(),
+            region: REGION.into(),
+        }
     }
 
     fn provider(&self, class: EC2NodeClass) -> (AwsProvider, UnavailableOfferings) {
@@ -247,9 +273,16 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
         prefix: e.prefix.clone(),
         kubernetes_version: "1.30".into(),
     };
-    let status = nodeclass::resolve(&e.clients.ec2, &e.clients.ssm, &params, &class.spec)
-        .await
-        .unwrap();
+    let status = nodeclass::resolve(
+        &e.clients.ec2,
+        &e.clients.ssm,
+        &e.profiles(),
+        &params,
+        "default",
+        &class.spec,
+    )
+    .await
+    .unwrap();
     let mut zones: Vec<&str> = status.subnets.iter().map(|s| s.zone.as_str()).collect();
     zones.sort();
     assert_eq!(zones, ["us-east-1a", "us-east-1b"]);
@@ -274,9 +307,16 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
     ];
     spec.subnet_selector_terms =
         vec![serde_json::from_value(json!({"tags": {"adze.test/nobody": "owned"}})).unwrap()];
-    let status = nodeclass::resolve(&e.clients.ec2, &e.clients.ssm, &params, &spec)
-        .await
-        .unwrap();
+    let status = nodeclass::resolve(
+        &e.clients.ec2,
+        &e.clients.ssm,
+        &e.profiles(),
+        &params,
+        "default",
+        &spec,
+    )
+    .await
+    .unwrap();
     assert_eq!(status.security_groups.len(), 1);
     let ready = adze_api::conditions::find(&status.conditions, "Ready").unwrap();
     assert_eq!(
@@ -408,6 +448,11 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
         .launch_template_data
         .clone()
         .unwrap();
+    assert_eq!(
+        v.iam_instance_profile.and_then(|p| p.name),
+        Some(e.profiles().name_for("default")),
+        "launches with the instance profile Adze made for the class's role"
+    );
     let md = v.metadata_options.unwrap();
     assert_eq!(md.http_tokens.unwrap().as_str(), "required");
     assert_eq!(md.http_put_response_hop_limit, Some(1));
@@ -678,7 +723,13 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
             notices.push(r.notice.clone().unwrap());
             queue.delete(&r.receipt_handle).await.unwrap();
         }
-        if notices.len() == 1 && queue.malformed.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+        if notices.len() == 1
+            && queue
+                .stats
+                .malformed
+                .load(std::sync::atomic::Ordering::Relaxed)
+                == 1
+        {
             break;
         }
     }
@@ -686,7 +737,10 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
     assert_eq!(notices[0].instance_ids, ["i-0123456789abcdef0"]);
     assert_eq!(notices[0].deadline.as_deref(), Some("2026-11-22T23:02:00Z"));
     assert_eq!(
-        queue.malformed.load(std::sync::atomic::Ordering::Relaxed),
+        queue
+            .stats
+            .malformed
+            .load(std::sync::atomic::Ordering::Relaxed),
         1
     );
     let left = clients
@@ -795,4 +849,161 @@ async fn launch_templates_of_an_old_class_spec_or_image_or_a_deleted_class_are_c
         "every template of a deleted class goes"
     );
     assert!(template_names(&e.clients, "ltclean").await.is_empty());
+}
+
+#[tokio::test]
+async fn instance_profile_is_made_for_the_role_follows_a_role_change_and_goes_with_its_class() {
+    let Some(moto) = endpoint("instance_profile") else {
+        return;
+    };
+    let e = env("profiles", &moto).await;
+    let profiles = e.profiles();
+    let roles_of = |name: String| {
+        let iam = e.clients.iam.clone();
+        async move {
+            iam.get_instance_profile()
+                .instance_profile_name(name)
+                .send()
+                .await
+                .map(|o| {
+                    o.instance_profile
+                        .unwrap()
+                        .roles
+                        .into_iter()
+                        .map(|r| r.role_name)
+                        .collect::<Vec<_>>()
+                })
+        }
+    };
+    let name = profiles.ensure("default", "nodes").await.unwrap();
+    assert_eq!(name, profiles.name_for("default"));
+    assert_eq!(roles_of(name.clone()).await.unwrap(), ["nodes"]);
+    // Again (every resolve does this): same profile, still one role.
+    assert_eq!(profiles.ensure("default", "nodes").await.unwrap(), name);
+    assert_eq!(profiles.list().await.unwrap(), vec![name.clone()]);
+
+    // The class now names another role, by ARN: the profile holds that one only.
+    e.clients
+        .iam
+        .create_role()
+        .role_name("nodes-v2")
+        .assume_role_policy_document("{}")
+        .send()
+        .await
+        .unwrap();
+    profiles
+        .ensure("default", "arn:aws:iam::123456789012:role/nodes-v2")
+        .await
+        .unwrap();
+    assert_eq!(roles_of(name.clone()).await.unwrap(), ["nodes-v2"]);
+
+    // A role IAM does not know: an error naming the call, and resolve keeps the class not Ready.
+    let err = profiles.ensure("other", "no-such-role").await.unwrap_err();
+    assert!(
+        err.to_string().contains("AddRoleToInstanceProfile"),
+        "{err}"
+    );
+    let mut spec = e.class().spec;
+    spec.role = Some("no-such-role".into());
+    let params = AmiParameters {
+        prefix: e.prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    let status = nodeclass::resolve(
+        &e.clients.ec2,
+        &e.clients.ssm,
+        &profiles,
+        &params,
+        "broken",
+        &spec,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status.instance_profile, None);
+    let ready = adze_api::conditions::find(&status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "InstanceProfileNotReady")
+    );
+
+    // Garbage collection keeps what a class (or a NodeClaim's class) needs, deletes the rest.
+    let kept = BTreeSet::from(["default".to_string()]);
+    let mut gone = profiles.collect_garbage(&kept).await.unwrap();
+    gone.sort();
+    let mut expected = vec![profiles.name_for("other"), profiles.name_for("broken")];
+    expected.sort();
+    assert_eq!(gone, expected);
+    assert_eq!(profiles.list().await.unwrap(), vec![name.clone()]);
+    assert_eq!(
+        profiles.collect_garbage(&BTreeSet::new()).await.unwrap(),
+        vec![name.clone()]
+    );
+    assert!(roles_of(name).await.is_err(), "deleted");
+
+    // Another cluster's profiles are never ours to list or delete.
+    let neighbour = Profiles {
+        cluster: "profiles-neighbour".into(),
+        ..profiles.clone()
+    };
+    let theirs = neighbour.ensure("default", "nodes").await.unwrap();
+    assert!(profiles.list().await.unwrap().is_empty());
+    assert!(
+        profiles
+            .collect_garbage(&BTreeSet::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(roles_of(theirs).await.unwrap(), ["nodes"]);
+}
+
+#[tokio::test]
+async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
+    let Some(moto) = endpoint("pricing") else {
+        return;
+    };
+    let e = env("pricing", &moto).await;
+    // Without the API (moto has none) the fetch fails; callers fall back to the catalog.
+    assert!(
+        adze_aws::pricing::fetch(&e.clients.pricing, REGION)
+            .await
+            .is_err()
+    );
+    // 150 products: two real types and made-up ones, so the answer spans two pages.
+    let mut table = BTreeMap::from([
+        ("c5.large".to_string(), 0.0851),
+        ("m5.large".to_string(), 0.1234),
+    ]);
+    for i in 0..148 {
+        table.insert(format!("zz{i}.large"), 1.0 + f64::from(i));
+    }
+    e.proxy.serve_prices(table);
+    let prices = adze_aws::pricing::fetch(&e.clients.pricing, REGION)
+        .await
+        .unwrap();
+    assert_eq!(prices.get("m5.large"), Some(&0.1234));
+    assert_eq!(prices.len(), 150);
+    assert_eq!(e.proxy.price_pages(), 2, "followed NextToken");
+
+    let (provider, _) = e.provider(e.class());
+    provider.refresh().await.unwrap();
+    let od = |name: &str| {
+        provider
+            .instance_types()
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == "on-demand")
+            .unwrap()
+            .price
+    };
+    assert_eq!(od("m5.large"), 0.1234, "the Price List API's price");
+    assert_eq!(od("c5.large"), 0.0851);
+    assert_eq!(
+        od("m5.xlarge"),
+        0.192,
+        "a type it did not price: the catalog's"
+    );
 }

@@ -101,9 +101,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ),
     };
     if let Some(queue) = config.interruption.clone() {
-        adze_aws::runtime::start_interruption_queue(client.clone(), queue)
+        let stats = adze_aws::runtime::start_interruption_queue(client.clone(), queue)
             .await
             .map_err(anyhow::Error::msg)?;
+        tokio::spawn(publish_queue_stats(stats));
     }
     let provisioner = Provisioner {
         client: client.clone(),
@@ -177,6 +178,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Mirrors the interruption loop's counters into `adze_interruption_messages_total`.
+async fn publish_queue_stats(stats: Arc<adze_aws::interruption::QueueStats>) {
+    loop {
+        crate::metrics::catch_up(
+            &crate::metrics::provisioner().interruption_messages,
+            &stats.snapshot(),
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }
 
 /// Keeps `adze_cloudprovider_offering_price_dollars` at the cloud's current catalog prices

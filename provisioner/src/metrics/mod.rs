@@ -297,6 +297,8 @@ pub struct Provisioner {
     pub leader: Arc<Gauge>,
     /// USD per hour of each offering the cloud provider reports (type × zone × capacity type).
     pub offering_price: Arc<Gauge>,
+    /// Interruption queue messages by what became of them (malformed, acted, ...).
+    pub interruption_messages: Arc<Counter>,
 }
 
 pub fn provisioner() -> &'static Provisioner {
@@ -348,8 +350,24 @@ pub fn provisioner() -> &'static Provisioner {
                 "Hourly price of each offering (instance type, zone, capacity type) as the cloud provider prices it for scheduling.",
                 &["instance_type", "zone", "capacity_type"],
             ),
+            interruption_messages: r.counter(
+                "adze_interruption_messages_total",
+                "Interruption queue (SQS) messages by result: acted, no_action, malformed (logged and deleted), failed (left for a retry).",
+                &["result"],
+            ),
         }
     })
+}
+
+/// Brings `counter` up to the absolute counts a loop keeps elsewhere (the AWS crate counts with
+/// atomics and knows nothing of this registry).
+pub fn catch_up(counter: &Counter, totals: &[(&str, u64)]) {
+    for (label, total) in totals {
+        let behind = *total as f64 - counter.get(&[label]);
+        if behind > 0.0 {
+            counter.add(&[label], behind);
+        }
+    }
 }
 
 /// Publishes the price of every offering of `types` (the cloud provider's current catalog).
@@ -367,6 +385,18 @@ pub fn record_offering_prices(gauge: &Gauge, types: &[Arc<adze_scheduling::Insta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catch_up_adds_only_what_is_new_and_never_goes_down() {
+        let r = Registry::default();
+        let c = r.counter("msgs", "Messages.", &["result"]);
+        catch_up(&c, &[("malformed", 2), ("acted", 0)]);
+        catch_up(&c, &[("malformed", 3), ("acted", 1)]);
+        assert_eq!(c.get(&["malformed"]), 3.0);
+        assert_eq!(c.get(&["acted"]), 1.0);
+        catch_up(&c, &[("malformed", 1)]);
+        assert_eq!(c.get(&["malformed"]), 3.0, "a counter never goes down");
+    }
 
     #[test]
     fn offering_prices_are_published_per_type_zone_and_capacity_type_and_replaced() {
