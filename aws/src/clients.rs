@@ -49,9 +49,18 @@ impl Clients {
             ssm: aws_sdk_ssm::Client::new(&conf),
             sqs: aws_sdk_sqs::Client::new(&conf),
             iam: aws_sdk_iam::Client::new(&conf),
+            // Shorter: prices are optional (the catalog stands in), and the first catalog
+            // refresh, which startup waits for, asks for them.
             pricing: aws_sdk_pricing::Client::from_conf(
                 aws_sdk_pricing::config::Builder::from(&conf)
                     .region(Region::new(crate::pricing::pricing_region(region)))
+                    .timeout_config(
+                        aws_config::timeout::TimeoutConfig::builder()
+                            .connect_timeout(Duration::from_secs(5))
+                            .operation_attempt_timeout(Duration::from_secs(15))
+                            .operation_timeout(Duration::from_secs(30))
+                            .build(),
+                    )
                     .build(),
             ),
         }

@@ -4,7 +4,8 @@
 //! (instance type × zone × capacity type) with a fleet `Errors` entry, and forwards the request
 //! to moto with only the first healthy override, so moto launches exactly that pool. Every
 //! other call passes through unchanged. It can also play the Price List API (`GetProducts`),
-//! which moto lacks, from a table the test sets. Test support, not production code.
+//! which moto lacks, from a table the test sets (refusing it without one). Test support, not
+//! production code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -23,7 +24,7 @@ struct State {
     /// Pools moto was asked to launch, in order.
     launched: Vec<Pool>,
     fleet_calls: usize,
-    /// On-demand prices served as the Price List API; None forwards (moto then refuses).
+    /// On-demand prices served as the Price List API; None refuses GetProducts.
     price_list: Option<BTreeMap<String, f64>>,
     /// GetProducts pages served.
     price_pages: usize,
@@ -104,7 +105,6 @@ impl FaultProxy {
                 .head
                 .to_ascii_lowercase()
                 .contains("x-amz-target: awspricelistservice.getproducts");
-            let serving_prices = self.state.lock().unwrap().price_list.is_some();
             let action = form
                 .iter()
                 .find(|(k, _)| k == "Action")
@@ -124,7 +124,7 @@ impl FaultProxy {
             if trace {
                 eprintln!("fault proxy: -> {action}");
             }
-            let response = if price_list && serving_prices {
+            let response = if price_list {
                 self.get_products(&req.body)
             } else if form
                 .iter()
@@ -188,8 +188,16 @@ impl FaultProxy {
             .unwrap_or(0);
         let size = req["MaxResults"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
         let mut state = self.state.lock().unwrap();
+        let Some(prices) = state.price_list.clone() else {
+            // As an account without access would: refused at once, not retried. (Moto has no
+            // Price List API, and forwarding there sometimes never answers.)
+            return http_response(
+                400,
+                "application/x-amz-json-1.1",
+                br#"{"__type":"AccessDeniedException","message":"the fault proxy serves no price list"}"#,
+            );
+        };
         state.price_pages += 1;
-        let prices = state.price_list.clone().unwrap_or_default();
         let page: Vec<String> = prices
             .iter()
             .skip(start)

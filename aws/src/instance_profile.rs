@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use aws_sdk_iam::types::Tag;
+use aws_sdk_iam::types::{InstanceProfile, Tag};
 use sha2::{Digest, Sha256};
 
 use crate::error::AwsError;
@@ -81,28 +81,32 @@ impl Profiles {
         profile_name(&self.cluster, &self.region, class)
     }
 
+    /// The profile, or None when IAM has no profile of that name.
+    async fn get(&self, name: &str) -> Result<Option<InstanceProfile>, AwsError> {
+        match self
+            .iam
+            .get_instance_profile()
+            .instance_profile_name(name)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out.instance_profile),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_no_such_entity_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(iam_err("GetInstanceProfile")(e)),
+        }
+    }
+
     /// Creates the class's profile if missing and makes `role` its only role; returns its name.
     /// Idempotent: every resolve calls it.
     pub async fn ensure(&self, class: &str, role: &str) -> Result<String, AwsError> {
         let name = self.name_for(class);
         let role = role_name(role);
-        let existing = match self
-            .iam
-            .get_instance_profile()
-            .instance_profile_name(&name)
-            .send()
-            .await
-        {
-            Ok(out) => out.instance_profile,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_no_such_entity_exception()) =>
-            {
-                None
-            }
-            Err(e) => return Err(iam_err("GetInstanceProfile")(e)),
-        };
-        let roles: Vec<String> = match existing {
+        let roles: Vec<String> = match self.get(&name).await? {
             Some(p) => p.roles.into_iter().map(|r| r.role_name).collect(),
             None => {
                 let tag = |k: &str, v: &str| {
@@ -184,23 +188,10 @@ impl Profiles {
 
     /// Empties and deletes one profile; a profile already gone is not an error.
     pub async fn delete(&self, name: &str) -> Result<(), AwsError> {
-        let profile = match self
-            .iam
-            .get_instance_profile()
-            .instance_profile_name(name)
-            .send()
-            .await
-        {
-            Ok(out) => out.instance_profile,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_no_such_entity_exception()) =>
-            {
-                return Ok(());
-            }
-            Err(e) => return Err(iam_err("GetInstanceProfile")(e)),
+        let Some(profile) = self.get(name).await? else {
+            return Ok(());
         };
-        for r in profile.map(|p| p.roles).unwrap_or_default() {
+        for r in profile.roles {
             self.iam
                 .remove_role_from_instance_profile()
                 .instance_profile_name(name)

@@ -181,6 +181,28 @@ impl Env {
         .unwrap()
     }
 
+    /// Resolves `spec` as class `name` against moto, as the EC2NodeClass controller does.
+    async fn resolve(
+        &self,
+        name: &str,
+        spec: &adze_api::ec2nodeclass::EC2NodeClassSpec,
+    ) -> adze_api::ec2nodeclass::EC2NodeClassStatus {
+        let params = AmiParameters {
+            prefix: self.prefix.clone(),
+            kubernetes_version: "1.30".into(),
+        };
+        nodeclass::resolve(
+            &self.clients.ec2,
+            &self.clients.ssm,
+            &self.profiles(),
+            &params,
+            name,
+            spec,
+        )
+        .await
+        .unwrap()
+    }
+
     fn profiles(&self) -> Profiles {
         Profiles {
             iam: self.clients.iam.clone(),
@@ -269,20 +291,7 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
     };
     let e = env("discovery", &moto).await;
     let class = e.class();
-    let params = AmiParameters {
-        prefix: e.prefix.clone(),
-        kubernetes_version: "1.30".into(),
-    };
-    let status = nodeclass::resolve(
-        &e.clients.ec2,
-        &e.clients.ssm,
-        &e.profiles(),
-        &params,
-        "default",
-        &class.spec,
-    )
-    .await
-    .unwrap();
+    let status = e.resolve("default", &class.spec).await;
     let mut zones: Vec<&str> = status.subnets.iter().map(|s| s.zone.as_str()).collect();
     zones.sort();
     assert_eq!(zones, ["us-east-1a", "us-east-1b"]);
@@ -307,16 +316,7 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
     ];
     spec.subnet_selector_terms =
         vec![serde_json::from_value(json!({"tags": {"adze.test/nobody": "owned"}})).unwrap()];
-    let status = nodeclass::resolve(
-        &e.clients.ec2,
-        &e.clients.ssm,
-        &e.profiles(),
-        &params,
-        "default",
-        &spec,
-    )
-    .await
-    .unwrap();
+    let status = e.resolve("default", &spec).await;
     assert_eq!(status.security_groups.len(), 1);
     let ready = adze_api::conditions::find(&status.conditions, "Ready").unwrap();
     assert_eq!(
@@ -905,20 +905,7 @@ async fn instance_profile_is_made_for_the_role_follows_a_role_change_and_goes_wi
     );
     let mut spec = e.class().spec;
     spec.role = Some("no-such-role".into());
-    let params = AmiParameters {
-        prefix: e.prefix.clone(),
-        kubernetes_version: "1.30".into(),
-    };
-    let status = nodeclass::resolve(
-        &e.clients.ec2,
-        &e.clients.ssm,
-        &profiles,
-        &params,
-        "broken",
-        &spec,
-    )
-    .await
-    .unwrap();
+    let status = e.resolve("broken", &spec).await;
     assert_eq!(status.instance_profile, None);
     let ready = adze_api::conditions::find(&status.conditions, "Ready").unwrap();
     assert_eq!(
@@ -963,7 +950,7 @@ async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
         return;
     };
     let e = env("pricing", &moto).await;
-    // Without the API (moto has none) the fetch fails; callers fall back to the catalog.
+    // Without a price list the API refuses; callers fall back to the catalog.
     assert!(
         adze_aws::pricing::fetch(&e.clients.pricing, REGION)
             .await
