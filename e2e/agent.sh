@@ -9,21 +9,13 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. Everything it
 # starts is stopped in an EXIT trap; ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip
 cd "$(dirname "$0")/.."
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 DEADLINE=${ADZE_E2E_SPOT_DEADLINE:-120}
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
@@ -40,7 +32,6 @@ cleanup() {
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
 trap cleanup EXIT
-up_log="$dir.up.log"
 # kube-scheduler 1.20 given --config ignores --port=0 and binds 0.0.0.0:10251, which collides
 # with any other control plane on the machine; a config naming a free loopback port does not.
 sched_cfg="$dir.scheduler.yaml"
@@ -52,19 +43,7 @@ healthzBindAddress: 127.0.0.1:$insecure_port
 metricsBindAddress: 127.0.0.1:$insecure_port
 YAML
 export ADZE_SCHEDULER_CONFIG="${ADZE_SCHEDULER_CONFIG:-$sched_cfg}"
-if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
-  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
-  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  mkdir -p "$dir"
-  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
-fi
-set -a; . "$dir/env"; set +a
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
-wait_for() {
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
-}
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
+control_plane_up "$dir"
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 ready_web() {
   k get pods -n web -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null and .status.phase == "Running"
@@ -365,5 +344,4 @@ else
   fail "no node with web pods left for the deadline scenario"
 fi
 
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

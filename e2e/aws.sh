@@ -11,21 +11,13 @@
 # the registrar, the provisioner and the control plane are always stopped (EXIT trap);
 # ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip
 cd "$(dirname "$0")/.."
 root=$PWD
 harness=$root/e2e/harness
 venv="${ADZE_MOTO_VENV:-$HOME/.cache/adze/moto-venv}"
 moto_version="${ADZE_MOTO_VERSION:-5.2.5}"
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 t_start=$(now)
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
@@ -54,13 +46,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 1" INT TERM   # so the EXIT trap runs when the suite is killed
 
-# wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
-wait_for() {
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
-}
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
-jqe() { jq -e "$@" >/dev/null; }
 
 # ---- moto and the fault proxy ---------------------------------------------------------------
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -112,17 +97,7 @@ ami=$(jq -r .ami "$dir/aws.json"); sg=$(jq -r .sg "$dir/aws.json"); subnets=$(jq
 echo "moto: subnets $subnets, security group $sg, image $ami"
 
 # ---- control plane ------------------------------------------------------------------------------
-up_log="$dir.up.log"
-if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
-  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
-  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  mkdir -p "$dir"
-  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
-fi
-rm -f "$up_log"
-set -a; . "$dir/env"; set +a
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
-kj() { kubectl --kubeconfig "$KUBECONFIG" get "$@" -o json; }
+control_plane_up "$dir"
 
 "$bindir/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
@@ -395,5 +370,4 @@ check "provisioner still running" kill -0 "$prov_pid"
 check "registrar still running" kill -0 "$reg_pid"
 check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
 echo "suite time: $(elapsed "$t_start" "$(now)") s"
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

@@ -13,20 +13,14 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: chart e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip "chart e2e"
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 ns=adze-system
 release=adze
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 . charts/ci/helm-venv.sh
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
@@ -42,20 +36,9 @@ cleanup() {
 }
 trap cleanup EXIT
 . charts/ci/scheduler-config.sh
-if ! "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1; then
-  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$dir.up.log"
-  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; mkdir -p "$dir"
-  "$harness/control-plane.sh" up "$dir" >"$dir.up.log" 2>&1 || { cat "$dir.up.log"; echo "FAIL: control plane up"; exit 1; }
-fi
-set -a; . "$dir/env"; set +a
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+control_plane_up "$dir"
 # shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
 helmpy() { "$helm_python" charts/ci/helm.py "$@"; }
-wait_for() { # wait_for SECONDS CMD...
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.5; done
-}
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 
 # 1.20 has no CEL: the CRDs without x-kubernetes-validations go in first; Helm then skips
 # the chart's crds/ (it never overwrites an existing CRD).
@@ -168,5 +151,4 @@ check "uninstall kept the CRDs and the NodeClaims (capacity is not torn down by 
   bash -c "kubectl --kubeconfig $KUBECONFIG get crd nodeclaims.adze.sh >/dev/null && [ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
 check "the old ServiceAccount token no longer reads NodeClaims" bash -c "! kubectl --kubeconfig $sa_kubeconfig get nodeclaims >/dev/null 2>&1"
 
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

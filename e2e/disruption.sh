@@ -9,21 +9,13 @@
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 # Built binaries are looked up in ${CARGO_TARGET_DIR:-target}/release.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip
 cd "$(dirname "$0")/.."
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-2s}
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 "$harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
@@ -40,15 +32,7 @@ cleanup() {
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
 }
 trap cleanup EXIT
-up_log="$dir.up.log"
-if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
-  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
-  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  mkdir -p "$dir"
-  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
-fi
-set -a; . "$dir/env"; set +a
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+control_plane_up "$dir"
 
 PROV_ARGS=(--disruption-poll-period 2s --disruption-validation-period "${ADZE_E2E_VALIDATION:-5s}")
 start_provisioner() {
@@ -56,12 +40,6 @@ start_provisioner() {
   prov_pid=$!
 }
 stop_provisioner() { kill "$prov_pid" 2>/dev/null; wait "$prov_pid" 2>/dev/null; prov_pid=; }
-# wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
-wait_for() {
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
-}
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 gone() { ! k get "$@" >/dev/null 2>&1; }
 # Pods of app $2 in namespace $1 that a PodDisruptionBudget counts healthy: Ready, not terminating.
 ready_pods() {
@@ -352,5 +330,4 @@ check "3 pods Ready after the drift" count_is 3 ready_pods drift d
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

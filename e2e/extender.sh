@@ -27,10 +27,8 @@
 # Prints PASS:/FAIL:/RESULT: lines and "N passed, N failed"; exits non-zero on failure.
 # Everything started here is stopped by the EXIT trap; ADZE_KEEP=1 keeps the logs.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip
 cd "$(dirname "$0")/.."
 root=$PWD
 harness=$root/e2e/harness
@@ -38,17 +36,6 @@ target=${CARGO_TARGET_DIR:-$root/target}
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-20s}
 TPUT_PODS=${ADZE_E2E_TPUT_PODS:-500}
 TPUT_ROUNDS=${ADZE_E2E_TPUT_ROUNDS:-4}
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
-wait_for() { # wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
-}
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 # ADZE_E2E_NO_BUILD=1 runs the binaries already in $target/release (e.g. built with
@@ -91,18 +78,10 @@ free_port() {
 # up NAME [SCHEDULER_CONFIG]: a fresh control plane in $work/NAME, CRDs installed.
 up() {
   dir=$work/$1; mkdir -p "$dir"
-  local up_log=$work/$1.up.log
-  if ! ADZE_SCHEDULER_CONFIG="${2:-}" "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
-    echo "control plane $1 did not come up on the first try; retrying:"; tail -n 30 "$up_log"
-    "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1; mkdir -p "$dir"
-    ADZE_SCHEDULER_CONFIG="${2:-}" "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 \
-      || { cat "$up_log"; echo "FAIL: control plane $1 up"; exit 1; }
-  fi
-  set -a; . "$dir/env"; set +a
+  ADZE_SCHEDULER_CONFIG="${2:-}" control_plane_up "$dir" "$1"
   "$crdgen" --without-cel | k apply -f - >/dev/null
   wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
 }
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 
 start_extender() { # PORT
   "$ext_bin" --listen "127.0.0.1:$1" >>"$dir/extender.log" 2>&1 &
@@ -371,5 +350,4 @@ echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
 echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes): without extender $tput_without pods/s (rounds: ${rounds_without% }), with extender $tput_with pods/s (rounds: ${rounds_with% }); the extender costs $cost % (target < 20 %)"
 check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender.log $work/*/provisioner.log 2>/dev/null"
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

@@ -8,20 +8,12 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
-if [[ "${ADZE_E2E:-0}" != 1 ]]; then
-  echo "SKIP: e2e needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
-  exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+e2e_enabled_or_skip
 cd "$(dirname "$0")/.."
 root=$PWD
 harness=$root/e2e/harness
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-3s}
-passed=0; failed=0
-pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
@@ -56,17 +48,7 @@ YAML
   sed -i "s/\${ADZE_E2E_SCHEDULER_QPS:-500}/${ADZE_E2E_SCHEDULER_QPS:-500}/" "$sched_cfg"
   export ADZE_SCHEDULER_CONFIG=$sched_cfg
 fi
-# `up` clears DIR's logs, so its own log lives beside DIR. One retry: a slow first start on a
-# loaded machine should not fail the run, but a second failure does, with the log shown.
-up_log="$dir.up.log"
-if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
-  echo "control plane did not come up on the first try; retrying:"; tail -n 30 "$up_log"
-  "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  mkdir -p "$dir"
-  "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 || { cat "$up_log"; echo "FAIL: control plane up"; exit 1; }
-fi
-set -a; . "$dir/env"; set +a
-k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+control_plane_up "$dir"
 
 # Replicas use leader election (the default) and serve /metrics on a port of their choosing,
 # which they log.
@@ -82,13 +64,7 @@ metrics_url() { # LOG: the address the last replica logging there serves on
   grep -o 'on http://[0-9.:]*' "$1" | tail -n 1 | sed 's/^on //'
 }
 lease_holder() { k get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}'; }
-# wait_for SECONDS CMD... : polls every 0.2 s until CMD succeeds.
-wait_for() {
-  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
-}
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
-count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 running_pods() { k get pods -n "$1" --field-selector=status.phase=Running -o name | wc -l; }
 unschedulable_pods() {
   k get pods -n "$1" -o json | jq '[.items[] | select(.status.conditions[]? | .type=="PodScheduled" and .reason=="Unschedulable")] | length'
@@ -328,5 +304,4 @@ fi
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in the provisioner logs" bash -c "! grep -q panicked '$dir'/provisioner*.log"
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+e2e_summary

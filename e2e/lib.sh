@@ -1,0 +1,52 @@
+# Shared by the e2e suites (sourced, not run): the skip guard, PASS/FAIL bookkeeping, polling,
+# kubectl shorthands and bringing a control plane up with one retry. Each suite keeps only
+# what is its own. Source it from the repository root:  . e2e/lib.sh
+# shellcheck shell=bash
+
+# e2e_enabled_or_skip [WHAT]: exits the calling suite with SKIP unless ADZE_E2E=1 (the suites
+# need a control plane).
+e2e_enabled_or_skip() {
+  if [[ "${ADZE_E2E:-0}" != 1 ]]; then
+    echo "SKIP: ${1:-e2e} needs a control plane; set ADZE_E2E=1 to run it (see e2e/harness/README.md)"
+    exit 0
+  fi
+}
+
+passed=0; failed=0
+pass() { echo "PASS: $*"; passed=$((passed+1)); }
+fail() { echo "FAIL: $*"; failed=$((failed+1)); }
+# check DESCRIPTION CMD...: PASS or FAIL by CMD's status.
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+# Prints the tally; the suite's status (non-zero when anything failed).
+e2e_summary() { echo "$passed passed, $failed failed"; [[ "$failed" -eq 0 ]]; }
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
+# wait_for SECONDS CMD...: polls every 0.2 s until CMD succeeds; status 1 when time runs out.
+wait_for() {
+  local limit=$1; shift; local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do (( $(date +%s) >= end )) && return 1; sleep 0.2; done
+}
+# count_is N CMD...: CMD prints exactly N.
+count_is() { [[ "$("${@:2}")" == "$1" ]]; }
+jqe() { jq -e "$@" >/dev/null; }
+
+k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
+kj() { kubectl --kubeconfig "$KUBECONFIG" get "$@" -o json; }
+
+# control_plane_up DIR [NAME]: e2e/harness/control-plane.sh up DIR, retried once (a slow first
+# start on a loaded machine should not fail a run; a second failure exits the suite, log shown),
+# then DIR/env (KUBECONFIG, APISERVER, ...) exported. `up` clears DIR, so its log lives beside it.
+control_plane_up() {
+  local dir=$1 name=${2:-} up_log=$1.up.log
+  local harness; harness="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/harness"
+  if ! "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1; then
+    echo "control plane${name:+ $name} did not come up on the first try; retrying:"; tail -n 30 "$up_log"
+    "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
+    mkdir -p "$dir"
+    "$harness/control-plane.sh" up "$dir" >"$up_log" 2>&1 \
+      || { cat "$up_log"; echo "FAIL: control plane${name:+ $name} up"; exit 1; }
+  fi
+  rm -f "$up_log"
+  set -a; . "$dir/env"; set +a
+}
