@@ -9,9 +9,10 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. Everything it
 # starts is stopped in an EXIT trap; ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}

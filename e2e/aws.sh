@@ -11,9 +11,10 @@
 # the registrar, the provisioner and the control plane are always stopped (EXIT trap);
 # ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 venv="${ADZE_MOTO_VENV:-$HOME/.cache/adze/moto-venv}"
@@ -67,7 +68,7 @@ K8S_VERSION=1.20
 QUEUE=adze-e2e-interruptions
 # awspy: runs a python snippet (stdin) with boto3 clients `ec2`, `ssm`, `sqs`, `iam` against moto.
 awspy() {
-  "$venv/bin/python" - "$@" <<<"import boto3, json, os, sys, time
+  "$venv/bin/python" - <<<"import boto3, json, os, sys, time
 kw = dict(endpoint_url=os.environ['MOTO_URL'], region_name='us-east-1')
 ec2, ssm, sqs, iam = (boto3.client(s, **kw) for s in ('ec2', 'ssm', 'sqs', 'iam'))
 $(cat)"

@@ -13,6 +13,7 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip "chart e2e"
 cd "$(dirname "$0")/.." || exit 1

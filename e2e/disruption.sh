@@ -9,9 +9,10 @@
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 # Built binaries are looked up in ${CARGO_TARGET_DIR:-target}/release.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}

@@ -27,9 +27,10 @@
 # Prints PASS:/FAIL:/RESULT: lines and "N passed, N failed"; exits non-zero on failure.
 # Everything started here is stopped by the EXIT trap; ADZE_KEEP=1 keeps the logs.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}

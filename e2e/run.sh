@@ -8,9 +8,10 @@
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 e2e_enabled_or_skip
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 harness=$root/e2e/harness
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-3s}
@@ -185,7 +186,6 @@ check "every simulated node belongs to a NodeClaim" count_is "$inflight" bash -c
 echo "== NodePool 'limited' with cpu limit 8, 20 pods x 1 cpu"
 k create namespace batch >/dev/null
 nodepool limited 8 | k apply -f - >/dev/null
-base=$(claims)
 deployment batch job 20 1 1Gi limited | k apply -f - >/dev/null
 wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get events -n batch --field-selector reason=FailedScheduling -o json | jq -e '[.items[] | select(.source.component==\"adze-provisioner\")] | length > 0'"
 sleep 3

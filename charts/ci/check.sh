@@ -27,8 +27,9 @@ if [[ "${1:-}" != --write-manifests ]]; then
     else echo "FAIL: Dockerfile: binary $b is not a workspace target (have: $bins)"; static_failed=$((static_failed+1)); fi
     grep -q "target/release/$b" Dockerfile || { echo "FAIL: Dockerfile does not copy $b"; static_failed=$((static_failed+1)); }
   done
-  for script in e2e/kind/run.sh e2e/chart.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
-    if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
+  # -x follows `source`d files (the suites' shared e2e/lib.sh).
+  for script in e2e/*.sh e2e/kind/run.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
+    if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -x -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
   grep -q -- '--locked' Dockerfile && grep -q 'nonroot' Dockerfile && echo "PASS: Dockerfile: --locked build, nonroot runtime" \
     || { echo "FAIL: Dockerfile: --locked build, nonroot runtime"; static_failed=$((static_failed+1)); }
