@@ -282,6 +282,11 @@ check "the expired node's pod Ready on its replacement" count_is 1 ready_pods ex
 check "closed budget (nodes 0, window open): frozen pool untouched though expired and underutilized" \
   bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=frozen -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" == '$frozen_first' ]]"
 check "frozen pool has no disrupting nodeclaim" count_is 0 disrupting frozen
+# consolidateAfter must survive a restart: the last pod event is kept on each NodeClaim.
+recorded() { kubectl --kubeconfig "$KUBECONFIG" get nodeclaims -l adze.sh/nodepool=frozen -o json |
+  jq -e '.items | length > 0 and all(.status.lastPodEventTime? | type == "string")' >/dev/null; }
+wait_for 30 recorded
+check "NodeClaims record status.lastPodEventTime (what a restarted provisioner starts from)" recorded
 
 echo "== 5. drift: change the NodePool template -> every node replaced, one at a time (budget nodes 1)"
 k create namespace drift >/dev/null

@@ -206,6 +206,7 @@ impl Disruption {
         // Passes run one at a time, so a mark without a deletion here is a leftover.
         self.recover().await?;
         let built = self.observe().await?;
+        self.record_activity(&built.activity_writes).await;
         if !Self::settled(&built) {
             return Ok(());
         }
@@ -285,6 +286,25 @@ impl Disruption {
             tracing::info!(nodeclaim = %c.name_any(), reason = %d.reason, "nodeclaim deleted; termination drains it");
         }
         Ok(())
+    }
+
+    /// Writes `status.lastPodEventTime` where the claim's record is behind, so that
+    /// `consolidateAfter` counts from the real last pod event after a restart too. A failed
+    /// write is retried on the next pass.
+    async fn record_activity(&self, writes: &[(String, i64)]) {
+        let api = Api::<NodeClaim>::all(self.client.clone());
+        for (name, at) in writes {
+            let Ok(t) = k8s_openapi::jiff::Timestamp::from_second(*at) else {
+                continue;
+            };
+            let patch = json!({"status": {"lastPodEventTime": t.to_string()}});
+            if let Err(e) = api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(nodeclaim = %name, error = %e, "recording the last pod event failed");
+            }
+        }
     }
 
     /// Step 1 for one claim.
