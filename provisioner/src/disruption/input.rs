@@ -166,6 +166,18 @@ pub struct Built {
     pub problems: Vec<String>,
 }
 
+/// How many of the pending pods placement could put somewhere (an existing or in-flight node,
+/// or new capacity from a NodePool): those the provisioner is about to act on. Pods no node
+/// and no NodePool could take are left out: waiting for them would wait forever.
+pub fn placeable_pending(built: &Built, options: &adze_scheduling::Options) -> usize {
+    let pending = built.input.snapshot.pending.len();
+    if pending == 0 {
+        return 0;
+    }
+    let plan = adze_scheduling::scheduler::schedule(&built.input.snapshot, options);
+    pending.saturating_sub(plan.unschedulable.len())
+}
+
 pub fn build(
     objects: &Objects,
     catalog: &[Arc<InstanceType>],
@@ -382,6 +394,54 @@ mod tests {
         assert_eq!(a.observe("n", set(&[]), 100, None, 800), 700);
         a.retain(&BTreeSet::new());
         assert_eq!(a.observe("n", set(&[]), 900, None, 1000), 900);
+    }
+
+    #[test]
+    fn only_pending_pods_placement_can_place_hold_disruption_back() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        })));
+        let pending = |name: &str, cpu: &str| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "shop", "uid": name,
+                        "creationTimestamp": "2026-01-01T00:02:00Z"},
+                    "spec": {"containers": [{"name": "c",
+                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                    "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                        "status": "False", "reason": "Unschedulable"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &[],
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let built_with = |pods: Vec<Arc<Pod>>| {
+            let objects = Objects {
+                nodes: vec![],
+                pods,
+                claims: vec![],
+                nodepools: vec![pool.clone()],
+                daemonsets: vec![],
+            };
+            build(&objects, &catalog, &extra, &mut PodActivity::default())
+        };
+        let options = adze_scheduling::Options::default();
+        // No instance type has 5,000 cpus: that pod stays pending whatever happens.
+        let stuck = built_with(vec![pending("huge", "5000")]);
+        assert_eq!(stuck.pending, 1);
+        assert_eq!(placeable_pending(&stuck, &options), 0);
+        let both = built_with(vec![pending("huge", "5000"), pending("web", "1")]);
+        assert_eq!(both.pending, 2);
+        assert_eq!(placeable_pending(&both, &options), 1, "the provisioner will launch for web");
     }
 
     #[test]

@@ -190,14 +190,28 @@ impl Disruption {
     }
 
     /// Whether the cluster is settled enough to decide on; says why not at debug level.
-    fn settled(built: &Built) -> bool {
-        if built.pending > 0 || !built.in_flight.is_empty() {
+    /// Pending pods the provisioner can place make it wait (capacity is on its way); pods no
+    /// node and no NodePool could take do not, or one such pod would stop every disruption.
+    fn settled(&self, built: &Built) -> bool {
+        let waiting = if built.pending > 0 {
+            input::placeable_pending(built, &self.options(built).scheduling)
+        } else {
+            0
+        };
+        if waiting > 0 || !built.in_flight.is_empty() {
             tracing::debug!(
                 pending = built.pending,
+                placeable = waiting,
                 in_flight = built.in_flight.len(),
                 "disruption waits: pods pending or nodeclaims launching"
             );
             return false;
+        }
+        if built.pending > 0 {
+            tracing::debug!(
+                pending = built.pending,
+                "pending pods no NodePool can place; deciding without waiting for them"
+            );
         }
         true
     }
@@ -207,7 +221,7 @@ impl Disruption {
         self.recover().await?;
         let built = self.observe().await?;
         self.record_activity(&built.activity_writes).await;
-        if !Self::settled(&built) {
+        if !self.settled(&built) {
             return Ok(());
         }
         let started = Instant::now();
@@ -226,7 +240,7 @@ impl Disruption {
         );
         tokio::time::sleep(self.settings.validation).await;
         let again = self.observe().await?;
-        if !Self::settled(&again) {
+        if !self.settled(&again) {
             tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped: pods became pending or nodeclaims are launching");
             return Ok(());
         }
