@@ -247,6 +247,23 @@ cpu_before=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[]
 echo "consol pool: $before NodeClaims, $cpu_before cpu; pinned pod on $pinned_node"
 k scale -n frozen deployment/f --replicas=1 >/dev/null
 sample consol web "$dir/consol.samples" & samplers+=($!)
+# A pod nothing can ever place (5,000 cpus) stays pending throughout; it must not stop disruption.
+k create namespace stuck >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: huge, namespace: stuck}
+spec:
+  nodeSelector: {e2e-pool: consol}
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.9
+      resources: {requests: {cpu: "5000", memory: 1Gi}}
+YAML
+huge_unschedulable() {
+  k get pod -n stuck huge -o json | jqe '.spec.nodeName == null and any(.status.conditions[]?; .type == "PodScheduled" and .reason == "Unschedulable")'
+}
+wait_for 30 huge_unschedulable
 log_mark=$(wc -l <"$dir/provisioner.log")
 consol_acted() { tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -q "disrupting: .*consol-"; }
 t0=$(now)
@@ -268,6 +285,7 @@ echo "consolidated: $before -> $after NodeClaims, $cpu_before -> $cpu_after cpu,
 tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -E "disrupting: .*consol-" | sed -E 's/^.*(disrupting: )/  \1/' | head -n 8
 check "consolidation acted within consolidateAfter + validation + 20 s" awk -v a="$t0" -v b="$t_first" 'BEGIN{exit !(b-a <= 5+5+2+20)}'
 check "fewer nodes after consolidation ($before -> $after)" test "$after" -lt "$before"
+check "a pod no NodePool can place stayed pending and did not hold consolidation back" huge_unschedulable
 check "capacity shrank ($cpu_before -> $cpu_after cpu)" awk -v a="$cpu_before" -v b="$cpu_after" 'BEGIN{exit !(b < a)}'
 cmin=$(min_of "$dir/consol.samples")
 check "PDB minAvailable 4 never violated (min Ready $cmin)" test "$cmin" -ge 4
@@ -283,6 +301,11 @@ check "the expired node's pod Ready on its replacement" count_is 1 ready_pods ex
 check "closed budget (nodes 0, window open): frozen pool untouched though expired and underutilized" \
   bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=frozen -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" == '$frozen_first' ]]"
 check "frozen pool has no disrupting nodeclaim" count_is 0 disrupting frozen
+# consolidateAfter must survive a restart: the last pod event is kept on each NodeClaim.
+recorded() { kubectl --kubeconfig "$KUBECONFIG" get nodeclaims -l adze.sh/nodepool=frozen -o json |
+  jq -e '.items | length > 0 and all(.status.lastPodEventTime? | type == "string")' >/dev/null; }
+wait_for 30 recorded
+check "NodeClaims record status.lastPodEventTime (what a restarted provisioner starts from)" recorded
 
 echo "== 5. drift: change the NodePool template -> every node replaced, one at a time (budget nodes 1)"
 k create namespace drift >/dev/null

@@ -98,20 +98,23 @@ pub fn is_disrupting(claim: &NodeClaim) -> bool {
 }
 
 /// When each node's set of pods last changed. A node seen for the first time starts at the
-/// newest of its own and its pods' creation; afterwards any change in the set restarts it.
-/// Kept in memory: after a restart a node waits at most `consolidateAfter` again.
+/// latest of its own and its pods' creation and the time its NodeClaim recorded
+/// (`status.lastPodEventTime`, written back by the controller), so a restarted provisioner
+/// does not forget a pod that left a moment ago; afterwards any change in the set restarts it.
 #[derive(Debug, Default)]
 pub struct PodActivity {
     nodes: HashMap<String, (BTreeSet<String>, UnixSeconds)>,
 }
 
 impl PodActivity {
-    /// Records what `node` holds now; returns when that last changed.
+    /// Records what `node` holds now; returns when that last changed. `recorded` is the
+    /// NodeClaim's `status.lastPodEventTime`, if any.
     pub fn observe(
         &mut self,
         node: &str,
         pods: BTreeSet<String>,
         first_seen: UnixSeconds,
+        recorded: Option<UnixSeconds>,
         now: UnixSeconds,
     ) -> UnixSeconds {
         match self.nodes.get_mut(node) {
@@ -123,8 +126,9 @@ impl PodActivity {
                 *since
             }
             None => {
-                self.nodes.insert(node.to_string(), (pods, first_seen));
-                first_seen
+                let since = first_seen.max(recorded.unwrap_or(first_seen)).min(now);
+                self.nodes.insert(node.to_string(), (pods, since));
+                since
             }
         }
     }
@@ -156,7 +160,22 @@ pub struct Built {
     pub in_flight: Vec<String>,
     /// Node name → its NodeClaim.
     pub claim_of_node: HashMap<String, Arc<NodeClaim>>,
+    /// NodeClaims whose `status.lastPodEventTime` is behind what was observed: the controller
+    /// writes these so the time survives a restart.
+    pub activity_writes: Vec<(String, UnixSeconds)>,
     pub problems: Vec<String>,
+}
+
+/// How many of the pending pods placement could put somewhere (an existing or in-flight node,
+/// or new capacity from a NodePool): those the provisioner is about to act on. Pods no node
+/// and no NodePool could take are left out: waiting for them would wait forever.
+pub fn placeable_pending(built: &Built, options: &adze_scheduling::Options) -> usize {
+    let pending = built.input.snapshot.pending.len();
+    if pending == 0 {
+        return 0;
+    }
+    let plan = adze_scheduling::scheduler::schedule(&built.input.snapshot, options);
+    pending.saturating_sub(plan.unschedulable.len())
 }
 
 pub fn build(
@@ -188,6 +207,7 @@ pub fn build(
     let mut claim_of_node = HashMap::new();
     let mut in_flight = Vec::new();
     let mut live = BTreeSet::new();
+    let mut activity_writes = Vec::new();
     for c in &objects.claims {
         let name = c.metadata.name.clone().unwrap_or_default();
         let node = c
@@ -234,7 +254,15 @@ pub fn build(
             .chain([created])
             .max()
             .unwrap_or(created);
-        let last_pod_event = activity.observe(&node_name, workload, newest, extra.now);
+        let recorded = c
+            .status
+            .as_ref()
+            .and_then(|s| s.last_pod_event_time.as_ref())
+            .map(unix);
+        let last_pod_event = activity.observe(&node_name, workload, newest, recorded, extra.now);
+        if recorded != Some(last_pod_event) && c.metadata.deletion_timestamp.is_none() {
+            activity_writes.push((name.clone(), last_pod_event));
+        }
         facts.push(NodeFacts {
             name: node_name,
             initialized: is_initialized(c),
@@ -307,6 +335,7 @@ pub fn build(
         pending,
         in_flight,
         claim_of_node,
+        activity_writes,
         problems,
     }
 }
@@ -359,12 +388,75 @@ mod tests {
     fn pod_activity_restarts_when_the_pod_set_changes() {
         let mut a = PodActivity::default();
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(a.observe("n", set(&["a"]), 100, 500), 100);
-        assert_eq!(a.observe("n", set(&["a"]), 100, 600), 100);
-        assert_eq!(a.observe("n", set(&[]), 100, 700), 700);
-        assert_eq!(a.observe("n", set(&[]), 100, 800), 700);
+        assert_eq!(a.observe("n", set(&["a"]), 100, None, 500), 100);
+        assert_eq!(a.observe("n", set(&["a"]), 100, None, 600), 100);
+        assert_eq!(a.observe("n", set(&[]), 100, None, 700), 700);
+        assert_eq!(a.observe("n", set(&[]), 100, None, 800), 700);
         a.retain(&BTreeSet::new());
-        assert_eq!(a.observe("n", set(&[]), 900, 1000), 900);
+        assert_eq!(a.observe("n", set(&[]), 900, None, 1000), 900);
+    }
+
+    #[test]
+    fn only_pending_pods_placement_can_place_hold_disruption_back() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        })));
+        let pending = |name: &str, cpu: &str| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "shop", "uid": name,
+                        "creationTimestamp": "2026-01-01T00:02:00Z"},
+                    "spec": {"containers": [{"name": "c",
+                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                    "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                        "status": "False", "reason": "Unschedulable"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &[],
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let built_with = |pods: Vec<Arc<Pod>>| {
+            let objects = Objects {
+                nodes: vec![],
+                pods,
+                claims: vec![],
+                nodepools: vec![pool.clone()],
+                daemonsets: vec![],
+            };
+            build(&objects, &catalog, &extra, &mut PodActivity::default())
+        };
+        let options = adze_scheduling::Options::default();
+        // No instance type has 5,000 cpus: that pod stays pending whatever happens.
+        let stuck = built_with(vec![pending("huge", "5000")]);
+        assert_eq!(stuck.pending, 1);
+        assert_eq!(placeable_pending(&stuck, &options), 0);
+        let both = built_with(vec![pending("huge", "5000"), pending("web", "1")]);
+        assert_eq!(both.pending, 2);
+        assert_eq!(placeable_pending(&both, &options), 1, "the provisioner will launch for web");
+    }
+
+    #[test]
+    fn a_restarted_provisioner_starts_from_the_time_the_nodeclaim_recorded() {
+        // Pod "b" left at 700 and the claim recorded it; a fresh process (no memory) sees only
+        // "a", created at 100: without the record it would think nothing changed since 100.
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let mut fresh = PodActivity::default();
+        assert_eq!(fresh.observe("n", set(&["a"]), 100, Some(700), 800), 700);
+        // A record older than what the objects show does not pull the time back.
+        let mut other = PodActivity::default();
+        assert_eq!(other.observe("n", set(&["a"]), 300, Some(200), 800), 300);
+        // Nor does a clock-skewed record from the future push it past now.
+        let mut skew = PodActivity::default();
+        assert_eq!(skew.observe("n", set(&["a"]), 100, Some(5_000), 800), 800);
     }
 
     #[test]
@@ -435,6 +527,31 @@ mod tests {
         assert_eq!(f.created, 1_767_225_600);
         // The newest pod's creation: two minutes after the claim.
         assert_eq!(f.last_pod_event, 1_767_225_600 + 120);
+        // Not yet recorded on the claim: the controller is asked to write it.
+        assert_eq!(
+            built.activity_writes,
+            vec![("p-1".to_string(), 1_767_225_600 + 120)]
+        );
+        // Once written (seen on the next pass), nothing more to write; and the record is what a
+        // fresh process starts from.
+        let mut recorded = (*objects.claims[0]).clone();
+        recorded.status.as_mut().unwrap().last_pod_event_time = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::from_second(1_767_225_600 + 900).unwrap(),
+            ),
+        );
+        let objects = Objects {
+            claims: vec![Arc::new(recorded)],
+            ..objects
+        };
+        let again = build(
+            &objects,
+            &adze_scheduling::catalog::embedded(),
+            &extra,
+            &mut PodActivity::default(),
+        );
+        assert_eq!(again.input.nodes[0].last_pod_event, 1_767_225_600 + 900);
+        assert!(again.activity_writes.is_empty());
         assert_eq!(
             built.input.pods,
             vec![PodFacts {

@@ -190,14 +190,28 @@ impl Disruption {
     }
 
     /// Whether the cluster is settled enough to decide on; says why not at debug level.
-    fn settled(built: &Built) -> bool {
-        if built.pending > 0 || !built.in_flight.is_empty() {
+    /// Pending pods the provisioner can place make it wait (capacity is on its way); pods no
+    /// node and no NodePool could take do not, or one such pod would stop every disruption.
+    fn settled(&self, built: &Built) -> bool {
+        let waiting = if built.pending > 0 {
+            input::placeable_pending(built, &self.options(built).scheduling)
+        } else {
+            0
+        };
+        if waiting > 0 || !built.in_flight.is_empty() {
             tracing::debug!(
                 pending = built.pending,
+                placeable = waiting,
                 in_flight = built.in_flight.len(),
                 "disruption waits: pods pending or nodeclaims launching"
             );
             return false;
+        }
+        if built.pending > 0 {
+            tracing::debug!(
+                pending = built.pending,
+                "pending pods no NodePool can place; deciding without waiting for them"
+            );
         }
         true
     }
@@ -206,7 +220,8 @@ impl Disruption {
         // Passes run one at a time, so a mark without a deletion here is a leftover.
         self.recover().await?;
         let built = self.observe().await?;
-        if !Self::settled(&built) {
+        self.record_activity(&built.activity_writes).await;
+        if !self.settled(&built) {
             return Ok(());
         }
         let started = Instant::now();
@@ -225,7 +240,7 @@ impl Disruption {
         );
         tokio::time::sleep(self.settings.validation).await;
         let again = self.observe().await?;
-        if !Self::settled(&again) {
+        if !self.settled(&again) {
             tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped: pods became pending or nodeclaims are launching");
             return Ok(());
         }
@@ -285,6 +300,25 @@ impl Disruption {
             tracing::info!(nodeclaim = %c.name_any(), reason = %d.reason, "nodeclaim deleted; termination drains it");
         }
         Ok(())
+    }
+
+    /// Writes `status.lastPodEventTime` where the claim's record is behind, so that
+    /// `consolidateAfter` counts from the real last pod event after a restart too. A failed
+    /// write is retried on the next pass.
+    async fn record_activity(&self, writes: &[(String, i64)]) {
+        let api = Api::<NodeClaim>::all(self.client.clone());
+        for (name, at) in writes {
+            let Ok(t) = k8s_openapi::jiff::Timestamp::from_second(*at) else {
+                continue;
+            };
+            let patch = json!({"status": {"lastPodEventTime": t.to_string()}});
+            if let Err(e) = api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(nodeclaim = %name, error = %e, "recording the last pod event failed");
+            }
+        }
     }
 
     /// Step 1 for one claim.
