@@ -441,7 +441,11 @@ mod tests {
         assert_eq!(placeable_pending(&stuck, &options), 0);
         let both = built_with(vec![pending("huge", "5000"), pending("web", "1")]);
         assert_eq!(both.pending, 2);
-        assert_eq!(placeable_pending(&both, &options), 1, "the provisioner will launch for web");
+        assert_eq!(
+            placeable_pending(&both, &options),
+            1,
+            "the provisioner will launch for web"
+        );
     }
 
     #[test]
@@ -535,11 +539,10 @@ mod tests {
         // Once written (seen on the next pass), nothing more to write; and the record is what a
         // fresh process starts from.
         let mut recorded = (*objects.claims[0]).clone();
-        recorded.status.as_mut().unwrap().last_pod_event_time = Some(
-            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        recorded.status.as_mut().unwrap().last_pod_event_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                 k8s_openapi::jiff::Timestamp::from_second(1_767_225_600 + 900).unwrap(),
-            ),
-        );
+            ));
         let objects = Objects {
             claims: vec![Arc::new(recorded)],
             ..objects
