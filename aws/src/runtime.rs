@@ -2,10 +2,9 @@
 //! instance types fresh and resolves EC2NodeClass status; [`start_interruption_queue`] polls
 //! the interruption queue, next to whichever cloud provider runs (the simulated one in e2e).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::collections::BTreeSet;
 
 use adze_api::{EC2NodeClass, NodeClaim};
 use adze_cloud::UnavailableOfferings;
