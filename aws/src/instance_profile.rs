@@ -141,13 +141,7 @@ impl Profiles {
             }
         };
         for other in roles.iter().filter(|r| *r != role) {
-            self.iam
-                .remove_role_from_instance_profile()
-                .instance_profile_name(&name)
-                .role_name(other)
-                .send()
-                .await
-                .map_err(iam_err("RemoveRoleFromInstanceProfile"))?;
+            self.remove_role(&name, other).await?;
         }
         if !roles.iter().any(|r| r == role) {
             self.iam
@@ -160,6 +154,17 @@ impl Profiles {
             tracing::info!(ec2nodeclass = class, instance_profile = %name, role, "role set on instance profile");
         }
         Ok(name)
+    }
+
+    async fn remove_role(&self, profile: &str, role: &str) -> Result<(), AwsError> {
+        self.iam
+            .remove_role_from_instance_profile()
+            .instance_profile_name(profile)
+            .role_name(role)
+            .send()
+            .await
+            .map_err(iam_err("RemoveRoleFromInstanceProfile"))?;
+        Ok(())
     }
 
     /// Names of the profiles under this cluster's path.
@@ -192,13 +197,7 @@ impl Profiles {
             return Ok(());
         };
         for r in profile.roles {
-            self.iam
-                .remove_role_from_instance_profile()
-                .instance_profile_name(name)
-                .role_name(r.role_name)
-                .send()
-                .await
-                .map_err(iam_err("RemoveRoleFromInstanceProfile"))?;
+            self.remove_role(name, &r.role_name).await?;
         }
         match self
             .iam
