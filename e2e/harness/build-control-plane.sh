@@ -18,6 +18,7 @@
 #   ADZE_K8S_DEB_VERSION  Debian source version (default 1.20.5+really1.20.2-1.1+deb12u1)
 #   ADZE_K8S_REBUILD=1    ignore cached binaries and rebuild
 #   ADZE_K8S_NICE         nice level for the compile (default 19)
+#   ADZE_K8S_KEEP_SRC=1   keep the unpacked source and Go build cache (~2.3 GB) after a build
 #   ADZE_SKIP_APT=1       never call apt-get (fail if something is missing)
 #   ADZE_INSTALL_KUBECTL=0  do not install Debian's kubernetes-client when no kubectl is on PATH
 #
@@ -205,5 +206,11 @@ done
   echo "make_seconds=$((T2 - T1))"
 } >"$BIN/BUILD-INFO"
 binaries_ok || die "binaries in $BIN do not run"
+# The source tree and the Go build cache under it are ~10x the binaries; the binaries are all
+# later runs need, and CI's disk is not large.
+if [[ "${ADZE_K8S_KEEP_SRC:-0}" != 1 ]]; then
+  log "removing $SRC_PARENT (ADZE_K8S_KEEP_SRC=1 keeps it)"
+  rm -rf "$SRC_PARENT"
+fi
 log "done in $(( $(date +%s) - T0 ))s: $(ls "$BIN" | tr '\n' ' ')"
 log "$("$BIN/kube-apiserver" --version 2>&1)"
