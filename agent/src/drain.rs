@@ -2,11 +2,11 @@
 //! [`decide::pod_step`] says. Rounds repeat every poll until the node is drained, so a PDB that
 //! refuses now (429) is asked again next round, and a restarted agent simply carries on.
 
+use adze_api::eviction::{self, Outcome};
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
-use serde_json::json;
 
 use crate::decide::{self, DrainPod, PodStep};
 
@@ -85,42 +85,37 @@ impl Drainer {
         }
     }
 
-    /// The Eviction API version the server serves (1.20 has only policy/v1beta1).
+    /// The Eviction API version the server serves (1.20 has only policy/v1beta1), found by
+    /// core/v1 discovery once; a failed discovery is asked again next round.
     async fn eviction_version(&mut self) -> String {
         if let Some(v) = &self.eviction_version {
             return v.clone();
         }
-        let req = http::Request::get("/apis/policy/v1")
-            .body(Vec::new())
-            .expect("request");
-        let v = match self.client.request_text(req).await {
-            Ok(body) if body.contains("\"pods/eviction\"") => "policy/v1",
-            _ => "policy/v1beta1",
-        };
-        tracing::debug!(version = v, "eviction API version");
-        self.eviction_version = Some(v.into());
-        v.into()
+        match self.client.list_core_api_resources("v1").await {
+            Ok(list) => {
+                let v =
+                    eviction::version(&list).unwrap_or_else(|| eviction::DEFAULT_VERSION.into());
+                tracing::debug!(version = %v, "eviction API version");
+                self.eviction_version = Some(v.clone());
+                v
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "core/v1 discovery failed; trying {}", eviction::DEFAULT_VERSION);
+                eviction::DEFAULT_VERSION.into()
+            }
+        }
     }
 
-    async fn evict(&mut self, pod: &DrainPod) -> Result<bool, kube::Error> {
+    async fn evict(&mut self, pod: &DrainPod) -> Result<Outcome, kube::Error> {
         let version = self.eviction_version().await;
-        let body = json!({
-            "apiVersion": version, "kind": "Eviction",
-            "metadata": {"name": pod.name, "namespace": pod.namespace},
-            "deleteOptions": {"preconditions": {"uid": pod.uid}},
-        });
-        let req = http::Request::post(format!(
-            "/api/v1/namespaces/{}/pods/{}/eviction",
-            pod.namespace, pod.name
-        ))
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&body).expect("json"))
-        .expect("request");
+        let req = eviction::request(&version, &pod.namespace, &pod.name, Some(&pod.uid))
+            .map_err(kube::Error::BuildRequest)?;
         match self.client.request_text(req).await {
-            Ok(_) => Ok(true),
-            // A PDB does not allow it now; asked again next round.
-            Err(kube::Error::Api(e)) if e.code == 429 => Ok(false),
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(true),
+            Ok(_) => Ok(Outcome::Evicted),
+            Err(kube::Error::Api(e)) => match Outcome::from_status(Some(e.code)) {
+                Outcome::Failed => Err(kube::Error::Api(e)),
+                known => Ok(known),
+            },
             Err(e) => Err(e),
         }
     }
@@ -153,16 +148,17 @@ impl Drainer {
                 .await
                 .unwrap_or_else(|_| {
                     tracing::warn!(pod = %key, "eviction request timed out; retrying");
-                    Ok(false)
+                    Ok(Outcome::Failed)
                 }) {
-                    Ok(true) => {
+                    Ok(Outcome::Evicted | Outcome::Gone) => {
                         round.evicted += 1;
                         tracing::info!(pod = %key, node = %self.node_name, "evicted");
                     }
-                    Ok(false) => {
+                    Ok(Outcome::Blocked) => {
                         round.blocked += 1;
                         tracing::debug!(pod = %key, "eviction refused by a PodDisruptionBudget; retrying");
                     }
+                    Ok(Outcome::Failed) => {}
                     Err(e) => tracing::warn!(pod = %key, error = %e, "eviction failed; retrying"),
                 },
                 PodStep::Delete { grace_seconds } => {
@@ -202,6 +198,7 @@ impl Drainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_eviction_never_waits_into_the_time_reserved_for_deletion() {

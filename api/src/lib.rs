@@ -10,6 +10,7 @@ pub mod convert;
 pub mod crds;
 pub mod duration;
 pub mod ec2nodeclass;
+pub mod eviction;
 pub mod label_keys;
 pub mod node_class_ref;
 pub mod nodeclaim;

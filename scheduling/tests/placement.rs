@@ -1631,3 +1631,42 @@ fn embedded_catalog_places_a_realistic_mix_within_the_cost_bound() {
         100.0 * (plan.total_price_per_hour / plan.cost_lower_bound - 1.0)
     );
 }
+
+#[test]
+fn claim_names_follow_the_seed_and_skip_reserved_names() {
+    // Pods too big to share a node (the largest type has 32 cpu): one claim each.
+    let s = snap(
+        pods("big", 3, |b| b.cpu(20_000).mem(GI)),
+        vec![default_pool()],
+    );
+    let names = |o: &Options| -> Vec<String> {
+        schedule(&s, o)
+            .new_claims
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    let first = names(&Options::default());
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert!(
+        first
+            .iter()
+            .all(|n| n.starts_with("default-") && n.len() == "default-".len() + 5)
+    );
+    assert_eq!(first, names(&Options::default()), "same seed, same names");
+
+    let reseeded = names(&Options {
+        name_seed: 7,
+        ..Default::default()
+    });
+    assert!(
+        first.iter().all(|n| !reseeded.contains(n)),
+        "another seed names claims afresh: {first:?} vs {reseeded:?}"
+    );
+
+    let avoiding = names(&Options {
+        reserved_names: vec![first[0].clone()],
+        ..Default::default()
+    });
+    assert!(!avoiding.contains(&first[0]), "{avoiding:?}");
+}

@@ -184,6 +184,7 @@ impl Disruption {
             scheduling: adze_scheduling::Options {
                 max_instance_types: self.settings.max_instance_types,
                 reserved_names: built.reserved_names.clone(),
+                name_seed: crate::provisioning::fresh_name_seed(),
             },
             ..pure::Options::default()
         }

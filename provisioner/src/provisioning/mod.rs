@@ -238,6 +238,7 @@ impl Provisioner {
         let options = Options {
             max_instance_types: self.settings.max_instance_types,
             reserved_names: built.reserved_names.clone(),
+            name_seed: fresh_name_seed(),
         };
         let plan = schedule(&built.snapshot, &options);
         crate::metrics::provisioner()
@@ -426,6 +427,13 @@ impl Provisioner {
         });
         Ok(outcome)
     }
+}
+
+/// A random seed for new NodeClaim names ([`Options::name_seed`]): a claim deleted a minute
+/// ago must not lend its name to the next one.
+pub(crate) fn fresh_name_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 #[cfg(test)]

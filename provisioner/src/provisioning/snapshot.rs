@@ -436,6 +436,7 @@ mod tests {
             &adze_scheduling::Options {
                 max_instance_types: 20,
                 reserved_names: built.reserved_names.clone(),
+                ..Default::default()
             },
         );
         // Every option a new claim may launch must fit in the 2 cpu the in-flight m5.large

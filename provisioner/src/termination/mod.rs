@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
 use adze_api::conditions::{self, nodeclaim as cond};
+use adze_api::eviction;
 use adze_scheduling::labels::TAINT_DISRUPTED;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
@@ -39,8 +39,6 @@ use crate::provisioning::TERMINATION_FINALIZER;
 use crate::provisioning::snapshot::claim_conditions;
 use crate::state::ClusterState;
 
-/// Eviction group/version when discovery does not say (the 1.20 apiserver's).
-pub const DEFAULT_EVICTION_VERSION: &str = "policy/v1beta1";
 const TICK: Duration = Duration::from_millis(500);
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 /// A PDB refusal clears as soon as another pod of the budget turns Ready; waiting longer than
@@ -48,16 +46,6 @@ const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// How often `cloud.delete` is repeated while an instance is shutting down.
 const DELETE_REPEAT: Duration = Duration::from_secs(10);
-
-/// The Eviction group/version the apiserver serves for `pods/eviction`, from the core/v1
-/// discovery document (which names the subresource's group and version).
-pub fn eviction_version(core_v1: &APIResourceList) -> Option<String> {
-    let r = core_v1
-        .resources
-        .iter()
-        .find(|r| r.name == "pods/eviction")?;
-    Some(format!("{}/{}", r.group.as_deref()?, r.version.as_deref()?))
-}
 
 /// When a claim's drain may stop asking and start deleting.
 pub fn grace_over(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> bool {
@@ -125,10 +113,12 @@ impl Termination {
         cloud: Arc<dyn CloudProvider>,
     ) -> Termination {
         let eviction_version = match client.list_core_api_resources("v1").await {
-            Ok(list) => eviction_version(&list).unwrap_or_else(|| DEFAULT_EVICTION_VERSION.into()),
+            Ok(list) => {
+                eviction::version(&list).unwrap_or_else(|| eviction::DEFAULT_VERSION.into())
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "core/v1 discovery failed; assuming {DEFAULT_EVICTION_VERSION} evictions");
-                DEFAULT_EVICTION_VERSION.into()
+                tracing::warn!(error = %e, "core/v1 discovery failed; assuming {} evictions", eviction::DEFAULT_VERSION);
+                eviction::DEFAULT_VERSION.into()
             }
         };
         tracing::info!(eviction = %eviction_version, "termination: eviction API discovered");
@@ -433,19 +423,11 @@ impl Termination {
         let ns = pod.namespace().unwrap_or_default();
         let name = pod.name_any();
         let key = format!("{ns}/{name}");
-        let body = json!({
-            "apiVersion": self.eviction_version, "kind": "Eviction",
-            "metadata": {"name": name, "namespace": ns},
-        });
         let result = async {
-            let req = kube::core::Request::new(format!("/api/v1/namespaces/{ns}/pods"))
-                .create_subresource(
-                    "eviction",
-                    &name,
-                    &PostParams::default(),
-                    serde_json::to_vec(&body)?,
-                )?;
-            self.client.request::<serde_json::Value>(req).await?;
+            // The uid precondition keeps a same-named successor (a StatefulSet's) from being evicted.
+            let uid = (!uid.is_empty()).then_some(uid.as_str());
+            let req = eviction::request(&self.eviction_version, &ns, &name, uid)?;
+            self.client.request_text(req).await?;
             Ok::<_, anyhow::Error>(())
         }
         .await;
@@ -478,10 +460,13 @@ impl Termination {
                     kube::Error::Api(s) => Some(s.code),
                     _ => None,
                 });
-                if code == Some(404) {
+                let outcome = code.map_or(eviction::Outcome::Failed, |c| {
+                    eviction::Outcome::from_status(Some(c))
+                });
+                if outcome == eviction::Outcome::Gone {
                     return;
                 }
-                let blocked = code == Some(429);
+                let blocked = outcome == eviction::Outcome::Blocked;
                 let wait = previous
                     .filter(|b| blocked && b.blocked)
                     .map(|b| (b.wait * 2).min(BACKOFF_MAX))
@@ -631,23 +616,6 @@ mod tests {
 
     fn claim(v: serde_json::Value) -> NodeClaim {
         serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn eviction_version_comes_from_the_subresource_discovery_entry() {
-        let list: APIResourceList = serde_json::from_value(json!({
-            "groupVersion": "v1",
-            "resources": [
-                {"name": "pods", "namespaced": true, "kind": "Pod", "singularName": "", "verbs": ["get"]},
-                {"name": "pods/eviction", "namespaced": true, "kind": "Eviction", "group": "policy",
-                 "version": "v1beta1", "singularName": "", "verbs": ["create"]},
-            ],
-        }))
-        .unwrap();
-        assert_eq!(eviction_version(&list).as_deref(), Some("policy/v1beta1"));
-        let none: APIResourceList =
-            serde_json::from_value(json!({"groupVersion": "v1", "resources": []})).unwrap();
-        assert_eq!(eviction_version(&none), None);
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct Options {
     pub max_instance_types: usize,
     /// Names new NodeClaims must not take (existing NodeClaims and nodes).
     pub reserved_names: Vec<String>,
+    /// Mixed into new NodeClaim names. Adapters pass a fresh random value per run so a
+    /// deleted claim's name is not handed to its successor (their events and metrics would
+    /// mix); tests keep the default and get the same names every run.
+    pub name_seed: u64,
 }
 
 impl Default for Options {
@@ -55,6 +59,7 @@ impl Default for Options {
         Options {
             max_instance_types: 60,
             reserved_names: Vec::new(),
+            name_seed: 0,
         }
     }
 }
@@ -186,11 +191,15 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
     order
 }
 
-/// A deterministic short suffix for NodeClaim names, like the random ones Kubernetes'
-/// generateName makes, but stable for a given pool and sequence number.
-fn name_suffix(pool: &str, seq: u64) -> String {
+/// A short suffix for NodeClaim names, like the random ones Kubernetes' generateName makes,
+/// but a function of pool, seed and sequence number, so placement stays deterministic.
+fn name_suffix(pool: &str, seed: u64, seq: u64) -> String {
     let mut h: u64 = 0xcbf29ce484222325;
-    for b in pool.bytes().chain(seq.to_le_bytes()) {
+    for b in pool
+        .bytes()
+        .chain(seed.to_le_bytes())
+        .chain(seq.to_le_bytes())
+    {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x100000001b3);
     }

@@ -678,7 +678,11 @@ impl<'a> Solver<'a> {
         loop {
             let ps = &mut self.pools[pi];
             ps.seq += 1;
-            let name = format!("{}-{}", ps.pool.name, name_suffix(&ps.pool.name, ps.seq));
+            let name = format!(
+                "{}-{}",
+                ps.pool.name,
+                name_suffix(&ps.pool.name, self.opts.name_seed, ps.seq)
+            );
             if self.taken_names.insert(name.clone()) {
                 return name;
             }
