@@ -10,6 +10,8 @@ pub struct Clients {
     pub ssm: aws_sdk_ssm::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub iam: aws_sdk_iam::Client,
+    /// Only for DescribeCluster ([`crate::cluster`]).
+    pub eks: aws_sdk_eks::Client,
     /// In the Price List API's own region (see [`crate::pricing::pricing_region`]).
     pub pricing: aws_sdk_pricing::Client,
 }
@@ -49,6 +51,7 @@ impl Clients {
             ssm: aws_sdk_ssm::Client::new(&conf),
             sqs: aws_sdk_sqs::Client::new(&conf),
             iam: aws_sdk_iam::Client::new(&conf),
+            eks: aws_sdk_eks::Client::new(&conf),
             // Shorter: prices are optional (the catalog stands in), and the first catalog
             // refresh, which startup waits for, asks for them.
             pricing: aws_sdk_pricing::Client::from_conf(

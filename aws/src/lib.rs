@@ -5,6 +5,7 @@
 //! allocation strategy moto lacks.
 
 pub mod clients;
+pub mod cluster;
 pub mod error;
 pub mod fault_proxy;
 pub mod instance_profile;

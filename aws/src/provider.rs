@@ -71,6 +71,8 @@ pub struct Settings {
     pub cluster_endpoint: String,
     /// Base64 PEM of the cluster CA, written into user data.
     pub cluster_ca: String,
+    /// The cluster's service CIDR, written into user data ([`crate::cluster`]).
+    pub service_cidr: String,
     pub ami_parameters: AmiParameters,
     /// How long a discovered instance-type list is used before it is refreshed.
     pub catalog_ttl: Duration,
@@ -272,11 +274,21 @@ impl AwsProvider {
             .as_ref()
             .map(|t| t.as_str().to_string())
             .unwrap_or_default();
-        let capacity_type = if i
+        let spot = i
             .instance_lifecycle
             .as_ref()
-            .is_some_and(|l| l.as_str() == "spot")
-        {
+            .is_some_and(|l| l.as_str() == "spot");
+        self.instance_of(
+            i.instance_id.as_deref().unwrap_or_default(),
+            &type_name,
+            &zone,
+            spot,
+        )
+    }
+
+    /// An instance as the NodeClaim records it, capacity from the catalog's type.
+    fn instance_of(&self, id: &str, type_name: &str, zone: &str, spot: bool) -> Instance {
+        let capacity_type = if spot {
             labels::CAPACITY_TYPE_SPOT
         } else {
             labels::CAPACITY_TYPE_ON_DEMAND
@@ -284,12 +296,9 @@ impl AwsProvider {
         let catalog = self.catalog.get();
         let t = catalog.iter().find(|t| t.name == type_name);
         Instance {
-            provider_id: format!(
-                "aws:///{zone}/{}",
-                i.instance_id.as_deref().unwrap_or_default()
-            ),
-            instance_type: type_name,
-            zone,
+            provider_id: format!("aws:///{zone}/{id}"),
+            instance_type: type_name.to_string(),
+            zone: zone.to_string(),
             capacity_type: capacity_type.into(),
             capacity: t.map(|t| t.capacity.to_quantities()).unwrap_or_default(),
             allocatable: t
@@ -550,7 +559,22 @@ impl AwsProvider {
             let catalog = self.unavailable.apply(&self.catalog.get(), Instant::now());
             let mut cands = selection::candidates(&reqs, &requests, &catalog, &status.subnets);
             cands.retain(|c| ami_for(&c.instance_type).is_some());
-            cands.truncate(MAX_OVERRIDES);
+            let cands = if cands.is_empty() {
+                cands
+            } else {
+                selection::pick_overrides(&reqs, &cands, MAX_OVERRIDES).map_err(|why| {
+                    let (t, z, ct) = tried_out
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| ("*".into(), "*".into(), "*".into()));
+                    CloudError::InsufficientCapacity {
+                        instance_type: t,
+                        zone: z,
+                        capacity_type: ct,
+                        message: format!("NodeClaim {claim_name}: {why}"),
+                    }
+                })?
+            };
             if cands.is_empty() {
                 let (t, z, ct) = tried_out
                     .first()
@@ -582,6 +606,7 @@ impl AwsProvider {
                     cluster_name: self.settings.cluster_name.clone(),
                     cluster_endpoint: self.settings.cluster_endpoint.clone(),
                     cluster_ca: self.settings.cluster_ca.clone(),
+                    service_cidr: self.settings.service_cidr.clone(),
                     max_pods: *max_pods,
                     labels: claim
                         .metadata
@@ -665,10 +690,24 @@ impl AwsProvider {
                 .set_spot_target_capacity(spot.then_some(1))
                 .set_on_demand_target_capacity((!spot).then_some(1))
                 .build();
+            // The same claim and attempt always send the same token: EC2 answers a repeated
+            // CreateFleet (a retry after a timeout, a restart before the instance was visible
+            // to DescribeInstances) with the first call's instances instead of new ones.
+            let token = format!(
+                "adze-{}",
+                hex16(
+                    format!(
+                        "{}:{attempt}",
+                        claim.metadata.uid.as_deref().unwrap_or(&claim_name)
+                    )
+                    .as_bytes()
+                )
+            );
             let mut req = self
                 .clients
                 .ec2
                 .create_fleet()
+                .client_token(token)
                 .r#type(FleetType::Instant)
                 .target_capacity_specification(target)
                 .set_launch_template_configs(Some(configs))
@@ -697,7 +736,10 @@ impl AwsProvider {
                         .build(),
                 )
             };
-            let resp = req.send().await.map_err(ec2_err("CreateFleet"))?;
+            let resp = req
+                .send()
+                .await
+                .map_err(crate::error::launch_err("CreateFleet"))?;
             let errors: Vec<FleetError> = resp
                 .errors
                 .clone()
@@ -715,29 +757,52 @@ impl AwsProvider {
                     }
                 })
                 .collect();
-            let ids: Vec<String> = resp
-                .instances
-                .unwrap_or_default()
-                .into_iter()
-                .flat_map(|i| i.instance_ids.unwrap_or_default())
-                .collect();
             let ruled = selection::ruled_out(&errors, &cands);
             for (t, z, ct) in &ruled {
                 self.unavailable.mark(t, z, ct, Instant::now());
             }
             tried_out.extend(ruled.iter().cloned());
-            if let Some(id) = ids.first() {
-                let described = self
-                    .describe(vec![
-                        Filter::builder().name("instance-id").values(id).build(),
-                    ])
-                    .await?;
-                let inst = described.first().ok_or_else(|| {
-                    CloudError::Other(format!(
-                        "CreateFleet returned {id}, but DescribeInstances does not know it"
-                    ))
-                })?;
-                let out = self.to_instance(inst);
+            // What was launched comes from CreateFleet's own answer: DescribeInstances may not
+            // know a new instance for a while (EC2 is eventually consistent), and the fleet
+            // picks among the overrides, not necessarily the first.
+            let launched = resp
+                .instances
+                .unwrap_or_default()
+                .into_iter()
+                .find_map(|i| {
+                    let id = i.instance_ids.as_ref()?.first()?.clone();
+                    let over = i.launch_template_and_overrides.and_then(|l| l.overrides);
+                    let type_name =
+                        i.instance_type
+                            .map(|t| t.as_str().to_string())
+                            .or_else(|| {
+                                over.as_ref()?
+                                    .instance_type
+                                    .as_ref()
+                                    .map(|t| t.as_str().to_string())
+                            })?;
+                    let subnet = over.as_ref().and_then(|o| o.subnet_id.clone());
+                    let zone = over
+                        .as_ref()
+                        .and_then(|o| o.availability_zone.clone())
+                        .or_else(|| {
+                            let s = subnet.as_deref()?;
+                            status
+                                .subnets
+                                .iter()
+                                .find(|x| x.id == s)
+                                .map(|x| x.zone.clone())
+                        })
+                        .unwrap_or_default();
+                    let spot = i
+                        .lifecycle
+                        .as_ref()
+                        .map(|l| l.as_str() == "spot")
+                        .unwrap_or(spot);
+                    Some((id, type_name, zone, spot))
+                });
+            if let Some((id, type_name, zone, spot)) = launched {
+                let out = self.instance_of(&id, &type_name, &zone, spot);
                 tracing::info!(nodeclaim = %claim_name, instance = %id, instance_type = %out.instance_type, zone = %out.zone,
                     capacity_type = %out.capacity_type, attempt, ruled_out = ruled.len(), "launched");
                 return Ok(out);
@@ -747,10 +812,14 @@ impl AwsProvider {
                     .iter()
                     .map(|e| format!("{}: {}", e.code, e.message))
                     .collect();
-                return Err(CloudError::Other(format!(
-                    "CreateFleet launched nothing: {}",
-                    detail.join("; ")
-                )));
+                return Err(CloudError::LaunchFailed {
+                    code: errors
+                        .first()
+                        .map(|e| e.code.clone())
+                        .filter(|c| !c.is_empty())
+                        .unwrap_or_else(|| "CreateFleetLaunchedNothing".into()),
+                    message: format!("CreateFleet launched nothing: {}", detail.join("; ")),
+                });
             }
             tracing::info!(nodeclaim = %claim_name, ruled_out = ?ruled, attempt, "pools out of capacity; retrying with the rest");
         }

@@ -22,11 +22,52 @@ pub struct Options {
     pub endpoint: Option<String>,
     pub region: String,
     pub cluster_name: String,
-    pub cluster_endpoint: String,
-    pub cluster_ca: String,
+    /// Endpoint, CA, service CIDR and version as the flags set them; the rest is discovered.
+    pub join: crate::cluster::Overrides,
     /// SSM path prefix of the family images (`/aws/service` on AWS).
     pub ssm_prefix: String,
-    pub kubernetes_version: String,
+}
+
+/// The pod's own service-account CA, which on EKS is the cluster CA, as base64.
+fn service_account_ca() -> Option<String> {
+    use base64::Engine;
+    let pem = std::fs::read("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt").ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(pem))
+}
+
+/// Endpoint, CA, service CIDR and version for node user data: flags first, then the cluster
+/// (API server `/version`, EKS DescribeCluster, the service-account CA).
+pub async fn cluster_join(
+    client: &kube::Client,
+    clients: &Clients,
+    options: &Options,
+) -> Result<crate::cluster::ClusterJoin, String> {
+    use crate::cluster;
+    let j = &options.join;
+    let complete = j.endpoint.is_some() && j.ca.is_some() && j.service_cidr.is_some();
+    let (described, describe_error) = if complete {
+        (cluster::Described::default(), None)
+    } else {
+        match cluster::describe(&clients.eks, &options.cluster_name).await {
+            Ok(d) => (d, None),
+            Err(e) => (cluster::Described::default(), Some(e)),
+        }
+    };
+    let version = match &j.version {
+        Some(_) => None,
+        None => client.apiserver_version().await.ok().map(|v| v.git_version),
+    };
+    let join = cluster::resolve(
+        j,
+        &described,
+        version.as_deref(),
+        service_account_ca().as_deref(),
+        describe_error.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    tracing::info!(endpoint = %join.endpoint, service_cidr = %join.service_cidr, version = %join.version,
+        described = describe_error.is_none() && !complete, "nodes will join with these cluster settings");
+    Ok(join)
 }
 
 /// Where EventBridge interruption events arrive (`--interruption-queue`).
@@ -46,14 +87,16 @@ pub async fn start(
     unavailable: UnavailableOfferings,
 ) -> Result<Arc<AwsProvider>, String> {
     let clients = Clients::new(&options.region, options.endpoint.as_deref()).await;
+    let join = cluster_join(&client, &clients, &options).await?;
     let settings = Settings {
         region: options.region.clone(),
         cluster_name: options.cluster_name.clone(),
-        cluster_endpoint: options.cluster_endpoint.clone(),
-        cluster_ca: options.cluster_ca.clone(),
+        cluster_endpoint: join.endpoint,
+        cluster_ca: join.ca,
+        service_cidr: join.service_cidr,
         ami_parameters: AmiParameters {
             prefix: options.ssm_prefix.clone(),
-            kubernetes_version: options.kubernetes_version.clone(),
+            kubernetes_version: join.version,
         },
         catalog_ttl: Duration::from_secs(300),
     };

@@ -24,8 +24,11 @@ pub fn claim_requirements(claim: &NodeClaim) -> Result<Requirements, String> {
     for (i, r) in claim.spec.requirements.iter().enumerate() {
         let op = Operator::parse(r.operator.as_str())
             .ok_or_else(|| format!("spec.requirements[{i}].operator: unknown {:?}", r.operator))?;
+        // minValues travels with the requirement: a retry or a truncated override list must
+        // still offer the fleet that many distinct values.
         let req = Requirement::new(&r.key, op, &r.values)
-            .map_err(|e| format!("spec.requirements[{i}]: {e}"))?;
+            .map_err(|e| format!("spec.requirements[{i}]: {e}"))?
+            .with_min_values(r.min_values);
         reqs.add(req);
     }
     Ok(reqs)
@@ -104,12 +107,87 @@ pub fn candidates(
     out
 }
 
-/// Fleet error codes that mean "this pool cannot be had now; try others".
+/// The value a candidate gives `key`: its zone and capacity type are its own, the rest are
+/// its instance type's labels.
+fn value_of<'a>(c: &'a Candidate, key: &str) -> Option<&'a str> {
+    match key {
+        labels::ZONE => Some(&c.zone),
+        labels::CAPACITY_TYPE => Some(&c.capacity_type),
+        _ => c.instance_type.label(key),
+    }
+}
+
+/// At most `max` of `cands` (cheapest first) for one CreateFleet, keeping for every requirement
+/// with `minValues` that many distinct values among them, cheapest first. Errors, naming the
+/// requirement, when the candidates left cannot meet a `minValues` at all (capacity errors
+/// ruled the others out): launching fewer would break the diversity the NodePool asked for.
+pub fn pick_overrides(
+    reqs: &Requirements,
+    cands: &[Candidate],
+    max: usize,
+) -> Result<Vec<Candidate>, String> {
+    let mins: Vec<(&str, usize)> = reqs
+        .iter()
+        .filter_map(|r| Some((r.key.as_str(), r.min_values? as usize)))
+        .collect();
+    for (key, min) in &mins {
+        let distinct: std::collections::BTreeSet<&str> =
+            cands.iter().filter_map(|c| value_of(c, key)).collect();
+        if distinct.len() < *min {
+            return Err(format!(
+                "requirement {key} has minValues {min}, but only {} distinct values are launchable ({})",
+                distinct.len(),
+                distinct.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    if cands.len() <= max {
+        return Ok(cands.to_vec());
+    }
+    let mut chosen = vec![false; cands.len()];
+    for (key, min) in &mins {
+        let mut seen: std::collections::BTreeSet<&str> = cands
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, c)| **c)
+            .filter_map(|(c, _)| value_of(c, key))
+            .collect();
+        for (i, c) in cands.iter().enumerate() {
+            if seen.len() >= *min {
+                break;
+            }
+            if let Some(v) = value_of(c, key).filter(|v| !seen.contains(v)) {
+                seen.insert(v);
+                chosen[i] = true;
+            }
+        }
+    }
+    let mut room = max.saturating_sub(chosen.iter().filter(|c| **c).count());
+    for c in chosen.iter_mut().filter(|c| !**c) {
+        if room == 0 {
+            break;
+        }
+        *c = true;
+        room -= 1;
+    }
+    Ok(cands
+        .iter()
+        .zip(chosen)
+        .filter(|(_, c)| *c)
+        .map(|(c, _)| c.clone())
+        .collect())
+}
+
+/// Fleet error codes that mean "this pool cannot be had now; try others". Quotas (vCPU, spot
+/// instance count) count: the same request would fail again until they are raised, so the
+/// pools are kept out of planning like an exhausted pool.
 pub fn is_capacity_error(code: &str) -> bool {
     matches!(
         code,
         "InsufficientInstanceCapacity"
             | "InsufficientCapacity"
+            | "VcpuLimitExceeded"
+            | "InstanceLimitExceeded"
             | "MaxSpotInstanceCountExceeded"
             | "UnfulfillableCapacity"
             | "SpotMaxPriceTooLow"
@@ -158,6 +236,7 @@ mod tests {
     use super::*;
     use adze_api::Operator as ApiOp;
     use adze_api::Requirement as ApiReq;
+    use std::collections::BTreeSet;
 
     fn claim(reqs: Vec<ApiReq>) -> NodeClaim {
         let mut c: NodeClaim = serde_json::from_value(serde_json::json!({
@@ -238,6 +317,60 @@ mod tests {
         );
         assert_eq!(cands.len(), 2);
         assert!(cands.iter().all(|c| c.capacity_type == "spot"));
+    }
+
+    #[test]
+    fn min_values_survive_truncation_and_retries() {
+        let c = claim(vec![
+            ApiReq::new(
+                labels::INSTANCE_TYPE,
+                ApiOp::In,
+                &["m5.large", "c5.large", "m5.xlarge", "c5.xlarge", "r5.large"],
+            )
+            .with_min_values(3),
+            ApiReq::new(labels::CAPACITY_TYPE, ApiOp::In, &["on-demand"]),
+        ]);
+        let reqs = claim_requirements(&c).unwrap();
+        assert_eq!(reqs.get(labels::INSTANCE_TYPE).unwrap().min_values, Some(3));
+        let cands = candidates(
+            &reqs,
+            &Resources::default(),
+            &adze_scheduling::catalog::embedded(),
+            &subnets(),
+        );
+        // Two subnets per type: the 3 cheapest overrides would be 2 types only.
+        let picked = pick_overrides(&reqs, &cands, 3).unwrap();
+        assert_eq!(picked.len(), 3);
+        let types: BTreeSet<&str> = picked
+            .iter()
+            .map(|c| c.instance_type.name.as_str())
+            .collect();
+        assert_eq!(types.len(), 3, "{types:?}");
+        // Capacity errors left two types: the launch must not go ahead with fewer than 3.
+        let left: Vec<Candidate> = cands
+            .iter()
+            .filter(|c| ["c5.large", "m5.large"].contains(&c.instance_type.name.as_str()))
+            .cloned()
+            .collect();
+        let err = pick_overrides(&reqs, &left, 100).unwrap_err();
+        assert!(
+            err.contains("node.kubernetes.io/instance-type has minValues 3"),
+            "{err}"
+        );
+        // Without minValues, plain cheapest-first truncation.
+        let plain = claim_requirements(&claim(vec![])).unwrap();
+        assert_eq!(
+            pick_overrides(&plain, &cands, 2).unwrap(),
+            cands[..2].to_vec()
+        );
+    }
+
+    #[test]
+    fn quota_errors_rule_out_the_pools_like_capacity_errors() {
+        assert!(is_capacity_error("VcpuLimitExceeded"));
+        assert!(is_capacity_error("MaxSpotInstanceCountExceeded"));
+        assert!(!is_capacity_error("UnauthorizedOperation"));
+        assert!(!is_capacity_error("InvalidAMIID.NotFound"));
     }
 
     #[test]

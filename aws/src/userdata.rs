@@ -20,7 +20,12 @@ pub struct Bootstrap {
     pub cluster_endpoint: String,
     /// Base64 PEM of the cluster CA.
     pub cluster_ca: String,
+    /// The service CIDR: nodeadm requires it (`spec.cluster.cidr`) and derives the cluster
+    /// DNS address from it; Bottlerocket is given that address (`cluster-dns-ip`).
+    pub service_cidr: String,
     pub max_pods: i64,
+    /// Only labels kubelet accepts ([`adze_scheduling::labels::kubelet_may_set`]); the rest
+    /// are left to registration.
     pub labels: BTreeMap<String, String>,
     /// `key=value:Effect` (value may be empty).
     pub taints: Vec<String>,
@@ -39,12 +44,10 @@ pub fn render(family: AmiFamily, boot: &Bootstrap, user: Option<&str>) -> String
 
 fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
     let mut flags = Vec::new();
-    if !boot.labels.is_empty() {
-        let l: Vec<String> = boot
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+    let l: Vec<String> = kubelet_labels(boot)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !l.is_empty() {
         flags.push(format!("--node-labels={}", l.join(",")));
     }
     if !boot.taints.is_empty() {
@@ -55,10 +58,11 @@ fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
         .map(|f| format!("\n      - {}", yaml_quote(f)))
         .collect();
     let node_config = format!(
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n  kubelet:\n    config:\n      maxPods: {}\n    flags:{}\n",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n    cidr: {}\n  kubelet:\n    config:\n      maxPods: {}\n    flags:{}\n",
         yaml_quote(&boot.cluster_name),
         yaml_quote(&boot.cluster_endpoint),
         yaml_quote(&boot.cluster_ca),
+        yaml_quote(&boot.service_cidr),
         boot.max_pods,
         if flags_yaml.is_empty() {
             " []".to_string()
@@ -95,17 +99,19 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
     }
     let user_sets = |table: &str| user.lines().any(|l| l.trim() == format!("[{table}]"));
     if !user_sets("settings.kubernetes") {
+        let dns = crate::cluster::cluster_dns(&boot.service_cidr).unwrap_or_default();
         out += &format!(
-            "[settings.kubernetes]\ncluster-name = {}\napi-server = {}\ncluster-certificate = {}\nmax-pods = {}\n",
+            "[settings.kubernetes]\ncluster-name = {}\napi-server = {}\ncluster-certificate = {}\ncluster-dns-ip = {}\nmax-pods = {}\n",
             toml_str(&boot.cluster_name),
             toml_str(&boot.cluster_endpoint),
             toml_str(&boot.cluster_ca),
+            toml_str(&dns),
             boot.max_pods
         );
     }
-    if !boot.labels.is_empty() && !user_sets("settings.kubernetes.node-labels") {
+    if kubelet_labels(boot).next().is_some() && !user_sets("settings.kubernetes.node-labels") {
         out += "\n[settings.kubernetes.node-labels]\n";
-        for (k, v) in &boot.labels {
+        for (k, v) in kubelet_labels(boot) {
             out += &format!("{} = {}\n", toml_str(k), toml_str(v));
         }
     }
@@ -122,6 +128,13 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
         }
     }
     out
+}
+
+/// The labels kubelet will accept at registration.
+fn kubelet_labels(boot: &Bootstrap) -> impl Iterator<Item = (&String, &String)> {
+    boot.labels
+        .iter()
+        .filter(|(k, _)| adze_scheduling::labels::kubelet_may_set(k))
 }
 
 fn yaml_quote(s: &str) -> String {
@@ -141,8 +154,12 @@ mod tests {
             cluster_name: "prod".into(),
             cluster_endpoint: "https://k8s.example:6443".into(),
             cluster_ca: "Q0EK".into(),
+            service_cidr: "10.100.0.0/16".into(),
             max_pods: 29,
-            labels: BTreeMap::from([("adze.sh/nodepool".into(), "default".into())]),
+            labels: BTreeMap::from([
+                ("adze.sh/nodepool".into(), "default".into()),
+                ("node-restriction.kubernetes.io/team".into(), "a".into()),
+            ]),
             taints: vec!["dedicated=gpu:NoSchedule".into()],
         }
     }
@@ -160,7 +177,15 @@ mod tests {
         assert!(out.contains("text/x-shellscript"));
         assert!(out.contains("apiServerEndpoint: \"https://k8s.example:6443\""));
         assert!(out.contains("maxPods: 29"));
-        assert!(out.contains("--node-labels=adze.sh/nodepool=default"));
+        assert!(
+            out.contains("    cidr: \"10.100.0.0/16\"\n"),
+            "nodeadm refuses a NodeConfig without cidr"
+        );
+        assert!(out.contains("--node-labels=adze.sh/nodepool=default\""));
+        assert!(
+            !out.contains("node-restriction"),
+            "kubelet refuses those labels"
+        );
         assert!(out.contains("--register-with-taints=dedicated=gpu:NoSchedule"));
         assert!(out.trim_end().ends_with(&format!("--{MIME_BOUNDARY}--")));
     }
@@ -172,7 +197,12 @@ mod tests {
         assert!(out.starts_with(user));
         assert!(out.contains("[settings.kubernetes]\ncluster-name = \"prod\""));
         assert!(out.contains("max-pods = 29"));
+        assert!(out.contains("cluster-dns-ip = \"10.100.0.10\""));
         assert!(out.contains("\"adze.sh/nodepool\" = \"default\""));
+        assert!(
+            !out.contains("node-restriction"),
+            "kubelet refuses those labels"
+        );
         assert!(out.contains("\"dedicated\" = [\"gpu:NoSchedule\"]"));
     }
 

@@ -13,6 +13,7 @@ const CLIENTS: &[(&str, &str)] = &[
     ("sqs", "sqs"),
     ("iam", "iam"),
     ("pricing", "pricing"),
+    ("eks", "eks"),
 ];
 
 /// Methods on a client that are not API operations.

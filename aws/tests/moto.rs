@@ -221,6 +221,7 @@ impl Env {
                 cluster_name: self.cluster.clone(),
                 cluster_endpoint: "https://10.0.0.1:6443".into(),
                 cluster_ca: "Q0EK".into(),
+                service_cidr: "10.100.0.0/16".into(),
                 ami_parameters: AmiParameters {
                     prefix: self.prefix.clone(),
                     kubernetes_version: "1.30".into(),

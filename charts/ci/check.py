@@ -101,6 +101,7 @@ AWS = {
     "clusterName": "demo",
     "clusterEndpoint": "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
     "clusterCABundle": "TFMwdExTMUNSVWRKVGc9PQ==",
+    "serviceCIDR": "172.20.0.0/16",
     "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions", "kubernetesVersion": "1.30"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
 }
@@ -118,7 +119,8 @@ def expect_aws(docs):
                  "--cluster-endpoint=https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
                  "--interruption-queue=demo-interruptions", "--metrics-addr=0.0.0.0:8080",
                  "--batch-idle-duration=1s", "--max-instance-types=60",
-                 "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30"]:
+                 "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
+                 "--service-cidr=172.20.0.0/16", "--launch-timeout=5m"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -266,6 +268,7 @@ BAD = [
     ("unknown cloud provider", {"cloudProvider": "gcp"}, "cloudProvider"),
     ("aws without clusterName", {"cloudProvider": "aws", "clusterEndpoint": "https://x"}, "clusterName"),
     ("aws endpoint not https", merge(AWS, {"clusterEndpoint": "http://x"}), "clusterEndpoint"),
+    ("service CIDR not a CIDR", merge(AWS, {"serviceCIDR": "10.100.0.0"}), "serviceCIDR"),
     ("aws without region", merge(AWS, {"aws": {"region": ""}}), "region"),
     ("misspelled key", {"cloudProvider": "simulated", "provisoner": {"replicas": 1}}, "provisoner"),
     ("bad duration", {"cloudProvider": "simulated", "provisioner": {"batchIdleDuration": "1 second"}}, "batchIdleDuration"),

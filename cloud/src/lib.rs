@@ -31,8 +31,74 @@ pub enum CloudError {
         capacity_type: String,
         message: String,
     },
+    /// The cloud refused the launch for a reason the next attempt in a few seconds will not
+    /// fix (permissions, an image that does not exist, a malformed template). `code` is the
+    /// cloud's own error code, shown on the NodeClaim's `Launched` condition.
+    #[error("launch refused ({code}): {message}")]
+    LaunchFailed { code: String, message: String },
     #[error("{0}")]
     Other(String),
+}
+
+impl CloudError {
+    /// A short machine-readable reason for conditions, events and metrics.
+    pub fn reason(&self) -> &str {
+        match self {
+            CloudError::InsufficientCapacity { .. } => "InsufficientCapacity",
+            CloudError::LaunchFailed { code, .. } => code,
+            CloudError::Other(_) => "LaunchError",
+        }
+    }
+}
+
+/// The labels a node of `instance` really carries: its own type's single-valued labels (arch,
+/// family, size, ...), its zone and capacity type. The claim's labels came from the plan's
+/// cheapest option; the cloud may have launched another of the options it was given, and
+/// zonal volumes, topology spread and arch-specific images need the truth.
+pub fn instance_labels(
+    instance: &Instance,
+    catalog: &[Arc<InstanceType>],
+) -> BTreeMap<String, String> {
+    use adze_scheduling::labels;
+    let mut out = BTreeMap::new();
+    if let Some(t) = catalog.iter().find(|t| t.name == instance.instance_type) {
+        for r in t.requirements.iter() {
+            if let Some(v) = r.single_value() {
+                out.insert(r.key.clone(), v.to_string());
+            }
+        }
+    }
+    out.insert(labels::INSTANCE_TYPE.into(), instance.instance_type.clone());
+    if !instance.zone.is_empty() {
+        out.insert(labels::ZONE.into(), instance.zone.clone());
+    }
+    if !instance.capacity_type.is_empty() {
+        out.insert(labels::CAPACITY_TYPE.into(), instance.capacity_type.clone());
+    }
+    out
+}
+
+/// `claim_labels` corrected to the launched instance: every label the *planned* type defined
+/// is dropped, then the instance's own labels are set (see [`instance_labels`]).
+pub fn relabel_for_instance(
+    claim_labels: &BTreeMap<String, String>,
+    instance: &Instance,
+    catalog: &[Arc<InstanceType>],
+) -> BTreeMap<String, String> {
+    use adze_scheduling::labels;
+    let mut out = claim_labels.clone();
+    if let Some(planned) = claim_labels
+        .get(labels::INSTANCE_TYPE)
+        .and_then(|n| catalog.iter().find(|t| &t.name == n))
+    {
+        for r in planned.requirements.iter() {
+            if r.single_value().is_some() {
+                out.remove(&r.key);
+            }
+        }
+    }
+    out.extend(instance_labels(instance, catalog));
+    out
 }
 
 pub trait CloudProvider: Send + Sync {
@@ -125,5 +191,49 @@ mod tests {
         assert!(!mo.available);
         let later = cache.apply(&catalog, now + Duration::from_secs(181));
         assert!(Arc::ptr_eq(&later[0], &catalog[0]));
+    }
+
+    fn launched(t: &str, zone: &str) -> Instance {
+        Instance {
+            provider_id: format!("aws:///{zone}/i-1"),
+            instance_type: t.into(),
+            zone: zone.into(),
+            capacity_type: "spot".into(),
+            capacity: BTreeMap::new(),
+            allocatable: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn claim_labels_follow_the_launched_instance_not_the_plan() {
+        use adze_scheduling::labels;
+        let catalog = adze_scheduling::catalog::embedded();
+        let planned: BTreeMap<String, String> = [
+            (labels::INSTANCE_TYPE, "m5.large"),
+            (labels::ZONE, "us-east-1a"),
+            (labels::CAPACITY_TYPE, "on-demand"),
+            (labels::ARCH, "amd64"),
+            (labels::NODEPOOL, "general"),
+            ("team", "web"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        // The fleet launched a Graviton type in another zone.
+        let out = relabel_for_instance(&planned, &launched("m6g.large", "us-east-1b"), &catalog);
+        assert_eq!(out[labels::INSTANCE_TYPE], "m6g.large");
+        assert_eq!(out[labels::ZONE], "us-east-1b");
+        assert_eq!(out[labels::CAPACITY_TYPE], "spot");
+        assert_eq!(out[labels::ARCH], "arm64");
+        assert_eq!(out[labels::NODEPOOL], "general");
+        assert_eq!(out["team"], "web");
+        // Every single-valued label of the launched type is there, none of the planned type's
+        // that the launched one lacks.
+        let m6g = catalog.iter().find(|t| t.name == "m6g.large").unwrap();
+        for r in m6g.requirements.iter() {
+            if let Some(v) = r.single_value() {
+                assert_eq!(out.get(&r.key).map(String::as_str), Some(v), "{}", r.key);
+            }
+        }
     }
 }

@@ -98,6 +98,10 @@ struct RunArgs {
     /// A NodeClaim whose node has not registered by then is deleted with its instance.
     #[arg(long, value_parser = duration, default_value = "15m")]
     registration_timeout: std::time::Duration,
+    /// A NodeClaim the cloud has not launched by then (every attempt refused: permissions,
+    /// image, quota) is deleted and its pods planned again.
+    #[arg(long, value_parser = duration, default_value = "5m")]
+    launch_timeout: std::time::Duration,
     /// Simulated kubelet: how often simulated nodes post their Ready heartbeat.
     #[arg(long, value_parser = duration, default_value = "20s")]
     heartbeat: std::time::Duration,
@@ -189,18 +193,23 @@ struct AwsArgs {
     /// Instances are tagged kubernetes.io/cluster/NAME=owned.
     #[arg(long, default_value = "adze")]
     cluster_name: String,
-    /// The apiserver URL nodes join, written into user data.
-    #[arg(long, default_value = "")]
-    cluster_endpoint: String,
-    /// Base64 PEM of the cluster CA, written into user data.
-    #[arg(long, default_value = "")]
-    cluster_ca: String,
+    /// The apiserver URL nodes join, written into user data (default: EKS DescribeCluster).
+    #[arg(long)]
+    cluster_endpoint: Option<String>,
+    /// Base64 PEM of the cluster CA, written into user data (default: EKS DescribeCluster,
+    /// else this pod's service-account CA).
+    #[arg(long)]
+    cluster_ca: Option<String>,
+    /// The cluster's service CIDR; nodeadm requires it and the cluster DNS address is its
+    /// tenth address (default: EKS DescribeCluster).
+    #[arg(long)]
+    service_cidr: Option<String>,
     /// SSM prefix of the AL2023/Bottlerocket image parameters.
     #[arg(long, default_value = "/aws/service")]
     ssm_prefix: String,
-    /// Kubernetes version in the image parameter paths.
-    #[arg(long, default_value = "1.30")]
-    kubernetes_version: String,
+    /// Kubernetes MAJOR.MINOR in the image parameter paths (default: the API server's own).
+    #[arg(long)]
+    kubernetes_version: Option<String>,
     /// SQS queue (name or URL) receiving EventBridge interruption events; polled with any
     /// --cloud-provider (uses --aws-endpoint and --region).
     #[arg(long)]
@@ -221,10 +230,13 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         endpoint: args.aws.aws_endpoint.clone(),
         region: args.aws.region.clone(),
         cluster_name: args.aws.cluster_name.clone(),
-        cluster_endpoint: args.aws.cluster_endpoint.clone(),
-        cluster_ca: args.aws.cluster_ca.clone(),
+        join: adze_aws::cluster::Overrides {
+            endpoint: args.aws.cluster_endpoint.clone(),
+            ca: args.aws.cluster_ca.clone(),
+            service_cidr: args.aws.service_cidr.clone(),
+            version: args.aws.kubernetes_version.clone(),
+        },
         ssm_prefix: args.aws.ssm_prefix.clone(),
-        kubernetes_version: args.aws.kubernetes_version.clone(),
     });
     let interruption =
         args.aws
@@ -240,6 +252,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         batch_max: args.batch_max_duration,
         boot_delay: args.boot_delay,
         registration_timeout: args.registration_timeout,
+        launch_timeout: args.launch_timeout,
         max_instance_types: args.max_instance_types,
         heartbeat: args.heartbeat,
         leader_election: args.leader.settings()?,

@@ -24,6 +24,7 @@ pub struct Config {
     pub batch_max: Duration,
     pub boot_delay: Duration,
     pub registration_timeout: Duration,
+    pub launch_timeout: Duration,
     pub max_instance_types: usize,
     pub heartbeat: Duration,
     /// `None`: run the controllers without leader election (a single replica).
@@ -132,6 +133,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         cloud: cloud.clone(),
         unavailable,
         registration_timeout: config.registration_timeout,
+        launch_timeout: config.launch_timeout,
         remove_startup_taints: cloud.name() == "simulated",
     };
     let garbage = crate::garbage::Garbage {

@@ -77,6 +77,38 @@ pub const ALLOWED_IN_RESTRICTED: &[&str] = &[
     "node-restriction.kubernetes.io/",
 ];
 
+/// Whether kubelet accepts `key` in `--node-labels` (and Bottlerocket's `node-labels`). Since
+/// Kubernetes 1.16 kubelet refuses to start on a label in the `kubernetes.io` or `k8s.io`
+/// namespaces unless it is one of its own well-known labels or under `kubelet.kubernetes.io`
+/// / `node.kubernetes.io` (the NodeRestriction admission plugin's rule). Such labels
+/// (`node-restriction.kubernetes.io/*`, `node-role.kubernetes.io/*`) are set on the Node by
+/// the provisioner at registration instead.
+pub fn kubelet_may_set(key: &str) -> bool {
+    const KUBELET_OWN: &[&str] = &[
+        HOSTNAME,
+        ARCH,
+        OS,
+        INSTANCE_TYPE,
+        ZONE,
+        REGION,
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/instance-type",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    ];
+    let Some((domain, _)) = key.split_once('/') else {
+        return true;
+    };
+    let under = |d: &str, ns: &str| d == ns || d.ends_with(&format!(".{ns}"));
+    if !under(domain, "kubernetes.io") && !under(domain, "k8s.io") {
+        return true;
+    }
+    KUBELET_OWN.contains(&key)
+        || under(domain, "kubelet.kubernetes.io")
+        || under(domain, "node.kubernetes.io")
+}
+
 pub fn is_well_known(key: &str) -> bool {
     WELL_KNOWN.contains(&key)
 }
@@ -90,3 +122,33 @@ pub const NOMINATED_PODS: &str = "adze.sh/nominated-pods";
 /// every candidate node: the provisioner treats the pod as pending at once, without waiting
 /// for kube-scheduler's `PodScheduled=False/Unschedulable` condition.
 pub const UNSCHEDULABLE_AT: &str = "adze.sh/unschedulable-at";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_refuses_kubernetes_io_labels_outside_its_own() {
+        for ok in [
+            "team",
+            "example.com/tier",
+            ARCH,
+            ZONE,
+            INSTANCE_TYPE,
+            "node.kubernetes.io/lifecycle",
+            "kubelet.kubernetes.io/x",
+            "adze.sh/nodepool",
+        ] {
+            assert!(kubelet_may_set(ok), "{ok}");
+        }
+        for refused in [
+            "node-restriction.kubernetes.io/team",
+            "node-role.kubernetes.io/worker",
+            "kubernetes.io/role",
+            "k8s.io/x",
+            "example.k8s.io/x",
+        ] {
+            assert!(!kubelet_may_set(refused), "{refused}");
+        }
+    }
+}

@@ -1,12 +1,17 @@
 //! A NodeClaim's life: launch → Launched (status.providerID, capacity, allocatable) →
 //! Registered (a Node with that providerID exists: labels synced, owner reference set) →
-//! Initialized (node Ready, startup taints gone). Each step is a small idempotent reconcile,
-//! run for every claim on every tick from the watched state (level-based: a restart simply
-//! resumes). Registration puts the termination finalizer on the Node; a deleted claim is left
-//! to [`crate::termination`].
+//! Initialized (node Ready, startup taints gone). Each step is a small idempotent reconcile of
+//! one claim from the watched state (level-based: a restart simply resumes), run when the claim
+//! changes or its requeue time comes ([`requeue`]); a failing claim backs off alone. A launch
+//! the cloud refuses is retried with backoff, shown as `Launched=False` with the cloud's
+//! reason (and an event on the claim and its pods), and given up after the launch timeout so
+//! its pods are planned again. Registration puts the termination finalizer on the Node; a
+//! deleted claim is left to [`crate::termination`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+pub mod requeue;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
@@ -31,8 +36,26 @@ pub struct Lifecycle {
     pub cloud: Arc<dyn CloudProvider>,
     pub unavailable: UnavailableOfferings,
     pub registration_timeout: Duration,
+    /// A claim the cloud has not launched by then is deleted, so its pods are planned again.
+    pub launch_timeout: Duration,
     /// The simulated cloud has no agent to lift startup taints; the lifecycle does it.
     pub remove_startup_taints: bool,
+}
+
+/// How often a launched claim whose node has not registered asks the cloud whether its
+/// instance still exists (a relaunch is idempotent, but the call is not free).
+const VANISHED_CHECK: Duration = Duration::from_secs(30);
+/// Requeue while waiting for something only the watches report (a Node, Ready).
+const WAITING: Duration = Duration::from_millis(500);
+/// Requeue of a claim with nothing left to do (a change reconciles it at once anyway).
+const SETTLED: Duration = Duration::from_secs(60);
+
+/// Per-claim bookkeeping shared by the reconciles.
+#[derive(Default)]
+struct Memory {
+    requeue: requeue::Requeue,
+    /// Last time a booting claim's instance was looked up, by claim uid.
+    vanished_check: HashMap<String, Instant>,
 }
 
 /// `list` with condition `type_` set; the transition time moves only when the status changes.
@@ -106,6 +129,14 @@ fn age(claim: &NodeClaim) -> Duration {
         .unwrap_or_default()
 }
 
+fn uid_of(claim: &NodeClaim) -> String {
+    claim.metadata.uid.clone().unwrap_or_default()
+}
+
+fn version_of(claim: &NodeClaim) -> String {
+    claim.metadata.resource_version.clone().unwrap_or_default()
+}
+
 fn nodepool_of(claim: &NodeClaim) -> String {
     claim
         .metadata
@@ -119,7 +150,8 @@ fn nodepool_of(claim: &NodeClaim) -> String {
 fn cloud_error(op: &str, e: CloudError) -> CloudError {
     let kind = match &e {
         CloudError::InsufficientCapacity { .. } => "insufficient_capacity",
-        _ => "other",
+        CloudError::LaunchFailed { .. } => "launch_refused",
+        CloudError::Other(_) => "other",
     };
     crate::metrics::provisioner().cloud_errors.inc(&[op, kind]);
     e
@@ -128,15 +160,36 @@ fn cloud_error(op: &str, e: CloudError) -> CloudError {
 impl Lifecycle {
     pub async fn run(self) {
         let this = Arc::new(self);
+        let memory = Arc::new(Mutex::new(Memory::default()));
         loop {
             let claims = this.state.claims.state();
-            futures::stream::iter(claims)
+            let now = Instant::now();
+            let live: HashSet<String> = claims
+                .iter()
+                .filter_map(|c| c.metadata.uid.clone())
+                .collect();
+            let due: Vec<Arc<NodeClaim>> = {
+                let mut m = memory.lock().unwrap();
+                m.requeue.retain(&live);
+                m.vanished_check.retain(|uid, _| live.contains(uid));
+                claims
+                    .into_iter()
+                    .filter(|c| m.requeue.due(&uid_of(c), &version_of(c), now))
+                    .collect()
+            };
+            futures::stream::iter(due)
                 .for_each_concurrent(16, |c| {
                     let this = this.clone();
+                    let memory = memory.clone();
                     async move {
                         let name = c.metadata.name.clone().unwrap_or_default();
-                        if let Err(e) = this.reconcile(&c).await {
-                            tracing::warn!(nodeclaim = %name, error = %format!("{e:#}"), "nodeclaim reconcile failed; retrying");
+                        let (uid, version) = (uid_of(&c), version_of(&c));
+                        match this.reconcile(&c, &memory).await {
+                            Ok(after) => memory.lock().unwrap().requeue.succeeded(&uid, &version, Instant::now(), after),
+                            Err(e) => {
+                                let wait = memory.lock().unwrap().requeue.failed(&uid, &version, Instant::now());
+                                tracing::warn!(nodeclaim = %name, error = %format!("{e:#}"), retry_in_ms = wait.as_millis() as u64, "nodeclaim reconcile failed; backing off");
+                            }
                         }
                     }
                 })
@@ -184,15 +237,21 @@ impl Lifecycle {
             .find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid))
     }
 
-    pub async fn reconcile(&self, claim: &NodeClaim) -> anyhow::Result<()> {
+    /// One step of the claim's life; returns when to look at it again.
+    async fn reconcile(
+        &self,
+        claim: &NodeClaim,
+        memory: &Mutex<Memory>,
+    ) -> anyhow::Result<Duration> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         // A deleted claim belongs to [`crate::termination`].
         if claim.metadata.deletion_timestamp.is_some() {
-            return Ok(());
+            return Ok(SETTLED);
         }
         let conds = claim_conditions(claim).to_vec();
         if !conditions::is_true(&conds, cond::LAUNCHED) {
-            return self.launch(claim, &name, &conds).await;
+            self.launch(claim, &name, &conds).await?;
+            return Ok(Duration::ZERO);
         }
         let node = self.node_for(claim);
         if !conditions::is_true(&conds, cond::REGISTERED) {
@@ -204,35 +263,70 @@ impl Lifecycle {
                         &format!("not registered within {:?}", self.registration_timeout),
                     )
                     .await?;
-                    return Ok(());
+                    return Ok(SETTLED);
                 }
                 // An instance the cloud no longer knows (e.g. launched before a restart of the
-                // simulated cloud) is launched again; create is idempotent per claim.
-                let pid = claim
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.provider_id.clone())
-                    .unwrap_or_default();
-                if self
-                    .cloud
-                    .get(&pid)
-                    .await
-                    .map_err(|e| cloud_error("get", e))?
-                    .is_none()
-                {
-                    self.cloud
-                        .create(claim)
+                // simulated cloud) is launched again; create is idempotent per claim. Asked
+                // now and then, not on every look: the node's arrival comes through the watch.
+                let uid = uid_of(claim);
+                let check = {
+                    let mut m = memory.lock().unwrap();
+                    let last = m.vanished_check.get(&uid).copied();
+                    let due = last.is_none_or(|t| t.elapsed() >= VANISHED_CHECK);
+                    if due {
+                        m.vanished_check.insert(uid, Instant::now());
+                    }
+                    due && last.is_some()
+                };
+                if check {
+                    let pid = claim
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.provider_id.clone())
+                        .unwrap_or_default();
+                    if self
+                        .cloud
+                        .get(&pid)
                         .await
-                        .map_err(|e| cloud_error("create", e))?;
+                        .map_err(|e| cloud_error("get", e))?
+                        .is_none()
+                    {
+                        tracing::info!(nodeclaim = %name, provider_id = %pid, "instance not found while waiting for its node; launching again (idempotent)");
+                        self.cloud
+                            .create(claim)
+                            .await
+                            .map_err(|e| cloud_error("create", e))?;
+                    }
                 }
-                return Ok(());
+                return Ok(WAITING);
             };
-            return self.register(claim, &name, &node, &conds).await;
+            self.register(claim, &name, &node, &conds).await?;
+            return Ok(Duration::ZERO);
         }
         if let Some(node) = node.filter(|_| !conditions::is_true(&conds, cond::INITIALIZED)) {
-            return self.initialize(claim, &name, &node, &conds).await;
+            self.initialize(claim, &name, &node, &conds).await?;
+            return Ok(WAITING);
         }
-        Ok(())
+        Ok(SETTLED)
+    }
+
+    /// Tells the claim and the pods nominated to it why their capacity is late or gone.
+    fn announce(&self, claim: &NodeClaim, reason: &str, message: &str) {
+        let recorder = crate::events::Recorder {
+            client: self.client.clone(),
+        };
+        recorder.publish(crate::events::reference(claim), "Warning", reason, message);
+        for n in crate::state::nomination::of_claim(claim) {
+            let about = k8s_openapi::api::core::v1::ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(n.name),
+                namespace: Some(n.namespace),
+                uid: Some(n.uid),
+                ..Default::default()
+            };
+            recorder.publish(about, "Warning", reason, message);
+        }
     }
 
     async fn launch(
@@ -241,6 +335,17 @@ impl Lifecycle {
         name: &str,
         conds: &[Condition],
     ) -> anyhow::Result<()> {
+        if age(claim) > self.launch_timeout {
+            let last = conditions::find(conds, cond::LAUNCHED)
+                .map(|c| format!("{}: {}", c.reason, c.message))
+                .unwrap_or_else(|| "no answer from the cloud".into());
+            let why = format!(
+                "not launched within {:?} ({last}); its pods will be planned again",
+                self.launch_timeout
+            );
+            self.announce(claim, "LaunchTimedOut", &format!("NodeClaim {name} {why}"));
+            return self.delete_claim(name, "launch_timeout", &why).await;
+        }
         match self
             .cloud
             .create(claim)
@@ -262,6 +367,30 @@ impl Lifecycle {
                     "AwaitingNode",
                     "no node with the instance's providerID yet",
                 );
+                // The claim's labels came from the plan's cheapest option; the cloud may have
+                // launched another of the options it was given.
+                let old = claim.metadata.labels.clone().unwrap_or_default();
+                let new =
+                    crate::cloud::relabel_for_instance(&old, &i, &self.cloud.instance_types());
+                let mut patch = serde_json::Map::new();
+                for k in old.keys().filter(|k| !new.contains_key(*k)) {
+                    patch.insert(k.clone(), serde_json::Value::Null);
+                }
+                for (k, v) in &new {
+                    if old.get(k) != Some(v) {
+                        patch.insert(k.clone(), json!(v));
+                    }
+                }
+                if !patch.is_empty() {
+                    tracing::info!(nodeclaim = %name, planned = ?old.get(labels::INSTANCE_TYPE), launched = %i.instance_type, zone = %i.zone, "labels follow the launched instance");
+                    self.claims()
+                        .patch(
+                            name,
+                            &PatchParams::default(),
+                            &Patch::Merge(json!({"metadata": {"labels": patch}})),
+                        )
+                        .await?;
+                }
                 self.patch_status(name, json!({
                     "providerID": i.provider_id, "capacity": i.capacity, "allocatable": i.allocatable,
                     "conditions": conds,
@@ -283,7 +412,24 @@ impl Lifecycle {
                     .mark(&instance_type, &zone, &capacity_type, Instant::now());
                 self.delete_claim(name, "insufficient_capacity", &format!("launch failed: {message}; offering {instance_type}/{zone}/{capacity_type} unavailable for 3m")).await
             }
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                let reason = e.reason().to_string();
+                let message = e.to_string();
+                let prev = conditions::find(conds, cond::LAUNCHED);
+                if prev.is_none_or(|c| c.reason != reason || c.status != "False") {
+                    self.announce(
+                        claim,
+                        "LaunchFailed",
+                        &format!("NodeClaim {name} could not launch: {message}; retrying with backoff for up to {:?}", self.launch_timeout),
+                    );
+                }
+                if prev.is_none_or(|c| c.reason != reason || c.message != message) {
+                    let conds = set_condition(conds, cond::LAUNCHED, false, &reason, &message);
+                    self.patch_status(name, json!({"conditions": conds}))
+                        .await?;
+                }
+                Err(e.into())
+            }
         }
     }
 
