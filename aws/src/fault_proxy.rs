@@ -2,14 +2,28 @@
 //! and an allocation strategy. For `CreateFleet` it orders the overrides by price (the embedded
 //! catalog's list price, or its spot fraction), answers every override in a failing pool
 //! (instance type × zone × capacity type) with a fleet `Errors` entry, and forwards the request
-//! to moto with only the first healthy override, so moto launches exactly that pool. Every
-//! other call passes through unchanged. It can also play the Price List API (`GetProducts`),
-//! which moto lacks, from a table the test sets (refusing it without one). Test support, not
+//! to moto with only one healthy override, so moto launches exactly that pool. Every other
+//! call passes through unchanged. It can also play the Price List API (`GetProducts`), which
+//! moto lacks, from a table the test sets (refusing it without one). Test support, not
 //! production code.
+//!
+//! Moto is kinder than EC2; [`Unkind`] makes the proxy behave as EC2 documents it does:
+//! * **allocation**: price-capacity-optimized (spot) picks pools by spare capacity first, and
+//!   any strategy moves off the cheapest pool when it runs short, so the fleet may launch any
+//!   of the overrides it was given ([`Allocation::NotCheapest`] always picks another one);
+//! * **eventual consistency**: a new instance is missing from DescribeInstances (and its tag
+//!   filters) for a while; naming it by id answers `InvalidInstanceID.NotFound`;
+//! * **throttling**: EC2 calls draw from token buckets (mutating and describe calls apart)
+//!   and an empty bucket answers `RequestLimitExceeded` (HTTP 503);
+//! * **refusals**: launches of a type can be refused with any EC2 code (UnauthorizedOperation,
+//!   VcpuLimitExceeded, InvalidAMIID.NotFound, ...), as fleet `Errors` entries;
+//! * **idempotency**: a repeated `ClientToken` gets the first call's answer, or
+//!   `IdempotentParameterMismatch` when the request differs (as EC2 does).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use adze_scheduling::catalog::ec2_data;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -17,8 +31,48 @@ use tokio::net::{TcpListener, TcpStream};
 
 type Pool = (String, String, String);
 
+/// Which healthy override a fleet launches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Allocation {
+    /// The cheapest (lowest-price with plenty of capacity everywhere).
+    #[default]
+    Cheapest,
+    /// Any but the cheapest when there is another (rotating), as price-capacity-optimized or
+    /// a short pool makes EC2 do.
+    NotCheapest,
+}
+
+/// EC2 behaviour moto does not have; the default is moto's own kindness.
+#[derive(Debug, Clone, Default)]
+pub struct Unkind {
+    pub allocation: Allocation,
+    /// How long a new instance stays invisible to DescribeInstances.
+    pub describe_lag: Duration,
+    /// Token buckets for EC2 calls: (burst, refill per second).
+    pub throttle: Option<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
 #[derive(Default)]
 struct State {
+    unkind: Unkind,
+    /// Instance id → when DescribeInstances starts showing it.
+    hidden_until: BTreeMap<String, Instant>,
+    /// DescribeInstances answers from which a lagging instance was left out.
+    lagged_answers: usize,
+    /// ClientToken → (the request without its token, the answer).
+    tokens: BTreeMap<String, (String, Vec<u8>)>,
+    /// Requests answered from a ClientToken's first answer.
+    replayed: usize,
+    buckets: BTreeMap<&'static str, Bucket>,
+    throttled: usize,
+    /// Instance type (or `*`) → the code its launches are refused with.
+    refusals: BTreeMap<String, String>,
     faults: BTreeSet<Pool>,
     subnet_zones: BTreeMap<String, String>,
     /// Pools moto was asked to launch, in order.
@@ -86,6 +140,35 @@ impl FaultProxy {
         self.state.lock().unwrap().price_pages
     }
 
+    /// From now on behaves as `unkind` says.
+    pub fn set_unkind(&self, unkind: Unkind) {
+        self.state.lock().unwrap().unkind = unkind;
+    }
+
+    /// Launches of `instance_type` (`*`: any) are refused with EC2 error `code` from now on.
+    pub fn refuse(&self, instance_type: &str, code: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .refusals
+            .insert(instance_type.into(), code.into());
+    }
+
+    /// How many calls were throttled.
+    pub fn throttled(&self) -> usize {
+        self.state.lock().unwrap().throttled
+    }
+
+    /// How many DescribeInstances answers left out an instance that was still lagging.
+    pub fn lagged_answers(&self) -> usize {
+        self.state.lock().unwrap().lagged_answers
+    }
+
+    /// How many CreateFleet calls were answered from an earlier call with the same ClientToken.
+    pub fn replayed(&self) -> usize {
+        self.state.lock().unwrap().replayed
+    }
+
     pub fn launched(&self) -> Vec<Pool> {
         self.state.lock().unwrap().launched.clone()
     }
@@ -124,13 +207,17 @@ impl FaultProxy {
             if trace {
                 eprintln!("fault proxy: -> {action}");
             }
+            let ec2 = form
+                .iter()
+                .any(|(k, v)| k == "Version" && v == "2016-11-15");
             let response = if price_list {
                 self.get_products(&req.body)
-            } else if form
-                .iter()
-                .any(|(k, v)| k == "Action" && v == "CreateFleet")
-            {
+            } else if ec2 && !self.take_token(&action) {
+                ec2_error(503, "RequestLimitExceeded", "Request limit exceeded.")
+            } else if ec2 && action == "CreateFleet" {
                 self.create_fleet(&req, form).await?
+            } else if ec2 && action == "DescribeInstances" {
+                self.describe_instances(&req, &form).await?
             } else {
                 forward(&self.upstream, &req, &req.body).await?
             };
@@ -143,6 +230,76 @@ impl FaultProxy {
             }
             conn.get_mut().write_all(&response).await?;
         }
+    }
+
+    /// Draws a token for an EC2 call; false when its bucket is empty (throttled).
+    fn take_token(&self, action: &str) -> bool {
+        let mut st = self.state.lock().unwrap();
+        let Some((burst, rate)) = st.unkind.throttle else {
+            return true;
+        };
+        let kind = if action.starts_with("Describe") {
+            "describe"
+        } else {
+            "mutating"
+        };
+        let now = Instant::now();
+        let b = st.buckets.entry(kind).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * rate).min(burst);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            true
+        } else {
+            st.throttled += 1;
+            false
+        }
+    }
+
+    /// Ids still lagging at `now`.
+    fn lagging(&self, now: Instant) -> BTreeSet<String> {
+        let mut st = self.state.lock().unwrap();
+        st.hidden_until.retain(|_, until| *until > now);
+        st.hidden_until.keys().cloned().collect()
+    }
+
+    async fn describe_instances(
+        &self,
+        req: &Request,
+        form: &[(String, String)],
+    ) -> std::io::Result<Vec<u8>> {
+        let hidden = self.lagging(Instant::now());
+        if hidden.is_empty() {
+            return forward(&self.upstream, req, &req.body).await;
+        }
+        if let Some((_, id)) = form
+            .iter()
+            .find(|(k, v)| k.starts_with("InstanceId.") && hidden.contains(v))
+        {
+            self.state.lock().unwrap().lagged_answers += 1;
+            return Ok(ec2_error(
+                400,
+                "InvalidInstanceID.NotFound",
+                &format!("The instance ID '{id}' does not exist"),
+            ));
+        }
+        let resp = forward(&self.upstream, req, &req.body).await?;
+        let (head, body) = split_response(&resp);
+        let text = String::from_utf8_lossy(body);
+        let (kept, dropped) = drop_reservations(&text, &hidden);
+        if dropped == 0 {
+            return Ok(resp);
+        }
+        self.state.lock().unwrap().lagged_answers += 1;
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200);
+        Ok(http_response(status, "text/xml", kept.as_bytes()))
     }
 
     async fn zone_of(&self, subnet: &str) -> std::io::Result<String> {
@@ -225,6 +382,27 @@ impl FaultProxy {
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.clone())
         };
+        let token = get("ClientToken");
+        let fingerprint = {
+            let mut f: Vec<&(String, String)> =
+                form.iter().filter(|(k, _)| k != "ClientToken").collect();
+            f.sort();
+            format!("{f:?}")
+        };
+        if let Some(t) = &token {
+            let mut st = self.state.lock().unwrap();
+            if let Some((fp, answer)) = st.tokens.get(t).cloned() {
+                if fp != fingerprint {
+                    return Ok(ec2_error(
+                        400,
+                        "IdempotentParameterMismatch",
+                        "The client token you have provided is associated with a resource that is already deleted or the request parameters differ",
+                    ));
+                }
+                st.replayed += 1;
+                return Ok(answer);
+            }
+        }
         let capacity_type =
             match get("TargetCapacitySpecification.DefaultTargetCapacityType").as_deref() {
                 Some("spot") => "spot",
@@ -260,31 +438,70 @@ impl FaultProxy {
                 .then_with(|| a.3.cmp(&b.3))
         });
         let mut errors = String::new();
-        let mut chosen = None;
-        {
+        let mut healthy = Vec::new();
+        let (allocation, lag) = {
             let mut st = self.state.lock().unwrap();
             st.fleet_calls += 1;
             for (_, i, t, s, z) in &ranked {
-                if st
+                let error = |code: &str, message: &str| {
+                    format!(
+                        "<item><launchTemplateAndOverrides><overrides><instanceType>{t}</instanceType><subnetId>{s}</subnetId><availabilityZone>{z}</availabilityZone></overrides></launchTemplateAndOverrides><lifecycle>{capacity_type}</lifecycle><errorCode>{code}</errorCode><errorMessage>{message}</errorMessage></item>"
+                    )
+                };
+                let refusal = st.refusals.get(t).or_else(|| st.refusals.get("*"));
+                if let Some(code) = refusal {
+                    errors += &error(code, &refusal_message(code, t));
+                } else if st
                     .faults
                     .contains(&(t.clone(), z.clone(), capacity_type.to_string()))
                 {
-                    errors += &format!(
-                        "<item><launchTemplateAndOverrides><overrides><instanceType>{t}</instanceType><subnetId>{s}</subnetId><availabilityZone>{z}</availabilityZone></overrides></launchTemplateAndOverrides><lifecycle>{capacity_type}</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode><errorMessage>We currently do not have sufficient {t} capacity in the Availability Zone you requested ({z}).</errorMessage></item>"
+                    errors += &error(
+                        "InsufficientInstanceCapacity",
+                        &format!(
+                            "We currently do not have sufficient {t} capacity in the Availability Zone you requested ({z})."
+                        ),
                     );
-                } else if chosen.is_none() {
-                    chosen = Some((*i, t.clone(), s.clone()));
-                    st.launched
-                        .push((t.clone(), z.clone(), capacity_type.to_string()));
+                } else {
+                    healthy.push((*i, t.clone(), s.clone(), z.clone()));
                 }
             }
-        }
-        let Some((i, t, s)) = chosen else {
+            (st.unkind.allocation, st.unkind.describe_lag)
+        };
+        let pick = match allocation {
+            Allocation::Cheapest => 0,
+            Allocation::NotCheapest => {
+                // Rotate over the others, so successive fleets spread over them.
+                let others = healthy
+                    .iter()
+                    .filter(|h| healthy.first().is_some_and(|c| c.1 != h.1))
+                    .count();
+                let calls = self.state.lock().unwrap().fleet_calls;
+                if others == 0 {
+                    0
+                } else {
+                    healthy.len() - others + calls % others
+                }
+            }
+        };
+        let Some((i, t, s, z)) = healthy.get(pick).cloned() else {
             let xml = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CreateFleetResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>fault-proxy</requestId><fleetId>fleet-faultproxy</fleetId><errorSet>{errors}</errorSet><fleetInstanceSet/></CreateFleetResponse>"
             );
-            return Ok(http_response(200, "text/xml", xml.as_bytes()));
+            let answer = http_response(200, "text/xml", xml.as_bytes());
+            if let Some(t) = token {
+                self.state
+                    .lock()
+                    .unwrap()
+                    .tokens
+                    .insert(t, (fingerprint, answer.clone()));
+            }
+            return Ok(answer);
         };
+        self.state
+            .lock()
+            .unwrap()
+            .launched
+            .push((t.clone(), z, capacity_type.to_string()));
         let mut kept: Vec<(String, String)> = form
             .iter()
             .filter(|(k, _)| !k.starts_with("LaunchTemplateConfigs."))
@@ -303,10 +520,110 @@ impl FaultProxy {
         kept.push(("LaunchTemplateConfigs.1.Overrides.1.SubnetId".into(), s));
         let body = form_encode(&kept);
         let resp = forward(&self.upstream, req, body.as_bytes()).await?;
-        if errors.is_empty() {
-            return Ok(resp);
+        let resp = if errors.is_empty() {
+            resp
+        } else {
+            add_fleet_errors(&resp, &errors)
+        };
+        let mut st = self.state.lock().unwrap();
+        if !lag.is_zero() {
+            let text = String::from_utf8_lossy(split_response(&resp).1).into_owned();
+            for id in instance_ids(&text) {
+                st.hidden_until.insert(id, Instant::now() + lag);
+            }
         }
-        let (head, body) = split_response(&resp);
+        if let Some(t) = token {
+            st.tokens.insert(t, (fingerprint, resp.clone()));
+        }
+        Ok(resp)
+    }
+}
+
+/// The message EC2 gives with a refusal `code` for `instance_type`.
+fn refusal_message(code: &str, instance_type: &str) -> String {
+    match code {
+        "UnauthorizedOperation" => "You are not authorized to perform this operation. Encoded authorization failure message: fault-proxy".into(),
+        "VcpuLimitExceeded" => format!("You have requested more vCPU capacity than your current vCPU limit allows for the instance bucket that the specified instance type {instance_type} belongs to."),
+        "MaxSpotInstanceCountExceeded" => "Max spot instance count exceeded".into(),
+        "InvalidAMIID.NotFound" => "The image id does not exist".into(),
+        other => format!("{other} (fault proxy)"),
+    }
+}
+
+/// An EC2 query-API error answer.
+fn ec2_error(status: u16, code: &str, message: &str) -> Vec<u8> {
+    let xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
+    );
+    http_response(status, "text/xml", xml.as_bytes())
+}
+
+/// Instance ids in a CreateFleet answer (`<instanceIds><item>i-…</item>`).
+fn instance_ids(xml: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(at) = rest.find("<instanceIds>") {
+        rest = &rest[at + "<instanceIds>".len()..];
+        let end = rest.find("</instanceIds>").unwrap_or(rest.len());
+        let mut ids = &rest[..end];
+        while let Some(v) = between(ids, "<item>", "</item>") {
+            out.push(v.trim().to_string());
+            ids = &ids[ids.find("</item>").unwrap_or(ids.len()) + "</item>".len()..];
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// DescribeInstances' answer without the reservations holding a `hidden` instance; returns the
+/// new text and how many reservations were dropped.
+fn drop_reservations(xml: &str, hidden: &BTreeSet<String>) -> (String, usize) {
+    let (Some(open), Some(close)) = (xml.find("<reservationSet>"), xml.rfind("</reservationSet>"))
+    else {
+        return (xml.to_string(), 0);
+    };
+    let start = open + "<reservationSet>".len();
+    let inner = &xml[start..close];
+    let mut kept = String::new();
+    let mut dropped = 0;
+    let mut depth = 0usize;
+    let mut item_start = 0usize;
+    let mut i = 0usize;
+    while i < inner.len() {
+        if inner[i..].starts_with("<item>") {
+            if depth == 0 {
+                item_start = i;
+            }
+            depth += 1;
+            i += "<item>".len();
+        } else if inner[i..].starts_with("</item>") {
+            depth = depth.saturating_sub(1);
+            i += "</item>".len();
+            if depth == 0 {
+                let item = &inner[item_start..i];
+                if hidden
+                    .iter()
+                    .any(|id| item.contains(&format!("<instanceId>{id}</instanceId>")))
+                {
+                    dropped += 1;
+                } else {
+                    kept += item;
+                }
+            }
+        } else {
+            if depth == 0 {
+                kept.push_str(&inner[i..i + 1]);
+            }
+            i += inner[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    (format!("{}{kept}{}", &xml[..start], &xml[close..]), dropped)
+}
+
+/// `resp` (a CreateFleet answer) with `errors` added to its error set.
+fn add_fleet_errors(resp: &[u8], errors: &str) -> Vec<u8> {
+    {
+        let (head, body) = split_response(resp);
         let text = String::from_utf8_lossy(body);
         let with_errors = if text.contains("<errorSet/>") {
             text.replacen("<errorSet/>", &format!("<errorSet>{errors}</errorSet>"), 1)
@@ -324,7 +641,7 @@ impl FaultProxy {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(200);
-        Ok(http_response(status, "text/xml", with_errors.as_bytes()))
+        http_response(status, "text/xml", with_errors.as_bytes())
     }
 }
 
@@ -531,6 +848,43 @@ mod tests {
         ];
         assert_eq!(form_decode(form_encode(&pairs).as_bytes()), pairs);
         assert_eq!(percent_decode("a+b%2"), "a b%2");
+    }
+
+    #[test]
+    fn lagging_instances_leave_describe_answers_whole_reservations_at_a_time() {
+        let xml = "<DescribeInstancesResponse><reservationSet>\
+            <item><reservationId>r-1</reservationId><instancesSet><item><instanceId>i-old</instanceId><tagSet><item><key>a</key></item></tagSet></item></instancesSet></item>\
+            <item><reservationId>r-2</reservationId><instancesSet><item><instanceId>i-new</instanceId></item></instancesSet></item>\
+            </reservationSet></DescribeInstancesResponse>";
+        let hidden = BTreeSet::from(["i-new".to_string()]);
+        let (out, dropped) = drop_reservations(xml, &hidden);
+        assert_eq!(dropped, 1);
+        assert!(out.contains("i-old") && out.contains("<key>a</key>"));
+        assert!(!out.contains("i-new") && !out.contains("r-2"));
+        assert!(out.ends_with("</reservationSet></DescribeInstancesResponse>"));
+        let (same, none) = drop_reservations(xml, &BTreeSet::new());
+        assert_eq!((same.as_str(), none), (xml, 0));
+    }
+
+    #[test]
+    fn fleet_answers_name_their_instances() {
+        let xml = "<CreateFleetResponse><fleetInstanceSet><item><instanceIds><item>i-1</item><item>i-2</item></instanceIds></item></fleetInstanceSet></CreateFleetResponse>";
+        assert_eq!(instance_ids(xml), ["i-1", "i-2"]);
+        assert!(instance_ids("<CreateFleetResponse/>").is_empty());
+    }
+
+    #[test]
+    fn refusals_read_like_ec2s() {
+        assert!(refusal_message("UnauthorizedOperation", "t3.large").contains("not authorized"));
+        assert!(refusal_message("VcpuLimitExceeded", "t3.large").contains("vCPU limit"));
+        let answer = String::from_utf8(ec2_error(
+            503,
+            "RequestLimitExceeded",
+            "Request limit exceeded.",
+        ))
+        .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 503"));
+        assert!(answer.contains("<Code>RequestLimitExceeded</Code>"));
     }
 
     #[test]

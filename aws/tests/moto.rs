@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adze_api::{EC2NodeClass, NodeClaim};
-use adze_aws::fault_proxy::FaultProxy;
+use adze_aws::fault_proxy::{Allocation, FaultProxy, Unkind};
 use adze_aws::instance_profile::Profiles;
 use adze_aws::nodeclass::{self, AmiParameters};
 use adze_aws::{AwsProvider, Clients, Settings, StaticNodeClasses};
@@ -994,4 +994,176 @@ async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
         0.192,
         "a type it did not price: the catalog's"
     );
+}
+
+/// Instances in moto itself (not through the proxy, which may hide lagging ones) tagged for
+/// `claim`.
+async fn in_moto(moto: &str, claim: &str) -> Vec<aws_sdk_ec2::types::Instance> {
+    let direct = Clients::new(REGION, Some(moto)).await;
+    direct
+        .ec2
+        .describe_instances()
+        .filters(
+            Filter::builder()
+                .name("tag:adze.sh/nodeclaim")
+                .values(claim)
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name("instance-state-name")
+                .values("pending")
+                .values("running")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .reservations
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|r| r.instances.unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn launch_under_a_lagging_list_and_a_fleet_that_skips_the_cheapest_pool() {
+    let Some(moto) = endpoint("unkind") else {
+        return;
+    };
+    let e = env("unkind", &moto).await;
+    e.proxy.set_unkind(Unkind {
+        allocation: Allocation::NotCheapest,
+        describe_lag: Duration::from_secs(60),
+        throttle: None,
+    });
+    let mut c = claim(
+        "unkind-1",
+        &["c5.large", "m5.large", "m5.xlarge"],
+        "on-demand",
+    );
+    c.metadata.uid = Some("0b7c-unkind-1".into());
+    let (provider, _) = e.provider(e.class());
+    let got = provider.create(&c).await.unwrap();
+    // What the claim is told is what EC2 launched, not the cheapest option it was offered,
+    // and it is known without DescribeInstances (which does not show the instance yet).
+    assert_ne!(
+        got.instance_type, "c5.large",
+        "the fleet took another override"
+    );
+    let real = in_moto(&moto, "unkind-1").await;
+    assert_eq!(real.len(), 1);
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(real[0].instance_id.as_deref(), Some(id));
+    assert_eq!(
+        real[0].instance_type.as_ref().unwrap().as_str(),
+        got.instance_type
+    );
+    assert_eq!(
+        real[0]
+            .placement
+            .as_ref()
+            .unwrap()
+            .availability_zone
+            .as_deref(),
+        Some(got.zone.as_str())
+    );
+    let cpu = if got.instance_type == "m5.xlarge" {
+        "4"
+    } else {
+        "2"
+    };
+    assert_eq!(got.capacity.get("cpu").map(String::as_str), Some(cpu));
+
+    // A restart while the list still lags: the tag lookup finds nothing, and the repeated
+    // CreateFleet (same client token) gets the first answer, not a second instance.
+    let (restarted, _) = e.provider(e.class());
+    assert!(
+        restarted.find_by_claim("unkind-1").await.unwrap().is_none(),
+        "the list should still lag"
+    );
+    let again = restarted.create(&c).await.unwrap();
+    assert_eq!(again.provider_id, got.provider_id);
+    assert_eq!(e.proxy.replayed(), 1);
+    assert!(
+        e.proxy.lagged_answers() >= 2,
+        "{}",
+        e.proxy.lagged_answers()
+    );
+    assert_eq!(
+        in_moto(&moto, "unkind-1").await.len(),
+        1,
+        "no duplicate instance"
+    );
+}
+
+#[tokio::test]
+async fn refused_launches_carry_ec2s_code_and_quota_errors_rule_their_pools_out() {
+    let Some(moto) = endpoint("refuse") else {
+        return;
+    };
+    let e = env("refuse", &moto).await;
+    let (provider, unavailable) = e.provider(e.class());
+    e.proxy.refuse("t3.large", "UnauthorizedOperation");
+    let err = provider
+        .create(&claim("refuse-1", &["t3.large"], "on-demand"))
+        .await
+        .unwrap_err();
+    match &err {
+        CloudError::LaunchFailed { code, message } => {
+            assert_eq!(code, "UnauthorizedOperation");
+            assert!(message.contains("not authorized"), "{message}");
+        }
+        other => panic!("expected LaunchFailed, got {other}"),
+    }
+    assert!(
+        in_moto(&moto, "refuse-1").await.is_empty(),
+        "nothing launched"
+    );
+
+    // A vCPU quota is no reason to retry the same pools: they are kept out like an
+    // exhausted pool, and the claim gives up with insufficient capacity.
+    e.proxy.refuse("r5.large", "VcpuLimitExceeded");
+    let err = provider
+        .create(&claim("refuse-2", &["r5.large"], "on-demand"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CloudError::InsufficientCapacity { .. }),
+        "{err}"
+    );
+    let marked = unavailable.apply(&provider.instance_types(), std::time::Instant::now());
+    let r5 = marked.iter().find(|t| t.name == "r5.large").unwrap();
+    assert!(
+        r5.offerings
+            .iter()
+            .filter(|o| o.capacity_type == "on-demand"
+                && (o.zone == "us-east-1a" || o.zone == "us-east-1b"))
+            .all(|o| !o.available)
+    );
+}
+
+#[tokio::test]
+async fn throttled_ec2_calls_are_retried_and_the_launch_goes_through() {
+    let Some(moto) = endpoint("throttle") else {
+        return;
+    };
+    let e = env("throttle", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    // Warm the instance-type list first (dozens of pages) so the throttle hits the launch.
+    provider
+        .create(&claim("throttle-0", &["m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    e.proxy.set_unkind(Unkind {
+        throttle: Some((1.0, 1.0)),
+        ..Default::default()
+    });
+    let got = provider
+        .create(&claim("throttle-1", &["m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    assert_eq!(got.instance_type, "m5.large");
+    assert!(e.proxy.throttled() > 0, "the throttle never engaged");
+    assert_eq!(in_moto(&moto, "throttle-1").await.len(), 1);
 }

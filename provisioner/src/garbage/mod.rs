@@ -2,8 +2,10 @@
 //! - an instance tagged as ours (in [`CloudProvider::list`]) that no NodeClaim's
 //!   `status.providerID` names is terminated once it has stayed unclaimed for a grace period
 //!   (a launch writes the providerID a moment after the instance exists, and our watch lags);
-//! - a NodeClaim that registered and whose instance is gone is deleted, so its pods are
-//!   provisioned again instead of waiting on capacity that will never come.
+//! - a NodeClaim that registered and whose instance has been gone from the list for the same
+//!   grace period is deleted, so its pods are provisioned again instead of waiting on capacity
+//!   that will never come. (EC2's list is eventually consistent: a new instance can be missing
+//!   from DescribeInstances for a while after it launched, and a node may register first.)
 //!
 //! [`Collector::decide`] is the pure decision; [`Garbage::run`] the thin loop around it.
 
@@ -53,10 +55,12 @@ pub enum Action {
     DeleteClaim { name: String },
 }
 
-/// Remembers since when each unclaimed instance has been seen unclaimed.
+/// Remembers since when each unclaimed instance has been seen unclaimed, and each registered
+/// claim's instance missing.
 #[derive(Debug, Default)]
 pub struct Collector {
     unclaimed_since: HashMap<String, Instant>,
+    missing_since: HashMap<String, Instant>,
 }
 
 impl Collector {
@@ -84,14 +88,23 @@ impl Collector {
                 });
             }
         }
-        for c in claims {
-            if let Some(pid) = &c.provider_id
-                && c.registered
-                && !c.deleting
-                && !present.contains(pid.as_str())
-            {
+        let missing: BTreeSet<&str> = claims
+            .iter()
+            .filter(|c| c.registered && !c.deleting)
+            .filter(|c| {
+                c.provider_id
+                    .as_deref()
+                    .is_some_and(|p| !present.contains(p))
+            })
+            .map(|c| c.name.as_str())
+            .collect();
+        self.missing_since
+            .retain(|name, _| missing.contains(name.as_str()));
+        for name in missing {
+            let since = *self.missing_since.entry(name.to_string()).or_insert(now);
+            if now.duration_since(since) >= grace {
                 actions.push(Action::DeleteClaim {
-                    name: c.name.clone(),
+                    name: name.to_string(),
                 });
             }
         }
@@ -220,19 +233,35 @@ mod tests {
     }
 
     #[test]
-    fn registered_claim_whose_instance_vanished_is_deleted() {
+    fn registered_claim_whose_instance_stays_gone_is_deleted() {
         let mut c = Collector::default();
         let claims = [
             claim("gone", Some("sim://gone"), true),
             claim("booting", Some("sim://booting"), false),
             claim("new", None, false),
         ];
+        let t0 = Instant::now();
+        // Missing from one list is not gone: EC2's list lags behind a launch.
+        assert!(c.decide(&[], &claims, t0, GRACE).is_empty());
         assert_eq!(
-            c.decide(&[], &claims, Instant::now(), GRACE),
+            c.decide(&[], &claims, t0 + GRACE, GRACE),
             vec![Action::DeleteClaim {
                 name: "gone".into()
             }]
         );
+    }
+
+    #[test]
+    fn instance_that_shows_up_late_keeps_its_claim() {
+        let mut c = Collector::default();
+        let claims = [claim("late", Some("sim://late"), true)];
+        let t0 = Instant::now();
+        assert!(c.decide(&[], &claims, t0, GRACE).is_empty());
+        let listed = vec!["sim://late".to_string()];
+        assert!(c.decide(&listed, &claims, t0 + GRACE / 2, GRACE).is_empty());
+        // Missing again: a fresh grace period.
+        assert!(c.decide(&[], &claims, t0 + GRACE, GRACE).is_empty());
+        assert_eq!(c.decide(&[], &claims, t0 + 2 * GRACE, GRACE).len(), 1);
     }
 
     #[test]
