@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Plays the kubelets of e2e/aws.sh: moto launches instances but nothing boots on them.
 
-Every 0.5 s:
-  * each running moto instance of the cluster tagged with a NodeClaim gets a Node, as its
-    kubelet would register it: providerID aws:///ZONE/INSTANCE-ID, the well-known labels,
-    capacity/allocatable of its NodeClaim, Ready, and the not-ready taint the apiserver adds
-    on creation removed;
-  * a pod bound to one of those Nodes is moved to Running/Ready; a terminating one is deleted
-    (grace 0), as the kubelet does once its containers stopped.
-A Node is registered once per instance: if Adze deletes it later, it stays deleted (a real
-node's kubelet stops with its instance).
+Every 0.5 s, each running moto instance of the cluster boots as a real one would
+(e2e/emulation/nodejoin.py): its user data is read as nodeadm (AL2023) or Bottlerocket reads
+it, by the image it runs, and refused where they refuse (missing cidr, CA or endpoint,
+unknown fields, labels kubelet rejects, a CA or endpoint that is not this cluster's). A refused
+instance gets no Node and a line `REFUSED <id> (<family>): <reason>` in the log. Otherwise a
+Node registers as kubelet registers it: providerID aws:///ZONE/ID, the well-known labels of
+the *instance* (its real type, zone and arch, from EC2, never the NodeClaim's), the labels
+and taints of the user data, capacity and allocatable from the instance type and the kubelet
+settings (e2e/emulation/nodejoin.py node_resources), Ready. A pod bound to one of those Nodes
+is moved to Running/Ready; a terminating one is deleted (grace 0), as the kubelet does once
+its containers stopped. A Node is registered once per instance: if Adze deletes it later, it
+stays deleted (a real node's kubelet stops with its instance).
 
 Environment: APISERVER, ADZE_TOKEN, ADZE_CA_CERT (from the harness env file), MOTO_URL,
-CLUSTER_NAME. Runs with the moto venv's python (boto3 and requests come with moto).
+CLUSTER_NAME, BOTTLEROCKET_IMAGES (comma-separated image ids that boot Bottlerocket; others
+boot AL2023). Runs with the moto venv's python (boto3, requests and PyYAML come with moto).
 """
+import base64
 import datetime
 import os
 import sys
@@ -22,8 +27,14 @@ import time
 import boto3
 import requests
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "emulation"))
+import nodejoin  # noqa: E402
+
 api = os.environ["APISERVER"].rstrip("/")
 cluster = os.environ["CLUSTER_NAME"]
+with open(os.environ["ADZE_CA_CERT"]) as f:
+    cluster_facts = {"endpoint": api, "ca_pem": f.read()}
+bottlerocket_images = set(filter(None, os.environ.get("BOTTLEROCKET_IMAGES", "").split(",")))
 http = requests.Session()
 http.trust_env = False  # REQUESTS_CA_BUNDLE and proxies of the environment must not apply
 http.headers["Authorization"] = "Bearer " + os.environ["ADZE_TOKEN"]
@@ -35,8 +46,9 @@ ec2 = boto3.client(
     aws_access_key_id="testing",
     aws_secret_access_key="testing",
 )
-registered = {}  # instance id -> node name
+handled = {}  # instance id -> node name, or None when it could not join
 ours = set()  # node names this registrar created
+type_facts = {}  # instance type -> (vcpus, memory MiB, arch)
 
 
 def log(msg):
@@ -58,7 +70,6 @@ def instances():
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
             {"Name": f"tag:kubernetes.io/cluster/{cluster}", "Values": ["owned"]},
-            {"Name": "tag-key", "Values": ["adze.sh/nodeclaim"]},
             {"Name": "instance-state-name", "Values": ["running"]},
         ]
     )
@@ -68,34 +79,67 @@ def instances():
     return out
 
 
+def facts(instance_type):
+    if instance_type not in type_facts:
+        t = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
+        archs = t["ProcessorInfo"]["SupportedArchitectures"]
+        arch = "arm64" if "arm64" in archs else "amd64"
+        type_facts[instance_type] = (t["VCpuInfo"]["DefaultVCpus"], t["MemoryInfo"]["SizeInMiB"], arch)
+    return type_facts[instance_type]
+
+
+def user_data(iid):
+    v = ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData").get("UserData") or {}
+    v = v.get("Value") if isinstance(v, dict) else v
+    if not v:
+        return ""
+    try:
+        return base64.b64decode(v).decode()
+    except Exception:
+        return v
+
+
+def root_gib(inst):
+    """The root volume's size, as the node's filesystem would be; 20 GiB when EC2 says nothing."""
+    root = inst.get("RootDeviceName")
+    for m in inst.get("BlockDeviceMappings") or []:
+        if m.get("DeviceName") == root and (m.get("Ebs") or {}).get("VolumeId"):
+            vols = ec2.describe_volumes(VolumeIds=[m["Ebs"]["VolumeId"]])["Volumes"]
+            if vols:
+                return vols[0]["Size"]
+    return 20
+
+
 def register(inst):
     iid = inst["InstanceId"]
-    tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
-    claim_name = tags["adze.sh/nodeclaim"]
-    r = http.get(f"{api}/apis/adze.sh/v1/nodeclaims/{claim_name}")
-    if r.status_code == 404:
-        return  # a stray instance: no NodeClaim, no node (its kubelet could not join)
-    r.raise_for_status()
-    status = r.json().get("status") or {}
-    if "capacity" not in status:
-        return  # not launched yet in the claim's status; next round
+    family = "bottlerocket" if inst.get("ImageId") in bottlerocket_images else "al2023"
+    try:
+        join = nodejoin.join(family, user_data(iid), cluster_facts)
+    except nodejoin.Refused as e:
+        handled[iid] = None
+        if "no user data" in str(e):
+            log(f"instance {iid} has no user data: nothing on it knows the cluster, no Node")
+        else:
+            log(f"REFUSED {iid} ({family}): {e}")
+        return
     zone = inst["Placement"]["AvailabilityZone"]
     name = inst.get("PrivateDnsName") or iid
+    vcpus, mib, arch = facts(inst["InstanceType"])
+    capacity, allocatable = nodejoin.node_resources(vcpus, mib, root_gib(inst), join)
+    labels = dict(join.labels)
+    labels.update({
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,
+        "node.kubernetes.io/instance-type": inst["InstanceType"],
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": zone[:-1],
+    })
     node = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "node.kubernetes.io/instance-type": inst["InstanceType"],
-                "topology.kubernetes.io/zone": zone,
-                "topology.kubernetes.io/region": zone[:-1],
-            },
-        },
-        "spec": {"providerID": f"aws:///{zone}/{iid}"},
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"providerID": f"aws:///{zone}/{iid}", "taints": join.taints},
     }
     r = http.post(api + "/api/v1/nodes", json=node)
     if r.status_code != 409:
@@ -105,8 +149,8 @@ def register(inst):
         f"/api/v1/nodes/{name}/status",
         {
             "status": {
-                "capacity": status["capacity"],
-                "allocatable": status.get("allocatable", status["capacity"]),
+                "capacity": capacity,
+                "allocatable": allocatable,
                 "conditions": [
                     {
                         "type": "Ready",
@@ -119,11 +163,11 @@ def register(inst):
                 ],
                 "addresses": [{"type": "InternalIP", "address": inst.get("PrivateIpAddress", "10.0.0.1")}],
                 "nodeInfo": {
-                    "architecture": "amd64",
+                    "architecture": arch,
                     "operatingSystem": "linux",
                     "kubeletVersion": "v1.20.2",
                     "kubeProxyVersion": "v1.20.2",
-                    "osImage": "moto",
+                    "osImage": "Bottlerocket (moto)" if family == "bottlerocket" else "Amazon Linux 2023 (moto)",
                     "kernelVersion": "",
                     "containerRuntimeVersion": "",
                     "bootID": iid,
@@ -149,9 +193,10 @@ def register(inst):
         if r.status_code != 409:
             r.raise_for_status()
             break
-    registered[iid] = name
+    handled[iid] = name
     ours.add(name)
-    log(f"registered node {name} for instance {iid} ({inst['InstanceType']}, {zone}) of NodeClaim {claim_name}")
+    log(f"JOINED {iid} ({family}) as node {name}: {inst['InstanceType']} {arch} in {zone}, "
+        f"allocatable cpu {allocatable['cpu']} memory {allocatable['memory']} pods {allocatable['pods']}")
 
 
 def ready(pod):
@@ -200,7 +245,7 @@ def main():
     while True:
         try:
             for inst in instances():
-                if inst["InstanceId"] not in registered:
+                if inst["InstanceId"] not in handled:
                     register(inst)
             pods()
         except Exception as e:  # keep playing the kubelets; the suite's checks catch real trouble

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# End-to-end test of `adze-provisioner run --cloud-provider aws` against moto (EC2, SSM, SQS on
-# loopback, behind the project's fault proxy so CreateFleet launches one pool, the cheapest)
-# and a real Kubernetes 1.20 control plane (e2e/harness). Skips unless ADZE_E2E=1.
+# End-to-end test of `adze-provisioner run --cloud-provider aws` against moto (EC2, SSM, SQS,
+# EKS on loopback) and a real Kubernetes 1.20 control plane (e2e/harness). Moto sits behind
+# the project's fault proxy, run as unkind as EC2 documents itself: fleets that launch another
+# override than the cheapest, new instances missing from DescribeInstances for a while,
+# RequestLimitExceeded throttling, and one instance type whose launches are refused
+# (UnauthorizedOperation). Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/aws.sh
 #
-# Moto's instances boot nothing, so e2e/aws-registrar.py plays their kubelets: it registers a
-# Node for each running instance tagged with a NodeClaim and runs the pods bound to it.
+# Moto's instances boot nothing, so e2e/aws-registrar.py plays their boot and kubelet: it reads
+# each instance's user data as nodeadm (AL2023) or Bottlerocket would (by its image), refuses
+# what they refuse, registers a Node with the labels of the instance itself, and runs the pods
+# bound to it. ADZE_E2E_AWS_LAG (seconds, default 8) sets the DescribeInstances lag.
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. Moto, the proxy,
 # the registrar, the provisioner and the control plane are always stopped (EXIT trap);
 # ADZE_KEEP=1 keeps the logs dir.
@@ -56,7 +61,9 @@ export MOTO_URL="http://127.0.0.1:$port"
 wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto did not start"; cat "$dir/moto.log"; exit 1; }
 # The proxy also plays the Price List API (moto has none) with one price that differs from the
 # embedded catalog's ($0.096), so /metrics shows which source priced m5.large.
-"$bindir/adze-aws-fault-proxy" "$MOTO_URL" m5.large=0.0955 >"$dir/proxy.log" 2>&1 &
+lag=${ADZE_E2E_AWS_LAG:-8}
+"$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 40:20 \
+  --refuse t3.small=UnauthorizedOperation m5.large=0.0955 >"$dir/proxy.log" 2>&1 &
 proxy_pid=$!
 wait_for 10 grep -q "listening on" "$dir/proxy.log" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.log"; exit 1; }
 proxy_url=$(sed -n 's/^listening on //p' "$dir/proxy.log")
@@ -66,6 +73,7 @@ export CLUSTER_NAME=e2e
 SSM_PREFIX=/adze-e2e
 K8S_VERSION=1.20
 QUEUE=adze-e2e-interruptions
+SERVICE_CIDR=10.100.0.0/16
 # awspy: runs a python snippet (stdin) with boto3 clients `ec2`, `ssm`, `sqs`, `iam` against moto.
 awspy() {
   "$venv/bin/python" - <<<"import boto3, json, os, sys, time
@@ -85,16 +93,23 @@ ec2.create_tags(Resources=[s['SubnetId'] for s in subnets], Tags=[tag])
 vpc = ec2.describe_vpcs(Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs'][0]['VpcId']
 sg = ec2.create_security_group(GroupName='$CLUSTER_NAME-nodes', Description='e2e nodes', VpcId=vpc,
     TagSpecifications=[{'ResourceType': 'security-group', 'Tags': [tag]}])['GroupId']
-ami = [i for i in ec2.describe_images(Filters=[{'Name': 'architecture', 'Values': ['x86_64']}])['Images']][0]['ImageId']
+images = sorted(i['ImageId'] for i in ec2.describe_images(Filters=[{'Name': 'architecture', 'Values': ['x86_64']}])['Images'])
+ami, ami_br = images[0], images[1]
 ssm.put_parameter(Name='$SSM_PREFIX/eks/optimized-ami/$K8S_VERSION/amazon-linux-2023/x86_64/standard/recommended/image_id',
     Value=ami, Type='String')
+ssm.put_parameter(Name='$SSM_PREFIX/bottlerocket/aws-k8s-$K8S_VERSION/x86_64/latest/image_id', Value=ami_br, Type='String')
+# The EKS cluster as DescribeCluster shows it: the provisioner takes the service CIDR from here
+# (its endpoint and CA are moto's inventions, so the suite sets those two by flag).
+boto3.client('eks', **kw).create_cluster(name='$CLUSTER_NAME', version='$K8S_VERSION',
+    roleArn='arn:aws:iam::123456789012:role/eks', resourcesVpcConfig={'subnetIds': [s['SubnetId'] for s in subnets]},
+    kubernetesNetworkConfig={'serviceIpv4Cidr': '$SERVICE_CIDR'})
 sqs.create_queue(QueueName='$QUEUE')
 iam.create_role(RoleName='$CLUSTER_NAME-nodes', AssumeRolePolicyDocument=json.dumps({'Version': '2012-10-17',
     'Statement': [{'Effect': 'Allow', 'Principal': {'Service': 'ec2.amazonaws.com'}, 'Action': 'sts:AssumeRole'}]}))
-print(json.dumps({'subnets': sorted(s['SubnetId'] for s in subnets), 'sg': sg, 'ami': ami}))
+print(json.dumps({'subnets': sorted(s['SubnetId'] for s in subnets), 'sg': sg, 'ami': ami, 'ami_br': ami_br}))
 PY
 [[ -s "$dir/aws.json" ]] || { echo "FAIL: moto setup"; exit 1; }
-ami=$(jq -r .ami "$dir/aws.json"); sg=$(jq -r .sg "$dir/aws.json"); subnets=$(jq -c .subnets "$dir/aws.json")
+ami=$(jq -r .ami "$dir/aws.json"); ami_br=$(jq -r .ami_br "$dir/aws.json"); sg=$(jq -r .sg "$dir/aws.json"); subnets=$(jq -c .subnets "$dir/aws.json")
 echo "moto: subnets $subnets, security group $sg, image $ami"
 
 # ---- control plane ------------------------------------------------------------------------------
@@ -115,12 +130,48 @@ spec:
   role: $CLUSTER_NAME-nodes
   tags: {team: e2e}
 ---
+apiVersion: aws.adze.sh/v1
+kind: EC2NodeClass
+metadata: {name: bottlerocket}
+spec:
+  amiSelectorTerms: [{alias: bottlerocket@latest}]
+  subnetSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  securityGroupSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  role: $CLUSTER_NAME-nodes
+---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: br}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: br}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: bottlerocket}
+      requirements:
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large, m5.large]}
+  limits: {cpu: "10"}
+---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: refused}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: refused}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [t3.small]}
+  limits: {cpu: "10"}
+---
 apiVersion: adze.sh/v1
 kind: NodePool
 metadata: {name: general}
 spec:
   template:
-    metadata: {labels: {e2e-pool: general}}
+    # kubelet refuses node-restriction.kubernetes.io/ in --node-labels: registration sets it.
+    metadata: {labels: {e2e-pool: general, node-restriction.kubernetes.io/team: e2e}}
     spec:
       nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
       requirements:
@@ -131,12 +182,12 @@ spec:
 YAML
 
 # ---- the registrar and the provisioner ---------------------------------------------------------
-"$venv/bin/python" "$root/e2e/aws-registrar.py" >"$dir/registrar.log" 2>&1 &
+BOTTLEROCKET_IMAGES=$ami_br "$venv/bin/python" "$root/e2e/aws-registrar.py" >"$dir/registrar.log" 2>&1 &
 reg_pid=$!
 # Consolidation is proven in e2e/disruption.sh; here it would replace nodes the checks count.
 "$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
   --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
-  --ssm-prefix "$SSM_PREFIX" --kubernetes-version "$K8S_VERSION" --interruption-queue "$QUEUE" \
+  --ssm-prefix "$SSM_PREFIX" --interruption-queue "$QUEUE" --launch-timeout 20s \
   --disruption-dry-run --garbage-collection-grace 10s --metrics-addr 127.0.0.1:0 \
   >"$dir/provisioner.log" 2>&1 &
 prov_pid=$!
@@ -145,6 +196,10 @@ check "provisioner (--cloud-provider aws) started and synced its watches" grep -
 # The AWS provider starts once this replica leads.
 wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner.log"
 check "provisioner polls the interruption queue" grep -q "polling the interruption queue" "$dir/provisioner.log"
+join_line() { grep "nodes will join with these cluster settings" "$dir/provisioner.log"; }
+check "join settings discovered: service CIDR $SERVICE_CIDR from EKS DescribeCluster, version $K8S_VERSION from the API server" \
+  bash -c "grep 'nodes will join with these cluster settings' '$dir/provisioner.log' | grep -q 'service_cidr=$SERVICE_CIDR' &&
+           grep 'nodes will join with these cluster settings' '$dir/provisioner.log' | grep -q 'version=$K8S_VERSION'"
 
 class_ready() {
   kj ec2nodeclass default | jq -e --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
@@ -238,7 +293,7 @@ check "each instance tagged with cluster, NodePool, NodeClaim and the class's ta
     and all(.[]; .tags["kubernetes.io/cluster/'"$CLUSTER_NAME"'"] == "owned" and .tags["adze.sh/nodepool"] == "general" and .tags.team == "e2e")' "$dir/instances.json"
 check "each instance runs the SSM image in a tagged subnet" jqe --arg ami "$ami" --argjson subnets "$subnets" \
   'all(.[]; .image == $ami and (.subnet as $s | $subnets | index($s) != null))' "$dir/instances.json"
-check "instance types are the NodeClaims' (status) and within the NodePool's" jqe --slurpfile c "$dir/claims.json" '
+check "each NodeClaim's instance-type label is its instance's (the fleet's pick, not the plan's) and within the NodePool's" jqe --slurpfile c "$dir/claims.json" '
   ([$c[0].items[] | {id: (.status.providerID | split("/") | last), type: .metadata.labels["node.kubernetes.io/instance-type"]}] | sort) as $want
   | ([.[] | {id, type}] | sort) == $want and all(.[]; .type | test("^(c5|m5)\\.(x)?large$"))' "$dir/instances.json"
 awspy >"$dir/templates.json" <<PY
@@ -366,6 +421,78 @@ else
 fi
 wait_for 60 count_is 6 running_pods web
 check "all 6 pods Running after the interruption" count_is 6 running_pods web
+
+# ---- 5. Bottlerocket, and a launch EC2 refuses -------------------------------------------------
+echo "== a Bottlerocket NodePool, and a NodePool whose only type EC2 refuses to launch (UnauthorizedOperation)"
+k create namespace br >/dev/null
+deployment br br 1 500m | sed 's/e2e-pool: general/e2e-pool: br/' | k apply -f - >/dev/null
+k create namespace doomed >/dev/null
+deployment doomed doomed 1 500m | sed 's/e2e-pool: general/e2e-pool: refused/' | k apply -f - >/dev/null
+t0=$(now)
+wait_for 90 count_is 1 running_pods br
+echo "bottlerocket pod Running after $(elapsed "$t0" "$(now)") s"
+check "a pod of the Bottlerocket NodePool runs on a node that joined with Bottlerocket user data" count_is 1 running_pods br
+check "the registrar joined an AL2023 and a Bottlerocket node" bash -c "grep -q 'JOINED .* (al2023)' '$dir/registrar.log' && grep -q 'JOINED .* (bottlerocket)' '$dir/registrar.log'"
+refused_claim() {
+  kj nodeclaims | jq -r '[.items[] | select(.metadata.labels["adze.sh/nodepool"]=="refused")
+    | select(any(.status.conditions[]?; .type=="Launched" and .status=="False" and .reason=="UnauthorizedOperation"))][0].metadata.name // empty'
+}
+wait_for 30 bash -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=refused -o json | jq -r '[.items[] | select(any(.status.conditions[]?; .type==\"Launched\" and .status==\"False\" and .reason==\"UnauthorizedOperation\"))][0].metadata.name // empty')\" ]"
+doomed_claim=$(refused_claim)
+doomed_uid=$(k get nodeclaim "$doomed_claim" -o jsonpath='{.metadata.uid}' 2>/dev/null)
+echo "refused NodeClaim: $doomed_claim after $(elapsed "$t0" "$(now)") s"
+check "the refused NodeClaim shows Launched=False with EC2's reason (UnauthorizedOperation)" test -n "$doomed_claim"
+doomed_pod=$(k get pods -n doomed -o jsonpath='{.items[0].metadata.name}')
+pod_event() { k get events -n doomed --field-selector "involvedObject.name=$doomed_pod,reason=LaunchFailed" -o name | grep -q .; }
+wait_for 10 pod_event
+check "its pod has a LaunchFailed event naming the reason" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n doomed --field-selector involvedObject.name=$doomed_pod,reason=LaunchFailed -o jsonpath='{.items[*].message}' | grep -q UnauthorizedOperation"
+claim_gone_uid() { ! k get nodeclaims -o jsonpath='{.items[*].metadata.uid}' | grep -q "$doomed_uid"; }
+wait_for 40 claim_gone_uid
+echo "refused NodeClaim gone after $(elapsed "$t0" "$(now)") s (launch timeout 20 s)"
+check "the refused NodeClaim is deleted after the launch timeout, its pod planned again" claim_gone_uid
+check "the provisioner says why it gave up (launch_timeout)" grep -q "not launched within 20s" "$dir/provisioner.log"
+create_calls=$(grep -c "CreateFleet launches\|CreateFleet with a known client token" "$dir/proxy.log")
+echo "CreateFleet calls answered with an instance: $create_calls"
+k delete namespace doomed --wait=false >/dev/null
+
+# ---- the cloud, checked against the cluster ------------------------------------------------------
+echo "== instances, NodeClaims and Nodes agree"
+sleep 12   # past the garbage-collection grace (10 s), so a stray would be gone by now
+awspy >"$dir/final-instances.json" <<PY
+out = []
+for r in ec2.describe_instances(Filters=[{'Name': 'tag:kubernetes.io/cluster/$CLUSTER_NAME', 'Values': ['owned']},
+                                         {'Name': 'instance-state-name', 'Values': ['pending', 'running']}])['Reservations']:
+    for i in r['Instances']:
+        t = i['InstanceType']
+        arch = ec2.describe_instance_types(InstanceTypes=[t])['InstanceTypes'][0]['ProcessorInfo']['SupportedArchitectures']
+        out.append({'id': i['InstanceId'], 'type': t, 'zone': i['Placement']['AvailabilityZone'],
+                    'arch': 'arm64' if 'arm64' in arch else 'amd64',
+                    'claim': {t['Key']: t['Value'] for t in i.get('Tags', [])}.get('adze.sh/nodeclaim')})
+print(json.dumps(out))
+PY
+kj nodeclaims >"$dir/final-claims.json"
+kj nodes >"$dir/final-nodes.json"
+echo "instances: $(jq -c '[.[] | "\(.claim)=\(.type)/\(.zone)"]' "$dir/final-instances.json")"
+check "0 duplicate instances: no NodeClaim has two" jqe '[group_by(.claim)[] | select(length > 1)] | length == 0' "$dir/final-instances.json"
+check "0 leaked instances: every running instance is a live NodeClaim's" jqe --slurpfile c "$dir/final-claims.json" '
+  ([$c[0].items[].status.providerID // empty | split("/") | last]) as $owned | all(.[]; .id as $i | $owned | index($i) != null)' "$dir/final-instances.json"
+check "every Node's instance-type, zone and arch labels are its instance's" jqe --slurpfile i "$dir/final-instances.json" '
+  [.items[] | select(.spec.providerID // "" | startswith("aws:///")) | . as $n | ($n.spec.providerID | split("/") | last) as $id
+   | ($i[0][] | select(.id == $id)) as $inst
+   | ($n.metadata.labels["node.kubernetes.io/instance-type"] == $inst.type and $n.metadata.labels["topology.kubernetes.io/zone"] == $inst.zone
+      and $n.metadata.labels["kubernetes.io/arch"] == $inst.arch)] | (length > 0 and all)' "$dir/final-nodes.json"
+check "every NodeClaim's labels are its instance's too" jqe --slurpfile i "$dir/final-instances.json" '
+  [.items[] | select(.status.providerID) | . as $c | ($c.status.providerID | split("/") | last) as $id
+   | ($i[0][] | select(.id == $id)) as $inst
+   | ($c.metadata.labels["node.kubernetes.io/instance-type"] == $inst.type and $c.metadata.labels["topology.kubernetes.io/zone"] == $inst.zone)] | (length > 0 and all)' "$dir/final-claims.json"
+check "the node-restriction.kubernetes.io/team label (kept out of kubelet's flags) is on every general Node" jqe '
+  [.items[] | select(.metadata.labels["adze.sh/nodepool"] == "general") | .metadata.labels["node-restriction.kubernetes.io/team"] == "e2e"] | (length > 0 and all)' "$dir/final-nodes.json"
+check "user data of both families accepted: no instance refused by the nodeadm/Bottlerocket/kubelet checks" bash -c "! grep REFUSED '$dir/registrar.log'"
+not_cheapest=$(grep "CreateFleet launches" "$dir/proxy.log" | awk '{t=$4; c=$NF; sub(/\)$/, "", c); if (t != c) n++} END {print n+0}')
+lagged=$(grep -c "lagging DescribeInstances" "$dir/proxy.log")
+throttled=$(grep -c "throttled" "$dir/proxy.log")
+echo "fault proxy: $not_cheapest launches off the cheapest pool, $lagged lagging DescribeInstances answers, $throttled throttled calls"
+check "the unkind modes were exercised (launches off the cheapest pool, a lagging list)" test "$not_cheapest" -gt 0 -a "$lagged" -gt 0
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "registrar still running" kill -0 "$reg_pid"

@@ -255,6 +255,7 @@ impl FaultProxy {
             true
         } else {
             st.throttled += 1;
+            eprintln!("fault proxy: throttled {action} (RequestLimitExceeded)");
             false
         }
     }
@@ -280,6 +281,7 @@ impl FaultProxy {
             .find(|(k, v)| k.starts_with("InstanceId.") && hidden.contains(v))
         {
             self.state.lock().unwrap().lagged_answers += 1;
+            eprintln!("fault proxy: lagging DescribeInstances: {id} not found yet");
             return Ok(ec2_error(
                 400,
                 "InvalidInstanceID.NotFound",
@@ -294,6 +296,7 @@ impl FaultProxy {
             return Ok(resp);
         }
         self.state.lock().unwrap().lagged_answers += 1;
+        eprintln!("fault proxy: lagging DescribeInstances: {dropped} new instance(s) left out");
         let status = head
             .split_whitespace()
             .nth(1)
@@ -400,6 +403,7 @@ impl FaultProxy {
                     ));
                 }
                 st.replayed += 1;
+                eprintln!("fault proxy: CreateFleet with a known client token: first answer replayed");
                 return Ok(answer);
             }
         }
@@ -497,6 +501,10 @@ impl FaultProxy {
             }
             return Ok(answer);
         };
+        eprintln!(
+            "fault proxy: CreateFleet launches {t} in {z} ({capacity_type}; cheapest healthy was {})",
+            healthy.first().map_or("-", |h| h.1.as_str())
+        );
         self.state
             .lock()
             .unwrap()

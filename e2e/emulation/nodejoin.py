@@ -1,0 +1,274 @@
+"""What a new EC2 instance's boot does with its user data before kubelet joins the cluster,
+as the e2e registrar plays it: nodeadm on AL2023, Bottlerocket's settings API, and kubelet's
+own rules. Each check refuses what the real part refuses (documented behaviour), so user data
+Adze renders wrongly leaves the instance without a Node, as it would on AWS.
+
+join(family, user_data, cluster) -> Join (kubelet settings) or raises Refused(reason).
+No I/O: e2e/aws-registrar.py feeds it; e2e/emulation/test_nodejoin.py proves it refuses.
+"""
+import base64
+import email
+import email.policy
+import tomllib
+
+import yaml
+
+# kubelet: labels in these namespaces may only be its own (Kubernetes >= 1.16 refuses to start).
+KUBELET_OWN_LABELS = {
+    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+    "node.kubernetes.io/instance-type", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
+    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+}
+TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+# nodeadm decodes NodeConfig strictly against its schema: unknown fields are errors.
+NODECONFIG_SPEC = {"cluster", "containerd", "instance", "kubelet", "featureGates"}
+NODECONFIG_CLUSTER = {"name", "apiServerEndpoint", "certificateAuthority", "cidr", "enableOutpost", "id"}
+NODECONFIG_KUBELET = {"config", "flags"}
+NODECONFIG_INSTANCE = {"localStorage"}
+# Bottlerocket's settings API refuses settings it does not know.
+BOTTLEROCKET_KUBERNETES = {
+    "cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "cluster-domain", "max-pods",
+    "node-labels", "node-taints", "kube-reserved", "system-reserved", "eviction-hard", "eviction-soft",
+    "eviction-soft-grace-period", "pod-pids-limit", "cpu-manager-policy", "topology-manager-policy",
+    "image-gc-high-threshold-percent", "image-gc-low-threshold-percent", "registry-qps", "registry-burst",
+    "event-qps", "event-burst", "kube-api-qps", "kube-api-burst", "shutdown-grace-period",
+    "shutdown-grace-period-for-critical-pods", "standalone-mode", "authentication-mode", "bootstrap-token",
+    "container-log-max-size", "container-log-max-files", "cpu-cfs-quota-enforced", "allowed-unsafe-sysctls",
+    "server-tls-bootstrap", "cloud-provider", "credential-providers", "static-pods", "seccomp-default",
+    "hostname-override", "hostname-override-source", "device-ownership-from-security-context",
+}
+
+
+class Refused(Exception):
+    """The boot stops here: no kubelet, no Node."""
+
+
+class Join:
+    """What kubelet starts with. reserved: {"kube": {...}, "system": {...}, "eviction": {...}}
+    resource name -> quantity string (eviction signals as kubelet names them)."""
+
+    def __init__(self, endpoint, ca_pem, labels, taints, max_pods, dns, reserved=None):
+        self.endpoint, self.ca_pem, self.labels = endpoint, ca_pem, labels
+        self.taints, self.max_pods, self.dns = taints, max_pods, dns
+        self.reserved = reserved or {}
+
+
+def kubelet_may_set(key):
+    if "/" not in key:
+        return True
+    domain = key.split("/", 1)[0]
+    under = lambda d, ns: d == ns or d.endswith("." + ns)
+    if not (under(domain, "kubernetes.io") or under(domain, "k8s.io")):
+        return True
+    return key in KUBELET_OWN_LABELS or under(domain, "kubelet.kubernetes.io") or under(domain, "node.kubernetes.io")
+
+
+def check_labels(labels):
+    bad = sorted(k for k in labels if not kubelet_may_set(k))
+    if bad:
+        raise Refused(f"kubelet: unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: {bad}")
+
+
+def pem_of(ca_b64, where):
+    try:
+        pem = base64.b64decode(ca_b64 or "", validate=True).decode()
+    except Exception as e:
+        raise Refused(f"{where}: certificate authority is not base64: {e}")
+    if "-----BEGIN CERTIFICATE-----" not in pem:
+        raise Refused(f"{where}: certificate authority is not a PEM certificate")
+    return pem
+
+
+def check_cluster(endpoint, pem, cluster, where):
+    # kubelet would fail TLS against any other endpoint or CA: no Node either way.
+    if endpoint.rstrip("/") != cluster["endpoint"].rstrip("/"):
+        raise Refused(f"{where}: kubelet cannot reach the API server at {endpoint!r}")
+    if pem.strip() != cluster["ca_pem"].strip():
+        raise Refused(f"{where}: x509: certificate signed by unknown authority (CA in user data is not the cluster's)")
+
+
+def parse_flags(flags):
+    labels, taints = {}, []
+    for f in flags or []:
+        if f.startswith("--node-labels="):
+            for kv in filter(None, f[len("--node-labels="):].split(",")):
+                k, _, v = kv.partition("=")
+                labels[k] = v
+        elif f.startswith("--register-with-taints="):
+            for t in filter(None, f[len("--register-with-taints="):].split(",")):
+                kv, _, effect = t.rpartition(":")
+                if effect not in TAINT_EFFECTS:
+                    raise Refused(f"kubelet: invalid taint {t!r}: effect must be one of {sorted(TAINT_EFFECTS)}")
+                k, _, v = kv.partition("=")
+                taints.append({"key": k, "value": v, "effect": effect})
+    return labels, taints
+
+
+def merge(a, b):
+    """nodeadm merges NodeConfig documents in order: later values win, maps merge, lists append."""
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        elif isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = out[k] + v
+        else:
+            out[k] = v
+    return out
+
+
+def strict(obj, allowed, where):
+    extra = sorted(set(obj or {}) - allowed)
+    if extra:
+        raise Refused(f"nodeadm: {where}: unknown field(s) {extra}")
+
+
+def al2023(user_data, cluster):
+    if not user_data.lstrip().startswith("MIME-Version"):
+        raise Refused("nodeadm: user data is not a MIME multipart document; no NodeConfig found")
+    msg = email.message_from_string(user_data, policy=email.policy.compat32)
+    if not msg.is_multipart():
+        raise Refused("nodeadm: user data is not multipart")
+    config = {}
+    found = False
+    for part in msg.get_payload():
+        if part.get_content_type() != "application/node.eks.aws":
+            continue
+        for doc in yaml.safe_load_all(part.get_payload()):
+            if not doc:
+                continue
+            if doc.get("apiVersion") != "node.eks.aws/v1alpha1" or doc.get("kind") != "NodeConfig":
+                raise Refused(f"nodeadm: unsupported document {doc.get('apiVersion')}/{doc.get('kind')}")
+            found = True
+            config = merge(config, doc)
+    if not found:
+        raise Refused("nodeadm: no NodeConfig in user data")
+    spec = config.get("spec") or {}
+    strict(spec, NODECONFIG_SPEC, "spec")
+    c = spec.get("cluster") or {}
+    strict(c, NODECONFIG_CLUSTER, "spec.cluster")
+    strict(spec.get("kubelet"), NODECONFIG_KUBELET, "spec.kubelet")
+    strict(spec.get("instance"), NODECONFIG_INSTANCE, "spec.instance")
+    # nodeadm's ValidateNodeConfig, in its order and words.
+    if not c.get("name"):
+        raise Refused("nodeadm: Name is missing in cluster configuration")
+    if not c.get("apiServerEndpoint"):
+        raise Refused("nodeadm: Apiserver endpoint is missing in cluster configuration")
+    if not c.get("certificateAuthority"):
+        raise Refused("nodeadm: Certificate authority is missing in cluster configuration")
+    if not c.get("cidr"):
+        raise Refused("nodeadm: CIDR is missing in cluster configuration")
+    pem = pem_of(c["certificateAuthority"], "nodeadm")
+    check_cluster(c["apiServerEndpoint"], pem, cluster, "nodeadm")
+    kubelet = spec.get("kubelet") or {}
+    labels, taints = parse_flags(kubelet.get("flags"))
+    check_labels(labels)
+    max_pods = (kubelet.get("config") or {}).get("maxPods")
+    if max_pods is not None and (not isinstance(max_pods, int) or max_pods < 1):
+        raise Refused(f"kubelet: invalid maxPods {max_pods!r}")
+    dns = cidr_dns(c["cidr"])
+    cfg = kubelet.get("config") or {}
+    reserved = {"kube": cfg.get("kubeReserved") or {}, "system": cfg.get("systemReserved") or {},
+                "eviction": cfg.get("evictionHard") or {}}
+    return Join(c["apiServerEndpoint"], pem, labels, taints, max_pods, dns, reserved)
+
+
+def cidr_dns(cidr):
+    import ipaddress
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError as e:
+        raise Refused(f"nodeadm: invalid cluster CIDR {cidr!r}: {e}")
+    return str(net.network_address + 10)
+
+
+def bottlerocket(user_data, cluster):
+    try:
+        doc = tomllib.loads(user_data)
+    except tomllib.TOMLDecodeError as e:
+        raise Refused(f"bottlerocket: user data is not TOML: {e}")
+    settings = doc.get("settings") or {}
+    k = settings.get("kubernetes") or {}
+    strict_keys = sorted(set(k) - BOTTLEROCKET_KUBERNETES)
+    if strict_keys:
+        raise Refused(f"bottlerocket: unknown settings settings.kubernetes.{strict_keys}")
+    for key in ("cluster-name", "api-server", "cluster-certificate"):
+        if not k.get(key):
+            raise Refused(f"bottlerocket: settings.kubernetes.{key} is required to join a cluster")
+    pem = pem_of(k["cluster-certificate"], "bottlerocket")
+    check_cluster(k["api-server"], pem, cluster, "bottlerocket")
+    labels = {str(a): str(b) for a, b in (k.get("node-labels") or {}).items()}
+    check_labels(labels)
+    taints = []
+    for key, values in (k.get("node-taints") or {}).items():
+        for v in values if isinstance(values, list) else [values]:
+            value, _, effect = str(v).rpartition(":")
+            if effect not in TAINT_EFFECTS:
+                raise Refused(f"bottlerocket: node-taints.{key}: effect {effect!r} is not one of {sorted(TAINT_EFFECTS)}")
+            taints.append({"key": key, "value": value, "effect": effect})
+    max_pods = k.get("max-pods")
+    reserved = {"kube": k.get("kube-reserved") or {}, "system": k.get("system-reserved") or {},
+                "eviction": k.get("eviction-hard") or {}}
+    return Join(k["api-server"], pem, labels, taints, max_pods, k.get("cluster-dns-ip"), reserved)
+
+
+def join(family, user_data, cluster):
+    """cluster: {"endpoint": URL, "ca_pem": PEM}."""
+    if not user_data:
+        raise Refused("no user data: nothing on the instance knows the cluster")
+    if family == "bottlerocket":
+        return bottlerocket(user_data, cluster)
+    return al2023(user_data, cluster)
+
+
+MIB = 1 << 20
+GIB = 1 << 30
+SUFFIX = {"Ki": 1 << 10, "Mi": MIB, "Gi": GIB, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def quantity(q, whole=None):
+    """A Kubernetes quantity in base units (cpu in millicores when the unit is cores:
+    callers pass cpu=True by using millicores()). `N%` needs `whole`."""
+    q = str(q).strip()
+    if q.endswith("%"):
+        return int(whole * float(q[:-1]) / 100)
+    for suf, mult in sorted(SUFFIX.items(), key=lambda kv: -len(kv[0])):
+        if q.endswith(suf):
+            return int(float(q[: -len(suf)]) * mult)
+    return int(float(q))
+
+
+def millicores(q):
+    q = str(q).strip()
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+def kube_reserved_cpu(vcpus):
+    band = lambda lo, hi: max(min(vcpus, hi) - lo, 0)
+    return band(0, 1) * 60 + band(1, 2) * 10 + band(2, 4) * 5 + band(4, 1 << 30) * 5 // 2
+
+
+def node_resources(vcpus, advertised_mib, root_gib, join):
+    """capacity and allocatable as kubelet reports them on an EKS image: memory less the VM's
+    share, kube-reserved by the EKS formula unless the config sets it, system-reserved as set,
+    hard eviction (memory.available 100Mi, nodefs.available 10%) unless set."""
+    max_pods = join.max_pods or 110
+    mem = (advertised_mib * 925 // 1000) * MIB
+    eph = root_gib * GIB
+    capacity = {"cpu": vcpus * 1000, "memory": mem, "ephemeral-storage": eph, "pods": max_pods}
+    kube = {"cpu": kube_reserved_cpu(vcpus), "memory": 11 * MIB * max_pods + 255 * MIB, "ephemeral-storage": GIB}
+    for k, v in (join.reserved.get("kube") or {}).items():
+        kube[k] = millicores(v) if k == "cpu" else quantity(v)
+    system = {k: (millicores(v) if k == "cpu" else quantity(v)) for k, v in (join.reserved.get("system") or {}).items()}
+    ev = {"memory.available": "100Mi", "nodefs.available": "10%"}
+    ev.update(join.reserved.get("eviction") or {})
+    eviction = {"memory": quantity(ev["memory.available"], mem), "ephemeral-storage": quantity(ev["nodefs.available"], eph)}
+    alloc = {}
+    for r, total in capacity.items():
+        if r == "pods":
+            alloc[r] = total
+            continue
+        alloc[r] = max(total - kube.get(r, 0) - system.get(r, 0) - eviction.get(r, 0), 0)
+    fmt = lambda r, v: f"{v}m" if r == "cpu" else str(v)
+    return ({r: fmt(r, v) for r, v in capacity.items()}, {r: fmt(r, v) for r, v in alloc.items()})
