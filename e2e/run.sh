@@ -337,6 +337,26 @@ vol_node_zone=$(k get node "$vol_node" -o jsonpath='{.metadata.labels.topology\.
 echo "NodeClaim zone(s): $vol_claim_zones; pod on node $vol_node in $vol_node_zone"
 check "its NodeClaim is in the volume's zone ($vol_zone)" test "$vol_claim_zones" = "$vol_zone"
 check "its Node is in the volume's zone ($vol_zone)" test "$vol_node_zone" = "$vol_zone"
+# A claim that does not exist: no node can help, so no NodeClaim; the pod is told why.
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: orphan, namespace: vol}
+spec:
+  nodeSelector: {e2e-pool: vol}
+  containers: [{name: pause, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: "1"}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: missing}}]
+YAML
+adze_event() { # POD: messages of the provisioner's FailedScheduling events on it
+  k get events -n vol --field-selector "reason=FailedScheduling,involvedObject.name=$1" -o json |
+    jq -r '.items[] | select(.source.component=="adze-provisioner") | .message'
+}
+orphan_told() { adze_event orphan | grep -q .; }
+wait_for 60 orphan_told
+orphan_msg=$(adze_event orphan | head -n 1)
+echo "event on the pod with a missing claim: $orphan_msg"
+check "a pod whose claim is missing gets an event naming it" grep -q "persistentvolumeclaim vol/missing not found" <<<"$orphan_msg"
+check "and no NodeClaim is launched for it" count_is 1 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=vol -o name | wc -l"
 
 # ---- 8. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
