@@ -4,6 +4,7 @@
 #
 #   ADZE_E2E=1 e2e/run.sh              # the provisioning scenarios
 #   ADZE_E2E=1 ADZE_E2E_BENCH=1 e2e/run.sh   # plus the 1,000-pod benchmark
+#   ADZE_E2E=1 ADZE_E2E_BIN_DIR=DIR e2e/run.sh  # adze-provisioner and crdgen from DIR, no build
 #
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
@@ -17,8 +18,13 @@ harness=$root/e2e/harness
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-3s}
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
-bin=${CARGO_TARGET_DIR:-$root/target}/release/adze-provisioner
+# ADZE_E2E_BIN_DIR: binaries already built elsewhere (e.g. a debug build); skips the release build.
+if [[ -n "${ADZE_E2E_BIN_DIR:-}" ]]; then
+  bin=$ADZE_E2E_BIN_DIR/adze-provisioner
+else
+  "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+  bin=${CARGO_TARGET_DIR:-$root/target}/release/adze-provisioner
+fi
 
 dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
 prov_pid=
@@ -275,7 +281,84 @@ check "/metrics counts the InsufficientCapacity launch error and the claim it de
   curl -fsS '$url_b/metrics' | grep -Eq '^adze_cloudprovider_errors_total\\{op=\"create\",error=\"insufficient_capacity\"\\} [1-9]' &&
   curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_terminated_total\\{reason=\"insufficient_capacity\"\\} [1-9]'"
 
-# ---- 7. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
+# ---- 7. a volume in one zone: the node goes where the disk is ------------------------------
+# A statically bound PV (claimRef + volumeName; the controller-manager's PV binder completes
+# the bind) with node affinity for us-east-1c, not the zone the price alone would pick.
+echo "== zonal volume: a pod whose PersistentVolume lives in us-east-1c"
+vol_zone=us-east-1c
+k create namespace vol >/dev/null
+nodepool vol 100 | k apply -f - >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-zonal}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: /tmp/e2e-zonal}
+  claimRef: {namespace: vol, name: data}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [$vol_zone]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: vol}
+spec:
+  storageClassName: ""
+  volumeName: e2e-zonal
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: vol}
+spec:
+  nodeSelector: {e2e-pool: vol}
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.9
+      resources: {requests: {cpu: "1", memory: 1Gi}}
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+YAML
+wait_for 60 bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pvc -n vol data -o jsonpath='{.status.phase}') == Bound ]]"
+check "the PV binder bound the claim to the zonal volume" \
+  bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pvc -n vol data -o jsonpath='{.status.phase}') == Bound ]]"
+wait_for 120 count_is 1 running_pods vol
+check "the pod with the zonal volume is Running" count_is 1 running_pods vol
+vol_claim_zones=$(k get nodeclaims -l adze.sh/nodepool=vol -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}')
+vol_node=$(k get pod -n vol db -o jsonpath='{.spec.nodeName}')
+vol_node_zone=$(k get node "$vol_node" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}' 2>/dev/null)
+echo "NodeClaim zone(s): $vol_claim_zones; pod on node $vol_node in $vol_node_zone"
+check "its NodeClaim is in the volume's zone ($vol_zone)" test "$vol_claim_zones" = "$vol_zone"
+check "its Node is in the volume's zone ($vol_zone)" test "$vol_node_zone" = "$vol_zone"
+# A claim that does not exist: no node can help, so no NodeClaim; the pod is told why.
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: orphan, namespace: vol}
+spec:
+  nodeSelector: {e2e-pool: vol}
+  containers: [{name: pause, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: "1"}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: missing}}]
+YAML
+adze_event() { # POD: messages of the provisioner's FailedScheduling events on it
+  k get events -n vol --field-selector "reason=FailedScheduling,involvedObject.name=$1" -o json |
+    jq -r '.items[] | select(.source.component=="adze-provisioner") | .message'
+}
+orphan_told() { adze_event orphan | grep -q .; }
+wait_for 60 orphan_told
+orphan_msg=$(adze_event orphan | head -n 1)
+echo "event on the pod with a missing claim: $orphan_msg"
+check "a pod whose claim is missing gets an event naming it" grep -q "persistentvolumeclaim vol/missing not found" <<<"$orphan_msg"
+check "and no NodeClaim is launched for it" count_is 1 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=vol -o name | wc -l"
+
+# ---- 8. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   echo "== benchmark: 1000 pods"
   k create namespace bench >/dev/null

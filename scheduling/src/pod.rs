@@ -111,8 +111,80 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// ANDs one more ORed set of node-selector terms (a volume's topology, say) into the
+    /// pod's required node affinity: every pod term is combined with every new term, and
+    /// combinations no node can satisfy are dropped. Returns false, leaving the pod as it
+    /// was, when no combination survives, so the caller can say which constraint was the
+    /// last straw. An empty `terms` adds nothing.
+    pub fn and_node_terms(&mut self, terms: &[Requirements]) -> bool {
+        if terms.is_empty() {
+            return true;
+        }
+        let mut combined = Vec::new();
+        for mine in &self.node_requirements {
+            for theirs in terms {
+                let mut t = mine.clone();
+                t.add_all(theirs);
+                if t.unsatisfiable_key().is_none() && !combined.contains(&t) {
+                    combined.push(t);
+                }
+            }
+        }
+        if combined.is_empty() {
+            return false;
+        }
+        self.node_requirements = combined;
+        true
+    }
+
+    /// Whether some required node-affinity term can be met by a node at all.
+    pub fn has_satisfiable_node_terms(&self) -> bool {
+        self.node_requirements
+            .iter()
+            .any(|t| t.unsatisfiable_key().is_none())
+    }
+
     /// Whether a term's selector and namespaces pick this pod.
     pub fn matched_by(&self, selector: &PodSelector, namespaces: &Namespaces) -> bool {
         namespaces.contains(&self.namespace) && selector.matches_labels(&self.labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Requirement;
+    use crate::labels::{ARCH, ZONE};
+
+    fn zone(z: &[&str]) -> Requirements {
+        Requirements::new().with(Requirement::any_of(ZONE, z.iter().copied()))
+    }
+
+    #[test]
+    fn node_terms_are_anded_with_each_of_the_pods_terms() {
+        let mut pod = Pod::new("default", "p", Resources::default());
+        pod.node_requirements = vec![
+            zone(&["a", "b"]).with(Requirement::single(ARCH, "arm64")),
+            zone(&["c"]),
+        ];
+        assert!(pod.and_node_terms(&[zone(&["b"]), zone(&["c", "d"])]));
+        assert_eq!(
+            pod.node_requirements,
+            vec![
+                zone(&["b"]).with(Requirement::single(ARCH, "arm64")),
+                zone(&["c"]),
+            ],
+            "a∧b and c∧c survive; a∧c, c∧b fall away"
+        );
+    }
+
+    #[test]
+    fn disjoint_node_terms_leave_the_pod_unchanged_and_say_so() {
+        let mut pod = Pod::new("default", "p", Resources::default());
+        pod.node_requirements = vec![zone(&["a"])];
+        assert!(!pod.and_node_terms(&[zone(&["b"])]));
+        assert_eq!(pod.node_requirements, vec![zone(&["a"])]);
+        assert!(pod.has_satisfiable_node_terms());
+        assert!(pod.and_node_terms(&[]), "no terms, no constraint");
     }
 }

@@ -1,6 +1,7 @@
 //! Kubernetes objects into the scheduling core's plain model: [`pod`], [`daemonset_pod`] and
 //! [`workload_pod`] give an [`adze_scheduling::Pod`], [`node()`] an
-//! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`].
+//! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`];
+//! [`with_volume_topology`] adds the zones a pod's persistent volumes tie it to.
 //!
 //! This is the edge where strings become numbers and selectors become
 //! [`adze_scheduling::Requirements`]; nothing past it parses a quantity. Conversion does not
@@ -15,6 +16,7 @@ mod nodepool;
 mod pod;
 mod resources;
 mod selector;
+mod volumes;
 
 use std::fmt;
 
@@ -26,6 +28,9 @@ pub use disruption::pool_policy;
 pub use node::node;
 pub use nodepool::nodepool;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
+pub use volumes::{
+    VolumeError, VolumeObjects, VolumeTopology, volume_topology, with_volume_topology,
+};
 
 /// The object a conversion problem is in, printed the way `kubectl` users name it:
 /// `pod default/web-1`, `node ip-10-0-1-2`, `nodepool default`.

@@ -431,6 +431,7 @@ mod tests {
                 claims: vec![],
                 nodepools: vec![pool.clone()],
                 daemonsets: vec![],
+                ..Objects::default()
             };
             build(&objects, &catalog, &extra, &mut PodActivity::default())
         };
@@ -502,6 +503,7 @@ mod tests {
             claims: vec![Arc::new(claim)],
             nodepools: vec![pool],
             daemonsets: vec![],
+            ..Objects::default()
         };
         let pdbs = vec![
             pdb::Budget::from_json(&json!({"metadata": {"name": "web", "namespace": "shop"},
@@ -565,5 +567,124 @@ mod tests {
         );
         assert_eq!(built.input.pdbs[0].disruptions_allowed, 1);
         assert_eq!(built.input.policies[0].nodepool, "p");
+    }
+
+    /// A node's pods are re-placed on the cluster without it: a pod whose disk is in
+    /// us-east-1c must not be "consolidated" onto the roomy node in us-east-1a.
+    #[test]
+    fn consolidation_keeps_a_pod_in_its_volumes_zone() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}},
+                "disruption": {"consolidateAfter": "0s"}},
+        })));
+        let claim = |name: &str, it: &str, zone: &str| -> Arc<NodeClaim> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+                    "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z",
+                        "labels": {"adze.sh/nodepool": "p", labels::INSTANCE_TYPE: it,
+                            labels::ZONE: zone, labels::CAPACITY_TYPE: "on-demand"},
+                        "annotations": {drift::NODEPOOL_HASH: drift::template_hash(&pool)}},
+                    "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+                    "status": {"providerID": format!("adze-sim://{name}"), "conditions": [
+                        {"type": "Initialized", "status": "True", "reason": "Initialized",
+                         "message": "ok", "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let node = |name: &str, it: &str, zone: &str, cpu: &str| -> Arc<Node> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "labels": {"adze.sh/nodepool": "p",
+                        labels::INSTANCE_TYPE: it, labels::ZONE: zone,
+                        labels::CAPACITY_TYPE: "on-demand", labels::HOSTNAME: name}},
+                    "spec": {"providerID": format!("adze-sim://{name}")},
+                    "status": {"allocatable": {"cpu": cpu, "memory": "15Gi", "pods": "58"},
+                        "conditions": [{"type": "Ready", "status": "True"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let pod = |name: &str, node: &str, volumes: serde_json::Value| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "shop", "uid": name,
+                        "creationTimestamp": "2026-01-01T00:02:00Z"},
+                    "spec": {"nodeName": node, "volumes": volumes, "containers": [{"name": "c",
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
+                    "status": {"phase": "Running"},
+                }))
+                .unwrap(),
+            )
+        };
+        // big-a stays (its pod may not be disrupted); small-c is the candidate.
+        let mut web = (*pod("web", "big-a", json!(null))).clone();
+        web.metadata.annotations =
+            Some([(labels::DO_NOT_DISRUPT.to_string(), "true".to_string())].into());
+        let pinned_web = Arc::new(web);
+        let objects = |db_volumes: serde_json::Value| {
+            Objects {
+            nodes: vec![
+                node("big-a", "m5.xlarge", "us-east-1a", "4"),
+                node("small-c", "m5.large", "us-east-1c", "2"),
+            ],
+            claims: vec![
+                claim("big-a", "m5.xlarge", "us-east-1a"),
+                claim("small-c", "m5.large", "us-east-1c"),
+            ],
+            pods: vec![pinned_web.clone(), pod("db", "small-c", db_volumes)],
+            nodepools: vec![pool.clone()],
+            pvcs: vec![Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "data", "namespace": "shop"},
+                    "spec": {"volumeName": "pv-c"}}))
+                .unwrap(),
+            )],
+            pvs: vec![Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "pv-c"},
+                    "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": labels::ZONE, "operator": "In", "values": ["us-east-1c"]}]}]}}}}))
+                .unwrap(),
+            )],
+            ..Objects::default()
+        }
+        };
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &[],
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let decide = |o: &Objects| {
+            let built = build(o, &catalog, &extra, &mut PodActivity::default());
+            assert!(built.problems.is_empty(), "{:?}", built.problems);
+            pure::decide(&built.input, &pure::Options::default())
+        };
+        // Without the volume, db simply moves to the roomy node.
+        let free = decide(&objects(json!(null))).expect("small-c consolidates");
+        assert_eq!(
+            free.plan.placements().get("shop/db"),
+            Some(&"big-a"),
+            "{} {:?}",
+            free.message,
+            free.plan
+        );
+
+        let zonal =
+            objects(json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]));
+        let d = decide(&zonal).expect("a cheaper node in us-east-1c still pays");
+        let to = d.plan.placements().get("shop/db").copied();
+        assert_ne!(to, Some("big-a"), "{}", d.message);
+        let replacement = d
+            .plan
+            .new_claims
+            .iter()
+            .find(|c| c.pods.contains(&"shop/db".to_string()))
+            .expect("db goes to a replacement");
+        assert_eq!(replacement.zone, "us-east-1c", "{}", d.message);
     }
 }

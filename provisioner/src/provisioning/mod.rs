@@ -232,7 +232,33 @@ impl Provisioner {
             tracing::warn!(problem = %p, "object left out of scheduling");
         }
         let mut outcome = Outcome::default();
+        let pods: BTreeMap<String, Arc<Pod>> = objects
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    p.clone(),
+                )
+            })
+            .collect();
+        let mut events = Vec::new();
+        // Left out before scheduling (their volumes cannot be placed yet): said once per pass,
+        // like the plan's unschedulable pods.
+        for u in &built.unschedulable {
+            outcome.unschedulable += 1;
+            if let Some(p) = pods.get(&u.pod) {
+                tracing::info!(pod = %u.pod, reason = %u.reason, "pod cannot be scheduled");
+                events.push(pod_event(p, "Warning", "FailedScheduling", &u.reason));
+            }
+        }
         if built.snapshot.pending.is_empty() {
+            outcome.left_pending = built.pending_uids.values().cloned().collect();
+            self.send_events(events);
             return Ok(outcome);
         }
         let options = Options {
@@ -253,22 +279,7 @@ impl Provisioner {
             elapsed_ms = start.elapsed().as_millis() as u64,
             "scheduled batch"
         );
-        let pods: BTreeMap<String, Arc<Pod>> = objects
-            .pods
-            .iter()
-            .map(|p| {
-                (
-                    format!(
-                        "{}/{}",
-                        p.metadata.namespace.as_deref().unwrap_or("default"),
-                        p.metadata.name.as_deref().unwrap_or_default()
-                    ),
-                    p.clone(),
-                )
-            })
-            .collect();
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
-        let mut events = Vec::new();
         // Pods of claims that could not be created: retried on the next pass.
         let mut failed: BTreeSet<String> = BTreeSet::new();
         for c in &plan.new_claims {
@@ -415,6 +426,15 @@ impl Provisioner {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        self.send_events(events);
+        Ok(outcome)
+    }
+
+    /// Records events in the background: a slow apiserver must not hold up the next pass.
+    fn send_events(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
         let client = self.client.clone();
         tokio::spawn(async move {
             for ev in events {
@@ -425,7 +445,6 @@ impl Provisioner {
                 }
             }
         });
-        Ok(outcome)
     }
 }
 

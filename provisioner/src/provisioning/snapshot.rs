@@ -12,16 +12,23 @@
 //!   a DaemonSet, not terminating.
 //! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
 //!   demand — unless a live claim already nominates them, in which case they are bound to it.
+//! * Pods carry the zones their persistent volumes tie them to ([`convert::with_volume_topology`]),
+//!   so new capacity and consolidation both respect them. A pending pod whose volumes cannot be
+//!   placed yet (claim missing, unbound with immediate binding, zones its own affinity rules out)
+//!   is left out, with the reason in [`Built::unschedulable`]. A bound pod whose volumes cannot be
+//!   read stays in the snapshot, pinned to its node: moving it anywhere might strand it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use adze_api::{NodeClaim, NodePool, conditions, convert};
+use adze_scheduling::plan::Unschedulable;
 use adze_scheduling::{
     BoundPod, ExistingNode, InstanceType, Requirement, Requirements, Resources, Snapshot, labels,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 
@@ -33,6 +40,9 @@ pub struct Objects {
     pub claims: Vec<Arc<NodeClaim>>,
     pub nodepools: Vec<Arc<NodePool>>,
     pub daemonsets: Vec<Arc<DaemonSet>>,
+    pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
+    pub pvs: Vec<Arc<PersistentVolume>>,
+    pub storage_classes: Vec<Arc<StorageClass>>,
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +54,9 @@ pub struct Built {
     pub reserved_names: Vec<String>,
     /// Objects that could not be converted, with the reason (logged by the caller).
     pub problems: Vec<String>,
+    /// Pending pods left out of the snapshot because their volumes cannot be placed yet, with
+    /// the reason (an event on the pod). Their uids are in `pending_uids` too.
+    pub unschedulable: Vec<Unschedulable>,
 }
 
 pub fn owned_by_daemonset(pod: &Pod) -> bool {
@@ -242,6 +255,11 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     }
 
     let nominated = nominations(objects, &claim_node_name);
+    let volumes = convert::VolumeObjects::new(
+        objects.pvcs.iter().map(AsRef::as_ref),
+        objects.pvs.iter().map(AsRef::as_ref),
+        objects.storage_classes.iter().map(AsRef::as_ref),
+    );
 
     for p in &objects.pods {
         if is_terminal(p)
@@ -280,6 +298,21 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                 continue;
             }
         };
+        let pod = match (
+            convert::with_volume_topology(p, pod.clone(), &volumes),
+            &target,
+        ) {
+            (Ok(placed), _) => placed,
+            (Err(_), Some(node)) => pinned(pod, node),
+            (Err(e), None) => {
+                built.pending_uids.insert(pod_key(p), uid);
+                built.unschedulable.push(Unschedulable {
+                    pod: pod.key(),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
         match target {
             Some(node) => snap.bound.push(BoundPod {
                 node,
@@ -309,6 +342,14 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         }
     }
     built
+}
+
+/// A bound pod held to its node, for when where else it could run is unknown.
+fn pinned(mut pod: adze_scheduling::Pod, node: &str) -> adze_scheduling::Pod {
+    for t in &mut pod.node_requirements {
+        t.add(Requirement::single(labels::HOSTNAME, node));
+    }
+    pod
 }
 
 /// Pod uid → the node (or in-flight claim) it is nominated to, over the claims whose
@@ -657,5 +698,127 @@ mod tests {
             !is_pending(&p),
             "a bound pod is not pending whatever its annotation"
         );
+    }
+
+    fn with_claim(pod: Arc<Pod>, claim: &str) -> Arc<Pod> {
+        let mut p = (*pod).clone();
+        p.spec.as_mut().unwrap().volumes = Some(vec![
+            serde_json::from_value(
+                json!({"name": "data", "persistentVolumeClaim": {"claimName": claim}}),
+            )
+            .unwrap(),
+        ]);
+        Arc::new(p)
+    }
+
+    fn zonal_volume(claim: &str, pv: &str, zone: &str) -> Objects {
+        Objects {
+            pvcs: vec![Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": claim, "namespace": "default"},
+                    "spec": {"volumeName": pv}}))
+                .unwrap(),
+            )],
+            pvs: vec![Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": pv},
+                    "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": labels::ZONE, "operator": "In", "values": [zone]}]}]}}}}))
+                .unwrap(),
+            )],
+            ..Objects::default()
+        }
+    }
+
+    fn default_pool() -> Arc<NodePool> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn pod_with_a_bound_zonal_volume_gets_a_nodeclaim_in_the_volumes_zone() {
+        let objects = Objects {
+            pods: vec![with_claim(pending_pod("db", "u-db"), "data-db")],
+            nodepools: vec![default_pool()],
+            ..zonal_volume("data-db", "pv-1", "us-east-1b")
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        let built = build(&objects, &catalog);
+        assert!(built.unschedulable.is_empty(), "{:?}", built.unschedulable);
+        let plan = adze_scheduling::schedule(&built.snapshot, &Default::default());
+        assert_eq!(plan.new_claims.len(), 1, "{plan:?}");
+        let claim = &plan.new_claims[0];
+        assert_eq!(claim.zone, "us-east-1b");
+        assert_eq!(claim.labels[labels::ZONE], "us-east-1b");
+        assert_eq!(
+            claim
+                .requirements
+                .get(labels::ZONE)
+                .and_then(|r| r.single_value()),
+            Some("us-east-1b"),
+            "the NodeClaim itself demands the zone of the cloud"
+        );
+    }
+
+    #[test]
+    fn pending_pod_with_a_missing_claim_is_left_out_with_the_reason() {
+        let objects = Objects {
+            pods: vec![with_claim(pending_pod("db", "u-db"), "nope")],
+            nodepools: vec![default_pool()],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        assert!(built.snapshot.pending.is_empty());
+        assert_eq!(
+            built.unschedulable,
+            vec![Unschedulable {
+                pod: "default/db".into(),
+                reason: "persistentvolumeclaim default/nope not found".into(),
+            }]
+        );
+        assert_eq!(
+            built.pending_uids["default/db"], "u-db",
+            "still counted as seen, so it does not reopen a batch every tick"
+        );
+    }
+
+    #[test]
+    fn bound_pods_carry_their_volumes_zone_and_unreadable_volumes_pin_them() {
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![
+                with_claim(running_on("db", "u-db", "n1"), "data-db"),
+                with_claim(running_on("lost", "u-lost", "n1"), "gone"),
+            ],
+            ..zonal_volume("data-db", "pv-1", "us-east-1a")
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let bound = |key: &str| {
+            &built
+                .snapshot
+                .bound
+                .iter()
+                .find(|b| b.pod.key() == key)
+                .unwrap()
+                .pod
+        };
+        let db = &bound("default/db").node_requirements;
+        assert_eq!(
+            db[0].get(labels::ZONE).and_then(|r| r.single_value()),
+            Some("us-east-1a"),
+            "disruption re-places bound pods: the volume's zone goes with them"
+        );
+        let lost = &bound("default/lost").node_requirements;
+        assert_eq!(
+            lost[0].get(labels::HOSTNAME).and_then(|r| r.single_value()),
+            Some("n1")
+        );
+        assert!(built.unschedulable.is_empty());
     }
 }

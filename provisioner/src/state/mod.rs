@@ -9,7 +9,8 @@ use std::fmt::Debug;
 use adze_api::{NodeClaim, NodePool};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::{WatchStreamExt, reflector, reflector::Store, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -23,6 +24,10 @@ pub struct ClusterState {
     pub claims: Store<NodeClaim>,
     pub nodepools: Store<NodePool>,
     pub daemonsets: Store<DaemonSet>,
+    /// Claims, volumes and classes: the zones a pod's volumes tie it to.
+    pub pvcs: Store<PersistentVolumeClaim>,
+    pub pvs: Store<PersistentVolume>,
+    pub storage_classes: Store<StorageClass>,
 }
 
 fn watch<K>(api: Api<K>) -> Store<K>
@@ -55,13 +60,19 @@ impl ClusterState {
             pods: watch(Api::all(client.clone())),
             claims: watch(Api::all(client.clone())),
             nodepools: watch(Api::all(client.clone())),
-            daemonsets: watch(Api::all(client)),
+            daemonsets: watch(Api::all(client.clone())),
+            pvcs: watch(Api::all(client.clone())),
+            pvs: watch(Api::all(client.clone())),
+            storage_classes: watch(Api::all(client)),
         };
         s.nodes.wait_until_ready().await?;
         s.pods.wait_until_ready().await?;
         s.claims.wait_until_ready().await?;
         s.nodepools.wait_until_ready().await?;
         s.daemonsets.wait_until_ready().await?;
+        s.pvcs.wait_until_ready().await?;
+        s.pvs.wait_until_ready().await?;
+        s.storage_classes.wait_until_ready().await?;
         Ok(s)
     }
 
@@ -72,6 +83,9 @@ impl ClusterState {
             claims: self.claims.state(),
             nodepools: self.nodepools.state(),
             daemonsets: self.daemonsets.state(),
+            pvcs: self.pvcs.state(),
+            pvs: self.pvs.state(),
+            storage_classes: self.storage_classes.state(),
         }
     }
 }

@@ -1,0 +1,560 @@
+//! The node constraints a pod's persistent volumes add, as kube-scheduler's VolumeBinding and
+//! VolumeZone plugins would enforce them. Without these, a pod whose disk lives in one zone
+//! gets a node in another and waits forever.
+//!
+//! Per `persistentVolumeClaim` volume (an `ephemeral` volume's claim is `<pod>-<volume>`):
+//!
+//! * **Bound** (`spec.volumeName` set): the PersistentVolume's
+//!   `spec.nodeAffinity.required.nodeSelectorTerms`; without node affinity, its legacy zone
+//!   labels (`topology.kubernetes.io/zone`, `failure-domain.beta.kubernetes.io/zone`, several
+//!   zones joined by `__`).
+//! * **Unbound, `WaitForFirstConsumer`**: the StorageClass's `allowedTopologies`, if any; the
+//!   volume is created wherever the pod lands.
+//! * **Unbound, immediate binding**: not placeable until the claim binds.
+//! * **Claim, volume or class missing**, claim being deleted, ephemeral claim not the pod's:
+//!   not placeable, with kube-scheduler's reason.
+//!
+//! Zone keys the cloud writes under other names (the legacy beta key, the EBS CSI driver's
+//! `topology.ebs.csi.aws.com/zone`) are read as `topology.kubernetes.io/zone`: a node's value
+//! is the same under each, and new nodes are planned with the standard key only.
+
+use std::collections::HashMap;
+
+use adze_scheduling::{Requirement, Requirements, labels, pod as model};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use thiserror::Error;
+
+use super::selector::node_selector_term;
+use super::{ConvertError, DEFAULT_NAMESPACE, ObjectRef};
+
+const LEGACY_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
+const LEGACY_REGION: &str = "failure-domain.beta.kubernetes.io/region";
+const EBS_CSI_ZONE: &str = "topology.ebs.csi.aws.com/zone";
+const WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
+
+/// The claims, volumes and classes a pod's volumes may name, looked up by name. Built once
+/// per pass from the watched objects.
+#[derive(Debug, Default)]
+pub struct VolumeObjects<'a> {
+    claims: HashMap<(&'a str, &'a str), &'a PersistentVolumeClaim>,
+    volumes: HashMap<&'a str, &'a PersistentVolume>,
+    classes: HashMap<&'a str, &'a StorageClass>,
+}
+
+impl<'a> VolumeObjects<'a> {
+    pub fn new(
+        claims: impl IntoIterator<Item = &'a PersistentVolumeClaim>,
+        volumes: impl IntoIterator<Item = &'a PersistentVolume>,
+        classes: impl IntoIterator<Item = &'a StorageClass>,
+    ) -> Self {
+        let name = |m: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            m.name.as_deref().unwrap_or_default()
+        };
+        VolumeObjects {
+            claims: claims
+                .into_iter()
+                .map(|c| {
+                    let ns = c.metadata.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
+                    ((ns, name(&c.metadata)), c)
+                })
+                .collect(),
+            volumes: volumes
+                .into_iter()
+                .map(|v| (name(&v.metadata), v))
+                .collect(),
+            classes: classes
+                .into_iter()
+                .map(|c| (name(&c.metadata), c))
+                .collect(),
+        }
+    }
+}
+
+/// Why a pod cannot be placed yet because of its volumes. Messages follow kube-scheduler's
+/// where it has one, and always name the claim.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum VolumeError {
+    #[error("persistentvolumeclaim {namespace}/{claim} not found")]
+    ClaimNotFound { namespace: String, claim: String },
+    #[error(
+        "persistentvolumeclaim {namespace}/{claim} of ephemeral volume {volume} not found: waiting for the ephemeral volume controller to create it"
+    )]
+    EphemeralClaimNotFound {
+        namespace: String,
+        claim: String,
+        volume: String,
+    },
+    #[error("persistentvolumeclaim {namespace}/{claim} was not created for the pod")]
+    EphemeralClaimNotOwned { namespace: String, claim: String },
+    #[error("persistentvolumeclaim {namespace}/{claim} is being deleted")]
+    ClaimDeleting { namespace: String, claim: String },
+    #[error("persistentvolume {volume} of persistentvolumeclaim {namespace}/{claim} not found")]
+    VolumeNotFound {
+        namespace: String,
+        claim: String,
+        volume: String,
+    },
+    #[error("storageclass {class} of persistentvolumeclaim {namespace}/{claim} not found")]
+    ClassNotFound {
+        namespace: String,
+        claim: String,
+        class: String,
+    },
+    #[error(
+        "pod has unbound immediate persistentvolumeclaim {namespace}/{claim}: waiting for it to bind"
+    )]
+    UnboundImmediate { namespace: String, claim: String },
+    #[error(
+        "volume {volume} (persistentvolumeclaim {namespace}/{claim}) needs a node with {needs}, which the pod's node selector and affinity rule out"
+    )]
+    Conflict {
+        namespace: String,
+        claim: String,
+        volume: String,
+        /// The volume's terms, ORed: `topology.kubernetes.io/zone In [us-east-1b]`.
+        needs: String,
+    },
+    /// The PersistentVolume's node affinity does not parse.
+    #[error("{0}")]
+    Invalid(ConvertError),
+}
+
+/// One volume's constraint: node-selector terms, ORed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeTopology {
+    /// The pod's name for the volume.
+    pub volume: String,
+    pub claim: String,
+    pub terms: Vec<Requirements>,
+}
+
+/// The node constraints of each of the pod's claim-backed volumes that has any.
+pub fn volume_topology(
+    pod: &Pod,
+    objects: &VolumeObjects<'_>,
+) -> Result<Vec<VolumeTopology>, VolumeError> {
+    let namespace = pod
+        .metadata
+        .namespace
+        .as_deref()
+        .unwrap_or(DEFAULT_NAMESPACE);
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let mut out = Vec::new();
+    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        let (claim_name, ephemeral) = match (&v.persistent_volume_claim, &v.ephemeral) {
+            (Some(src), _) => (src.claim_name.clone(), false),
+            (None, Some(_)) => (format!("{pod_name}-{}", v.name), true),
+            (None, None) => continue,
+        };
+        let ids = || (namespace.to_string(), claim_name.clone());
+        let Some(claim) = objects.claims.get(&(namespace, claim_name.as_str())) else {
+            let (namespace, claim) = ids();
+            return Err(if ephemeral {
+                VolumeError::EphemeralClaimNotFound {
+                    namespace,
+                    claim,
+                    volume: v.name.clone(),
+                }
+            } else {
+                VolumeError::ClaimNotFound { namespace, claim }
+            });
+        };
+        if claim.metadata.deletion_timestamp.is_some() {
+            let (namespace, claim) = ids();
+            return Err(VolumeError::ClaimDeleting { namespace, claim });
+        }
+        if ephemeral && !controlled_by(claim, pod) {
+            let (namespace, claim) = ids();
+            return Err(VolumeError::EphemeralClaimNotOwned { namespace, claim });
+        }
+        let spec = claim.spec.as_ref();
+        let terms = match spec.and_then(|s| s.volume_name.as_deref()) {
+            Some(pv) if !pv.is_empty() => {
+                let Some(volume) = objects.volumes.get(pv) else {
+                    let (namespace, claim) = ids();
+                    return Err(VolumeError::VolumeNotFound {
+                        namespace,
+                        claim,
+                        volume: pv.to_string(),
+                    });
+                };
+                volume_terms(volume)?
+            }
+            _ => {
+                // No class (nil or "") binds like an immediate class: to a matching PV, or never.
+                let class_name = spec
+                    .and_then(|s| s.storage_class_name.as_deref())
+                    .unwrap_or_default();
+                let class = match class_name {
+                    "" => None,
+                    c => Some(*objects.classes.get(c).ok_or_else(|| {
+                        let (namespace, claim) = ids();
+                        VolumeError::ClassNotFound {
+                            namespace,
+                            claim,
+                            class: c.to_string(),
+                        }
+                    })?),
+                };
+                match class {
+                    Some(c)
+                        if c.volume_binding_mode.as_deref() == Some(WAIT_FOR_FIRST_CONSUMER) =>
+                    {
+                        class_terms(c)
+                    }
+                    _ => {
+                        let (namespace, claim) = ids();
+                        return Err(VolumeError::UnboundImmediate { namespace, claim });
+                    }
+                }
+            }
+        };
+        if !terms.is_empty() {
+            out.push(VolumeTopology {
+                volume: v.name.clone(),
+                claim: claim_name,
+                terms,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Converts a pod for placement with its volumes' constraints ANDed into its required node
+/// affinity (see [`model::Pod::and_node_terms`]). A volume whose zones the pod's own affinity
+/// excludes is an error naming the volume, rather than a pod no node fits for no stated reason.
+pub fn with_volume_topology(
+    pod: &Pod,
+    mut placed: model::Pod,
+    objects: &VolumeObjects<'_>,
+) -> Result<model::Pod, VolumeError> {
+    for v in volume_topology(pod, objects)? {
+        // A pod whose own affinity already matches no node is reported for that, not the volume.
+        if !placed.and_node_terms(&v.terms) && placed.has_satisfiable_node_terms() {
+            let needs: Vec<String> = v.terms.iter().map(|t| t.to_string()).collect();
+            return Err(VolumeError::Conflict {
+                namespace: placed.namespace.clone(),
+                claim: v.claim,
+                volume: v.volume,
+                needs: needs.join(" or "),
+            });
+        }
+    }
+    Ok(placed)
+}
+
+fn controlled_by(claim: &PersistentVolumeClaim, pod: &Pod) -> bool {
+    let Some(uid) = pod.metadata.uid.as_deref() else {
+        // A simulated pod has no uid to compare; take the name as proof enough.
+        return true;
+    };
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// The standard key for a zone or region key the cloud also writes under another name.
+fn standard_key(key: &str) -> &str {
+    match key {
+        LEGACY_ZONE | EBS_CSI_ZONE => labels::ZONE,
+        LEGACY_REGION => labels::REGION,
+        k => k,
+    }
+}
+
+fn standardised(r: Requirements) -> Requirements {
+    r.iter()
+        .map(|req| {
+            let mut req = req.clone();
+            req.key = standard_key(&req.key).to_string();
+            req
+        })
+        .collect()
+}
+
+/// A PersistentVolume's node constraint: its node affinity, else its legacy zone labels.
+fn volume_terms(pv: &PersistentVolume) -> Result<Vec<Requirements>, VolumeError> {
+    let name = pv.metadata.name.as_deref().unwrap_or_default();
+    let object = ObjectRef::cluster("persistentvolume", name);
+    let required = pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_affinity.as_ref())
+        .and_then(|a| a.required.as_ref());
+    let Some(required) = required else {
+        return Ok(legacy_zone_terms(pv));
+    };
+    let mut terms = Vec::new();
+    for (i, t) in required.node_selector_terms.iter().enumerate() {
+        let f = format!("spec.nodeAffinity.required.nodeSelectorTerms[{i}]");
+        if let Some(r) = node_selector_term(&object, &f, t).map_err(VolumeError::Invalid)? {
+            terms.push(standardised(r));
+        }
+    }
+    if terms.is_empty() {
+        // Only empty terms: no node matches, as for a pod. No node has a hostname in an empty set.
+        terms.push(
+            Requirements::new().with(Requirement::any_of(labels::HOSTNAME, Vec::<String>::new())),
+        );
+    }
+    Ok(terms)
+}
+
+fn legacy_zone_terms(pv: &PersistentVolume) -> Vec<Requirements> {
+    let mut term = Requirements::new();
+    for key in [labels::ZONE, LEGACY_ZONE] {
+        if let Some(v) = pv.metadata.labels.as_ref().and_then(|l| l.get(key)) {
+            let zones: Vec<&str> = v.split("__").filter(|z| !z.is_empty()).collect();
+            if !zones.is_empty() {
+                term.add(Requirement::any_of(labels::ZONE, zones));
+            }
+        }
+    }
+    if term.is_empty() {
+        Vec::new()
+    } else {
+        vec![term]
+    }
+}
+
+/// A StorageClass's `allowedTopologies`: terms ORed, each expression `key In values`.
+fn class_terms(class: &StorageClass) -> Vec<Requirements> {
+    class
+        .allowed_topologies
+        .iter()
+        .flatten()
+        .map(|t| {
+            t.match_label_expressions
+                .iter()
+                .flatten()
+                .map(|e| Requirement::any_of(standard_key(&e.key), e.values.iter().cloned()))
+                .collect::<Requirements>()
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn pod(volumes: Value, affinity: Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "db-0", "namespace": "data", "uid": "u-db"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                     "volumes": volumes, "affinity": affinity},
+        }))
+        .unwrap()
+    }
+
+    fn claim_volume(name: &str, claim: &str) -> Value {
+        json!({"name": name, "persistentVolumeClaim": {"claimName": claim}})
+    }
+
+    fn pvc(name: &str, spec: Value) -> PersistentVolumeClaim {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "data"}, "spec": spec}),
+        )
+        .unwrap()
+    }
+
+    fn pv(name: &str, labels: Value, spec: Value) -> PersistentVolume {
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
+            .unwrap()
+    }
+
+    fn zonal_pv(name: &str, key: &str, zone: &str) -> PersistentVolume {
+        pv(
+            name,
+            json!({}),
+            json!({"nodeAffinity": {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": key, "operator": "In", "values": [zone]}]}]}}}),
+        )
+    }
+
+    fn class(name: &str, mode: &str, topologies: Value) -> StorageClass {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "provisioner": "ebs.csi.aws.com",
+            "volumeBindingMode": mode, "allowedTopologies": topologies}),
+        )
+        .unwrap()
+    }
+
+    fn zones(z: &[&str]) -> Vec<Requirements> {
+        vec![Requirements::new().with(Requirement::any_of(labels::ZONE, z.iter().copied()))]
+    }
+
+    fn convert(
+        p: &Pod,
+        claims: &[PersistentVolumeClaim],
+        pvs: &[PersistentVolume],
+        classes: &[StorageClass],
+    ) -> Result<model::Pod, VolumeError> {
+        let objects = VolumeObjects::new(claims, pvs, classes);
+        with_volume_topology(p, crate::convert::pod(p).unwrap(), &objects)
+    }
+
+    #[test]
+    fn bound_volume_with_zonal_node_affinity_pins_the_pod_to_that_zone() {
+        let p = pod(json!([claim_volume("data", "data-db-0")]), json!(null));
+        let claims = [pvc("data-db-0", json!({"volumeName": "pv-1"}))];
+        let placed = convert(
+            &p,
+            &claims,
+            &[zonal_pv("pv-1", labels::ZONE, "us-east-1b")],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(placed.node_requirements, zones(&["us-east-1b"]));
+    }
+
+    #[test]
+    fn ebs_csi_and_legacy_zone_keys_read_as_the_standard_zone() {
+        let p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let claims = [pvc("c", json!({"volumeName": "pv-1"}))];
+        let placed = convert(
+            &p,
+            &claims,
+            &[zonal_pv("pv-1", EBS_CSI_ZONE, "us-east-1c")],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(placed.node_requirements, zones(&["us-east-1c"]));
+        let legacy = pv(
+            "pv-1",
+            json!({LEGACY_ZONE: "us-east-1a__us-east-1c"}),
+            json!({}),
+        );
+        let placed = convert(&p, &claims, &[legacy], &[]).unwrap();
+        assert_eq!(
+            placed.node_requirements,
+            zones(&["us-east-1a", "us-east-1c"])
+        );
+    }
+
+    #[test]
+    fn pods_own_zone_disjoint_from_the_volumes_is_a_conflict_naming_the_volume() {
+        let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": labels::ZONE, "operator": "In", "values": ["us-east-1a"]}]}]}}});
+        let p = pod(json!([claim_volume("data", "data-db-0")]), affinity);
+        let claims = [pvc("data-db-0", json!({"volumeName": "pv-1"}))];
+        let err = convert(
+            &p,
+            &claims,
+            &[zonal_pv("pv-1", labels::ZONE, "us-east-1b")],
+            &[],
+        )
+        .unwrap_err();
+        assert!(matches!(err, VolumeError::Conflict { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "volume data (persistentvolumeclaim data/data-db-0) needs a node with \
+             topology.kubernetes.io/zone In [us-east-1b], which the pod's node selector and \
+             affinity rule out"
+        );
+    }
+
+    #[test]
+    fn wait_for_first_consumer_class_restricts_to_its_allowed_topologies() {
+        let p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let claims = [pvc("c", json!({"storageClassName": "zonal"}))];
+        let topologies = json!([{"matchLabelExpressions": [
+            {"key": labels::ZONE, "values": ["us-east-1a", "us-east-1c"]}]}]);
+        let classes = [class("zonal", WAIT_FOR_FIRST_CONSUMER, topologies)];
+        let placed = convert(&p, &claims, &[], &classes).unwrap();
+        assert_eq!(
+            placed.node_requirements,
+            zones(&["us-east-1a", "us-east-1c"])
+        );
+
+        let anywhere = [class("zonal", WAIT_FOR_FIRST_CONSUMER, json!(null))];
+        let placed = convert(&p, &claims, &[], &anywhere).unwrap();
+        assert_eq!(placed.node_requirements, vec![Requirements::new()]);
+    }
+
+    #[test]
+    fn missing_claim_volume_or_class_leaves_the_pod_out_with_the_reason() {
+        let p = pod(json!([claim_volume("data", "gone")]), json!(null));
+        let err = convert(&p, &[], &[], &[]).unwrap_err();
+        assert_eq!(err.to_string(), "persistentvolumeclaim data/gone not found");
+
+        let bound = [pvc("gone", json!({"volumeName": "pv-x"}))];
+        let err = convert(&p, &bound, &[], &[]).unwrap_err();
+        assert!(matches!(err, VolumeError::VolumeNotFound { .. }), "{err:?}");
+
+        let classed = [pvc("gone", json!({"storageClassName": "nope"}))];
+        let err = convert(&p, &classed, &[], &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "storageclass nope of persistentvolumeclaim data/gone not found"
+        );
+    }
+
+    #[test]
+    fn unbound_claim_of_an_immediate_class_waits_for_binding() {
+        let p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let claims = [pvc("c", json!({"storageClassName": "gp3"}))];
+        let classes = [class("gp3", "Immediate", json!(null))];
+        let err = convert(&p, &claims, &[], &classes).unwrap_err();
+        assert!(
+            matches!(err, VolumeError::UnboundImmediate { .. }),
+            "{err:?}"
+        );
+        let no_class = [pvc("c", json!({"storageClassName": ""}))];
+        let err = convert(&p, &no_class, &[], &[]).unwrap_err();
+        assert!(
+            matches!(err, VolumeError::UnboundImmediate { .. }),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn ephemeral_volume_uses_the_claim_named_after_pod_and_volume() {
+        let p = pod(
+            json!([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]),
+            json!(null),
+        );
+        let err = convert(&p, &[], &[], &[]).unwrap_err();
+        assert!(err.to_string().contains("data/db-0-scratch"), "{err}");
+        let mut claim = pvc("db-0-scratch", json!({"volumeName": "pv-1"}));
+        let err = convert(
+            &p,
+            &[claim.clone()],
+            &[zonal_pv("pv-1", labels::ZONE, "us-east-1b")],
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, VolumeError::EphemeralClaimNotOwned { .. }),
+            "{err:?}"
+        );
+        claim.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "name": "db-0",
+                "uid": "u-db", "controller": true}))
+            .unwrap(),
+        ]);
+        let placed = convert(
+            &p,
+            &[claim],
+            &[zonal_pv("pv-1", labels::ZONE, "us-east-1b")],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(placed.node_requirements, zones(&["us-east-1b"]));
+    }
+
+    #[test]
+    fn volumes_without_claims_add_nothing() {
+        let p = pod(json!([{"name": "tmp", "emptyDir": {}}]), json!(null));
+        assert_eq!(
+            convert(&p, &[], &[], &[]).unwrap().node_requirements,
+            vec![Requirements::new()]
+        );
+    }
+}
