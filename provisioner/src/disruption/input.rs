@@ -431,6 +431,7 @@ mod tests {
                 claims: vec![],
                 nodepools: vec![pool.clone()],
                 daemonsets: vec![],
+                ..Objects::default()
             };
             build(&objects, &catalog, &extra, &mut PodActivity::default())
         };
@@ -502,6 +503,7 @@ mod tests {
             claims: vec![Arc::new(claim)],
             nodepools: vec![pool],
             daemonsets: vec![],
+            ..Objects::default()
         };
         let pdbs = vec![
             pdb::Budget::from_json(&json!({"metadata": {"name": "web", "namespace": "shop"},
