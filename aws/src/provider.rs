@@ -12,7 +12,7 @@ use adze_api::ec2nodeclass::{
     AmiFamily, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
 };
 use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
-use adze_scheduling::{InstanceType, labels};
+use adze_scheduling::{InstanceType, labels, node_class};
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
@@ -532,22 +532,28 @@ impl AwsProvider {
         self.refresh().await?;
         let reqs = selection::claim_requirements(claim).map_err(CloudError::Other)?;
         let requests = selection::claim_requests(claim).map_err(CloudError::Other)?;
-        // Types whose architecture some resolved image boots.
+        // The catalog as this class shapes it (zones, images, kubelet overhead, root volume):
+        // the same view the planner had, so the claim's requests fit what is launched here.
+        let facts = {
+            let mut resolved = class.clone();
+            resolved.status = Some(status.clone());
+            adze_api::convert::nodeclass(&resolved).map_err(|e| CloudError::Other(e.to_string()))?
+        };
+        // The first resolved image that boots the type (architecture, accelerator drivers).
         let ami_for = |t: &InstanceType| -> Option<String> {
-            let arch = t.label(labels::ARCH)?;
             status
                 .amis
                 .iter()
-                .find(|a| {
-                    a.requirements
-                        .iter()
-                        .all(|r| r.key != labels::ARCH || r.values.iter().any(|v| v == arch))
-                })
-                .map(|a| a.id.clone())
+                .zip(&facts.images)
+                .find(|(_, reqs)| node_class::image_fits(reqs, t))
+                .map(|(a, _)| a.id.clone())
         };
         let mut tried_out: Vec<(String, String, String)> = Vec::new();
         for attempt in 1..=5 {
-            let catalog = self.unavailable.apply(&self.catalog.get(), Instant::now());
+            let catalog = node_class::instance_types(
+                &self.unavailable.apply(&self.catalog.get(), Instant::now()),
+                &facts,
+            );
             let mut cands = selection::candidates(&reqs, &requests, &catalog, &status.subnets);
             cands.retain(|c| ami_for(&c.instance_type).is_some());
             cands.truncate(MAX_OVERRIDES);
@@ -567,12 +573,13 @@ impl AwsProvider {
                 });
             }
             let capacity_type = cands[0].capacity_type.clone();
-            // One launch template per (image, max pods): user data carries max pods.
+            // One launch template per (image, max pods): user data carries max pods, which the
+            // class-shaped type already holds (overhead::max_pods).
             let mut groups: BTreeMap<(String, i64), Vec<&Candidate>> = BTreeMap::new();
             for c in &cands {
                 let ami = ami_for(&c.instance_type).unwrap_or_default();
                 groups
-                    .entry((ami, self.max_pods(&class.spec, &c.instance_type)))
+                    .entry((ami, c.instance_type.capacity.pods))
                     .or_default()
                     .push(c);
             }
@@ -583,6 +590,7 @@ impl AwsProvider {
                     cluster_endpoint: self.settings.cluster_endpoint.clone(),
                     cluster_ca: self.settings.cluster_ca.clone(),
                     max_pods: *max_pods,
+                    kubelet: userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref()),
                     labels: claim
                         .metadata
                         .labels
@@ -737,7 +745,11 @@ impl AwsProvider {
                         "CreateFleet returned {id}, but DescribeInstances does not know it"
                     ))
                 })?;
-                let out = self.to_instance(inst);
+                let mut out = self.to_instance(inst);
+                if let Some(t) = catalog.iter().find(|t| t.name == out.instance_type) {
+                    out.capacity = t.capacity.to_quantities();
+                    out.allocatable = t.allocatable().to_quantities();
+                }
                 tracing::info!(nodeclaim = %claim_name, instance = %id, instance_type = %out.instance_type, zone = %out.zone,
                     capacity_type = %out.capacity_type, attempt, ruled_out = ruled.len(), "launched");
                 return Ok(out);
@@ -757,20 +769,6 @@ impl AwsProvider {
         Err(CloudError::Other(format!(
             "NodeClaim {claim_name}: launch kept failing after 5 attempts"
         )))
-    }
-
-    fn max_pods(&self, spec: &EC2NodeClassSpec, t: &InstanceType) -> i64 {
-        let mut pods = t.capacity.pods;
-        if let Some(k) = &spec.kubelet {
-            if let Some(m) = k.max_pods {
-                pods = i64::from(m);
-            }
-            if let Some(ppc) = k.pods_per_core {
-                let cores = t.capacity.cpu / 1000;
-                pods = pods.min(i64::from(ppc) * cores.max(1));
-            }
-        }
-        pods
     }
 
     async fn terminate(&self, ids: Vec<String>) -> Result<(), AwsError> {

@@ -21,9 +21,78 @@ pub struct Bootstrap {
     /// Base64 PEM of the cluster CA.
     pub cluster_ca: String,
     pub max_pods: i64,
+    /// The EC2NodeClass's other kubelet settings (reservations, eviction, DNS).
+    pub kubelet: KubeletConfig,
     pub labels: BTreeMap<String, String>,
     /// `key=value:Effect` (value may be empty).
     pub taints: Vec<String>,
+}
+
+/// Kubelet settings from `spec.kubelet`, as the user wrote them (validated at admission).
+/// `maxPods` and `podsPerCore` are folded into [`Bootstrap::max_pods`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct KubeletConfig {
+    pub system_reserved: BTreeMap<String, String>,
+    pub kube_reserved: BTreeMap<String, String>,
+    pub eviction_hard: BTreeMap<String, String>,
+    pub eviction_soft: BTreeMap<String, String>,
+    pub eviction_soft_grace_period: BTreeMap<String, String>,
+    pub cluster_dns: Vec<String>,
+}
+
+impl KubeletConfig {
+    pub fn from_spec(k: Option<&adze_api::ec2nodeclass::KubeletConfiguration>) -> Self {
+        let Some(k) = k else {
+            return Self::default();
+        };
+        KubeletConfig {
+            system_reserved: k.system_reserved.clone(),
+            kube_reserved: k.kube_reserved.clone(),
+            eviction_hard: k.eviction_hard.clone(),
+            eviction_soft: k.eviction_soft.clone(),
+            eviction_soft_grace_period: k
+                .eviction_soft_grace_period
+                .iter()
+                .map(|(s, d)| (s.clone(), d.to_string()))
+                .collect(),
+            cluster_dns: k.cluster_dns.clone(),
+        }
+    }
+
+    /// (KubeletConfiguration key, Bottlerocket key, values) for each map setting.
+    fn maps(&self) -> [(&'static str, &'static str, &BTreeMap<String, String>); 5] {
+        [
+            ("systemReserved", "system-reserved", &self.system_reserved),
+            ("kubeReserved", "kube-reserved", &self.kube_reserved),
+            ("evictionHard", "eviction-hard", &self.eviction_hard),
+            ("evictionSoft", "eviction-soft", &self.eviction_soft),
+            (
+                "evictionSoftGracePeriod",
+                "eviction-soft-grace-period",
+                &self.eviction_soft_grace_period,
+            ),
+        ]
+    }
+
+    /// Extra `spec.kubelet.config` lines for a NodeConfig, indented to sit under `config:`.
+    fn node_config_lines(&self) -> String {
+        let mut out = String::new();
+        if !self.cluster_dns.is_empty() {
+            let ips: Vec<String> = self.cluster_dns.iter().map(|ip| yaml_quote(ip)).collect();
+            out += &format!("      clusterDNS: [{}]\n", ips.join(", "));
+        }
+        for (key, _, map) in self.maps() {
+            if map.is_empty() {
+                continue;
+            }
+            let entries: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", yaml_quote(k), yaml_quote(v)))
+                .collect();
+            out += &format!("      {key}: {{{}}}\n", entries.join(", "));
+        }
+        out
+    }
 }
 
 pub const MIME_BOUNDARY: &str = "//ADZE-BOUNDARY";
@@ -55,11 +124,12 @@ fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
         .map(|f| format!("\n      - {}", yaml_quote(f)))
         .collect();
     let node_config = format!(
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n  kubelet:\n    config:\n      maxPods: {}\n    flags:{}\n",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n  kubelet:\n    config:\n      maxPods: {}\n{}    flags:{}\n",
         yaml_quote(&boot.cluster_name),
         yaml_quote(&boot.cluster_endpoint),
         yaml_quote(&boot.cluster_ca),
         boot.max_pods,
+        boot.kubelet.node_config_lines(),
         if flags_yaml.is_empty() {
             " []".to_string()
         } else {
@@ -102,6 +172,24 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
             toml_str(&boot.cluster_ca),
             boot.max_pods
         );
+        match boot.kubelet.cluster_dns.as_slice() {
+            [] => {}
+            [one] => out += &format!("cluster-dns-ip = {}\n", toml_str(one)),
+            many => {
+                let ips: Vec<String> = many.iter().map(|ip| toml_str(ip)).collect();
+                out += &format!("cluster-dns-ip = [{}]\n", ips.join(", "));
+            }
+        }
+    }
+    for (_, key, map) in boot.kubelet.maps() {
+        let table = format!("settings.kubernetes.{key}");
+        if map.is_empty() || user_sets(&table) {
+            continue;
+        }
+        out += &format!("\n[{table}]\n");
+        for (k, v) in map {
+            out += &format!("{} = {}\n", toml_str(k), toml_str(v));
+        }
     }
     if !boot.labels.is_empty() && !user_sets("settings.kubernetes.node-labels") {
         out += "\n[settings.kubernetes.node-labels]\n";
@@ -142,6 +230,7 @@ mod tests {
             cluster_endpoint: "https://k8s.example:6443".into(),
             cluster_ca: "Q0EK".into(),
             max_pods: 29,
+            kubelet: KubeletConfig::default(),
             labels: BTreeMap::from([("adze.sh/nodepool".into(), "default".into())]),
             taints: vec!["dedicated=gpu:NoSchedule".into()],
         }
@@ -182,6 +271,55 @@ mod tests {
         let out = render(AmiFamily::Bottlerocket, &boot(), Some(user));
         assert_eq!(out.matches("[settings.kubernetes]").count(), 1);
         assert!(out.contains("\"mine\""));
+    }
+
+    fn with_kubelet() -> Bootstrap {
+        Bootstrap {
+            kubelet: KubeletConfig {
+                kube_reserved: BTreeMap::from([("cpu".into(), "250m".into())]),
+                eviction_hard: BTreeMap::from([("memory.available".into(), "5%".into())]),
+                eviction_soft: BTreeMap::from([("memory.available".into(), "1Gi".into())]),
+                eviction_soft_grace_period: BTreeMap::from([(
+                    "memory.available".into(),
+                    "1m".into(),
+                )]),
+                cluster_dns: vec!["10.100.0.10".into()],
+                ..Default::default()
+            },
+            ..boot()
+        }
+    }
+
+    #[test]
+    fn al2023_node_config_carries_the_classs_kubelet_settings() {
+        let out = render(AmiFamily::AL2023, &with_kubelet(), None);
+        assert!(out.contains("      maxPods: 29\n      clusterDNS: [\"10.100.0.10\"]\n"));
+        assert!(out.contains("      kubeReserved: {\"cpu\": \"250m\"}\n"));
+        assert!(out.contains("      evictionHard: {\"memory.available\": \"5%\"}\n"));
+        assert!(out.contains("      evictionSoft: {\"memory.available\": \"1Gi\"}\n"));
+        assert!(
+            out.contains(
+                "      evictionSoftGracePeriod: {\"memory.available\": \"1m\"}\n    flags:"
+            )
+        );
+        assert!(
+            !out.contains("systemReserved"),
+            "unset settings are left out"
+        );
+    }
+
+    #[test]
+    fn bottlerocket_carries_the_classs_kubelet_settings() {
+        let out = render(AmiFamily::Bottlerocket, &with_kubelet(), None);
+        assert!(out.contains("max-pods = 29\ncluster-dns-ip = \"10.100.0.10\"\n"));
+        assert!(out.contains("[settings.kubernetes.kube-reserved]\n\"cpu\" = \"250m\"\n"));
+        assert!(
+            out.contains("[settings.kubernetes.eviction-hard]\n\"memory.available\" = \"5%\"\n")
+        );
+        assert!(out.contains(
+            "[settings.kubernetes.eviction-soft-grace-period]\n\"memory.available\" = \"1m\"\n"
+        ));
+        assert!(!out.contains("system-reserved"));
     }
 
     #[test]

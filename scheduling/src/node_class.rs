@@ -3,7 +3,8 @@
 //! The catalog says what a region offers; a class narrows and reshapes it:
 //!
 //! * offerings only in zones where the class has a subnet;
-//! * only architectures one of the class's resolved images boots;
+//! * only types one of the class's resolved images boots ([`image_fits`]: its architecture,
+//!   and for accelerated images the accelerator the image carries drivers for);
 //! * pods, overhead and ephemeral storage from its kubelet settings and root volume
 //!   ([`overhead::overhead`]), so allocatable is what the kubelet will report.
 //!
@@ -14,16 +15,17 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::instance_type::InstanceType;
-use crate::labels;
 use crate::overhead::{self, KubeletSettings};
+use crate::requirements::Requirements;
 
 /// The facts of one node class that placement needs, parsed at the edge.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeClassFacts {
     /// Zones where the class has a subnet.
     pub zones: BTreeSet<String>,
-    /// Architectures (`kubernetes.io/arch` values) its resolved images boot.
-    pub archs: BTreeSet<String>,
+    /// The requirements of each resolved image (architecture, accelerator); a type needs one
+    /// image whose requirements its labels meet.
+    pub images: Vec<Requirements>,
     pub kubelet: KubeletSettings,
     /// Size of the volume that backs ephemeral storage; None keeps the catalog's.
     pub root_volume: Option<i64>,
@@ -36,12 +38,16 @@ pub fn instance_types(
 ) -> Vec<Arc<InstanceType>> {
     catalog
         .iter()
-        .filter(|t| {
-            t.label(labels::ARCH)
-                .is_some_and(|a| class.archs.contains(a))
-        })
+        .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
         .filter_map(|t| reshape(t, class).map(Arc::new))
         .collect()
+}
+
+/// Whether an image with these requirements boots `t`: each requirement allows the type's
+/// label (or its absence, for keys the type does not carry). The launch picks its image with
+/// the same rule, so planning and launching agree.
+pub fn image_fits(image: &Requirements, t: &InstanceType) -> bool {
+    image.iter().all(|r| r.allows_label(t.label(&r.key)))
 }
 
 /// One type under `class`; None when no offering is left in the class's zones.
@@ -77,7 +83,9 @@ mod tests {
 
     use super::*;
     use crate::catalog;
+    use crate::labels;
     use crate::overhead::{MEMORY_AVAILABLE, NODEFS_AVAILABLE, Threshold};
+    use crate::requirements::{Operator, Requirement};
 
     const MIB: i64 = 1 << 20;
     const GIB: i64 = 1 << 30;
@@ -85,9 +93,13 @@ mod tests {
     fn class() -> NodeClassFacts {
         NodeClassFacts {
             zones: BTreeSet::from(["us-east-1a".into(), "us-east-1b".into()]),
-            archs: BTreeSet::from(["amd64".into(), "arm64".into()]),
+            images: vec![arch_image("amd64"), arch_image("arm64")],
             ..Default::default()
         }
+    }
+
+    fn arch_image(arch: &str) -> Requirements {
+        Requirements::new().with(Requirement::single(labels::ARCH, arch))
     }
 
     fn m5_large(class: &NodeClassFacts) -> Arc<InstanceType> {
@@ -127,14 +139,46 @@ mod tests {
     #[test]
     fn arm64_types_are_dropped_when_images_are_only_x86_64() {
         let mut c = class();
-        c.archs = BTreeSet::from(["amd64".into()]);
+        c.images = vec![arch_image("amd64")];
         let cat = catalog::embedded();
         let types = instance_types(&cat, &c);
         assert!(types.iter().all(|t| t.label(labels::ARCH) == Some("amd64")));
         assert!(types.iter().any(|t| t.name == "m5.large"));
         assert!(!types.iter().any(|t| t.name == "m7g.large"));
-        c.archs.clear();
+        c.images.clear();
         assert!(instance_types(&cat, &c).is_empty(), "no image, no type");
+    }
+
+    #[test]
+    fn gpu_types_need_an_image_for_their_gpu_and_standard_images_refuse_them() {
+        let standard = arch_image("amd64").with(
+            Requirement::new(
+                labels::INSTANCE_GPU_COUNT,
+                Operator::DoesNotExist,
+                &[] as &[&str],
+            )
+            .unwrap(),
+        );
+        let nvidia = arch_image("amd64").with(Requirement::single(
+            labels::INSTANCE_GPU_MANUFACTURER,
+            "nvidia",
+        ));
+        let cat = catalog::embedded();
+        let mut c = class();
+        c.images = vec![standard.clone()];
+        let names = |c: &NodeClassFacts| -> Vec<String> {
+            instance_types(&cat, c)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let only_standard = names(&c);
+        assert!(only_standard.contains(&"m5.large".to_string()));
+        assert!(!only_standard.contains(&"g5.xlarge".to_string()));
+        c.images = vec![nvidia];
+        let only_nvidia = names(&c);
+        assert!(only_nvidia.contains(&"g5.xlarge".to_string()));
+        assert!(!only_nvidia.contains(&"m5.large".to_string()));
     }
 
     #[test]

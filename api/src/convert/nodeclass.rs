@@ -1,23 +1,19 @@
 //! An [`EC2NodeClass`] into the [`NodeClassFacts`] placement needs: subnet zones, the
-//! architectures its resolved images boot, kubelet settings in model units and the size of
+//! requirements of its resolved images (architecture, accelerator), kubelet settings in model units and the size of
 //! the volume behind ephemeral storage.
 //!
 //! A class whose status is not resolved yet has no zones or images, so a pool using it plans
 //! nothing until it is.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use adze_scheduling::node_class::NodeClassFacts;
 use adze_scheduling::overhead::{KubeletSettings, Threshold};
-use adze_scheduling::{labels, quantity};
+use adze_scheduling::{Requirement, Requirements, quantity};
 
 use super::resources::amount;
 use super::{ConvertError, ObjectRef};
 use crate::ec2nodeclass::{AmiFamily, EC2NodeClass, EC2NodeClassSpec, KubeletConfiguration};
-use crate::requirement::Operator;
-
-/// Architectures an image with no architecture requirement is taken to boot.
-const ALL_ARCHS: &[&str] = &["amd64", "arm64"];
 
 pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
     let object = ObjectRef::cluster(
@@ -25,16 +21,21 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
         class.metadata.name.as_deref().unwrap_or_default(),
     );
     let status = class.status.clone().unwrap_or_default();
-    let mut archs = BTreeSet::new();
-    for ami in &status.amis {
-        let arch = ami
-            .requirements
-            .iter()
-            .find(|r| r.key == labels::ARCH && r.operator == Operator::In);
-        match arch {
-            Some(r) => archs.extend(r.values.iter().cloned()),
-            None => archs.extend(ALL_ARCHS.iter().map(|a| a.to_string())),
+    let mut images = Vec::new();
+    for (i, ami) in status.amis.iter().enumerate() {
+        let mut reqs = Requirements::new();
+        for (j, r) in ami.requirements.iter().enumerate() {
+            let req = Requirement::new(&r.key, super::nodepool::operator(r.operator), &r.values)
+                .map_err(|e| {
+                    ConvertError::requirement(
+                        &object,
+                        &format!("status.amis[{i}].requirements[{j}]"),
+                        e,
+                    )
+                })?;
+            reqs.add(req);
         }
+        images.push(reqs);
     }
     let kubelet = match &class.spec.kubelet {
         Some(k) => kubelet(&object, k)?,
@@ -42,7 +43,7 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
     };
     Ok(NodeClassFacts {
         zones: status.subnets.iter().map(|s| s.zone.clone()).collect(),
-        archs,
+        images,
         kubelet,
         root_volume: root_volume_bytes(&class.spec).and_then(|b| i64::try_from(b).ok()),
     })
@@ -156,8 +157,13 @@ mod tests {
             }),
         );
         let f = nodeclass(&c).unwrap();
-        assert_eq!(f.zones, BTreeSet::from(["us-east-1b".to_string()]));
-        assert_eq!(f.archs, BTreeSet::from(["amd64".to_string()]));
+        assert_eq!(
+            f.zones,
+            std::collections::BTreeSet::from(["us-east-1b".to_string()])
+        );
+        assert_eq!(f.images.len(), 1);
+        let arch = f.images[0].get("kubernetes.io/arch").unwrap();
+        assert!(arch.allows("amd64") && !arch.allows("arm64"));
         assert_eq!(f.kubelet.max_pods, Some(50));
         assert_eq!(
             f.kubelet.kube_reserved,
@@ -194,9 +200,9 @@ mod tests {
     }
 
     #[test]
-    fn an_unresolved_class_has_no_zones_or_archs_and_a_bad_quantity_names_its_field() {
+    fn an_unresolved_class_has_no_zones_or_images_and_a_bad_quantity_names_its_field() {
         let f = nodeclass(&class(json!({}), json!({}))).unwrap();
-        assert!(f.zones.is_empty() && f.archs.is_empty());
+        assert!(f.zones.is_empty() && f.images.is_empty());
         let bad = class(
             json!({"kubelet": {"systemReserved": {"memory": "lots"}}}),
             json!({}),

@@ -196,7 +196,7 @@ pub fn pool_catalog(
             format!("nodepool {pool_name}: EC2NodeClass {wanted} does not exist; the pool launches nothing")
         })?;
     let facts = convert::nodeclass(class).map_err(|e| format!("nodepool {pool_name}: {e}"))?;
-    if facts.zones.is_empty() || facts.archs.is_empty() {
+    if facts.zones.is_empty() || facts.images.is_empty() {
         return Err(format!(
             "nodepool {pool_name}: EC2NodeClass {wanted} has no resolved subnets or images yet; the pool launches nothing"
         ));
