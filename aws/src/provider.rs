@@ -20,9 +20,11 @@ use aws_sdk_ec2::types::{
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateTagSpecificationRequest,
-    OnDemandOptionsRequest, RequestLaunchTemplateData, ResourceType, SpotAllocationStrategy,
-    SpotOptionsRequest, Tag, TagSpecification, TargetCapacitySpecificationRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
+    LaunchTemplateTagSpecificationRequest, OnDemandOptionsRequest, RequestLaunchTemplateData,
+    ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
 };
 use base64::Engine;
 use futures::future::BoxFuture;
@@ -354,17 +356,27 @@ impl AwsProvider {
             let mut tags: Vec<Tag> = spec.tags.iter().map(|(k, v)| tag(k, v)).collect();
             tags.push(tag(&self.cluster_tag(), "owned"));
             tags.push(tag(EC2NODECLASS_TAG, &class_name));
+            let groups: Vec<String> = status
+                .security_groups
+                .iter()
+                .map(|g| g.id.clone())
+                .collect();
             let mut data = RequestLaunchTemplateData::builder()
                 .image_id(ami)
                 .user_data(base64::engine::general_purpose::STANDARD.encode(user_data))
-                .set_security_group_ids(Some(
-                    status
-                        .security_groups
-                        .iter()
-                        .map(|g| g.id.clone())
-                        .collect(),
-                ))
                 .metadata_options(metadata);
+            // A public-IP choice needs the primary interface spelled out, and EC2 refuses
+            // security groups both there and at the top level: they move onto the interface.
+            data = match spec.associate_public_ip_address {
+                Some(public) => data.network_interfaces(
+                    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                        .device_index(0)
+                        .associate_public_ip_address(public)
+                        .set_groups(Some(groups))
+                        .build(),
+                ),
+                None => data.set_security_group_ids(Some(groups)),
+            };
             // Everything a launch creates carries the cluster tag: the documented IAM policy
             // only allows creating resources that do (docs/install.md, tests/iam_policy.rs).
             for kind in [
