@@ -1145,7 +1145,7 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
         let nic = &v.network_interfaces.unwrap()[0];
         assert_eq!(nic.device_index, Some(0));
         assert_eq!(nic.associate_public_ip_address, Some(false));
-        assert_eq!(nic.groups.clone().unwrap(), [e.sg.clone()]);
+        assert_eq!(nic.groups.as_deref(), Some(std::slice::from_ref(&e.sg)));
         use base64::Engine;
         let ud = String::from_utf8(
             base64::engine::general_purpose::STANDARD
