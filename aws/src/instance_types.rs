@@ -27,6 +27,8 @@ pub struct TypeFacts {
     pub spot: bool,
     /// GPUs, Neuron devices and EFA interfaces.
     pub accelerators: Accelerators,
+    /// Total instance-store NVMe size in GB (`InstanceStorageInfo.TotalSizeInGB`).
+    pub local_nvme_gb: Option<u64>,
     pub hypervisor: String,
 }
 
@@ -94,6 +96,17 @@ impl TypeFacts {
                 neuron,
                 efa_interfaces,
             },
+            local_nvme_gb: info
+                .instance_storage_info
+                .as_ref()
+                .filter(|s| {
+                    s.nvme_support
+                        .as_ref()
+                        .is_some_and(|n| n.as_str() != "unsupported")
+                })
+                .and_then(|s| s.total_size_in_gb)
+                .filter(|gb| *gb > 0)
+                .map(|gb| gb as u64),
             hypervisor: info
                 .hypervisor
                 .as_ref()
@@ -163,6 +176,9 @@ pub fn to_instance_type(
         put(labels::INSTANCE_HYPERVISOR, facts.hypervisor.clone());
     }
     add_accelerators(&facts.accelerators, &mut capacity, &mut l);
+    if let Some(gb) = facts.local_nvme_gb {
+        l.insert(labels::INSTANCE_LOCAL_NVME.to_string(), gb.to_string());
+    }
     let od = prices
         .on_demand
         .get(&facts.name)
@@ -348,6 +364,7 @@ mod tests {
             ipv4_per_eni: 10,
             spot: true,
             accelerators: Accelerators::default(),
+            local_nvme_gb: None,
             hypervisor: "nitro".into(),
         }
     }
@@ -441,6 +458,14 @@ mod tests {
                         .build(),
                 )
             }
+            "m5d.large" => {
+                info = info.instance_storage_info(
+                    InstanceStorageInfo::builder()
+                        .total_size_in_gb(75)
+                        .nvme_support(EphemeralNvmeSupport::Required)
+                        .build(),
+                )
+            }
             _ => {
                 net = net
                     .efa_supported(true)
@@ -476,6 +501,9 @@ mod tests {
         let efa = to_type("c6in.32xlarge");
         assert_eq!(efa.capacity.get(EFA), 2);
         assert_eq!(efa.label(labels::INSTANCE_EFA_COUNT), Some("2"));
+        assert_eq!(efa.label(labels::INSTANCE_LOCAL_NVME), None);
+        let nvme = to_type("m5d.large");
+        assert_eq!(nvme.label(labels::INSTANCE_LOCAL_NVME), Some("75"));
     }
 
     #[test]

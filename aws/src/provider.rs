@@ -603,6 +603,7 @@ impl AwsProvider {
                     cluster_ca: self.settings.cluster_ca.clone(),
                     max_pods: *max_pods,
                     kubelet: userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref()),
+                    instance_store_raid0: class.spec.instance_store_policy.is_some(),
                     labels: claim
                         .metadata
                         .labels

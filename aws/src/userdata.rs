@@ -23,6 +23,9 @@ pub struct Bootstrap {
     pub max_pods: i64,
     /// The EC2NodeClass's other kubelet settings (reservations, eviction, DNS).
     pub kubelet: KubeletConfig,
+    /// `instanceStorePolicy: RAID0`: nodeadm stripes the local NVMe disks for pod storage
+    /// (AL2023 only; validation refuses it with Bottlerocket).
+    pub instance_store_raid0: bool,
     pub labels: BTreeMap<String, String>,
     /// `key=value:Effect` (value may be empty).
     pub taints: Vec<String>,
@@ -124,10 +127,15 @@ fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
         .map(|f| format!("\n      - {}", yaml_quote(f)))
         .collect();
     let node_config = format!(
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n  kubelet:\n    config:\n      maxPods: {}\n{}    flags:{}\n",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n{}  kubelet:\n    config:\n      maxPods: {}\n{}    flags:{}\n",
         yaml_quote(&boot.cluster_name),
         yaml_quote(&boot.cluster_endpoint),
         yaml_quote(&boot.cluster_ca),
+        if boot.instance_store_raid0 {
+            "  instance:\n    localStorage:\n      strategy: RAID0\n"
+        } else {
+            ""
+        },
         boot.max_pods,
         boot.kubelet.node_config_lines(),
         if flags_yaml.is_empty() {
@@ -231,6 +239,7 @@ mod tests {
             cluster_ca: "Q0EK".into(),
             max_pods: 29,
             kubelet: KubeletConfig::default(),
+            instance_store_raid0: false,
             labels: BTreeMap::from([("adze.sh/nodepool".into(), "default".into())]),
             taints: vec!["dedicated=gpu:NoSchedule".into()],
         }
@@ -305,6 +314,20 @@ mod tests {
         assert!(
             !out.contains("systemReserved"),
             "unset settings are left out"
+        );
+    }
+
+    #[test]
+    fn al2023_node_config_asks_nodeadm_for_raid0_local_storage() {
+        assert!(!render(AmiFamily::AL2023, &boot(), None).contains("localStorage"));
+        let boot = Bootstrap {
+            instance_store_raid0: true,
+            ..boot()
+        };
+        let out = render(AmiFamily::AL2023, &boot, None);
+        assert!(
+            out.contains("    certificateAuthority: \"Q0EK\"\n  instance:\n    localStorage:\n      strategy: RAID0\n  kubelet:\n"),
+            "{out}"
         );
     }
 

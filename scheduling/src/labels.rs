@@ -32,6 +32,8 @@ pub const INSTANCE_GPU_MEMORY: &str = "aws.adze.sh/instance-gpu-memory";
 pub const INSTANCE_ACCELERATOR_MANUFACTURER: &str = "aws.adze.sh/instance-accelerator-manufacturer";
 pub const INSTANCE_ACCELERATOR_NAME: &str = "aws.adze.sh/instance-accelerator-name";
 pub const INSTANCE_ACCELERATOR_COUNT: &str = "aws.adze.sh/instance-accelerator-count";
+/// Total local NVMe instance-store size in GB (10^9 bytes) as EC2 reports it; absent when none.
+pub const INSTANCE_LOCAL_NVME: &str = "aws.adze.sh/instance-local-nvme";
 /// EFA interfaces the type supports (absent when none).
 pub const INSTANCE_EFA_COUNT: &str = "aws.adze.sh/instance-efa-count";
 pub const INSTANCE_HYPERVISOR: &str = "aws.adze.sh/instance-hypervisor";
@@ -70,6 +72,7 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_ACCELERATOR_NAME,
     INSTANCE_ACCELERATOR_COUNT,
     INSTANCE_EFA_COUNT,
+    INSTANCE_LOCAL_NVME,
     INSTANCE_HYPERVISOR,
 ];
 

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::instance_type::InstanceType;
+use crate::labels;
 use crate::overhead::{self, KubeletSettings};
 use crate::requirements::Requirements;
 
@@ -29,6 +30,9 @@ pub struct NodeClassFacts {
     pub kubelet: KubeletSettings,
     /// Size of the volume that backs ephemeral storage; None keeps the catalog's.
     pub root_volume: Option<i64>,
+    /// `instanceStorePolicy: RAID0`: a type with local NVMe disks backs ephemeral storage
+    /// with all of them (the `instance-local-nvme` label); others keep the root volume.
+    pub instance_store_raid0: bool,
 }
 
 /// The catalog as a pool of this class can really launch it.
@@ -67,6 +71,12 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
     if let Some(root) = class.root_volume {
         capacity.ephemeral_storage = root;
     }
+    let local_nvme_gb = t
+        .label(labels::INSTANCE_LOCAL_NVME)
+        .and_then(|gb| gb.parse::<i64>().ok());
+    if let (true, Some(gb)) = (class.instance_store_raid0, local_nvme_gb) {
+        capacity.ephemeral_storage = gb * 1_000_000_000;
+    }
     let oh = overhead::overhead(
         vcpus,
         capacity.memory,
@@ -83,7 +93,6 @@ mod tests {
 
     use super::*;
     use crate::catalog;
-    use crate::labels;
     use crate::overhead::{MEMORY_AVAILABLE, NODEFS_AVAILABLE, Threshold};
     use crate::requirements::{Operator, Requirement};
 
@@ -238,6 +247,31 @@ mod tests {
         assert_eq!(
             hard_only.allocatable().memory - with_soft.allocatable().memory,
             GIB - 100 * MIB
+        );
+    }
+
+    #[test]
+    fn raid0_makes_the_local_nvme_total_the_ephemeral_capacity() {
+        let raw = raw_m5_large();
+        let mut with_nvme = (*raw).clone();
+        with_nvme
+            .requirements
+            .add(Requirement::single(labels::INSTANCE_LOCAL_NVME, "75"));
+        let mut c = class();
+        c.root_volume = Some(40 * GIB);
+        c.instance_store_raid0 = true;
+        let t = reshape(&with_nvme, &c).unwrap();
+        assert_eq!(t.capacity.ephemeral_storage, 75_000_000_000);
+        let no_nvme = reshape(&raw, &c).unwrap();
+        assert_eq!(
+            no_nvme.capacity.ephemeral_storage,
+            40 * GIB,
+            "root volume without disks"
+        );
+        c.instance_store_raid0 = false;
+        assert_eq!(
+            reshape(&with_nvme, &c).unwrap().capacity.ephemeral_storage,
+            40 * GIB
         );
     }
 

@@ -46,6 +46,7 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
         images,
         kubelet,
         root_volume: root_volume_bytes(&class.spec).and_then(|b| i64::try_from(b).ok()),
+        instance_store_raid0: class.spec.instance_store_policy.is_some(),
     })
 }
 
