@@ -1070,6 +1070,11 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
         2
     );
     assert_eq!(get("g5.xlarge").capacity.get("nvidia.com/gpu"), 1);
+    assert_eq!(
+        get("m5d.large").label("aws.adze.sh/instance-local-nvme"),
+        Some("75"),
+        "InstanceStorageInfo.TotalSizeInGB"
+    );
 
     let got = provider
         .create(&claim("accel-1", &["g5.xlarge", "m5.large"], "on-demand"))
