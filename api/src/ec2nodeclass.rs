@@ -61,6 +61,7 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = Rule::new("has(self.role) != has(self.instanceProfile)").message("must specify exactly one of role or instanceProfile"))]
 #[x_kube(validation = Rule::new("has(self.role) == has(oldSelf.role)").message("switching between role and instanceProfile is not supported; delete and recreate the EC2NodeClass"))]
 #[x_kube(validation = Rule::new("has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))").message("amiFamily is required unless an amiSelectorTerm sets alias"))]
+#[x_kube(validation = Rule::new("!has(self.instanceStorePolicy) || !((has(self.amiFamily) && self.amiFamily == 'Bottlerocket') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('bottlerocket@')))").message("instanceStorePolicy is not supported with Bottlerocket"))]
 #[x_kube(validation = Rule::new("!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || (self.amiFamily == 'AL2023' && t.alias.startsWith('al2023@')) || (self.amiFamily == 'Bottlerocket' && t.alias.startsWith('bottlerocket@')))").message("amiFamily must match the family of the amiSelectorTerms alias"))]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
@@ -109,6 +110,17 @@ pub struct EC2NodeClassSpec {
     /// One-minute CloudWatch metrics for the instances (costs extra).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
+    /// `RAID0`: stripe the instance's local NVMe disks into one array for pods' ephemeral
+    /// storage (AL2023 only); ephemeral capacity is then the disks' total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::drop_null_from_enum)]
+    pub instance_store_policy: Option<InstanceStorePolicy>,
+}
+
+/// How the instance's local (instance-store) disks are used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum InstanceStorePolicy {
+    RAID0,
 }
 
 /// Selects subnets by tags or by ID.

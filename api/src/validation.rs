@@ -274,6 +274,14 @@ impl EC2NodeClassSpec {
         if let Some(kubelet) = &self.kubelet {
             kubelet_configuration(p, &spec.field("kubelet"), kubelet);
         }
+        if self.instance_store_policy.is_some()
+            && self.effective_ami_family() == Some(crate::ec2nodeclass::AmiFamily::Bottlerocket)
+        {
+            p.add(
+                &spec.field("instanceStorePolicy"),
+                "instanceStorePolicy is not supported with Bottlerocket",
+            );
+        }
         problems.0
     }
 }

@@ -525,6 +525,15 @@ const AMI: &str = "/spec/amiSelectorTerms";
 fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
     let cases = [
         BadCase {
+            name: "RAID0 with Bottlerocket",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@latest"));
+                set(o, "/spec/instanceStorePolicy", json!("RAID0"));
+            },
+            path: "spec.instanceStorePolicy",
+            message: "instanceStorePolicy is not supported with Bottlerocket",
+        },
+        BadCase {
             name: "both role and instanceProfile",
             edit: |o| set(o, "/spec/instanceProfile", json!("existing-profile")),
             path: "spec",
@@ -782,8 +791,11 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 6] = [
+    let cases: [GoodCase; 7] = [
         ("the fixture as written", |_| {}),
+        ("RAID0 instance store with AL2023", |o| {
+            set(o, "/spec/instanceStorePolicy", json!("RAID0"))
+        }),
         ("instance profile instead of role", |o| {
             common::remove(o, "/spec/role");
             set(o, "/spec/instanceProfile", json!("existing-profile"));

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use adze_scheduling::catalog::ec2_data;
-use adze_scheduling::resources::{GPU_NVIDIA, Resources};
+use adze_scheduling::catalog::{Accelerators, add_accelerators, ec2_data};
+use adze_scheduling::resources::Resources;
 use adze_scheduling::{InstanceType, Offering, labels, overhead};
 use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
 
@@ -25,7 +25,10 @@ pub struct TypeFacts {
     pub max_enis: u32,
     pub ipv4_per_eni: u32,
     pub spot: bool,
-    pub gpu: Option<(u32, String, String, u64)>,
+    /// GPUs, Neuron devices and EFA interfaces.
+    pub accelerators: Accelerators,
+    /// Total instance-store NVMe size in GB (`InstanceStorageInfo.TotalSizeInGB`).
+    pub local_nvme_gb: Option<u64>,
     pub hypervisor: String,
 }
 
@@ -41,6 +44,27 @@ impl TypeFacts {
             .map(|a| kube_arch(a.as_str()).to_string())
             .find(|a| a == "amd64" || a == "arm64")?;
         let net = info.network_info.as_ref()?;
+        let neuron = info.neuron_info.as_ref().and_then(|n| {
+            let d = n.neuron_devices.as_ref()?.first()?;
+            let devices = d.count.unwrap_or(0).max(0) as u32;
+            let cores = d
+                .core_info
+                .as_ref()
+                .and_then(|c| c.count)
+                .unwrap_or(0)
+                .max(0) as u32;
+            let name = d.name.clone().unwrap_or_default().to_lowercase();
+            (devices > 0).then_some((devices, cores, name))
+        });
+        let efa_interfaces = if net.efa_supported.unwrap_or(false) {
+            net.efa_info
+                .as_ref()
+                .and_then(|e| e.maximum_efa_interfaces)
+                .unwrap_or(1)
+                .max(0) as u32
+        } else {
+            0
+        };
         let gpu = info
             .gpu_info
             .as_ref()
@@ -67,7 +91,22 @@ impl TypeFacts {
                 .supported_usage_classes
                 .as_ref()
                 .is_some_and(|u| u.iter().any(|c| c.as_str() == "spot")),
-            gpu: gpu.filter(|g| g.0 > 0),
+            accelerators: Accelerators {
+                gpu: gpu.filter(|g| g.0 > 0),
+                neuron,
+                efa_interfaces,
+            },
+            local_nvme_gb: info
+                .instance_storage_info
+                .as_ref()
+                .filter(|s| {
+                    s.nvme_support
+                        .as_ref()
+                        .is_some_and(|n| n.as_str() != "unsupported")
+                })
+                .and_then(|s| s.total_size_in_gb)
+                .filter(|gb| *gb > 0)
+                .map(|gb| gb as u64),
             hypervisor: info
                 .hypervisor
                 .as_ref()
@@ -84,7 +123,11 @@ pub fn on_demand_price(facts: &TypeFacts) -> f64 {
     if let Some(t) = ec2_data::find(&facts.name) {
         return t.on_demand_usd;
     }
-    let gpu = facts.gpu.as_ref().map_or(0.0, |g| f64::from(g.0) * 0.50);
+    let gpu = facts
+        .accelerators
+        .gpu
+        .as_ref()
+        .map_or(0.0, |g| f64::from(g.0) * 0.50);
     let est = f64::from(facts.vcpus) * 0.024 + facts.memory_mib as f64 / 1024.0 * 0.006 + gpu;
     (est * 10_000.0).round() / 10_000.0
 }
@@ -132,14 +175,9 @@ pub fn to_instance_type(
     if !facts.hypervisor.is_empty() {
         put(labels::INSTANCE_HYPERVISOR, facts.hypervisor.clone());
     }
-    if let Some((count, name, manufacturer, mem)) = &facts.gpu {
-        if manufacturer == "nvidia" {
-            capacity.set(GPU_NVIDIA, i64::from(*count));
-        }
-        put(labels::INSTANCE_GPU_COUNT, count.to_string());
-        put(labels::INSTANCE_GPU_NAME, name.clone());
-        put(labels::INSTANCE_GPU_MANUFACTURER, manufacturer.clone());
-        put(labels::INSTANCE_GPU_MEMORY, mem.to_string());
+    add_accelerators(&facts.accelerators, &mut capacity, &mut l);
+    if let Some(gb) = facts.local_nvme_gb {
+        l.insert(labels::INSTANCE_LOCAL_NVME.to_string(), gb.to_string());
     }
     let od = prices
         .on_demand
@@ -314,6 +352,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use adze_scheduling::resources::{EFA, GPU_AMD, GPU_NVIDIA, NEURON, NEURON_CORE};
 
     fn m5_large() -> TypeFacts {
         TypeFacts {
@@ -324,7 +363,8 @@ mod tests {
             max_enis: 3,
             ipv4_per_eni: 10,
             spot: true,
-            gpu: None,
+            accelerators: Accelerators::default(),
+            local_nvme_gb: None,
             hypervisor: "nitro".into(),
         }
     }
@@ -371,6 +411,99 @@ mod tests {
             &Prices::default(),
         );
         assert!(t.offerings.iter().all(|o| o.capacity_type == "on-demand"));
+    }
+
+    /// DescribeInstanceTypes-shaped entries for an Inferentia2, an AMD GPU and an EFA type.
+    fn described(name: &str) -> InstanceTypeInfo {
+        use aws_sdk_ec2::types::*;
+        let mut info = InstanceTypeInfo::builder()
+            .instance_type(aws_sdk_ec2::types::InstanceType::from(name))
+            .v_cpu_info(VCpuInfo::builder().default_v_cpus(32).build())
+            .memory_info(MemoryInfo::builder().size_in_mib(131072).build())
+            .processor_info(
+                ProcessorInfo::builder()
+                    .supported_architectures(ArchitectureType::X8664)
+                    .build(),
+            );
+        let mut net = NetworkInfo::builder()
+            .maximum_network_interfaces(8)
+            .ipv4_addresses_per_interface(30);
+        match name {
+            "inf2.8xlarge" => {
+                info = info.neuron_info(
+                    NeuronInfo::builder()
+                        .neuron_devices(
+                            NeuronDeviceInfo::builder()
+                                .count(1)
+                                .name("Inferentia2")
+                                .core_info(NeuronDeviceCoreInfo::builder().count(2).build())
+                                .build(),
+                        )
+                        .build(),
+                )
+            }
+            "g4ad.8xlarge" => {
+                info = info.gpu_info(
+                    GpuInfo::builder()
+                        .gpus(
+                            GpuDeviceInfo::builder()
+                                .count(2)
+                                .name("Radeon Pro V520")
+                                .manufacturer("AMD")
+                                .memory_info(
+                                    GpuDeviceMemoryInfo::builder().size_in_mib(8192).build(),
+                                )
+                                .build(),
+                        )
+                        .build(),
+                )
+            }
+            "m5d.large" => {
+                info = info.instance_storage_info(
+                    InstanceStorageInfo::builder()
+                        .total_size_in_gb(75)
+                        .nvme_support(EphemeralNvmeSupport::Required)
+                        .build(),
+                )
+            }
+            _ => {
+                net = net
+                    .efa_supported(true)
+                    .efa_info(EfaInfo::builder().maximum_efa_interfaces(2).build())
+            }
+        }
+        info.network_info(net.build()).build()
+    }
+
+    #[test]
+    fn neuron_amd_and_efa_become_resources_and_labels() {
+        let zones = BTreeSet::from(["us-east-1a".to_string()]);
+        let to_type = |name: &str| {
+            let facts = TypeFacts::from_sdk(&described(name)).unwrap();
+            to_instance_type(&facts, &zones, "us-east-1", &Prices::default())
+        };
+        let inf2 = to_type("inf2.8xlarge");
+        assert_eq!(inf2.capacity.get(NEURON), 1);
+        assert_eq!(inf2.capacity.get(NEURON_CORE), 2);
+        assert_eq!(
+            inf2.label(labels::INSTANCE_ACCELERATOR_MANUFACTURER),
+            Some("aws")
+        );
+        assert_eq!(
+            inf2.label(labels::INSTANCE_ACCELERATOR_NAME),
+            Some("inferentia2")
+        );
+        assert_eq!(inf2.capacity.get(EFA), 0);
+        let amd = to_type("g4ad.8xlarge");
+        assert_eq!(amd.capacity.get(GPU_AMD), 2);
+        assert_eq!(amd.capacity.get(GPU_NVIDIA), 0, "not an NVIDIA GPU");
+        assert_eq!(amd.label(labels::INSTANCE_GPU_MANUFACTURER), Some("amd"));
+        let efa = to_type("c6in.32xlarge");
+        assert_eq!(efa.capacity.get(EFA), 2);
+        assert_eq!(efa.label(labels::INSTANCE_EFA_COUNT), Some("2"));
+        assert_eq!(efa.label(labels::INSTANCE_LOCAL_NVME), None);
+        let nvme = to_type("m5d.large");
+        assert_eq!(nvme.label(labels::INSTANCE_LOCAL_NVME), Some("75"));
     }
 
     #[test]

@@ -23,32 +23,97 @@ pub struct AmiParameters {
     pub kubernetes_version: String,
 }
 
+/// The driver build of a family image: accelerator types need the image with their drivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageVariant {
+    Standard,
+    /// NVIDIA driver and container toolkit.
+    Nvidia,
+    /// AWS Neuron driver (Inferentia, Trainium).
+    Neuron,
+}
+
+impl ImageVariant {
+    pub const ALL: [ImageVariant; 3] = [Self::Standard, Self::Nvidia, Self::Neuron];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::Nvidia => "nvidia",
+            Self::Neuron => "neuron",
+        }
+    }
+
+    /// What an instance type must be for this variant to be the image it boots (beyond the
+    /// architecture): the standard image only for types without GPUs or accelerators.
+    pub fn requirements(self) -> Vec<Requirement> {
+        match self {
+            Self::Standard => vec![
+                Requirement::new(labels::INSTANCE_GPU_COUNT, Operator::DoesNotExist, &[]),
+                Requirement::new(
+                    labels::INSTANCE_ACCELERATOR_COUNT,
+                    Operator::DoesNotExist,
+                    &[],
+                ),
+            ],
+            Self::Nvidia => vec![Requirement::new(
+                labels::INSTANCE_GPU_MANUFACTURER,
+                Operator::In,
+                &["nvidia"],
+            )],
+            Self::Neuron => vec![Requirement::new(
+                labels::INSTANCE_ACCELERATOR_MANUFACTURER,
+                Operator::In,
+                &["aws"],
+            )],
+        }
+    }
+}
+
 impl AmiParameters {
-    /// The parameter naming the image of `family` for `arch` ("x86_64" or "arm64") at
-    /// `version` ("latest" or a release).
+    /// The parameter naming the standard image of `family` for `arch` ("x86_64" or "arm64")
+    /// at `version` ("latest" or a release).
     pub fn path(&self, family: AmiFamily, arch: &str, version: &str) -> Option<String> {
+        self.variant_path(family, arch, ImageVariant::Standard, version)
+    }
+
+    /// The parameter naming `variant` of the family image, where AWS publishes one: AL2023
+    /// has nvidia (x86_64, arm64) and neuron (x86_64) builds; Bottlerocket an `-nvidia`
+    /// variant of each Kubernetes version and no Neuron one.
+    pub fn variant_path(
+        &self,
+        family: AmiFamily,
+        arch: &str,
+        variant: ImageVariant,
+        version: &str,
+    ) -> Option<String> {
         let p = self.prefix.trim_end_matches('/');
         let k = &self.kubernetes_version;
-        match family {
-            AmiFamily::AL2023 => {
+        let v = variant.as_str();
+        match (family, variant) {
+            (AmiFamily::AL2023, ImageVariant::Neuron) if arch != "x86_64" => None,
+            (AmiFamily::AL2023, _) => {
                 let release = if version == "latest" {
                     "recommended".to_string()
                 } else {
-                    format!("amazon-eks-node-al2023-{arch}-standard-{k}-{version}")
+                    format!("amazon-eks-node-al2023-{arch}-{v}-{k}-{version}")
                 };
                 Some(format!(
-                    "{p}/eks/optimized-ami/{k}/amazon-linux-2023/{arch}/standard/{release}/image_id"
+                    "{p}/eks/optimized-ami/{k}/amazon-linux-2023/{arch}/{v}/{release}/image_id"
                 ))
             }
-            AmiFamily::Bottlerocket => Some(format!(
-                "{p}/bottlerocket/aws-k8s-{k}/{arch}/{}/image_id",
-                if version == "latest" {
-                    "latest"
+            (AmiFamily::Bottlerocket, ImageVariant::Neuron) => None,
+            (AmiFamily::Bottlerocket, _) => {
+                let suffix = if variant == ImageVariant::Nvidia {
+                    "-nvidia"
                 } else {
-                    version
-                }
-            )),
-            AmiFamily::Custom => None,
+                    ""
+                };
+                Some(format!(
+                    "{p}/bottlerocket/aws-k8s-{k}{suffix}/{arch}/{version}/image_id"
+                ))
+            }
+            (AmiFamily::Custom, _) => None,
         }
     }
 }
@@ -197,11 +262,15 @@ async fn amis(
                 ))
             })?;
             for arch in ["x86_64", "arm64"] {
-                let Some(path) = params.path(family, arch, version) else {
-                    continue;
-                };
-                if let Some(id) = parameter(ssm, &path).await? {
-                    out.push(ami(id, None, arch));
+                for variant in ImageVariant::ALL {
+                    let Some(path) = params.variant_path(family, arch, variant, version) else {
+                        continue;
+                    };
+                    if let Some(id) = parameter(ssm, &path).await? {
+                        let mut image = ami(id, None, arch);
+                        image.requirements.extend(variant.requirements());
+                        out.push(image);
+                    }
                 }
             }
             continue;
@@ -425,5 +494,74 @@ mod tests {
             "/test/bottlerocket/aws-k8s-1.30/arm64/latest/image_id"
         );
         assert_eq!(p.path(AmiFamily::Custom, "arm64", "latest"), None);
+    }
+
+    #[test]
+    fn accelerator_types_get_the_driver_variant_of_the_family_image() {
+        let p = AmiParameters {
+            prefix: "/aws/service".into(),
+            kubernetes_version: "1.31".into(),
+        };
+        let nvidia = ImageVariant::Nvidia;
+        assert_eq!(
+            p.variant_path(AmiFamily::AL2023, "x86_64", nvidia, "latest")
+                .unwrap(),
+            "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+        );
+        assert_eq!(
+            p.variant_path(
+                AmiFamily::AL2023,
+                "x86_64",
+                ImageVariant::Neuron,
+                "v20241121"
+            )
+            .unwrap(),
+            "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.31-v20241121/image_id"
+        );
+        assert_eq!(
+            p.variant_path(AmiFamily::AL2023, "arm64", ImageVariant::Neuron, "latest"),
+            None
+        );
+        assert_eq!(
+            p.variant_path(AmiFamily::Bottlerocket, "x86_64", nvidia, "latest")
+                .unwrap(),
+            "/aws/service/bottlerocket/aws-k8s-1.31-nvidia/x86_64/latest/image_id"
+        );
+        assert_eq!(
+            p.variant_path(
+                AmiFamily::Bottlerocket,
+                "x86_64",
+                ImageVariant::Neuron,
+                "latest"
+            ),
+            None
+        );
+
+        // A GPU type fits only the nvidia image, a plain type only the standard one.
+        let reqs = |v: ImageVariant| {
+            let mut r = adze_scheduling::Requirements::new();
+            for q in v.requirements() {
+                r.add(
+                    adze_scheduling::Requirement::new(
+                        &q.key,
+                        adze_scheduling::Operator::parse(q.operator.as_str()).unwrap(),
+                        &q.values,
+                    )
+                    .unwrap(),
+                );
+            }
+            r
+        };
+        let cat = adze_scheduling::catalog::embedded();
+        let g5 = cat.iter().find(|t| t.name == "g5.xlarge").unwrap();
+        let m5 = cat.iter().find(|t| t.name == "m5.large").unwrap();
+        let inf2 = cat.iter().find(|t| t.name == "inf2.xlarge").unwrap();
+        use adze_scheduling::node_class::image_fits;
+        assert!(image_fits(&reqs(ImageVariant::Nvidia), g5));
+        assert!(!image_fits(&reqs(ImageVariant::Standard), g5));
+        assert!(image_fits(&reqs(ImageVariant::Standard), m5));
+        assert!(!image_fits(&reqs(ImageVariant::Nvidia), m5));
+        assert!(image_fits(&reqs(ImageVariant::Neuron), inf2));
+        assert!(!image_fits(&reqs(ImageVariant::Standard), inf2));
     }
 }

@@ -12,7 +12,7 @@ use adze_api::ec2nodeclass::{
     AmiFamily, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
 };
 use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
-use adze_scheduling::{InstanceType, labels};
+use adze_scheduling::{InstanceType, labels, node_class};
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
@@ -20,9 +20,11 @@ use aws_sdk_ec2::types::{
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateTagSpecificationRequest,
-    OnDemandOptionsRequest, RequestLaunchTemplateData, ResourceType, SpotAllocationStrategy,
-    SpotOptionsRequest, Tag, TagSpecification, TargetCapacitySpecificationRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
+    LaunchTemplateTagSpecificationRequest, OnDemandOptionsRequest, RequestLaunchTemplateData,
+    ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
 };
 use base64::Engine;
 use futures::future::BoxFuture;
@@ -363,17 +365,27 @@ impl AwsProvider {
             let mut tags: Vec<Tag> = spec.tags.iter().map(|(k, v)| tag(k, v)).collect();
             tags.push(tag(&self.cluster_tag(), "owned"));
             tags.push(tag(EC2NODECLASS_TAG, &class_name));
+            let groups: Vec<String> = status
+                .security_groups
+                .iter()
+                .map(|g| g.id.clone())
+                .collect();
             let mut data = RequestLaunchTemplateData::builder()
                 .image_id(ami)
                 .user_data(base64::engine::general_purpose::STANDARD.encode(user_data))
-                .set_security_group_ids(Some(
-                    status
-                        .security_groups
-                        .iter()
-                        .map(|g| g.id.clone())
-                        .collect(),
-                ))
                 .metadata_options(metadata);
+            // A public-IP choice needs the primary interface spelled out, and EC2 refuses
+            // security groups both there and at the top level: they move onto the interface.
+            data = match spec.associate_public_ip_address {
+                Some(public) => data.network_interfaces(
+                    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                        .device_index(0)
+                        .associate_public_ip_address(public)
+                        .set_groups(Some(groups))
+                        .build(),
+                ),
+                None => data.set_security_group_ids(Some(groups)),
+            };
             // Everything a launch creates carries the cluster tag: the documented IAM policy
             // only allows creating resources that do (docs/install.md, tests/iam_policy.rs).
             for kind in [
@@ -541,22 +553,28 @@ impl AwsProvider {
         self.refresh().await?;
         let reqs = selection::claim_requirements(claim).map_err(CloudError::Other)?;
         let requests = selection::claim_requests(claim).map_err(CloudError::Other)?;
-        // Types whose architecture some resolved image boots.
+        // The catalog as this class shapes it (zones, images, kubelet overhead, root volume):
+        // the same view the planner had, so the claim's requests fit what is launched here.
+        let facts = {
+            let mut resolved = class.clone();
+            resolved.status = Some(status.clone());
+            adze_api::convert::nodeclass(&resolved).map_err(|e| CloudError::Other(e.to_string()))?
+        };
+        // The first resolved image that boots the type (architecture, accelerator drivers).
         let ami_for = |t: &InstanceType| -> Option<String> {
-            let arch = t.label(labels::ARCH)?;
             status
                 .amis
                 .iter()
-                .find(|a| {
-                    a.requirements
-                        .iter()
-                        .all(|r| r.key != labels::ARCH || r.values.iter().any(|v| v == arch))
-                })
-                .map(|a| a.id.clone())
+                .zip(&facts.images)
+                .find(|(_, reqs)| node_class::image_fits(reqs, t))
+                .map(|(a, _)| a.id.clone())
         };
         let mut tried_out: Vec<(String, String, String)> = Vec::new();
         for attempt in 1..=5 {
-            let catalog = self.unavailable.apply(&self.catalog.get(), Instant::now());
+            let catalog = node_class::instance_types(
+                &self.unavailable.apply(&self.catalog.get(), Instant::now()),
+                &facts,
+            );
             let mut cands = selection::candidates(&reqs, &requests, &catalog, &status.subnets);
             cands.retain(|c| ami_for(&c.instance_type).is_some());
             let cands = if cands.is_empty() {
@@ -591,12 +609,13 @@ impl AwsProvider {
                 });
             }
             let capacity_type = cands[0].capacity_type.clone();
-            // One launch template per (image, max pods): user data carries max pods.
+            // One launch template per (image, max pods): user data carries max pods, which the
+            // class-shaped type already holds (overhead::max_pods).
             let mut groups: BTreeMap<(String, i64), Vec<&Candidate>> = BTreeMap::new();
             for c in &cands {
                 let ami = ami_for(&c.instance_type).unwrap_or_default();
                 groups
-                    .entry((ami, self.max_pods(&class.spec, &c.instance_type)))
+                    .entry((ami, c.instance_type.capacity.pods))
                     .or_default()
                     .push(c);
             }
@@ -608,6 +627,8 @@ impl AwsProvider {
                     cluster_ca: self.settings.cluster_ca.clone(),
                     service_cidr: self.settings.service_cidr.clone(),
                     max_pods: *max_pods,
+                    kubelet: userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref()),
+                    instance_store_raid0: class.spec.instance_store_policy.is_some(),
                     labels: claim
                         .metadata
                         .labels
@@ -802,7 +823,12 @@ impl AwsProvider {
                     Some((id, type_name, zone, spot))
                 });
             if let Some((id, type_name, zone, spot)) = launched {
-                let out = self.instance_of(&id, &type_name, &zone, spot);
+                let mut out = self.instance_of(&id, &type_name, &zone, spot);
+                // Capacity as this class shapes it (kubelet settings, root volume).
+                if let Some(t) = catalog.iter().find(|t| t.name == out.instance_type) {
+                    out.capacity = t.capacity.to_quantities();
+                    out.allocatable = t.allocatable().to_quantities();
+                }
                 tracing::info!(nodeclaim = %claim_name, instance = %id, instance_type = %out.instance_type, zone = %out.zone,
                     capacity_type = %out.capacity_type, attempt, ruled_out = ruled.len(), "launched");
                 return Ok(out);
@@ -826,20 +852,6 @@ impl AwsProvider {
         Err(CloudError::Other(format!(
             "NodeClaim {claim_name}: launch kept failing after 5 attempts"
         )))
-    }
-
-    fn max_pods(&self, spec: &EC2NodeClassSpec, t: &InstanceType) -> i64 {
-        let mut pods = t.capacity.pods;
-        if let Some(k) = &spec.kubelet {
-            if let Some(m) = k.max_pods {
-                pods = i64::from(m);
-            }
-            if let Some(ppc) = k.pods_per_core {
-                let cores = t.capacity.cpu / 1000;
-                pods = pods.min(i64::from(ppc) * cores.max(1));
-            }
-        }
-        pods
     }
 
     async fn terminate(&self, ids: Vec<String>) -> Result<(), AwsError> {

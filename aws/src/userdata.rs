@@ -24,11 +24,83 @@ pub struct Bootstrap {
     /// DNS address from it; Bottlerocket is given that address (`cluster-dns-ip`).
     pub service_cidr: String,
     pub max_pods: i64,
+    /// The EC2NodeClass's other kubelet settings (reservations, eviction, DNS).
+    pub kubelet: KubeletConfig,
+    /// `instanceStorePolicy: RAID0`: nodeadm stripes the local NVMe disks for pod storage
+    /// (AL2023 only; validation refuses it with Bottlerocket).
+    pub instance_store_raid0: bool,
     /// Only labels kubelet accepts ([`adze_scheduling::labels::kubelet_may_set`]); the rest
     /// are left to registration.
     pub labels: BTreeMap<String, String>,
     /// `key=value:Effect` (value may be empty).
     pub taints: Vec<String>,
+}
+
+/// Kubelet settings from `spec.kubelet`, as the user wrote them (validated at admission).
+/// `maxPods` and `podsPerCore` are folded into [`Bootstrap::max_pods`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct KubeletConfig {
+    pub system_reserved: BTreeMap<String, String>,
+    pub kube_reserved: BTreeMap<String, String>,
+    pub eviction_hard: BTreeMap<String, String>,
+    pub eviction_soft: BTreeMap<String, String>,
+    pub eviction_soft_grace_period: BTreeMap<String, String>,
+    pub cluster_dns: Vec<String>,
+}
+
+impl KubeletConfig {
+    pub fn from_spec(k: Option<&adze_api::ec2nodeclass::KubeletConfiguration>) -> Self {
+        let Some(k) = k else {
+            return Self::default();
+        };
+        KubeletConfig {
+            system_reserved: k.system_reserved.clone(),
+            kube_reserved: k.kube_reserved.clone(),
+            eviction_hard: k.eviction_hard.clone(),
+            eviction_soft: k.eviction_soft.clone(),
+            eviction_soft_grace_period: k
+                .eviction_soft_grace_period
+                .iter()
+                .map(|(s, d)| (s.clone(), d.to_string()))
+                .collect(),
+            cluster_dns: k.cluster_dns.clone(),
+        }
+    }
+
+    /// (KubeletConfiguration key, Bottlerocket key, values) for each map setting.
+    fn maps(&self) -> [(&'static str, &'static str, &BTreeMap<String, String>); 5] {
+        [
+            ("systemReserved", "system-reserved", &self.system_reserved),
+            ("kubeReserved", "kube-reserved", &self.kube_reserved),
+            ("evictionHard", "eviction-hard", &self.eviction_hard),
+            ("evictionSoft", "eviction-soft", &self.eviction_soft),
+            (
+                "evictionSoftGracePeriod",
+                "eviction-soft-grace-period",
+                &self.eviction_soft_grace_period,
+            ),
+        ]
+    }
+
+    /// Extra `spec.kubelet.config` lines for a NodeConfig, indented to sit under `config:`.
+    fn node_config_lines(&self) -> String {
+        let mut out = String::new();
+        if !self.cluster_dns.is_empty() {
+            let ips: Vec<String> = self.cluster_dns.iter().map(|ip| yaml_quote(ip)).collect();
+            out += &format!("      clusterDNS: [{}]\n", ips.join(", "));
+        }
+        for (key, _, map) in self.maps() {
+            if map.is_empty() {
+                continue;
+            }
+            let entries: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", yaml_quote(k), yaml_quote(v)))
+                .collect();
+            out += &format!("      {key}: {{{}}}\n", entries.join(", "));
+        }
+        out
+    }
 }
 
 pub const MIME_BOUNDARY: &str = "//ADZE-BOUNDARY";
@@ -58,12 +130,18 @@ fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
         .map(|f| format!("\n      - {}", yaml_quote(f)))
         .collect();
     let node_config = format!(
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n    cidr: {}\n  kubelet:\n    config:\n      maxPods: {}\n    flags:{}\n",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: {}\n    apiServerEndpoint: {}\n    certificateAuthority: {}\n    cidr: {}\n{}  kubelet:\n    config:\n      maxPods: {}\n{}    flags:{}\n",
         yaml_quote(&boot.cluster_name),
         yaml_quote(&boot.cluster_endpoint),
         yaml_quote(&boot.cluster_ca),
         yaml_quote(&boot.service_cidr),
+        if boot.instance_store_raid0 {
+            "  instance:\n    localStorage:\n      strategy: RAID0\n"
+        } else {
+            ""
+        },
         boot.max_pods,
+        boot.kubelet.node_config_lines(),
         if flags_yaml.is_empty() {
             " []".to_string()
         } else {
@@ -99,15 +177,36 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
     }
     let user_sets = |table: &str| user.lines().any(|l| l.trim() == format!("[{table}]"));
     if !user_sets("settings.kubernetes") {
-        let dns = crate::cluster::cluster_dns(&boot.service_cidr).unwrap_or_default();
         out += &format!(
-            "[settings.kubernetes]\ncluster-name = {}\napi-server = {}\ncluster-certificate = {}\ncluster-dns-ip = {}\nmax-pods = {}\n",
+            "[settings.kubernetes]\ncluster-name = {}\napi-server = {}\ncluster-certificate = {}\nmax-pods = {}\n",
             toml_str(&boot.cluster_name),
             toml_str(&boot.cluster_endpoint),
             toml_str(&boot.cluster_ca),
-            toml_str(&dns),
             boot.max_pods
         );
+        // The class's clusterDNS when it sets one, else the service CIDR's tenth address
+        // (what the EKS images derive): one key, never both (TOML refuses a repeated key).
+        match boot.kubelet.cluster_dns.as_slice() {
+            [] => {
+                let dns = crate::cluster::cluster_dns(&boot.service_cidr).unwrap_or_default();
+                out += &format!("cluster-dns-ip = {}\n", toml_str(&dns));
+            }
+            [one] => out += &format!("cluster-dns-ip = {}\n", toml_str(one)),
+            many => {
+                let ips: Vec<String> = many.iter().map(|ip| toml_str(ip)).collect();
+                out += &format!("cluster-dns-ip = [{}]\n", ips.join(", "));
+            }
+        }
+    }
+    for (_, key, map) in boot.kubelet.maps() {
+        let table = format!("settings.kubernetes.{key}");
+        if map.is_empty() || user_sets(&table) {
+            continue;
+        }
+        out += &format!("\n[{table}]\n");
+        for (k, v) in map {
+            out += &format!("{} = {}\n", toml_str(k), toml_str(v));
+        }
     }
     if kubelet_labels(boot).next().is_some() && !user_sets("settings.kubernetes.node-labels") {
         out += "\n[settings.kubernetes.node-labels]\n";
@@ -156,6 +255,8 @@ mod tests {
             cluster_ca: "Q0EK".into(),
             service_cidr: "10.100.0.0/16".into(),
             max_pods: 29,
+            kubelet: KubeletConfig::default(),
+            instance_store_raid0: false,
             labels: BTreeMap::from([
                 ("adze.sh/nodepool".into(), "default".into()),
                 ("node-restriction.kubernetes.io/team".into(), "a".into()),
@@ -212,6 +313,69 @@ mod tests {
         let out = render(AmiFamily::Bottlerocket, &boot(), Some(user));
         assert_eq!(out.matches("[settings.kubernetes]").count(), 1);
         assert!(out.contains("\"mine\""));
+    }
+
+    fn with_kubelet() -> Bootstrap {
+        Bootstrap {
+            kubelet: KubeletConfig {
+                kube_reserved: BTreeMap::from([("cpu".into(), "250m".into())]),
+                eviction_hard: BTreeMap::from([("memory.available".into(), "5%".into())]),
+                eviction_soft: BTreeMap::from([("memory.available".into(), "1Gi".into())]),
+                eviction_soft_grace_period: BTreeMap::from([(
+                    "memory.available".into(),
+                    "1m".into(),
+                )]),
+                cluster_dns: vec!["10.100.0.10".into()],
+                ..Default::default()
+            },
+            ..boot()
+        }
+    }
+
+    #[test]
+    fn al2023_node_config_carries_the_classs_kubelet_settings() {
+        let out = render(AmiFamily::AL2023, &with_kubelet(), None);
+        assert!(out.contains("      maxPods: 29\n      clusterDNS: [\"10.100.0.10\"]\n"));
+        assert!(out.contains("      kubeReserved: {\"cpu\": \"250m\"}\n"));
+        assert!(out.contains("      evictionHard: {\"memory.available\": \"5%\"}\n"));
+        assert!(out.contains("      evictionSoft: {\"memory.available\": \"1Gi\"}\n"));
+        assert!(
+            out.contains(
+                "      evictionSoftGracePeriod: {\"memory.available\": \"1m\"}\n    flags:"
+            )
+        );
+        assert!(
+            !out.contains("systemReserved"),
+            "unset settings are left out"
+        );
+    }
+
+    #[test]
+    fn al2023_node_config_asks_nodeadm_for_raid0_local_storage() {
+        assert!(!render(AmiFamily::AL2023, &boot(), None).contains("localStorage"));
+        let boot = Bootstrap {
+            instance_store_raid0: true,
+            ..boot()
+        };
+        let out = render(AmiFamily::AL2023, &boot, None);
+        assert!(
+            out.contains("    certificateAuthority: \"Q0EK\"\n  instance:\n    localStorage:\n      strategy: RAID0\n  kubelet:\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn bottlerocket_carries_the_classs_kubelet_settings() {
+        let out = render(AmiFamily::Bottlerocket, &with_kubelet(), None);
+        assert!(out.contains("max-pods = 29\ncluster-dns-ip = \"10.100.0.10\"\n"));
+        assert!(out.contains("[settings.kubernetes.kube-reserved]\n\"cpu\" = \"250m\"\n"));
+        assert!(
+            out.contains("[settings.kubernetes.eviction-hard]\n\"memory.available\" = \"5%\"\n")
+        );
+        assert!(out.contains(
+            "[settings.kubernetes.eviction-soft-grace-period]\n\"memory.available\" = \"1m\"\n"
+        ));
+        assert!(!out.contains("system-reserved"));
     }
 
     #[test]

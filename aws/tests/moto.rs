@@ -1167,3 +1167,172 @@ async fn throttled_ec2_calls_are_retried_and_the_launch_goes_through() {
     assert!(e.proxy.throttled() > 0, "the throttle never engaged");
     assert_eq!(in_moto(&moto, "throttle-1").await.len(), 1);
 }
+
+#[tokio::test]
+async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_with_the_classs_kubelet()
+ {
+    let Some(moto) = endpoint("accelerators") else {
+        return;
+    };
+    let e = env("accel", &moto).await;
+    // A second x86_64 image stands in for the NVIDIA build of the family image.
+    let images = e
+        .clients
+        .ec2
+        .describe_images()
+        .filters(
+            Filter::builder()
+                .name("architecture")
+                .values("x86_64")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .images
+        .unwrap();
+    let nvidia_ami = images
+        .iter()
+        .filter_map(|i| i.image_id.clone())
+        .find(|id| id != &e.ami)
+        .unwrap();
+    let params = AmiParameters {
+        prefix: e.prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    let path = params
+        .variant_path(
+            adze_api::ec2nodeclass::AmiFamily::AL2023,
+            "x86_64",
+            nodeclass::ImageVariant::Nvidia,
+            "latest",
+        )
+        .unwrap();
+    e.clients
+        .ssm
+        .put_parameter()
+        .name(path)
+        .value(&nvidia_ami)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    let mut class = e.class();
+    class.spec.kubelet = Some(
+        serde_json::from_value(json!({
+            "maxPods": 20, "kubeReserved": {"cpu": "300m"}, "clusterDNS": ["10.100.0.10"],
+            "evictionHard": {"memory.available": "500Mi"},
+        }))
+        .unwrap(),
+    );
+    class.spec.associate_public_ip_address = Some(false);
+    let (provider, _) = e.provider(class);
+
+    provider.refresh().await.unwrap();
+    let types = provider.instance_types();
+    let get = |n: &str| types.iter().find(|t| t.name == n).unwrap().clone();
+    let inf2 = get("inf2.xlarge");
+    assert_eq!(inf2.capacity.get("aws.amazon.com/neuron"), 1);
+    assert_eq!(inf2.capacity.get("aws.amazon.com/neuroncore"), 2);
+    assert_eq!(
+        inf2.label("aws.adze.sh/instance-accelerator-name"),
+        Some("inferentia2")
+    );
+    assert_eq!(
+        get("c6in.32xlarge").capacity.get("vpc.amazonaws.com/efa"),
+        2
+    );
+    assert_eq!(get("g5.xlarge").capacity.get("nvidia.com/gpu"), 1);
+    assert_eq!(
+        get("m5d.large").label("aws.adze.sh/instance-local-nvme"),
+        Some("75"),
+        "InstanceStorageInfo.TotalSizeInGB"
+    );
+
+    let got = provider
+        .create(&claim("accel-1", &["g5.xlarge", "m5.large"], "on-demand"))
+        .await
+        .unwrap();
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    let i = instance(&e.clients, id).await;
+    let expected = if got.instance_type == "g5.xlarge" {
+        &nvidia_ami
+    } else {
+        &e.ami
+    };
+    assert_eq!(
+        i.image_id.as_deref(),
+        Some(expected.as_str()),
+        "{}",
+        got.instance_type
+    );
+    assert_eq!(
+        got.capacity.get("pods").map(String::as_str),
+        Some("20"),
+        "maxPods"
+    );
+
+    // The GPU type alone must take the NVIDIA image.
+    let got = provider
+        .create(&claim("accel-2", &["g5.xlarge"], "on-demand"))
+        .await
+        .unwrap();
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(
+        instance(&e.clients, id).await.image_id.as_deref(),
+        Some(nvidia_ami.as_str())
+    );
+
+    let all = e
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap();
+    let ours: Vec<_> = all
+        .iter()
+        .filter(|t| {
+            t.launch_template_name
+                .as_deref()
+                .unwrap()
+                .starts_with("adze-accel-")
+        })
+        .collect();
+    assert!(!ours.is_empty());
+    for t in ours {
+        let v = e
+            .clients
+            .ec2
+            .describe_launch_template_versions()
+            .launch_template_id(t.launch_template_id.clone().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .launch_template_versions
+            .unwrap()[0]
+            .launch_template_data
+            .clone()
+            .unwrap();
+        assert!(
+            v.security_group_ids.unwrap_or_default().is_empty(),
+            "groups move onto the interface"
+        );
+        let nic = &v.network_interfaces.unwrap()[0];
+        assert_eq!(nic.device_index, Some(0));
+        assert_eq!(nic.associate_public_ip_address, Some(false));
+        assert_eq!(nic.groups.as_deref(), Some(std::slice::from_ref(&e.sg)));
+        use base64::Engine;
+        let ud = String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(v.user_data.unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(ud.contains("maxPods: 20"), "{ud}");
+        assert!(ud.contains("clusterDNS: [\"10.100.0.10\"]"), "{ud}");
+        assert!(ud.contains("kubeReserved: {\"cpu\": \"300m\"}"), "{ud}");
+    }
+}

@@ -58,7 +58,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
-    let state = ClusterState::start(client.clone()).await?;
+    let state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
     tracing::info!(
         nodes = state.nodes.state().len(),
         pods = state.pods.state().len(),

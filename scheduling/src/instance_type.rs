@@ -54,6 +54,26 @@ impl InstanceType {
         it
     }
 
+    /// This type with another shape and offerings (a node class's view of it): the labels stay,
+    /// allocatable and the zone and capacity-type sets are derived again.
+    pub fn reshaped(
+        &self,
+        capacity: Resources,
+        overhead: Overhead,
+        offerings: Vec<Offering>,
+    ) -> Self {
+        let mut it = InstanceType {
+            name: self.name.clone(),
+            requirements: self.requirements.clone(),
+            allocatable: capacity.minus(&overhead.total()),
+            capacity,
+            overhead,
+            offerings,
+        };
+        it.refresh_offering_requirements();
+        it
+    }
+
     /// Re-derives the zone and capacity-type sets after offerings change availability.
     pub fn refresh_offering_requirements(&mut self) {
         let avail = self.offerings.iter().filter(|o| o.available);

@@ -28,6 +28,14 @@ pub const INSTANCE_GPU_COUNT: &str = "aws.adze.sh/instance-gpu-count";
 pub const INSTANCE_GPU_NAME: &str = "aws.adze.sh/instance-gpu-name";
 pub const INSTANCE_GPU_MANUFACTURER: &str = "aws.adze.sh/instance-gpu-manufacturer";
 pub const INSTANCE_GPU_MEMORY: &str = "aws.adze.sh/instance-gpu-memory";
+/// Non-GPU accelerators (AWS Inferentia and Trainium): `aws`, the device name, devices per node.
+pub const INSTANCE_ACCELERATOR_MANUFACTURER: &str = "aws.adze.sh/instance-accelerator-manufacturer";
+pub const INSTANCE_ACCELERATOR_NAME: &str = "aws.adze.sh/instance-accelerator-name";
+pub const INSTANCE_ACCELERATOR_COUNT: &str = "aws.adze.sh/instance-accelerator-count";
+/// Total local NVMe instance-store size in GB (10^9 bytes) as EC2 reports it; absent when none.
+pub const INSTANCE_LOCAL_NVME: &str = "aws.adze.sh/instance-local-nvme";
+/// EFA interfaces the type supports (absent when none).
+pub const INSTANCE_EFA_COUNT: &str = "aws.adze.sh/instance-efa-count";
 pub const INSTANCE_HYPERVISOR: &str = "aws.adze.sh/instance-hypervisor";
 
 pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
@@ -60,6 +68,11 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_GPU_NAME,
     INSTANCE_GPU_MANUFACTURER,
     INSTANCE_GPU_MEMORY,
+    INSTANCE_ACCELERATOR_MANUFACTURER,
+    INSTANCE_ACCELERATOR_NAME,
+    INSTANCE_ACCELERATOR_COUNT,
+    INSTANCE_EFA_COUNT,
+    INSTANCE_LOCAL_NVME,
     INSTANCE_HYPERVISOR,
 ];
 

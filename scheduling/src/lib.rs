@@ -12,6 +12,7 @@ pub mod instance_type;
 pub mod labels;
 pub mod lower_bound;
 pub mod node;
+pub mod node_class;
 pub mod nodepool;
 pub mod overhead;
 pub mod plan;

@@ -13,6 +13,14 @@
 //! * **eviction threshold** (hard): `memory.available < 100 MiB`, `nodefs.available < 10%`.
 //! * **max pods**: the ENI limit `ENIs × (IPv4 per ENI − 1) + 2`, unless kubelet settings
 //!   override it; `pods` is not reduced by overhead.
+//!
+//! An EC2NodeClass's kubelet settings ([`KubeletSettings`]) change these the way the kubelet
+//! will: `maxPods` replaces the ENI limit and `podsPerCore` caps it (so kube-reserved memory
+//! follows), `kubeReserved`/`systemReserved` replace the computed value per resource, and an
+//! eviction signal set in `evictionHard` or `evictionSoft` replaces the default threshold with
+//! the larger of the two: a node that soft-evicts at 1 GiB free cannot offer that GiB to pods.
+
+use std::collections::BTreeMap;
 
 use crate::resources::Resources;
 
@@ -21,6 +29,65 @@ const GIB: i64 = 1 << 30;
 
 pub const VM_MEMORY_OVERHEAD: f64 = 0.075;
 pub const DEFAULT_ROOT_VOLUME: i64 = 20 * GIB;
+
+/// An eviction threshold as the kubelet takes it: an absolute amount or a share of capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    Bytes(i64),
+    Percent(f64),
+}
+
+impl Threshold {
+    /// The amount this threshold holds back on a resource of `capacity`.
+    pub fn of(self, capacity: i64) -> i64 {
+        match self {
+            Threshold::Bytes(b) => b,
+            Threshold::Percent(p) => (capacity as f64 * p / 100.0).ceil() as i64,
+        }
+    }
+}
+
+/// Eviction signals that hold back allocatable; the others only tune when the kubelet evicts.
+pub const MEMORY_AVAILABLE: &str = "memory.available";
+pub const NODEFS_AVAILABLE: &str = "nodefs.available";
+
+/// The kubelet settings that change allocatable, parsed to model units (cpu in millicores,
+/// everything else in bytes). Empty means the defaults above.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KubeletSettings {
+    pub max_pods: Option<i64>,
+    pub pods_per_core: Option<i64>,
+    /// Resource name (cpu, memory, ephemeral-storage) → amount; replaces the computed value.
+    pub kube_reserved: BTreeMap<String, i64>,
+    pub system_reserved: BTreeMap<String, i64>,
+    /// Signal → threshold.
+    pub eviction_hard: Vec<(String, Threshold)>,
+    pub eviction_soft: Vec<(String, Threshold)>,
+}
+
+impl KubeletSettings {
+    /// The amount `signal` holds back on `capacity`: the larger of its hard and soft
+    /// thresholds, or None when neither sets it.
+    fn eviction(&self, signal: &str, capacity: i64) -> Option<i64> {
+        self.eviction_hard
+            .iter()
+            .chain(&self.eviction_soft)
+            .filter(|(s, _)| s == signal)
+            .map(|(_, t)| t.of(capacity))
+            .max()
+    }
+}
+
+/// The pods a node runs: the ENI limit unless `maxPods` replaces it, capped at
+/// `podsPerCore × vCPUs` when that is set and positive. The planner's allocatable and the
+/// kubelet's `maxPods` in user data both come from here.
+pub fn max_pods(eni_pods: i64, vcpus: u32, kubelet: &KubeletSettings) -> i64 {
+    let pods = kubelet.max_pods.unwrap_or(eni_pods);
+    match kubelet.pods_per_core {
+        Some(ppc) if ppc > 0 => pods.min(ppc * i64::from(vcpus.max(1))),
+        _ => pods,
+    }
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overhead {
@@ -69,6 +136,31 @@ pub fn default_overhead(vcpus: u32, max_pods: i64, ephemeral_storage: i64) -> Ov
     }
 }
 
+/// The overhead of a node of this shape under `kubelet`: the defaults, with each resource the
+/// settings name replaced.
+pub fn overhead(
+    vcpus: u32,
+    memory: i64,
+    max_pods: i64,
+    ephemeral_storage: i64,
+    kubelet: &KubeletSettings,
+) -> Overhead {
+    let mut oh = default_overhead(vcpus, max_pods, ephemeral_storage);
+    for (name, amount) in &kubelet.kube_reserved {
+        oh.kube_reserved.set(name, *amount);
+    }
+    for (name, amount) in &kubelet.system_reserved {
+        oh.system_reserved.set(name, *amount);
+    }
+    if let Some(m) = kubelet.eviction(MEMORY_AVAILABLE, memory) {
+        oh.eviction_threshold.memory = m;
+    }
+    if let Some(e) = kubelet.eviction(NODEFS_AVAILABLE, ephemeral_storage) {
+        oh.eviction_threshold.ephemeral_storage = e;
+    }
+    oh
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +185,51 @@ mod tests {
     #[test]
     fn vm_overhead_takes_seven_and_a_half_percent() {
         assert_eq!(memory_capacity(8192), 7577 * MIB);
+    }
+
+    #[test]
+    fn max_pods_takes_max_pods_then_caps_by_pods_per_core() {
+        let none = KubeletSettings::default();
+        assert_eq!(max_pods(29, 2, &none), 29);
+        let k = KubeletSettings {
+            max_pods: Some(110),
+            ..Default::default()
+        };
+        assert_eq!(max_pods(29, 2, &k), 110);
+        let k = KubeletSettings {
+            max_pods: Some(110),
+            pods_per_core: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(max_pods(29, 2, &k), 20);
+        let k = KubeletSettings {
+            pods_per_core: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(max_pods(29, 2, &k), 29, "0 means no per-core cap");
+    }
+
+    #[test]
+    fn kubelet_settings_replace_reservations_and_thresholds_per_resource() {
+        let k = KubeletSettings {
+            kube_reserved: BTreeMap::from([("cpu".into(), 500)]),
+            system_reserved: BTreeMap::from([("cpu".into(), 100), ("memory".into(), 256 * MIB)]),
+            eviction_hard: vec![
+                (MEMORY_AVAILABLE.into(), Threshold::Bytes(500 * MIB)),
+                (NODEFS_AVAILABLE.into(), Threshold::Percent(15.0)),
+            ],
+            eviction_soft: vec![(MEMORY_AVAILABLE.into(), Threshold::Bytes(GIB))],
+            ..Default::default()
+        };
+        let oh = overhead(2, 8 * GIB, 29, 100 * GIB, &k);
+        assert_eq!(oh.kube_reserved.cpu, 500, "named resource replaced");
+        assert_eq!(
+            oh.kube_reserved.memory,
+            kube_reserved_memory(29),
+            "unnamed resource keeps its formula"
+        );
+        assert_eq!(oh.system_reserved, Resources::new(100, 256 * MIB));
+        assert_eq!(oh.eviction_threshold.memory, GIB, "soft above hard wins");
+        assert_eq!(oh.eviction_threshold.ephemeral_storage, 15 * GIB);
     }
 }

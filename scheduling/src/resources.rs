@@ -13,6 +13,13 @@ pub const MEMORY: &str = "memory";
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 pub const PODS: &str = "pods";
 pub const GPU_NVIDIA: &str = "nvidia.com/gpu";
+pub const GPU_AMD: &str = "amd.com/gpu";
+/// Neuron devices (Inferentia, Trainium) as the Neuron device plugin advertises them.
+pub const NEURON: &str = "aws.amazon.com/neuron";
+/// Neuron cores: devices × cores per device.
+pub const NEURON_CORE: &str = "aws.amazon.com/neuroncore";
+/// Elastic Fabric Adapter interfaces, as the EFA device plugin advertises them.
+pub const EFA: &str = "vpc.amazonaws.com/efa";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Resources {

@@ -1,6 +1,7 @@
 //! Kubernetes objects into the scheduling core's plain model: [`pod`], [`daemonset_pod`] and
 //! [`workload_pod`] give an [`adze_scheduling::Pod`], [`node()`] an
-//! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`];
+//! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`],
+//! [`nodeclass()`] the [`adze_scheduling::node_class::NodeClassFacts`] of an EC2NodeClass;
 //! [`with_volume_topology`] adds the zones a pod's persistent volumes tie it to.
 //!
 //! This is the edge where strings become numbers and selectors become
@@ -12,6 +13,7 @@
 
 mod disruption;
 mod node;
+mod nodeclass;
 mod nodepool;
 mod pod;
 mod resources;
@@ -26,6 +28,7 @@ use thiserror::Error;
 
 pub use disruption::pool_policy;
 pub use node::node;
+pub use nodeclass::{nodeclass, root_device, root_volume_bytes};
 pub use nodepool::nodepool;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
 pub use volumes::{

@@ -15,7 +15,7 @@ use super::{ConvertError, ObjectRef};
 use crate::requirement::Operator as ApiOperator;
 use crate::taint::TaintEffect;
 
-fn operator(op: ApiOperator) -> Operator {
+pub(super) fn operator(op: ApiOperator) -> Operator {
     match op {
         ApiOperator::In => Operator::In,
         ApiOperator::NotIn => Operator::NotIn,

@@ -396,6 +396,59 @@ mod tests {
         assert_eq!(a.observe("n", set(&[]), 900, None, 1000), 900);
     }
 
+    /// Consolidation plans replacements from the pool's types; they must be the ones its
+    /// class can launch, or it would replace nodes with types the launch then refuses.
+    #[test]
+    fn replacements_are_chosen_from_what_the_pools_class_can_launch() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        })));
+        let class: Arc<adze_api::EC2NodeClass> = Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "aws.adze.sh/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+                "spec": {"subnetSelectorTerms": [{"id": "subnet-1"}],
+                    "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                    "amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "node",
+                    "kubelet": {"maxPods": 17}},
+                "status": {"subnets": [{"id": "subnet-1", "zone": "us-east-1c"}],
+                    "amis": [{"id": "ami-1", "requirements": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}]},
+            }))
+            .unwrap(),
+        );
+        let objects = Objects {
+            nodepools: vec![pool],
+            nodeclasses: Some(vec![class]),
+            ..Objects::default()
+        };
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &[],
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600,
+        };
+        let built = build(
+            &objects,
+            &adze_scheduling::catalog::embedded(),
+            &extra,
+            &mut PodActivity::default(),
+        );
+        let types = &built.input.snapshot.nodepools[0].instance_types;
+        assert!(!types.is_empty());
+        for t in types {
+            assert_eq!(t.label(labels::ARCH), Some("arm64"), "{}", t.name);
+            assert_eq!(t.capacity.pods, 17, "{}", t.name);
+            assert!(
+                t.offerings.iter().all(|o| o.zone == "us-east-1c"),
+                "{}",
+                t.name
+            );
+        }
+    }
+
     #[test]
     fn only_pending_pods_placement_can_place_hold_disruption_back() {
         let pool = Arc::new(pool(json!({

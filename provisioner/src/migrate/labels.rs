@@ -48,6 +48,22 @@ const RENAMES: &[(&str, &str)] = &[
         "karpenter.k8s.aws/instance-hypervisor",
         labels::INSTANCE_HYPERVISOR,
     ),
+    (
+        "karpenter.k8s.aws/instance-accelerator-name",
+        labels::INSTANCE_ACCELERATOR_NAME,
+    ),
+    (
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        labels::INSTANCE_ACCELERATOR_MANUFACTURER,
+    ),
+    (
+        "karpenter.k8s.aws/instance-accelerator-count",
+        labels::INSTANCE_ACCELERATOR_COUNT,
+    ),
+    (
+        "karpenter.k8s.aws/instance-local-nvme",
+        labels::INSTANCE_LOCAL_NVME,
+    ),
 ];
 
 const KARPENTER_DOMAINS: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/"];
@@ -82,6 +98,10 @@ mod tests {
         );
         assert_eq!(
             map("karpenter.k8s.aws/instance-local-nvme"),
+            Key::Renamed("aws.adze.sh/instance-local-nvme")
+        );
+        assert_eq!(
+            map("karpenter.k8s.aws/instance-ebs-bandwidth"),
             Key::Unsupported
         );
         assert_eq!(map("node.kubernetes.io/instance-type"), Key::Same);

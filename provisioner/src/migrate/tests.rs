@@ -29,6 +29,7 @@ fn general_nodepool_converts_groups_and_label_keys() {
             "adze.sh/capacity-type",
             "aws.adze.sh/instance-category",
             "aws.adze.sh/instance-generation",
+            "aws.adze.sh/instance-local-nvme",
             "topology.kubernetes.io/zone",
         ]
     );
@@ -85,7 +86,11 @@ fn converted_objects_parse_and_validate_as_adze_types() {
 
 #[test]
 fn a_requirement_on_a_label_adze_lacks_is_dropped_with_an_action() {
-    let m = migrate(GENERAL).unwrap();
+    let input = GENERAL.replace(
+        "karpenter.k8s.aws/instance-local-nvme",
+        "karpenter.k8s.aws/instance-ebs-bandwidth",
+    );
+    let m = migrate(&input).unwrap();
     let n = notes_about(
         &m,
         "NodePool/general-purpose",
@@ -95,23 +100,37 @@ fn a_requirement_on_a_label_adze_lacks_is_dropped_with_an_action() {
     assert!(n[0].action);
     assert!(
         n[0].message
-            .contains("karpenter.k8s.aws/instance-local-nvme"),
+            .contains("karpenter.k8s.aws/instance-ebs-bandwidth"),
         "{}",
         n[0].message
     );
 }
 
 #[test]
-fn fields_adze_does_not_have_are_reported_not_silently_lost() {
+fn local_nvme_requirements_and_the_raid0_policy_carry_over() {
     let m = migrate(GENERAL).unwrap();
-    let n = notes_about(&m, "EC2NodeClass/default", "spec.instanceStorePolicy");
+    let n = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.template.spec.requirements[4]",
+    );
+    assert!(!n[0].action && n[0].message.contains("aws.adze.sh/instance-local-nvme"));
+    assert!(notes_about(&m, "EC2NodeClass/default", "spec.instanceStorePolicy").is_empty());
+    assert_eq!(m.objects[1]["spec"]["instanceStorePolicy"], "RAID0");
+}
+
+#[test]
+fn fields_adze_does_not_have_are_reported_not_silently_lost() {
+    let input = GENERAL.replace("  instanceStorePolicy: RAID0\n", "  context: my-context\n");
+    let m = migrate(&input).unwrap();
+    let n = notes_about(&m, "EC2NodeClass/default", "spec.context");
     assert_eq!(n.len(), 1, "{:#?}", m.notes);
     assert!(
-        n[0].action && n[0].message.contains("RAID0"),
+        n[0].action && n[0].message.contains("my-context"),
         "{}",
         n[0].message
     );
-    assert!(m.objects[1]["spec"].get("instanceStorePolicy").is_none());
+    assert!(m.objects[1]["spec"].get("context").is_none());
     // Renames are listed as changes, not actions.
     let renamed = notes_about(
         &m,

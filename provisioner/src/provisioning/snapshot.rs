@@ -17,11 +17,14 @@
 //!   placed yet (claim missing, unbound with immediate binding, zones its own affinity rules out)
 //!   is left out, with the reason in [`Built::unschedulable`]. A bound pod whose volumes cannot be
 //!   read stays in the snapshot, pinned to its node: moving it anywhere might strand it.
+//! * Each NodePool plans from the catalog as its EC2NodeClass shapes it
+//!   ([`adze_scheduling::node_class`]) when classes are watched (the AWS provider); a pool whose
+//!   class is missing or cannot be read keeps its place but can launch nothing, and says why.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use adze_api::{NodeClaim, NodePool, conditions, convert};
+use adze_api::{EC2NodeClass, NodeClaim, NodePool, conditions, convert};
 use adze_scheduling::plan::Unschedulable;
 use adze_scheduling::{
     BoundPod, ExistingNode, InstanceType, Requirement, Requirements, Resources, Snapshot, labels,
@@ -43,6 +46,8 @@ pub struct Objects {
     pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     pub pvs: Vec<Arc<PersistentVolume>>,
     pub storage_classes: Vec<Arc<StorageClass>>,
+    /// None when EC2NodeClasses are not watched (the simulated cloud): pools use the catalog.
+    pub nodeclasses: Option<Vec<Arc<EC2NodeClass>>>,
 }
 
 #[derive(Debug, Default)]
@@ -185,10 +190,46 @@ pub fn in_flight_node(claim: &NodeClaim, catalog: &[Arc<InstanceType>]) -> Exist
     }
 }
 
-/// Builds the snapshot. `catalog` is what every pool can launch, with offerings known to be
-/// unavailable already marked so.
+/// What `pool` can launch: the catalog as its EC2NodeClass shapes it, or the whole catalog
+/// when classes are not watched. Err says why the pool can launch nothing.
+pub fn pool_catalog(
+    pool: &NodePool,
+    classes: Option<&[Arc<EC2NodeClass>]>,
+    catalog: &[Arc<InstanceType>],
+) -> Result<Vec<Arc<InstanceType>>, String> {
+    let Some(classes) = classes else {
+        return Ok(catalog.to_vec());
+    };
+    let pool_name = pool.metadata.name.as_deref().unwrap_or_default();
+    let wanted = &pool.spec.template.spec.node_class_ref.name;
+    let class = classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(wanted.as_str()))
+        .ok_or_else(|| {
+            format!("nodepool {pool_name}: EC2NodeClass {wanted} does not exist; the pool launches nothing")
+        })?;
+    let facts = convert::nodeclass(class).map_err(|e| format!("nodepool {pool_name}: {e}"))?;
+    if facts.zones.is_empty() || facts.images.is_empty() {
+        return Err(format!(
+            "nodepool {pool_name}: EC2NodeClass {wanted} has no resolved subnets or images yet; the pool launches nothing"
+        ));
+    }
+    Ok(adze_scheduling::node_class::instance_types(catalog, &facts))
+}
+
+/// Builds the snapshot. `catalog` is what the region offers, with offerings known to be
+/// unavailable already marked so; each pool sees it through its node class ([`pool_catalog`]).
 pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     let mut built = Built::default();
+    let mut pool_types: HashMap<String, Vec<Arc<InstanceType>>> = HashMap::new();
+    for np in &objects.nodepools {
+        let types =
+            pool_catalog(np, objects.nodeclasses.as_deref(), catalog).unwrap_or_else(|why| {
+                built.problems.push(why);
+                Vec::new()
+            });
+        pool_types.insert(np.metadata.name.clone().unwrap_or_default(), types);
+    }
     let snap = &mut built.snapshot;
 
     // Claims by providerID, and which of them have registered.
@@ -214,7 +255,16 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                 claim_node_name.insert(name, node_name);
             }
             None => {
-                snap.nodes.push(in_flight_node(c, catalog));
+                // The pool's view sizes the claim as its kubelet will report.
+                let pool = c
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(labels::NODEPOOL));
+                let types = pool
+                    .and_then(|p| pool_types.get(p))
+                    .map_or(catalog, |t| t.as_slice());
+                snap.nodes.push(in_flight_node(c, types));
                 claim_node_name.insert(name.clone(), name);
             }
         }
@@ -330,7 +380,8 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         if np.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        match convert::nodepool(np, catalog.to_vec()) {
+        let name = np.metadata.name.clone().unwrap_or_default();
+        match convert::nodepool(np, pool_types.remove(&name).unwrap_or_default()) {
             Ok(pool) => snap.nodepools.push(pool),
             Err(e) => built.problems.push(e.to_string()),
         }
@@ -443,6 +494,99 @@ mod tests {
             unplaced_pending(&objects),
             BTreeSet::from(["u-b".to_string()])
         );
+    }
+
+    fn pool_of_class(class: &str) -> Arc<NodePool> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {"nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": class}}}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn class_in(zones: &[&str]) -> Arc<EC2NodeClass> {
+        let subnets: Vec<_> = zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| json!({"id": format!("subnet-{i}"), "zone": z}))
+            .collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "aws.adze.sh/v1", "kind": "EC2NodeClass", "metadata": {"name": "gpu"},
+                "spec": {"subnetSelectorTerms": [{"id": "subnet-0"}],
+                    "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                    "amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "node"},
+                "status": {"subnets": subnets, "amis": [{"id": "ami-1", "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn plan(objects: &Objects) -> (Built, adze_scheduling::Plan) {
+        let built = build(objects, &adze_scheduling::catalog::embedded());
+        let plan = adze_scheduling::schedule(&built.snapshot, &adze_scheduling::Options::default());
+        (built, plan)
+    }
+
+    #[test]
+    fn a_pool_whose_class_has_subnets_only_in_one_zone_gets_claims_only_there() {
+        let objects = Objects {
+            pods: (0..6)
+                .map(|i| pending_pod(&format!("p{i}"), &format!("u{i}")))
+                .collect(),
+            nodepools: vec![pool_of_class("gpu")],
+            nodeclasses: Some(vec![class_in(&["us-east-1b"])]),
+            ..Objects::default()
+        };
+        let (built, plan) = plan(&objects);
+        assert!(built.problems.is_empty(), "{:?}", built.problems);
+        assert!(!plan.new_claims.is_empty());
+        assert!(plan.unschedulable.is_empty());
+        for c in &plan.new_claims {
+            assert_eq!(c.zone, "us-east-1b");
+            assert_eq!(
+                c.labels.get(labels::ARCH).map(String::as_str),
+                Some("amd64")
+            );
+        }
+    }
+
+    #[test]
+    fn a_pool_whose_class_does_not_exist_plans_nothing_and_says_why() {
+        let objects = Objects {
+            pods: vec![pending_pod("a", "u-a")],
+            nodepools: vec![pool_of_class("missing")],
+            nodeclasses: Some(vec![class_in(&["us-east-1b"])]),
+            ..Objects::default()
+        };
+        let (built, plan) = plan(&objects);
+        assert!(plan.new_claims.is_empty());
+        assert_eq!(plan.unschedulable.len(), 1);
+        assert!(
+            built
+                .problems
+                .iter()
+                .any(|p| p.contains("EC2NodeClass missing does not exist")),
+            "{:?}",
+            built.problems
+        );
+        let unwatched = Objects {
+            nodeclasses: None,
+            ..objects
+        };
+        assert_eq!(
+            plan_claims(&unwatched),
+            1,
+            "without class watches the catalog is used"
+        );
+    }
+
+    fn plan_claims(objects: &Objects) -> usize {
+        plan(objects).1.new_claims.len()
     }
 
     /// Passes are serialised, so "concurrent batches" means: the next batch starts while the

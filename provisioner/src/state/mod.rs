@@ -6,7 +6,7 @@ pub mod nomination;
 
 use std::fmt::Debug;
 
-use adze_api::{NodeClaim, NodePool};
+use adze_api::{EC2NodeClass, NodeClaim, NodePool};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -28,6 +28,8 @@ pub struct ClusterState {
     pub pvcs: Store<PersistentVolumeClaim>,
     pub pvs: Store<PersistentVolume>,
     pub storage_classes: Store<StorageClass>,
+    /// Watched with the AWS provider only: the simulated cloud may run without the CRD.
+    pub nodeclasses: Option<Store<EC2NodeClass>>,
 }
 
 fn watch<K>(api: Api<K>) -> Store<K>
@@ -53,8 +55,9 @@ where
 }
 
 impl ClusterState {
-    /// Starts the watches and waits until each store has its first list.
-    pub async fn start(client: Client) -> anyhow::Result<ClusterState> {
+    /// Starts the watches and waits until each store has its first list. `nodeclasses`: also
+    /// watch EC2NodeClasses, so each pool plans with what its class can launch.
+    pub async fn start(client: Client, nodeclasses: bool) -> anyhow::Result<ClusterState> {
         let s = ClusterState {
             nodes: watch(Api::all(client.clone())),
             pods: watch(Api::all(client.clone())),
@@ -63,8 +66,12 @@ impl ClusterState {
             daemonsets: watch(Api::all(client.clone())),
             pvcs: watch(Api::all(client.clone())),
             pvs: watch(Api::all(client.clone())),
-            storage_classes: watch(Api::all(client)),
+            storage_classes: watch(Api::all(client.clone())),
+            nodeclasses: nodeclasses.then(|| watch(Api::all(client))),
         };
+        if let Some(classes) = &s.nodeclasses {
+            classes.wait_until_ready().await?;
+        }
         s.nodes.wait_until_ready().await?;
         s.pods.wait_until_ready().await?;
         s.claims.wait_until_ready().await?;
@@ -86,6 +93,7 @@ impl ClusterState {
             pvcs: self.pvcs.state(),
             pvs: self.pvs.state(),
             storage_classes: self.storage_classes.state(),
+            nodeclasses: self.nodeclasses.as_ref().map(|s| s.state()),
         }
     }
 }

@@ -371,11 +371,59 @@ pub const TYPES: &[Ec2Type] = &[
     Ec2Type { name: "g6.16xlarge", vcpu: 64, memory_mib: 262144, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: Some(Gpu { count: 1, ..L4 }), on_demand_usd: 3.3968, hypervisor: "nitro" },
     Ec2Type { name: "g6.24xlarge", vcpu: 96, memory_mib: 393216, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: Some(Gpu { count: 4, ..L4 }), on_demand_usd: 6.6752, hypervisor: "nitro" },
     Ec2Type { name: "g6.48xlarge", vcpu: 192, memory_mib: 786432, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: Some(Gpu { count: 8, ..L4 }), on_demand_usd: 13.3504, hypervisor: "nitro" },
+    // ---- inf2, trn1 (Neuron accelerators: see NEURON) ----
+    Ec2Type { name: "inf2.xlarge", vcpu: 4, memory_mib: 16384, arch: "amd64", max_enis: 4, ipv4_per_eni: 15, gpu: None, on_demand_usd: 0.7582, hypervisor: "nitro" },
+    Ec2Type { name: "inf2.8xlarge", vcpu: 32, memory_mib: 131072, arch: "amd64", max_enis: 8, ipv4_per_eni: 30, gpu: None, on_demand_usd: 1.9679, hypervisor: "nitro" },
+    Ec2Type { name: "trn1.2xlarge", vcpu: 8, memory_mib: 32768, arch: "amd64", max_enis: 4, ipv4_per_eni: 15, gpu: None, on_demand_usd: 1.3438, hypervisor: "nitro" },
     // ---- p3 ----
     Ec2Type { name: "p3.2xlarge", vcpu: 8, memory_mib: 62464, arch: "amd64", max_enis: 4, ipv4_per_eni: 15, gpu: Some(Gpu { count: 1, ..V100 }), on_demand_usd: 3.06, hypervisor: "xen" },
     Ec2Type { name: "p3.8xlarge", vcpu: 32, memory_mib: 249856, arch: "amd64", max_enis: 8, ipv4_per_eni: 30, gpu: Some(Gpu { count: 4, ..V100 }), on_demand_usd: 12.24, hypervisor: "xen" },
     Ec2Type { name: "p3.16xlarge", vcpu: 64, memory_mib: 499712, arch: "amd64", max_enis: 8, ipv4_per_eni: 30, gpu: Some(Gpu { count: 8, ..V100 }), on_demand_usd: 24.48, hypervisor: "xen" },
 ];
+
+/// Neuron devices per type (`NeuronInfo.NeuronDevices[]`: count, cores per device, name), from
+/// the Inf2 and Trn1 instance pages.
+pub const NEURON: &[(&str, u32, u32, &str)] = &[
+    ("inf2.xlarge", 1, 2, "inferentia2"),
+    ("inf2.8xlarge", 1, 2, "inferentia2"),
+    ("trn1.2xlarge", 1, 2, "trainium"),
+];
+
+/// EFA interfaces (`NetworkInfo.EfaInfo.MaximumEfaInterfaces`) of the listed types that
+/// support EFA, from the EC2 guide's EFA "supported instance types" list. Types not listed
+/// are taken to have none.
+pub const EFA_INTERFACES: &[(&str, u32)] = &[
+    ("c6i.32xlarge", 1),
+    ("m6i.32xlarge", 1),
+    ("c7i.48xlarge", 1),
+    ("g5.8xlarge", 1),
+    ("g5.12xlarge", 1),
+    ("g5.16xlarge", 1),
+    ("g5.24xlarge", 1),
+    ("g5.48xlarge", 1),
+];
+
+/// A row's GPUs, Neuron devices and EFA interfaces, in the live catalog's shape.
+pub fn accelerators(t: &Ec2Type) -> super::Accelerators {
+    super::Accelerators {
+        gpu: t.gpu.map(|g| {
+            (
+                g.count,
+                g.name.to_string(),
+                g.manufacturer.to_string(),
+                g.memory_mib,
+            )
+        }),
+        neuron: NEURON
+            .iter()
+            .find(|n| n.0 == t.name)
+            .map(|n| (n.1, n.2, n.3.to_string())),
+        efa_interfaces: EFA_INTERFACES
+            .iter()
+            .find(|e| e.0 == t.name)
+            .map_or(0, |e| e.1),
+    }
+}
 
 /// Spot price as a fraction of on-demand for a type (documented rule, not live data).
 ///
@@ -630,9 +678,10 @@ mod tests {
         // Non-GPU, non-burstable families: price per vCPU is constant within
         // +-2%. Burstable families have a fixed vCPU count across small
         // sizes, so there the price is linear in memory instead. GPU
-        // families are priced per GPU model/count and are not linear.
+        // families are priced per GPU model/count and are not linear, nor are the Neuron
+        // families (per device).
         for (fam, types) in by_family() {
-            if is_gpu_family(fam) {
+            if is_gpu_family(fam) || NEURON.iter().any(|n| family(n.0) == fam) {
                 continue;
             }
             let unit = |t: &Ec2Type| {

@@ -9,7 +9,53 @@ use std::sync::Arc;
 use crate::instance_type::{InstanceType, Offering};
 use crate::labels;
 use crate::overhead;
-use crate::resources::{GPU_NVIDIA, Resources};
+use crate::resources::{EFA, GPU_AMD, GPU_NVIDIA, NEURON, NEURON_CORE, Resources};
+
+/// A type's accelerators and EFA interfaces as DescribeInstanceTypes reports them (`GpuInfo`,
+/// `NeuronInfo`, `NetworkInfo.EfaInfo`); the embedded table and the live catalog both go
+/// through [`add_accelerators`], so they label and count them alike.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Accelerators {
+    /// (count, name, manufacturer, memory MiB per GPU); names lower-case.
+    pub gpu: Option<(u32, String, String, u64)>,
+    /// (devices, cores per device, name); names lower-case.
+    pub neuron: Option<(u32, u32, String)>,
+    pub efa_interfaces: u32,
+}
+
+/// The extended resources and labels `acc` gives a node: `nvidia.com/gpu` or `amd.com/gpu` by
+/// manufacturer, `aws.amazon.com/neuron` and `neuroncore`, `vpc.amazonaws.com/efa`.
+pub fn add_accelerators(
+    acc: &Accelerators,
+    capacity: &mut Resources,
+    l: &mut BTreeMap<String, String>,
+) {
+    let mut put = |k: &str, v: String| {
+        l.insert(k.to_string(), v);
+    };
+    if let Some((count, name, manufacturer, memory)) = &acc.gpu {
+        match manufacturer.as_str() {
+            "nvidia" => capacity.set(GPU_NVIDIA, i64::from(*count)),
+            "amd" => capacity.set(GPU_AMD, i64::from(*count)),
+            _ => {}
+        }
+        put(labels::INSTANCE_GPU_COUNT, count.to_string());
+        put(labels::INSTANCE_GPU_NAME, name.clone());
+        put(labels::INSTANCE_GPU_MANUFACTURER, manufacturer.clone());
+        put(labels::INSTANCE_GPU_MEMORY, memory.to_string());
+    }
+    if let Some((devices, cores, name)) = &acc.neuron {
+        capacity.set(NEURON, i64::from(*devices));
+        capacity.set(NEURON_CORE, i64::from(*devices) * i64::from(*cores));
+        put(labels::INSTANCE_ACCELERATOR_MANUFACTURER, "aws".into());
+        put(labels::INSTANCE_ACCELERATOR_NAME, name.clone());
+        put(labels::INSTANCE_ACCELERATOR_COUNT, devices.to_string());
+    }
+    if acc.efa_interfaces > 0 {
+        capacity.set(EFA, i64::from(acc.efa_interfaces));
+        put(labels::INSTANCE_EFA_COUNT, acc.efa_interfaces.to_string());
+    }
+}
 
 /// A plain description of one instance type, as an `InstanceCatalog` document gives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,16 +142,7 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
     if !t.hypervisor.is_empty() {
         put(labels::INSTANCE_HYPERVISOR, t.hypervisor.to_string());
     }
-    if let Some(g) = t.gpu {
-        capacity.set(GPU_NVIDIA, i64::from(g.count));
-        put(labels::INSTANCE_GPU_COUNT, g.count.to_string());
-        put(labels::INSTANCE_GPU_NAME, g.name.to_string());
-        put(
-            labels::INSTANCE_GPU_MANUFACTURER,
-            g.manufacturer.to_string(),
-        );
-        put(labels::INSTANCE_GPU_MEMORY, g.memory_mib.to_string());
-    }
+    add_accelerators(&ec2_data::accelerators(t), &mut capacity, &mut l);
     let spot = t.on_demand_usd * ec2_data::spot_fraction(t.name);
     let offerings = ec2_data::ZONES
         .iter()
@@ -152,5 +189,15 @@ mod tests {
         assert!(spot.price < 0.096 && spot.price > 0.0);
         let g = cat.iter().find(|t| t.name == "g5.xlarge").unwrap();
         assert_eq!(g.capacity.get(GPU_NVIDIA), 1);
+        assert_eq!(g.capacity.get(EFA), 0, "g5.xlarge has no EFA");
+        let inf2 = cat.iter().find(|t| t.name == "inf2.xlarge").unwrap();
+        assert_eq!(inf2.capacity.get(NEURON), 1);
+        assert_eq!(inf2.capacity.get(NEURON_CORE), 2);
+        assert_eq!(
+            inf2.label(labels::INSTANCE_ACCELERATOR_NAME),
+            Some("inferentia2")
+        );
+        let big = cat.iter().find(|t| t.name == "g5.48xlarge").unwrap();
+        assert_eq!(big.capacity.get(EFA), 1);
     }
 }

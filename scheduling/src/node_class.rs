@@ -1,0 +1,290 @@
+//! What a pool's node class (an EC2NodeClass) changes about the instance types it can launch.
+//!
+//! The catalog says what a region offers; a class narrows and reshapes it:
+//!
+//! * offerings only in zones where the class has a subnet;
+//! * only types one of the class's resolved images boots ([`image_fits`]: its architecture,
+//!   and for accelerated images the accelerator the image carries drivers for);
+//! * pods, overhead and ephemeral storage from its kubelet settings and root volume
+//!   ([`overhead::overhead`]), so allocatable is what the kubelet will report.
+//!
+//! Catalog types carry the ENI-limited pod count in `capacity.pods`; that is the figure
+//! `maxPods`/`podsPerCore` start from. Pure: same catalog and facts, same answer.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::instance_type::InstanceType;
+use crate::labels;
+use crate::overhead::{self, KubeletSettings};
+use crate::requirements::Requirements;
+
+/// The facts of one node class that placement needs, parsed at the edge.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeClassFacts {
+    /// Zones where the class has a subnet.
+    pub zones: BTreeSet<String>,
+    /// The requirements of each resolved image (architecture, accelerator); a type needs one
+    /// image whose requirements its labels meet.
+    pub images: Vec<Requirements>,
+    pub kubelet: KubeletSettings,
+    /// Size of the volume that backs ephemeral storage; None keeps the catalog's.
+    pub root_volume: Option<i64>,
+    /// `instanceStorePolicy: RAID0`: a type with local NVMe disks backs ephemeral storage
+    /// with all of them (the `instance-local-nvme` label); others keep the root volume.
+    pub instance_store_raid0: bool,
+}
+
+/// The catalog as a pool of this class can really launch it.
+pub fn instance_types(
+    catalog: &[Arc<InstanceType>],
+    class: &NodeClassFacts,
+) -> Vec<Arc<InstanceType>> {
+    catalog
+        .iter()
+        .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
+        .filter_map(|t| reshape(t, class).map(Arc::new))
+        .collect()
+}
+
+/// Whether an image with these requirements boots `t`: each requirement allows the type's
+/// label (or its absence, for keys the type does not carry). The launch picks its image with
+/// the same rule, so planning and launching agree.
+pub fn image_fits(image: &Requirements, t: &InstanceType) -> bool {
+    image.iter().all(|r| r.allows_label(t.label(&r.key)))
+}
+
+/// One type under `class`; None when no offering is left in the class's zones.
+pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType> {
+    let offerings: Vec<_> = t
+        .offerings
+        .iter()
+        .filter(|o| class.zones.contains(&o.zone))
+        .cloned()
+        .collect();
+    if offerings.is_empty() {
+        return None;
+    }
+    let vcpus = u32::try_from((t.capacity.cpu + 999) / 1000).unwrap_or(u32::MAX);
+    let mut capacity = t.capacity.clone();
+    capacity.pods = overhead::max_pods(t.capacity.pods, vcpus, &class.kubelet);
+    if let Some(root) = class.root_volume {
+        capacity.ephemeral_storage = root;
+    }
+    let local_nvme_gb = t
+        .label(labels::INSTANCE_LOCAL_NVME)
+        .and_then(|gb| gb.parse::<i64>().ok());
+    if let (true, Some(gb)) = (class.instance_store_raid0, local_nvme_gb) {
+        capacity.ephemeral_storage = gb * 1_000_000_000;
+    }
+    let oh = overhead::overhead(
+        vcpus,
+        capacity.memory,
+        capacity.pods,
+        capacity.ephemeral_storage,
+        &class.kubelet,
+    );
+    Some(t.reshaped(capacity, oh, offerings))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::catalog;
+    use crate::overhead::{MEMORY_AVAILABLE, NODEFS_AVAILABLE, Threshold};
+    use crate::requirements::{Operator, Requirement};
+
+    const MIB: i64 = 1 << 20;
+    const GIB: i64 = 1 << 30;
+
+    fn class() -> NodeClassFacts {
+        NodeClassFacts {
+            zones: BTreeSet::from(["us-east-1a".into(), "us-east-1b".into()]),
+            images: vec![arch_image("amd64"), arch_image("arm64")],
+            ..Default::default()
+        }
+    }
+
+    fn arch_image(arch: &str) -> Requirements {
+        Requirements::new().with(Requirement::single(labels::ARCH, arch))
+    }
+
+    fn m5_large(class: &NodeClassFacts) -> Arc<InstanceType> {
+        let cat = catalog::embedded();
+        instance_types(&cat, class)
+            .into_iter()
+            .find(|t| t.name == "m5.large")
+            .expect("m5.large launchable")
+    }
+
+    fn raw_m5_large() -> Arc<InstanceType> {
+        catalog::embedded()
+            .into_iter()
+            .find(|t| t.name == "m5.large")
+            .unwrap()
+    }
+
+    #[test]
+    fn zones_without_a_subnet_have_no_offerings() {
+        let mut c = class();
+        c.zones = BTreeSet::from(["us-east-1b".into()]);
+        let cat = catalog::embedded();
+        let types = instance_types(&cat, &c);
+        assert!(!types.is_empty());
+        assert!(
+            types
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .all(|o| o.zone == "us-east-1b")
+        );
+        let zone = types[0].requirements.get(labels::ZONE).unwrap();
+        assert!(zone.allows("us-east-1b") && !zone.allows("us-east-1a"));
+        c.zones = BTreeSet::from(["eu-west-1a".into()]);
+        assert!(instance_types(&cat, &c).is_empty(), "no zone, no type");
+    }
+
+    #[test]
+    fn arm64_types_are_dropped_when_images_are_only_x86_64() {
+        let mut c = class();
+        c.images = vec![arch_image("amd64")];
+        let cat = catalog::embedded();
+        let types = instance_types(&cat, &c);
+        assert!(types.iter().all(|t| t.label(labels::ARCH) == Some("amd64")));
+        assert!(types.iter().any(|t| t.name == "m5.large"));
+        assert!(!types.iter().any(|t| t.name == "m7g.large"));
+        c.images.clear();
+        assert!(instance_types(&cat, &c).is_empty(), "no image, no type");
+    }
+
+    #[test]
+    fn gpu_types_need_an_image_for_their_gpu_and_standard_images_refuse_them() {
+        let standard = arch_image("amd64").with(
+            Requirement::new(
+                labels::INSTANCE_GPU_COUNT,
+                Operator::DoesNotExist,
+                &[] as &[&str],
+            )
+            .unwrap(),
+        );
+        let nvidia = arch_image("amd64").with(Requirement::single(
+            labels::INSTANCE_GPU_MANUFACTURER,
+            "nvidia",
+        ));
+        let cat = catalog::embedded();
+        let mut c = class();
+        c.images = vec![standard.clone()];
+        let names = |c: &NodeClassFacts| -> Vec<String> {
+            instance_types(&cat, c)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let only_standard = names(&c);
+        assert!(only_standard.contains(&"m5.large".to_string()));
+        assert!(!only_standard.contains(&"g5.xlarge".to_string()));
+        c.images = vec![nvidia];
+        let only_nvidia = names(&c);
+        assert!(only_nvidia.contains(&"g5.xlarge".to_string()));
+        assert!(!only_nvidia.contains(&"m5.large".to_string()));
+    }
+
+    #[test]
+    fn a_class_without_settings_keeps_the_catalogs_shape() {
+        let raw = raw_m5_large();
+        let t = m5_large(&class());
+        assert_eq!(t.capacity, raw.capacity);
+        assert_eq!(t.allocatable(), raw.allocatable());
+    }
+
+    #[test]
+    fn max_pods_changes_pods_and_kube_reserved_memory() {
+        let raw = raw_m5_large();
+        let mut c = class();
+        c.kubelet.max_pods = Some(110);
+        let t = m5_large(&c);
+        assert_eq!(t.capacity.pods, 110);
+        // 11 MiB per pod more kube-reserved: (110 − 29) × 11 MiB less allocatable memory.
+        assert_eq!(
+            raw.allocatable().memory - t.allocatable().memory,
+            81 * 11 * MIB
+        );
+        c.kubelet.pods_per_core = Some(4);
+        assert_eq!(m5_large(&c).capacity.pods, 8, "4 per core × 2 vCPU");
+    }
+
+    #[test]
+    fn kube_reserved_and_eviction_hard_change_allocatable_by_their_amounts() {
+        let raw = raw_m5_large();
+        let mut c = class();
+        c.kubelet.kube_reserved = BTreeMap::from([("cpu".into(), 270)]);
+        c.kubelet.system_reserved = BTreeMap::from([("memory".into(), 200 * MIB)]);
+        c.kubelet.eviction_hard = vec![
+            (MEMORY_AVAILABLE.into(), Threshold::Bytes(300 * MIB)),
+            (NODEFS_AVAILABLE.into(), Threshold::Percent(20.0)),
+        ];
+        let t = m5_large(&c);
+        assert_eq!(raw.allocatable().cpu - t.allocatable().cpu, 270 - 70);
+        assert_eq!(
+            raw.allocatable().memory - t.allocatable().memory,
+            200 * MIB + (300 - 100) * MIB
+        );
+        // nodefs: 20% instead of 10% of the 20 GiB root volume.
+        assert_eq!(
+            raw.allocatable().ephemeral_storage - t.allocatable().ephemeral_storage,
+            2 * GIB
+        );
+    }
+
+    #[test]
+    fn eviction_soft_above_hard_holds_back_more() {
+        let mut c = class();
+        c.kubelet.eviction_hard = vec![(MEMORY_AVAILABLE.into(), Threshold::Bytes(100 * MIB))];
+        let hard_only = m5_large(&c);
+        c.kubelet.eviction_soft = vec![(MEMORY_AVAILABLE.into(), Threshold::Bytes(GIB))];
+        let with_soft = m5_large(&c);
+        assert_eq!(
+            hard_only.allocatable().memory - with_soft.allocatable().memory,
+            GIB - 100 * MIB
+        );
+    }
+
+    #[test]
+    fn raid0_makes_the_local_nvme_total_the_ephemeral_capacity() {
+        let raw = raw_m5_large();
+        let mut with_nvme = (*raw).clone();
+        with_nvme
+            .requirements
+            .add(Requirement::single(labels::INSTANCE_LOCAL_NVME, "75"));
+        let mut c = class();
+        c.root_volume = Some(40 * GIB);
+        c.instance_store_raid0 = true;
+        let t = reshape(&with_nvme, &c).unwrap();
+        assert_eq!(t.capacity.ephemeral_storage, 75_000_000_000);
+        let no_nvme = reshape(&raw, &c).unwrap();
+        assert_eq!(
+            no_nvme.capacity.ephemeral_storage,
+            40 * GIB,
+            "root volume without disks"
+        );
+        c.instance_store_raid0 = false;
+        assert_eq!(
+            reshape(&with_nvme, &c).unwrap().capacity.ephemeral_storage,
+            40 * GIB
+        );
+    }
+
+    #[test]
+    fn root_volume_size_is_ephemeral_capacity() {
+        let mut c = class();
+        c.root_volume = Some(100 * GIB);
+        let t = m5_large(&c);
+        assert_eq!(t.capacity.ephemeral_storage, 100 * GIB);
+        // Less 1 GiB kube-reserved and the 10% nodefs threshold.
+        assert_eq!(
+            t.allocatable().ephemeral_storage,
+            100 * GIB - GIB - 10 * GIB
+        );
+    }
+}
