@@ -63,10 +63,10 @@ wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto di
 # embedded catalog's ($0.096), so /metrics shows which source priced m5.large.
 lag=${ADZE_E2E_AWS_LAG:-8}
 "$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 40:20 \
-  --refuse t3.small=UnauthorizedOperation m5.large=0.0955 >"$dir/proxy.log" 2>&1 &
+  --refuse t3.small=UnauthorizedOperation m5.large=0.0955 >"$dir/proxy.txt" 2>&1 &
 proxy_pid=$!
-wait_for 10 grep -q "listening on" "$dir/proxy.log" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.log"; exit 1; }
-proxy_url=$(sed -n 's/^listening on //p' "$dir/proxy.log")
+wait_for 10 grep -q "listening on" "$dir/proxy.txt" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.txt"; exit 1; }
+proxy_url=$(sed -n 's/^listening on //p' "$dir/proxy.txt")
 echo "moto $moto_version on $MOTO_URL, fault proxy on $proxy_url"
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 export CLUSTER_NAME=e2e
@@ -196,10 +196,10 @@ check "provisioner (--cloud-provider aws) started and synced its watches" grep -
 # The AWS provider starts once this replica leads.
 wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner.log"
 check "provisioner polls the interruption queue" grep -q "polling the interruption queue" "$dir/provisioner.log"
-join_line() { grep "nodes will join with these cluster settings" "$dir/provisioner.log"; }
+# (control_plane_up clears *.log in $dir, hence proxy.txt; the provisioner's log has colours.)
+join_line() { sed 's/\x1b\[[0-9;]*m//g' "$dir/provisioner.log" | grep "nodes will join with these cluster settings"; }
 check "join settings discovered: service CIDR $SERVICE_CIDR from EKS DescribeCluster, version $K8S_VERSION from the API server" \
-  bash -c "grep 'nodes will join with these cluster settings' '$dir/provisioner.log' | grep -q 'service_cidr=$SERVICE_CIDR' &&
-           grep 'nodes will join with these cluster settings' '$dir/provisioner.log' | grep -q 'version=$K8S_VERSION'"
+  bash -c "$(declare -f join_line); join_line | grep -q 'service_cidr=$SERVICE_CIDR' && join_line | grep -q 'version=$K8S_VERSION'"
 
 class_ready() {
   kj ec2nodeclass default | jq -e --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
@@ -451,7 +451,7 @@ wait_for 40 claim_gone_uid
 echo "refused NodeClaim gone after $(elapsed "$t0" "$(now)") s (launch timeout 20 s)"
 check "the refused NodeClaim is deleted after the launch timeout, its pod planned again" claim_gone_uid
 check "the provisioner says why it gave up (launch_timeout)" grep -q "not launched within 20s" "$dir/provisioner.log"
-create_calls=$(grep -c "CreateFleet launches\|CreateFleet with a known client token" "$dir/proxy.log")
+create_calls=$(grep -c "CreateFleet launches\|CreateFleet with a known client token" "$dir/proxy.txt")
 echo "CreateFleet calls answered with an instance: $create_calls"
 k delete namespace doomed --wait=false >/dev/null
 
@@ -488,9 +488,9 @@ check "every NodeClaim's labels are its instance's too" jqe --slurpfile i "$dir/
 check "the node-restriction.kubernetes.io/team label (kept out of kubelet's flags) is on every general Node" jqe '
   [.items[] | select(.metadata.labels["adze.sh/nodepool"] == "general") | .metadata.labels["node-restriction.kubernetes.io/team"] == "e2e"] | (length > 0 and all)' "$dir/final-nodes.json"
 check "user data of both families accepted: no instance refused by the nodeadm/Bottlerocket/kubelet checks" bash -c "! grep REFUSED '$dir/registrar.log'"
-not_cheapest=$(grep "CreateFleet launches" "$dir/proxy.log" | awk '{t=$4; c=$NF; sub(/\)$/, "", c); if (t != c) n++} END {print n+0}')
-lagged=$(grep -c "lagging DescribeInstances" "$dir/proxy.log")
-throttled=$(grep -c "throttled" "$dir/proxy.log")
+not_cheapest=$(grep "CreateFleet launches" "$dir/proxy.txt" | awk '{t=$5; c=$NF; sub(/\)$/, "", c); if (t != c) n++} END {print n+0}')
+lagged=$(grep -c "lagging DescribeInstances" "$dir/proxy.txt")
+throttled=$(grep -c "throttled" "$dir/proxy.txt")
 echo "fault proxy: $not_cheapest launches off the cheapest pool, $lagged lagging DescribeInstances answers, $throttled throttled calls"
 check "the unkind modes were exercised (launches off the cheapest pool, a lagging list)" test "$not_cheapest" -gt 0 -a "$lagged" -gt 0
 

@@ -403,7 +403,9 @@ impl FaultProxy {
                     ));
                 }
                 st.replayed += 1;
-                eprintln!("fault proxy: CreateFleet with a known client token: first answer replayed");
+                eprintln!(
+                    "fault proxy: CreateFleet with a known client token: first answer replayed"
+                );
                 return Ok(answer);
             }
         }

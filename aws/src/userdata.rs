@@ -359,7 +359,7 @@ mod tests {
         };
         let out = render(AmiFamily::AL2023, &boot, None);
         assert!(
-            out.contains("    certificateAuthority: \"Q0EK\"\n  instance:\n    localStorage:\n      strategy: RAID0\n  kubelet:\n"),
+            out.contains("    cidr: \"10.100.0.0/16\"\n  instance:\n    localStorage:\n      strategy: RAID0\n  kubelet:\n"),
             "{out}"
         );
     }
