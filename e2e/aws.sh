@@ -62,7 +62,7 @@ wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto di
 # The proxy also plays the Price List API (moto has none) with one price that differs from the
 # embedded catalog's ($0.096), so /metrics shows which source priced m5.large.
 lag=${ADZE_E2E_AWS_LAG:-8}
-"$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 40:20 \
+"$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 20:10 \
   --refuse t3.small=UnauthorizedOperation m5.large=0.0955 >"$dir/proxy.txt" 2>&1 &
 proxy_pid=$!
 wait_for 10 grep -q "listening on" "$dir/proxy.txt" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.txt"; exit 1; }
@@ -197,9 +197,9 @@ check "provisioner (--cloud-provider aws) started and synced its watches" grep -
 wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner.log"
 check "provisioner polls the interruption queue" grep -q "polling the interruption queue" "$dir/provisioner.log"
 # (control_plane_up clears *.log in $dir, hence proxy.txt; the provisioner's log has colours.)
-join_line() { sed 's/\x1b\[[0-9;]*m//g' "$dir/provisioner.log" | grep "nodes will join with these cluster settings"; }
 check "join settings discovered: service CIDR $SERVICE_CIDR from EKS DescribeCluster, version $K8S_VERSION from the API server" \
-  bash -c "$(declare -f join_line); join_line | grep -q 'service_cidr=$SERVICE_CIDR' && join_line | grep -q 'version=$K8S_VERSION'"
+  bash -c "sed 's/\x1b\[[0-9;]*m//g' '$dir/provisioner.log' | grep 'nodes will join with these cluster settings' |
+           grep 'service_cidr=$SERVICE_CIDR' | grep -q 'version=$K8S_VERSION'"
 
 class_ready() {
   kj ec2nodeclass default | jq -e --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
