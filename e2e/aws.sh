@@ -62,7 +62,7 @@ wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto di
 # The proxy also plays the Price List API (moto has none) with one price that differs from the
 # embedded catalog's ($0.096), so /metrics shows which source priced m5.large.
 lag=${ADZE_E2E_AWS_LAG:-8}
-"$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 20:10 \
+"$bindir/adze-aws-fault-proxy" "$MOTO_URL" --allocation not-cheapest --describe-lag "$lag" --throttle 10:5 \
   --refuse t3.small=UnauthorizedOperation m5.large=0.0955 >"$dir/proxy.txt" 2>&1 &
 proxy_pid=$!
 wait_for 10 grep -q "listening on" "$dir/proxy.txt" || { echo "FAIL: fault proxy did not start"; cat "$dir/proxy.txt"; exit 1; }
@@ -454,6 +454,56 @@ check "the provisioner says why it gave up (launch_timeout)" grep -q "not launch
 create_calls=$(grep -c "CreateFleet launches\|CreateFleet with a known client token" "$dir/proxy.txt")
 echo "CreateFleet calls answered with an instance: $create_calls"
 k delete namespace doomed --wait=false >/dev/null
+
+# ---- a pod with a zonal volume -------------------------------------------------------------------
+echo "== a pod whose PersistentVolume lives in us-east-1b"
+vol_zone=us-east-1b
+k create namespace vol >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-aws-zonal}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: /tmp/e2e-aws-zonal}
+  claimRef: {namespace: vol, name: data}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [$vol_zone]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: vol}
+spec:
+  storageClassName: ""
+  volumeName: e2e-aws-zonal
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: vol}
+spec:
+  nodeSelector: {e2e-pool: general}
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.9
+      resources: {requests: {cpu: "3", memory: 1Gi}}
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+YAML
+t0=$(now)
+wait_for 90 count_is 1 running_pods vol
+vol_node=$(k get pod -n vol db -o jsonpath='{.spec.nodeName}')
+vol_node_zone=$(k get node "$vol_node" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}' 2>/dev/null)
+echo "pod with the zonal volume Running after $(elapsed "$t0" "$(now)") s on $vol_node in $vol_node_zone"
+check "the pod with a volume in $vol_zone runs on a node in $vol_zone (under a fleet that skips the cheapest pool)" \
+  bash -c "[[ '$vol_node_zone' == '$vol_zone' ]] && kubectl --kubeconfig $KUBECONFIG get pod -n vol db -o jsonpath='{.status.phase}' | grep -qx Running"
 
 # ---- the cloud, checked against the cluster ------------------------------------------------------
 echo "== instances, NodeClaims and Nodes agree"
