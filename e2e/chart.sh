@@ -131,7 +131,10 @@ wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o nam
 check "NodeClaims created for the pending pods ($(claims))" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
 wait_for 120 count_is 10 running
 check "all 10 pods bound and Running on simulated nodes (nodes, node status, pod status writes allowed)" count_is 10 running
-check "every NodeClaim Initialized" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '(.items | length) as \$n | [.items[] | select(.status.conditions[]? | .type==\"Initialized\" and .status==\"True\")] | length == \$n and \$n > 0'"
+# Pods can run on a node a moment before the lifecycle writes Initialized: wait for it.
+all_initialized() { kj nodeclaims | jq -e '(.items | length) as $n | [.items[] | select(.status.conditions[]? | .type=="Initialized" and .status=="True")] | length == $n and $n > 0' >/dev/null; }
+wait_for 30 all_initialized
+check "every NodeClaim Initialized" all_initialized
 check "Nominated events written by the ServiceAccount" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
 check "no RBAC denial in the provisioner log" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/provisioner.log'"
 check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
