@@ -33,9 +33,14 @@ impl Clients {
             .operation_attempt_timeout(Duration::from_secs(40))
             .operation_timeout(Duration::from_secs(120))
             .build();
+        // EC2 throttles per account and per action class (RequestLimitExceeded). The default
+        // three attempts give up within a couple of seconds, which a busy account exceeds;
+        // adaptive mode also slows this client's own sends once it has been throttled.
+        let retries = aws_config::retry::RetryConfig::adaptive().with_max_attempts(8);
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_string()))
             .timeout_config(timeouts)
+            .retry_config(retries)
             .http_client(http);
         if let Some(url) = endpoint {
             let key = std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "testing".into());
