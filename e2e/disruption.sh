@@ -205,11 +205,11 @@ disrupting() {
 }
 sample_disrupting() { while :; do disrupting "$1" >>"$2" 2>/dev/null; sleep 0.3; done; }
 max_of() { sort -n "$1" | tail -1; }
-pinned() { # namespace name pool: one do-not-disrupt pod
+pinned() { # namespace name pool [annotation key]: one do-not-disrupt pod
   cat <<YAML
 apiVersion: v1
 kind: Pod
-metadata: {name: $2, namespace: $1, labels: {app: $2}, annotations: {adze.sh/do-not-disrupt: "true"}}
+metadata: {name: $2, namespace: $1, labels: {app: $2}, annotations: {${4:-adze.sh/do-not-disrupt}: "true"}}
 spec:
   nodeSelector: {e2e-pool: $3}
   terminationGracePeriodSeconds: 0
@@ -232,9 +232,12 @@ deployment expire e 1 1 1Gi expire | k apply -f - >/dev/null
 deployment frozen f 4 1 1Gi frozen | k apply -f - >/dev/null
 pdb consol web 4 | k apply -f - >/dev/null
 pinned consol pinned consol | k apply -f - >/dev/null
+# Karpenter's key protects as well (workloads migrated from Karpenter keep it).
+pinned consol kpinned consol karpenter.sh/do-not-disrupt | k apply -f - >/dev/null
 deployment consol web 30 1 1Gi consol | k apply -f - >/dev/null
 wait_for 240 count_is 30 ready_pods consol web
 wait_for 60 count_is 1 ready_pods consol pinned
+wait_for 60 count_is 1 ready_pods consol kpinned
 wait_for 60 count_is 4 ready_pods frozen f
 wait_for 60 count_is 1 ready_pods expire e
 check "30 web pods, the pinned pod, the expire and frozen pods Ready" count_is 30 ready_pods consol web
@@ -242,6 +245,7 @@ expire_first=$(pool_claim_names expire)
 frozen_first=$(pool_claim_names frozen)
 pinned_node=$(k get pod -n consol pinned -o jsonpath='{.spec.nodeName}')
 pinned_uid=$(k get pod -n consol pinned -o jsonpath='{.metadata.uid}')
+kpinned_where=$(k get pod -n consol kpinned -o jsonpath='{.metadata.uid} {.spec.nodeName}')
 before=$(pool_claims consol)
 cpu_before=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[].status.capacity.cpu | tonumber] | add')
 echo "consol pool: $before NodeClaims, $cpu_before cpu; pinned pod on $pinned_node"
@@ -292,6 +296,8 @@ check "PDB minAvailable 4 never violated (min Ready $cmin)" test "$cmin" -ge 4
 check "5 web pods Ready" count_is 5 ready_pods consol web
 check "do-not-disrupt pod untouched (same pod, same node $pinned_node)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol pinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$pinned_uid $pinned_node' ]]"
+check "karpenter.sh/do-not-disrupt pod untouched (same pod, same node: $kpinned_where)" \
+  bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol kpinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$kpinned_where' ]]"
 check "disruption events name the reason and the saving" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Disrupting -o json | jq -e '[.items[].message | select(test(\"saves|costs\"))] | length > 0'"
 
 wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"

@@ -34,8 +34,11 @@ enum Command {
     Run(Box<RunArgs>),
     /// Convert Karpenter v1 NodePools and EC2NodeClasses into Adze's.
     ///
-    /// Prints the converted YAML on stdout and, on stderr, what was changed and what could
-    /// not be carried over (lines marked ACTION need a person). Exits 1 on unreadable input.
+    /// Reads what `kubectl get ... -o yaml` or `-o json` prints (a List, several documents or
+    /// single objects). Prints the converted YAML on stdout and, on stderr, what was changed
+    /// and what could not be carried over (lines marked ACTION need a person). Exits 1 on
+    /// unreadable input, 2 when some item needs action (unless --allow-actions), else 0, so
+    /// `migrate ... > adze.yaml && kubectl apply -f adze.yaml` applies only a clean conversion.
     Migrate(MigrateArgs),
 }
 
@@ -45,9 +48,15 @@ struct MigrateArgs {
     /// (`-` reads stdin).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
+    /// Exit 0 even when items need action (the output is printed either way).
+    #[arg(long)]
+    allow_actions: bool,
 }
 
-fn migrate(args: &MigrateArgs) -> anyhow::Result<String> {
+/// `migrate`'s exit status when some item needs a person.
+const EXIT_NEEDS_ACTION: u8 = 2;
+
+fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
     let mut all = adze_provisioner::migrate::Migration::default();
     for file in &args.files {
         let text = if file.as_os_str() == "-" {
@@ -61,7 +70,16 @@ fn migrate(args: &MigrateArgs) -> anyhow::Result<String> {
         all.notes.extend(m.notes);
     }
     eprint!("{}", all.report());
-    Ok(all.yaml())
+    let code = if all.actions() > 0 && !args.allow_actions {
+        eprintln!(
+            "exit status {EXIT_NEEDS_ACTION}: {} item(s) need action (--allow-actions to exit 0)",
+            all.actions()
+        );
+        ExitCode::from(EXIT_NEEDS_ACTION)
+    } else {
+        ExitCode::SUCCESS
+    };
+    Ok((all.yaml(), code))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -320,14 +338,14 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Simulate(args) => simulate(args),
-        Command::Run(args) => run(args),
+        Command::Simulate(args) => simulate(args).map(|t| (t, ExitCode::SUCCESS)),
+        Command::Run(args) => run(args).map(|t| (t, ExitCode::SUCCESS)),
         Command::Migrate(args) => migrate(args),
     };
     match result {
-        Ok(text) => {
+        Ok((text, code)) => {
             print!("{text}");
-            ExitCode::SUCCESS
+            code
         }
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -17,6 +17,10 @@ pub const INITIALIZED: &str = "adze.sh/initialized";
 pub const REGISTERED: &str = "adze.sh/registered";
 /// Pods and nodes carrying this annotation with value "true" are never voluntarily disrupted.
 pub const DO_NOT_DISRUPT: &str = "adze.sh/do-not-disrupt";
+/// Karpenter's key for the same protection: workloads migrated from Karpenter keep it.
+pub const KARPENTER_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+/// Both keys honoured on pods, nodes and NodeClaims, Adze's first.
+pub const DO_NOT_DISRUPT_KEYS: [&str; 2] = [DO_NOT_DISRUPT, KARPENTER_DO_NOT_DISRUPT];
 
 pub const INSTANCE_CATEGORY: &str = "aws.adze.sh/instance-category";
 pub const INSTANCE_FAMILY: &str = "aws.adze.sh/instance-family";

@@ -65,9 +65,13 @@ fn unix(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> UnixSeconds
     t.0.as_second()
 }
 
+/// Adze's key or Karpenter's, so workloads annotated for Karpenter keep their protection.
 fn do_not_disrupt(a: Option<&std::collections::BTreeMap<String, String>>) -> bool {
-    a.and_then(|a| a.get(labels::DO_NOT_DISRUPT))
-        .is_some_and(|v| v == "true")
+    a.is_some_and(|a| {
+        labels::DO_NOT_DISRUPT_KEYS
+            .iter()
+            .any(|k| a.get(*k).is_some_and(|v| v == "true"))
+    })
 }
 
 fn node_ready(node: &Node) -> bool {
@@ -342,6 +346,22 @@ pub fn build(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn karpenters_do_not_disrupt_key_protects_like_adzes() {
+        let ann = |k: &str, v: &str| Some([(k.to_string(), v.to_string())].into());
+        assert!(do_not_disrupt(ann(labels::DO_NOT_DISRUPT, "true").as_ref()));
+        assert!(do_not_disrupt(
+            ann("karpenter.sh/do-not-disrupt", "true").as_ref()
+        ));
+        assert!(!do_not_disrupt(
+            ann("karpenter.sh/do-not-disrupt", "false").as_ref()
+        ));
+        assert!(!do_not_disrupt(
+            ann("example.com/do-not-disrupt", "true").as_ref()
+        ));
+        assert!(!do_not_disrupt(None));
+    }
+
     use super::*;
     use serde_json::json;
     use std::time::Duration;

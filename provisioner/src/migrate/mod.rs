@@ -55,6 +55,11 @@ impl Migration {
             .join("---\n")
     }
 
+    /// Items a person must look at before the output is applied.
+    pub fn actions(&self) -> usize {
+        self.notes.iter().filter(|n| n.action).count()
+    }
+
     /// The notes for a person: what needs action first, then what was changed.
     pub fn report(&self) -> String {
         let actions = self.notes.iter().filter(|n| n.action).count();
@@ -74,18 +79,41 @@ impl Migration {
     }
 }
 
-/// Converts every Karpenter NodePool and EC2NodeClass in a multi-document YAML stream.
-/// Other documents are skipped with a note; Adze objects pass through unchanged.
-pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
-    let mut m = Migration::default();
+/// The objects of a stream as kubectl prints them: YAML documents or JSON, each either one
+/// object or a list (`kind: List`, or any `*List` with `items`, as `kubectl get -o yaml|json`
+/// prints several objects), flattened in order.
+fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
+    fn flatten(v: Value, out: &mut Vec<Value>) {
+        let is_list = v["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            && v.get("items").is_some_and(Value::is_array);
+        if !is_list {
+            out.push(v);
+            return;
+        }
+        if let Value::Array(items) = v["items"].clone() {
+            for item in items {
+                flatten(item, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
     for (index, doc) in serde_yaml::Deserializer::from_str(input).enumerate() {
         let value = Value::deserialize(doc).map_err(|source| MigrateError::Yaml {
             index: index + 1,
             source,
         })?;
-        if value.is_null() {
-            continue;
+        if !value.is_null() {
+            flatten(value, &mut out);
         }
+    }
+    Ok(out)
+}
+
+/// Converts every Karpenter NodePool and EC2NodeClass in what kubectl prints (see
+/// [`objects`]). Other objects are skipped with a note; Adze objects pass through unchanged.
+pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
+    let mut m = Migration::default();
+    for value in objects(input)? {
         let api_version = value["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let name = value["metadata"]["name"].as_str().unwrap_or("<unnamed>");

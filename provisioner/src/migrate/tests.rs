@@ -204,3 +204,57 @@ fn invalid_yaml_names_the_document() {
     let err = migrate("apiVersion: v1\n---\n: : [\n").unwrap_err();
     assert!(err.to_string().starts_with("document 2:"), "{err}");
 }
+
+/// What `kubectl get nodepools.karpenter.sh,ec2nodeclasses.karpenter.k8s.aws -o yaml|json`
+/// prints: one `kind: List` whose items carry server-set metadata and status.
+fn as_kubectl_list(docs: &str) -> Value {
+    let items: Vec<Value> = serde_yaml::Deserializer::from_str(docs)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .map(|mut v| {
+            let meta = v["metadata"].as_object_mut().unwrap();
+            meta.insert("uid".into(), "0b6c2c6e-1f7e-4c53-9d1a-4f8e2f0d6a11".into());
+            meta.insert("resourceVersion".into(), "48213".into());
+            meta.insert("generation".into(), 3.into());
+            meta.insert("creationTimestamp".into(), "2026-10-01T08:00:00Z".into());
+            meta.insert(
+                "managedFields".into(),
+                serde_json::json!([{"manager": "kubectl", "operation": "Apply"}]),
+            );
+            v["status"] = serde_json::json!({"conditions": [{"type": "Ready", "status": "True"}]});
+            v
+        })
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
+}
+
+#[test]
+fn a_kubectl_list_in_yaml_or_json_converts_like_the_separate_documents() {
+    let separate = migrate(GENERAL).unwrap();
+    let list = as_kubectl_list(GENERAL);
+    let from_yaml = migrate(&serde_yaml::to_string(&list).unwrap()).unwrap();
+    let from_json = migrate(&serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    assert_eq!(separate.objects.len(), 2);
+    for m in [&from_yaml, &from_json] {
+        assert_eq!(
+            m.objects, separate.objects,
+            "server-set fields and status are dropped"
+        );
+        assert_eq!(m.notes.len(), separate.notes.len());
+        assert!(!m.notes.iter().any(|n| n.message.contains("skipped")));
+    }
+}
+
+#[test]
+fn lists_nest_and_mix_with_plain_documents() {
+    let inner = as_kubectl_list(GENERAL);
+    let outer = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [inner]});
+    let stream = format!("{}---\n{LEGACY}", serde_yaml::to_string(&outer).unwrap());
+    let m = migrate(&stream).unwrap();
+    let legacy = migrate(LEGACY).unwrap();
+    assert_eq!(m.objects.len(), 2 + legacy.objects.len());
+    assert_eq!(
+        m.actions(),
+        migrate(GENERAL).unwrap().actions() + legacy.actions()
+    );
+}

@@ -64,10 +64,18 @@ impl std::fmt::Display for Blocker {
             Blocker::Disrupting => f.write_str("node is already being disrupted or not ready"),
             Blocker::Unmanaged => f.write_str("node belongs to no NodePool with a policy"),
             Blocker::DoNotDisruptNode => {
-                write!(f, "node is annotated {}", labels::DO_NOT_DISRUPT)
+                write!(
+                    f,
+                    "node is annotated {}",
+                    labels::DO_NOT_DISRUPT_KEYS.join(" or ")
+                )
             }
             Blocker::DoNotDisruptPod(p) => {
-                write!(f, "pod {p} is annotated {}", labels::DO_NOT_DISRUPT)
+                write!(
+                    f,
+                    "pod {p} is annotated {}",
+                    labels::DO_NOT_DISRUPT_KEYS.join(" or ")
+                )
             }
             Blocker::PdbForbids { pod, pdb } => {
                 write!(

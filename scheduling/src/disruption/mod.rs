@@ -120,7 +120,8 @@ pub struct NodeFacts {
     pub created: UnixSeconds,
     /// The NodeClaim no longer matches its NodePool or node class.
     pub drifted: bool,
-    /// The node (or its NodeClaim) carries `adze.sh/do-not-disrupt: "true"`.
+    /// The node (or its NodeClaim) carries `adze.sh/do-not-disrupt: "true"` (or Karpenter's
+    /// `karpenter.sh/do-not-disrupt`).
     pub do_not_disrupt: bool,
     /// Already going away (being deleted, tainted `adze.sh/disrupted`) or not Ready: counts
     /// against budgets and is never a candidate.
@@ -150,7 +151,8 @@ impl NodeFacts {
 pub struct PodFacts {
     /// "namespace/name", as [`crate::Pod::key`].
     pub pod: String,
-    /// The pod carries `adze.sh/do-not-disrupt: "true"`: its node is not disrupted.
+    /// The pod carries `adze.sh/do-not-disrupt: "true"` (or `karpenter.sh/do-not-disrupt`):
+    /// its node is not disrupted.
     pub do_not_disrupt: bool,
     /// Names of the PodDisruptionBudgets selecting the pod (keys into [`Input::pdbs`]).
     pub pdbs: Vec<String>,
