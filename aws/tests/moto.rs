@@ -17,15 +17,12 @@ use serde_json::json;
 
 const REGION: &str = "us-east-1";
 
-fn endpoint(test: &str) -> Option<String> {
+/// The moto server's address. The tests are `#[ignore]`d so that without a server they are
+/// reported as ignored, not as passes; `aws/ci/moto.sh` starts one and runs them.
+fn endpoint(test: &str) -> String {
     match std::env::var("ADZE_AWS_ENDPOINT") {
-        Ok(e) if !e.is_empty() => Some(e),
-        _ => {
-            println!(
-                "SKIP {test}: ADZE_AWS_ENDPOINT is unset (run aws/ci/moto.sh to test against moto)"
-            );
-            None
-        }
+        Ok(e) if !e.is_empty() => e,
+        _ => panic!("{test}: ADZE_AWS_ENDPOINT is unset; run aws/ci/moto.sh to test against moto"),
     }
 }
 
@@ -286,10 +283,9 @@ fn tags_of(i: &aws_sdk_ec2::types::Instance) -> BTreeMap<String, String> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefix() {
-    let Some(moto) = endpoint("discovery") else {
-        return;
-    };
+    let moto = endpoint("discovery");
     let e = env("discovery", &moto).await;
     let class = e.class();
     let status = e.resolve("default", &class.spec).await;
@@ -327,10 +323,9 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn instance_types_come_from_ec2_with_offerings_per_zone_and_eni_max_pods() {
-    let Some(moto) = endpoint("instance_types") else {
-        return;
-    };
+    let moto = endpoint("instance_types");
     let e = env("types", &moto).await;
     let (provider, _) = e.provider(e.class());
     provider.refresh().await.unwrap();
@@ -362,10 +357,9 @@ async fn instance_types_come_from_ec2_with_offerings_per_zone_and_eni_max_pods()
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
-    let Some(moto) = endpoint("launch") else {
-        return;
-    };
+    let moto = endpoint("launch");
     let e = env("launch", &moto).await;
     let (provider, _) = e.provider(e.class());
     let c = claim("launch-1", &["m5.large", "c5.large"], "on-demand");
@@ -501,8 +495,9 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn capacity_error_on_the_cheapest_pool_falls_back_to_the_next() {
-    let Some(moto) = endpoint("ice") else { return };
+    let moto = endpoint("ice");
     let e = env("ice", &moto).await;
     let (provider, unavailable) = e.provider(e.class());
     for (_, zone) in &e.subnets {
@@ -547,10 +542,9 @@ async fn capacity_error_on_the_cheapest_pool_falls_back_to_the_next() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn relaunch_after_a_crash_finds_the_earlier_instance_by_tag() {
-    let Some(moto) = endpoint("crash") else {
-        return;
-    };
+    let moto = endpoint("crash");
     let e = env("crash", &moto).await;
     let c = claim("crash-1", &["m5.large"], "on-demand");
     let first = e.provider(e.class()).0.create(&c).await.unwrap();
@@ -564,8 +558,9 @@ async fn relaunch_after_a_crash_finds_the_earlier_instance_by_tag() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn garbage_collection_lists_a_stray_tagged_instance_and_delete_terminates_it() {
-    let Some(moto) = endpoint("gc") else { return };
+    let moto = endpoint("gc");
     let e = env("gc", &moto).await;
     let (provider, _) = e.provider(e.class());
     let stray = e
@@ -630,10 +625,9 @@ async fn garbage_collection_lists_a_stray_tagged_instance_and_delete_terminates_
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn drift_is_seen_when_the_image_or_the_class_changes() {
-    let Some(moto) = endpoint("drift") else {
-        return;
-    };
+    let moto = endpoint("drift");
     let e = env("drift", &moto).await;
     let (provider, _) = e.provider(e.class());
     let c = claim("drift-1", &["m5.large"], "on-demand");
@@ -693,8 +687,9 @@ async fn drift_is_seen_when_the_image_or_the_class_changes() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
-    let Some(moto) = endpoint("sqs") else { return };
+    let moto = endpoint("sqs");
     let clients = Clients::new(REGION, Some(&moto)).await;
     let url = clients
         .sqs
@@ -780,10 +775,9 @@ async fn template_names(clients: &Clients, cluster: &str) -> Vec<String> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn launch_templates_of_an_old_class_spec_or_image_or_a_deleted_class_are_cleaned_up() {
-    let Some(moto) = endpoint("ltclean") else {
-        return;
-    };
+    let moto = endpoint("ltclean");
     let e = env("ltclean", &moto).await;
     let old = e.class();
     e.provider(old.clone())
@@ -853,10 +847,9 @@ async fn launch_templates_of_an_old_class_spec_or_image_or_a_deleted_class_are_c
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn instance_profile_is_made_for_the_role_follows_a_role_change_and_goes_with_its_class() {
-    let Some(moto) = endpoint("instance_profile") else {
-        return;
-    };
+    let moto = endpoint("instance_profile");
     let e = env("profiles", &moto).await;
     let profiles = e.profiles();
     let roles_of = |name: String| {
@@ -946,10 +939,9 @@ async fn instance_profile_is_made_for_the_role_follows_a_role_change_and_goes_wi
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
-    let Some(moto) = endpoint("pricing") else {
-        return;
-    };
+    let moto = endpoint("pricing");
     let e = env("pricing", &moto).await;
     // Without a price list the API refuses; callers fall back to the catalog.
     assert!(
@@ -1027,10 +1019,9 @@ async fn in_moto(moto: &str, claim: &str) -> Vec<aws_sdk_ec2::types::Instance> {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn launch_under_a_lagging_list_and_a_fleet_that_skips_the_cheapest_pool() {
-    let Some(moto) = endpoint("unkind") else {
-        return;
-    };
+    let moto = endpoint("unkind");
     let e = env("unkind", &moto).await;
     e.proxy.set_unkind(Unkind {
         allocation: Allocation::NotCheapest,
@@ -1098,10 +1089,9 @@ async fn launch_under_a_lagging_list_and_a_fleet_that_skips_the_cheapest_pool() 
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn refused_launches_carry_ec2s_code_and_quota_errors_rule_their_pools_out() {
-    let Some(moto) = endpoint("refuse") else {
-        return;
-    };
+    let moto = endpoint("refuse");
     let e = env("refuse", &moto).await;
     let (provider, unavailable) = e.provider(e.class());
     e.proxy.refuse("t3.large", "UnauthorizedOperation");
@@ -1144,10 +1134,9 @@ async fn refused_launches_carry_ec2s_code_and_quota_errors_rule_their_pools_out(
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn throttled_ec2_calls_are_retried_and_the_launch_goes_through() {
-    let Some(moto) = endpoint("throttle") else {
-        return;
-    };
+    let moto = endpoint("throttle");
     let e = env("throttle", &moto).await;
     let (provider, _) = e.provider(e.class());
     // Warm the instance-type list first (dozens of pages) so the throttle hits the launch.
@@ -1169,11 +1158,10 @@ async fn throttled_ec2_calls_are_retried_and_the_launch_goes_through() {
 }
 
 #[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_with_the_classs_kubelet()
  {
-    let Some(moto) = endpoint("accelerators") else {
-        return;
-    };
+    let moto = endpoint("accelerators");
     let e = env("accel", &moto).await;
     // A second x86_64 image stands in for the NVIDIA build of the family image.
     let images = e
