@@ -28,7 +28,8 @@ enum Command {
     /// SCENARIO is one multi-document YAML of NodePools, EC2NodeClasses, Nodes, Pods,
     /// Deployments, ReplicaSets, DaemonSets, PodDisruptionBudgets and optionally an
     /// InstanceCatalog (adze.sh/v1alpha1) replacing the embedded EC2 catalog. Pending pods
-    /// are placed as the provisioner would place them; the plan is printed.
+    /// are placed as the provisioner would place them; the plan is printed. Exits 2 when pods
+    /// are left unschedulable (unless --allow-unschedulable), 1 on a bad scenario, else 0.
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
     Run(Box<RunArgs>),
@@ -234,16 +235,14 @@ struct AwsArgs {
     interruption_queue: Option<String>,
 }
 
-fn run(args: &RunArgs) -> anyhow::Result<String> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match args.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+/// The EC2 provider's and the interruption queue's options from the flags.
+#[cfg(feature = "aws")]
+fn cloud_options(
+    args: &RunArgs,
+) -> anyhow::Result<(
+    Option<adze_provisioner::run::AwsOptions>,
+    Option<adze_provisioner::run::QueueOptions>,
+)> {
     let aws = (args.cloud_provider == CloudProviderKind::Aws).then(|| adze_aws::runtime::Options {
         endpoint: args.aws.aws_endpoint.clone(),
         region: args.aws.region.clone(),
@@ -265,6 +264,41 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
                 endpoint: args.aws.aws_endpoint.clone(),
                 region: args.aws.region.clone(),
             });
+    Ok((aws, interruption))
+}
+
+/// Built without the `aws` feature: the flags that need it are refused by name.
+#[cfg(not(feature = "aws"))]
+fn cloud_options(
+    args: &RunArgs,
+) -> anyhow::Result<(
+    Option<adze_provisioner::run::AwsOptions>,
+    Option<adze_provisioner::run::QueueOptions>,
+)> {
+    if args.cloud_provider == CloudProviderKind::Aws {
+        anyhow::bail!(
+            "--cloud-provider aws: this adze-provisioner was built without the `aws` feature (cargo build --no-default-features); build it with default features"
+        );
+    }
+    if args.aws.interruption_queue.is_some() {
+        anyhow::bail!(
+            "--interruption-queue: this adze-provisioner was built without the `aws` feature; build it with default features"
+        );
+    }
+    Ok((None, None))
+}
+
+fn run(args: &RunArgs) -> anyhow::Result<String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    let (aws, interruption) = cloud_options(args)?;
     let config = adze_provisioner::run::Config {
         batch_idle: args.batch_idle_duration,
         batch_max: args.batch_max_duration,
@@ -310,7 +344,13 @@ struct SimulateArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     max_instance_types: u32,
+    /// Exit 0 even when some pods are left unschedulable (the plan is printed either way).
+    #[arg(long)]
+    allow_unschedulable: bool,
 }
+
+/// `simulate`'s exit status when pods are left unschedulable, so a CI job can gate on it.
+const EXIT_UNSCHEDULABLE: u8 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -318,27 +358,40 @@ enum Format {
     Table,
     /// The plan as JSON, for scripts.
     Json,
+    /// The same fields as JSON, in YAML.
+    Yaml,
 }
 
-fn simulate(args: &SimulateArgs) -> anyhow::Result<String> {
+fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     let yaml = std::fs::read_to_string(&args.scenario)
         .with_context(|| format!("reading {}", args.scenario.display()))?;
     let scenario =
         Scenario::parse(&yaml).with_context(|| format!("{}", args.scenario.display()))?;
     let outcome = simulate::run(&scenario, args.max_instance_types as usize);
-    Ok(match args.output {
+    let text = match args.output {
         Format::Table => output::table(&scenario, &outcome.plan, outcome.elapsed),
         Format::Json => {
             let report = Report::new(&outcome.plan, outcome.elapsed);
             serde_json::to_string_pretty(&report)? + "\n"
         }
-    })
+        Format::Yaml => serde_yaml::to_string(&Report::new(&outcome.plan, outcome.elapsed))?,
+    };
+    let unschedulable = outcome.plan.unschedulable.len();
+    let code = if unschedulable > 0 && !args.allow_unschedulable {
+        eprintln!(
+            "exit status {EXIT_UNSCHEDULABLE}: {unschedulable} pod(s) unschedulable (--allow-unschedulable to exit 0)"
+        );
+        ExitCode::from(EXIT_UNSCHEDULABLE)
+    } else {
+        ExitCode::SUCCESS
+    };
+    Ok((text, code))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Simulate(args) => simulate(args).map(|t| (t, ExitCode::SUCCESS)),
+        Command::Simulate(args) => simulate(args),
         Command::Run(args) => run(args).map(|t| (t, ExitCode::SUCCESS)),
         Command::Migrate(args) => migrate(args),
     };

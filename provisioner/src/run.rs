@@ -18,6 +18,18 @@ use crate::provisioning::{Provisioner, Settings};
 use crate::state::ClusterState;
 use crate::termination::Termination;
 
+/// The EC2 provider's options; without the `aws` feature no value exists, so `run` can only
+/// use the simulated cloud (main refuses `--cloud-provider aws` naming the feature).
+#[cfg(feature = "aws")]
+pub type AwsOptions = adze_aws::runtime::Options;
+#[cfg(not(feature = "aws"))]
+pub type AwsOptions = std::convert::Infallible;
+/// The SQS interruption queue's options (see [`AwsOptions`]).
+#[cfg(feature = "aws")]
+pub type QueueOptions = adze_aws::runtime::QueueOptions;
+#[cfg(not(feature = "aws"))]
+pub type QueueOptions = std::convert::Infallible;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub batch_idle: Duration,
@@ -31,9 +43,9 @@ pub struct Config {
     pub leader_election: Option<crate::leader::Settings>,
     pub metrics_addr: std::net::SocketAddr,
     /// `--cloud-provider aws`; None runs the simulated cloud.
-    pub aws: Option<adze_aws::runtime::Options>,
+    pub aws: Option<AwsOptions>,
     /// `--interruption-queue`: polled with any cloud provider.
-    pub interruption: Option<adze_aws::runtime::QueueOptions>,
+    pub interruption: Option<QueueOptions>,
     /// An instance no NodeClaim owns is terminated after this long.
     pub garbage_grace: Duration,
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
@@ -51,7 +63,7 @@ async fn shutdown_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn run(config: Config) -> anyhow::Result<()> {
+pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let readiness = crate::metrics::server::Readiness::default();
     let addr = crate::metrics::server::serve(config.metrics_addr, readiness.clone()).await?;
     tracing::info!("serving /metrics, /healthz and /readyz on http://{addr}");
@@ -88,10 +100,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
     };
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
-    let cloud: Arc<dyn CloudProvider> = match config.aws.clone() {
+    let cloud: Arc<dyn CloudProvider> = match config.aws.take() {
+        #[cfg(feature = "aws")]
         Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
             .await
             .map_err(anyhow::Error::msg)?,
+        #[cfg(not(feature = "aws"))]
+        Some(never) => match never {},
         None => Arc::new(
             Simulated::new(
                 client.clone(),
@@ -101,11 +116,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .with_unavailable(config.simulated_unavailable.clone()),
         ),
     };
-    if let Some(queue) = config.interruption.clone() {
-        let stats = adze_aws::runtime::start_interruption_queue(client.clone(), queue)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        tokio::spawn(publish_queue_stats(stats));
+    if let Some(queue) = config.interruption.take() {
+        #[cfg(feature = "aws")]
+        {
+            let stats = adze_aws::runtime::start_interruption_queue(client.clone(), queue)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            tokio::spawn(publish_queue_stats(stats));
+        }
+        #[cfg(not(feature = "aws"))]
+        match queue {}
     }
     let provisioner = Provisioner {
         client: client.clone(),
@@ -183,6 +203,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 }
 
 /// Mirrors the interruption loop's counters into `adze_interruption_messages_total`.
+#[cfg(feature = "aws")]
 async fn publish_queue_stats(stats: Arc<adze_aws::interruption::QueueStats>) {
     loop {
         crate::metrics::catch_up(

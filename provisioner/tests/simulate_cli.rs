@@ -67,14 +67,25 @@ fn plan(name: &str, extra: &[&str]) -> (Scenario, Report) {
     let mut args = vec!["--output", "json"];
     args.extend_from_slice(extra);
     let out = simulate(&path, &args);
-    assert!(out.status.success(), "{name}: {}", stderr(&out));
-    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{name}: {e}: {}", stderr(&out)));
     assert_exact_keys(&json);
     let report: Report = serde_json::from_value(json).unwrap();
+    assert_exit_status(&out, &report);
     let scenario = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_every_pod_once(&scenario, &report);
     assert_claims_suit_their_pods(&scenario, &report);
     (scenario, report)
+}
+
+/// 0 when every pod is placed, 2 when some are left unschedulable (CI gates on it).
+fn assert_exit_status(out: &Output, report: &Report) {
+    let want = if report.unschedulable.is_empty() {
+        0
+    } else {
+        2
+    };
+    assert_eq!(out.status.code(), Some(want), "{}", stderr(out));
 }
 
 fn keys(v: &serde_json::Value) -> BTreeSet<&str> {
@@ -496,7 +507,7 @@ spec: {containers: [{name: a, resources: {requests: {cpu: 600m}}}]}
     let out = simulate(&path, &["--output", "json"]);
     let scenario = Scenario::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let _ = std::fs::remove_file(&path);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_exit_status(&out, &serde_json::from_str(&stdout(&out)).unwrap());
     assert_eq!(scenario.pending_keys(), vec!["default/web".to_string()]);
     // The daemon runs on "small" (leaving 400m) but not on "tainted" (not tolerated).
     let daemon_nodes: Vec<&str> = scenario
@@ -510,4 +521,48 @@ spec: {containers: [{name: a, resources: {requests: {cpu: 600m}}}]}
     let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(report.unschedulable.len(), 1, "{report:?}");
     assert_eq!(report.unschedulable[0].pod, "default/web");
+}
+
+#[test]
+fn unschedulable_pods_exit_two_unless_allowed_and_yaml_carries_the_json_fields() {
+    let path = scratch(
+        "too-big",
+        r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: small}
+spec: {containers: [{name: a, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec: {containers: [{name: a, resources: {requests: {cpu: "5000"}}}]}
+"#,
+    );
+    let json = simulate(&path, &["--output", "json"]);
+    let yaml = simulate(&path, &["--output", "yaml"]);
+    let allowed = simulate(&path, &["--allow-unschedulable"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(json.status.code(), Some(2), "{}", stderr(&json));
+    assert!(
+        stderr(&json).contains("1 pod(s) unschedulable"),
+        "{}",
+        stderr(&json)
+    );
+    assert_eq!(yaml.status.code(), Some(2));
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    let from_json: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let mut from_yaml: serde_json::Value = serde_yaml::from_str(&stdout(&yaml)).unwrap();
+    // Timing differs between runs; everything else is the same plan.
+    from_yaml["elapsedMs"] = from_json["elapsedMs"].clone();
+    assert_eq!(from_yaml, from_json);
+    assert_eq!(from_json["unschedulable"].as_array().unwrap().len(), 1);
 }

@@ -400,6 +400,7 @@ mod tests {
         let id = provider_id_for("spot-x7k2p", "us-east-1b");
         assert_eq!(id, "adze-sim:///us-east-1b/i-73706f742d78376b3270");
         assert_eq!(node_name_of(&id).as_deref(), Some("spot-x7k2p"));
+        #[cfg(feature = "aws")]
         assert_eq!(
             adze_aws::interruption::instance_id_of(&id),
             Some("i-73706f742d78376b3270")
