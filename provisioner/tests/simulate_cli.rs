@@ -566,3 +566,45 @@ spec: {containers: [{name: a, resources: {requests: {cpu: "5000"}}}]}
     assert_eq!(from_yaml, from_json);
     assert_eq!(from_json["unschedulable"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn ec2_named_catalog_types_satisfy_a_family_min_values_pool() {
+    let ty = |name: &str, price: f64| {
+        format!(
+            "  - {{name: {name}, cpu: 2, memory: 4Gi, pods: 29, arch: amd64, offerings: [{{zone: test-1a, capacityType: on-demand, price: {price}}}]}}\n"
+        )
+    };
+    let yaml = format!(
+        r#"apiVersion: adze.sh/v1alpha1
+kind: InstanceCatalog
+instanceTypes:
+{}{}{}---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}
+      requirements:
+        - {{key: aws.adze.sh/instance-family, operator: Exists, minValues: 3}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web}}
+spec: {{containers: [{{name: a, resources: {{requests: {{cpu: "1"}}}}}}]}}
+"#,
+        ty("c5.large", 0.085),
+        ty("m5.large", 0.096),
+        ty("r5.large", 0.126)
+    );
+    let path = scratch("ec2-named", &yaml);
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report.node_claims.len(), 1);
+    let claim = &report.node_claims[0];
+    assert_eq!(claim.instance_type_options.len(), 3, "{claim:?}");
+    assert_eq!(claim.labels[labels::INSTANCE_FAMILY], "c5");
+}

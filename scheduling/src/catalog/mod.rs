@@ -98,6 +98,22 @@ impl CatalogEntry {
                 self.gpus.to_string(),
             );
         }
+        // A type named like an EC2 type ("c5.large") gets the labels EC2 types get from their
+        // name, so NodePools written for EC2 (e.g. `instance-family Exists, minValues: 3`)
+        // mean the same against a custom catalog; the entry's own labels still win.
+        if let (Some((family, size)), Some(parts)) = (
+            self.name.split_once('.'),
+            ec2_data::family_parts(&self.name),
+        ) {
+            for (k, v) in [
+                (labels::INSTANCE_FAMILY, family.to_string()),
+                (labels::INSTANCE_SIZE, size.to_string()),
+                (labels::INSTANCE_CATEGORY, parts.category.to_string()),
+                (labels::INSTANCE_GENERATION, parts.generation.to_string()),
+            ] {
+                l.insert(k.to_string(), v);
+            }
+        }
         l.extend(self.labels);
         InstanceType::new(&self.name, capacity, oh, l, self.offerings)
     }
@@ -170,6 +186,41 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_catalog_entry_named_like_an_ec2_type_gets_its_name_labels() {
+        let entry = |name: &str, own: &[(&str, &str)]| {
+            CatalogEntry {
+                name: name.into(),
+                cpu_milli: 2000,
+                memory_bytes: 4 << 30,
+                pods: 29,
+                arch: "amd64".into(),
+                gpus: 0,
+                labels: own
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                offerings: vec![],
+            }
+            .into_instance_type()
+        };
+        let c5 = entry("c5.large", &[]);
+        assert_eq!(c5.label(labels::INSTANCE_FAMILY), Some("c5"));
+        assert_eq!(c5.label(labels::INSTANCE_SIZE), Some("large"));
+        assert_eq!(c5.label(labels::INSTANCE_CATEGORY), Some("c"));
+        assert_eq!(c5.label(labels::INSTANCE_GENERATION), Some("5"));
+        let own = entry("m7g.xlarge", &[(labels::INSTANCE_FAMILY, "custom")]);
+        assert_eq!(
+            own.label(labels::INSTANCE_FAMILY),
+            Some("custom"),
+            "own labels win"
+        );
+        assert_eq!(own.label(labels::INSTANCE_GENERATION), Some("7"));
+        let plain = entry("small", &[]);
+        assert_eq!(plain.label(labels::INSTANCE_FAMILY), None);
+        assert_eq!(plain.label(labels::INSTANCE_CATEGORY), None);
+    }
 
     #[test]
     fn embedded_catalog_has_labelled_types_with_offerings() {

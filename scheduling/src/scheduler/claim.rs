@@ -171,7 +171,9 @@ fn zone_phrase(reqs: &Requirements, all: &BTreeSet<String>) -> String {
     match reqs.get(labels::ZONE).and_then(|r| r.finite_values()) {
         Some(z) if z.len() < all.len() || all.is_empty() => {
             let z: Vec<&str> = z.iter().map(String::as_str).collect();
-            if z.len() == 1 {
+            if z.is_empty() {
+                " in any zone (the zone requirements together allow none)".to_string()
+            } else if z.len() == 1 {
                 format!(" in zone {}", z[0])
             } else {
                 format!(" in zones {}", z.join(", "))
