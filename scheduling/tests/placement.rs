@@ -1169,6 +1169,34 @@ fn hostname_self_affinity_group_of_5_lands_on_one_claim() {
 }
 
 #[test]
+fn hostname_self_affinity_group_larger_than_any_node_runs_as_many_as_one_node_holds() {
+    // As kube-scheduler would: the first pod goes anywhere, the others only beside it; the
+    // ones that do not fit stay pending instead of the whole group.
+    let s = snap(
+        pods("grp", 60, |b| {
+            b.cpu(4000)
+                .mem(4 * GI)
+                .label("app", "grp")
+                .affinity(labels::HOSTNAME, "grp")
+        }),
+        vec![default_pool()],
+    );
+    let plan = run(&s);
+    assert_eq!(plan.new_claims.len(), 1, "{:#?}", plan.new_claims);
+    let placed = plan.new_claims[0].pods.len();
+    assert!(placed >= 2, "only {placed} placed");
+    assert_eq!(plan.unschedulable.len(), 60 - placed);
+    let one_more = Resources::new((placed as i64 + 1) * 4000, (placed as i64 + 1) * 4 * GI)
+        .with_pods(placed as i64 + 1);
+    assert!(
+        !small_catalog()
+            .iter()
+            .any(|t| one_more.fits_in(t.allocatable())),
+        "{placed} placed, but one more would fit a type of the catalog"
+    );
+}
+
+#[test]
 fn zone_affinity_to_an_existing_pod_puts_pods_in_its_zone() {
     let mut s = snap(
         pods("web", 3, |b| {

@@ -324,7 +324,11 @@ impl<'a> Solver<'a> {
                     continue;
                 }
                 let leader = self.gang_leader(p);
-                match self.place(p) {
+                let mut placed = self.place(p);
+                if leader && placed.is_err() {
+                    placed = self.place_part_of_gang(p);
+                }
+                match placed {
                     Ok(()) => progress = true,
                     Err(reason) => failed.push((p, reason)),
                 }
@@ -377,6 +381,33 @@ impl<'a> Solver<'a> {
         }
         self.gang = Some(total);
         true
+    }
+
+    /// The group led by `p` does not fit one node whole. kube-scheduler places such pods one
+    /// at a time, so as many as one node holds run and the rest stay pending; here the leader
+    /// is retried with room kept for half as many followers each time (down to none), and the
+    /// followers then fill its node as far as they fit.
+    fn place_part_of_gang(&mut self, p: usize) -> Result<(), String> {
+        let g = self.group_of[p];
+        let rest: Vec<usize> = self.members[g]
+            .iter()
+            .copied()
+            .filter(|&q| q != p && self.placed_on[q].is_none())
+            .collect();
+        let mut k = rest.len() / 2;
+        loop {
+            let mut total = self.snap.pending[p].requests.clone();
+            for &q in &rest[..k] {
+                total.add(&self.snap.pending[q].requests);
+            }
+            self.gang = Some(total);
+            let placed = self.place(p);
+            if placed.is_ok() || k == 0 {
+                self.gang = None;
+                return placed;
+            }
+            k /= 2;
+        }
     }
 
     /// The requests capacity checks use for pod `p`: its own, or its group's while it leads.
