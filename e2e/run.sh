@@ -63,7 +63,7 @@ control_plane_up "$dir"
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
 start_provisioner() { # [LOG]
   "$bin" run --disruption-dry-run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 --garbage-collection-grace 10s \
-    --simulated-unavailable 't3a.xlarge:*:*' \
+    --simulated-unavailable 't3a.xlarge:*:*' --karpenter-labels \
     >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
 }
@@ -357,6 +357,26 @@ orphan_msg=$(adze_event orphan | head -n 1)
 echo "event on the pod with a missing claim: $orphan_msg"
 check "a pod whose claim is missing gets an event naming it" grep -q "persistentvolumeclaim vol/missing not found" <<<"$orphan_msg"
 check "and no NodeClaim is launched for it" count_is 1 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=vol -o name | wc -l"
+
+# ---- 7b. a workload written for Karpenter (--karpenter-labels) ----------------------------
+echo "== a pod selecting Karpenter's node labels"
+k create namespace karp >/dev/null
+nodepool karp 100 | k apply -f - >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: legacy, namespace: karp}
+spec:
+  nodeSelector: {e2e-pool: karp, karpenter.sh/capacity-type: on-demand, karpenter.k8s.aws/instance-category: m}
+  terminationGracePeriodSeconds: 0
+  containers: [{name: pause, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+YAML
+wait_for 120 count_is 1 running_pods karp
+check "the pod selecting karpenter.sh/capacity-type and karpenter.k8s.aws/instance-category is Running" count_is 1 running_pods karp
+karp_node=$(k get pod -n karp legacy -o jsonpath='{.spec.nodeName}')
+check "its node carries Karpenter's labels beside Adze's" bash -c "kubectl --kubeconfig $KUBECONFIG get node '$karp_node' -o json | jq -e '.metadata.labels as \$l |
+  \$l[\"karpenter.sh/nodepool\"] == \"karp\" and \$l[\"adze.sh/nodepool\"] == \"karp\" and
+  \$l[\"karpenter.k8s.aws/instance-category\"] == \"m\" and \$l[\"karpenter.sh/capacity-type\"] == \$l[\"adze.sh/capacity-type\"]' >/dev/null"
 
 # ---- 8. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then

@@ -104,6 +104,7 @@ AWS = {
     "serviceCIDR": "172.20.0.0/16",
     "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions", "kubernetesVersion": "1.30"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
+    "provisioner": {"karpenterLabels": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1,
@@ -120,7 +121,7 @@ def expect_aws(docs):
                  "--interruption-queue=demo-interruptions", "--metrics-addr=0.0.0.0:8080",
                  "--batch-idle-duration=1s", "--max-instance-types=60",
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
-                 "--service-cidr=172.20.0.0/16", "--launch-timeout=5m"]:
+                 "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -180,6 +181,7 @@ def expect_simulated(docs):
     check("simulated: --cloud-provider=simulated --boot-delay=3s",
           "--cloud-provider=simulated" in args and "--boot-delay=3s" in args, str(args))
     check("simulated: no AWS flags", not any(a.startswith("--cluster-name") for a in args))
+    check("simulated: no --karpenter-labels unless provisioner.karpenterLabels", "--karpenter-labels" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
     check("simulated: provisioner may create nodes and patch node and pod status",
           rules_allow(role, "", "nodes", "create") and rules_allow(role, "", "nodes/status", "patch")

@@ -86,7 +86,16 @@ pub fn relabel_for_instance(
     catalog: &[Arc<InstanceType>],
 ) -> BTreeMap<String, String> {
     use adze_scheduling::labels;
-    let mut out = claim_labels.clone();
+    // Karpenter's aliases (`--karpenter-labels`) are dropped and derived again, so they follow
+    // the launched instance too.
+    let aliased = claim_labels
+        .keys()
+        .any(|k| labels::adze_key_for_karpenter(k).is_some());
+    let mut out: BTreeMap<String, String> = claim_labels
+        .iter()
+        .filter(|(k, _)| labels::adze_key_for_karpenter(k).is_none())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     if let Some(planned) = claim_labels
         .get(labels::INSTANCE_TYPE)
         .and_then(|n| catalog.iter().find(|t| &t.name == n))
@@ -98,6 +107,9 @@ pub fn relabel_for_instance(
         }
     }
     out.extend(instance_labels(instance, catalog));
+    if aliased {
+        out = labels::with_karpenter_aliases(&out);
+    }
     out
 }
 
@@ -235,5 +247,14 @@ mod tests {
                 assert_eq!(out.get(&r.key).map(String::as_str), Some(v), "{}", r.key);
             }
         }
+        assert!(!out.keys().any(|k| k.starts_with("karpenter")));
+        // With Karpenter's keys on the claim, they follow the launched instance as well.
+        let aliased = labels::with_karpenter_aliases(&planned);
+        assert_eq!(aliased["karpenter.sh/capacity-type"], "on-demand");
+        let out = relabel_for_instance(&aliased, &launched("m6g.large", "us-east-1b"), &catalog);
+        assert_eq!(out["karpenter.sh/capacity-type"], "spot");
+        assert_eq!(out["karpenter.k8s.aws/instance-family"], "m6g");
+        assert_eq!(out["karpenter.sh/nodepool"], "general");
+        assert_eq!(out, labels::with_karpenter_aliases(&out));
     }
 }

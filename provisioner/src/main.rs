@@ -143,6 +143,11 @@ struct RunArgs {
     /// A cloud instance tagged as ours that no NodeClaim owns is terminated after this long.
     #[arg(long, value_parser = duration, default_value = "5m")]
     garbage_collection_grace: std::time::Duration,
+    /// New nodes also carry Karpenter's well-known labels (karpenter.sh/capacity-type,
+    /// karpenter.sh/nodepool, karpenter.k8s.aws/instance-*), and pods selecting them are
+    /// provisioned for, so workloads written for Karpenter keep working.
+    #[arg(long)]
+    karpenter_labels: bool,
     /// Simulated cloud: launches of this offering fail with InsufficientCapacity
     /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable).
     #[arg(long, value_name = "TYPE:ZONE:CAPACITYTYPE")]
@@ -312,6 +317,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         aws,
         interruption,
         garbage_grace: args.garbage_collection_grace,
+        karpenter_labels: args.karpenter_labels,
         simulated_unavailable: args.simulated_unavailable.clone(),
         disruption: adze_provisioner::disruption::Settings {
             poll: args.disruption_poll_period,
@@ -347,6 +353,10 @@ struct SimulateArgs {
     /// Exit 0 even when some pods are left unschedulable (the plan is printed either way).
     #[arg(long)]
     allow_unschedulable: bool,
+    /// Plan as `run --karpenter-labels` does: new nodes carry Karpenter's well-known labels
+    /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
+    #[arg(long)]
+    karpenter_labels: bool,
 }
 
 /// `simulate`'s exit status when pods are left unschedulable, so a CI job can gate on it.
@@ -365,9 +375,15 @@ enum Format {
 fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     let yaml = std::fs::read_to_string(&args.scenario)
         .with_context(|| format!("reading {}", args.scenario.display()))?;
-    let scenario =
+    let mut scenario =
         Scenario::parse(&yaml).with_context(|| format!("{}", args.scenario.display()))?;
-    let outcome = simulate::run(&scenario, args.max_instance_types as usize);
+    if args.karpenter_labels {
+        simulate::with_karpenter_labels(&mut scenario);
+    }
+    let mut outcome = simulate::run(&scenario, args.max_instance_types as usize);
+    if args.karpenter_labels {
+        simulate::add_karpenter_labels(&mut outcome.plan);
+    }
     let text = match args.output {
         Format::Table => output::table(&scenario, &outcome.plan, outcome.elapsed),
         Format::Json => {

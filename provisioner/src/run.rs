@@ -48,6 +48,8 @@ pub struct Config {
     pub interruption: Option<QueueOptions>,
     /// An instance no NodeClaim owns is terminated after this long.
     pub garbage_grace: Duration,
+    /// `--karpenter-labels` (see [`crate::state::ClusterState::karpenter_labels`]).
+    pub karpenter_labels: bool,
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
     pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
     pub disruption: crate::disruption::Settings,
@@ -70,7 +72,8 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
-    let state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
+    let mut state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
+    state.karpenter_labels = config.karpenter_labels;
     tracing::info!(
         nodes = state.nodes.state().len(),
         pods = state.pods.state().len(),

@@ -608,3 +608,42 @@ spec: {{containers: [{{name: a, resources: {{requests: {{cpu: "1"}}}}}}]}}
     assert_eq!(claim.instance_type_options.len(), 3, "{claim:?}");
     assert_eq!(claim.labels[labels::INSTANCE_FAMILY], "c5");
 }
+
+#[test]
+fn karpenter_keys_are_planned_for_and_put_on_nodes_only_with_karpenter_labels() {
+    let path = scratch(
+        "karpenter-keys",
+        r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  nodeSelector: {karpenter.sh/capacity-type: spot, karpenter.k8s.aws/instance-family: m5}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - labelSelector: {matchLabels: {app: web}}
+          topologyKey: karpenter.sh/nodepool
+  containers: [{name: a, resources: {requests: {cpu: "1"}}}]
+"#,
+    );
+    let without = simulate(&path, &["--output", "json"]);
+    let with = simulate(&path, &["--output", "json", "--karpenter-labels"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(without.status.code(), Some(2), "{}", stderr(&without));
+    assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
+    let report: Report = serde_json::from_str(&stdout(&with)).unwrap();
+    let l = &report.node_claims[0].labels;
+    assert_eq!(l[labels::CAPACITY_TYPE], "spot");
+    assert_eq!(l["karpenter.sh/capacity-type"], "spot");
+    assert_eq!(l[labels::INSTANCE_FAMILY], "m5");
+    assert_eq!(l["karpenter.k8s.aws/instance-family"], "m5");
+}

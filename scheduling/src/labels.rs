@@ -2,6 +2,8 @@
 //! `adze.sh/` and instance attributes under `aws.adze.sh/`, mirroring Karpenter's layout so a
 //! Karpenter user can translate requirements key for key.
 
+use std::collections::BTreeMap;
+
 pub const ARCH: &str = "kubernetes.io/arch";
 pub const OS: &str = "kubernetes.io/os";
 pub const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -80,6 +82,61 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_HYPERVISOR,
 ];
 
+/// Karpenter's well-known label keys and Adze's equivalents. `migrate` renames by this table;
+/// with Karpenter labels on (`--karpenter-labels`), nodes carry both keys and pods selecting
+/// Karpenter's keys are planned as if they selected Adze's.
+pub const KARPENTER_ALIASES: &[(&str, &str)] = &[
+    ("karpenter.sh/capacity-type", CAPACITY_TYPE),
+    ("karpenter.sh/nodepool", NODEPOOL),
+    ("karpenter.k8s.aws/instance-category", INSTANCE_CATEGORY),
+    ("karpenter.k8s.aws/instance-family", INSTANCE_FAMILY),
+    ("karpenter.k8s.aws/instance-generation", INSTANCE_GENERATION),
+    ("karpenter.k8s.aws/instance-size", INSTANCE_SIZE),
+    ("karpenter.k8s.aws/instance-cpu", INSTANCE_CPU),
+    ("karpenter.k8s.aws/instance-memory", INSTANCE_MEMORY),
+    ("karpenter.k8s.aws/instance-gpu-count", INSTANCE_GPU_COUNT),
+    ("karpenter.k8s.aws/instance-gpu-name", INSTANCE_GPU_NAME),
+    (
+        "karpenter.k8s.aws/instance-gpu-manufacturer",
+        INSTANCE_GPU_MANUFACTURER,
+    ),
+    ("karpenter.k8s.aws/instance-gpu-memory", INSTANCE_GPU_MEMORY),
+    ("karpenter.k8s.aws/instance-hypervisor", INSTANCE_HYPERVISOR),
+    (
+        "karpenter.k8s.aws/instance-accelerator-name",
+        INSTANCE_ACCELERATOR_NAME,
+    ),
+    (
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        INSTANCE_ACCELERATOR_MANUFACTURER,
+    ),
+    (
+        "karpenter.k8s.aws/instance-accelerator-count",
+        INSTANCE_ACCELERATOR_COUNT,
+    ),
+    ("karpenter.k8s.aws/instance-local-nvme", INSTANCE_LOCAL_NVME),
+];
+
+/// Adze's key for Karpenter's `key`, if it has one.
+pub fn adze_key_for_karpenter(key: &str) -> Option<&'static str> {
+    KARPENTER_ALIASES
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, a)| *a)
+}
+
+/// `labels` plus, for every Adze key with a Karpenter equivalent, Karpenter's key with the
+/// same value (what a node carries with `--karpenter-labels`).
+pub fn with_karpenter_aliases(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = labels.clone();
+    for (karpenter, adze) in KARPENTER_ALIASES {
+        if let Some(v) = labels.get(*adze) {
+            out.insert((*karpenter).to_string(), v.clone());
+        }
+    }
+    out
+}
+
 /// Label domains Adze refuses in a NodePool template: they belong to the kubelet or to Adze.
 pub const RESTRICTED_PREFIXES: &[&str] = &["kubernetes.io/", "k8s.io/", "adze.sh/"];
 
@@ -143,6 +200,28 @@ pub const UNSCHEDULABLE_AT: &str = "adze.sh/unschedulable-at";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn karpenter_aliases_map_both_ways() {
+        assert_eq!(
+            adze_key_for_karpenter("karpenter.sh/capacity-type"),
+            Some(CAPACITY_TYPE)
+        );
+        assert_eq!(adze_key_for_karpenter("example.com/x"), None);
+        let l = BTreeMap::from([
+            (CAPACITY_TYPE.to_string(), "spot".to_string()),
+            (INSTANCE_FAMILY.to_string(), "m5".to_string()),
+            ("team".to_string(), "a".to_string()),
+        ]);
+        let both = with_karpenter_aliases(&l);
+        assert_eq!(both["karpenter.sh/capacity-type"], "spot");
+        assert_eq!(both["karpenter.k8s.aws/instance-family"], "m5");
+        assert_eq!(both[CAPACITY_TYPE], "spot");
+        assert_eq!(both.len(), 5);
+        for (k, _) in KARPENTER_ALIASES {
+            assert!(kubelet_may_set(k), "{k}");
+        }
+    }
 
     #[test]
     fn kubelet_refuses_kubernetes_io_labels_outside_its_own() {

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::labels;
 use crate::requirements::Requirements;
 use crate::resources::Resources;
 use crate::taints::Toleration;
@@ -103,6 +104,40 @@ impl Pod {
             requests,
             node_requirements: vec![Requirements::new()],
             ..Default::default()
+        }
+    }
+
+    /// Reads requirements and topology keys on Karpenter's well-known labels as the Adze
+    /// labels they alias ([`labels::KARPENTER_ALIASES`]): right only where new nodes carry
+    /// both keys (`--karpenter-labels`), which is when callers use it.
+    pub fn alias_karpenter_keys(&mut self) {
+        let rename = labels::adze_key_for_karpenter;
+        for t in &mut self.node_requirements {
+            *t = t.renamed(rename);
+        }
+        for w in &mut self.preferred_node {
+            w.term = w.term.renamed(rename);
+        }
+        let topology_keys = self
+            .spread
+            .iter_mut()
+            .map(|s| &mut s.topology_key)
+            .chain(self.affinity.iter_mut().map(|a| &mut a.topology_key))
+            .chain(self.anti_affinity.iter_mut().map(|a| &mut a.topology_key))
+            .chain(
+                self.preferred_affinity
+                    .iter_mut()
+                    .map(|w| &mut w.term.topology_key),
+            )
+            .chain(
+                self.preferred_anti_affinity
+                    .iter_mut()
+                    .map(|w| &mut w.term.topology_key),
+            );
+        for key in topology_keys {
+            if let Some(new) = rename(key) {
+                *key = new.to_string();
+            }
         }
     }
 

@@ -453,6 +453,20 @@ impl Requirements {
         self.by_key.remove(key)
     }
 
+    /// The same requirements with keys renamed by `rename` (None keeps a key); a renamed
+    /// requirement is intersected with any already on the new key.
+    pub fn renamed(&self, rename: impl Fn(&str) -> Option<&'static str>) -> Requirements {
+        let mut out = Requirements::new();
+        for r in self.iter() {
+            let mut r = r.clone();
+            if let Some(new) = rename(&r.key) {
+                r.key = new.to_string();
+            }
+            out.add(r);
+        }
+        out
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Requirement> {
         self.by_key.values()
     }

@@ -463,8 +463,11 @@ impl Disruption {
                     .abort(old, &names, &format!("NodePool {} is gone", nc.nodepool))
                     .await;
             };
-            api.create(&PostParams::default(), &claim_object(nc, pool, &uids))
-                .await?;
+            api.create(
+                &PostParams::default(),
+                &claim_object(nc, pool, &uids, objects.karpenter_labels),
+            )
+            .await?;
             tracing::info!(
                 nodeclaim = %nc.name, instance_type = %nc.instance_type, capacity_type = %nc.capacity_type,
                 price_per_hour = nc.price_per_hour, pods = nc.pods.len(), replaces = ?d.node_names(),

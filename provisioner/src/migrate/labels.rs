@@ -13,63 +13,10 @@ pub enum Key {
     Unsupported,
 }
 
-const RENAMES: &[(&str, &str)] = &[
-    ("karpenter.sh/capacity-type", labels::CAPACITY_TYPE),
-    ("karpenter.sh/nodepool", labels::NODEPOOL),
-    (
-        "karpenter.k8s.aws/instance-category",
-        labels::INSTANCE_CATEGORY,
-    ),
-    ("karpenter.k8s.aws/instance-family", labels::INSTANCE_FAMILY),
-    (
-        "karpenter.k8s.aws/instance-generation",
-        labels::INSTANCE_GENERATION,
-    ),
-    ("karpenter.k8s.aws/instance-size", labels::INSTANCE_SIZE),
-    ("karpenter.k8s.aws/instance-cpu", labels::INSTANCE_CPU),
-    ("karpenter.k8s.aws/instance-memory", labels::INSTANCE_MEMORY),
-    (
-        "karpenter.k8s.aws/instance-gpu-count",
-        labels::INSTANCE_GPU_COUNT,
-    ),
-    (
-        "karpenter.k8s.aws/instance-gpu-name",
-        labels::INSTANCE_GPU_NAME,
-    ),
-    (
-        "karpenter.k8s.aws/instance-gpu-manufacturer",
-        labels::INSTANCE_GPU_MANUFACTURER,
-    ),
-    (
-        "karpenter.k8s.aws/instance-gpu-memory",
-        labels::INSTANCE_GPU_MEMORY,
-    ),
-    (
-        "karpenter.k8s.aws/instance-hypervisor",
-        labels::INSTANCE_HYPERVISOR,
-    ),
-    (
-        "karpenter.k8s.aws/instance-accelerator-name",
-        labels::INSTANCE_ACCELERATOR_NAME,
-    ),
-    (
-        "karpenter.k8s.aws/instance-accelerator-manufacturer",
-        labels::INSTANCE_ACCELERATOR_MANUFACTURER,
-    ),
-    (
-        "karpenter.k8s.aws/instance-accelerator-count",
-        labels::INSTANCE_ACCELERATOR_COUNT,
-    ),
-    (
-        "karpenter.k8s.aws/instance-local-nvme",
-        labels::INSTANCE_LOCAL_NVME,
-    ),
-];
-
 const KARPENTER_DOMAINS: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/"];
 
 pub fn map(key: &str) -> Key {
-    if let Some((_, adze)) = RENAMES.iter().find(|(k, _)| *k == key) {
+    if let Some(adze) = labels::adze_key_for_karpenter(key) {
         return Key::Renamed(adze);
     }
     if KARPENTER_DOMAINS.iter().any(|d| key.starts_with(d)) {

@@ -36,7 +36,14 @@ pub struct Settings {
 }
 
 /// The NodeClaim the plan asks for. `uids` maps "namespace/name" to the pod's uid.
-pub fn claim_object(c: &NewClaim, pool: &NodePool, uids: &BTreeMap<String, String>) -> NodeClaim {
+/// The NodeClaim for a planned claim. `karpenter_labels`: its labels (which its node gets)
+/// include Karpenter's keys beside Adze's.
+pub fn claim_object(
+    c: &NewClaim,
+    pool: &NodePool,
+    uids: &BTreeMap<String, String>,
+    karpenter_labels: bool,
+) -> NodeClaim {
     let template = &pool.spec.template.spec;
     let requirements: Vec<_> = c
         .requirements
@@ -68,6 +75,9 @@ pub fn claim_object(c: &NewClaim, pool: &NodePool, uids: &BTreeMap<String, Strin
         .collect();
     let mut claim_labels = c.labels.clone();
     claim_labels.insert(labels::NODEPOOL.into(), c.nodepool.clone());
+    if karpenter_labels {
+        claim_labels = labels::with_karpenter_aliases(&claim_labels);
+    }
     let mut annotations = pool.spec.template.metadata.annotations.clone();
     annotations.insert(labels::NOMINATED_PODS.into(), nomination::encode(&pods));
     annotations.insert(
@@ -290,7 +300,7 @@ impl Provisioner {
             else {
                 continue;
             };
-            let obj = claim_object(c, pool, &built.pending_uids);
+            let obj = claim_object(c, pool, &built.pending_uids, objects.karpenter_labels);
             match claims.create(&PostParams::default(), &obj).await {
                 Ok(_) => {
                     tracing::info!(
@@ -486,10 +496,15 @@ mod tests {
             pods: vec!["web/a".into()],
         };
         let uids = [("web/a".to_string(), "u-a".to_string())].into();
-        let c = claim_object(&plan, &pool, &uids);
+        let c = claim_object(&plan, &pool, &uids, false);
         let l = c.metadata.labels.clone().unwrap();
         assert_eq!(l[labels::NODEPOOL], "default");
         assert_eq!(l[labels::ZONE], "us-east-1a");
+        assert!(!l.contains_key("karpenter.sh/nodepool"));
+        let with_karpenter = claim_object(&plan, &pool, &uids, true);
+        let k = with_karpenter.metadata.labels.unwrap();
+        assert_eq!(k["karpenter.sh/nodepool"], "default");
+        assert_eq!(k[labels::NODEPOOL], "default");
         assert_eq!(
             nomination::of_claim(&c),
             vec![Nomination {

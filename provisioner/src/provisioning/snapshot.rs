@@ -48,6 +48,9 @@ pub struct Objects {
     pub storage_classes: Vec<Arc<StorageClass>>,
     /// None when EC2NodeClasses are not watched (the simulated cloud): pools use the catalog.
     pub nodeclasses: Option<Vec<Arc<EC2NodeClass>>>,
+    /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's, so
+    /// pods selecting Karpenter's keys are planned as if they selected Adze's.
+    pub karpenter_labels: bool,
 }
 
 #[derive(Debug, Default)]
@@ -341,13 +344,16 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         if target.is_none() && !is_pending(p) && !displaced {
             continue;
         }
-        let pod = match convert::pod(p) {
+        let mut pod = match convert::pod(p) {
             Ok(pod) => pod,
             Err(e) => {
                 built.problems.push(e.to_string());
                 continue;
             }
         };
+        if objects.karpenter_labels {
+            pod.alias_karpenter_keys();
+        }
         let pod = match (
             convert::with_volume_topology(p, pod.clone(), &volumes),
             &target,

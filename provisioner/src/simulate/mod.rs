@@ -19,6 +19,22 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
+/// As `run --karpenter-labels` plans: new nodes carry Karpenter's well-known labels beside
+/// Adze's, so pending pods selecting Karpenter's keys are planned as if they selected Adze's,
+/// and each planned claim's labels include the Karpenter keys.
+pub fn with_karpenter_labels(scenario: &mut Scenario) {
+    for p in &mut scenario.snapshot.pending {
+        p.alias_karpenter_keys();
+    }
+}
+
+/// The plan's claims labelled as nodes are with `--karpenter-labels`.
+pub fn add_karpenter_labels(plan: &mut Plan) {
+    for c in &mut plan.new_claims {
+        c.labels = adze_scheduling::labels::with_karpenter_aliases(&c.labels);
+    }
+}
+
 /// Places the scenario's pending pods, keeping at most `max_instance_types` options per
 /// NodeClaim (minValues may keep more).
 pub fn run(scenario: &Scenario, max_instance_types: usize) -> Outcome {

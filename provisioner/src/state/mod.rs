@@ -30,6 +30,8 @@ pub struct ClusterState {
     pub storage_classes: Store<StorageClass>,
     /// Watched with the AWS provider only: the simulated cloud may run without the CRD.
     pub nodeclasses: Option<Store<EC2NodeClass>>,
+    /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's.
+    pub karpenter_labels: bool,
 }
 
 fn watch<K>(api: Api<K>) -> Store<K>
@@ -68,6 +70,7 @@ impl ClusterState {
             pvs: watch(Api::all(client.clone())),
             storage_classes: watch(Api::all(client.clone())),
             nodeclasses: nodeclasses.then(|| watch(Api::all(client))),
+            karpenter_labels: false,
         };
         if let Some(classes) = &s.nodeclasses {
             classes.wait_until_ready().await?;
@@ -94,6 +97,7 @@ impl ClusterState {
             pvs: self.pvs.state(),
             storage_classes: self.storage_classes.state(),
             nodeclasses: self.nodeclasses.as_ref().map(|s| s.state()),
+            karpenter_labels: self.karpenter_labels,
         }
     }
 }
