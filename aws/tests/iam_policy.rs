@@ -296,6 +296,45 @@ fn the_interruption_queue_takes_events_over_tls_from_the_four_rules() {
 }
 
 #[test]
+fn the_instance_profile_tags_the_code_sets_are_the_ones_the_policy_lets_it_set() {
+    // CreateOwnedInstanceProfiles lists the allowed tag keys (aws:TagKeys): a tag added in
+    // instance_profile.rs without it would make every CreateInstanceProfile AccessDenied.
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/instance_profile.rs"
+    ))
+    .unwrap();
+    let squashed: String = source.split_whitespace().collect();
+    let set: BTreeSet<String> = squashed
+        .split(".tags(tag(")
+        .skip(1)
+        .map(|rest| {
+            let key = rest.split(',').next().unwrap();
+            match key {
+                k if k.contains("kubernetes.io/cluster/{}") => {
+                    format!("kubernetes.io/cluster/{}", template::CLUSTER)
+                }
+                k => k.trim_matches('"').to_string(),
+            }
+        })
+        .collect();
+    assert!(
+        set.len() >= 2,
+        "scanner no longer sees instance profile tags: {set:?}"
+    );
+    let policy = template::controller_policy(&template::load());
+    let statement = rules::Statement::all(&policy)
+        .into_iter()
+        .find(|s| s.covers("iam:CreateInstanceProfile"))
+        .expect("a statement allows iam:CreateInstanceProfile");
+    let allowed: BTreeSet<String> = serde_json::from_value(
+        statement.json["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"].clone(),
+    )
+    .expect("aws:TagKeys is a list");
+    assert_eq!(set, allowed);
+}
+
+#[test]
 fn docs_point_to_the_template_and_name_every_statement() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/install.md"))
         .expect("docs/install.md exists");
