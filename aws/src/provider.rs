@@ -387,7 +387,7 @@ impl AwsProvider {
                 None => data.set_security_group_ids(Some(groups)),
             };
             // Everything a launch creates carries the cluster tag: the documented IAM policy
-            // only allows creating resources that do (docs/install.md, tests/iam_policy.rs).
+            // only allows creating resources that do (deploy/aws/adze.yaml, tests/iam_policy.rs).
             for kind in [
                 ResourceType::Volume,
                 ResourceType::NetworkInterface,

@@ -1,7 +1,15 @@
-//! The IAM policy users copy from docs/install.md must allow every AWS API call this crate makes.
-//! AWS is not reachable here (moto does not enforce IAM), so the check is static: collect the
-//! SDK operations called in `src/` and look each one up in the documented policy. A new call
-//! without a policy line fails here instead of as `UnauthorizedOperation` on a user's cluster.
+//! The controller policy in deploy/aws/adze.yaml (the one users deploy; docs/install.md points
+//! to it) must allow every AWS API call this crate makes, and nothing that lets the role touch
+//! what is not the cluster's. AWS is not reachable here (moto does not enforce IAM), so the
+//! checks are static: collect the SDK operations called in `src/` and look each one up in the
+//! policy; judge every statement's conditions with `rules` (whose own tests feed it bad
+//! policies). A new call without a policy line fails here instead of as
+//! `UnauthorizedOperation` on a user's cluster.
+
+#[path = "iam_policy/rules.rs"]
+mod rules;
+#[path = "iam_policy/template.rs"]
+mod template;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -80,39 +88,6 @@ fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The JSON policy document inside docs/install.md (the fenced block with a `Statement`).
-fn documented_policy() -> serde_json::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/install.md");
-    let doc = std::fs::read_to_string(path).expect("docs/install.md exists");
-    let block = doc
-        .split("```json")
-        .skip(1)
-        .filter_map(|b| b.split("```").next())
-        .find(|b| b.contains("\"Statement\""))
-        .expect("docs/install.md has a ```json block with the IAM policy");
-    serde_json::from_str(block).expect("the documented IAM policy is valid JSON")
-}
-
-fn allowed_actions(policy: &serde_json::Value) -> BTreeSet<String> {
-    let mut actions = BTreeSet::new();
-    for statement in policy["Statement"].as_array().expect("Statement array") {
-        assert_eq!(
-            statement["Effect"], "Allow",
-            "only Allow statements expected"
-        );
-        match &statement["Action"] {
-            serde_json::Value::String(a) => {
-                actions.insert(a.clone());
-            }
-            serde_json::Value::Array(list) => {
-                actions.extend(list.iter().filter_map(|a| a.as_str().map(str::to_string)));
-            }
-            other => panic!("Action must be a string or a list, got {other}"),
-        }
-    }
-    actions
-}
-
 #[test]
 fn the_scanner_finds_calls_split_over_lines_and_skips_non_operations() {
     let src = "let r = self\n    .clients\n    .ec2\n    .create_fleet()\n    .send();\n\
@@ -124,14 +99,14 @@ fn the_scanner_finds_calls_split_over_lines_and_skips_non_operations() {
     );
 }
 
-#[test]
-fn documented_iam_policy_allows_every_aws_call_the_provider_makes() {
+/// `(action, file)` for every AWS call in `src/` but the fault proxy.
+fn calls_in_src() -> BTreeSet<(String, String)> {
     let mut files = Vec::new();
     sources(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
         &mut files,
     );
-    let mut called: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut called = BTreeSet::new();
     for (file, text) in &files {
         // The fault proxy forwards test traffic to moto; it is not the provider calling AWS.
         if file.ends_with("fault_proxy.rs") {
@@ -141,49 +116,246 @@ fn documented_iam_policy_allows_every_aws_call_the_provider_makes() {
             called.insert((op, file.clone()));
         }
     }
+    called
+}
+
+#[test]
+fn the_policy_allows_every_aws_call_the_provider_makes() {
+    let called = calls_in_src();
     let names: BTreeSet<&str> = called.iter().map(|(op, _)| op.as_str()).collect();
     // Guard against the scanner silently finding nothing after a refactor.
     for must in [
         "ec2:CreateFleet",
+        "ec2:CreateLaunchTemplate",
         "ec2:TerminateInstances",
         "ec2:DescribeInstanceTypes",
+        "iam:CreateInstanceProfile",
         "ssm:GetParameter",
         "sqs:ReceiveMessage",
+        "eks:DescribeCluster",
     ] {
         assert!(
             names.contains(must),
             "scanner no longer sees {must}; found {names:?}"
         );
     }
-    let allowed = allowed_actions(&documented_policy());
-    let missing: Vec<String> = called
+    let policy = template::controller_policy(&template::load());
+    let statements = rules::Statement::all(&policy);
+    let mut missing: Vec<String> = called
         .iter()
-        .filter(|(op, _)| !allowed.contains(op))
+        .filter(|(op, _)| !statements.iter().any(|s| s.covers(op)))
         .map(|(op, file)| format!("{op} (called in {file})"))
         .collect();
+    // A direct CreateTags call tags an existing resource: only the narrow retagging form
+    // (resources already the cluster's, listed keys) may allow it, not tag-on-create.
+    if names.contains("ec2:CreateTags")
+        && !statements
+            .iter()
+            .any(|s| s.covers("ec2:CreateTags") && s.retags_owned_only(template::CLUSTER))
+    {
+        missing.push("ec2:CreateTags on existing resources (called directly)".into());
+    }
+    // Launches set tags in the creating call, which IAM authorizes as ec2:CreateTags with
+    // ec2:CreateAction naming that call.
+    for creating in ["CreateFleet", "CreateLaunchTemplate"] {
+        let tags_on_create = statements.iter().any(|s| {
+            s.covers("ec2:CreateTags")
+                && s.json["Condition"]["StringEquals"]["ec2:CreateAction"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|v| v == creating))
+        });
+        if names.contains(format!("ec2:{creating}").as_str()) && !tags_on_create {
+            missing.push(format!("ec2:CreateTags with ec2:CreateAction {creating}"));
+        }
+    }
     assert!(
         missing.is_empty(),
-        "docs/install.md's IAM policy does not allow: {missing:?}"
+        "deploy/aws/adze.yaml's ControllerPolicy does not allow: {missing:?}"
     );
 }
 
 #[test]
-fn documented_launch_statements_require_the_cluster_tag_that_launches_set() {
-    // Creating instances, fleets and launch templates is allowed only with the cluster's
-    // ownership tag on the request; the provider must therefore tag every resource type a
-    // launch creates (checked against moto in tests/moto.rs). Here: the policy really says so.
-    let policy = documented_policy();
-    let launch = policy["Statement"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["Sid"] == "Launch")
-        .expect("a Launch statement");
-    let condition = launch["Condition"]["StringEquals"]
-        .as_object()
-        .expect("Launch has a StringEquals condition");
+fn the_policy_is_least_privilege() {
+    let policy = template::controller_policy(&template::load());
+    let v = rules::violations(&policy, template::CLUSTER);
+    assert!(v.is_empty(), "ControllerPolicy breaks: {v:#?}");
+    // The rules look at these statements; make sure they are there to be looked at.
+    for action in [
+        "ec2:CreateTags",
+        "ec2:TerminateInstances",
+        "iam:PassRole",
+        "iam:TagInstanceProfile",
+    ] {
+        assert!(
+            rules::Statement::all(&policy)
+                .iter()
+                .any(|s| s.covers(action)),
+            "no statement allows {action}"
+        );
+    }
+}
+
+#[test]
+fn the_controller_role_has_the_policy_and_trusts_only_the_provisioner() {
+    let t = template::load();
+    let role = &template::resource(&t, "ControllerRole")["Properties"];
+    let attached = template::json(&role["ManagedPolicyArns"]);
+    assert_eq!(attached, serde_json::json!([{"Ref": "ControllerPolicy"}]));
+    let choice = &role["AssumeRolePolicyDocument"]["Fn::If"];
+    assert_eq!(choice[0].as_str(), Some("UseIrsa"));
+    // IRSA: a web identity from the cluster's provider, for the one ServiceAccount, for STS.
+    let irsa: serde_json::Value = serde_json::from_str(&template::substitute(
+        choice[1]["Fn::Sub"]
+            .as_str()
+            .expect("IRSA trust is a Fn::Sub string"),
+    ))
+    .expect("IRSA trust is JSON");
+    let [statement] = irsa["Statement"].as_array().unwrap().as_slice() else {
+        panic!("one trust statement: {irsa}");
+    };
+    assert_eq!(statement["Action"], "sts:AssumeRoleWithWebIdentity");
+    assert_eq!(
+        statement["Principal"]["Federated"],
+        "arn:aws:iam::ACCOUNT_ID:oidc-provider/OIDC_PROVIDER"
+    );
+    assert_eq!(
+        statement["Condition"]["StringEquals"],
+        serde_json::json!({
+            "OIDC_PROVIDER:sub": "system:serviceaccount:NAMESPACE:SERVICE_ACCOUNT",
+            "OIDC_PROVIDER:aud": "sts.amazonaws.com"
+        })
+    );
+    // Pod Identity: the EKS agent assumes the role and tags the session.
+    let pod = template::json(&choice[2]);
+    let [statement] = pod["Statement"].as_array().unwrap().as_slice() else {
+        panic!("one trust statement: {pod}");
+    };
+    assert_eq!(statement["Principal"]["Service"], "pods.eks.amazonaws.com");
+    assert_eq!(
+        statement["Action"],
+        serde_json::json!(["sts:AssumeRole", "sts:TagSession"])
+    );
+    let assoc = template::resource(&t, "ControllerPodIdentity");
+    assert_eq!(assoc["Condition"].as_str(), Some("UsePodIdentity"));
+    // The default ServiceAccount is the chart's provisioner for release `adze`.
+    let chart = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../charts/adze/templates/provisioner.yaml"
+    ))
+    .unwrap();
+    assert!(chart.contains("serviceAccountName: {{ $fullname }}-provisioner"));
+    assert_eq!(
+        t["Parameters"]["ServiceAccountName"]["Default"].as_str(),
+        Some("adze-provisioner")
+    );
+}
+
+#[test]
+fn the_interruption_queue_takes_events_over_tls_from_the_four_rules() {
+    let t = template::load();
+    let policy = template::json(
+        &template::resource(&t, "InterruptionQueuePolicy")["Properties"]["PolicyDocument"],
+    );
+    let statements = policy["Statement"].as_array().unwrap();
+    assert!(statements.iter().any(|s| s["Effect"] == "Allow"
+        && s["Action"] == "sqs:SendMessage"
+        && s["Principal"]["Service"]
+            == serde_json::json!(["events.amazonaws.com", "sqs.amazonaws.com"])));
+    assert!(statements.iter().any(|s| s["Effect"] == "Deny"
+        && s["Principal"] == "*"
+        && s["Condition"]["Bool"]["aws:SecureTransport"] == "false"));
+    // The events interruption::parse understands, each routed to the queue by a rule.
+    let mut routed = BTreeSet::new();
+    for (_, r) in t["Resources"].as_mapping().unwrap() {
+        if r["Type"].as_str() != Some("AWS::Events::Rule") {
+            continue;
+        }
+        let p = template::json(&r["Properties"]);
+        assert_eq!(
+            p["Targets"][0]["Arn"],
+            serde_json::json!({"Fn::GetAtt": ["InterruptionQueue", "Arn"]})
+        );
+        routed.insert((
+            p["EventPattern"]["source"][0].as_str().unwrap().to_string(),
+            p["EventPattern"]["detail-type"][0]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ));
+    }
+    let expected: BTreeSet<(String, String)> = [
+        ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+        ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+        ("aws.ec2", "EC2 Instance State-change Notification"),
+        ("aws.health", "AWS Health Event"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(routed, expected);
+}
+
+#[test]
+fn the_instance_profile_tags_the_code_sets_are_the_ones_the_policy_lets_it_set() {
+    // CreateOwnedInstanceProfiles lists the allowed tag keys (aws:TagKeys): a tag added in
+    // instance_profile.rs without it would make every CreateInstanceProfile AccessDenied.
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/instance_profile.rs"
+    ))
+    .unwrap();
+    let squashed: String = source.split_whitespace().collect();
+    let set: BTreeSet<String> = squashed
+        .split(".tags(tag(")
+        .skip(1)
+        .map(|rest| {
+            let key = rest.split(',').next().unwrap();
+            match key {
+                k if k.contains("kubernetes.io/cluster/{}") => {
+                    format!("kubernetes.io/cluster/{}", template::CLUSTER)
+                }
+                k => k.trim_matches('"').to_string(),
+            }
+        })
+        .collect();
     assert!(
-        condition.contains_key("aws:RequestTag/kubernetes.io/cluster/CLUSTER_NAME"),
-        "Launch must be scoped by the cluster tag, got {condition:?}"
+        set.len() >= 2,
+        "scanner no longer sees instance profile tags: {set:?}"
+    );
+    let policy = template::controller_policy(&template::load());
+    let statement = rules::Statement::all(&policy)
+        .into_iter()
+        .find(|s| s.covers("iam:CreateInstanceProfile"))
+        .expect("a statement allows iam:CreateInstanceProfile");
+    let allowed: BTreeSet<String> = serde_json::from_value(
+        statement.json["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"].clone(),
+    )
+    .expect("aws:TagKeys is a list");
+    assert_eq!(set, allowed);
+}
+
+#[test]
+fn docs_point_to_the_template_and_name_every_statement() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/install.md"))
+        .expect("docs/install.md exists");
+    assert!(doc.contains("deploy/aws/adze.yaml"));
+    // One source of truth: no second copy of the policy to drift.
+    assert!(
+        !doc.split("```json").skip(1).any(|b| b
+            .split("```")
+            .next()
+            .unwrap_or("")
+            .contains("\"Statement\"")),
+        "docs/install.md must point to deploy/aws/adze.yaml, not copy the policy"
+    );
+    let policy = template::controller_policy(&template::load());
+    let unnamed: Vec<String> = rules::Statement::all(&policy)
+        .iter()
+        .map(|s| s.sid())
+        .filter(|sid| !doc.contains(&format!("`{sid}`")))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "docs/install.md does not explain statements {unnamed:?}"
     );
 }
