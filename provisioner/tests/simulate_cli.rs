@@ -647,3 +647,17 @@ spec:
     assert_eq!(l[labels::INSTANCE_FAMILY], "m5");
     assert_eq!(l["karpenter.k8s.aws/instance-family"], "m5");
 }
+
+/// Built without the `aws` feature (README's first command), `run` refuses what needs it by
+/// name instead of starting without it. `.ci/run` runs this file with --no-default-features.
+#[cfg(not(feature = "aws"))]
+#[test]
+fn without_the_aws_feature_run_refuses_the_aws_provider_by_name() {
+    let out = adze(&["run", "--cloud-provider", "aws", "--cluster-name", "demo"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--cloud-provider aws") && err.contains("`aws` feature"),
+        "{err}"
+    );
+}
