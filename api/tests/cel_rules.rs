@@ -19,9 +19,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cel_harness::{
-    Container, Coverage, Outcome, RuleSite, all_rules,
+    Container, Coverage, Evaluator, Outcome, RuleSite, all_rules,
     check::{self, PER_CALL_LIMIT, PER_CRD_LIMIT, PER_RULE_LIMIT},
-    committed_crds, evaluate, kind_of, schema_of,
+    committed_crds, kind_of, schema_of,
 };
 use common::{fixture_json, remove, set};
 use serde_json::{Value, json};
@@ -692,15 +692,19 @@ fn all_cases() -> Vec<Case> {
 
 #[test]
 fn every_rule_passes_valid_objects_and_fails_the_invalid_one_it_guards() {
-    let crds: BTreeMap<&str, Value> = ["NodePool", "NodeClaim", "EC2NodeClass"]
+    let crds: BTreeMap<&str, (Value, Evaluator)> = ["NodePool", "NodeClaim", "EC2NodeClass"]
         .into_iter()
-        .map(|k| (k, crd(k)))
+        .map(|k| {
+            let crd = crd(k);
+            let evaluator = Evaluator::new(&crd);
+            (k, (crd, evaluator))
+        })
         .collect();
     let mut coverage = Coverage::default();
     let mut problems = Vec::new();
     let cases = all_cases();
     for case in &cases {
-        let crd = &crds[case.kind];
+        let (crd, evaluator) = &crds[case.kind];
         // The object must get past the OpenAPI checks, or CEL never runs on it.
         let mut schema_failures = Vec::new();
         common::check_value(schema_of(crd), &case.object, "", &mut schema_failures);
@@ -710,7 +714,7 @@ fn every_rule_passes_valid_objects_and_fails_the_invalid_one_it_guards() {
                 case.name
             ));
         }
-        let outcomes = evaluate(crd, &case.object, case.old.as_ref());
+        let outcomes = evaluator.evaluate(&case.object, case.old.as_ref());
         coverage.record(&outcomes);
         let mut failed = BTreeSet::new();
         for (id, outcome) in &outcomes {
@@ -834,16 +838,17 @@ fn the_cost_check_flags_unbounded_lists_and_strings() {
 
 #[test]
 fn evaluation_binds_self_and_old_self_at_the_rule_location() {
-    let crd = crd("NodeClaim");
+    let evaluator = Evaluator::new(&crd("NodeClaim"));
     let old = fixture_json("nodeclaim.yaml");
     let new = with(old.clone(), &[("/spec/expireAfter", json!("1h"))]);
     // On create the transition rules are skipped; on update they compare the spec.
     assert!(
-        evaluate(&crd, &new, None)
+        evaluator
+            .evaluate(&new, None)
             .iter()
             .all(|(id, _)| !id.starts_with("NodeClaim .spec #0"))
     );
-    let outcomes = evaluate(&crd, &new, Some(&old));
+    let outcomes = evaluator.evaluate(&new, Some(&old));
     assert!(outcomes.contains(&(
         "NodeClaim .spec #0".into(),
         Outcome::Fail {

@@ -187,183 +187,174 @@ pub enum Outcome {
     },
 }
 
-/// Evaluates every rule of `crd` against `object` (an update when `old` is given), the way the
-/// apiserver does after defaulting: each rule where its schema location exists in the object,
-/// transition rules only where the old object has a value at the same location.
-pub fn evaluate(crd: &Value, object: &Value, old: Option<&Value>) -> Vec<(String, Outcome)> {
-    let kind = kind_of(crd);
-    let schema = schema_of(crd);
-    let mut sites: BTreeMap<String, Vec<RuleSite>> = BTreeMap::new();
-    let mut all = Vec::new();
-    collect(schema, "", &[], &kind, "", &mut all);
-    for site in all {
-        sites.entry(site.path.clone()).or_default().push(site);
-    }
-    let object = apply_defaults(schema, object);
-    let old = old.map(|o| apply_defaults(schema, o));
-    let mut base = cel::Context::default();
-    base.register_all();
-    let mut out = Vec::new();
-    walk(
-        schema,
-        &object,
-        old.as_ref(),
-        "",
-        "",
-        &sites,
-        &base,
-        &mut out,
-    );
-    out
+/// A rule ready to run: parsed once, since parsing dominates evaluation time.
+struct Prepared {
+    site: RuleSite,
+    program: cel::Program,
+    transition: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk(
-    schema: &Value,
-    value: &Value,
-    old: Option<&Value>,
-    schema_path: &str,
-    data_path: &str,
-    sites: &BTreeMap<String, Vec<RuleSite>>,
-    base: &cel::Context,
-    out: &mut Vec<(String, Outcome)>,
-) {
-    let key = if schema_path.is_empty() {
-        "."
-    } else {
-        schema_path
-    };
-    for site in sites.get(key).into_iter().flatten() {
-        let transition = uses_old_self(&site.rule);
-        if transition && old.is_none() && site.optional_old_self != Some(true) {
-            continue;
+/// Evaluates one CRD's rules against objects.
+pub struct Evaluator {
+    schema: Value,
+    sites: BTreeMap<String, Vec<Prepared>>,
+    base: cel::Context<'static>,
+}
+
+impl Evaluator {
+    pub fn new(crd: &Value) -> Evaluator {
+        let schema = schema_of(crd).clone();
+        let mut all = Vec::new();
+        collect(&schema, "", &[], &kind_of(crd), "", &mut all);
+        let mut sites: BTreeMap<String, Vec<Prepared>> = BTreeMap::new();
+        for site in all {
+            let program = cel::Program::compile(&site.rule)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", site.id()));
+            let transition = program.references().has_variable("oldSelf");
+            sites.entry(site.path.clone()).or_default().push(Prepared {
+                site,
+                program,
+                transition,
+            });
         }
-        let at = if data_path.is_empty() {
-            "<root>".to_string()
-        } else {
-            data_path.to_string()
-        };
-        out.push((site.id(), run(site, value, old, base, at)));
+        let mut base = cel::Context::default();
+        base.register_all();
+        Evaluator {
+            schema,
+            sites,
+            base,
+        }
     }
-    if let (Some(props), Some(map)) = (
-        schema.get("properties").and_then(Value::as_object),
-        value.as_object(),
+
+    /// Evaluates every rule against `object` (an update when `old` is given), the way the
+    /// apiserver does after defaulting: each rule where its schema location exists in the
+    /// object, transition rules only where the old object has a value at the same location.
+    pub fn evaluate(&self, object: &Value, old: Option<&Value>) -> Vec<(String, Outcome)> {
+        let object = apply_defaults(&self.schema, object);
+        let old = old.map(|o| apply_defaults(&self.schema, o));
+        let mut out = Vec::new();
+        self.walk(&self.schema, &object, old.as_ref(), "", "", &mut out);
+        out
+    }
+
+    fn walk(
+        &self,
+        schema: &Value,
+        value: &Value,
+        old: Option<&Value>,
+        schema_path: &str,
+        data_path: &str,
+        out: &mut Vec<(String, Outcome)>,
     ) {
-        for (name, child_schema) in props {
-            if let Some(child) = map.get(name) {
-                let child_old = old.and_then(|o| o.get(name));
-                walk(
-                    child_schema,
-                    child,
-                    child_old,
-                    &format!("{schema_path}.{name}"),
-                    &format!("{data_path}.{name}"),
-                    sites,
-                    base,
+        let key = if schema_path.is_empty() {
+            "."
+        } else {
+            schema_path
+        };
+        for rule in self.sites.get(key).into_iter().flatten() {
+            if rule.transition && old.is_none() && rule.site.optional_old_self != Some(true) {
+                continue;
+            }
+            let at = if data_path.is_empty() {
+                "<root>".to_string()
+            } else {
+                data_path.to_string()
+            };
+            out.push((rule.site.id(), self.run(rule, value, old, at)));
+        }
+        if let (Some(props), Some(map)) = (
+            schema.get("properties").and_then(Value::as_object),
+            value.as_object(),
+        ) {
+            for (name, child_schema) in props {
+                if let Some(child) = map.get(name) {
+                    let child_old = old.and_then(|o| o.get(name));
+                    self.walk(
+                        child_schema,
+                        child,
+                        child_old,
+                        &format!("{schema_path}.{name}"),
+                        &format!("{data_path}.{name}"),
+                        out,
+                    );
+                }
+            }
+        }
+        if let (Some(items_schema), Some(items)) = (schema.get("items"), value.as_array()) {
+            // Items of atomic lists do not correlate with the old list: no oldSelf below them.
+            let map_keys: Option<Vec<&str>> = (schema.get("x-kubernetes-list-type")
+                == Some(&Value::String("map".into())))
+            .then(|| {
+                schema["x-kubernetes-list-map-keys"]
+                    .as_array()
+                    .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default()
+            });
+            for (i, item) in items.iter().enumerate() {
+                let item_old = map_keys.as_ref().and_then(|keys| {
+                    old.and_then(Value::as_array)?
+                        .iter()
+                        .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
+                });
+                self.walk(
+                    items_schema,
+                    item,
+                    item_old,
+                    &format!("{schema_path}[]"),
+                    &format!("{data_path}[{i}]"),
+                    out,
+                );
+            }
+        }
+        if let (Some(values_schema), Some(map)) = (
+            schema.get("additionalProperties").filter(|v| v.is_object()),
+            value.as_object(),
+        ) {
+            for (k, v) in map {
+                let v_old = old.and_then(|o| o.get(k));
+                self.walk(
+                    values_schema,
+                    v,
+                    v_old,
+                    &format!("{schema_path}{{}}"),
+                    &format!("{data_path}[{k}]"),
                     out,
                 );
             }
         }
     }
-    if let (Some(items_schema), Some(items)) = (schema.get("items"), value.as_array()) {
-        // Items of atomic lists do not correlate with the old list: no oldSelf below them.
-        let map_keys: Option<Vec<&str>> = (schema.get("x-kubernetes-list-type")
-            == Some(&Value::String("map".into())))
-        .then(|| {
-            schema["x-kubernetes-list-map-keys"]
-                .as_array()
-                .map(|keys| keys.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default()
-        });
-        for (i, item) in items.iter().enumerate() {
-            let item_old = map_keys.as_ref().and_then(|keys| {
-                old.and_then(Value::as_array)?
-                    .iter()
-                    .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
-            });
-            walk(
-                items_schema,
-                item,
-                item_old,
-                &format!("{schema_path}[]"),
-                &format!("{data_path}[{i}]"),
-                sites,
-                base,
-                out,
-            );
-        }
-    }
-    if let (Some(values_schema), Some(map)) = (
-        schema.get("additionalProperties").filter(|v| v.is_object()),
-        value.as_object(),
-    ) {
-        for (k, v) in map {
-            let v_old = old.and_then(|o| o.get(k));
-            walk(
-                values_schema,
-                v,
-                v_old,
-                &format!("{schema_path}{{}}"),
-                &format!("{data_path}[{k}]"),
-                sites,
-                base,
-                out,
-            );
-        }
-    }
-}
 
-fn run(
-    site: &RuleSite,
-    value: &Value,
-    old: Option<&Value>,
-    base: &cel::Context,
-    at: String,
-) -> Outcome {
-    let program = match cel::Program::compile(&site.rule) {
-        Ok(p) => p,
-        Err(e) => {
-            return Outcome::Error {
+    fn run(&self, rule: &Prepared, value: &Value, old: Option<&Value>, at: String) -> Outcome {
+        let site = &rule.site;
+        let mut scope = self.base.new_inner_scope();
+        scope.add_variable_from_value("self", to_cel(value));
+        scope.add_variable_from_value("oldSelf", old.map_or(cel::Value::Null, to_cel));
+        match rule.program.execute(&scope) {
+            Ok(cel::Value::Bool(true)) => Outcome::Pass,
+            Ok(cel::Value::Bool(false)) => {
+                let message = match &site.message_expression {
+                    Some(expr) => match cel::Program::compile(expr).map(|p| p.execute(&scope)) {
+                        Ok(Ok(cel::Value::String(s))) => (*s).clone(),
+                        _ => site.failure_message(),
+                    },
+                    None => site.failure_message(),
+                };
+                let at = match &site.field_path {
+                    Some(fp) => format!("{at}{fp}"),
+                    None => at,
+                };
+                Outcome::Fail { at, message }
+            }
+            Ok(other) => Outcome::Error {
                 at,
-                error: format!("does not parse: {e}"),
-            };
+                error: format!("returned {other:?}, not a bool"),
+            },
+            Err(e) => Outcome::Error {
+                at,
+                error: e.to_string(),
+            },
         }
-    };
-    let mut scope = base.new_inner_scope();
-    scope.add_variable_from_value("self", to_cel(value));
-    scope.add_variable_from_value("oldSelf", old.map_or(cel::Value::Null, to_cel));
-    match program.execute(&scope) {
-        Ok(cel::Value::Bool(true)) => Outcome::Pass,
-        Ok(cel::Value::Bool(false)) => {
-            let message = match &site.message_expression {
-                Some(expr) => match cel::Program::compile(expr).map(|p| p.execute(&scope)) {
-                    Ok(Ok(cel::Value::String(s))) => (*s).clone(),
-                    _ => site.failure_message(),
-                },
-                None => site.failure_message(),
-            };
-            let at = match &site.field_path {
-                Some(fp) => format!("{at}{fp}"),
-                None => at,
-            };
-            Outcome::Fail { at, message }
-        }
-        Ok(other) => Outcome::Error {
-            at,
-            error: format!("returned {other:?}, not a bool"),
-        },
-        Err(e) => Outcome::Error {
-            at,
-            error: e.to_string(),
-        },
     }
-}
-
-/// Whether the rule reads `oldSelf` (the apiserver's definition of a transition rule).
-pub fn uses_old_self(rule: &str) -> bool {
-    cel::Program::compile(rule)
-        .map(|p| p.references().has_variable("oldSelf"))
-        .unwrap_or(false)
 }
 
 /// JSON as the apiserver hands it to CEL: integers are `int`, objects are maps by field name.
