@@ -106,10 +106,7 @@ pub fn decl_type(schema: &Value) -> Ty<'_> {
             Some(values) if values.is_object() => {
                 Ty::Map(Box::new(Ty::String), Box::new(decl_type(values)))
             }
-            _ if schema.get("properties").is_some() => Ty::Object(schema),
-            _ if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) => {
-                Ty::Object(schema)
-            }
+            // Fields the schema does not declare are not visible to CEL, even when preserved.
             _ => Ty::Object(schema),
         },
         Some("string") => Ty::String,
