@@ -497,5 +497,6 @@ pub struct Ami {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(default)]
+    #[schemars(transform = crate::schema::without_cel_rules)]
     pub requirements: Vec<Requirement>,
 }

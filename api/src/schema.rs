@@ -91,3 +91,23 @@ pub fn drop_null_from_enum(schema: &mut Schema) {
         values.retain(|value| !value.is_null());
     }
 }
+
+/// For status fields that reuse a spec type: drop the type's CEL rules. Adze's controller writes
+/// status from code it validates itself, and rules there would multiply by every list above them
+/// (`status.amis` is as long as an AMI selector's matches), which on its own put the
+/// EC2NodeClass over the apiserver's per-CRD cost limit and made the CRD uninstallable.
+pub fn without_cel_rules(schema: &mut Schema) {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("x-kubernetes-validations");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    if let Some(map) = schema.as_object_mut() {
+        map.values_mut().for_each(strip);
+    }
+}

@@ -483,14 +483,13 @@ fn taints(p: &mut Problems, path: &Path, taints: &[Taint]) {
 }
 
 fn node_class_ref(p: &mut Problems, path: &Path, reference: &NodeClassRef) {
-    for (field, value) in [
-        ("group", &reference.group),
-        ("kind", &reference.kind),
-        ("name", &reference.name),
+    use crate::node_class_ref::{GROUP_MAX_LEN, KIND_MAX_LEN, NAME_MAX_LEN};
+    for (field, value, max) in [
+        ("group", &reference.group, GROUP_MAX_LEN),
+        ("kind", &reference.kind, KIND_MAX_LEN),
+        ("name", &reference.name, NAME_MAX_LEN),
     ] {
-        if value.is_empty() {
-            p.add(&path.field(field), "may not be empty");
-        }
+        length_between(p, &path.field(field), value, 1, max);
     }
     if reference.group.contains('/') {
         p.add(

@@ -363,6 +363,18 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             path: "spec.template.spec.nodeClassRef.group",
             message: "is an API group, without a version",
         },
+        BadCase {
+            name: "nodeClassRef kind longer than a DNS label",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/spec/nodeClassRef/kind",
+                    json!("K".repeat(64)),
+                )
+            },
+            path: "spec.template.spec.nodeClassRef.kind",
+            message: "may be at most 63 characters, got 64",
+        },
     ];
     check_bad_cases::<NodePool>("nodepool.yaml", NodePool::validate, &cases);
 }

@@ -1,0 +1,859 @@
+//! The CRDs' CEL rules as a Kubernetes 1.25+ apiserver sees them (Adze's e2e control plane is
+//! 1.20 and installs the CRDs without them, so these tests are the only place they run):
+//!
+//! - every rule of the committed CRD files parses, type-checks against the schema at its
+//!   location and yields a bool, with valid messageExpression/reason/fieldPath, and uses
+//!   `oldSelf` only where the apiserver can correlate old and new values;
+//! - each rule's estimated cost, times how often it can run, fits the apiserver's per-rule and
+//!   per-CRD limits, and everything a rule iterates or scans has a schema bound;
+//! - evaluated one by one against valid and invalid objects, every rule passes on the valid
+//!   ones and each invalid object fails exactly the rules expected, with their messages; every
+//!   rule is seen both passing and failing.
+//!
+//! Parsing and evaluation: kube-cel (the `cel` crate with the Kubernetes extension functions);
+//! type checking and cost estimation: `cel_harness::check`, ported from cel-go and the apiserver.
+
+mod cel_harness;
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cel_harness::{
+    Container, Coverage, Evaluator, Outcome, RuleSite, all_rules,
+    check::{self, PER_CALL_LIMIT, PER_CRD_LIMIT, PER_RULE_LIMIT},
+    committed_crds, kind_of, schema_of,
+};
+use common::{fixture_json, remove, set};
+use serde_json::{Value, json};
+
+/// Reasons the apiserver accepts on a validation rule.
+const REASONS: [&str; 4] = [
+    "FieldValueRequired",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueDuplicate",
+];
+
+#[test]
+fn chart_and_manifests_carry_the_same_crds() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (file, _) in committed_crds() {
+        let chart = std::fs::read_to_string(root.join("charts/adze/crds").join(&file)).unwrap();
+        let manifest =
+            std::fs::read_to_string(root.join("manifests/crds").join(&file)).unwrap_or_default();
+        assert_eq!(
+            chart, manifest,
+            "charts/adze/crds/{file} differs from manifests/crds/{file}"
+        );
+    }
+}
+
+fn compile_problems(site: &RuleSite) -> Vec<String> {
+    let mut problems = Vec::new();
+    match check::check(&site.rule, &site.schema) {
+        Err(e) => problems.push(format!("does not compile: {e}")),
+        Ok(report) if report.result_type != "bool" => problems.push(format!(
+            "cel expression must evaluate to a bool, not {}",
+            report.result_type
+        )),
+        Ok(report) => {
+            if report.uses_old_self
+                && let Some(c) = site.containers.iter().find(|c| {
+                    matches!(
+                        c,
+                        Container::List {
+                            map_list: false,
+                            ..
+                        }
+                    )
+                })
+            {
+                problems.push(format!(
+                    "oldSelf cannot be used on the uncorrelatable portion of the schema ({c:?})"
+                ));
+            }
+        }
+    }
+    if let Some(expr) = &site.message_expression {
+        match check::check(expr, &site.schema) {
+            Err(e) => problems.push(format!("messageExpression does not compile: {e}")),
+            Ok(r) if r.result_type != "string" => problems.push(format!(
+                "messageExpression must be a string, not {}",
+                r.result_type
+            )),
+            Ok(_) => {}
+        }
+    }
+    if let Some(message) = &site.message
+        && (message.trim().is_empty() || message.contains('\n'))
+    {
+        problems.push("message must be non-empty and on one line".into());
+    }
+    if let Some(reason) = &site.reason
+        && !REASONS.contains(&reason.as_str())
+    {
+        problems.push(format!("reason {reason:?} is not one of {REASONS:?}"));
+    }
+    if let Some(field_path) = &site.field_path {
+        let mut node = &site.schema;
+        for part in field_path.trim_start_matches('.').split('.') {
+            match node.get("properties").and_then(|p| p.get(part)) {
+                Some(child) => node = child,
+                None => problems.push(format!("fieldPath {field_path} is not in the schema")),
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_rule_compiles_against_its_schema() {
+    let sites = all_rules();
+    let mut problems = Vec::new();
+    for site in &sites {
+        for problem in compile_problems(site) {
+            problems.push(format!(
+                "{} ({}) rule {:?}: {problem}",
+                site.id(),
+                site.file,
+                site.rule
+            ));
+        }
+    }
+    assert!(sites.len() >= 50, "found only {} rules", sites.len());
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// How many times a rule can run in one object: the product of the bounds of the lists and
+/// maps above it (the apiserver's MaxCardinality); unbounded falls back to the request size.
+fn cardinality(site: &RuleSite) -> u64 {
+    let mut product: Option<u64> = Some(1);
+    for c in &site.containers {
+        let bound = match c {
+            Container::List { max_items, .. } => *max_items,
+            Container::Map { max_properties } => *max_properties,
+        };
+        product = product.zip(bound).map(|(p, b)| p.saturating_mul(b));
+    }
+    product.unwrap_or_else(|| {
+        check::MAX_REQUEST_SIZE_BYTES / (check::min_serialized_size(&site.schema) + 1)
+    })
+}
+
+/// Per-rule estimated cost times cardinality, and the CRD totals, against the apiserver limits.
+fn cost_problems(sites: &[RuleSite]) -> (Vec<String>, BTreeMap<String, u64>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+    let mut table = Vec::new();
+    for site in sites {
+        let Ok(report) = check::check(&site.rule, &site.schema) else {
+            continue; // reported by the compile test
+        };
+        let times = cardinality(site);
+        let cost = report.max_cost.saturating_mul(times);
+        table.push(format!(
+            "{:>9} = {:>6} x {:>4}  {}",
+            cost,
+            report.max_cost,
+            times,
+            site.id()
+        ));
+        let total = totals.entry(site.crd.clone()).or_default();
+        *total = total.saturating_add(cost);
+        if let Some(expr) = &site.message_expression
+            && let Ok(r) = check::check(expr, &site.schema)
+        {
+            *total = total.saturating_add(r.max_cost);
+        }
+        if report.max_cost > PER_CALL_LIMIT {
+            problems.push(format!(
+                "{}: estimated cost {} of one evaluation exceeds the runtime per-call limit {PER_CALL_LIMIT}: {}",
+                site.id(),
+                report.max_cost,
+                site.rule
+            ));
+        }
+        if cost > PER_RULE_LIMIT {
+            problems.push(format!(
+                "{}: estimated cost {cost} ({} per evaluation x {times}) exceeds the per-rule limit {PER_RULE_LIMIT}: {}",
+                site.id(),
+                report.max_cost,
+                site.rule
+            ));
+        }
+        for what in report.unbounded {
+            problems.push(format!(
+                "{}: {what} has no maxItems/maxProperties/maxLength in the schema: {}",
+                site.id(),
+                site.rule
+            ));
+        }
+        if site.containers.iter().any(|c| {
+            matches!(
+                c,
+                Container::List {
+                    max_items: None,
+                    ..
+                } | Container::Map {
+                    max_properties: None
+                }
+            )
+        }) {
+            problems.push(format!(
+                "{}: sits below a list or map without maxItems/maxProperties (cardinality {times})",
+                site.id()
+            ));
+        }
+    }
+    for (crd, total) in &totals {
+        if *total > PER_CRD_LIMIT {
+            problems.push(format!(
+                "{crd}: total estimated cost {total} exceeds the per-CRD limit {PER_CRD_LIMIT}"
+            ));
+        }
+    }
+    (problems, totals, table)
+}
+
+#[test]
+fn every_rule_fits_the_apiserver_cost_budget() {
+    let sites = all_rules();
+    let (problems, totals, table) = cost_problems(&sites);
+    // The table is the evidence: `cargo test -p adze-api --test cel_rules -- --nocapture`.
+    println!(
+        "estimated cost = per evaluation x cardinality, rule\n{}",
+        table.join("\n")
+    );
+    println!("per-CRD totals (limit {PER_CRD_LIMIT}): {totals:?}");
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+// ---- evaluation ------------------------------------------------------------------------------
+
+fn crd(kind: &str) -> Value {
+    committed_crds()
+        .into_iter()
+        .map(|(_, crd)| crd)
+        .find(|crd| kind_of(crd) == kind)
+        .unwrap_or_else(|| panic!("no CRD of kind {kind}"))
+}
+
+/// An object to evaluate, what the rules must say about it, and its name for messages.
+struct Case {
+    name: String,
+    kind: &'static str,
+    object: Value,
+    old: Option<Value>,
+    /// (data path, message) of every rule that must fail; empty for a valid object.
+    fails: Vec<(String, &'static str)>,
+}
+
+fn case(name: &str, kind: &'static str, object: Value) -> Case {
+    Case {
+        name: name.into(),
+        kind,
+        object,
+        old: None,
+        fails: Vec::new(),
+    }
+}
+
+impl Case {
+    fn fails(mut self, at: &str, message: &'static str) -> Case {
+        self.fails.push((at.to_string(), message));
+        self
+    }
+
+    fn updating(mut self, old: Value) -> Case {
+        self.old = Some(old);
+        self
+    }
+}
+
+fn with(mut object: Value, edits: &[(&str, Value)]) -> Value {
+    for (pointer, value) in edits {
+        if value.is_null() {
+            remove(&mut object, pointer);
+        } else {
+            set(&mut object, pointer, value.clone());
+        }
+    }
+    object
+}
+
+const IN_NEEDS_VALUES: &str = "operators In and NotIn need at least one value";
+const EXISTS_NO_VALUES: &str = "operators Exists and DoesNotExist take no values";
+const GT_ONE_INTEGER: &str = "operators Gt and Lt need exactly one non-negative integer value";
+const MIN_VALUES: &str = "minValues may not exceed the number of values of an In requirement";
+const HOSTNAME: &str = "label \"kubernetes.io/hostname\" is restricted";
+const KUBERNETES_IO: &str = "label domain \"kubernetes.io\" is restricted";
+const K8S_IO: &str = "label domain \"k8s.io\" is restricted";
+const ADZE_SH: &str = "label domain \"adze.sh\" is restricted";
+const EMPTY_TAGS: &str = "empty tag keys or values aren't supported";
+
+/// The requirement rules, appended as a new requirement at `list` (a JSON pointer).
+fn requirement_cases(kind: &'static str, base: &Value, list: &str, at: &str) -> Vec<Case> {
+    let n = base.pointer(list).unwrap().as_array().unwrap().len();
+    let add = |name: &str, requirement: Value| {
+        case(
+            &format!("{kind} {list}: {name}"),
+            kind,
+            with(base.clone(), &[(&format!("{list}/{n}"), requirement)]),
+        )
+    };
+    let item = format!("{at}[{n}]");
+    let key = format!("{item}.key");
+    vec![
+        add(
+            "valid NotIn, Exists, DoesNotExist, Lt",
+            json!({"key": "example.com/a", "operator": "NotIn", "values": ["x"]}),
+        ),
+        add(
+            "valid Exists",
+            json!({"key": "example.com/b", "operator": "Exists"}),
+        ),
+        add(
+            "valid DoesNotExist with empty values",
+            json!({"key": "example.com/c", "operator": "DoesNotExist", "values": []}),
+        ),
+        add(
+            "valid Lt",
+            json!({"key": "example.com/d", "operator": "Lt", "values": ["10"]}),
+        ),
+        add(
+            "valid restricted-domain exceptions",
+            json!({"key": "node-restriction.kubernetes.io/x", "operator": "Exists"}),
+        ),
+        add(
+            "valid sub-domain exception",
+            json!({"key": "a.node-restriction.kubernetes.io/x", "operator": "Exists"}),
+        ),
+        add(
+            "In without values",
+            json!({"key": "example.com/a", "operator": "In"}),
+        )
+        .fails(&item, IN_NEEDS_VALUES),
+        add(
+            "NotIn with empty values",
+            json!({"key": "example.com/a", "operator": "NotIn", "values": []}),
+        )
+        .fails(&item, IN_NEEDS_VALUES),
+        add(
+            "Exists with values",
+            json!({"key": "example.com/a", "operator": "Exists", "values": ["x"]}),
+        )
+        .fails(&item, EXISTS_NO_VALUES),
+        add(
+            "Gt with a word",
+            json!({"key": "example.com/a", "operator": "Gt", "values": ["ten"]}),
+        )
+        .fails(&item, GT_ONE_INTEGER),
+        add(
+            "Lt with two values",
+            json!({"key": "example.com/a", "operator": "Lt", "values": ["1", "2"]}),
+        )
+        .fails(&item, GT_ONE_INTEGER),
+        add(
+            "Gt without values",
+            json!({"key": "example.com/a", "operator": "Gt"}),
+        )
+        .fails(&item, GT_ONE_INTEGER),
+        add(
+            "minValues above the values",
+            json!({"key": "example.com/a", "operator": "In", "values": ["x"], "minValues": 2}),
+        )
+        .fails(&item, MIN_VALUES),
+        add(
+            "hostname",
+            json!({"key": "kubernetes.io/hostname", "operator": "Exists"}),
+        )
+        .fails(&key, HOSTNAME)
+        .fails(&key, KUBERNETES_IO),
+        add(
+            "kubernetes.io domain",
+            json!({"key": "kubernetes.io/custom", "operator": "Exists"}),
+        )
+        .fails(&key, KUBERNETES_IO),
+        add(
+            "kubernetes.io sub-domain",
+            json!({"key": "team.kubernetes.io/custom", "operator": "Exists"}),
+        )
+        .fails(&key, KUBERNETES_IO),
+        add(
+            "k8s.io domain",
+            json!({"key": "k8s.io/custom", "operator": "Exists"}),
+        )
+        .fails(&key, K8S_IO),
+        add(
+            "k8s.io sub-domain",
+            json!({"key": "x.k8s.io/custom", "operator": "Exists"}),
+        )
+        .fails(&key, K8S_IO),
+        add(
+            "adze.sh domain",
+            json!({"key": "adze.sh/custom", "operator": "Exists"}),
+        )
+        .fails(&key, ADZE_SH),
+        add(
+            "aws.adze.sh sub-domain",
+            json!({"key": "aws.adze.sh/custom", "operator": "Exists"}),
+        )
+        .fails(&key, ADZE_SH),
+    ]
+}
+
+fn nodepool_cases() -> Vec<Case> {
+    let k = "NodePool";
+    let base = fixture_json("nodepool.yaml");
+    let labels = "/spec/template/metadata/labels";
+    let at_labels = ".spec.template.metadata.labels";
+    let label = |name: &str, key: &str| {
+        case(
+            &format!("NodePool label {name}"),
+            k,
+            with(
+                base.clone(),
+                &[(&format!("{labels}/{}", key.replace('/', "~1")), json!("x"))],
+            ),
+        )
+    };
+    let mut cases = vec![
+        case("NodePool fixture", k, base.clone()),
+        case("NodePool fixture, unchanged update", k, base.clone()).updating(base.clone()),
+        case(
+            "NodePool update of weight and class name",
+            k,
+            with(
+                base.clone(),
+                &[
+                    ("/spec/weight", json!(7)),
+                    ("/spec/template/spec/nodeClassRef/name", json!("other")),
+                ],
+            ),
+        )
+        .updating(base.clone()),
+        label("allowed well-known", "topology.kubernetes.io/zone"),
+        label("allowed capacity type", "adze.sh/capacity-type"),
+        label("kubernetes.io", "kubernetes.io/custom").fails(at_labels, KUBERNETES_IO),
+        label("k8s.io", "x.k8s.io/custom").fails(at_labels, K8S_IO),
+        label("adze.sh", "adze.sh/nodepool").fails(at_labels, ADZE_SH),
+        case(
+            "NodePool requirement on its own pool label",
+            k,
+            with(
+                base.clone(),
+                &[(
+                    "/spec/template/spec/requirements/6",
+                    json!({"key": "adze.sh/nodepool", "operator": "In", "values": ["x"]}),
+                )],
+            ),
+        )
+        .fails(
+            ".spec.template.spec.requirements",
+            "label \"adze.sh/nodepool\" is restricted",
+        ),
+        case(
+            "NodePool budget with schedule and no duration",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/disruption/budgets/1/duration", Value::Null)],
+            ),
+        )
+        .fails(
+            ".spec.disruption.budgets[1]",
+            "schedule and duration must be set together",
+        ),
+        case(
+            "NodePool budget with duration and no schedule",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/disruption/budgets/0/duration", json!("1h"))],
+            ),
+        )
+        .fails(
+            ".spec.disruption.budgets[0]",
+            "schedule and duration must be set together",
+        ),
+        case(
+            "NodePool changing the class group",
+            k,
+            with(
+                base.clone(),
+                &[(
+                    "/spec/template/spec/nodeClassRef/group",
+                    json!("other.example.com"),
+                )],
+            ),
+        )
+        .updating(base.clone())
+        .fails(
+            ".spec.template.spec.nodeClassRef",
+            "nodeClassRef.group is immutable",
+        ),
+        case(
+            "NodePool changing the class kind",
+            k,
+            with(
+                base.clone(),
+                &[(
+                    "/spec/template/spec/nodeClassRef/kind",
+                    json!("OtherNodeClass"),
+                )],
+            ),
+        )
+        .updating(base.clone())
+        .fails(
+            ".spec.template.spec.nodeClassRef",
+            "nodeClassRef.kind is immutable",
+        ),
+    ];
+    cases.extend(requirement_cases(
+        k,
+        &base,
+        "/spec/template/spec/requirements",
+        ".spec.template.spec.requirements",
+    ));
+    cases
+}
+
+fn nodeclaim_cases() -> Vec<Case> {
+    let k = "NodeClaim";
+    let base = fixture_json("nodeclaim.yaml");
+    let mut cases = vec![
+        case("NodeClaim fixture", k, base.clone()),
+        case(
+            "NodeClaim status update",
+            k,
+            with(base.clone(), &[("/status/nodeName", json!("other"))]),
+        )
+        .updating(base.clone()),
+        case(
+            "NodeClaim spec update",
+            k,
+            with(base.clone(), &[("/spec/expireAfter", json!("1h"))]),
+        )
+        .updating(base.clone())
+        .fails(".spec", "spec is immutable"),
+        case(
+            "NodeClaim class group update",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/nodeClassRef/group", json!("other.example.com"))],
+            ),
+        )
+        .updating(base.clone())
+        .fails(".spec", "spec is immutable")
+        .fails(".spec.nodeClassRef", "nodeClassRef.group is immutable"),
+        case(
+            "NodeClaim class kind update",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/nodeClassRef/kind", json!("OtherNodeClass"))],
+            ),
+        )
+        .updating(base.clone())
+        .fails(".spec", "spec is immutable")
+        .fails(".spec.nodeClassRef", "nodeClassRef.kind is immutable"),
+    ];
+    cases.extend(requirement_cases(
+        k,
+        &base,
+        "/spec/requirements",
+        ".spec.requirements",
+    ));
+    cases
+}
+
+fn ec2nodeclass_cases() -> Vec<Case> {
+    let k = "EC2NodeClass";
+    let base = fixture_json("ec2nodeclass.yaml");
+    // status.amis[].requirements carry no rules (see adze_api::schema::without_cel_rules).
+    let edit = |name: &str, edits: &[(&str, Value)]| {
+        case(
+            &format!("EC2NodeClass {name}"),
+            k,
+            with(base.clone(), edits),
+        )
+    };
+    let ami = |name: &str, terms: Value, family: Option<&str>| {
+        let family = family.map_or(Value::Null, |f| json!(f));
+        let mut object = with(base.clone(), &[("/spec/amiSelectorTerms", terms)]);
+        if !family.is_null() {
+            set(&mut object, "/spec/amiFamily", family);
+        }
+        case(&format!("EC2NodeClass amiSelectorTerms {name}"), k, object)
+    };
+    let raid0 = |mut c: Case| {
+        set(&mut c.object, "/spec/instanceStorePolicy", json!("RAID0"));
+        c
+    };
+    let terms = ".spec.amiSelectorTerms";
+    let bdm = ".spec.blockDeviceMappings";
+    let kubelet = ".spec.kubelet";
+    vec![
+        case("EC2NodeClass fixture", k, base.clone()),
+        case("EC2NodeClass unchanged update", k, base.clone()).updating(base.clone()),
+        ami("by tags with a family", json!([{"tags": {"team": "x"}}, {"name": "my-ami", "owner": "self"}]), Some("AL2023")),
+        ami("by id", json!([{"id": "ami-0123456789abcdef0"}]), Some("Custom")),
+        ami("by SSM parameter", json!([{"ssmParameter": "/my/ami"}]), Some("AL2023")),
+        ami("Bottlerocket alias with its family", json!([{"alias": "bottlerocket@latest"}]), Some("Bottlerocket")),
+        edit("instance profile instead of role", &[("/spec/role", Value::Null), ("/spec/instanceProfile", json!("profile"))]),
+        edit("RAID0 on AL2023", &[("/spec/instanceStorePolicy", json!("RAID0"))]),
+        edit("root volume from a snapshot, io2 with iops", &[
+            ("/spec/blockDeviceMappings/0/ebs", json!({"snapshotID": "snap-0123456789abcdef0", "volumeType": "io2", "iops": 4000})),
+        ]),
+        edit("role and instance profile", &[("/spec/instanceProfile", json!("profile"))])
+            .fails(".spec", "must specify exactly one of role or instanceProfile"),
+        edit("neither role nor instance profile", &[("/spec/role", Value::Null)])
+            .fails(".spec", "must specify exactly one of role or instanceProfile"),
+        edit("role replaced by an instance profile", &[("/spec/role", Value::Null), ("/spec/instanceProfile", json!("profile"))])
+            .updating(base.clone())
+            .fails(".spec", "switching between role and instanceProfile is not supported; delete and recreate the EC2NodeClass"),
+        ami("by id without a family", json!([{"id": "ami-0123456789abcdef0"}]), None)
+            .fails(".spec", "amiFamily is required unless an amiSelectorTerm sets alias"),
+        raid0(ami("Bottlerocket alias with RAID0", json!([{"alias": "bottlerocket@latest"}]), None))
+            .fails(".spec", "instanceStorePolicy is not supported with Bottlerocket"),
+        raid0(ami("Bottlerocket family with RAID0", json!([{"id": "ami-0123456789abcdef0"}]), Some("Bottlerocket")))
+            .fails(".spec", "instanceStorePolicy is not supported with Bottlerocket"),
+        ami("alias of another family", json!([{"alias": "al2023@latest"}]), Some("Bottlerocket"))
+            .fails(".spec", "amiFamily must match the family of the amiSelectorTerms alias"),
+        ami("alias with another term", json!([{"alias": "al2023@latest"}, {"id": "ami-0123456789abcdef0"}]), None)
+            .fails(terms, "an amiSelectorTerm with alias must be the only term"),
+        ami("term with only an owner", json!([{"owner": "amazon"}]), Some("AL2023"))
+            .fails(&format!("{terms}[0]"), "an amiSelectorTerm needs alias, tags, id, name or ssmParameter"),
+        ami("alias with an owner", json!([{"alias": "al2023@latest", "owner": "self"}]), None)
+            .fails(&format!("{terms}[0]"), "alias cannot be combined with other fields in an amiSelectorTerm"),
+        ami("id with a name", json!([{"id": "ami-0123456789abcdef0", "name": "x"}]), Some("AL2023"))
+            .fails(&format!("{terms}[0]"), "id cannot be combined with other fields in an amiSelectorTerm"),
+        ami("SSM parameter with an owner", json!([{"ssmParameter": "/my/ami", "owner": "self"}]), Some("AL2023"))
+            .fails(&format!("{terms}[0]"), "ssmParameter cannot be combined with other fields in an amiSelectorTerm"),
+        ami("alias of an unknown family", json!([{"alias": "ubuntu@latest"}]), None)
+            .fails(&format!("{terms}[0].alias"), "alias family must be one of al2023, bottlerocket"),
+        ami("tag with an empty value", json!([{"tags": {"team": ""}}]), Some("AL2023"))
+            .fails(&format!("{terms}[0].tags"), EMPTY_TAGS),
+        edit("two root volumes", &[("/spec/blockDeviceMappings/1", json!({"deviceName": "/dev/xvdb", "rootVolume": true, "ebs": {"volumeSize": "10Gi"}}))])
+            .fails(bdm, "at most one blockDeviceMapping may be the rootVolume"),
+        edit("ebs without size or snapshot", &[("/spec/blockDeviceMappings/0/ebs", json!({"volumeType": "gp3"}))])
+            .fails(&format!("{bdm}[0].ebs"), "ebs needs volumeSize or snapshotID"),
+        edit("iops on gp2", &[("/spec/blockDeviceMappings/0/ebs", json!({"volumeSize": "10Gi", "volumeType": "gp2", "iops": 100}))])
+            .fails(&format!("{bdm}[0].ebs"), "iops needs volumeType io1, io2 or gp3"),
+        edit("throughput on io2", &[("/spec/blockDeviceMappings/0/ebs/volumeType", json!("io2"))])
+            .fails(&format!("{bdm}[0].ebs"), "throughput needs volumeType gp3"),
+        edit("soft threshold without grace period", &[("/spec/kubelet/evictionSoft/nodefs.available", json!("10%"))])
+            .fails(kubelet, "every evictionSoft signal needs an evictionSoftGracePeriod"),
+        edit("soft thresholds and no grace periods", &[("/spec/kubelet/evictionSoftGracePeriod", Value::Null)])
+            .fails(kubelet, "every evictionSoft signal needs an evictionSoftGracePeriod"),
+        edit("grace period without soft threshold", &[("/spec/kubelet/evictionSoftGracePeriod/nodefs.available", json!("1m"))])
+            .fails(kubelet, "every evictionSoftGracePeriod signal needs an evictionSoft threshold"),
+        edit("unknown hard eviction signal", &[("/spec/kubelet/evictionHard/memory.free", json!("1Gi"))])
+            .fails(&format!("{kubelet}.evictionHard"), "valid keys for evictionHard are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"),
+        edit("unknown soft eviction signal", &[
+            ("/spec/kubelet/evictionSoft/memory.free", json!("1Gi")),
+            ("/spec/kubelet/evictionSoftGracePeriod/memory.free", json!("1m")),
+        ])
+            .fails(&format!("{kubelet}.evictionSoft"), "valid keys for evictionSoft are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available")
+            .fails(&format!("{kubelet}.evictionSoftGracePeriod"), "valid keys for evictionSoftGracePeriod are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"),
+        edit("unknown kubeReserved resource", &[("/spec/kubelet/kubeReserved/gpu", json!("1"))])
+            .fails(&format!("{kubelet}.kubeReserved"), "valid keys for kubeReserved are cpu, memory, ephemeral-storage, pid"),
+        edit("unknown systemReserved resource", &[("/spec/kubelet/systemReserved/gpu", json!("1"))])
+            .fails(&format!("{kubelet}.systemReserved"), "valid keys for systemReserved are cpu, memory, ephemeral-storage, pid"),
+        edit("empty security group term", &[("/spec/securityGroupSelectorTerms/1", json!({}))])
+            .fails(".spec.securityGroupSelectorTerms[1]", "a securityGroupSelectorTerm needs tags, id or name"),
+        edit("security group id with tags", &[("/spec/securityGroupSelectorTerms/1", json!({"id": "sg-0123456789abcdef0", "tags": {"a": "b"}}))])
+            .fails(".spec.securityGroupSelectorTerms[1]", "id cannot be combined with other fields in a securityGroupSelectorTerm"),
+        edit("security group name with tags", &[("/spec/securityGroupSelectorTerms/1/tags", json!({"a": "b"}))])
+            .fails(".spec.securityGroupSelectorTerms[1]", "name cannot be combined with other fields in a securityGroupSelectorTerm"),
+        edit("security group tag with an empty key", &[("/spec/securityGroupSelectorTerms/0/tags", json!({"": "x"}))])
+            .fails(".spec.securityGroupSelectorTerms[0].tags", EMPTY_TAGS),
+        edit("security group by id", &[("/spec/securityGroupSelectorTerms/1", json!({"id": "sg-0123456789abcdef0"}))]),
+        edit("empty subnet term", &[("/spec/subnetSelectorTerms/1", json!({}))])
+            .fails(".spec.subnetSelectorTerms[1]", "a subnetSelectorTerm needs tags or id"),
+        edit("subnet id with tags", &[("/spec/subnetSelectorTerms/1/tags", json!({"a": "b"}))])
+            .fails(".spec.subnetSelectorTerms[1]", "id cannot be combined with tags in a subnetSelectorTerm"),
+        edit("subnet tag with an empty value", &[("/spec/subnetSelectorTerms/0/tags", json!({"a": ""}))])
+            .fails(".spec.subnetSelectorTerms[0].tags", EMPTY_TAGS),
+        edit("cluster ownership tag", &[("/spec/tags/kubernetes.io~1cluster~1demo", json!("owned"))])
+            .fails(".spec.tags", "tag keys used by Adze and EKS to track ownership are restricted"),
+        edit("Adze's own tag", &[("/spec/tags/aws.adze.sh~1ec2nodeclass", json!("x"))])
+            .fails(".spec.tags", "tag keys used by Adze and EKS to track ownership are restricted"),
+    ]
+}
+
+fn all_cases() -> Vec<Case> {
+    let mut cases = nodepool_cases();
+    cases.extend(nodeclaim_cases());
+    cases.extend(ec2nodeclass_cases());
+    cases
+}
+
+#[test]
+fn every_rule_passes_valid_objects_and_fails_the_invalid_one_it_guards() {
+    let crds: BTreeMap<&str, (Value, Evaluator)> = ["NodePool", "NodeClaim", "EC2NodeClass"]
+        .into_iter()
+        .map(|k| {
+            let crd = crd(k);
+            let evaluator = Evaluator::new(&crd);
+            (k, (crd, evaluator))
+        })
+        .collect();
+    let mut coverage = Coverage::default();
+    let mut problems = Vec::new();
+    let cases = all_cases();
+    for case in &cases {
+        let (crd, evaluator) = &crds[case.kind];
+        // The object must get past the OpenAPI checks, or CEL never runs on it.
+        let mut schema_failures = Vec::new();
+        common::check_value(schema_of(crd), &case.object, "", &mut schema_failures);
+        if !schema_failures.is_empty() {
+            problems.push(format!(
+                "{}: refused by the schema before CEL: {schema_failures:?}",
+                case.name
+            ));
+        }
+        let outcomes = evaluator.evaluate(&case.object, case.old.as_ref());
+        coverage.record(&outcomes);
+        let mut failed = BTreeSet::new();
+        for (id, outcome) in &outcomes {
+            match outcome {
+                Outcome::Pass => {}
+                Outcome::Fail { at, message } => {
+                    failed.insert((at.clone(), message.clone()));
+                }
+                Outcome::Error { at, error } => {
+                    problems.push(format!("{}: {id} at {at} errored: {error}", case.name))
+                }
+            }
+        }
+        let expected: BTreeSet<(String, String)> = case
+            .fails
+            .iter()
+            .map(|(at, m)| (at.clone(), m.to_string()))
+            .collect();
+        if failed != expected {
+            problems.push(format!(
+                "{}: expected failures {expected:?}, got {failed:?}",
+                case.name
+            ));
+        }
+    }
+    for site in all_rules() {
+        let id = site.id();
+        if !coverage.passed.contains(&id) {
+            problems.push(format!("{id} ({}) never passed in any case", site.rule));
+        }
+        if !coverage.failed.contains(&id) {
+            problems.push(format!("{id} ({}) never failed in any case", site.rule));
+        }
+    }
+    println!(
+        "{} cases, {} rules seen passing, {} seen failing",
+        cases.len(),
+        coverage.passed.len(),
+        coverage.failed.len()
+    );
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+// ---- the harness itself ----------------------------------------------------------------------
+
+fn requirement_schema() -> Value {
+    let crd = crd("NodeClaim");
+    schema_of(&crd)["properties"]["spec"]["properties"]["requirements"]["items"].clone()
+}
+
+#[test]
+fn the_checker_refuses_what_the_apiserver_refuses() {
+    let schema = requirement_schema();
+    let refused = [
+        ("self.operater == 'In'", "undefined field 'operater'"),
+        ("self.operator == 1", "no matching overload"),
+        (
+            "self.values.all(v, v.matches('['))",
+            "invalid regular expression",
+        ),
+        ("self.operator.startsWith(1)", "no matching overload"),
+        ("size(self.key) > 0 && self.key(", "syntax error"),
+        ("self.values.isSorted()", "not known to the test harness"),
+        ("other.key == 'x'", "undeclared reference to 'other'"),
+        (
+            "self.key in ['a', 1]",
+            "expected type 'string' but found 'int'",
+        ),
+    ];
+    for (rule, expected) in refused {
+        let err = check::check(rule, &schema).expect_err(rule);
+        assert!(err.contains(expected), "{rule}: {err}");
+    }
+    let report = check::check("self.operator", &schema).unwrap();
+    assert_eq!(report.result_type, "string");
+    let report = check::check("size(self.values) >= self.minValues", &schema).unwrap();
+    assert_eq!(report.result_type, "bool");
+}
+
+#[test]
+fn the_cost_check_flags_unbounded_lists_and_strings() {
+    // requirements[].values without maxItems and its strings without maxLength.
+    let mut schema = requirement_schema();
+    let values = &mut schema["properties"]["values"];
+    values.as_object_mut().unwrap().remove("maxItems");
+    values["items"].as_object_mut().unwrap().remove("maxLength");
+    let report = check::check(
+        "self.values.all(v, v.matches('^[0-9]+$') && v.contains('x'))",
+        &schema,
+    )
+    .unwrap();
+    assert_eq!(report.unbounded.len(), 3, "{:?}", report.unbounded);
+    assert!(report.max_cost > PER_RULE_LIMIT, "{}", report.max_cost);
+
+    // Bounded, the same rule is cheap.
+    let bounded = check::check(
+        "self.values.all(v, v.matches('^[0-9]+$') && v.contains('x'))",
+        &requirement_schema(),
+    )
+    .unwrap();
+    assert!(bounded.unbounded.is_empty(), "{:?}", bounded.unbounded);
+    assert!(bounded.max_cost < 100_000, "{}", bounded.max_cost);
+
+    // A rule under an unbounded list: cardinality from the 3 MiB request size.
+    let mut site = all_rules()
+        .into_iter()
+        .find(|s| s.path.ends_with("requirements[]"))
+        .unwrap();
+    site.containers = vec![Container::List {
+        max_items: None,
+        map_list: false,
+    }];
+    let (problems, _, _) = cost_problems(&[site]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("without maxItems/maxProperties")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn evaluation_binds_self_and_old_self_at_the_rule_location() {
+    let evaluator = Evaluator::new(&crd("NodeClaim"));
+    let old = fixture_json("nodeclaim.yaml");
+    let new = with(old.clone(), &[("/spec/expireAfter", json!("1h"))]);
+    // On create the transition rules are skipped; on update they compare the spec.
+    assert!(
+        evaluator
+            .evaluate(&new, None)
+            .iter()
+            .all(|(id, _)| !id.starts_with("NodeClaim .spec #0"))
+    );
+    let outcomes = evaluator.evaluate(&new, Some(&old));
+    assert!(outcomes.contains(&(
+        "NodeClaim .spec #0".into(),
+        Outcome::Fail {
+            at: ".spec".into(),
+            message: "spec is immutable".into()
+        }
+    )));
+}
