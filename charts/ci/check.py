@@ -169,9 +169,12 @@ def expect_aws(docs):
         check(f"scheduler config {key}: {version} with the extender's verbs",
               cfg["apiVersion"] == version and cfg["kind"] == "KubeSchedulerConfiguration"
               and ext["urlPrefix"].startswith("http://") and ext["urlPrefix"].endswith(".svc:8443")
-              and [ext[v] for v in ("filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb")]
-              == ["filter", "prioritize", "preempt", "bind"] and ext["nodeCacheCapable"] is True,
+              and [ext[v] for v in ("filterVerb", "prioritizeVerb", "preemptVerb")]
+              == ["filter", "prioritize", "preempt"] and ext["nodeCacheCapable"] is True,
               json.dumps(cfg))
+        # 1.20's kube-scheduler does not skip a down ignorable extender's bind.
+        check(f"scheduler config {key}: ignorable, so kube-scheduler binds on 1.20 (no bindVerb)",
+              ext["ignorable"] is True and "bindVerb" not in ext, json.dumps(ext))
     check("1.20: PodDisruptionBudgets are policy/v1beta1",
           all(d["apiVersion"] == "policy/v1beta1" for d in docs if d["kind"] == "PodDisruptionBudget"))
 
@@ -183,6 +186,9 @@ def expect_simulated(docs):
     check("simulated: no AWS flags", not any(a.startswith("--cluster-name") for a in args))
     check("simulated: no --karpenter-labels unless provisioner.karpenterLabels", "--karpenter-labels" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
+    ext = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1.yaml"])["extenders"][0]
+    check("simulated: schedulerConfig.bind=scheduler leaves bindVerb out even with ignorable: false",
+          ext["ignorable"] is False and "bindVerb" not in ext, json.dumps(ext))
     check("simulated: provisioner may create nodes and patch node and pod status",
           rules_allow(role, "", "nodes", "create") and rules_allow(role, "", "nodes/status", "patch")
           and rules_allow(role, "", "pods/status", "patch"))
@@ -190,8 +196,18 @@ def expect_simulated(docs):
 
 def expect_eks_second_scheduler(docs):
     kinds = Counter(d["kind"] for d in docs)
-    for kind in ["MutatingWebhookConfiguration", "Certificate", "Issuer", "ServiceMonitor"]:
+    for kind in ["MutatingWebhookConfiguration", "ServiceMonitor"]:
         check(f"eks: renders a {kind}", kinds[kind] == 1, str(kinds))
+    certs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Certificate"}
+    issuers = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Issuer"}
+    ca, serving = certs.get("eks-adze-extender-ca", {}), certs.get("eks-adze-extender", {})
+    check("eks: the serving certificate is signed by a CA of the release's own (ca.crt survives renewals)",
+          ca.get("spec", {}).get("isCA") is True
+          and ca["spec"]["privateKey"]["rotationPolicy"] == "Never"
+          and issuers.get("eks-adze-extender-ca", {}).get("spec", {}).get("ca", {}).get("secretName") == ca["spec"]["secretName"]
+          and serving.get("spec", {}).get("issuerRef", {}).get("name") == "eks-adze-extender-ca"
+          and "selfSigned" in issuers.get("eks-adze-selfsigned", {}).get("spec", {}),
+          json.dumps({"certs": certs, "issuers": issuers}))
     check("eks: three Deployments (provisioner, extender, scheduler)", kinds["Deployment"] == 3)
     sched = one(docs, "Deployment", "-scheduler")
     c = container(sched)
@@ -205,6 +221,8 @@ def expect_eks_second_scheduler(docs):
           cfg["profiles"][0]["schedulerName"] == "adze-scheduler" and ext["enableHTTPS"] is True
           and ext["urlPrefix"].startswith("https://") and ext["tlsConfig"]["caFile"] == "/etc/kubernetes/adze/ca.crt",
           json.dumps(cfg))
+    check("eks: a 1.33 scheduler skips a down ignorable extender's bind, so it binds through it",
+          ext["ignorable"] is True and ext.get("bindVerb") == "bind", json.dumps(ext))
     check("eks: leader election on a lock of its own",
           cfg["leaderElection"]["resourceName"] == "adze-scheduler" and cfg["leaderElection"]["leaderElect"] is True)
     mounts = {m["mountPath"] for m in c["volumeMounts"]}
@@ -230,6 +248,7 @@ def expect_v1beta1_secret(docs):
     cfg = yaml.safe_load(cm["data"]["adze-scheduler.yaml"])
     check("1.20 scheduler: v1beta1 config, single replica without leader election",
           cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1" and cfg["leaderElection"]["leaderElect"] is False)
+    check("1.20 scheduler image, ignorable: no bindVerb", "bindVerb" not in cfg["extenders"][0], json.dumps(cfg))
     svc = one(docs, "Service", "-extender")
     check("fixed ClusterIP for the extender Service", svc["spec"]["clusterIP"] == "10.96.200.201")
     vols = one(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["volumes"]
@@ -243,11 +262,17 @@ def expect_minimal(docs):
     check("minimal: only the provisioner's objects and the scheduler ConfigMap",
           kinds == Counter({"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1,
                             "RoleBinding": 1, "Deployment": 1, "Service": 1, "ConfigMap": 1}), str(kinds))
+    cm = one(docs, "ConfigMap", "-scheduler-config")
+    for key in ["scheduler-config-v1.yaml", "scheduler-config-v1beta1.yaml"]:
+        ext = yaml.safe_load(cm["data"][key])["extenders"][0]
+        check(f"minimal: ignorable: false binds through the extender ({key})",
+              ext["ignorable"] is False and ext.get("bindVerb") == "bind", json.dumps(ext))
 
 
 VALUE_SETS = [
     ("aws", AWS, expect_aws),
-    ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"}}, expect_simulated),
+    ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"},
+                   "schedulerConfig": {"ignorable": False, "bind": "scheduler"}}, expect_simulated),
     ("eks", merge(AWS, {
         "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
         "scheduler": {"enabled": True},
@@ -262,7 +287,8 @@ VALUE_SETS = [
         "agent": {"enabled": False},
     }), expect_v1beta1_secret),
     ("minimal", {"cloudProvider": "simulated", "extender": {"enabled": False}, "agent": {"enabled": False},
-                 "provisioner": {"podDisruptionBudget": {"enabled": False}}}, expect_minimal),
+                 "provisioner": {"podDisruptionBudget": {"enabled": False}},
+                 "schedulerConfig": {"ignorable": False}}, expect_minimal),
 ]
 
 # (name, values, text the error must contain)
@@ -279,6 +305,9 @@ BAD = [
      {"cloudProvider": "simulated", "scheduler": {"enabled": True, "name": "default-scheduler"}}, "scheduler/name"),
     ("webhook without TLS", {"cloudProvider": "simulated", "scheduler": {"enabled": True}, "webhook": {"enabled": True}},
      "webhook.enabled needs extender.tls.enabled"),
+    ("binding through an ignorable extender on 1.20",
+     {"cloudProvider": "simulated", "schedulerConfig": {"bind": "extender"}}, "schedulerConfig.bind=extender"),
+    ("unknown schedulerConfig.bind", {"cloudProvider": "simulated", "schedulerConfig": {"bind": "always"}}, "bind"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]

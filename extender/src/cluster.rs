@@ -1,5 +1,6 @@
 //! The extender's view of the cluster: watches on nodes, pods and NodeClaims that keep the
-//! [`Ledger`] current, and the one API call made on the request path, `pods/binding`.
+//! [`Ledger`] current, one on NodePools for the preemption hold, and the one API call made
+//! on the request path, `pods/binding`.
 //!
 //! Each watch relists on (re)start and replaces its kind's objects in the ledger whole, so a
 //! restarted extender, or a second replica, rebuilds the same ledger from cluster state.
@@ -10,8 +11,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use adze_api::NodeClaim;
 use adze_api::conditions;
+use adze_api::{NodeClaim, NodePool};
+use adze_scheduling::preemption::PoolView;
 use adze_scheduling::{Resources, labels};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
@@ -23,7 +25,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::ledger::{ClaimInfo, Ledger, NodeInfo, PodInfo, PodRef};
-use crate::server::Binder;
+use crate::server::{Binder, Pools};
 use crate::types::ExtenderBindingArgs;
 
 /// A node as the ledger sees it; `None` when it has no name or an allocatable that does not
@@ -118,12 +120,35 @@ pub fn claim_info(c: &NodeClaim) -> Option<ClaimInfo> {
     })
 }
 
-/// Flags the three watches raise once they have listed.
+/// A NodePool as the preemption hold reads it: requirements, labels, taints and limits (no
+/// instance types), and what its nodes use (`status.resources`). `None`, logged, for a pool
+/// that does not convert (the provisioner reports it in the pool's status).
+pub fn pool_view(np: &NodePool) -> Option<(String, PoolView)> {
+    let pool = match adze_api::convert::nodepool(np, Vec::new()) {
+        Ok(pool) => pool,
+        Err(e) => {
+            tracing::warn!(error = %e, "NodePool left out of the preemption hold");
+            return None;
+        }
+    };
+    let in_use = np
+        .status
+        .as_ref()
+        .and_then(|st| {
+            Resources::from_quantities(st.resources.iter().map(|(k, v)| (k.as_str(), v.0.as_str())))
+                .ok()
+        })
+        .unwrap_or_default();
+    Some((pool.name.clone(), PoolView { pool, in_use }))
+}
+
+/// Flags the four watches raise once they have listed.
 #[derive(Debug, Default)]
 pub struct Synced {
     pub nodes: AtomicBool,
     pub pods: AtomicBool,
     pub claims: AtomicBool,
+    pub pools: AtomicBool,
 }
 
 impl Synced {
@@ -131,13 +156,50 @@ impl Synced {
         self.nodes.load(Ordering::Relaxed)
             && self.pods.load(Ordering::Relaxed)
             && self.claims.load(Ordering::Relaxed)
+            && self.pools.load(Ordering::Relaxed)
     }
 }
 
-/// Runs the three watches until one of them ends (they retry with backoff, so never in
+/// Runs the four watches until one of them ends (they retry with backoff, so never in
 /// practice), setting `ready` once all have listed.
-pub async fn watch(client: Client, ledger: Arc<RwLock<Ledger>>, ready: Arc<AtomicBool>) {
+pub async fn watch(
+    client: Client,
+    ledger: Arc<RwLock<Ledger>>,
+    pools: Pools,
+    ready: Arc<AtomicBool>,
+) {
     let synced = Arc::new(Synced::default());
+    let nodepools = {
+        let (synced, ready) = (synced.clone(), ready.clone());
+        drive(
+            Api::<NodePool>::all(client.clone()),
+            watcher::Config::default(),
+            move |change| {
+                let mut p = pools.write().unwrap_or_else(|e| e.into_inner());
+                match change {
+                    Change::Apply(np) => {
+                        let name = np.metadata.name.clone().unwrap_or_default();
+                        match pool_view(&np) {
+                            Some((name, view)) => {
+                                p.insert(name, view);
+                            }
+                            None => {
+                                p.remove(&name);
+                            }
+                        }
+                    }
+                    Change::Delete(np) => {
+                        p.remove(np.metadata.name.as_deref().unwrap_or_default());
+                    }
+                    Change::Replace(all) => {
+                        *p = all.iter().filter_map(pool_view).collect();
+                        synced.pools.store(true, Ordering::Relaxed);
+                        ready.store(synced.all(), Ordering::Relaxed);
+                    }
+                }
+            },
+        )
+    };
     let nodes = {
         let (ledger, synced, ready) = (ledger.clone(), synced.clone(), ready.clone());
         drive(
@@ -216,7 +278,7 @@ pub async fn watch(client: Client, ledger: Arc<RwLock<Ledger>>, ready: Arc<Atomi
             },
         )
     };
-    tokio::join!(nodes, pods, claims);
+    tokio::join!(nodes, pods, claims, nodepools);
 }
 
 fn remove_pod(l: &mut Ledger, p: &Pod) {

@@ -124,6 +124,10 @@ pub enum Assumed {
     AlreadyBound,
     /// The ledger has it bound to another node; nothing changed.
     BoundElsewhere(String),
+    /// The ledger did not know the pod (its watch event is still to come): recorded bound,
+    /// and removed whole by [`Ledger::forget`] if the binding fails, so a bind for a pod that
+    /// does not exist leaves no trace.
+    BoundUnknown,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -367,6 +371,7 @@ impl Ledger {
     /// ledger has not seen is recorded with no requests until its watch event arrives.
     pub fn assume(&mut self, namespace: &str, name: &str, uid: &str, node: &str) -> Assumed {
         let key = pod_key(namespace, name);
+        let mut known = true;
         let info = match self.pods.get(&key) {
             Some(p) if uid.is_empty() || p.uid.is_empty() || p.uid == uid => {
                 match &p.node {
@@ -378,22 +383,35 @@ impl Ledger {
                 p.node = Some(node.to_string());
                 p
             }
-            _ => PodInfo {
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-                uid: uid.to_string(),
-                requests: Resources::default().with_pods(1),
-                node: Some(node.to_string()),
-            },
+            _ => {
+                known = false;
+                PodInfo {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    uid: uid.to_string(),
+                    requests: Resources::default().with_pods(1),
+                    node: Some(node.to_string()),
+                }
+            }
         };
         self.pods.remove(&key);
         self.upsert_pod(info);
-        Assumed::Bound
+        if known {
+            Assumed::Bound
+        } else {
+            Assumed::BoundUnknown
+        }
     }
 
     /// Undoes [`Ledger::assume`] after the binding call failed, if the pod is still bound to
     /// `node` in the ledger.
-    pub fn forget(&mut self, namespace: &str, name: &str, node: &str) {
+    pub fn forget(&mut self, namespace: &str, name: &str, node: &str, assumed: &Assumed) {
+        if *assumed == Assumed::BoundUnknown {
+            if self.pod(namespace, name).and_then(|p| p.node.as_deref()) == Some(node) {
+                self.remove_pod(namespace, name);
+            }
+            return;
+        }
         let key = pod_key(namespace, name);
         if let Some(p) = self.pods.get(&key)
             && p.node.as_deref() == Some(node)
@@ -956,9 +974,25 @@ mod tests {
         l.assume("default", "a-0", "uid-a-0", "n1");
         l.upsert_pod(pods[0].clone());
         assert_eq!(l.pod("default", "a-0").unwrap().node.as_deref(), Some("n1"));
-        l.forget("default", "a-0", "n1");
+        l.forget("default", "a-0", "n1", &Assumed::Bound);
         assert_eq!(l.pod("default", "a-0").unwrap().node, None);
         assert!(!l.bound.contains_key("n1"));
+    }
+
+    #[test]
+    fn a_failed_bind_of_an_unknown_pod_leaves_no_trace() {
+        let (mut l, _) = reserved_node();
+        let before = l.counts();
+        let a = l.assume("default", "ghost", "uid-ghost", "n1");
+        assert_eq!(a, Assumed::BoundUnknown);
+        assert_eq!(
+            l.counts().1,
+            before.1 + 1,
+            "recorded while the bind is in flight"
+        );
+        l.forget("default", "ghost", "n1", &a);
+        assert!(l.pod("default", "ghost").is_none());
+        assert_eq!(l.counts(), before);
     }
 
     #[test]
@@ -1108,7 +1142,7 @@ mod tests {
         );
         l.assume("default", "a-0", "uid-a-0", "n1");
         l.assume("default", "c-1", "uid-c-1", "n2");
-        l.forget("default", "c-1", "n2");
+        l.forget("default", "c-1", "n2", &Assumed::Bound);
         l.remove_pod("default", "c-2");
         l.upsert_pod(PodInfo {
             uid: "again".into(),

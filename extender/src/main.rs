@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use adze_extender::cluster::{KubeBinder, watch};
 use adze_extender::ledger::Ledger;
 use adze_extender::server::{AppState, Config, router};
+use adze_scheduling::preemption::Policy;
 use anyhow::Context;
 use clap::Parser;
 
@@ -27,9 +28,16 @@ struct Args {
     /// PEM private key for --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
-    /// Let kube-scheduler preempt even for pods whose capacity is already in flight.
-    #[arg(long)]
-    allow_preemption_in_flight: bool,
+    /// `hold`: answer kube-scheduler's `preempt` with no candidates for a pending pod whose
+    /// capacity is in flight or that a NodePool can serve (from its first scheduling cycle),
+    /// so running pods are not evicted for it. `allow`: never interfere.
+    #[arg(long, value_enum, default_value_t = PreemptionArg::Hold)]
+    preemption: PreemptionArg,
+    /// With `--preemption hold`: how old a pod a NodePool could serve may get before
+    /// preemption is let through for it anyway (Go duration, or "Never"). Pods whose
+    /// capacity is in flight are held regardless.
+    #[arg(long, value_parser = hold_limit, default_value = "5m")]
+    preemption_hold_limit: HoldLimit,
     /// Log as JSON.
     #[arg(long)]
     log_json: bool,
@@ -38,6 +46,22 @@ struct Args {
     /// HTTPS only.
     #[arg(long, value_name = "NAME", requires = "tls_cert")]
     webhook_scheduler_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PreemptionArg {
+    Hold,
+    Allow,
+}
+
+/// `None`: never ends.
+#[derive(Debug, Clone, Copy)]
+struct HoldLimit(Option<std::time::Duration>);
+
+fn hold_limit(s: &str) -> Result<HoldLimit, String> {
+    adze_api::duration::DurationOrNever::parse(s)
+        .map(|d| HoldLimit(d.as_std()))
+        .map_err(|e| e.to_string())
 }
 
 #[tokio::main]
@@ -66,7 +90,12 @@ async fn main() -> anyhow::Result<()> {
         ledger.clone(),
         Arc::new(KubeBinder::new(client.clone())),
         Config {
-            hold_preemption: !args.allow_preemption_in_flight,
+            preemption: match args.preemption {
+                PreemptionArg::Allow => Policy::Allow,
+                PreemptionArg::Hold => Policy::Hold {
+                    limit: args.preemption_hold_limit.0,
+                },
+            },
         },
     );
     let (signal, unschedulable) = adze_extender::signal::Signal::new();
@@ -75,7 +104,12 @@ async fn main() -> anyhow::Result<()> {
         client.clone(),
         unschedulable,
     ));
-    tokio::spawn(watch(client, ledger, state.ready.clone()));
+    tokio::spawn(watch(
+        client,
+        ledger,
+        state.pools.clone(),
+        state.ready.clone(),
+    ));
     let mut app = router(state);
     if let Some(name) = args.webhook_scheduler_name.clone() {
         tracing::info!(scheduler = %name, "serving the schedulerName webhook at /mutate");
@@ -88,24 +122,38 @@ async fn main() -> anyhow::Result<()> {
             let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
                 .await
                 .with_context(|| format!("loading TLS certificate {}", cert.display()))?;
+            tokio::spawn(adze_extender::server::reload_certificate(
+                tls.clone(),
+                cert.clone(),
+                key.clone(),
+                std::time::Duration::from_secs(30),
+            ));
             let listener = std::net::TcpListener::bind(args.listen)
                 .with_context(|| format!("listening on {}", args.listen))?;
             tracing::info!(listen = %args.listen, "serving HTTPS");
-            adze_extender::server::serve_https(listener, app, tls)
-                .await
-                .context("serving")?;
+            adze_extender::server::serve_https(
+                listener,
+                app,
+                tls,
+                adze_extender::server::shutdown_signal(),
+            )
+            .await
+            .context("serving")?;
         }
         _ => {
             tracing::info!(listen = %args.listen, "serving HTTP");
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("listening on {}", args.listen))?;
-            adze_extender::server::serve_http(listener, app, async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            adze_extender::server::serve_http(
+                listener,
+                app,
+                adze_extender::server::shutdown_signal(),
+            )
             .await
             .context("serving")?;
         }
     }
+    tracing::info!("stopped");
     Ok(())
 }

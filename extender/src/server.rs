@@ -13,9 +13,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use adze_scheduling::Resources;
+use adze_scheduling::preemption::{self, Decision, Policy, PoolView};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -34,8 +35,12 @@ use crate::types::{
     ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims, NodeList,
 };
 
-/// Largest request body read (a full `NodeList` of 5,000 nodes is about 30 MiB).
-pub const MAX_BODY_BYTES: usize = 128 << 20;
+/// Largest request body read. With `nodeCacheCapable: true` (every shipped configuration) a
+/// request carries the pod (etcd caps an object at 1.5 MiB) and node *names* (5,000 names of
+/// at most 253 bytes: 1.3 MiB), so 8 MiB is generous; a bigger body is refused with 413
+/// before it is buffered. Without `nodeCacheCapable` a full `NodeList` of more than ~1,000
+/// nodes would not fit: keep it on.
+pub const MAX_BODY_BYTES: usize = 8 << 20;
 
 /// Creates the `pods/binding` for a pod. The real one lives in [`crate::cluster`]; tests use
 /// a fake.
@@ -49,17 +54,27 @@ pub trait Binder: Send + Sync + 'static {
 /// Behaviour switches.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Answer `preempt` with no candidates for a pod whose capacity is in flight.
-    pub hold_preemption: bool,
+    /// When `preempt` answers "no candidates" (see [`adze_scheduling::preemption`]).
+    pub preemption: Policy,
 }
+
+/// How long a pod a NodePool could serve is kept from preempting by default: longer than a
+/// node takes to boot and register, short enough that a pod Adze wrongly thought it could
+/// serve (no instance type holds it) is not kept from preemption for long.
+pub const DEFAULT_PREEMPTION_HOLD_LIMIT: Duration = Duration::from_secs(300);
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            hold_preemption: true,
+            preemption: Policy::Hold {
+                limit: Some(DEFAULT_PREEMPTION_HOLD_LIMIT),
+            },
         }
     }
 }
+
+/// The NodePools by name, as the preemption hold reads them.
+pub type Pools = Arc<RwLock<BTreeMap<String, PoolView>>>;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -70,6 +85,8 @@ pub struct AppState {
     /// Set once every watch has listed its objects.
     pub ready: Arc<AtomicBool>,
     pub config: Config,
+    /// Kept current by the NodePool watch.
+    pub pools: Pools,
     /// Where pods that fail on every candidate node are reported; `None` reports nothing.
     pub unschedulable: Option<Signal>,
 }
@@ -82,6 +99,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             ready: Arc::new(AtomicBool::new(false)),
             config,
+            pools: Arc::default(),
             unschedulable: None,
         }
     }
@@ -128,12 +146,74 @@ pub async fn serve_https(
     listener: std::net::TcpListener,
     app: Router,
     tls: axum_server::tls_rustls::RustlsConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
+    let handle = axum_server::Handle::new();
+    let on_signal = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        // Requests in progress (a bind) finish; new connections are refused.
+        on_signal.graceful_shutdown(Some(SHUTDOWN_GRACE));
+    });
     axum_server::from_tcp_rustls(listener, tls)
         .map(|a| a.acceptor(axum_server::accept::NoDelayAcceptor::new()))
+        .handle(handle)
         .serve(app.into_make_service())
         .await
+}
+
+/// Re-reads the certificate and key every `every` when either file changed (cert-manager
+/// renews the Secret in place; the kubelet updates the mounted files), so a renewed
+/// certificate is served without a restart. A pair that does not load (a half-written
+/// update) is logged and the old one kept until the next look.
+pub async fn reload_certificate(
+    tls: axum_server::tls_rustls::RustlsConfig,
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+    every: Duration,
+) {
+    let stamp = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut seen = (stamp(&cert), stamp(&key));
+    loop {
+        tokio::time::sleep(every).await;
+        let now = (stamp(&cert), stamp(&key));
+        if now == seen {
+            continue;
+        }
+        match tls.reload_from_pem_file(&cert, &key).await {
+            Ok(()) => {
+                tracing::info!(cert = %cert.display(), "TLS certificate reloaded");
+                seen = now;
+            }
+            Err(e) => {
+                tracing::warn!(cert = %cert.display(), error = %e, "TLS certificate not reloaded; serving the previous one")
+            }
+        }
+    }
+}
+
+/// How long requests in progress may run after SIGTERM: above the bind timeout
+/// ([`crate::cluster::DEFAULT_BIND_TIMEOUT`]), below the pod's termination grace period.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Completes on SIGTERM (what the kubelet sends at a rollout) or SIGINT.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await
+            }
+        }
+    };
+    tokio::select! {
+        _ = term => tracing::info!("SIGTERM: finishing requests in progress"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: finishing requests in progress"),
+    }
 }
 
 /// Serves `app` over plain HTTP on `listener` until `shutdown` completes. Connections get
@@ -563,9 +643,9 @@ async fn bind_body(s: &AppState, body: &[u8]) -> ExtenderBindingResult {
             ExtenderBindingResult::default()
         }
         Err(e) => {
-            if assumed == Assumed::Bound {
+            if matches!(assumed, Assumed::Bound | Assumed::BoundUnknown) {
                 let mut l = s.ledger.write().unwrap_or_else(|e| e.into_inner());
-                l.forget(ns, name, node);
+                l.forget(ns, name, node, &assumed);
             }
             tracing::warn!(pod = %format!("{ns}/{name}"), node = %node, error = %e, "binding failed");
             fail(format!("binding pod {ns}/{name} to node {node}: {e}"))
@@ -590,13 +670,39 @@ async fn preempt(State(s): State<AppState>, body: Bytes) -> Response {
 fn preempt_body(s: &AppState, body: &[u8]) -> Result<ExtenderPreemptionResult, String> {
     let args: ExtenderPreemptionArgs = parse(body, "ExtenderPreemptionArgs")?;
     let pod = pod_info(args.pod.as_ref())?;
-    if s.config.hold_preemption {
-        let l = s.ledger.read().unwrap_or_else(|e| e.into_inner());
-        if l.capacity_in_flight(&pod) {
-            tracing::info!(pod = %format!("{}/{}", pod.namespace, pod.name), claim = l.nominated_claim(&pod).unwrap_or_default(), "no preemption: the pod's capacity is in flight");
-            return Ok(ExtenderPreemptionResult {
-                node_name_to_meta_victims: Some(BTreeMap::new()),
-            });
+    if s.config.preemption != Policy::Allow {
+        let p = args.pod.as_ref().ok_or("the request has no Pod")?;
+        let model = adze_api::convert::pod(p).map_err(|e| e.to_string())?;
+        let claim = {
+            let l = s.ledger.read().unwrap_or_else(|e| e.into_inner());
+            l.capacity_in_flight(&pod)
+                .then(|| l.nominated_claim(&pod).map(str::to_string))
+                .flatten()
+        };
+        let pools: Vec<PoolView> = s
+            .pools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let decision = preemption::decide(
+            s.config.preemption,
+            &model,
+            claim.as_deref(),
+            &pools,
+            pod_age(p),
+        );
+        let key = format!("{}/{}", pod.namespace, pod.name);
+        match decision {
+            Decision::Hold(reason) => {
+                tracing::info!(pod = %key, %reason, "no preemption");
+                s.metrics.preemptions_held.fetch_add(1, Ordering::Relaxed);
+                return Ok(ExtenderPreemptionResult {
+                    node_name_to_meta_victims: Some(BTreeMap::new()),
+                });
+            }
+            Decision::Allow(reason) => tracing::info!(pod = %key, %reason, "preemption allowed"),
         }
     }
     let meta = match (args.node_name_to_meta_victims, args.node_name_to_victims) {
@@ -648,6 +754,22 @@ async fn metrics(State(s): State<AppState>) -> Response {
 
 fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("malformed {what}: {e}"))
+}
+
+/// How long the pod has existed (zero when it has no creation time or the clock is behind).
+fn pod_age(p: &Pod) -> Duration {
+    let created = p
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    created.map_or(Duration::ZERO, |c| {
+        Duration::from_secs(now.saturating_sub(c).max(0) as u64)
+    })
 }
 
 /// The pod being scheduled as the ledger sees it.
@@ -714,6 +836,8 @@ struct VerbMetrics {
 #[derive(Debug, Default)]
 pub struct Metrics {
     verbs: [VerbMetrics; 4],
+    /// `preempt` requests answered with no candidates (the hold engaged).
+    pub preemptions_held: AtomicU64,
 }
 
 impl Metrics {
@@ -738,6 +862,11 @@ impl Metrics {
             let n = self.verbs[v as usize].requests.load(Ordering::Relaxed);
             let _ = writeln!(out, "adze_extender_requests_total{{verb=\"{name}\"}} {n}");
         }
+        let _ = writeln!(
+            out,
+            "# HELP adze_extender_preemptions_held_total preempt requests answered with no candidates: the pod's capacity is in flight or a NodePool can serve it.\n# TYPE adze_extender_preemptions_held_total counter\nadze_extender_preemptions_held_total {}",
+            self.preemptions_held.load(Ordering::Relaxed)
+        );
         out.push_str("# HELP adze_extender_errors_total Extender requests answered with an error, by verb.\n# TYPE adze_extender_errors_total counter\n");
         for (v, name) in VERBS {
             let n = self.verbs[v as usize].errors.load(Ordering::Relaxed);

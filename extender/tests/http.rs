@@ -13,6 +13,7 @@ use adze_extender::types::{
     HostPriority,
 };
 use adze_scheduling::Resources;
+use adze_scheduling::preemption::{Policy, PoolView};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
@@ -261,14 +262,8 @@ async fn bind_of_an_unknown_pod_answers_the_api_error_and_leaves_no_trace() {
     .await;
     assert!(r.error.contains("not found"), "{}", r.error);
     assert!(
-        s.ledger
-            .read()
-            .unwrap()
-            .pod("default", "missing")
-            .unwrap()
-            .node
-            .is_none(),
-        "the assumed binding was rolled back"
+        s.ledger.read().unwrap().pod("default", "missing").is_none(),
+        "the assumed binding was rolled back and the unknown pod forgotten"
     );
     let r: ExtenderBindingResult = post(&s, "/bind", json!({"PodName": "x"})).await;
     assert_eq!(r.error, "ExtenderBindingArgs.PodNamespace is empty");
@@ -313,7 +308,7 @@ async fn preempt_answers_no_victims_while_the_pods_capacity_is_in_flight() {
 #[tokio::test]
 async fn preempt_passes_candidates_through_when_holding_is_off() {
     let (mut s, _) = cluster();
-    s.config.hold_preemption = false;
+    s.config.preemption = Policy::Allow;
     let r: ExtenderPreemptionResult = post(
         &s,
         "/preempt",
@@ -321,6 +316,68 @@ async fn preempt_passes_candidates_through_when_holding_is_off() {
     )
     .await;
     assert!(r.node_name_to_meta_victims.unwrap().contains_key("n2"));
+}
+
+/// A pod no claim was launched for yet, in its first scheduling cycle: held when a NodePool
+/// can serve it, passed through when the pool cannot (a label it does not set), and the hold
+/// shows in /metrics.
+#[tokio::test]
+async fn preempt_holds_from_the_first_cycle_for_pods_a_nodepool_can_serve() {
+    let (s, _) = cluster();
+    s.pools.write().unwrap().insert(
+        "default".into(),
+        PoolView {
+            pool: adze_scheduling::NodePool::new("default", vec![]),
+            in_use: Resources::default(),
+        },
+    );
+    let victims = json!({"n2": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}});
+    let held: ExtenderPreemptionResult = post(
+        &s,
+        "/preempt",
+        json!({"Pod": pod("fresh", "1"), "NodeNameToMetaVictims": victims}),
+    )
+    .await;
+    assert_eq!(held.node_name_to_meta_victims.unwrap().len(), 0);
+    let mut picky = pod("picky", "1");
+    picky["spec"]["nodeSelector"] = json!({"team": "a"});
+    let passed: ExtenderPreemptionResult = post(
+        &s,
+        "/preempt",
+        json!({"Pod": picky, "NodeNameToMetaVictims": victims}),
+    )
+    .await;
+    assert!(passed.node_name_to_meta_victims.unwrap().contains_key("n2"));
+    let (_, body) = call(&s, "GET", "/metrics", String::new()).await;
+    let text = String::from_utf8(body).unwrap();
+    assert!(
+        text.contains("adze_extender_preemptions_held_total 1"),
+        "{text}"
+    );
+}
+
+/// A body beyond what a real (nodeCacheCapable) request needs is refused, not buffered.
+#[tokio::test]
+async fn oversized_bodies_are_refused_with_413() {
+    let (s, _) = cluster();
+    let big = format!(
+        "{{\"Pod\": {}, \"NodeNames\": [\"{}\"]}}",
+        pod("a-2", "1"),
+        "n".repeat(adze_extender::server::MAX_BODY_BYTES)
+    );
+    let (status, _) = call(&s, "POST", "/filter", big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let names: Vec<String> = (0..5000)
+        .map(|i| format!("ip-10-0-{i}.ec2.internal"))
+        .collect();
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/filter",
+        json!({"Pod": pod("a-2", "1"), "NodeNames": names}).to_string(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "5,000 node names fit");
 }
 
 #[tokio::test]

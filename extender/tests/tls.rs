@@ -46,7 +46,12 @@ async fn https_server() -> (
     state.ready.store(true, Ordering::Relaxed);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_https(listener, router(state), tls));
+    tokio::spawn(serve_https(
+        listener,
+        router(state),
+        tls,
+        std::future::pending(),
+    ));
     (addr, cert.cert.der().clone())
 }
 
@@ -111,4 +116,106 @@ async fn client_that_does_not_trust_the_certificate_is_refused() {
         err.to_string().to_lowercase().contains("certificate"),
         "{err}"
     );
+}
+
+/// The shutdown future (SIGTERM in the binary) ends the HTTPS server: it stops accepting and
+/// returns once requests in progress are done, instead of waiting for SIGKILL.
+#[tokio::test]
+async fn https_server_returns_once_shutdown_completes() {
+    install_crypto_provider();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let tls = RustlsConfig::from_pem(
+        cert.cert.pem().into_bytes(),
+        cert.signing_key.serialize_pem().into_bytes(),
+    )
+    .await
+    .unwrap();
+    let state = AppState::new(
+        Arc::new(RwLock::new(Ledger::new())),
+        Arc::new(NoBinder),
+        Config::default(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve_https(listener, router(state), tls, async move {
+        let _ = stopped.await;
+    }));
+    assert!(
+        tls_connect(addr, client_config(Some(cert.cert.der().clone())))
+            .await
+            .is_ok()
+    );
+    stop.send(()).unwrap();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
+    assert!(matches!(done, Ok(Ok(Ok(())))), "{done:?}");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting after shutdown"
+    );
+}
+
+/// A renewed certificate written over the files is served without a restart.
+#[tokio::test]
+async fn a_renewed_certificate_is_served_without_a_restart() {
+    install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("adze-tls-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+    let write = |c: &rcgen::CertifiedKey<rcgen::KeyPair>| {
+        std::fs::write(&cert_path, c.cert.pem()).unwrap();
+        std::fs::write(&key_path, c.signing_key.serialize_pem()).unwrap();
+    };
+    let old = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    write(&old);
+    let tls = RustlsConfig::from_pem_file(&cert_path, &key_path)
+        .await
+        .unwrap();
+    let state = AppState::new(
+        Arc::new(RwLock::new(Ledger::new())),
+        Arc::new(NoBinder),
+        Config::default(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_https(
+        listener,
+        router(state),
+        tls.clone(),
+        std::future::pending(),
+    ));
+    tokio::spawn(adze_extender::server::reload_certificate(
+        tls,
+        cert_path.clone(),
+        key_path.clone(),
+        std::time::Duration::from_millis(50),
+    ));
+    assert!(
+        tls_connect(addr, client_config(Some(old.cert.der().clone())))
+            .await
+            .is_ok()
+    );
+    // A different mtime even on a coarse-grained file system.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let new = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    write(&new);
+    let mut served_new = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        if tls_connect(addr, client_config(Some(new.cert.der().clone())))
+            .await
+            .is_ok()
+        {
+            served_new = true;
+            break;
+        }
+    }
+    assert!(served_new, "the renewed certificate was never served");
+    assert!(
+        tls_connect(addr, client_config(Some(old.cert.der().clone())))
+            .await
+            .is_err(),
+        "the old certificate is still served"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,6 +17,7 @@ pub mod nodepool;
 pub mod overhead;
 pub mod plan;
 pub mod pod;
+pub mod preemption;
 pub mod quantity;
 pub mod requirements;
 pub mod resources;

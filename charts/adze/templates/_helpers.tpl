@@ -61,22 +61,47 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+Whether kube-scheduler should send binds to the extender: (dict "ctx" $ "version" "v1.33.0")
+renders "true" or nothing. kube-scheduler before 1.30 does not skip an ignorable extender's
+bind when the extender is down (it skips only filter, prioritize and preempt; fixed upstream
+in 1.30), so there binding through the extender would stop all scheduling during an extender
+outage. schedulerConfig.bind: auto binds through the extender only where that cannot happen.
+*/}}
+{{- define "adze.extenderBinds" -}}
+{{- $sc := .ctx.Values.schedulerConfig -}}
+{{- $v := regexFind "[0-9]+\\.[0-9]+\\.[0-9]+" (toString .version) -}}
+{{- $skips := and $v (semverCompare ">=1.30.0" $v) -}}
+{{- if eq $sc.bind "extender" -}}
+{{- if and $sc.ignorable (not $skips) -}}
+{{- fail (printf "schedulerConfig.bind=extender with schedulerConfig.ignorable=true: kube-scheduler %s does not skip a down extender's bind (only 1.30+ does), so an extender outage would stop all binding; use schedulerConfig.bind=auto, or ignorable=false to wait for the extender on purpose" (default "of unknown version" .version)) -}}
+{{- end -}}
+true
+{{- else if and (eq $sc.bind "auto") (or (not $sc.ignorable) $skips) -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/*
 The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1.
+(dict "ctx" $ "version" "<the kube-scheduler's version>")
 */}}
 {{- define "adze.schedulerExtender" -}}
-- urlPrefix: {{ include "adze.extender.url" . }}
+{{- $ctx := .ctx -}}
+- urlPrefix: {{ include "adze.extender.url" $ctx }}
   filterVerb: filter
   prioritizeVerb: prioritize
   preemptVerb: preempt
+  {{- if include "adze.extenderBinds" . }}
   bindVerb: bind
-  weight: {{ .Values.schedulerConfig.weight }}
+  {{- end }}
+  weight: {{ $ctx.Values.schedulerConfig.weight }}
   nodeCacheCapable: true
-  httpTimeout: {{ .Values.schedulerConfig.httpTimeout }}
-  ignorable: {{ .Values.schedulerConfig.ignorable }}
-  enableHTTPS: {{ .Values.extender.tls.enabled }}
-  {{- if .Values.extender.tls.enabled }}
+  httpTimeout: {{ $ctx.Values.schedulerConfig.httpTimeout }}
+  ignorable: {{ $ctx.Values.schedulerConfig.ignorable }}
+  enableHTTPS: {{ $ctx.Values.extender.tls.enabled }}
+  {{- if $ctx.Values.extender.tls.enabled }}
   tlsConfig:
-    caFile: {{ .Values.schedulerConfig.caFile }}
+    caFile: {{ $ctx.Values.schedulerConfig.caFile }}
   {{- end }}
 {{- end }}
 
@@ -105,5 +130,10 @@ profiles:
   - schedulerName: default-scheduler
 {{- end }}
 extenders:
-{{ include "adze.schedulerExtender" $ctx | indent 2 }}
+{{- /* Whose version decides bindVerb: the chart's own scheduler runs its image; a control
+plane's kube-scheduler runs the cluster's version, and v1beta1 exists only up to 1.22. */}}
+{{- $version := $ctx.Capabilities.KubeVersion.Version -}}
+{{- if .inCluster }}{{ $version = $ctx.Values.scheduler.image.tag }}
+{{- else if hasSuffix "v1beta1" .apiVersion }}{{ $version = "1.22.0" }}{{ end }}
+{{ include "adze.schedulerExtender" (dict "ctx" $ctx "version" $version) | indent 2 }}
 {{- end }}
