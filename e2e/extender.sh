@@ -21,9 +21,14 @@
 # ADZE_E2E_TPUT_PODS (default 500) pending pods onto 10 fresh roomy nodes at once and times
 # their binding; pods bound per second is reported per round and per arm (all pods / all time),
 # with the extender's cost as 1 - with/without. Reported, not gated (2 shared cores).
-# Last, on the "with" plane: kube-scheduler is restarted with the extender stanza shipped for
-# 1.20 (manifests/scheduler/kube-scheduler-config-v1beta1.yaml: ignorable, no bindVerb), the
-# extender is killed, pods still get scheduled; it is started again and is consulted again.
+# Then, on the "with" plane: kube-scheduler is restarted with the extender stanza shipped for
+# 1.20 (manifests/scheduler/kube-scheduler-config-v1beta1.yaml: ignorable, preemptVerb, no
+# bindVerb), the extender is killed, pods still get scheduled; it is started again and is
+# consulted again. Under the same stanza, the preemption hold: a high-priority pod a
+# NodePool can serve preempts no lower-priority pod (and gets a node launched for it), one
+# no NodePool can serve preempts as usual. Last, client certificates: the extender with
+# --client-ca refuses an anonymous /bind, and kube-scheduler with tlsConfig certFile/keyFile
+# schedules through it.
 #
 # Prints PASS:/FAIL:/RESULT: lines and "N passed, N failed"; exits non-zero on failure.
 # Everything started here is stopped by the EXIT trap; ADZE_KEEP=1 keeps the logs.
@@ -434,8 +439,60 @@ node=$(k get pod -n pre-hold hold-1 -o jsonpath='{.spec.nodeName}')
 check "[preemption, servable] the held pod runs on a node launched for it ($node)" bash -c "kubectl --kubeconfig $KUBECONFIG get node '$node' -o jsonpath='{.metadata.labels.adze\.sh/nodeclaim}' | grep -q ."
 kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
 
+# ---- client certificates: kube-scheduler authenticates, anyone else is refused -------------
+# A CA, the extender's serving certificate and kube-scheduler's client certificate (openssl);
+# the extender restarted with --client-ca; kube-scheduler restarted with the shipped stanza
+# over HTTPS with tlsConfig certFile/keyFile, as the chart renders it with TLS.
+echo "== client certificates: kube-scheduler's accepted, an anonymous /bind refused"
+pki=$work/pki; mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=e2e-extender-ca \
+    -keyout ca.key -out ca.crt
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 -keyout tls.key -out tls.csr
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile server.ext -out tls.crt
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=e2e-scheduler -keyout client.key -out client.csr
+  printf 'extendedKeyUsage=clientAuth\n' >client.ext
+  openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile client.ext -out client.crt
+) >"$work/pki.log" 2>&1
+check "test PKI generated (openssl)" test -s "$pki/client.crt" -a -s "$pki/tls.crt"
+kill "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
+tls_port=$(free_port)
+"$ext_bin" --listen "127.0.0.1:$tls_port" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$dir/extender-tls.log" 2>&1 &
+ext_pid=$!
+wait_for 60 curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$tls_port/readyz"
+check "[mTLS] extender ready over HTTPS; probes need no client certificate" curl -sf --cacert "$pki/ca.crt" -o /dev/null "https://127.0.0.1:$tls_port/readyz"
+anon=$(curl -s --cacert "$pki/ca.crt" -o /dev/null -w '%{http_code}' -X POST -H 'content-type: application/json' \
+  -d '{"PodName": "ign-x", "PodNamespace": "ign", "PodUID": "u", "Node": "tput-1-1"}' "https://127.0.0.1:$tls_port/bind")
+check "[mTLS] an unauthenticated /bind is refused (HTTP $anon)" test "$anon" = 401
+stranger=$(openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=stranger \
+  -keyout "$pki/stranger.key" -out "$pki/stranger.crt" >/dev/null 2>&1; \
+  curl -s --cacert "$pki/ca.crt" --cert "$pki/stranger.crt" --key "$pki/stranger.key" -o /dev/null -w '%{http_code}' \
+  -X POST -d '{}' "https://127.0.0.1:$tls_port/bind")
+check "[mTLS] a certificate from another CA does not get through (HTTP ${stranger:-none})" test "${stranger:-000}" != 200
+stanza_tls=$(sed -e "s#urlPrefix: .*#urlPrefix: https://127.0.0.1:$tls_port#" -e 's/enableHTTPS: false/enableHTTPS: true/' <<<"$stanza")
+stanza_tls+="
+    tlsConfig:
+      caFile: $pki/ca.crt
+      certFile: $pki/client.crt
+      keyFile: $pki/client.key"
+{ cat "$work/scheduler-without.run.yaml"; echo "$stanza_tls"; } >"$work/scheduler-mtls.yaml"
+restart_scheduler "$work/scheduler-mtls.yaml"
+sleep 2 # informers synced
+k create namespace mtls >/dev/null
+deployment mtls mtls 3 100m 100Mi e2e-ign yes | k apply -f - >/dev/null
+wait_for 90 count_is 3 bound_pods mtls
+check "[mTLS] pods scheduled with kube-scheduler presenting its client certificate: $(bound_pods mtls)/3" count_is 3 bound_pods mtls
+tls_filters=$(curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$tls_port/metrics" | awk '/^adze_extender_requests_total\{verb="filter"\}/ {print $2}')
+tls_errors=$(curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$tls_port/metrics" | awk '/^adze_extender_errors_total\{verb="filter"\}/ {print $2}')
+check "[mTLS] kube-scheduler's filter calls were answered (${tls_filters:-0} calls, ${tls_errors:-0} errors)" \
+  bash -c "[ ${tls_filters:-0} -ge 3 ] && [ ${tls_errors:-0} -eq 0 ]"
+refusals=$(grep -c 'refused: no verified client certificate' "$dir/extender-tls.log")
+check "[mTLS] the only refusal logged is the anonymous /bind, none of kube-scheduler's calls ($refusals)" test "$refusals" = 1
+
 echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with extender $extra_with"
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
 echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes): without extender $tput_without pods/s (rounds: ${rounds_without% }), with extender $tput_with pods/s (rounds: ${rounds_with% }); the extender costs $cost % (target < 20 %)"
-check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender.log $work/*/provisioner.log 2>/dev/null"
+check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender*.log $work/*/provisioner.log 2>/dev/null"
 e2e_summary

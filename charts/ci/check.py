@@ -241,6 +241,11 @@ def expect_eks_second_scheduler(docs):
     eargs = container(one(docs, "Deployment", "-extender"))["args"]
     check("eks: extender serves TLS and the webhook",
           "--tls-cert=/etc/adze/tls/tls.crt" in eargs and "--webhook-scheduler-name=adze-scheduler" in eargs, str(eargs))
+    client = certs.get("eks-adze-scheduler-client", {}).get("spec", {})
+    check("eks: the extender requires client certificates; cert-manager issues the scheduler's from the same CA",
+          "--client-ca=/etc/adze/tls/ca.crt" in eargs and "client auth" in client.get("usages", [])
+          and client.get("issuerRef", {}).get("name") == "eks-adze-extender-ca"
+          and ext["tlsConfig"].get("certFile") == "/etc/kubernetes/adze/client.crt", json.dumps(client))
 
 
 def expect_v1beta1_secret(docs):
@@ -252,8 +257,16 @@ def expect_v1beta1_secret(docs):
     svc = one(docs, "Service", "-extender")
     check("fixed ClusterIP for the extender Service", svc["spec"]["clusterIP"] == "10.96.200.201")
     vols = one(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["volumes"]
-    check("user TLS secret mounted into the scheduler",
-          any(v.get("secret", {}).get("secretName") == "my-extender-tls" for v in vols))
+    sources = [src["secret"] for v in vols for src in v.get("projected", {}).get("sources", [])]
+    check("user TLS secret's ca.crt and the client certificate secret projected into the scheduler",
+          {"name": "my-extender-tls", "items": [{"key": "ca.crt", "path": "ca.crt"}]} in sources
+          and {"name": "my-scheduler-client", "items": [{"key": "tls.crt", "path": "client.crt"},
+                                                        {"key": "tls.key", "path": "client.key"}]} in sources,
+          json.dumps(vols))
+    tls = cfg["extenders"][0]["tlsConfig"]
+    check("1.20 scheduler presents its client certificate to the extender",
+          tls == {"caFile": "/etc/kubernetes/adze/ca.crt", "certFile": "/etc/kubernetes/adze/client.crt",
+                  "keyFile": "/etc/kubernetes/adze/client.key"}, json.dumps(tls))
     check("no agent when agent.enabled=false", not any(d["kind"] == "DaemonSet" for d in docs))
 
 
@@ -281,7 +294,8 @@ VALUE_SETS = [
     }), expect_eks_second_scheduler),
     ("v1beta1", merge(AWS, {
         "extender": {"replicas": 1, "service": {"clusterIP": "10.96.200.201"},
-                     "tls": {"enabled": True, "secretName": "my-extender-tls", "caBundle": "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0"}},
+                     "tls": {"enabled": True, "secretName": "my-extender-tls", "caBundle": "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0",
+                             "clientSecretName": "my-scheduler-client"}},
         "scheduler": {"enabled": True, "replicas": 1, "configApiVersion": "kubescheduler.config.k8s.io/v1beta1",
                       "image": {"tag": "v1.20.2"}},
         "agent": {"enabled": False},
@@ -308,6 +322,9 @@ BAD = [
     ("binding through an ignorable extender on 1.20",
      {"cloudProvider": "simulated", "schedulerConfig": {"bind": "extender"}}, "schedulerConfig.bind=extender"),
     ("unknown schedulerConfig.bind", {"cloudProvider": "simulated", "schedulerConfig": {"bind": "always"}}, "bind"),
+    ("second scheduler with client auth but no client certificate",
+     {"cloudProvider": "simulated", "scheduler": {"enabled": True},
+      "extender": {"tls": {"enabled": True, "secretName": "s", "caBundle": "QQ=="}}}, "extender.tls.clientSecretName"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]

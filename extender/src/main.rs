@@ -28,6 +28,12 @@ struct Args {
     /// PEM private key for --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// PEM CA bundle: filter, prioritize, bind and preempt then need a client certificate
+    /// signed by it (kube-scheduler's extender `tlsConfig.certFile` / `keyFile`); others get
+    /// 401. Probes, metrics and the webhook need none. Without it anyone who reaches the
+    /// port can bind pods.
+    #[arg(long, requires = "tls_cert")]
+    client_ca: Option<PathBuf>,
     /// `hold`: answer kube-scheduler's `preempt` with no candidates for a pending pod whose
     /// capacity is in flight or that a NodePool can serve (from its first scheduling cycle),
     /// so running pods are not evicted for it. `allow`: never interfere.
@@ -90,6 +96,7 @@ async fn main() -> anyhow::Result<()> {
         ledger.clone(),
         Arc::new(KubeBinder::new(client.clone())),
         Config {
+            require_client_cert: args.client_ca.is_some(),
             preemption: match args.preemption {
                 PreemptionArg::Allow => Policy::Allow,
                 PreemptionArg::Hold => Policy::Hold {
@@ -119,18 +126,20 @@ async fn main() -> anyhow::Result<()> {
     match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
             adze_extender::server::install_crypto_provider();
-            let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
-                .await
-                .with_context(|| format!("loading TLS certificate {}", cert.display()))?;
+            let config =
+                adze_extender::server::tls_server_config(cert, key, args.client_ca.as_deref())
+                    .context("loading the TLS certificate")?;
+            let tls = axum_server::tls_rustls::RustlsConfig::from_config(config);
             tokio::spawn(adze_extender::server::reload_certificate(
                 tls.clone(),
                 cert.clone(),
                 key.clone(),
+                args.client_ca.clone(),
                 std::time::Duration::from_secs(30),
             ));
             let listener = std::net::TcpListener::bind(args.listen)
                 .with_context(|| format!("listening on {}", args.listen))?;
-            tracing::info!(listen = %args.listen, "serving HTTPS");
+            tracing::info!(listen = %args.listen, client_auth = args.client_ca.is_some(), "serving HTTPS");
             adze_extender::server::serve_https(
                 listener,
                 app,
@@ -141,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
             .context("serving")?;
         }
         _ => {
-            tracing::info!(listen = %args.listen, "serving HTTP");
+            tracing::warn!(listen = %args.listen, "serving plain HTTP without client authentication: anyone who reaches this port can bind pods; use --tls-cert, --tls-key and --client-ca");
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("listening on {}", args.listen))?;

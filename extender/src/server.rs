@@ -56,6 +56,9 @@ pub trait Binder: Send + Sync + 'static {
 pub struct Config {
     /// When `preempt` answers "no candidates" (see [`adze_scheduling::preemption`]).
     pub preemption: Policy,
+    /// The verbs need a verified client certificate (`--client-ca`): without it anyone who
+    /// reaches the port could bind any pending pod to any node.
+    pub require_client_cert: bool,
 }
 
 /// How long a pod a NodePool could serve is kept from preempting by default: longer than a
@@ -69,6 +72,7 @@ impl Default for Config {
             preemption: Policy::Hold {
                 limit: Some(DEFAULT_PREEMPTION_HOLD_LIMIT),
             },
+            require_client_cert: false,
         }
     }
 }
@@ -126,14 +130,27 @@ impl AppState {
     }
 }
 
+/// Whether the connection a request came on presented a client certificate that the
+/// server's client CA verified (set by [`ClientCertAcceptor`]; absent on plain HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientCert(pub bool);
+
 /// The router: `POST /filter`, `/prioritize`, `/bind`, `/preempt`; `GET /healthz`,
-/// `/readyz`, `/metrics`.
+/// `/readyz`, `/metrics`. With [`Config::require_client_cert`] the four verbs answer 401
+/// unless the connection presented a verified client certificate; the probes and metrics
+/// stay open (the kubelet and Prometheus present none).
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let verbs = Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
         .route("/bind", post(bind))
         .route("/preempt", post(preempt))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_client_cert,
+        ));
+    Router::new()
+        .merge(verbs)
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -157,37 +174,48 @@ pub async fn serve_https(
         on_signal.graceful_shutdown(Some(SHUTDOWN_GRACE));
     });
     axum_server::from_tcp_rustls(listener, tls)
-        .map(|a| a.acceptor(axum_server::accept::NoDelayAcceptor::new()))
+        .map(|a| ClientCertAcceptor {
+            inner: a.acceptor(axum_server::accept::NoDelayAcceptor::new()),
+        })
         .handle(handle)
         .serve(app.into_make_service())
         .await
 }
 
-/// Re-reads the certificate and key every `every` when either file changed (cert-manager
-/// renews the Secret in place; the kubelet updates the mounted files), so a renewed
-/// certificate is served without a restart. A pair that does not load (a half-written
-/// update) is logged and the old one kept until the next look.
+/// Re-reads the certificate, key and client CA every `every` when one of the files changed
+/// (cert-manager renews the Secret in place; the kubelet updates the mounted files), so a
+/// renewed certificate is served without a restart. A set that does not load (a
+/// half-written update) is logged and the old one kept until the next look.
 pub async fn reload_certificate(
     tls: axum_server::tls_rustls::RustlsConfig,
     cert: std::path::PathBuf,
     key: std::path::PathBuf,
+    client_ca: Option<std::path::PathBuf>,
     every: Duration,
 ) {
     let stamp = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let mut seen = (stamp(&cert), stamp(&key));
+    let stamps = || {
+        (
+            stamp(&cert),
+            stamp(&key),
+            client_ca.as_deref().and_then(stamp),
+        )
+    };
+    let mut seen = stamps();
     loop {
         tokio::time::sleep(every).await;
-        let now = (stamp(&cert), stamp(&key));
+        let now = stamps();
         if now == seen {
             continue;
         }
-        match tls.reload_from_pem_file(&cert, &key).await {
-            Ok(()) => {
+        match tls_server_config(&cert, &key, client_ca.as_deref()) {
+            Ok(config) => {
+                tls.reload_from_config(config);
                 tracing::info!(cert = %cert.display(), "TLS certificate reloaded");
                 seen = now;
             }
             Err(e) => {
-                tracing::warn!(cert = %cert.display(), error = %e, "TLS certificate not reloaded; serving the previous one")
+                tracing::warn!(error = %e, "TLS certificate not reloaded; serving the previous one")
             }
         }
     }
@@ -214,6 +242,113 @@ pub async fn shutdown_signal() {
         _ = term => tracing::info!("SIGTERM: finishing requests in progress"),
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: finishing requests in progress"),
     }
+}
+
+async fn require_client_cert(
+    State(s): State<AppState>,
+    cert: Option<axum::Extension<ClientCert>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if s.config.require_client_cert && cert.map(|c| c.0) != Some(ClientCert(true)) {
+        tracing::warn!(path = %req.uri().path(), "refused: no verified client certificate");
+        return (
+            StatusCode::UNAUTHORIZED,
+            "a client certificate signed by the extender's client CA is required",
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// TLS with `TCP_NODELAY`, then tells the service whether the client presented a verified
+/// certificate ([`ClientCert`]); the handshake itself refuses a certificate the client CA
+/// did not sign.
+#[derive(Clone)]
+pub struct ClientCertAcceptor {
+    inner: axum_server::tls_rustls::RustlsAcceptor<axum_server::accept::NoDelayAcceptor>,
+}
+
+impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S>
+    for ClientCertAcceptor
+{
+    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Service = axum::middleware::AddExtension<S, ClientCert>;
+    type Future =
+        Pin<Box<dyn Future<Output = std::io::Result<(Self::Stream, Self::Service)>> + Send>>;
+
+    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        let handshake = self.inner.accept(stream, service);
+        Box::pin(async move {
+            let (stream, service) = handshake.await?;
+            let verified = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .is_some_and(|c| !c.is_empty());
+            Ok((
+                stream,
+                tower_layer::Layer::layer(&axum::Extension(ClientCert(verified)), service),
+            ))
+        })
+    }
+}
+
+/// The server side of TLS: `cert` and `key`, and with `client_ca` a verifier that accepts
+/// clients with a certificate signed by it (kube-scheduler's extender `tlsConfig.certFile`)
+/// and, at the TLS layer, clients with none: the verbs then refuse those with 401
+/// ([`Config::require_client_cert`]) while the kubelet's probes still get through.
+pub fn tls_server_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    client_ca: Option<&std::path::Path>,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let read_certs = |path: &std::path::Path| -> Result<Vec<CertificateDer<'static>>, TlsError> {
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| TlsError::Pem(path.display().to_string(), e.to_string()))?;
+        if certs.is_empty() {
+            return Err(TlsError::Pem(
+                path.display().to_string(),
+                "no CERTIFICATE block".into(),
+            ));
+        }
+        Ok(certs)
+    };
+    let chain = read_certs(cert)?;
+    let key_der = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| TlsError::Pem(key.display().to_string(), e.to_string()))?;
+    let builder = rustls::ServerConfig::builder();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in read_certs(ca)? {
+                roots
+                    .add(c)
+                    .map_err(|e| TlsError::Pem(ca.display().to_string(), e.to_string()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| TlsError::Pem(ca.display().to_string(), e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(chain, key_der)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Why a TLS configuration did not load; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{0}: {1}")]
+    Pem(String, String),
+    #[error("TLS configuration: {0}")]
+    Rustls(#[from] rustls::Error),
 }
 
 /// Serves `app` over plain HTTP on `listener` until `shutdown` completes. Connections get

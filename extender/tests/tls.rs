@@ -1,5 +1,6 @@
 //! HTTPS: the extender serves its verbs over rustls with a configured certificate, and a
-//! client that trusts only that certificate completes the handshake and gets an answer.
+//! client that trusts only that certificate completes the handshake and gets an answer; with
+//! a client CA the verbs need a client certificate it signed.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
@@ -188,6 +189,7 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
         tls,
         cert_path.clone(),
         key_path.clone(),
+        None,
         std::time::Duration::from_millis(50),
     ));
     assert!(
@@ -217,5 +219,140 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
             .is_err(),
         "the old certificate is still served"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- client certificates -----------------------------------------------------------------
+
+fn new_ca(name: &str) -> rcgen::CertifiedIssuer<'static, rcgen::KeyPair> {
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.distinguished_name.push(rcgen::DnType::CommonName, name);
+    rcgen::CertifiedIssuer::self_signed(p, rcgen::KeyPair::generate().unwrap()).unwrap()
+}
+
+fn leaf(
+    names: &[&str],
+    issuer: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+) -> (rcgen::Certificate, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let cert = rcgen::CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &**issuer)
+        .unwrap();
+    (cert, key)
+}
+
+fn with_client_cert(
+    server_ca: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+    client: Option<&(rcgen::Certificate, rcgen::KeyPair)>,
+) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server_ca.der().clone()).unwrap();
+    let b = rustls::ClientConfig::builder().with_root_certificates(roots);
+    match client {
+        None => b.with_no_client_auth(),
+        Some((cert, key)) => b
+            .with_client_auth_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap(),
+    }
+}
+
+/// One request on a fresh connection: the status, or the error (handshake or transport).
+async fn status_of(
+    addr: std::net::SocketAddr,
+    config: rustls::ClientConfig,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<u16, String> {
+    let tls = tls_connect(addr, config).await.map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(body.to_string())))
+        .unwrap();
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok(resp.status().as_u16())
+}
+
+/// kube-scheduler with `tlsConfig.certFile`/`keyFile` from the client CA gets answers; a
+/// client with no certificate gets 401 on every verb (so no one else can `/bind`) but still
+/// reaches the probes; a certificate from another CA fails the handshake.
+#[tokio::test]
+async fn with_a_client_ca_the_verbs_need_a_client_certificate_it_signed() {
+    install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("adze-tls-mtls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = new_ca("adze-extender-ca");
+    let (server_cert, server_key) = leaf(&["localhost"], &ca);
+    std::fs::write(dir.join("tls.crt"), server_cert.pem()).unwrap();
+    std::fs::write(dir.join("tls.key"), server_key.serialize_pem()).unwrap();
+    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
+    let config = adze_extender::server::tls_server_config(
+        &dir.join("tls.crt"),
+        &dir.join("tls.key"),
+        Some(&dir.join("ca.crt")),
+    )
+    .unwrap();
+    let state = AppState::new(
+        Arc::new(RwLock::new(Ledger::new())),
+        Arc::new(NoBinder),
+        Config {
+            require_client_cert: true,
+            ..Config::default()
+        },
+    );
+    state.ready.store(true, Ordering::Relaxed);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_https(
+        listener,
+        router(state),
+        RustlsConfig::from_config(config),
+        std::future::pending(),
+    ));
+    let bind = r#"{"PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "n1"}"#;
+    let filter = r#"{"Pod": {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNames": ["n1"]}"#;
+
+    let scheduler = leaf(&["adze-scheduler"], &ca);
+    let ok = with_client_cert(&ca, Some(&scheduler));
+    assert_eq!(
+        status_of(addr, ok.clone(), "POST", "/filter", filter).await,
+        Ok(200)
+    );
+    assert_eq!(status_of(addr, ok, "POST", "/bind", bind).await, Ok(200));
+
+    let anonymous = with_client_cert(&ca, None);
+    for path in ["/bind", "/filter", "/prioritize", "/preempt"] {
+        assert_eq!(
+            status_of(addr, anonymous.clone(), "POST", path, bind).await,
+            Ok(401),
+            "{path} without a client certificate"
+        );
+    }
+    assert_eq!(
+        status_of(addr, anonymous.clone(), "GET", "/healthz", "").await,
+        Ok(200)
+    );
+    assert_eq!(
+        status_of(addr, anonymous, "GET", "/readyz", "").await,
+        Ok(200)
+    );
+
+    let other = new_ca("someone-else");
+    let stranger = with_client_cert(&ca, Some(&leaf(&["adze-scheduler"], &other)));
+    let r = status_of(addr, stranger, "POST", "/bind", bind).await;
+    assert!(r.is_err(), "a certificate from another CA got {r:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

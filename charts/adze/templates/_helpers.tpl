@@ -52,6 +52,20 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end }}
 
+{{/* "true" when the extender requires client certificates (TLS on, clientAuth on). */}}
+{{- define "adze.extender.clientAuth" -}}
+{{- if and .Values.extender.tls.enabled .Values.extender.tls.clientAuth -}}true{{- end -}}
+{{- end }}
+
+{{/* The Secret holding the chart scheduler's client certificate. */}}
+{{- define "adze.scheduler.clientSecret" -}}
+{{- if .Values.extender.tls.certManager.enabled -}}
+{{ include "adze.fullname" . }}-scheduler-client-tls
+{{- else -}}
+{{ .Values.extender.tls.clientSecretName }}
+{{- end -}}
+{{- end }}
+
 {{- define "adze.extender.url" -}}
 {{- if .Values.schedulerConfig.extenderURL -}}
 {{ .Values.schedulerConfig.extenderURL }}
@@ -102,6 +116,10 @@ The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1
   {{- if $ctx.Values.extender.tls.enabled }}
   tlsConfig:
     caFile: {{ $ctx.Values.schedulerConfig.caFile }}
+    {{- if include "adze.extender.clientAuth" $ctx }}
+    certFile: {{ $ctx.Values.schedulerConfig.clientCertFile }}
+    keyFile: {{ $ctx.Values.schedulerConfig.clientKeyFile }}
+    {{- end }}
   {{- end }}
 {{- end }}
 
