@@ -343,7 +343,7 @@ echo "== kube-scheduler restarted with the shipped extender stanza; extender kil
 shipped=$root/manifests/scheduler/kube-scheduler-config-v1beta1.yaml
 stanza=$(awk '/^extenders:/ {on=1} on' "$shipped" \
   | sed -e "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port#" -e 's/enableHTTPS: true/enableHTTPS: false/' \
-        -e '/tlsConfig:/d' -e '/caFile:/d')
+        -e '/tlsConfig:/d' -e '/caFile:/d' -e '/certFile:/d' -e '/keyFile:/d')
 check "shipped stanza: ignorable, every verb but bind" bash -c "grep -q 'ignorable: true' <<<'$stanza' && grep -q 'filterVerb: filter' <<<'$stanza' && grep -q 'preemptVerb: preempt' <<<'$stanza' && ! grep -q bindVerb <<<'$stanza'"
 # The running configuration with its extenders block replaced by the shipped one.
 { cat "$work/scheduler-without.run.yaml"; echo "$stanza"; } >"$work/scheduler-shipped.yaml"
