@@ -76,15 +76,42 @@ pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
         && pod.metadata.deletion_timestamp.is_none()
 }
 
-/// The node condition the node agent keeps; its presence means an agent drains this node.
+/// The node condition the node agent keeps; while it is fresh and true an agent drains this
+/// node.
 pub const AGENT_CONDITION: &str = "AdzeAgentReady";
 
+/// How old the agent's last heartbeat may be before the provisioner stops counting on it:
+/// six missed heartbeats at the agent's default 10 s. A hung, crashed or deleted agent
+/// leaves its condition behind; past this it no longer keeps the provisioner from draining.
+pub const AGENT_STALE_AFTER_SECS: i64 = 60;
+
+/// Whether an agent is looking after `node` at `now_unix` (seconds): its condition is
+/// `True` and its `lastHeartbeatTime` at most [`AGENT_STALE_AFTER_SECS`] old. A `False`
+/// condition (the agent cannot see IMDS, say) counts as no agent.
+pub fn agent_alive(node: &Node, now_unix: i64) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == AGENT_CONDITION))
+        .is_some_and(|c| {
+            c.status == "True"
+                && c.last_heartbeat_time.as_ref().is_some_and(|t| {
+                    now_unix.saturating_sub(t.0.as_second()) <= AGENT_STALE_AFTER_SECS
+                })
+        })
+}
+
 /// Interrupted NodeClaims the provisioner must drain itself, by deleting them (termination then
-/// taints, evicts under PDBs and terminates). Only where no node agent reports on the node: an
-/// agent drains with the notice's deadline in hand, and two drainers would fight. And only once
+/// taints, evicts under PDBs and terminates). Only where no live node agent reports on the
+/// node ([`agent_alive`] at `now_unix`): an agent drains with the notice's deadline in hand,
+/// and two drainers would fight; a stale one drains nothing. And only once
 /// every pod the node displaces has a replacement claim nominated for it (`unplaced` is
 /// [`super::snapshot::unplaced_pending`]), so the replacement is launched before the drain.
-pub fn interrupted_without_agent(objects: &Objects, unplaced: &BTreeSet<String>) -> Vec<String> {
+pub fn interrupted_without_agent(
+    objects: &Objects,
+    unplaced: &BTreeSet<String>,
+    now_unix: i64,
+) -> Vec<String> {
     let mut out = Vec::new();
     for claim in &objects.claims {
         if claim.metadata.deletion_timestamp.is_some()
@@ -102,12 +129,7 @@ pub fn interrupted_without_agent(objects: &Objects, unplaced: &BTreeSet<String>)
         else {
             continue;
         };
-        let has_agent = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == AGENT_CONDITION));
-        if has_agent {
+        if agent_alive(node, now_unix) {
             continue;
         }
         let node_name = node.metadata.name.clone().unwrap_or_default();
@@ -131,6 +153,9 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
+    /// 2026-11-23T05:00:00Z: 30 s after the test agent's last heartbeat.
+    const NOW: i64 = 1_795_410_000;
+
     fn claim(interrupted: bool) -> Arc<NodeClaim> {
         let conds = if interrupted {
             json!([{"type": "Interrupted", "status": "True", "reason": "SpotInterruption",
@@ -151,7 +176,8 @@ mod tests {
 
     fn node(agent: bool) -> Arc<Node> {
         let conds = if agent {
-            json!([{"type": "Ready", "status": "True"}, {"type": AGENT_CONDITION, "status": "True"}])
+            json!([{"type": "Ready", "status": "True"},
+                   {"type": AGENT_CONDITION, "status": "True", "lastHeartbeatTime": "2026-11-23T04:59:30Z"}])
         } else {
             json!([{"type": "Ready", "status": "True"}])
         };
@@ -190,21 +216,49 @@ mod tests {
         let o = objects(true, false);
         let waiting = BTreeSet::from(["p2".to_string()]);
         assert!(
-            interrupted_without_agent(&o, &waiting).is_empty(),
+            interrupted_without_agent(&o, &waiting, NOW).is_empty(),
             "p2 has no replacement yet: launch first, then drain"
         );
-        assert_eq!(interrupted_without_agent(&o, &BTreeSet::new()), vec!["c1"]);
+        assert_eq!(
+            interrupted_without_agent(&o, &BTreeSet::new(), NOW),
+            vec!["c1"]
+        );
     }
 
     #[test]
     fn node_with_an_agent_is_left_to_the_agent() {
         let o = objects(true, true);
-        assert!(interrupted_without_agent(&o, &BTreeSet::new()).is_empty());
+        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW).is_empty());
+    }
+
+    #[test]
+    fn a_stale_or_unready_agent_does_not_keep_the_provisioner_from_draining() {
+        let o = objects(true, true);
+        // 60 s after the last heartbeat: still fresh. 61 s after: stale, the agent is gone.
+        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW + 30).is_empty());
+        assert_eq!(
+            interrupted_without_agent(&o, &BTreeSet::new(), NOW + 31),
+            vec!["c1"]
+        );
+        let unready: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "spec": {"providerID": "aws:///us-east-1a/i-0abc"},
+            "status": {"conditions": [{"type": AGENT_CONDITION, "status": "False",
+                                       "lastHeartbeatTime": "2026-11-23T04:59:59Z"}]},
+        }))
+        .unwrap();
+        assert!(!agent_alive(&unready, NOW));
+        let no_heartbeat: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": AGENT_CONDITION, "status": "True"}]},
+        }))
+        .unwrap();
+        assert!(!agent_alive(&no_heartbeat, NOW));
     }
 
     #[test]
     fn claim_that_is_not_interrupted_is_not_drained() {
         let o = objects(false, false);
-        assert!(interrupted_without_agent(&o, &BTreeSet::new()).is_empty());
+        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW).is_empty());
     }
 }

@@ -176,7 +176,10 @@ impl Provisioner {
             let now = Instant::now();
             let objects = self.state.objects();
             let pending = snapshot::unplaced_pending(&objects);
-            let interrupted = leaving::interrupted_without_agent(&objects, &pending);
+            let now_unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let interrupted = leaving::interrupted_without_agent(&objects, &pending, now_unix);
             // Forget claims the watch shows deleted: a later claim may reuse the name.
             drained.retain(|n| interrupted.contains(n));
             for name in interrupted {
