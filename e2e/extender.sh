@@ -143,6 +143,21 @@ spec:
           resources: {requests: {cpu: "$4", memory: "$5"}}
 YAML
 }
+# A Ready node with no kubelet, labelled KEY=yes for each KEY given.
+fake_node() { # name cpus label-key...
+  local name=$1 cpus=$2 labels="kubernetes.io/hostname: $1" key; shift 2
+  for key in "$@"; do labels+=", $key: \"yes\""; done
+  cat <<YAML | k create -f - >/dev/null
+apiVersion: v1
+kind: Node
+metadata: {name: $name, labels: {$labels}}
+status:
+  capacity: {cpu: "$cpus", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "$cpus", memory: 16Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: simulated}]
+YAML
+  k taint nodes "$name" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
+}
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 bound_pods() { # namespace
   k get pods -n "$1" -o json | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'
@@ -354,7 +369,7 @@ sleep 2 # informers synced
 filters_before=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^adze_extender_requests_total\{verb="filter"\}/ {print $2}')
 kill -9 "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 k create namespace ign >/dev/null
-k label nodes tput-1-1 e2e-ign=yes >/dev/null
+fake_node ign-1 8 e2e-ign
 deployment ign ign 5 100m 100Mi e2e-ign yes | k apply -f - >/dev/null
 wait_for 90 count_is 5 bound_pods ign
 check "[shipped, extender down] pods still scheduled: $(bound_pods ign)/5 bound" count_is 5 bound_pods ign
@@ -384,16 +399,8 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: e2e-high}
 value: 1000000
----
-apiVersion: v1
-kind: Node
-metadata: {name: pre-1, labels: {kubernetes.io/hostname: pre-1, e2e-pre: "yes", e2e-pre-only: "yes"}}
-status:
-  capacity: {cpu: "4", memory: 16Gi, pods: "110"}
-  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: simulated}]
 YAML
-k taint nodes pre-1 node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
+fake_node pre-1 4 e2e-pre e2e-pre-only
 nodepool pre | sed 's/e2e-pool: pre/e2e-pool: pre, e2e-pre: "yes"/' | k apply -f - >/dev/null
 check "NodePool pre sets the label e2e-pre" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool pre -o jsonpath='{.spec.template.metadata.labels.e2e-pre}' | grep -qx yes"
 k create namespace pre-low >/dev/null; k create namespace pre-hold >/dev/null; k create namespace pre-free >/dev/null

@@ -27,10 +27,19 @@ impl Binder for NoBinder {
     }
 }
 
-async fn https_server() -> (
-    std::net::SocketAddr,
-    rustls::pki_types::CertificateDer<'static>,
-) {
+/// A ready extender state with an empty ledger.
+fn state(config: Config) -> AppState {
+    let state = AppState::new(
+        Arc::new(RwLock::new(Ledger::new())),
+        Arc::new(NoBinder),
+        config,
+    );
+    state.ready.store(true, Ordering::Relaxed);
+    state
+}
+
+/// A self-signed certificate for "localhost" and a server configuration serving it.
+async fn self_signed() -> (rcgen::CertifiedKey<rcgen::KeyPair>, RustlsConfig) {
     install_crypto_provider();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let tls = RustlsConfig::from_pem(
@@ -39,12 +48,15 @@ async fn https_server() -> (
     )
     .await
     .unwrap();
-    let state = AppState::new(
-        Arc::new(RwLock::new(Ledger::new())),
-        Arc::new(NoBinder),
-        Config::default(),
-    );
-    state.ready.store(true, Ordering::Relaxed);
+    (cert, tls)
+}
+
+async fn https_server() -> (
+    std::net::SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+) {
+    let (cert, tls) = self_signed().await;
+    let state = state(Config::default());
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve_https(
@@ -123,19 +135,8 @@ async fn client_that_does_not_trust_the_certificate_is_refused() {
 /// returns once requests in progress are done, instead of waiting for SIGKILL.
 #[tokio::test]
 async fn https_server_returns_once_shutdown_completes() {
-    install_crypto_provider();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let tls = RustlsConfig::from_pem(
-        cert.cert.pem().into_bytes(),
-        cert.signing_key.serialize_pem().into_bytes(),
-    )
-    .await
-    .unwrap();
-    let state = AppState::new(
-        Arc::new(RwLock::new(Ledger::new())),
-        Arc::new(NoBinder),
-        Config::default(),
-    );
+    let (cert, tls) = self_signed().await;
+    let state = state(Config::default());
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -172,11 +173,7 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
     let tls = RustlsConfig::from_pem_file(&cert_path, &key_path)
         .await
         .unwrap();
-    let state = AppState::new(
-        Arc::new(RwLock::new(Ledger::new())),
-        Arc::new(NoBinder),
-        Config::default(),
-    );
+    let state = state(Config::default());
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve_https(
@@ -305,15 +302,10 @@ async fn with_a_client_ca_the_verbs_need_a_client_certificate_it_signed() {
         Some(&dir.join("ca.crt")),
     )
     .unwrap();
-    let state = AppState::new(
-        Arc::new(RwLock::new(Ledger::new())),
-        Arc::new(NoBinder),
-        Config {
-            require_client_cert: true,
-            ..Config::default()
-        },
-    );
-    state.ready.store(true, Ordering::Relaxed);
+    let state = state(Config {
+        require_client_cert: true,
+        ..Config::default()
+    });
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve_https(
