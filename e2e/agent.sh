@@ -139,10 +139,12 @@ echo "simulated nodes: ${nodes[*]}"
 check "several simulated nodes (${#nodes[@]})" test "${#nodes[@]}" -ge 3
 
 # One IMDS simulator and one agent per node.
-declare -A port agent_pid
+declare -A port agent_pid hport
 start_agent() { # node
+  [[ -n "${hport[$1]:-}" ]] || hport[$1]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$bin/adze-agent" --node-name "$1" --kubeconfig "$KUBECONFIG" \
     --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout-ms 500 --heartbeat-seconds 5 \
+    --health-addr "127.0.0.1:${hport[$1]}" \
     >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!; pids+=("$!")
 }
@@ -162,6 +164,11 @@ fresh_node() {
 for n in "${nodes[@]}"; do attach "$n"; done
 ok=1; for n in "${nodes[@]}"; do wait_for 30 agent_ready "$n" || ok=0; done
 check "every node reports AdzeAgentReady=True" test "$ok" = 1
+first=${nodes[0]}
+check "agent /healthz answers ok (the DaemonSet's liveness probe)" bash -c "curl -sf http://127.0.0.1:${hport[$first]}/healthz | grep -qx ok"
+agent_metrics=$(curl -sf "http://127.0.0.1:${hport[$first]}/metrics")
+check "agent /metrics: IMDS polls counted, ready gauge 1" \
+  bash -c "grep -Eq '^adze_agent_imds_polls_total [1-9]' <<<'$agent_metrics' && grep -qx 'adze_agent_ready 1' <<<'$agent_metrics'"
 
 # ---- 1. spot notice with a 2-minute deadline --------------------------------------------
 victim=$(k get pods -n web -o jsonpath='{.items[0].spec.nodeName}')

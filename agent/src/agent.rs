@@ -2,6 +2,7 @@
 //! end the loop: IMDS trouble backs off and turns readiness false; apiserver trouble is retried
 //! next tick. State that must survive a restart lives on the Node (see [`crate::node`]).
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -33,6 +34,8 @@ pub struct Agent {
     pub checker: Checker,
     pub policy: Policy,
     pub timing: Timing,
+    /// What `/healthz` and `/metrics` report ([`crate::status`]).
+    pub stats: std::sync::Arc<crate::status::Stats>,
 }
 
 /// Polls the three notice endpoints. Any failure makes the whole poll a failure: acting on a
@@ -167,16 +170,21 @@ impl Agent {
                 break;
             }
             polls += 1;
+            self.stats.turn();
+            self.stats.polls.fetch_add(1, Ordering::Relaxed);
             match poll(&self.imds).await {
                 Ok(obs) => {
                     failures = 0;
                     for action in decide::decide(&obs, &mem, &self.policy, Utc::now()) {
+                        self.stats.actions.fetch_add(1, Ordering::Relaxed);
                         if let Err(e) = self.act(action.clone(), &mut mem).await {
+                            self.stats.action_failures.fetch_add(1, Ordering::Relaxed);
                             tracing::warn!(node = %self.ops.node_name, action = ?action, error = %e, "action failed; retried next poll");
                         }
                     }
                 }
                 Err(e) => {
+                    self.stats.poll_failures.fetch_add(1, Ordering::Relaxed);
                     failures += 1;
                     tracing::warn!(error = %e, failures, "IMDS poll failed");
                 }
@@ -187,6 +195,7 @@ impl Agent {
                 // Once drained, check now and then for pods that arrive anyway.
                 let due = drained_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10));
                 if due {
+                    self.stats.drain_rounds.fetch_add(1, Ordering::Relaxed);
                     match self.drainer.round(Utc::now(), rec.deadline).await {
                         Ok(r) if r.drained => {
                             if drained_at.is_none() {
@@ -212,6 +221,7 @@ impl Agent {
             }
             let facts = self.checker.gather(imds_ok).await;
             let (ready, reason, message) = crate::health::verdict(&facts, self.checker.config());
+            self.stats.ready.store(ready, Ordering::Relaxed);
             if last_ready != Some(ready) || last_heartbeat.elapsed() >= self.timing.heartbeat {
                 match self.ops.report_ready(ready, reason, &message).await {
                     Ok(()) => {

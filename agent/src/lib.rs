@@ -11,3 +11,4 @@ pub mod health;
 pub mod imds;
 pub mod node;
 pub mod notice;
+pub mod status;

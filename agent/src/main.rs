@@ -63,6 +63,13 @@ struct Args {
     min_available_disk_mib: u64,
     #[arg(long, default_value = "/")]
     disk_path: PathBuf,
+    /// Serve `/healthz` (liveness: fails once the loop has not turned for
+    /// --stale-after-seconds) and `/metrics` here, e.g. 0.0.0.0:10291. Off when absent.
+    #[arg(long)]
+    health_addr: Option<std::net::SocketAddr>,
+    /// How long the loop may go without turning before `/healthz` fails.
+    #[arg(long, default_value_t = 60)]
+    stale_after_seconds: u64,
 }
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
@@ -109,7 +116,20 @@ async fn run() -> anyhow::Result<()> {
         timeout: Duration::from_millis(args.imds_timeout_ms),
     })
     .context("--imds-token-ttl")?;
+    let stats = std::sync::Arc::new(adze_agent::status::Stats::default());
+    if let Some(addr) = args.health_addr {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--health-addr {addr}"))?;
+        tracing::info!(%addr, "serving /healthz and /metrics");
+        tokio::spawn(adze_agent::status::serve(
+            listener,
+            stats.clone(),
+            Duration::from_secs(args.stale_after_seconds),
+        ));
+    }
     let agent = Agent {
+        stats,
         imds,
         ops: NodeOps {
             client: client.clone(),

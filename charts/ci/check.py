@@ -151,6 +151,10 @@ def expect_aws(docs):
     check("agent: NODE_NAME from the downward API",
           env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName")
     check("agent: --imds-endpoint", "--imds-endpoint=http://169.254.169.254" in container(ds)["args"])
+    probe = container(ds).get("livenessProbe", {}).get("httpGet", {})
+    check("agent: liveness probe on the /healthz it serves with --health-addr",
+          "--health-addr=0.0.0.0:10291" in container(ds)["args"]
+          and probe == {"path": "/healthz", "port": 10291}, json.dumps(container(ds)))
     arole = one(docs, "ClusterRole", "-agent")
     check("agent: may evict, patch its node and NodeClaim status",
           rules_allow(arole, "", "pods/eviction", "create") and rules_allow(arole, "", "nodes", "patch")
