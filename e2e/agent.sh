@@ -167,8 +167,8 @@ check "every node reports AdzeAgentReady=True" test "$ok" = 1
 first=${nodes[0]}
 check "agent /healthz answers ok (the DaemonSet's liveness probe)" bash -c "curl -sf http://127.0.0.1:${hport[$first]}/healthz | grep -qx ok"
 agent_metrics=$(curl -sf "http://127.0.0.1:${hport[$first]}/metrics")
-check "agent /metrics: IMDS polls counted, ready gauge 1" \
-  bash -c "grep -Eq '^adze_agent_imds_polls_total [1-9]' <<<'$agent_metrics' && grep -qx 'adze_agent_ready 1' <<<'$agent_metrics'"
+metrics_ok() { grep -Eq '^adze_agent_imds_polls_total [1-9]' <<<"$agent_metrics" && grep -qx 'adze_agent_ready 1' <<<"$agent_metrics"; }
+check "agent /metrics: IMDS polls counted, ready gauge 1" metrics_ok
 
 # ---- 1. spot notice with a 2-minute deadline --------------------------------------------
 victim=$(k get pods -n web -o jsonpath='{.items[0].spec.nodeName}')
