@@ -804,10 +804,11 @@ async fn preempt(State(s): State<AppState>, body: Bytes) -> Response {
 
 fn preempt_body(s: &AppState, body: &[u8]) -> Result<ExtenderPreemptionResult, String> {
     let args: ExtenderPreemptionArgs = parse(body, "ExtenderPreemptionArgs")?;
-    let pod = pod_info(args.pod.as_ref())?;
+    let p = args.pod.as_ref().ok_or("the request has no Pod")?;
+    // One conversion serves the ledger's view and the NodePool check.
+    let model = adze_api::convert::pod(p).map_err(|e| e.to_string())?;
     if s.config.preemption != Policy::Allow {
-        let p = args.pod.as_ref().ok_or("the request has no Pod")?;
-        let model = adze_api::convert::pod(p).map_err(|e| e.to_string())?;
+        let pod = ledger_view(p, &model);
         let claim = {
             let l = s.ledger.read().unwrap_or_else(|e| e.into_inner());
             l.capacity_in_flight(&pod)
@@ -911,17 +912,22 @@ fn pod_age(p: &Pod) -> Duration {
 pub fn pod_info(pod: Option<&Pod>) -> Result<PodInfo, String> {
     let p = pod.ok_or("the request has no Pod")?;
     let model = adze_api::convert::pod(p).map_err(|e| e.to_string())?;
-    Ok(PodInfo {
-        namespace: model.namespace,
-        name: model.name,
+    Ok(ledger_view(p, &model))
+}
+
+/// The ledger's view of `p`, from its already converted `model`.
+fn ledger_view(p: &Pod, model: &adze_scheduling::Pod) -> PodInfo {
+    PodInfo {
+        namespace: model.namespace.clone(),
+        name: model.name.clone(),
         uid: p.metadata.uid.clone().unwrap_or_default(),
-        requests: model.requests,
+        requests: model.requests.clone(),
         node: p
             .spec
             .as_ref()
             .and_then(|s| s.node_name.clone())
             .filter(|n| !n.is_empty()),
-    })
+    }
 }
 
 fn allocatable(n: &Node) -> Option<Resources> {

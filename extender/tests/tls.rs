@@ -38,6 +38,19 @@ fn state(config: Config) -> AppState {
     state
 }
 
+/// Serves a ready extender with `config` over `tls` on a free port until the test ends.
+fn serve(config: Config, tls: RustlsConfig) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_https(
+        listener,
+        router(state(config)),
+        tls,
+        std::future::pending(),
+    ));
+    addr
+}
+
 /// A self-signed certificate for "localhost" and a server configuration serving it.
 async fn self_signed() -> (rcgen::CertifiedKey<rcgen::KeyPair>, RustlsConfig) {
     install_crypto_provider();
@@ -56,16 +69,7 @@ async fn https_server() -> (
     rustls::pki_types::CertificateDer<'static>,
 ) {
     let (cert, tls) = self_signed().await;
-    let state = state(Config::default());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_https(
-        listener,
-        router(state),
-        tls,
-        std::future::pending(),
-    ));
-    (addr, cert.cert.der().clone())
+    (serve(Config::default(), tls), cert.cert.der().clone())
 }
 
 fn client_config(
@@ -173,15 +177,7 @@ async fn a_renewed_certificate_is_served_without_a_restart() {
     let tls = RustlsConfig::from_pem_file(&cert_path, &key_path)
         .await
         .unwrap();
-    let state = state(Config::default());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_https(
-        listener,
-        router(state),
-        tls.clone(),
-        std::future::pending(),
-    ));
+    let addr = serve(Config::default(), tls.clone());
     tokio::spawn(adze_extender::server::reload_certificate(
         tls,
         cert_path.clone(),
@@ -302,18 +298,13 @@ async fn with_a_client_ca_the_verbs_need_a_client_certificate_it_signed() {
         Some(&dir.join("ca.crt")),
     )
     .unwrap();
-    let state = state(Config {
-        require_client_cert: true,
-        ..Config::default()
-    });
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_https(
-        listener,
-        router(state),
+    let addr = serve(
+        Config {
+            require_client_cert: true,
+            ..Config::default()
+        },
         RustlsConfig::from_config(config),
-        std::future::pending(),
-    ));
+    );
     let bind = r#"{"PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "n1"}"#;
     let filter = r#"{"Pod": {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNames": ["n1"]}"#;
 
