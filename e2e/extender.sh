@@ -14,6 +14,8 @@
 # pending -> NodeClaims of their own. When the nodes register, A's pods should land on the
 # nodes launched for them and nothing more should be launched. Reported per plane: NodeClaims
 # launched beyond the plan for A then B ("extra"), and A pods not on their nominated node.
+# On the "with" plane the extender runs as two replicas behind a Service-like proxy, and the
+# leading replica is stopped midway (see below): still no pod off its node.
 # Then throughput, side by side on the "with" plane: ADZE_E2E_TPUT_ROUNDS (default 4) rounds
 # alternate kube-scheduler with the extender and without it (the extender stopped, kube-scheduler
 # restarted with the shipped configuration) in the order with, without, without, with, ... so
@@ -57,10 +59,12 @@ ext_bin=$target/release/adze-extender
 crdgen=$target/release/crdgen
 
 work=$(mktemp -d /tmp/adze-e2e-ext.XXXXXX)
-dir=; prov_pid=; ext_pid=
+dir=; prov_pid=; ext_pid=; rep_pid=(); proxy_pid=
 stop_plane() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null && wait "$prov_pid" 2>/dev/null
   [[ -n "$ext_pid" ]] && kill "$ext_pid" 2>/dev/null && wait "$ext_pid" 2>/dev/null
+  for p in "${rep_pid[@]}" $proxy_pid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  rep_pid=(); proxy_pid=
   prov_pid=; ext_pid=
   [[ -n "$dir" ]] && "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   dir=
@@ -189,6 +193,7 @@ scenario_a_then_b() { # label
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $after_a ]"
   sleep 3 # the rest of B's batch; the nodes are still booting
   local planned; planned=$(claims)
+  [[ -n "${MIDWAY:-}" ]] && "$MIDWAY" # e.g. the leading extender replica stopped
   local registered
   registered=$(k get nodes -l adze.sh/nodeclaim -o name | wc -l)
   echo "[$label] NodeClaims for A: $after_a; for A then B: $planned; nodes registered so far: $registered"
@@ -298,12 +303,43 @@ $prioritize_line
     nodeCacheCapable: true
     httpTimeout: 5s" >"$work/scheduler-extender.yaml"
 up with "$work/scheduler-extender.yaml"
-start_extender "$port"
-check "[with] extender ready on 127.0.0.1:$port" curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"
+# Two extender replicas behind a Service-like proxy (e2e/harness/service-proxy.py: per-request
+# round-robin over the replicas whose /readyz answers 200). Only the holder of the
+# adze-extender Lease reports ready, so every verb meets one ledger. Midway through the
+# scenario (A's and B's NodeClaims planned, their nodes still booting) the leader is stopped
+# as a rollout stops it (SIGTERM): it gives the Lease up and the other replica takes over.
+rep_port=([1]=$(free_port) [2]=$(free_port))
+for i in 1 2; do
+  POD_NAME=ext-$i "$ext_bin" --listen "127.0.0.1:${rep_port[$i]}" >>"$dir/extender-$i.log" 2>&1 &
+  rep_pid[$i]=$!
+done
+python3 "$harness/service-proxy.py" --listen "127.0.0.1:$port" \
+  --backend "127.0.0.1:${rep_port[1]}" --backend "127.0.0.1:${rep_port[2]}" >"$dir/service-proxy.log" 2>&1 &
+proxy_pid=$!
+wait_for 60 curl -sf "http://127.0.0.1:$port/readyz"
+check "[with] one of two extender replicas ready behind the Service proxy on 127.0.0.1:$port" curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"
+lease_holder() { k get lease -n default adze-extender -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+replica_ready() { curl -sf -o /dev/null "http://127.0.0.1:${rep_port[$1]}/readyz"; }
+leader_i=$(lease_holder | sed -n 's/^ext-\([12]\)_.*/\1/p')
+follower_i=$((3 - ${leader_i:-1}))
+check "[replicas] ext-${leader_i:-?} holds the Lease and is ready; ext-$follower_i is not ready" \
+  bash -c "[ -n '$leader_i' ] && curl -sf -o /dev/null http://127.0.0.1:${rep_port[${leader_i:-1}]}/readyz && ! curl -sf -o /dev/null http://127.0.0.1:${rep_port[$follower_i]}/readyz"
+fail_over() {
+  echo "[replicas] stopping the leader ext-$leader_i (SIGTERM) while the nodes boot"
+  kill "${rep_pid[$leader_i]}"; wait "${rep_pid[$leader_i]}" 2>/dev/null
+  wait_for 30 replica_ready "$follower_i"
+}
 start_provisioner
 check "[with] provisioner started" kill -0 "$prov_pid"
-scenario_a_then_b with
+MIDWAY=fail_over scenario_a_then_b with
 extra_with=$EXTRA; misplaced_with=$MISPLACED
+check "[replicas] the Lease moved to ext-$follower_i ($(lease_holder))" bash -c "[[ '$(lease_holder)' == ext-${follower_i}_* ]]"
+check "[replicas] the stopped leader gave the Lease up on SIGTERM" grep -q 'leader lease released' "$dir/extender-$leader_i.log"
+# The proxy logs every change of the ready set: never two replicas serving at once.
+both=$(grep -c "^[0-9.]* ready: \['[^']*', '" "$dir/service-proxy.log")
+check "[replicas] never two replicas ready at once (ready sets: $(grep -c ' ready: ' "$dir/service-proxy.log"), with two: $both)" test "$both" = 0
+served_after=$(grep -c " -> 127.0.0.1:${rep_port[$follower_i]} 200" "$dir/service-proxy.log")
+check "[replicas] the new leader answered kube-scheduler after the handover ($served_after requests)" test "$served_after" -gt 0
 check "[with] zero extra NodeClaims (got $extra_with)" test "$extra_with" = 0
 check "[with] every A pod on the node launched for it (misplaced: $misplaced_with)" test "$misplaced_with" = 0
 # While only A's nodes were up, B's pods were turned away from every node: the extender marks
@@ -314,6 +350,8 @@ binds=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^adze_extender_request
 echo "extender answered ${binds:-0} bind requests"
 check "[with] kube-scheduler bound through the extender (bind verb used)" test "${binds:-0}" -ge 40
 kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
+# From here on one extender at a time on $port, started by start_extender.
+kill "${rep_pid[$follower_i]}" "$proxy_pid" 2>/dev/null; wait "${rep_pid[$follower_i]}" "$proxy_pid" 2>/dev/null
 
 # ---- throughput, with and without the extender, alternating on this plane ----------------
 echo "== throughput: $TPUT_ROUNDS rounds of $TPUT_PODS pods, alternating with / without the extender"

@@ -161,6 +161,15 @@ def expect_aws(docs):
           and rules_allow(arole, "adze.sh", "nodeclaims/status", "patch"))
     check("agent: may not create NodeClaims or delete nodes",
           not rules_allow(arole, "adze.sh", "nodeclaims", "create") and not rules_allow(arole, "", "nodes", "delete"))
+    edep = one(docs, "Deployment", "-extender")
+    eenv = {e["name"]: e for e in container(edep)["env"]}
+    check("extender: two replicas, one serving: Lease in the release namespace, ready only while leading",
+          edep["spec"]["replicas"] == 2 and "--leader-elect=false" not in container(edep)["args"]
+          and rules_allow(one(docs, "Role", "-extender"), "coordination.k8s.io", "leases", "update")
+          and eenv["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+          and container(edep)["readinessProbe"]["periodSeconds"] == 2, json.dumps(container(edep)))
+    check("extender: hold limit left to the binary's default unless set",
+          not any(a.startswith("--preemption-hold-limit") for a in container(edep)["args"]))
     erole = one(docs, "ClusterRole", "-extender")
     check("extender: may bind pods and read NodeClaims, nothing more on NodeClaims",
           rules_allow(erole, "", "pods/binding", "create") and rules_allow(erole, "adze.sh", "nodeclaims", "watch")
@@ -272,6 +281,10 @@ def expect_v1beta1_secret(docs):
           tls == {"caFile": "/etc/kubernetes/adze/ca.crt", "certFile": "/etc/kubernetes/adze/client.crt",
                   "keyFile": "/etc/kubernetes/adze/client.key"}, json.dumps(tls))
     check("no agent when agent.enabled=false", not any(d["kind"] == "DaemonSet" for d in docs))
+    eargs = container(one(docs, "Deployment", "-extender"))["args"]
+    check("one extender replica without leader election: --leader-elect=false, no Lease Role; hold limit passed",
+          "--leader-elect=false" in eargs and "--preemption-hold-limit=10m" in eargs
+          and not any(d["kind"] == "Role" and d["metadata"]["name"].endswith("-extender") for d in docs), str(eargs))
 
 
 def expect_minimal(docs):
@@ -297,7 +310,8 @@ VALUE_SETS = [
         "metrics": {"serviceMonitor": {"enabled": True}},
     }), expect_eks_second_scheduler),
     ("v1beta1", merge(AWS, {
-        "extender": {"replicas": 1, "service": {"clusterIP": "10.96.200.201"},
+        "extender": {"replicas": 1, "leaderElection": {"enabled": False}, "preemption": {"holdLimit": "10m"},
+                     "service": {"clusterIP": "10.96.200.201"},
                      "tls": {"enabled": True, "secretName": "my-extender-tls", "caBundle": "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0",
                              "clientSecretName": "my-scheduler-client"}},
         "scheduler": {"enabled": True, "replicas": 1, "configApiVersion": "kubescheduler.config.k8s.io/v1beta1",
@@ -329,6 +343,17 @@ BAD = [
     ("second scheduler with client auth but no client certificate",
      {"cloudProvider": "simulated", "scheduler": {"enabled": True},
       "extender": {"tls": {"enabled": True, "secretName": "s", "caBundle": "QQ=="}}}, "extender.tls.clientSecretName"),
+    ("two extender replicas without leader election",
+     {"cloudProvider": "simulated", "extender": {"leaderElection": {"enabled": False}}}, "extender.leaderElection.enabled=false"),
+    ("a preemption hold limit with preemption allowed",
+     {"cloudProvider": "simulated", "extender": {"preemption": {"policy": "allow", "holdLimit": "1m"}}},
+     "extender.preemption.holdLimit has no effect"),
+    ("a scheduler CA file without TLS", {"cloudProvider": "simulated", "schedulerConfig": {"caFile": "/x/ca.crt"}},
+     "schedulerConfig.caFile has no effect"),
+    ("a scheduler client certificate without client auth",
+     {"cloudProvider": "simulated", "schedulerConfig": {"clientKeyFile": "/x/c.key"},
+      "extender": {"tls": {"enabled": True, "secretName": "s", "caBundle": "QQ==", "clientAuth": False}}},
+     "schedulerConfig.clientKeyFile has no effect"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use adze_extender::cluster::{KubeBinder, watch};
@@ -10,7 +11,7 @@ use adze_extender::ledger::Ledger;
 use adze_extender::server::{AppState, Config, router};
 use adze_scheduling::preemption::Policy;
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,10 +41,11 @@ struct Args {
     #[arg(long, value_enum, default_value_t = PreemptionArg::Hold)]
     preemption: PreemptionArg,
     /// With `--preemption hold`: how old a pod a NodePool could serve may get before
-    /// preemption is let through for it anyway (Go duration, or "Never"). Pods whose
-    /// capacity is in flight are held regardless.
-    #[arg(long, value_parser = hold_limit, default_value = "5m")]
-    preemption_hold_limit: HoldLimit,
+    /// preemption is let through for it anyway (Go duration, or "Never"; default 5m). Pods
+    /// whose capacity is in flight are held regardless. Refused with `--preemption allow`,
+    /// where nothing is held.
+    #[arg(long, value_parser = hold_limit)]
+    preemption_hold_limit: Option<HoldLimit>,
     /// Log as JSON.
     #[arg(long)]
     log_json: bool,
@@ -52,6 +54,74 @@ struct Args {
     /// HTTPS only.
     #[arg(long, value_name = "NAME", requires = "tls_cert")]
     webhook_scheduler_name: Option<String>,
+    #[command(flatten)]
+    leader: LeaderArgs,
+}
+
+/// One serving replica: only the holder of the Lease reports ready, so a Service in front of
+/// several replicas sends every verb to one ledger; the others keep their watches warm and
+/// take over within a lease duration (at once on a clean shutdown, which releases it).
+#[derive(Debug, clap::Args)]
+struct LeaderArgs {
+    /// Report ready only while holding a coordination.k8s.io/v1 Lease (for >1 replica).
+    /// With `false` every replica reports ready and keeps its own ledger.
+    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
+    enabled: bool,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
+    #[arg(long = "leader-election-namespace")]
+    namespace: Option<String>,
+    #[arg(long = "leader-election-name", default_value = "adze-extender")]
+    name: String,
+    /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
+    #[arg(long = "leader-election-identity")]
+    identity: Option<String>,
+    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
+    lease_duration: std::time::Duration,
+    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
+    renew_deadline: std::time::Duration,
+    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
+    retry_period: std::time::Duration,
+}
+
+impl LeaderArgs {
+    /// The flags that only mean something with leader election on.
+    const TUNING: [&str; 6] = [
+        "namespace",
+        "name",
+        "identity",
+        "lease_duration",
+        "renew_deadline",
+        "retry_period",
+    ];
+
+    fn settings(&self) -> anyhow::Result<Option<adze_lease::Settings>> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let settings = adze_lease::Settings {
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(adze_lease::default_namespace),
+            name: self.name.clone(),
+            identity: self
+                .identity
+                .clone()
+                .unwrap_or_else(|| adze_lease::default_identity("adze-extender")),
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+        };
+        settings.check().map_err(anyhow::Error::msg)?;
+        Ok(Some(settings))
+    }
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    adze_api::duration::DurationOrNever::parse(s)
+        .map_err(|e| e.to_string())?
+        .as_std()
+        .ok_or_else(|| "a leader election period cannot be Never".to_string())
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -72,7 +142,30 @@ fn hold_limit(s: &str) -> Result<HoldLimit, String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let refuse = |msg: String| -> ! {
+        Args::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, msg)
+            .exit()
+    };
+    if matches!(args.preemption, PreemptionArg::Allow) && args.preemption_hold_limit.is_some() {
+        refuse(
+            "--preemption-hold-limit has no effect with --preemption allow (nothing is held)"
+                .into(),
+        );
+    }
+    if !args.leader.enabled
+        && let Some(flag) = LeaderArgs::TUNING
+            .iter()
+            .find(|id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+    {
+        refuse(format!(
+            "--leader-election-{} has no effect with --leader-elect=false",
+            flag.replace('_', "-")
+        ));
+    }
+    let leader = args.leader.settings()?;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     if args.log_json {
@@ -100,7 +193,10 @@ async fn main() -> anyhow::Result<()> {
             preemption: match args.preemption {
                 PreemptionArg::Allow => Policy::Allow,
                 PreemptionArg::Hold => Policy::Hold {
-                    limit: args.preemption_hold_limit.0,
+                    limit: args.preemption_hold_limit.map_or(
+                        Some(adze_extender::server::DEFAULT_PREEMPTION_HOLD_LIMIT),
+                        |l| l.0,
+                    ),
                 },
             },
         },
@@ -112,11 +208,33 @@ async fn main() -> anyhow::Result<()> {
         unschedulable,
     ));
     tokio::spawn(watch(
-        client,
+        client.clone(),
         ledger,
         state.pools.clone(),
         state.ready.clone(),
     ));
+    let elector = leader.as_ref().map(|settings| {
+        state.leading.store(false, Ordering::Relaxed);
+        tokio::spawn(follow_leadership(
+            client.clone(),
+            settings.clone(),
+            state.ready.clone(),
+            state.leading.clone(),
+        ))
+    });
+    // On SIGTERM stop contending and give the lease up first, so a follower serves while
+    // this replica finishes the requests it has.
+    let shutdown = {
+        let (client, leader, leading) = (client.clone(), leader.clone(), state.leading.clone());
+        async move {
+            adze_extender::server::shutdown_signal().await;
+            if let (Some(settings), Some(elector)) = (leader, elector) {
+                elector.abort();
+                leading.store(false, Ordering::Relaxed);
+                adze_lease::release(client, &settings).await;
+            }
+        }
+    };
     let mut app = router(state);
     if let Some(name) = args.webhook_scheduler_name.clone() {
         tracing::info!(scheduler = %name, "serving the schedulerName webhook at /mutate");
@@ -140,29 +258,44 @@ async fn main() -> anyhow::Result<()> {
             let listener = std::net::TcpListener::bind(args.listen)
                 .with_context(|| format!("listening on {}", args.listen))?;
             tracing::info!(listen = %args.listen, client_auth = args.client_ca.is_some(), "serving HTTPS");
-            adze_extender::server::serve_https(
-                listener,
-                app,
-                tls,
-                adze_extender::server::shutdown_signal(),
-            )
-            .await
-            .context("serving")?;
+            adze_extender::server::serve_https(listener, app, tls, shutdown)
+                .await
+                .context("serving")?;
         }
         _ => {
             tracing::warn!(listen = %args.listen, "serving plain HTTP without client authentication: anyone who reaches this port can bind pods; use --tls-cert, --tls-key and --client-ca");
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("listening on {}", args.listen))?;
-            adze_extender::server::serve_http(
-                listener,
-                app,
-                adze_extender::server::shutdown_signal(),
-            )
-            .await
-            .context("serving")?;
+            adze_extender::server::serve_http(listener, app, shutdown)
+                .await
+                .context("serving")?;
         }
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Contends for the Lease once the watches have listed (a leader with an empty ledger would
+/// keep no reservation), and mirrors leadership into `leading`.
+async fn follow_leadership(
+    client: kube::Client,
+    settings: adze_lease::Settings,
+    ready: Arc<AtomicBool>,
+    leading: Arc<AtomicBool>,
+) {
+    while !ready.load(Ordering::Relaxed) {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    tracing::info!(identity = %settings.identity, lease = %format!("{}/{}", settings.namespace, settings.name), "caches synced; contending for the leader lease");
+    let mut rx = adze_lease::start(client, settings);
+    loop {
+        let now = *rx.borrow_and_update();
+        leading.store(now.leading, Ordering::Relaxed);
+        tracing::info!(leading = now.leading, terms = now.terms, "leadership");
+        if rx.changed().await.is_err() {
+            leading.store(false, Ordering::Relaxed);
+            return;
+        }
+    }
 }

@@ -88,6 +88,10 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Set once every watch has listed its objects.
     pub ready: Arc<AtomicBool>,
+    /// Whether this replica holds the extender's leader Lease (always, without leader
+    /// election). Only the leader reports ready, so kube-scheduler's Service sends every
+    /// verb to one replica and one ledger: what a bind assumed is seen by the next filter.
+    pub leading: Arc<AtomicBool>,
     pub config: Config,
     /// Kept current by the NodePool watch.
     pub pools: Pools,
@@ -102,6 +106,7 @@ impl AppState {
             binder,
             metrics: Arc::new(Metrics::default()),
             ready: Arc::new(AtomicBool::new(false)),
+            leading: Arc::new(AtomicBool::new(true)),
             config,
             pools: Arc::default(),
             unschedulable: None,
@@ -870,10 +875,16 @@ fn preempt_body(s: &AppState, body: &[u8]) -> Result<ExtenderPreemptionResult, S
 }
 
 async fn readyz(State(s): State<AppState>) -> Response {
-    if s.ready.load(Ordering::Relaxed) {
-        "ok".into_response()
-    } else {
+    if !s.ready.load(Ordering::Relaxed) {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    } else if !s.leading.load(Ordering::Relaxed) {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "following: another replica holds the leader lease and serves kube-scheduler",
+        )
+            .into_response()
+    } else {
+        "ok".into_response()
     }
 }
 
@@ -881,7 +892,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
     let counts = s.ledger.read().unwrap_or_else(|e| e.into_inner()).counts();
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(counts),
+        s.metrics.render(counts, s.leading.load(Ordering::Relaxed)),
     )
         .into_response()
 }
@@ -996,8 +1007,13 @@ impl Metrics {
         }
     }
 
-    pub fn render(&self, (nodes, pods, claims): (usize, usize, usize)) -> String {
+    pub fn render(&self, (nodes, pods, claims): (usize, usize, usize), leading: bool) -> String {
         let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP adze_extender_leader 1 while this replica holds the leader lease and reports ready.\n# TYPE adze_extender_leader gauge\nadze_extender_leader {}",
+            u8::from(leading)
+        );
         out.push_str("# HELP adze_extender_requests_total Extender requests by verb.\n# TYPE adze_extender_requests_total counter\n");
         for (v, name) in VERBS {
             let n = self.verbs[v as usize].requests.load(Ordering::Relaxed);

@@ -446,6 +446,39 @@ async fn health_readiness_and_metrics() {
 }
 
 #[tokio::test]
+async fn a_follower_is_not_ready_but_still_answers_from_its_own_ledger() {
+    let (s, _) = cluster();
+    let (_, bytes) = call(&s, "GET", "/metrics", String::new()).await;
+    assert!(
+        String::from_utf8(bytes)
+            .unwrap()
+            .contains("adze_extender_leader 1")
+    );
+    s.leading.store(false, Ordering::Relaxed);
+    let (status, bytes) = call(&s, "GET", "/readyz", String::new()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&bytes).contains("leader lease"));
+    let (_, bytes) = call(&s, "GET", "/metrics", String::new()).await;
+    assert!(
+        String::from_utf8(bytes)
+            .unwrap()
+            .contains("adze_extender_leader 0")
+    );
+    // Reached during a handover, it keeps the reservations it knows of rather than failing.
+    let r: ExtenderFilterResult = post(
+        &s,
+        "/filter",
+        json!({"Pod": pod("b", "1"), "NodeNames": ["n1"]}),
+    )
+    .await;
+    assert!(r.error.is_empty(), "{}", r.error);
+    // Synced comes first in what /readyz reports.
+    s.ready.store(false, Ordering::Relaxed);
+    let (_, bytes) = call(&s, "GET", "/readyz", String::new()).await;
+    assert!(String::from_utf8_lossy(&bytes).contains("not synced"));
+}
+
+#[tokio::test]
 async fn pod_failing_on_every_node_is_signalled_once_others_are_not() {
     let (s, _) = cluster();
     let (signal, mut rx) = adze_extender::signal::Signal::new();

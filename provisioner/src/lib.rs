@@ -9,7 +9,6 @@ pub mod disruption;
 pub mod events;
 pub mod garbage;
 pub mod kubelet;
-pub mod leader;
 pub mod metrics;
 pub mod migrate;
 pub mod nodeclaim;

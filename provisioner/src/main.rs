@@ -180,16 +180,12 @@ struct LeaderArgs {
 }
 
 impl LeaderArgs {
-    fn settings(&self) -> anyhow::Result<Option<adze_provisioner::leader::Settings>> {
-        use adze_provisioner::leader;
+    fn settings(&self) -> anyhow::Result<Option<adze_lease::Settings>> {
+        use adze_lease as leader;
         if !self.enabled {
             return Ok(None);
         }
-        anyhow::ensure!(
-            self.retry_period < self.renew_deadline && self.renew_deadline < self.lease_duration,
-            "--leader-election-retry-period < --leader-election-renew-deadline < --leader-election-lease-duration must hold"
-        );
-        Ok(Some(leader::Settings {
+        let settings = leader::Settings {
             namespace: self
                 .namespace
                 .clone()
@@ -198,11 +194,13 @@ impl LeaderArgs {
             identity: self
                 .identity
                 .clone()
-                .unwrap_or_else(leader::default_identity),
+                .unwrap_or_else(|| leader::default_identity("adze-provisioner")),
             lease_duration: self.lease_duration,
             renew_deadline: self.renew_deadline,
             retry_period: self.retry_period,
-        }))
+        };
+        settings.check().map_err(anyhow::Error::msg)?;
+        Ok(Some(settings))
     }
 }
 

@@ -40,7 +40,7 @@ pub struct Config {
     pub max_instance_types: usize,
     pub heartbeat: Duration,
     /// `None`: run the controllers without leader election (a single replica).
-    pub leader_election: Option<crate::leader::Settings>,
+    pub leader_election: Option<adze_lease::Settings>,
     pub metrics_addr: std::net::SocketAddr,
     /// `--cloud-provider aws`; None runs the simulated cloud.
     pub aws: Option<AwsOptions>,
@@ -85,19 +85,24 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let mut leader = match &config.leader_election {
         Some(settings) => {
             tracing::info!(identity = %settings.identity, lease = %format!("{}/{}", settings.namespace, settings.name), "waiting for the leader lease");
-            let mut rx = crate::leader::start(client.clone(), settings.clone());
+            crate::metrics::provisioner().leader.set(&[], 0.0);
+            let mut rx = adze_lease::start(client.clone(), settings.clone());
             tokio::select! {
-                r = rx.wait_for(|leading| *leading) => { r?; }
+                r = rx.wait_for(|l| l.leading) => { r?; }
                 r = shutdown_signal() => { r?; tracing::info!("interrupted; exiting"); return Ok(()); }
             }
-            Some(rx)
+            crate::metrics::provisioner().leader.set(&[], 1.0);
+            let term = rx.borrow().terms;
+            Some((rx, term))
         }
         None => None,
     };
     let lost = async {
         match leader.as_mut() {
-            Some(rx) => {
-                let _ = rx.wait_for(|leading| !*leading).await;
+            Some((rx, term)) => {
+                let term = *term;
+                let _ = rx.wait_for(|l| !l.leading || l.terms != term).await;
+                crate::metrics::provisioner().leader.set(&[], 0.0);
             }
             None => std::future::pending().await,
         }
@@ -198,7 +203,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             r?;
             tracing::info!("interrupted; exiting");
             if let Some(settings) = &config.leader_election {
-                crate::leader::release(client, settings).await;
+                adze_lease::release(client, settings).await;
             }
         }
     }

@@ -53,6 +53,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/* "true" when the extender requires client certificates (TLS on, clientAuth on). */}}
+{{/* kube-scheduler's paths for the extender's CA and its own client certificate: the
+values, else files in /etc/kubernetes/adze. Set while unused (no TLS, no client auth) they
+are refused in scheduler-config.yaml rather than ignored. */}}
+{{- define "adze.sc.caFile" -}}{{ .Values.schedulerConfig.caFile | default "/etc/kubernetes/adze/ca.crt" }}{{- end -}}
+{{- define "adze.sc.clientCertFile" -}}{{ .Values.schedulerConfig.clientCertFile | default "/etc/kubernetes/adze/client.crt" }}{{- end -}}
+{{- define "adze.sc.clientKeyFile" -}}{{ .Values.schedulerConfig.clientKeyFile | default "/etc/kubernetes/adze/client.key" }}{{- end -}}
+
 {{- define "adze.extender.clientAuth" -}}
 {{- if and .Values.extender.tls.enabled .Values.extender.tls.clientAuth -}}true{{- end -}}
 {{- end }}
@@ -115,10 +122,10 @@ The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1
   enableHTTPS: {{ $ctx.Values.extender.tls.enabled }}
   {{- if $ctx.Values.extender.tls.enabled }}
   tlsConfig:
-    caFile: {{ $ctx.Values.schedulerConfig.caFile }}
+    caFile: {{ include "adze.sc.caFile" $ctx }}
     {{- if include "adze.extender.clientAuth" $ctx }}
-    certFile: {{ $ctx.Values.schedulerConfig.clientCertFile }}
-    keyFile: {{ $ctx.Values.schedulerConfig.clientKeyFile }}
+    certFile: {{ include "adze.sc.clientCertFile" $ctx }}
+    keyFile: {{ include "adze.sc.clientKeyFile" $ctx }}
     {{- end }}
   {{- end }}
 {{- end }}

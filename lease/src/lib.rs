@@ -1,8 +1,9 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, so that of several replicas exactly
-//! one runs the controllers. Every replica keeps its watches (and stays ready) so a follower
-//! can take over within a lease duration. The decisions are in [`decision`]; this module
-//! only reads and writes the Lease, with the resourceVersion guarding every write so two
-//! replicas can never both succeed in taking it.
+//! one acts: the provisioner runs its controllers only while leading; the extender answers
+//! kube-scheduler (reports ready) only while leading, so every verb meets one ledger. Every
+//! replica keeps its watches so a follower can take over within a lease duration. The
+//! decisions are in [`decision`]; this crate only reads and writes the Lease, with the
+//! resourceVersion guarding every write so two replicas can never both succeed in taking it.
 
 pub mod decision;
 
@@ -29,15 +30,31 @@ pub struct Settings {
     pub retry_period: Duration,
 }
 
-/// `POD_NAME` (or the hostname) and the process id: unique per process, readable in the Lease.
-pub fn default_identity() -> String {
+impl Settings {
+    /// Retry period < renew deadline < lease duration, or a leader could lose its lease
+    /// before it notices, and two replicas would act at once.
+    pub fn check(&self) -> Result<(), String> {
+        if self.retry_period < self.renew_deadline && self.renew_deadline < self.lease_duration {
+            Ok(())
+        } else {
+            Err(format!(
+                "--leader-election-retry-period ({:?}) < --leader-election-renew-deadline ({:?}) < --leader-election-lease-duration ({:?}) must hold",
+                self.retry_period, self.renew_deadline, self.lease_duration
+            ))
+        }
+    }
+}
+
+/// `POD_NAME` (or the hostname, else `fallback`) and the process id: unique per process,
+/// readable in the Lease.
+pub fn default_identity(fallback: &str) -> String {
     let host = std::env::var("POD_NAME")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "adze-provisioner".into());
+        .unwrap_or_else(|| fallback.into());
     format!("{host}_{}", std::process::id())
 }
 
@@ -56,12 +73,21 @@ fn record_of(lease: &Lease) -> Record {
     }
 }
 
-/// Runs the election in the background. The receiver turns `true` when this replica becomes
-/// leader and `false` when it loses the lease (after which the elector stops: the caller
-/// is expected to exit and be restarted as a follower).
-pub fn start(client: Client, settings: Settings) -> watch::Receiver<bool> {
-    let (tx, rx) = watch::channel(false);
-    crate::metrics::provisioner().leader.set(&[], 0.0);
+/// What [`start`] reports. `terms` counts the times this replica became leader, so a
+/// loss followed at once by a new term is not missed by a receiver that saw neither change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leadership {
+    pub leading: bool,
+    pub terms: u32,
+}
+
+/// Runs the election in the background. `leading` turns `true` when this replica becomes
+/// leader and `false` when it loses the lease or cannot renew it within the renew deadline;
+/// the elector then goes on as a follower and may lead again later (a new term). A caller
+/// that cannot safely resume (the provisioner) exits when its term ends.
+pub fn start(client: Client, settings: Settings) -> watch::Receiver<Leadership> {
+    let (tx, rx) = watch::channel(Leadership::default());
+    let mut terms = 0;
     let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
     tokio::spawn(async move {
         let mut observer = Observer::default();
@@ -73,15 +99,22 @@ pub fn start(client: Client, settings: Settings) -> watch::Receiver<bool> {
                 Ok(Outcome::Holding) => {
                     if last_renewed.is_none() {
                         tracing::info!(identity = %settings.identity, lease = %settings.name, "became leader");
-                        crate::metrics::provisioner().leader.set(&[], 1.0);
-                        let _ = tx.send(true);
+                        last_follow = None;
+                        terms += 1;
+                        let _ = tx.send(Leadership {
+                            leading: true,
+                            terms,
+                        });
                     }
                     last_renewed = Some(now);
                 }
                 Ok(Outcome::Following(holder)) => {
-                    if last_renewed.is_some() {
+                    if last_renewed.take().is_some() {
                         tracing::error!(holder = %holder, "leader lease taken by another replica");
-                        break;
+                        let _ = tx.send(Leadership {
+                            leading: false,
+                            terms,
+                        });
                     }
                     if last_follow.as_ref() != Some(&holder) {
                         tracing::info!(holder = %holder, "following the current leader");
@@ -96,12 +129,18 @@ pub fn start(client: Client, settings: Settings) -> watch::Receiver<bool> {
                 && must_step_down(t, Instant::now(), settings.renew_deadline)
             {
                 tracing::error!(deadline = ?settings.renew_deadline, "leader lease not renewed in time");
-                break;
+                last_renewed = None;
+                let _ = tx.send(Leadership {
+                    leading: false,
+                    terms,
+                });
             }
-            tokio::time::sleep(settings.retry_period).await;
+            // Every receiver gone: stop at once, so a released lease is not taken back.
+            tokio::select! {
+                _ = tx.closed() => break,
+                _ = tokio::time::sleep(settings.retry_period) => {}
+            }
         }
-        crate::metrics::provisioner().leader.set(&[], 0.0);
-        let _ = tx.send(false);
     });
     rx
 }
