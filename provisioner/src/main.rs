@@ -46,8 +46,8 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct MigrateArgs {
-    /// YAML files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1 EC2NodeClasses
-    /// (`-` reads stdin).
+    /// YAML or JSON files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1
+    /// EC2NodeClasses (`-` reads stdin).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
     /// Exit 0 even when items need action or were not converted (the output and the report
