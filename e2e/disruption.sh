@@ -205,7 +205,11 @@ disrupting() {
 }
 sample_disrupting() { while :; do disrupting "$1" >>"$2" 2>/dev/null; sleep 0.3; done; }
 max_of() { sort -n "$1" | tail -1; }
-pinned() { # namespace name pool [annotation key]: one do-not-disrupt pod
+# pinned NAMESPACE NAME POOL [ANNOTATION-KEY [APART-FROM-APP]]: one do-not-disrupt pod, kept
+# off the nodes of pods labelled app=APART-FROM-APP when given.
+pinned() {
+  local apart=
+  [[ -n "${5:-}" ]] && apart="affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: $5}}, topologyKey: kubernetes.io/hostname}]}}"
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -213,6 +217,7 @@ metadata: {name: $2, namespace: $1, labels: {app: $2}, annotations: {${4:-adze.s
 spec:
   nodeSelector: {e2e-pool: $3}
   terminationGracePeriodSeconds: 0
+  $apart
   containers:
     - name: pause
       image: registry.k8s.io/pause:3.9
@@ -232,8 +237,9 @@ deployment expire e 1 1 1Gi expire | k apply -f - >/dev/null
 deployment frozen f 4 1 1Gi frozen | k apply -f - >/dev/null
 pdb consol web 4 | k apply -f - >/dev/null
 pinned consol pinned consol | k apply -f - >/dev/null
-# Karpenter's key protects as well (workloads migrated from Karpenter keep it).
-pinned consol kpinned consol karpenter.sh/do-not-disrupt | k apply -f - >/dev/null
+# Karpenter's key protects as well (workloads migrated from Karpenter keep it): a pod carrying
+# only that key, on a node of its own apart from the pinned pod's, so nothing else keeps it.
+pinned consol kpinned consol karpenter.sh/do-not-disrupt pinned | k apply -f - >/dev/null
 deployment consol web 30 1 1Gi consol | k apply -f - >/dev/null
 wait_for 240 count_is 30 ready_pods consol web
 wait_for 60 count_is 1 ready_pods consol pinned
@@ -248,7 +254,8 @@ pinned_uid=$(k get pod -n consol pinned -o jsonpath='{.metadata.uid}')
 kpinned_where=$(k get pod -n consol kpinned -o jsonpath='{.metadata.uid} {.spec.nodeName}')
 before=$(pool_claims consol)
 cpu_before=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[].status.capacity.cpu | tonumber] | add')
-echo "consol pool: $before NodeClaims, $cpu_before cpu; pinned pod on $pinned_node"
+echo "consol pool: $before NodeClaims, $cpu_before cpu; pinned pod on $pinned_node, karpenter.sh-pinned pod on ${kpinned_where#* }"
+check "the karpenter.sh/do-not-disrupt pod is not on the adze.sh/do-not-disrupt pod's node" test "${kpinned_where#* }" != "$pinned_node"
 k scale -n frozen deployment/f --replicas=1 >/dev/null
 sample consol web "$dir/consol.samples" & samplers+=($!)
 # A pod nothing can ever place (5,000 cpus) stays pending throughout; it must not stop disruption.

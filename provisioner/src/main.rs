@@ -38,23 +38,25 @@ enum Command {
     /// Reads what `kubectl get ... -o yaml` or `-o json` prints (a List, several documents or
     /// single objects). Prints the converted YAML on stdout and, on stderr, what was changed
     /// and what could not be carried over (lines marked ACTION need a person). Exits 1 on
-    /// unreadable input, 2 when some item needs action (unless --allow-actions), else 0, so
+    /// unreadable input; 2 when some item needs action, some object was not converted, or
+    /// nothing was converted (unless --allow-actions); else 0, so
     /// `migrate ... > adze.yaml && kubectl apply -f adze.yaml` applies only a clean conversion.
     Migrate(MigrateArgs),
 }
 
 #[derive(Debug, clap::Args)]
 struct MigrateArgs {
-    /// YAML files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1 EC2NodeClasses
-    /// (`-` reads stdin).
+    /// YAML or JSON files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1
+    /// EC2NodeClasses (`-` reads stdin).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
-    /// Exit 0 even when items need action (the output is printed either way).
+    /// Exit 0 even when items need action or were not converted (the output and the report
+    /// are printed either way).
     #[arg(long)]
     allow_actions: bool,
 }
 
-/// `migrate`'s exit status when some item needs a person.
+/// `migrate`'s exit status when the conversion is incomplete: some item needs a person.
 const EXIT_NEEDS_ACTION: u8 = 2;
 
 fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
@@ -69,12 +71,15 @@ fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
             .with_context(|| format!("{}", file.display()))?;
         all.objects.extend(m.objects);
         all.notes.extend(m.notes);
+        all.not_converted.extend(m.not_converted);
     }
     eprint!("{}", all.report());
-    let code = if all.actions() > 0 && !args.allow_actions {
+    let code = if all.incomplete() && !args.allow_actions {
         eprintln!(
-            "exit status {EXIT_NEEDS_ACTION}: {} item(s) need action (--allow-actions to exit 0)",
-            all.actions()
+            "exit status {EXIT_NEEDS_ACTION}: {} item(s) need action, {} object(s) not converted, {} converted (--allow-actions to exit 0)",
+            all.actions(),
+            all.not_converted.len(),
+            all.objects.len()
         );
         ExitCode::from(EXIT_NEEDS_ACTION)
     } else {

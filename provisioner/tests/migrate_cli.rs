@@ -6,6 +6,9 @@ use std::process::{Command, Output, Stdio};
 
 const GENERAL: &str = include_str!("../src/migrate/testdata/karpenter-general.yaml");
 const LEGACY: &str = include_str!("../src/migrate/testdata/karpenter-legacy.yaml");
+/// `kubectl get nodepools.karpenter.sh,ec2nodeclasses.karpenter.k8s.aws -o yaml` verbatim in
+/// shape: `kind: List`, items with defaults, server-set metadata, finalizers and status.
+const KUBECTL_LIST: &str = include_str!("../src/migrate/testdata/kubectl-get-list.yaml");
 
 fn migrate(stdin: &str, extra: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
@@ -56,7 +59,7 @@ fn a_clean_kubectl_list_converts_and_exits_zero() {
     assert!(stdout.contains("adze.sh/capacity-type"), "{stdout}");
     assert!(!stdout.contains("resourceVersion"), "{stdout}");
     assert!(
-        stderr.contains("migrated 1 object(s); 0 item(s) need action"),
+        stderr.contains("migrated 1 object(s), 0 not converted; 0 item(s) need action"),
         "{stderr}"
     );
 }
@@ -85,4 +88,142 @@ fn unreadable_input_exits_one() {
     let out = migrate("apiVersion: [unclosed", &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid YAML"));
+}
+
+fn yaml_docs(stdout: &[u8]) -> Vec<serde_json::Value> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_slice(stdout)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn kubectl_list_json() -> serde_json::Value {
+    serde_yaml::from_str(KUBECTL_LIST).unwrap()
+}
+
+#[test]
+fn kubectls_yaml_list_converts_every_item_and_drops_what_the_server_set() {
+    let out = migrate(KUBECTL_LIST, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("migrated 2 object(s), 0 not converted; 0 item(s) need action"),
+        "{stderr}"
+    );
+    let docs = yaml_docs(&out.stdout);
+    let kinds: Vec<(&str, &str, &str)> = docs
+        .iter()
+        .map(|d| {
+            (
+                d["apiVersion"].as_str().unwrap(),
+                d["kind"].as_str().unwrap(),
+                d["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("adze.sh/v1", "NodePool", "default"),
+            ("aws.adze.sh/v1", "EC2NodeClass", "default"),
+        ]
+    );
+    for d in &docs {
+        let meta: Vec<&String> = d["metadata"].as_object().unwrap().keys().collect();
+        assert_eq!(meta, ["name"], "only the name survives here: {d}");
+        assert!(d.get("status").is_none(), "{d}");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    for server_set in [
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "managedFields",
+        "finalizers",
+        "status",
+        "last-applied-configuration",
+    ] {
+        assert!(!text.contains(server_set), "{server_set} in\n{text}");
+    }
+    let pool = &docs[0]["spec"];
+    assert_eq!(
+        pool["template"]["spec"]["requirements"][0]["key"],
+        "adze.sh/capacity-type"
+    );
+    assert_eq!(
+        pool["template"]["spec"]["nodeClassRef"]["group"],
+        "aws.adze.sh"
+    );
+    assert_eq!(pool["disruption"]["budgets"][0]["nodes"], "10%");
+    assert_eq!(
+        docs[1]["spec"]["amiSelectorTerms"][0]["alias"],
+        "al2023@latest"
+    );
+}
+
+#[test]
+fn kubectls_json_list_and_concatenated_objects_convert_like_the_yaml_list() {
+    let yaml = migrate(KUBECTL_LIST, &[]);
+    assert_eq!(yaml.status.code(), Some(0));
+    let list = kubectl_list_json();
+    let as_list = migrate(&serde_json::to_string_pretty(&list).unwrap(), &[]);
+    assert_eq!(
+        as_list.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&as_list.stderr)
+    );
+    assert_eq!(as_list.stdout, yaml.stdout);
+    // `kubectl get nodepool default -o json; kubectl get ec2nodeclass default -o json`.
+    let one_by_one: String = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| serde_json::to_string_pretty(i).unwrap() + "\n")
+        .collect();
+    let concatenated = migrate(&one_by_one, &[]);
+    assert_eq!(
+        concatenated.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&concatenated.stderr)
+    );
+    assert_eq!(concatenated.stdout, yaml.stdout);
+}
+
+#[test]
+fn an_item_that_is_not_converted_exits_two_unless_allowed() {
+    let mut list = kubectl_list_json();
+    list["items"].as_array_mut().unwrap().push(serde_json::json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-x7k2p", "uid": "9f1c", "resourceVersion": "48301"},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+    }));
+    let input = serde_yaml::to_string(&list).unwrap();
+    let out = migrate(&input, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("migrated 2 object(s), 1 not converted")
+            && stderr.contains("ACTION: NodeClaim/default-x7k2p"),
+        "{stderr}"
+    );
+    assert_eq!(yaml_docs(&out.stdout).len(), 2, "the rest is still printed");
+    let allowed = migrate(&input, &["--allow-actions"]);
+    assert_eq!(allowed.status.code(), Some(0));
+    assert_eq!(allowed.stdout, out.stdout);
+    assert!(String::from_utf8_lossy(&allowed.stderr).contains("ACTION: NodeClaim/default-x7k2p"));
+}
+
+#[test]
+fn an_empty_kubectl_list_converts_nothing_and_exits_two() {
+    let empty = "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n";
+    let out = migrate(empty, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nothing converted"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(migrate(empty, &["--allow-actions"]).status.code(), Some(0));
 }

@@ -642,6 +642,134 @@ mod tests {
         assert_eq!(built.input.policies[0].nodepool, "p");
     }
 
+    /// `karpenter.sh/do-not-disrupt: "true"` alone keeps a node exactly as Adze's key does:
+    /// on a pod it stops consolidation of the pod's node, on an empty node (or its NodeClaim)
+    /// it stops emptiness; the blocker names the pod or the node. `"false"` protects nothing.
+    #[test]
+    fn karpenters_do_not_disrupt_key_blocks_consolidation_and_emptiness_like_adzes() {
+        let pool = Arc::new(pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}},
+                "disruption": {"consolidateAfter": "0s"}},
+        })));
+        let meta = |name: &str, extra_labels: serde_json::Value, ann: &serde_json::Value| {
+            let mut labels = json!({"adze.sh/nodepool": "p", labels::INSTANCE_TYPE: "m5.large",
+                labels::ZONE: "us-east-1a", labels::CAPACITY_TYPE: "on-demand"});
+            labels
+                .as_object_mut()
+                .unwrap()
+                .extend(extra_labels.as_object().unwrap().clone());
+            json!({"name": name, "creationTimestamp": "2026-01-01T00:00:00Z", "labels": labels,
+                "annotations": ann})
+        };
+        let claim = |name: &str, ann: &serde_json::Value| -> Arc<NodeClaim> {
+            let mut ann = ann.clone();
+            ann[drift::NODEPOOL_HASH] = json!(drift::template_hash(&pool));
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+                    "metadata": meta(name, json!({}), &ann),
+                    "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+                    "status": {"providerID": format!("adze-sim://{name}"), "conditions": [
+                        {"type": "Initialized", "status": "True", "reason": "Initialized",
+                         "message": "ok", "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let node = |name: &str, ann: &serde_json::Value| -> Arc<Node> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": meta(name, json!({labels::HOSTNAME: name}), ann),
+                    "spec": {"providerID": format!("adze-sim://{name}")},
+                    "status": {"allocatable": {"cpu": "2", "memory": "7Gi", "pods": "29"},
+                        "conditions": [{"type": "Ready", "status": "True"}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let pod = |name: &str, node: &str, ann: serde_json::Value| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "shop", "uid": name,
+                        "creationTimestamp": "2026-01-01T00:02:00Z", "annotations": ann},
+                    "spec": {"nodeName": node, "containers": [{"name": "c",
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
+                    "status": {"phase": "Running"},
+                }))
+                .unwrap(),
+            )
+        };
+        let adze = || json!({labels::DO_NOT_DISRUPT: "true"});
+        let karpenter = |v: &str| json!({labels::KARPENTER_DO_NOT_DISRUPT: v});
+        let none = json!({});
+        let cloud_drifted = BTreeSet::new();
+        let extra = Extra {
+            pdbs: &[],
+            pdb_empty_selects_all: false,
+            cloud_drifted: &cloud_drifted,
+            now: 1_767_225_600 + 3600,
+        };
+        let catalog = adze_scheduling::catalog::embedded();
+        // "keep" holds a pod protected by Adze's key throughout, so the only node that can go
+        // is "other": with pod "db" on it (consolidation: db fits on keep), or empty.
+        let decide = |db: Option<serde_json::Value>,
+                      other_node: &serde_json::Value,
+                      other_claim: &serde_json::Value| {
+            let mut pods = vec![pod("web", "keep", adze())];
+            pods.extend(db.map(|ann| pod("db", "other", ann)));
+            let objects = Objects {
+                nodes: vec![node("keep", &none), node("other", other_node)],
+                claims: vec![claim("keep", &none), claim("other", other_claim)],
+                pods,
+                nodepools: vec![pool.clone()],
+                ..Objects::default()
+            };
+            let built = build(&objects, &catalog, &extra, &mut PodActivity::default());
+            assert!(built.problems.is_empty(), "{:?}", built.problems);
+            let (_, blocked) = pure::candidates::candidates(&built.input);
+            let other_blocker = blocked
+                .into_iter()
+                .find(|(n, _)| n == "other")
+                .map(|(_, b)| b);
+            let removed = pure::decide(&built.input, &pure::Options::default())
+                .map(|d| (d.reason, d.node_names().join(",")));
+            (removed, other_blocker)
+        };
+
+        // Consolidation: unprotected, db moves to keep and "other" goes.
+        for unprotected in [none.clone(), karpenter("false")] {
+            let (removed, blocker) = decide(Some(unprotected.clone()), &none, &none);
+            assert_eq!(
+                removed,
+                Some((Reason::Underutilized, "other".into())),
+                "{unprotected}"
+            );
+            assert_eq!(blocker, None);
+        }
+        for key in [adze(), karpenter("true")] {
+            let (removed, blocker) = decide(Some(key.clone()), &none, &none);
+            assert_eq!(removed, None, "{key}");
+            assert_eq!(
+                blocker,
+                Some(pure::Blocker::DoNotDisruptPod("shop/db".into())),
+                "{key}"
+            );
+        }
+
+        // Emptiness: an empty node goes unless it or its NodeClaim carries either key.
+        let (removed, _) = decide(None, &none, &none);
+        assert_eq!(removed, Some((Reason::Empty, "other".into())));
+        for key in [adze(), karpenter("true")] {
+            for (on_node, on_claim) in [(&key, &none), (&none, &key)] {
+                let (removed, blocker) = decide(None, on_node, on_claim);
+                assert_eq!(removed, None, "{key} on node {on_node}, claim {on_claim}");
+                assert_eq!(blocker, Some(pure::Blocker::DoNotDisruptNode));
+            }
+        }
+    }
+
     /// A node's pods are re-placed on the cluster without it: a pod whose disk is in
     /// us-east-1c must not be "consolidated" onto the roomy node in us-east-1a.
     #[test]

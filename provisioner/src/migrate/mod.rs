@@ -34,6 +34,8 @@ pub struct Note {
 pub struct Migration {
     pub objects: Vec<Value>,
     pub notes: Vec<Note>,
+    /// `Kind/name` of every input object left out of the output (each also has an action note).
+    pub not_converted: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,15 +62,26 @@ impl Migration {
         self.notes.iter().filter(|n| n.action).count()
     }
 
+    /// The output cannot be applied as it is: some item needs action or was not converted, or
+    /// nothing was converted at all (kubectl found no Karpenter objects, or the wrong input
+    /// was piped in).
+    pub fn incomplete(&self) -> bool {
+        self.actions() > 0 || self.objects.is_empty()
+    }
+
     /// The notes for a person: what needs action first, then what was changed.
     pub fn report(&self) -> String {
-        let actions = self.notes.iter().filter(|n| n.action).count();
+        let actions = self.actions();
         let mut out = format!(
-            "migrated {} object(s); {} item(s) need action, {} change(s) applied\n",
+            "migrated {} object(s), {} not converted; {} item(s) need action, {} change(s) applied\n",
             self.objects.len(),
+            self.not_converted.len(),
             actions,
             self.notes.len() - actions
         );
+        if self.objects.is_empty() {
+            out += "  ACTION: nothing converted: the input holds no karpenter.sh/v1 NodePool or karpenter.k8s.aws/v1 EC2NodeClass\n";
+        }
         for action in [true, false] {
             for n in self.notes.iter().filter(|n| n.action == action) {
                 let tag = if action { "ACTION" } else { "changed" };
@@ -79,38 +92,56 @@ impl Migration {
     }
 }
 
-/// The objects of a stream as kubectl prints them: YAML documents or JSON, each either one
-/// object or a list (`kind: List`, or any `*List` with `items`, as `kubectl get -o yaml|json`
-/// prints several objects), flattened in order.
+/// The objects of a stream as kubectl prints them: YAML documents or JSON values (one or
+/// several concatenated, as from `kubectl get a -o json; kubectl get b -o json`), each either
+/// one object, an array of objects, or a list (`kind: List`, or any `*List` with `items`, as
+/// `kubectl get -o yaml|json` prints several objects), flattened in order.
 fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
     fn flatten(v: Value, out: &mut Vec<Value>) {
         let is_list = v["kind"].as_str().is_some_and(|k| k.ends_with("List"))
             && v.get("items").is_some_and(Value::is_array);
-        if !is_list {
-            out.push(v);
-            return;
-        }
-        if let Value::Array(items) = v["items"].clone() {
-            for item in items {
-                flatten(item, out);
+        let items = match v {
+            Value::Array(items) => items,
+            Value::Object(mut o) if is_list => match o.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            Value::Null => Vec::new(),
+            v => {
+                out.push(v);
+                return;
             }
+        };
+        for item in items {
+            flatten(item, out);
         }
     }
     let mut out = Vec::new();
+    // JSON first: YAML does not read concatenated JSON values (or tab-indented JSON).
+    if input.trim_start().starts_with(['{', '[']) {
+        let json: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(input)
+            .into_iter::<Value>()
+            .collect();
+        if let Ok(values) = json {
+            for v in values {
+                flatten(v, &mut out);
+            }
+            return Ok(out);
+        }
+    }
     for (index, doc) in serde_yaml::Deserializer::from_str(input).enumerate() {
         let value = Value::deserialize(doc).map_err(|source| MigrateError::Yaml {
             index: index + 1,
             source,
         })?;
-        if !value.is_null() {
-            flatten(value, &mut out);
-        }
+        flatten(value, &mut out);
     }
     Ok(out)
 }
 
 /// Converts every Karpenter NodePool and EC2NodeClass in what kubectl prints (see
-/// [`objects`]). Other objects are skipped with a note; Adze objects pass through unchanged.
+/// [`objects`]). Other objects are left out of the output with an action note (and listed in
+/// [`Migration::not_converted`]); Adze objects pass through unchanged.
 pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
     let mut m = Migration::default();
     for value in objects(input)? {
@@ -133,16 +164,19 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
                 Some(value)
             }
             _ => {
-                notes.change(
+                notes.action(
                     "apiVersion",
                     format!(
-                        "{api_version} {kind} is not a Karpenter NodePool or EC2NodeClass; skipped"
+                        "{api_version} {kind} is not a Karpenter NodePool or EC2NodeClass; not converted (leave it out of the input)"
                     ),
                 );
                 None
             }
         };
-        m.objects.extend(converted);
+        match converted {
+            Some(o) => m.objects.push(o),
+            None => m.not_converted.push(notes.object.clone()),
+        }
         m.notes.extend(notes.list);
     }
     Ok(m)

@@ -186,7 +186,9 @@ fn unsupported_families_capacity_and_static_pools_need_action() {
     let old = notes_about(&m, "NodePool/old", "apiVersion");
     assert!(old[0].action && old[0].message.contains("v1beta1"));
     let skipped = notes_about(&m, "ConfigMap/unrelated", "apiVersion");
-    assert!(!skipped[0].action && skipped[0].message.contains("skipped"));
+    assert!(skipped[0].action && skipped[0].message.contains("not converted"));
+    assert_eq!(m.not_converted, ["NodePool/old", "ConfigMap/unrelated"]);
+    assert!(m.incomplete());
 }
 
 #[test]
@@ -196,7 +198,10 @@ fn report_lists_actions_before_changes() {
     let first_change = report.find("changed:").unwrap_or(usize::MAX);
     let last_action = report.rfind("ACTION:").unwrap();
     assert!(last_action < first_change, "{report}");
-    assert!(report.starts_with("migrated 2 object(s);"), "{report}");
+    assert!(
+        report.starts_with("migrated 2 object(s), 2 not converted;"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -241,7 +246,7 @@ fn a_kubectl_list_in_yaml_or_json_converts_like_the_separate_documents() {
             "server-set fields and status are dropped"
         );
         assert_eq!(m.notes.len(), separate.notes.len());
-        assert!(!m.notes.iter().any(|n| n.message.contains("skipped")));
+        assert!(m.not_converted.is_empty() && !m.incomplete());
     }
 }
 
@@ -257,4 +262,35 @@ fn lists_nest_and_mix_with_plain_documents() {
         m.actions(),
         migrate(GENERAL).unwrap().actions() + legacy.actions()
     );
+}
+
+#[test]
+fn nothing_to_convert_is_incomplete() {
+    let empty = migrate("apiVersion: v1\nitems: []\nkind: List\n").unwrap();
+    assert!(empty.objects.is_empty() && empty.incomplete());
+    assert!(empty.report().contains("nothing converted"));
+    let general = migrate(GENERAL).unwrap();
+    assert_eq!(general.objects.len(), 2);
+    assert!(!general.incomplete() && !general.report().contains("nothing converted"));
+}
+
+#[test]
+fn json_arrays_and_concatenated_json_values_are_flattened() {
+    let list = as_kubectl_list(GENERAL);
+    let items = list["items"].as_array().unwrap();
+    let array = serde_json::to_string(&items).unwrap();
+    let concatenated = format!(
+        "{}\n{}",
+        serde_json::to_string_pretty(&items[0]).unwrap(),
+        serde_json::to_string_pretty(&items[1]).unwrap()
+    )
+    .replace("  ", "\t");
+    let separate = migrate(GENERAL).unwrap();
+    for input in [array, concatenated] {
+        assert_eq!(
+            migrate(&input).unwrap().objects,
+            separate.objects,
+            "{input}"
+        );
+    }
 }

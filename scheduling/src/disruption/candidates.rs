@@ -2,10 +2,10 @@
 //! not checked here: they limit how many candidates one decision takes, not which.
 //!
 //! A candidate is an initialized node of a NodePool that has a policy, not in flight, not
-//! already disrupting, without `adze.sh/do-not-disrupt` on the node or any of its pods, and
-//! whose pods' PodDisruptionBudgets each allow at least one eviction now. (A decision that
-//! takes several nodes also keeps, per PDB, the pods it evicts within what the PDB allows;
-//! see [`super::consolidation`].)
+//! already disrupting, without do-not-disrupt (any of [`labels::DO_NOT_DISRUPT_KEYS`]) on the
+//! node or any of its pods, and whose pods' PodDisruptionBudgets each allow at least one
+//! eviction now. (A decision that takes several nodes also keeps, per PDB, the pods it evicts
+//! within what the PDB allows; see [`super::consolidation`].)
 
 use std::collections::HashMap;
 
