@@ -107,7 +107,7 @@ AWS = {
     "provisioner": {"karpenterLabels": True},
 }
 CORE_KINDS = {
-    "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1,
+    "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
     "Deployment": 2, "DaemonSet": 1, "Service": 2, "PodDisruptionBudget": 2, "ConfigMap": 1,
 }
 
