@@ -94,6 +94,7 @@ impl Disruption {
         cloud: Arc<dyn CloudProvider>,
         unavailable: UnavailableOfferings,
         settings: Settings,
+        recorder: Recorder,
     ) -> Disruption {
         let pdbs = pdb_resource(&client).await;
         tracing::info!(
@@ -102,9 +103,7 @@ impl Disruption {
             "disruption controller configured"
         );
         Disruption {
-            recorder: Recorder {
-                client: client.clone(),
-            },
+            recorder,
             client,
             state,
             cloud,
