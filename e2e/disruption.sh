@@ -306,6 +306,13 @@ check "do-not-disrupt pod untouched (same pod, same node $pinned_node)" \
 check "karpenter.sh/do-not-disrupt pod untouched (same pod, same node: $kpinned_where)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol kpinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$kpinned_where' ]]"
 check "disruption events name the reason and the saving" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Disrupting -o json | jq -e '[.items[].message | select(test(\"saves|costs\"))] | length > 0'"
+# The pinned pod's node would be consolidated but for its pod: a DisruptionBlocked event says so.
+pinned_blocked() {
+  k get events -A --field-selector reason=DisruptionBlocked -o json | jqe --arg n "$pinned_node" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $n and (.message | test("pod consol/pinned is annotated adze.sh/do-not-disrupt")))] | length > 0'
+}
+wait_for 30 pinned_blocked
+check "a DisruptionBlocked event on $pinned_node names the pinned pod and its annotation" pinned_blocked
 
 wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"
 wait_for 60 count_is 1 ready_pods expire e

@@ -135,6 +135,8 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         #[cfg(not(feature = "aws"))]
         match queue {}
     }
+    // One recorder for every controller, so repeats aggregate wherever they come from.
+    let recorder = crate::events::Recorder::new(client.clone());
     let provisioner = Provisioner {
         client: client.clone(),
         state: state.clone(),
@@ -146,6 +148,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             max_instance_types: config.max_instance_types,
             retry: Duration::from_secs(30),
         },
+        recorder: recorder.clone(),
     };
     let disruption = Disruption::new(
         client.clone(),
@@ -153,6 +156,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         cloud.clone(),
         unavailable.clone(),
         config.disruption.clone(),
+        recorder.clone(),
     )
     .await;
     let lifecycle = Lifecycle {
@@ -163,6 +167,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         registration_timeout: config.registration_timeout,
         launch_timeout: config.launch_timeout,
         remove_startup_taints: cloud.name() == "simulated",
+        recorder: recorder.clone(),
     };
     let garbage = crate::garbage::Garbage {
         client: client.clone(),
@@ -182,7 +187,8 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let mut no_retry = kube::Config::infer().await?;
     no_retry.default_retry = false;
     let termination_client = Client::try_from(no_retry)?;
-    let termination = Termination::new(termination_client, state.clone(), cloud.clone()).await;
+    let termination =
+        Termination::new(termination_client, state.clone(), cloud.clone(), recorder).await;
     let kubelet = Kubelet {
         client: client.clone(),
         state,

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use adze_scheduling::disruption::{
-    Action, Budget, BudgetNodes, Input, Invalidated, Options, Reason, decide, revalidate,
+    Action, Blocker, Budget, BudgetNodes, Input, Invalidated, Options, Reason, blocked, decide,
+    revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
 use adze_scheduling::labels;
@@ -157,6 +158,98 @@ fn do_not_disrupt_node_is_never_picked() {
     assert!(
         d.as_ref().is_none_or(|d| !d.node_names().contains(&"idle")),
         "{d:?}"
+    );
+}
+
+#[test]
+fn pinned_pod_on_a_consolidatable_node_is_reported_as_the_blocker() {
+    let input = three_nodes().do_not_disrupt_pod("b1").build();
+    let b = blocked(&input);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].node, "idle");
+    assert_eq!(b[0].blocker, Blocker::DoNotDisruptPod("default/b1".into()));
+    // Empty does not apply: the node has a pod.
+    assert_eq!(b[0].methods, vec![Reason::Underutilized]);
+    assert_eq!(
+        b[0].message(),
+        "Cannot disrupt node: pod default/b1 is annotated adze.sh/do-not-disrupt or \
+         karpenter.sh/do-not-disrupt (otherwise eligible: Underutilized)"
+    );
+}
+
+#[test]
+fn no_blocker_is_reported_for_a_node_no_method_would_take() {
+    // consolidateAfter not yet passed, not drifted, not expired: the pin stops nothing now.
+    let input = three_nodes()
+        .do_not_disrupt_pod("b1")
+        .policy(|p| {
+            p.consolidate_after = Some(Duration::from_secs(600));
+            p.expire_after = None;
+        })
+        .facts("idle", |f| f.last_pod_event = 1_000_000 - 60)
+        .build();
+    assert_eq!(blocked(&input), vec![]);
+    // Consolidation off: the same.
+    let never = three_nodes()
+        .do_not_disrupt_pod("b1")
+        .policy(|p| {
+            p.consolidate_after = None;
+            p.expire_after = None;
+        })
+        .build();
+    assert_eq!(blocked(&never), vec![]);
+}
+
+#[test]
+fn pdb_blocking_a_drifted_node_names_the_budget() {
+    let input = three_nodes()
+        .policy(|p| {
+            p.consolidate_after = None;
+            p.expire_after = None;
+        })
+        .facts("idle", |f| f.drifted = true)
+        .facts("busy-1", |f| f.drifted = true)
+        .pdb_pod("b1", "default/b")
+        .pdb("default/b", 0)
+        .build();
+    let b = blocked(&input);
+    // busy-1 is drifted but nothing stops it: it is a candidate, not a blocked node.
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].node, "idle");
+    assert_eq!(b[0].methods, vec![Reason::Drifted]);
+    assert!(
+        b[0].message()
+            .contains("PodDisruptionBudget default/b allows no eviction of pod default/b1"),
+        "{}",
+        b[0].message()
+    );
+}
+
+#[test]
+fn nodes_passing_through_a_state_are_not_reported_as_blocked() {
+    // Not initialized or already disrupting: not a blocker anyone set, whatever its pods.
+    let input = three_nodes()
+        .do_not_disrupt_pod("b1")
+        .facts("idle", |f| f.disrupting = true)
+        .facts("busy-1", |f| f.initialized = false)
+        .build();
+    assert_eq!(blocked(&input), vec![]);
+}
+
+#[test]
+fn do_not_disrupt_node_lists_every_method_it_qualifies_for() {
+    // Empty, quiet and 31 days old (expireAfter defaults to 30 days).
+    let input = cluster()
+        .node("pinned", "c.2x", A, false)
+        .facts("pinned", |f| f.do_not_disrupt = true)
+        .now(31 * 86_400)
+        .build();
+    let b = blocked(&input);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].blocker, Blocker::DoNotDisruptNode);
+    assert_eq!(
+        b[0].methods,
+        vec![Reason::Expired, Reason::Empty, Reason::Underutilized]
     );
 }
 

@@ -94,6 +94,7 @@ impl Disruption {
         cloud: Arc<dyn CloudProvider>,
         unavailable: UnavailableOfferings,
         settings: Settings,
+        recorder: Recorder,
     ) -> Disruption {
         let pdbs = pdb_resource(&client).await;
         tracing::info!(
@@ -102,9 +103,7 @@ impl Disruption {
             "disruption controller configured"
         );
         Disruption {
-            recorder: Recorder {
-                client: client.clone(),
-            },
+            recorder,
             client,
             state,
             cloud,
@@ -228,8 +227,11 @@ impl Disruption {
         let started = Instant::now();
         // Off the async workers: deciding on a large cluster takes CPU time.
         let (input, options) = (built.input.clone(), self.options(&built));
-        let Some(decision) = tokio::task::spawn_blocking(move || decide(&input, &options)).await?
-        else {
+        let (decision, blocked) =
+            tokio::task::spawn_blocking(move || (decide(&input, &options), pure::blocked(&input)))
+                .await?;
+        self.announce_blocked(&built, &blocked);
+        let Some(decision) = decision else {
             return Ok(());
         };
         tracing::info!(
@@ -254,6 +256,36 @@ impl Disruption {
             Err(why) => {
                 tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped after validation: {why}");
                 Ok(())
+            }
+        }
+    }
+
+    /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
+    /// consider but for do-not-disrupt or a PodDisruptionBudget. Sent every pass; the
+    /// recorder folds the repeats into one Event per node and blocker with a growing count.
+    fn announce_blocked(&self, built: &Built, blocked: &[pure::BlockedNode]) {
+        if blocked.is_empty() {
+            return;
+        }
+        let nodes = self.state.nodes.state();
+        for b in blocked {
+            let message = b.message();
+            tracing::debug!(node = %b.node, "{message}");
+            if let Some(node) = nodes.iter().find(|n| n.name_any() == b.node) {
+                self.recorder.publish(
+                    reference(node.as_ref()),
+                    "Normal",
+                    "DisruptionBlocked",
+                    &message,
+                );
+            }
+            if let Some(claim) = built.claim_of_node.get(&b.node) {
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionBlocked",
+                    &message,
+                );
             }
         }
     }

@@ -40,6 +40,7 @@ pub struct Lifecycle {
     pub launch_timeout: Duration,
     /// The simulated cloud has no agent to lift startup taints; the lifecycle does it.
     pub remove_startup_taints: bool,
+    pub recorder: crate::events::Recorder,
 }
 
 /// How often a launched claim whose node has not registered asks the cloud whether its
@@ -312,9 +313,7 @@ impl Lifecycle {
 
     /// Tells the claim and the pods nominated to it why their capacity is late or gone.
     fn announce(&self, claim: &NodeClaim, reason: &str, message: &str) {
-        let recorder = crate::events::Recorder {
-            client: self.client.clone(),
-        };
+        let recorder = &self.recorder;
         recorder.publish(crate::events::reference(claim), "Warning", reason, message);
         for n in crate::state::nomination::of_claim(claim) {
             let about = k8s_openapi::api::core::v1::ObjectReference {

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use adze_api::{NodeClaim, NodePool};
 use adze_scheduling::plan::NewClaim;
 use adze_scheduling::{Options, labels, schedule};
-use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+
+use crate::events::{Note, Recorder};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -120,28 +122,23 @@ pub fn claim_object(
     claim
 }
 
-/// A core/v1 Event about a pod.
-pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: &str) -> Event {
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let ts = crate::cloud::simulated::now();
-    serde_json::from_value(json!({
-        "metadata": {"generateName": format!("{name}."), "namespace": ns},
-        "involvedObject": ObjectReference {
-            api_version: Some("v1".into()), kind: Some("Pod".into()),
-            name: Some(name), namespace: Some(ns.clone()),
-            uid: pod.metadata.uid.clone(), resource_version: None, field_path: None,
-        },
-        "reason": reason, "message": message, "type": type_,
-        "source": {"component": FIELD_MANAGER},
-        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-        "reportingComponent": FIELD_MANAGER, "reportingInstance": FIELD_MANAGER,
-    }))
-    .expect("event object")
+/// An event about a pod.
+pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: &str) -> Note {
+    let about = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: Some(
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+        ),
+        uid: pod.metadata.uid.clone(),
+        resource_version: None,
+        field_path: None,
+    };
+    Note::new(about, type_, reason, message)
 }
 
 pub struct Provisioner {
@@ -150,6 +147,7 @@ pub struct Provisioner {
     pub cloud: Arc<dyn CloudProvider>,
     pub unavailable: UnavailableOfferings,
     pub settings: Settings,
+    pub recorder: Recorder,
 }
 
 /// What one provisioning pass did.
@@ -444,20 +442,10 @@ impl Provisioner {
     }
 
     /// Records events in the background: a slow apiserver must not hold up the next pass.
-    fn send_events(&self, events: Vec<Event>) {
-        if events.is_empty() {
-            return;
+    fn send_events(&self, events: Vec<Note>) {
+        for ev in events {
+            self.recorder.send(ev);
         }
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            for ev in events {
-                let ns = ev.metadata.namespace.clone().unwrap_or_default();
-                let api: Api<Event> = Api::namespaced(client.clone(), &ns);
-                if let Err(e) = api.create(&PostParams::default(), &ev).await {
-                    tracing::warn!(error = %e, "event not recorded");
-                }
-            }
-        });
     }
 }
 

@@ -111,6 +111,7 @@ impl Termination {
         client: Client,
         state: ClusterState,
         cloud: Arc<dyn CloudProvider>,
+        recorder: Recorder,
     ) -> Termination {
         let eviction_version = match client.list_core_api_resources("v1").await {
             Ok(list) => {
@@ -123,9 +124,7 @@ impl Termination {
         };
         tracing::info!(eviction = %eviction_version, "termination: eviction API discovered");
         Termination {
-            recorder: Recorder {
-                client: client.clone(),
-            },
+            recorder,
             client,
             state,
             cloud,

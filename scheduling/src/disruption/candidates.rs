@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::labels;
 use crate::node::ExistingNode;
 
-use super::{Input, NodeFacts};
+use super::{ConsolidationPolicy, Input, NodeFacts, PoolPolicy, Reason, UnixSeconds};
 
 /// A node that may be disrupted, with what deciding about it needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +85,94 @@ impl std::fmt::Display for Blocker {
             }
         }
     }
+}
+
+impl Blocker {
+    /// Set by a user on a node or its pods (do-not-disrupt, a PodDisruptionBudget), as
+    /// opposed to a state the node passes through.
+    pub fn set_by_user(&self) -> bool {
+        matches!(
+            self,
+            Blocker::DoNotDisruptNode | Blocker::DoNotDisruptPod(_) | Blocker::PdbForbids { .. }
+        )
+    }
+}
+
+/// Whether a node of a pool with `policy` qualifies for `reason` at `now` (blockers and
+/// budgets aside); `empty` is "has no non-DaemonSet pods".
+pub(super) fn qualifies(
+    policy: &PoolPolicy,
+    facts: &NodeFacts,
+    empty: bool,
+    now: UnixSeconds,
+    reason: Reason,
+) -> bool {
+    let quiet_for = |d: std::time::Duration| now - facts.last_pod_event >= d.as_secs() as i64;
+    match reason {
+        Reason::Drifted => facts.drifted,
+        Reason::Expired => policy
+            .expire_after
+            .is_some_and(|d| now - facts.created >= d.as_secs() as i64),
+        Reason::Empty => empty && policy.consolidate_after.is_some_and(quiet_for),
+        Reason::Underutilized => {
+            policy.consolidation == ConsolidationPolicy::WhenEmptyOrUnderutilized
+                && policy.consolidate_after.is_some_and(quiet_for)
+        }
+    }
+}
+
+/// A node that some method would consider but for a blocker a user set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedNode {
+    pub node: String,
+    pub blocker: Blocker,
+    /// The methods it qualifies for, in [`Reason::ALL`] order; never empty.
+    pub methods: Vec<Reason>,
+}
+
+impl BlockedNode {
+    /// For the `DisruptionBlocked` event: what stops it and what it would otherwise be
+    /// considered for. The same blocker on the same node gives the same message, so
+    /// repeats aggregate into one Event.
+    pub fn message(&self) -> String {
+        let methods: Vec<&str> = self.methods.iter().map(|m| m.as_str()).collect();
+        format!(
+            "Cannot disrupt node: {} (otherwise eligible: {})",
+            self.blocker,
+            methods.join(", ")
+        )
+    }
+}
+
+/// Nodes blocked by a user-set [`Blocker`] that qualify for at least one method (drifted,
+/// expired, or past `consolidateAfter`), in node order. Nodes no method would touch are left
+/// out, so a pinned pod on a busy, young node says nothing.
+pub fn blocked(input: &Input) -> Vec<BlockedNode> {
+    let facts = input.facts_by_node();
+    let (_, blocked) = candidates(input);
+    blocked
+        .into_iter()
+        .filter(|(_, b)| b.set_by_user())
+        .filter_map(|(name, blocker)| {
+            let node = input.snapshot.nodes.iter().find(|n| n.name == name)?;
+            let policy = input.policy(node.nodepool.as_deref()?)?;
+            let f = facts.get(name.as_str())?;
+            let empty = !input
+                .snapshot
+                .bound
+                .iter()
+                .any(|b| !b.daemon && b.node == name);
+            let methods: Vec<Reason> = Reason::ALL
+                .into_iter()
+                .filter(|&r| qualifies(policy, f, empty, input.now, r))
+                .collect();
+            (!methods.is_empty()).then_some(BlockedNode {
+                node: name,
+                blocker,
+                methods,
+            })
+        })
+        .collect()
 }
 
 /// Candidates (in node order) and, for every other node with facts, the first reason it is

@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::budgets::Allowance;
-use super::candidates::{Candidate, candidates};
+use super::candidates::{Candidate, candidates, qualifies};
 use super::consolidation;
 use super::decision::{Decision, RemovedNode};
 use super::simulate::Simulator;
-use super::{ConsolidationPolicy, Input, Options, Reason};
+use super::{Input, Options, Reason};
 use crate::plan::Plan;
 
 /// What every method reads, computed once per decision.
@@ -32,22 +32,9 @@ impl<'a> Context<'a> {
 
     /// Whether `c` qualifies for `reason` at `input.now` (budgets aside).
     pub fn eligible(&self, c: &Candidate, reason: Reason) -> bool {
-        let Some(policy) = self.input.policy(&c.nodepool) else {
-            return false;
-        };
-        let now = self.input.now;
-        let quiet_for = |d: std::time::Duration| now - c.facts.last_pod_event >= d.as_secs() as i64;
-        match reason {
-            Reason::Drifted => c.facts.drifted,
-            Reason::Expired => policy
-                .expire_after
-                .is_some_and(|d| now - c.facts.created >= d.as_secs() as i64),
-            Reason::Empty => c.pods.is_empty() && policy.consolidate_after.is_some_and(quiet_for),
-            Reason::Underutilized => {
-                policy.consolidation == ConsolidationPolicy::WhenEmptyOrUnderutilized
-                    && policy.consolidate_after.is_some_and(quiet_for)
-            }
-        }
+        self.input.policy(&c.nodepool).is_some_and(|policy| {
+            qualifies(policy, &c.facts, c.pods.is_empty(), self.input.now, reason)
+        })
     }
 
     /// A decision for `set` with `plan`, its prices and its sentence.

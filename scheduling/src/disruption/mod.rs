@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::scheduler::Snapshot;
 
 pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
-pub use candidates::{Blocker, Candidate};
+pub use candidates::{BlockedNode, Blocker, Candidate, blocked};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, RemovedNode};
 pub use methods::{Invalidated, decide, revalidate};
