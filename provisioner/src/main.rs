@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use adze_provisioner::simulate::{self, Report, Scenario, output};
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -185,6 +185,16 @@ struct LeaderArgs {
 }
 
 impl LeaderArgs {
+    /// The flags that only mean something with leader election on.
+    const TUNING: [&str; 6] = [
+        "namespace",
+        "name",
+        "identity",
+        "lease_duration",
+        "renew_deadline",
+        "retry_period",
+    ];
+
     fn settings(&self) -> anyhow::Result<Option<adze_lease::Settings>> {
         use adze_lease as leader;
         if !self.enabled {
@@ -408,7 +418,25 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
+    if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
+        && !args.leader.enabled
+        && let Some(id) = LeaderArgs::TUNING
+            .iter()
+            .find(|id| run.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+    {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--leader-election-{} has no effect with --leader-elect=false",
+                    id.replace('_', "-")
+                ),
+            )
+            .exit();
+    }
     let result = match &cli.command {
         Command::Simulate(args) => simulate(args),
         Command::Run(args) => run(args).map(|t| (t, ExitCode::SUCCESS)),
