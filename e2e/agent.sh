@@ -352,4 +352,21 @@ else
   fail "no node with web pods left for the deadline scenario"
 fi
 
+# ---- 8. the chart's dashboard and alerts query only metrics the programs serve ------------
+# The one suite with a provisioner and agents up; an extender joins for its scrape (it needs
+# only the API server). Its families are all printed with a `# TYPE` line before any sample,
+# so a scrape now covers counters nothing has bumped. --source also holds the scrapes against
+# the names the Rust source registers.
+echo "== metrics the chart's dashboard and PrometheusRule use, against live /metrics"
+ext_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$bin/adze-extender" --listen "127.0.0.1:$ext_port" >>"$dir/extender.log" 2>&1 &
+pids+=("$!")
+wait_for 60 curl -sf "http://127.0.0.1:$ext_port/readyz"
+prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
+curl -fsS "$prov_url/metrics" >"$dir/scrape-provisioner.prom"
+curl -fsS "http://127.0.0.1:$ext_port/metrics" >"$dir/scrape-extender.prom"
+for n in "${!hport[@]}"; do curl -fsS "http://127.0.0.1:${hport[$n]}/metrics" >"$dir/scrape-agent.prom" && break; done
+check "every metric the dashboard and alerts query is served live (charts/ci/metrics-used.py)" \
+  python3 "$root/charts/ci/metrics-used.py" --list --source "$root" "$dir"/scrape-{provisioner,extender,agent}.prom
+
 e2e_summary

@@ -209,8 +209,9 @@ def expect_simulated(docs):
 
 def expect_eks_second_scheduler(docs):
     kinds = Counter(d["kind"] for d in docs)
-    for kind in ["MutatingWebhookConfiguration", "ServiceMonitor"]:
+    for kind in ["MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor", "PrometheusRule"]:
         check(f"eks: renders a {kind}", kinds[kind] == 1, str(kinds))
+    expect_monitoring(docs, ["adze-provisioner", "adze-extender", "adze-agent"])
     certs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Certificate"}
     issuers = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Issuer"}
     ca, serving = certs.get("eks-adze-extender-ca", {}), certs.get("eks-adze-extender", {})
@@ -261,7 +262,67 @@ def expect_eks_second_scheduler(docs):
           and ext["tlsConfig"].get("certFile") == "/etc/kubernetes/adze/client.crt", json.dumps(client))
 
 
+METRICS = ROOT / "charts" / "ci" / "metrics"
+
+
+def metrics_used(*args):
+    return subprocess.run([sys.executable, str(ROOT / "charts" / "ci" / "metrics-used.py"), *args,
+                           *map(str, sorted(METRICS.glob("*.prom")))], capture_output=True, text=True)
+
+
+def expect_monitoring(docs, groups):
+    """The dashboard ConfigMap and PrometheusRule as rendered: well-formed, and every metric
+    they query served (charts/ci/metrics/*.prom, themselves checked against the source)."""
+    dash = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]
+    rule = [d for d in docs if d["kind"] == "PrometheusRule"]
+    if dash:
+        try:
+            panels = json.loads(dash[0]["data"]["adze.json"])["panels"]
+        except (KeyError, ValueError) as e:
+            panels = []
+            check("monitoring: the dashboard ConfigMap holds adze.json", False, repr(e))
+        check(f"monitoring: dashboard ConfigMap labelled grafana_dashboard: \"1\" with the JSON ({len(panels)} panels)",
+              len(dash) == 1 and len(panels) > 10 and dash[0]["metadata"].get("annotations", {}).get("grafana_folder") == "Adze")
+    got = [g["name"] for g in rule[0]["spec"]["groups"]] if rule else []
+    check(f"monitoring: PrometheusRule groups are {groups}", got == groups, str(got))
+    rules = [r for d in rule for g in d["spec"]["groups"] for r in g["rules"]]
+    bad = [r.get("alert") for r in rules if not (r.get("for") and r.get("labels", {}).get("severity") in ("critical", "warning", "info")
+                                                  and r.get("annotations", {}).get("summary") and r.get("annotations", {}).get("description"))]
+    check(f"monitoring: every alert ({len(rules)}) has for:, a severity and a summary and description", rules and not bad, str(bad))
+    if rule:
+        check("monitoring: PrometheusRule carries metrics.prometheusRule.labels",
+              rule[0]["metadata"]["labels"].get("release") == "kube-prometheus-stack")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump_all([d for d in docs if d["kind"] in ("ConfigMap", "PrometheusRule")], f)
+        f.flush()
+        r = metrics_used("--no-chart", "--manifest", f.name)
+    check("monitoring: every metric the rendered dashboard and alerts query is served (metrics-used.py)",
+          r.returncode == 0, r.stdout + r.stderr)
+
+
+def metrics_static():
+    """No cluster needed: the chart's query files against the served inventory and the source."""
+    r = metrics_used("--source", str(ROOT))
+    check("metrics-used.py: every metric in dashboards/ and rules/ is served, and charts/ci/metrics/*.prom agree "
+          "with the families the source registers", r.returncode == 0, r.stdout + r.stderr)
+    print("      " + (r.stdout.strip().splitlines() or [""])[-1])
+    bogus = ("kind: PrometheusRule\nmetadata: {name: x}\nspec:\n  groups:\n  - name: g\n    rules:\n"
+             "    - alert: A\n      expr: 'histogram_quantile(0.9, sum by (le) (rate(adze_made_up_bucket{a=\"b\"}[5m]))) > on (x) adze_leader'\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(bogus)
+        f.flush()
+        r = metrics_used("--no-chart", "--manifest", f.name)
+    check("metrics-used.py: fails naming a metric nothing serves",
+          r.returncode == 1 and "unknown metric adze_made_up_bucket" in r.stdout and "unknown metric adze_leader" not in r.stdout,
+          r.stdout + r.stderr)
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    families = sorted({m for f in METRICS.glob("*.prom") for m in re.findall(r"^# TYPE (\S+)", f.read_text(), re.M)})
+    missing = [f for f in families if f"`{f}`" not in docs]
+    check(f"docs/operations.md's metrics table names every served family ({len(families)})", not missing, str(missing))
+
+
 def expect_v1beta1_secret(docs):
+    expect_monitoring(docs, ["adze-provisioner", "adze-extender"])
     cm = one(docs, "ConfigMap", "-scheduler-config")
     cfg = yaml.safe_load(cm["data"]["adze-scheduler.yaml"])
     check("1.20 scheduler: v1beta1 config, single replica without leader election",
@@ -307,7 +368,9 @@ VALUE_SETS = [
         "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
         "scheduler": {"enabled": True},
         "webhook": {"enabled": True},
-        "metrics": {"serviceMonitor": {"enabled": True}},
+        "metrics": {"serviceMonitor": {"enabled": True},
+                    "dashboard": {"enabled": True, "annotations": {"grafana_folder": "Adze"}},
+                    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},
     }), expect_eks_second_scheduler),
     ("v1beta1", merge(AWS, {
         "extender": {"replicas": 1, "leaderElection": {"enabled": False}, "preemption": {"holdLimit": "10m"},
@@ -317,6 +380,7 @@ VALUE_SETS = [
         "scheduler": {"enabled": True, "replicas": 1, "configApiVersion": "kubescheduler.config.k8s.io/v1beta1",
                       "image": {"tag": "v1.20.2"}},
         "agent": {"enabled": False},
+        "metrics": {"prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},
     }), expect_v1beta1_secret),
     ("minimal", {"cloudProvider": "simulated", "extender": {"enabled": False}, "agent": {"enabled": False},
                  "provisioner": {"podDisruptionBudget": {"enabled": False}},
@@ -354,6 +418,7 @@ BAD = [
      {"cloudProvider": "simulated", "schedulerConfig": {"clientKeyFile": "/x/c.key"},
       "extender": {"tls": {"enabled": True, "secretName": "s", "caBundle": "QQ==", "clientAuth": False}}},
      "schedulerConfig.clientKeyFile has no effect"),
+    ("a misspelled dashboard key", {"cloudProvider": "simulated", "metrics": {"dashboard": {"enable": True}}}, "enable"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]
@@ -523,6 +588,7 @@ def main():
     if "--write-manifests" in sys.argv:
         manifests(True)
         return 0
+    metrics_static()
     lint()
     render_sets()
     rejections()
