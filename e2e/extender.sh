@@ -29,9 +29,12 @@
 # consulted again. Under the same stanza, preemption: 1.20.2 never calls an extender's
 # preempt verb (an upstream regression, fixed in later releases), so it preempts for a
 # high-priority pod regardless; the extender's answer for the same real pods is asked
-# directly (no candidates where a NodePool can serve the pod, the candidates otherwise). Last, client certificates: the extender with
-# --client-ca refuses an anonymous /bind, and kube-scheduler with tlsConfig certFile/keyFile
-# schedules through it.
+# directly (no candidates where a NodePool can serve the pod, the candidates otherwise). Then
+# kube-scheduler-pr103019 (1.20.2 with upstream's preempt fix, from e2e/harness) runs the
+# same stanza: it asks the extender, and a high-priority pod a NodePool can serve preempts
+# nothing while one no NodePool can serve still preempts. Last, client certificates: the
+# extender with --client-ca refuses an anonymous /bind, and kube-scheduler with tlsConfig
+# certFile/keyFile schedules through it.
 #
 # Prints PASS:/FAIL:/RESULT: lines and "N passed, N failed"; exits non-zero on failure.
 # Everything started here is stopped by the EXIT trap; ADZE_KEEP=1 keeps the logs.
@@ -252,12 +255,15 @@ cpu_snapshot() {
   echo "$(cpu_secs "$(cat "$dir/kube-scheduler.pid")") $(cpu_secs "$(cat "$dir/kube-apiserver.pid" 2>/dev/null)") $(cpu_secs "$(cat "$dir/etcd.pid" 2>/dev/null)") $(cpu_secs "$ext_pid")"
 }
 
-# restart_scheduler CONFIG: kube-scheduler of the current plane restarted on CONFIG.
+# restart_scheduler CONFIG [BINARY]: kube-scheduler of the current plane restarted on CONFIG
+# (and BINARY instead of the plane's own kube-scheduler).
 restart_scheduler() {
-  local old; old=$(cat "$dir/kube-scheduler.pid")
+  local old cmd; old=$(cat "$dir/kube-scheduler.pid")
   kill "$old"; wait_for 30 bash -c "! kill -0 $old"
   cp "$1" "$dir/scheduler.yaml"
-  eval "setsid $(cat "$dir/kube-scheduler.cmdline") </dev/null >>'$dir/kube-scheduler.log' 2>&1 &"
+  cmd=$(cat "$dir/kube-scheduler.cmdline")
+  [[ -n "${2:-}" ]] && cmd="$(printf '%q' "$2") ${cmd#* }"
+  eval "setsid $cmd </dev/null >>'$dir/kube-scheduler.log' 2>&1 &"
   echo $! >"$dir/kube-scheduler.pid"
   wait_for 60 bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
 }
@@ -488,6 +494,51 @@ check "[preemption] ... and says why in its log" grep -q 'NodePool pre can serve
 high_pod pre-free free-1 e2e-pre-only | k apply -f - >/dev/null
 check "[preemption] the candidates come back for a pod no NodePool can serve" count_is 1 ask_preempt pre-free free-1
 check "[preemption] held answers counted in adze_extender_preemptions_held_total" bash -c "curl -sf http://127.0.0.1:$port/metrics | grep -qx 'adze_extender_preemptions_held_total 1'"
+
+# ---- the preemption hold inside kube-scheduler: 1.20.2 with the upstream preempt fix ---------
+# e2e/harness builds kube-scheduler-pr103019: this 1.20.2 with kubernetes PR 103019's one
+# change (the extenders handed to the framework), as released in 1.20.9+. Restarted on it
+# with the same shipped stanza, kube-scheduler asks the extender before it preempts. On a
+# fresh node pre-2 filled by 3 low-priority pods: a high-priority pod NodePool pre2 can serve
+# evicts none of them (the hold), and one no NodePool can serve evicts as before.
+echo "== preemption hold engaged by a kube-scheduler that calls preempt (1.20.2 + PR 103019)"
+fixed_scheduler=${ADZE_K8S_BIN:-${ADZE_CACHE:-$HOME/.cache/adze}/k8s-1.20.2/bin}/kube-scheduler-pr103019
+restart_scheduler "$work/scheduler-shipped.yaml" "$fixed_scheduler"
+check "[hold] kube-scheduler restarted on $(basename "$fixed_scheduler")" bash -c "pgrep -f kube-scheduler-pr103019 >/dev/null && curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
+fake_node pre-2 4 e2e-pre2 e2e-pre2-only
+nodepool pre2 | sed 's/e2e-pool: pre2/e2e-pool: pre2, e2e-pre2: "yes"/' | k apply -f - >/dev/null
+k create namespace hold-low >/dev/null; k create namespace hold-high >/dev/null
+deployment hold-low low 3 1200m 100Mi e2e-pre2-only yes | k apply -f - >/dev/null
+wait_for 60 count_is 3 bound_pods hold-low
+check "[hold] 3 low-priority pods fill pre-2" count_is 3 bound_pods hold-low
+hold_low_uids=$(k get pods -n hold-low -o jsonpath='{.items[*].metadata.uid}')
+evicted_low() {
+  local live n=0 u
+  live=$(k get pods -n hold-low -o json | jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.uid')
+  for u in $hold_low_uids; do grep -qx "$u" <<<"$live" || n=$((n + 1)); done
+  echo "$n"
+}
+held_count() { curl -sf "http://127.0.0.1:$port/metrics" | awk '$1 == "adze_extender_preemptions_held_total" {print $2}'; }
+preempts_reach() { [ "$(verb_count preempt)" -ge "$1" ]; }
+some_evicted() { [ "$(evicted_low)" -gt 0 ]; }
+unbound() { [ -z "$(k get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}')" ]; }
+held_before=$(held_count); preempt_before=$(verb_count preempt)
+high_pod hold-high served e2e-pre2 | k apply -f - >/dev/null
+# kube-scheduler tries the pod at once, then again after its backoff (1 s, 2 s, ...): wait for
+# two preempt calls, then a little longer for any eviction to show.
+wait_for 60 preempts_reach $(( ${preempt_before:-0} + 2 ))
+sleep 5
+preempt_calls=$(( $(verb_count preempt) - ${preempt_before:-0} ))
+check "[hold] kube-scheduler asked the extender before preempting ($preempt_calls preempt calls)" test "$preempt_calls" -ge 1
+check "[hold] 0 of 3 low-priority pods preempted for a high-priority pod NodePool pre2 can serve ($(evicted_low) evicted)" count_is 0 evicted_low
+check "[hold] ... which stays pending, for Adze to launch capacity" unbound hold-high served
+held_after=$(held_count)
+check "[hold] every hold counted (adze_extender_preemptions_held_total ${held_before:-0} -> ${held_after:-0})" test "${held_after:-0}" -gt "${held_before:-0}"
+# No NodePool sets e2e-pre2-only: the extender lets kube-scheduler's candidates through.
+high_pod hold-high unserved e2e-pre2-only | k apply -f - >/dev/null
+wait_for 60 some_evicted
+check "[hold] a high-priority pod no NodePool can serve still preempts ($(evicted_low) of 3 evicted)" some_evicted
+check "[hold] ... and the served pod still evicted nothing of its own: it is still pending" unbound hold-high served
 
 # ---- client certificates: kube-scheduler authenticates, anyone else is refused -------------
 # A CA, the extender's serving certificate and kube-scheduler's client certificate (openssl);

@@ -7,9 +7,15 @@
 # Usage:   e2e/harness/build-control-plane.sh
 #
 # Result:  $ADZE_CACHE/k8s-1.20.2/bin/{kube-apiserver,kube-scheduler,kube-controller-manager}
-#          (ADZE_CACHE defaults to $HOME/.cache/adze; it lives OUTSIDE the repo)
+#          (ADZE_CACHE defaults to $HOME/.cache/adze; it lives OUTSIDE the repo), and
+#          kube-scheduler-pr103019: the same 1.20.2 kube-scheduler with upstream's fix for
+#          extenders never being asked to `preempt` (kubernetes PR 103019, released in the
+#          1.20 line by the cherry-pick PR 103030): the one change is the framework option that
+#          hands the configured extenders to the profiles, so the preemption plugin calls them.
+#          It stands in for a kube-scheduler that calls an extender's preempt verb (1.20.9+,
+#          1.21.3+, 1.22+), which these machines cannot otherwise run.
 #
-# Idempotent: when the three binaries are already in the cache it only checks
+# Idempotent: when the four binaries are already in the cache it only checks
 # that the runtime packages are installed and exits (well under a second when
 # nothing is missing). A cold build takes ~5-10 minutes on 2 cores.
 #
@@ -38,6 +44,7 @@ BIN="$ROOT/bin"
 SRC_PARENT="$ROOT/src"
 NICE="${ADZE_K8S_NICE:-19}"
 BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
+PATCHED_SCHEDULER=kube-scheduler-pr103019
 GO_PKG=golang-1.19-go
 GOROOT_DEB=/usr/lib/go-1.19
 REFLECT2_DEB_DIR=/usr/share/gocode/src/github.com/modern-go/reflect2
@@ -88,7 +95,7 @@ ensure_pkgs() {
   as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
 }
 
-binaries_ok() {
+base_ok() {
   local b
   for b in "${BINARIES[@]}"; do
     [[ -x "$BIN/$b" ]] || return 1
@@ -96,6 +103,7 @@ binaries_ok() {
   # A cheap sanity check that the binary actually runs.
   "$BIN/kube-apiserver" --version >/dev/null 2>&1 || return 1
 }
+binaries_ok() { base_ok && [[ -x "$BIN/$PATCHED_SCHEDULER" ]]; }
 
 # ---------------------------------------------------------------------------
 log "cache: $ROOT"
@@ -178,26 +186,48 @@ rsync -a --delete --exclude='*_test.go' --exclude='test*/' \
 export PATH="$GOROOT_DEB/bin:$PATH"
 unset GOROOT GOFLAGS GOPATH GO111MODULE GOOS GOARCH CGO_ENABLED
 log "go: $(go version)"
-whats=()
-for b in "${BINARIES[@]}"; do whats+=("cmd/$b"); done
-log "make WHAT=\"${whats[*]}\" (nice -n $NICE; log: $ROOT/build.log)"
+# make WHAT=... in the source tree, logging to $ROOT/build.log.
+make_what() {
+  log "make WHAT=\"$*\" (nice -n $NICE; log: $ROOT/build.log)"
+  (
+    cd "$SRC"
+    # Version stamping: there is no .git in the Debian tree.
+    export KUBE_GIT_VERSION="$K8S_UPSTREAM_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
+    nice -n "$NICE" make WHAT="$*" </dev/null
+  ) >>"$ROOT/build.log" 2>&1 || { tail -n 50 "$ROOT/build.log" >&2; die "make failed (see $ROOT/build.log)"; }
+}
+built() { # NAME: path of a binary make just built
+  local f="$SRC/_output/bin/$1"
+  [[ -x "$f" ]] || f="$SRC/_output/local/bin/linux/$(go env GOARCH)/$1"
+  [[ -x "$f" ]] || die "built binary $1 not found under $SRC/_output"
+  echo "$f"
+}
+: >"$ROOT/build.log"
 T1=$(date +%s)
-(
-  cd "$SRC"
-  # Version stamping: there is no .git in the Debian tree.
-  export KUBE_GIT_VERSION="$K8S_UPSTREAM_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
-  nice -n "$NICE" make WHAT="${whats[*]}" </dev/null
-) >"$ROOT/build.log" 2>&1 || { tail -n 50 "$ROOT/build.log" >&2; die "make failed (see $ROOT/build.log)"; }
+if [[ "${ADZE_K8S_REBUILD:-0}" == 1 ]] || ! base_ok; then
+  whats=()
+  for b in "${BINARIES[@]}"; do whats+=("cmd/$b"); done
+  make_what "${whats[*]}"
+  for b in "${BINARIES[@]}"; do
+    install -m 0755 "$(built "$b")" "$BIN/.$b.tmp"
+    mv -f "$BIN/.$b.tmp" "$BIN/$b"
+  done
+fi
+# The preempt fix: hand the extenders create() builds to the profiles as well, so the
+# preemption plugin (and anything else asking the framework for them) sees them.
+factory="$SRC/pkg/scheduler/factory.go"
+if ! grep -q 'frameworkruntime.WithExtenders(extenders)' "$factory"; then
+  grep -qF 'frameworkruntime.WithPodNominator(nominator),' "$factory" \
+    || die "pkg/scheduler/factory.go has no WithPodNominator option line to add WithExtenders beside"
+  sed -i 's/^\t\tframeworkruntime.WithPodNominator(nominator),$/&\n\t\tframeworkruntime.WithExtenders(extenders),/' "$factory"
+  grep -qF 'frameworkruntime.WithExtenders(extenders),' "$factory" || die "the WithExtenders patch did not apply"
+fi
+make_what cmd/kube-scheduler
+install -m 0755 "$(built kube-scheduler)" "$BIN/.$PATCHED_SCHEDULER.tmp"
+mv -f "$BIN/.$PATCHED_SCHEDULER.tmp" "$BIN/$PATCHED_SCHEDULER"
 T2=$(date +%s)
 log "make finished in $((T2 - T1))s"
 
-for b in "${BINARIES[@]}"; do
-  f="$SRC/_output/bin/$b"
-  [[ -x "$f" ]] || f="$SRC/_output/local/bin/linux/$(go env GOARCH)/$b"
-  [[ -x "$f" ]] || die "built binary $b not found under $SRC/_output"
-  install -m 0755 "$f" "$BIN/.$b.tmp"
-  mv -f "$BIN/.$b.tmp" "$BIN/$b"
-done
 {
   echo "debian_source_version=$K8S_DEB_VERSION"
   echo "go=$(go version)"
