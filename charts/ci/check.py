@@ -252,6 +252,13 @@ def expect_eks_second_scheduler(docs):
           and "cert-manager.io/inject-ca-from" in hook["metadata"]["annotations"]
           and w["namespaceSelector"] == {"matchLabels": {"adze.sh/scheduler": "enabled"}}
           and w["failurePolicy"] == "Ignore" and w["sideEffects"] == "None")
+    np = one(docs, "NetworkPolicy", "-extender")
+    peers = np["spec"]["ingress"][0]["from"]
+    check("eks: NetworkPolicy admits the extender's port only from the second scheduler and the listed peers",
+          np["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "extender"
+          and len(np["spec"]["ingress"]) == 1 and np["spec"]["ingress"][0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
+          and len(peers) == 2 and peers[0]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "scheduler"
+          and "namespaceSelector" in peers[1], json.dumps(np["spec"]))
     eargs = container(one(docs, "Deployment", "-extender"))["args"]
     check("eks: extender serves TLS and the webhook",
           "--tls-cert=/etc/adze/tls/tls.crt" in eargs and "--webhook-scheduler-name=adze-scheduler" in eargs, str(eargs))
@@ -365,7 +372,9 @@ VALUE_SETS = [
     ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"},
                    "schedulerConfig": {"ignorable": False, "bind": "scheduler"}}, expect_simulated),
     ("eks", merge(AWS, {
-        "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}}},
+        "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}},
+                     "networkPolicy": {"enabled": True, "from": [
+                         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]}},
         "scheduler": {"enabled": True},
         "webhook": {"enabled": True},
         "metrics": {"serviceMonitor": {"enabled": True},
@@ -419,6 +428,9 @@ BAD = [
       "extender": {"tls": {"enabled": True, "secretName": "s", "caBundle": "QQ==", "clientAuth": False}}},
      "schedulerConfig.clientKeyFile has no effect"),
     ("a misspelled dashboard key", {"cloudProvider": "simulated", "metrics": {"dashboard": {"enable": True}}}, "enable"),
+    ("an extender NetworkPolicy with no peer (it would admit everyone)",
+     {"cloudProvider": "simulated", "extender": {"networkPolicy": {"enabled": True}}},
+     "extender.networkPolicy.enabled needs scheduler.enabled or extender.networkPolicy.from"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]
