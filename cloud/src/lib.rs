@@ -61,7 +61,8 @@ pub fn instance_labels(
 ) -> BTreeMap<String, String> {
     use adze_scheduling::labels;
     let mut out = BTreeMap::new();
-    if let Some(t) = catalog.iter().find(|t| t.name == instance.instance_type) {
+    let t = catalog.iter().find(|t| t.name == instance.instance_type);
+    if let Some(t) = t {
         for r in t.requirements.iter() {
             if let Some(v) = r.single_value() {
                 out.insert(r.key.clone(), v.to_string());
@@ -69,8 +70,18 @@ pub fn instance_labels(
         }
     }
     out.insert(labels::INSTANCE_TYPE.into(), instance.instance_type.clone());
+    out.remove(labels::ZONE_ID);
     if !instance.zone.is_empty() {
         out.insert(labels::ZONE.into(), instance.zone.clone());
+        // The zone's ID as the catalog's offering in that zone knows it.
+        if let Some(id) = t
+            .into_iter()
+            .flat_map(|t| &t.offerings)
+            .find(|o| o.zone == instance.zone)
+            .and_then(|o| o.zone_id.clone())
+        {
+            out.insert(labels::ZONE_ID.into(), id);
+        }
     }
     if !instance.capacity_type.is_empty() {
         out.insert(labels::CAPACITY_TYPE.into(), instance.capacity_type.clone());
@@ -106,6 +117,8 @@ pub fn relabel_for_instance(
             }
         }
     }
+    // The planned offering's zone ID is stale if the cloud launched in another zone.
+    out.remove(labels::ZONE_ID);
     out.extend(instance_labels(instance, catalog));
     if aliased {
         out = labels::with_karpenter_aliases(&out);
