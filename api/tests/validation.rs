@@ -381,8 +381,32 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn nodepool_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 9] = [
+    let cases: [GoodCase; 13] = [
         ("the fixture as written", |_| {}),
+        ("Gt on network bandwidth", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-network-bandwidth", "operator": "Gt", "values": ["10000"]}),
+            )
+        }),
+        ("Lt on EBS bandwidth", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-ebs-bandwidth", "operator": "Lt", "values": ["5000"]}),
+            )
+        }),
+        ("In on CPU manufacturer", |o| {
+            requirement(
+                o,
+                json!({"key": "aws.adze.sh/instance-cpu-manufacturer", "operator": "In", "values": ["amd", "aws"]}),
+            )
+        }),
+        ("In on zone ID", |o| {
+            requirement(
+                o,
+                json!({"key": "topology.k8s.aws/zone-id", "operator": "In", "values": ["use1-az1"]}),
+            )
+        }),
         ("Lt with an integer", |o| {
             requirement(
                 o,

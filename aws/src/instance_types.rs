@@ -30,6 +30,31 @@ pub struct TypeFacts {
     /// Total instance-store NVMe size in GB (`InstanceStorageInfo.TotalSizeInGB`).
     pub local_nvme_gb: Option<u64>,
     pub hypervisor: String,
+    /// `ProcessorInfo.Manufacturer` lower-cased ("intel", "amd", "aws").
+    pub cpu_manufacturer: Option<String>,
+    /// Baseline network bandwidth in Mbps, summed over `NetworkInfo.NetworkCards[]`.
+    pub network_bandwidth_mbps: Option<u64>,
+    /// `EbsInfo.EbsOptimizedInfo.BaselineBandwidthInMbps`.
+    pub ebs_bandwidth_mbps: Option<u64>,
+}
+
+/// Baseline bandwidth in Mbps over all network cards (`BaselineBandwidthInGbps` × 1000; a
+/// multi-card type such as p5.48xlarge reports one entry per card). Without card figures, a
+/// fixed `NetworkPerformance` such as "25 Gigabit" is used; "Up to 10 Gigabit" is a burst
+/// figure, not a baseline, and gives none.
+fn network_bandwidth_mbps(net: &aws_sdk_ec2::types::NetworkInfo) -> Option<u64> {
+    let cards: Vec<f64> = net
+        .network_cards()
+        .iter()
+        .filter_map(|c| c.baseline_bandwidth_in_gbps())
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .collect();
+    if !cards.is_empty() {
+        return Some((cards.iter().sum::<f64>() * 1000.0).round() as u64);
+    }
+    let perf = net.network_performance()?.trim();
+    let gbps: f64 = perf.strip_suffix("Gigabit")?.trim().parse().ok()?;
+    (gbps.is_finite() && gbps > 0.0).then(|| (gbps * 1000.0).round() as u64)
 }
 
 impl TypeFacts {
@@ -112,6 +137,18 @@ impl TypeFacts {
                 .as_ref()
                 .map(|h| h.as_str().to_string())
                 .unwrap_or_default(),
+            cpu_manufacturer: info
+                .processor_info()
+                .and_then(|p| p.manufacturer())
+                .map(|m| m.trim().to_lowercase())
+                .filter(|m| !m.is_empty()),
+            network_bandwidth_mbps: network_bandwidth_mbps(net),
+            ebs_bandwidth_mbps: info
+                .ebs_info()
+                .and_then(|e| e.ebs_optimized_info())
+                .and_then(|o| o.baseline_bandwidth_in_mbps())
+                .filter(|m| *m > 0)
+                .map(|m| m as u64),
         })
     }
 }
@@ -140,10 +177,12 @@ pub struct Prices {
     pub on_demand: BTreeMap<String, f64>,
 }
 
-/// The scheduler's view of one type. `zones` are where EC2 offers it.
+/// The scheduler's view of one type. `zones` are where EC2 offers it; `zone_ids` maps zone
+/// names to IDs (DescribeAvailabilityZones) for the offerings' zone-ID labels.
 pub fn to_instance_type(
     facts: &TypeFacts,
     zones: &BTreeSet<String>,
+    zone_ids: &BTreeMap<String, String>,
     region: &str,
     prices: &Prices,
 ) -> InstanceType {
@@ -179,6 +218,18 @@ pub fn to_instance_type(
     if let Some(gb) = facts.local_nvme_gb {
         l.insert(labels::INSTANCE_LOCAL_NVME.to_string(), gb.to_string());
     }
+    if let Some(m) = &facts.cpu_manufacturer {
+        l.insert(labels::INSTANCE_CPU_MANUFACTURER.to_string(), m.clone());
+    }
+    if let Some(mbps) = facts.network_bandwidth_mbps {
+        l.insert(
+            labels::INSTANCE_NETWORK_BANDWIDTH.to_string(),
+            mbps.to_string(),
+        );
+    }
+    if let Some(mbps) = facts.ebs_bandwidth_mbps {
+        l.insert(labels::INSTANCE_EBS_BANDWIDTH.to_string(), mbps.to_string());
+    }
     let od = prices
         .on_demand
         .get(&facts.name)
@@ -188,6 +239,7 @@ pub fn to_instance_type(
     for z in zones {
         offerings.push(Offering {
             zone: z.clone(),
+            zone_id: zone_ids.get(z).cloned(),
             capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.into(),
             price: od,
             available: true,
@@ -202,6 +254,7 @@ pub fn to_instance_type(
                 });
             offerings.push(Offering {
                 zone: z.clone(),
+                zone_id: zone_ids.get(z).cloned(),
                 capacity_type: labels::CAPACITY_TYPE_SPOT.into(),
                 price: spot,
                 available: true,
@@ -243,6 +296,10 @@ pub async fn discover(
             }
         }
     }
+    let zone_ids = zone_ids(ec2).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "availability zone IDs unavailable; nodes get no zone-id label");
+        BTreeMap::new()
+    });
     let prices = Prices {
         spot: spot_prices(ec2).await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "spot price history unavailable; using the catalog's spot fractions");
@@ -254,8 +311,24 @@ pub async fn discover(
         .iter()
         .filter_map(|f| {
             let z = zones.get(&f.name)?;
-            Some(Arc::new(to_instance_type(f, z, region, &prices)))
+            Some(Arc::new(to_instance_type(f, z, &zone_ids, region, &prices)))
         })
+        .collect())
+}
+
+/// Zone name to zone ID (`us-east-1a` → `use1-az4`) for the region's zones
+/// (DescribeAvailabilityZones' `ZoneName` and `ZoneId`).
+pub async fn zone_ids(ec2: &aws_sdk_ec2::Client) -> Result<BTreeMap<String, String>, AwsError> {
+    let resp = ec2
+        .describe_availability_zones()
+        .send()
+        .await
+        .map_err(ec2_err("DescribeAvailabilityZones"))?;
+    Ok(resp
+        .availability_zones
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|z| Some((z.zone_name?, z.zone_id?)))
         .collect())
 }
 
@@ -366,6 +439,9 @@ mod tests {
             accelerators: Accelerators::default(),
             local_nvme_gb: None,
             hypervisor: "nitro".into(),
+            cpu_manufacturer: Some("intel".into()),
+            network_bandwidth_mbps: Some(750),
+            ebs_bandwidth_mbps: Some(650),
         }
     }
 
@@ -376,7 +452,7 @@ mod tests {
         prices
             .spot
             .insert(("m5.large".into(), "us-east-1b".into()), 0.031);
-        let t = to_instance_type(&m5_large(), &zones, "us-east-1", &prices);
+        let t = to_instance_type(&m5_large(), &zones, &BTreeMap::new(), "us-east-1", &prices);
         let embedded = adze_scheduling::catalog::embedded();
         let e = embedded.iter().find(|t| t.name == "m5.large").unwrap();
         assert_eq!(t.capacity, e.capacity);
@@ -407,6 +483,7 @@ mod tests {
         let t = to_instance_type(
             &f,
             &BTreeSet::from(["a".to_string()]),
+            &BTreeMap::new(),
             "r",
             &Prices::default(),
         );
@@ -480,7 +557,13 @@ mod tests {
         let zones = BTreeSet::from(["us-east-1a".to_string()]);
         let to_type = |name: &str| {
             let facts = TypeFacts::from_sdk(&described(name)).unwrap();
-            to_instance_type(&facts, &zones, "us-east-1", &Prices::default())
+            to_instance_type(
+                &facts,
+                &zones,
+                &BTreeMap::new(),
+                "us-east-1",
+                &Prices::default(),
+            )
         };
         let inf2 = to_type("inf2.8xlarge");
         assert_eq!(inf2.capacity.get(NEURON), 1);
@@ -504,6 +587,129 @@ mod tests {
         assert_eq!(efa.label(labels::INSTANCE_LOCAL_NVME), None);
         let nvme = to_type("m5d.large");
         assert_eq!(nvme.label(labels::INSTANCE_LOCAL_NVME), Some("75"));
+    }
+
+    /// A DescribeInstanceTypes entry with processor, network and EBS facts.
+    fn with_io_facts(
+        name: &str,
+        manufacturer: &str,
+        cards_gbps: &[f64],
+        performance: &str,
+        ebs_mbps: Option<i32>,
+    ) -> InstanceTypeInfo {
+        use aws_sdk_ec2::types::*;
+        let mut net = NetworkInfo::builder()
+            .maximum_network_interfaces(3)
+            .ipv4_addresses_per_interface(10)
+            .network_performance(performance);
+        for (i, g) in cards_gbps.iter().enumerate() {
+            net = net.network_cards(
+                NetworkCardInfo::builder()
+                    .network_card_index(i as i32)
+                    .baseline_bandwidth_in_gbps(*g)
+                    .build(),
+            );
+        }
+        let mut ebs = EbsInfo::builder();
+        if let Some(m) = ebs_mbps {
+            ebs = ebs.ebs_optimized_info(
+                EbsOptimizedInfo::builder()
+                    .baseline_bandwidth_in_mbps(m)
+                    .build(),
+            );
+        }
+        InstanceTypeInfo::builder()
+            .instance_type(aws_sdk_ec2::types::InstanceType::from(name))
+            .v_cpu_info(VCpuInfo::builder().default_v_cpus(2).build())
+            .memory_info(MemoryInfo::builder().size_in_mib(8192).build())
+            .processor_info(
+                ProcessorInfo::builder()
+                    .supported_architectures(ArchitectureType::Arm64)
+                    .manufacturer(manufacturer)
+                    .build(),
+            )
+            .network_info(net.build())
+            .ebs_info(ebs.build())
+            .build()
+    }
+
+    #[test]
+    fn cpu_manufacturer_and_network_and_ebs_bandwidth_become_labels() {
+        let zones = BTreeSet::from(["us-east-1a".to_string(), "us-east-1b".to_string()]);
+        let ids = BTreeMap::from([
+            ("us-east-1a".to_string(), "use1-az4".to_string()),
+            ("us-east-1b".to_string(), "use1-az6".to_string()),
+        ]);
+        let to_type = |info: InstanceTypeInfo| {
+            let facts = TypeFacts::from_sdk(&info).unwrap();
+            to_instance_type(&facts, &zones, &ids, "us-east-1", &Prices::default())
+        };
+        let graviton = to_type(with_io_facts(
+            "m7g.large",
+            "AWS",
+            &[0.937],
+            "Up to 12.5 Gigabit",
+            Some(630),
+        ));
+        assert_eq!(
+            graviton.label(labels::INSTANCE_CPU_MANUFACTURER),
+            Some("aws")
+        );
+        assert_eq!(
+            graviton.label(labels::INSTANCE_NETWORK_BANDWIDTH),
+            Some("937")
+        );
+        assert_eq!(graviton.label(labels::INSTANCE_EBS_BANDWIDTH), Some("630"));
+        // Two network cards: the node's bandwidth is both cards'.
+        let two_cards = to_type(with_io_facts(
+            "big.48xlarge",
+            "Intel",
+            &[100.0, 100.0],
+            "200 Gigabit",
+            Some(80_000),
+        ));
+        assert_eq!(
+            two_cards.label(labels::INSTANCE_CPU_MANUFACTURER),
+            Some("intel")
+        );
+        assert_eq!(
+            two_cards.label(labels::INSTANCE_NETWORK_BANDWIDTH),
+            Some("200000")
+        );
+        assert_eq!(
+            two_cards.label(labels::INSTANCE_EBS_BANDWIDTH),
+            Some("80000")
+        );
+        // No card figures: a fixed NetworkPerformance is a baseline, "Up to" is not.
+        let fixed = to_type(with_io_facts("x.large", "AMD", &[], "25 Gigabit", None));
+        assert_eq!(fixed.label(labels::INSTANCE_CPU_MANUFACTURER), Some("amd"));
+        assert_eq!(
+            fixed.label(labels::INSTANCE_NETWORK_BANDWIDTH),
+            Some("25000")
+        );
+        assert_eq!(
+            fixed.label(labels::INSTANCE_EBS_BANDWIDTH),
+            None,
+            "not EBS-optimized"
+        );
+        let burst = to_type(with_io_facts(
+            "y.large",
+            "AMD",
+            &[],
+            "Up to 5 Gigabit",
+            None,
+        ));
+        assert_eq!(burst.label(labels::INSTANCE_NETWORK_BANDWIDTH), None);
+        // Offerings carry their zone's ID; the type spans both.
+        assert!(
+            graviton
+                .offerings
+                .iter()
+                .all(|o| o.zone_id.as_deref() == ids.get(&o.zone).map(String::as_str))
+        );
+        let spanned = graviton.requirements.get(labels::ZONE_ID).unwrap();
+        assert!(spanned.allows("use1-az4") && spanned.allows("use1-az6"));
+        assert!(!spanned.allows("use1-az1"));
     }
 
     #[test]

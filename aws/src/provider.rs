@@ -113,6 +113,7 @@ fn is_instance_label(key: &str) -> bool {
         labels::HOSTNAME,
         labels::INSTANCE_TYPE,
         labels::ZONE,
+        labels::ZONE_ID,
         labels::REGION,
         labels::CAPACITY_TYPE,
         labels::NODECLAIM,

@@ -14,6 +14,8 @@ pub struct Candidate {
     pub instance_type: Arc<InstanceType>,
     pub subnet_id: String,
     pub zone: String,
+    /// The subnet's zone ID, when DescribeSubnets reported it.
+    pub zone_id: Option<String>,
     pub capacity_type: String,
     pub price: f64,
 }
@@ -56,11 +58,12 @@ pub fn candidates(
     subnets: &[Subnet],
 ) -> Vec<Candidate> {
     let zone_req = reqs.get(labels::ZONE);
+    let zone_id_req = reqs.get(labels::ZONE_ID);
     let ct_req = reqs.get(labels::CAPACITY_TYPE);
     let mut out = Vec::new();
     for t in catalog {
         let type_ok = reqs.iter().all(|r| {
-            if r.key == labels::ZONE || r.key == labels::CAPACITY_TYPE {
+            if [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE].contains(&r.key.as_str()) {
                 return true;
             }
             match t.requirements.get(&r.key) {
@@ -78,11 +81,15 @@ pub fn candidates(
             {
                 continue;
             }
-            for s in subnets.iter().filter(|s| s.zone == o.zone) {
+            // The zone ID is the subnet's own (DescribeSubnets' AvailabilityZoneId).
+            let id_ok =
+                |s: &&Subnet| zone_id_req.is_none_or(|r| r.allows_label(s.zone_id.as_deref()));
+            for s in subnets.iter().filter(|s| s.zone == o.zone).filter(id_ok) {
                 out.push(Candidate {
                     instance_type: t.clone(),
                     subnet_id: s.id.clone(),
                     zone: o.zone.clone(),
+                    zone_id: s.zone_id.clone(),
                     capacity_type: o.capacity_type.clone(),
                     price: o.price,
                 });
@@ -112,6 +119,7 @@ pub fn candidates(
 fn value_of<'a>(c: &'a Candidate, key: &str) -> Option<&'a str> {
     match key {
         labels::ZONE => Some(&c.zone),
+        labels::ZONE_ID => c.zone_id.as_deref(),
         labels::CAPACITY_TYPE => Some(&c.capacity_type),
         _ => c.instance_type.label(key),
     }
@@ -259,6 +267,31 @@ mod tests {
                 zone_id: None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_zone_id_requirement_keeps_only_subnets_in_that_zone_id() {
+        let c = claim(vec![
+            ApiReq::new(labels::INSTANCE_TYPE, ApiOp::In, &["m5.large"]),
+            ApiReq::new(labels::ZONE_ID, ApiOp::In, &["use1-az2"]),
+        ]);
+        let mut subs = subnets();
+        subs[0].zone_id = Some("use1-az6".into());
+        subs[1].zone_id = Some("use1-az2".into());
+        let cands = candidates(
+            &claim_requirements(&c).unwrap(),
+            &claim_requests(&c).unwrap(),
+            &adze_scheduling::catalog::embedded(),
+            &subs,
+        );
+        assert!(!cands.is_empty());
+        for c in &cands {
+            assert_eq!(
+                (c.zone.as_str(), c.zone_id.as_deref()),
+                ("us-east-1b", Some("use1-az2"))
+            );
+            assert_eq!(value_of(c, labels::ZONE_ID), Some("use1-az2"));
+        }
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub fn instance_labels(
 ) -> BTreeMap<String, String> {
     use adze_scheduling::labels;
     let mut out = BTreeMap::new();
-    if let Some(t) = catalog.iter().find(|t| t.name == instance.instance_type) {
+    let t = catalog.iter().find(|t| t.name == instance.instance_type);
+    if let Some(t) = t {
         for r in t.requirements.iter() {
             if let Some(v) = r.single_value() {
                 out.insert(r.key.clone(), v.to_string());
@@ -69,8 +70,18 @@ pub fn instance_labels(
         }
     }
     out.insert(labels::INSTANCE_TYPE.into(), instance.instance_type.clone());
+    out.remove(labels::ZONE_ID);
     if !instance.zone.is_empty() {
         out.insert(labels::ZONE.into(), instance.zone.clone());
+        // The zone's ID as the catalog's offering in that zone knows it.
+        if let Some(id) = t
+            .into_iter()
+            .flat_map(|t| &t.offerings)
+            .find(|o| o.zone == instance.zone)
+            .and_then(|o| o.zone_id.clone())
+        {
+            out.insert(labels::ZONE_ID.into(), id);
+        }
     }
     if !instance.capacity_type.is_empty() {
         out.insert(labels::CAPACITY_TYPE.into(), instance.capacity_type.clone());
@@ -106,6 +117,8 @@ pub fn relabel_for_instance(
             }
         }
     }
+    // The planned offering's zone ID is stale if the cloud launched in another zone.
+    out.remove(labels::ZONE_ID);
     out.extend(instance_labels(instance, catalog));
     if aliased {
         out = labels::with_karpenter_aliases(&out);
@@ -256,5 +269,38 @@ mod tests {
         assert_eq!(out["karpenter.k8s.aws/instance-family"], "m6g");
         assert_eq!(out["karpenter.sh/nodepool"], "general");
         assert_eq!(out, labels::with_karpenter_aliases(&out));
+        assert_eq!(out["karpenter.k8s.aws/instance-cpu-manufacturer"], "aws");
+    }
+
+    #[test]
+    fn the_zone_id_follows_the_launched_zone() {
+        use adze_scheduling::labels;
+        let ids = [("us-east-1a", "use1-az4"), ("us-east-1b", "use1-az6")];
+        let catalog: Vec<Arc<InstanceType>> = adze_scheduling::catalog::embedded()
+            .iter()
+            .map(|t| {
+                let mut offerings = t.offerings.clone();
+                for o in &mut offerings {
+                    o.zone_id = ids
+                        .iter()
+                        .find(|(z, _)| *z == o.zone)
+                        .map(|(_, id)| id.to_string());
+                }
+                Arc::new(t.reshaped(t.capacity.clone(), t.overhead.clone(), offerings))
+            })
+            .collect();
+        let planned: BTreeMap<String, String> = [
+            (labels::INSTANCE_TYPE, "m5.large"),
+            (labels::ZONE, "us-east-1a"),
+            (labels::ZONE_ID, "use1-az4"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let out = relabel_for_instance(&planned, &launched("m5.large", "us-east-1b"), &catalog);
+        assert_eq!(out[labels::ZONE_ID], "use1-az6");
+        // A zone the catalog knows no ID for leaves no stale ID behind.
+        let out = relabel_for_instance(&planned, &launched("m5.large", "us-east-1c"), &catalog);
+        assert_eq!(out.get(labels::ZONE_ID), None);
     }
 }

@@ -75,12 +75,14 @@ pub fn offerings(price: f64) -> Vec<Offering> {
             [
                 Offering {
                     zone: z.to_string(),
+                    zone_id: None,
                     capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
                     price,
                     available: true,
                 },
                 Offering {
                     zone: z.to_string(),
+                    zone_id: None,
                     capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
                     price: price * 0.4,
                     available: true,

@@ -11,11 +11,32 @@ use crate::resources::Resources;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offering {
     pub zone: String,
+    /// The zone's ID (`use1-az1`) when the cloud reported it; a node launched here carries it
+    /// as [`labels::ZONE_ID`].
+    pub zone_id: Option<String>,
     pub capacity_type: String,
     /// USD per hour.
     pub price: f64,
     /// False while the cloud reports no capacity here (or a launch just failed here).
     pub available: bool,
+}
+
+impl Offering {
+    /// Whether `reqs` allow this offering's zone, zone ID and capacity type (availability is
+    /// not checked). An offering without a zone ID meets a zone-ID requirement only as an
+    /// absent label would (`NotIn`, `DoesNotExist`).
+    pub fn allowed_by(&self, reqs: &Requirements) -> bool {
+        reqs.get(labels::ZONE).is_none_or(|r| r.allows(&self.zone))
+            && reqs
+                .get(labels::CAPACITY_TYPE)
+                .is_none_or(|r| r.allows(&self.capacity_type))
+            && reqs
+                .get(labels::ZONE_ID)
+                .is_none_or(|r| match &self.zone_id {
+                    Some(id) => r.allows(id),
+                    None => r.allows_absent(),
+                })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,15 +95,23 @@ impl InstanceType {
         it
     }
 
-    /// Re-derives the zone and capacity-type sets after offerings change availability.
+    /// Re-derives the zone, zone-ID and capacity-type sets after offerings change
+    /// availability. Offerings without a zone ID add none (a catalog that knows no IDs gives
+    /// its types no zone-ID label).
     pub fn refresh_offering_requirements(&mut self) {
         let avail = self.offerings.iter().filter(|o| o.available);
         let zones: Vec<String> = avail.clone().map(|o| o.zone.clone()).collect();
+        let zone_ids: Vec<String> = avail.clone().filter_map(|o| o.zone_id.clone()).collect();
         let cts: Vec<String> = avail.map(|o| o.capacity_type.clone()).collect();
         self.requirements.remove(labels::ZONE);
+        self.requirements.remove(labels::ZONE_ID);
         self.requirements.remove(labels::CAPACITY_TYPE);
         self.requirements
             .add(Requirement::any_of(labels::ZONE, zones));
+        if self.offerings.iter().any(|o| o.zone_id.is_some()) {
+            self.requirements
+                .add(Requirement::any_of(labels::ZONE_ID, zone_ids));
+        }
         self.requirements
             .add(Requirement::any_of(labels::CAPACITY_TYPE, cts));
     }
@@ -91,17 +120,11 @@ impl InstanceType {
         &self.allocatable
     }
 
-    /// The cheapest available offering whose zone and capacity type `reqs` allow.
+    /// The cheapest available offering whose zone, zone ID and capacity type `reqs` allow.
     pub fn cheapest_offering(&self, reqs: &Requirements) -> Option<&Offering> {
-        let zone = reqs.get(labels::ZONE);
-        let ct = reqs.get(labels::CAPACITY_TYPE);
         self.offerings
             .iter()
-            .filter(|o| {
-                o.available
-                    && zone.is_none_or(|z| z.allows(&o.zone))
-                    && ct.is_none_or(|c| c.allows(&o.capacity_type))
-            })
+            .filter(|o| o.available && o.allowed_by(reqs))
             .min_by(|a, b| {
                 a.price
                     .total_cmp(&b.price)

@@ -10,6 +10,9 @@ pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const REGION: &str = "topology.kubernetes.io/region";
+/// The AWS zone ID (`use1-az1`) of the node's zone. Zone names (`us-east-1a`) are mapped to
+/// physical zones per account; IDs are the same in every account. Karpenter uses the same key.
+pub const ZONE_ID: &str = "topology.k8s.aws/zone-id";
 
 pub const NODEPOOL: &str = "adze.sh/nodepool";
 pub const CAPACITY_TYPE: &str = "adze.sh/capacity-type";
@@ -43,6 +46,14 @@ pub const INSTANCE_LOCAL_NVME: &str = "aws.adze.sh/instance-local-nvme";
 /// EFA interfaces the type supports (absent when none).
 pub const INSTANCE_EFA_COUNT: &str = "aws.adze.sh/instance-efa-count";
 pub const INSTANCE_HYPERVISOR: &str = "aws.adze.sh/instance-hypervisor";
+/// `ProcessorInfo.Manufacturer` lower-cased: `intel`, `amd`, `aws` (Graviton).
+pub const INSTANCE_CPU_MANUFACTURER: &str = "aws.adze.sh/instance-cpu-manufacturer";
+/// Baseline network bandwidth in Mbps: the sum of `NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`
+/// × 1000. Absent when EC2 does not report it.
+pub const INSTANCE_NETWORK_BANDWIDTH: &str = "aws.adze.sh/instance-network-bandwidth";
+/// Baseline EBS bandwidth in Mbps (`EbsInfo.EbsOptimizedInfo.BaselineBandwidthInMbps`); absent
+/// for types that are not EBS-optimized.
+pub const INSTANCE_EBS_BANDWIDTH: &str = "aws.adze.sh/instance-ebs-bandwidth";
 
 pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
 pub const CAPACITY_TYPE_SPOT: &str = "spot";
@@ -62,6 +73,7 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_TYPE,
     ZONE,
     REGION,
+    ZONE_ID,
     NODEPOOL,
     CAPACITY_TYPE,
     INSTANCE_CATEGORY,
@@ -80,6 +92,9 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_EFA_COUNT,
     INSTANCE_LOCAL_NVME,
     INSTANCE_HYPERVISOR,
+    INSTANCE_CPU_MANUFACTURER,
+    INSTANCE_NETWORK_BANDWIDTH,
+    INSTANCE_EBS_BANDWIDTH,
 ];
 
 /// Karpenter's well-known label keys and Adze's equivalents. `migrate` renames by this table;
@@ -115,6 +130,18 @@ pub const KARPENTER_ALIASES: &[(&str, &str)] = &[
         INSTANCE_ACCELERATOR_COUNT,
     ),
     ("karpenter.k8s.aws/instance-local-nvme", INSTANCE_LOCAL_NVME),
+    (
+        "karpenter.k8s.aws/instance-cpu-manufacturer",
+        INSTANCE_CPU_MANUFACTURER,
+    ),
+    (
+        "karpenter.k8s.aws/instance-network-bandwidth",
+        INSTANCE_NETWORK_BANDWIDTH,
+    ),
+    (
+        "karpenter.k8s.aws/instance-ebs-bandwidth",
+        INSTANCE_EBS_BANDWIDTH,
+    ),
 ];
 
 /// Adze's key for Karpenter's `key`, if it has one.
@@ -220,6 +247,41 @@ mod tests {
         assert_eq!(both.len(), 5);
         for (k, _) in KARPENTER_ALIASES {
             assert!(kubelet_may_set(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn karpenter_instance_attribute_keys_map_to_adze_keys() {
+        for (karpenter, adze) in [
+            (
+                "karpenter.k8s.aws/instance-cpu-manufacturer",
+                "aws.adze.sh/instance-cpu-manufacturer",
+            ),
+            (
+                "karpenter.k8s.aws/instance-network-bandwidth",
+                "aws.adze.sh/instance-network-bandwidth",
+            ),
+            (
+                "karpenter.k8s.aws/instance-ebs-bandwidth",
+                "aws.adze.sh/instance-ebs-bandwidth",
+            ),
+            (
+                "karpenter.k8s.aws/instance-local-nvme",
+                "aws.adze.sh/instance-local-nvme",
+            ),
+            (
+                "karpenter.k8s.aws/instance-accelerator-count",
+                "aws.adze.sh/instance-accelerator-count",
+            ),
+        ] {
+            assert_eq!(adze_key_for_karpenter(karpenter), Some(adze), "{karpenter}");
+            assert!(is_well_known(adze), "{adze}");
+        }
+        // Karpenter and Adze share the zone-ID key: nothing to alias, but it is well known.
+        assert_eq!(adze_key_for_karpenter(ZONE_ID), None);
+        assert!(is_well_known(ZONE_ID));
+        for (_, adze) in KARPENTER_ALIASES {
+            assert!(is_well_known(adze), "{adze} is aliased but not well known");
         }
     }
 

@@ -11,7 +11,7 @@
 //! Catalog types carry the ENI-limited pod count in `capacity.pods`; that is the figure
 //! `maxPods`/`podsPerCore` start from. Pure: same catalog and facts, same answer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::instance_type::InstanceType;
@@ -24,6 +24,9 @@ use crate::requirements::Requirements;
 pub struct NodeClassFacts {
     /// Zones where the class has a subnet.
     pub zones: BTreeSet<String>,
+    /// Zone name to zone ID from the class's subnets (`AvailabilityZoneId`), for offerings
+    /// whose catalog did not know the ID.
+    pub zone_ids: BTreeMap<String, String>,
     /// The requirements of each resolved image (architecture, accelerator); a type needs one
     /// image whose requirements its labels meet.
     pub images: Vec<Requirements>,
@@ -60,7 +63,13 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
         .offerings
         .iter()
         .filter(|o| class.zones.contains(&o.zone))
-        .cloned()
+        .map(|o| {
+            let mut o = o.clone();
+            if o.zone_id.is_none() {
+                o.zone_id = class.zone_ids.get(&o.zone).cloned();
+            }
+            o
+        })
         .collect();
     if offerings.is_empty() {
         return None;
@@ -89,8 +98,6 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::catalog;
     use crate::overhead::{MEMORY_AVAILABLE, NODEFS_AVAILABLE, Threshold};
@@ -124,6 +131,22 @@ mod tests {
             .into_iter()
             .find(|t| t.name == "m5.large")
             .unwrap()
+    }
+
+    #[test]
+    fn subnet_zone_ids_label_the_offerings_of_a_catalog_without_them() {
+        let mut c = class();
+        c.zone_ids = BTreeMap::from([("us-east-1a".into(), "use1-az4".into())]);
+        let t = m5_large(&c);
+        let ids: BTreeMap<&str, Option<&str>> = t
+            .offerings
+            .iter()
+            .map(|o| (o.zone.as_str(), o.zone_id.as_deref()))
+            .collect();
+        assert_eq!(ids["us-east-1a"], Some("use1-az4"));
+        assert_eq!(ids["us-east-1b"], None, "no subnet said");
+        assert_eq!(t.label(labels::ZONE_ID), Some("use1-az4"));
+        assert_eq!(raw_m5_large().label(labels::ZONE_ID), None);
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
     };
     Ok(NodeClassFacts {
         zones: status.subnets.iter().map(|s| s.zone.clone()).collect(),
+        zone_ids: status
+            .subnets
+            .iter()
+            .filter_map(|s| Some((s.zone.clone(), s.zone_id.clone()?)))
+            .collect(),
         images,
         kubelet,
         root_volume: root_volume_bytes(&class.spec).and_then(|b| i64::try_from(b).ok()),

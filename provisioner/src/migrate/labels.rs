@@ -49,6 +49,10 @@ mod tests {
         );
         assert_eq!(
             map("karpenter.k8s.aws/instance-ebs-bandwidth"),
+            Key::Renamed("aws.adze.sh/instance-ebs-bandwidth")
+        );
+        assert_eq!(
+            map("karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"),
             Key::Unsupported
         );
         assert_eq!(map("node.kubernetes.io/instance-type"), Key::Same);

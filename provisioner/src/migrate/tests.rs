@@ -88,7 +88,7 @@ fn converted_objects_parse_and_validate_as_adze_types() {
 fn a_requirement_on_a_label_adze_lacks_is_dropped_with_an_action() {
     let input = GENERAL.replace(
         "karpenter.k8s.aws/instance-local-nvme",
-        "karpenter.k8s.aws/instance-ebs-bandwidth",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
     );
     let m = migrate(&input).unwrap();
     let n = notes_about(
@@ -100,7 +100,7 @@ fn a_requirement_on_a_label_adze_lacks_is_dropped_with_an_action() {
     assert!(n[0].action);
     assert!(
         n[0].message
-            .contains("karpenter.k8s.aws/instance-ebs-bandwidth"),
+            .contains("karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"),
         "{}",
         n[0].message
     );

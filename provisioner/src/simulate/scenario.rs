@@ -181,6 +181,9 @@ struct CatalogType {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CatalogOffering {
     zone: String,
+    /// The zone's AWS ID (`use1-az1`), labelled `topology.k8s.aws/zone-id` when given.
+    #[serde(default)]
+    zone_id: Option<String>,
     capacity_type: String,
     price: f64,
     #[serde(default = "yes")]
@@ -673,6 +676,7 @@ fn catalog_entry(
         }
         offerings.push(Offering {
             zone: o.zone.clone(),
+            zone_id: o.zone_id.clone(),
             capacity_type: o.capacity_type.clone(),
             price: o.price,
             available: o.available,

@@ -26,6 +26,16 @@
 //!   metal (`*.metal`, `*.metal-24xl`, ...) as `DescribeInstanceTypes`
 //!   reports it, and `"xen"` for the older Xen-based p3 family.
 //!
+//! * **CPU manufacturer** (`ProcessorInfo.Manufacturer`): per family, from the
+//!   processor named on each family's instance type page ([`CPU_MANUFACTURERS`]).
+//!
+//! Not recorded, so the embedded catalog's types carry no label for them: network
+//! and EBS baseline bandwidth (`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`,
+//! `EbsInfo.EbsOptimizedInfo.BaselineBandwidthInMbps`), instance-store size
+//! (`InstanceStorageInfo`, so g4dn/g5/g6/trn1 lack `instance-local-nvme` here),
+//! and zone IDs, which differ per account (the live catalog and the
+//! EC2NodeClass's subnets supply those).
+//!
 //! Coverage: the c/m/r families of generations 5 to 7 (Intel, AMD and
 //! Graviton), the t3/t3a/t4g burstable families, and the g4dn/g5/g6/p3 GPU
 //! families, each with its own size ladder (e.g. c5 has 9xlarge/18xlarge
@@ -403,6 +413,31 @@ pub const EFA_INTERFACES: &[(&str, u32)] = &[
     ("g5.48xlarge", 1),
 ];
 
+/// Each family's CPU manufacturer as `DescribeInstanceTypes` reports it
+/// (`ProcessorInfo.Manufacturer`, lower-cased): Graviton is `aws`; the `a` attribute
+/// is AMD EPYC; g5, g6 and inf2 also run AMD EPYC; the rest run Intel Xeon.
+#[rustfmt::skip]
+pub const CPU_MANUFACTURERS: &[(&str, &str)] = &[
+    ("c5", "intel"), ("c5a", "amd"), ("c6a", "amd"), ("c6g", "aws"), ("c6i", "intel"),
+    ("c7g", "aws"), ("c7i", "intel"),
+    ("g4dn", "intel"), ("g5", "amd"), ("g6", "amd"),
+    ("inf2", "amd"), ("trn1", "intel"), ("p3", "intel"),
+    ("m5", "intel"), ("m5a", "amd"), ("m6a", "amd"), ("m6g", "aws"), ("m6i", "intel"),
+    ("m7g", "aws"), ("m7i", "intel"),
+    ("r5", "intel"), ("r5a", "amd"), ("r6a", "amd"), ("r6g", "aws"), ("r6i", "intel"),
+    ("r7g", "aws"), ("r7i", "intel"),
+    ("t3", "intel"), ("t3a", "amd"), ("t4g", "aws"),
+];
+
+/// The CPU manufacturer of `name`'s family, if [`CPU_MANUFACTURERS`] lists it.
+pub fn cpu_manufacturer(name: &str) -> Option<&'static str> {
+    let fam = family(name);
+    CPU_MANUFACTURERS
+        .iter()
+        .find(|(f, _)| *f == fam)
+        .map(|(_, m)| *m)
+}
+
 /// A row's GPUs, Neuron devices and EFA interfaces, in the live catalog's shape.
 pub fn accelerators(t: &Ec2Type) -> super::Accelerators {
     super::Accelerators {
@@ -582,6 +617,23 @@ mod tests {
                 "{} family does not parse",
                 t.name
             );
+        }
+    }
+
+    #[test]
+    fn every_family_has_a_cpu_manufacturer_consistent_with_its_name() {
+        for t in TYPES {
+            let m = cpu_manufacturer(t.name)
+                .unwrap_or_else(|| panic!("{} has no CPU manufacturer", t.name));
+            assert_eq!(m == "aws", t.arch == "arm64", "{}", t.name);
+            assert_eq!(m == "aws", is_graviton(t.name), "{}", t.name);
+            let attrs = family_parts(t.name).unwrap().attributes;
+            if attrs.contains('a') {
+                assert_eq!(m, "amd", "{}", t.name);
+            }
+            if attrs.contains('i') {
+                assert_eq!(m, "intel", "{}", t.name);
+            }
         }
     }
 

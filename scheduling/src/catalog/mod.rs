@@ -158,6 +158,9 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
     if !t.hypervisor.is_empty() {
         put(labels::INSTANCE_HYPERVISOR, t.hypervisor.to_string());
     }
+    if let Some(m) = ec2_data::cpu_manufacturer(t.name) {
+        put(labels::INSTANCE_CPU_MANUFACTURER, m.to_string());
+    }
     add_accelerators(&ec2_data::accelerators(t), &mut capacity, &mut l);
     let spot = t.on_demand_usd * ec2_data::spot_fraction(t.name);
     let offerings = ec2_data::ZONES
@@ -166,12 +169,14 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
             [
                 Offering {
                     zone: z.to_string(),
+                    zone_id: None,
                     capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
                     price: t.on_demand_usd,
                     available: true,
                 },
                 Offering {
                     zone: z.to_string(),
+                    zone_id: None,
                     capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
                     price: (spot * 10_000.0).round() / 10_000.0,
                     available: true,

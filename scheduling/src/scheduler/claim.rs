@@ -132,12 +132,15 @@ fn distinct_values(key: &str, options: &[u32], types: &[TypeInfo], reqs: &Requir
             labels::INSTANCE_TYPE => {
                 seen.insert(&it.name);
             }
-            labels::ZONE | labels::CAPACITY_TYPE => {
+            labels::ZONE | labels::ZONE_ID | labels::CAPACITY_TYPE => {
                 for off in it.offerings.iter().filter(|off| off.available) {
-                    let v = if key == labels::ZONE {
-                        &off.zone
-                    } else {
-                        &off.capacity_type
+                    let v = match key {
+                        labels::ZONE => &off.zone,
+                        labels::ZONE_ID => match &off.zone_id {
+                            Some(id) => id,
+                            None => continue,
+                        },
+                        _ => &off.capacity_type,
                     };
                     if reqs.get(key).is_none_or(|r| r.allows(v)) {
                         seen.insert(v);
@@ -609,6 +612,11 @@ impl Solver<'_> {
             }
         }
         labels_out.insert(labels::ZONE.to_string(), offering.zone.clone());
+        // The type's zone-ID set spans its offerings; the node gets its own offering's.
+        labels_out.remove(labels::ZONE_ID);
+        if let Some(id) = &offering.zone_id {
+            labels_out.insert(labels::ZONE_ID.to_string(), id.clone());
+        }
         labels_out.insert(
             labels::CAPACITY_TYPE.to_string(),
             offering.capacity_type.clone(),

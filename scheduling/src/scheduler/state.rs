@@ -686,16 +686,10 @@ impl<'a> Solver<'a> {
                 }
             ));
         }
-        let zone_req = reqs.get(labels::ZONE);
-        let ct_req = reqs.get(labels::CAPACITY_TYPE);
         let zones: BTreeSet<String> = types
             .iter()
             .flat_map(|&t| ps.types[t as usize].it.offerings.iter())
-            .filter(|o| {
-                o.available
-                    && zone_req.is_none_or(|z| z.allows(&o.zone))
-                    && ct_req.is_none_or(|c| c.allows(&o.capacity_type))
-            })
+            .filter(|o| o.available && o.allowed_by(&reqs))
             .map(|o| o.zone.clone())
             .collect();
         Ok(PoolFit {
@@ -760,7 +754,7 @@ pub(super) fn type_compatible(
         Some(keys) => (
             keys.iter().all(|k| reqs.get(k).is_none_or(check)),
             keys.iter()
-                .any(|k| *k == labels::ZONE || *k == labels::CAPACITY_TYPE),
+                .any(|k| [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE].contains(k)),
         ),
         None => (reqs.iter().all(check), true),
     };
@@ -809,16 +803,10 @@ fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> 
             .total_cmp(&b.min_price)
             .then_with(|| a.it.name.cmp(&b.it.name))
     });
-    let zone_req = reqs.get(labels::ZONE);
-    let ct_req = reqs.get(labels::CAPACITY_TYPE);
     let zones = types
         .iter()
         .flat_map(|t| t.it.offerings.iter())
-        .filter(|o| {
-            o.available
-                && zone_req.is_none_or(|z| z.allows(&o.zone))
-                && ct_req.is_none_or(|c| c.allows(&o.capacity_type))
-        })
+        .filter(|o| o.available && o.allowed_by(&reqs))
         .map(|o| o.zone.clone())
         .collect();
     let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
