@@ -354,6 +354,24 @@ async fn instance_types_come_from_ec2_with_offerings_per_zone_and_eni_max_pods()
         "{zones:?}"
     );
     assert!(m5.offerings.iter().any(|o| o.capacity_type == "spot"));
+    // DescribeAvailabilityZones: every offering knows its zone's ID.
+    let a = m5
+        .offerings
+        .iter()
+        .find(|o| o.zone == "us-east-1a")
+        .unwrap();
+    assert!(
+        a.zone_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("use1-az")),
+        "{:?}",
+        a.zone_id
+    );
+    assert!(
+        m5.offerings.iter().all(|o| o.zone_id.is_some()),
+        "{:?}",
+        m5.offerings
+    );
 }
 
 #[tokio::test]
