@@ -27,7 +27,8 @@ pids=()
 prov_pid=
 MOTO_PID=
 cleanup() {
-  for p in "${pids[@]}" $prov_pid $MOTO_PID; do kill "$p" 2>/dev/null; done
+  # -CONT first: a stopped process (section 8's hung agent) would hold a SIGTERM pending forever.
+  for p in "${pids[@]}" $prov_pid $MOTO_PID; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
@@ -352,7 +353,51 @@ else
   fail "no node with web pods left for the deadline scenario"
 fi
 
-# ---- 8. the chart's dashboard and alerts query only metrics the programs serve ------------
+# ---- 8. a hung agent: its condition goes stale, the provisioner drains an SQS-interrupted node
+# SIGSTOP: the agent stops heartbeating but AdzeAgentReady stays True. Once lastHeartbeatTime is
+# older than AGENT_STALE_AFTER_SECS (60) the provisioner no longer counts on the agent, so the
+# EventBridge warning through SQS alone (a hung agent reads no IMDS) has it drain the node itself.
+hung=$(fresh_node)
+if [[ -n "$hung" ]]; then
+  attach "$hung"
+  wait_for 30 agent_ready "$hung"
+  stale() { # node: AdzeAgentReady still True, its heartbeat more than 60 s old
+    k get node "$1" -o json | jq -e --argjson now "$(date +%s)" 'any(.status.conditions[]?;
+      .type == "AdzeAgentReady" and .status == "True" and $now - (.lastHeartbeatTime | fromdateiso8601) > 60)' >/dev/null; }
+  echo "== agent on $hung hung (SIGSTOP), then its interruption through SQS only"
+  kill -STOP "${agent_pid[$hung]}"; t0=$(now)
+  wait_for 90 stale "$hung"; t_stale=$(now)
+  echo "hang -> AdzeAgentReady still True, heartbeat older than 60 s: $(elapsed "$t0" "$t_stale") s"
+  check "the hung agent's condition stays True and goes stale" stale "$hung"
+  pid4=$(k get node "$hung" -o jsonpath='{.spec.providerID}'); instance4=${pid4##*/}
+  claim4=$(k get nodeclaims -o json | jq -r --arg p "$pid4" '.items[] | select(.status.providerID == $p) | .metadata.name')
+  before=$(k get nodeclaims -o name)
+  new_claim() { comm -13 <(sort <<<"$before") <(k get nodeclaims -o name | sort) | grep -q .; }
+  event=$(jq -nc --arg id "$instance4" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{version: "0", id: "e2e-spot-2",
+    "detail-type": "EC2 Spot Instance Interruption Warning", source: "aws.ec2", account: "123456789012", time: $t,
+    region: "us-east-1", resources: ["arn:aws:ec2:us-east-1:123456789012:instance/" + $id],
+    detail: {"instance-id": $id, "instance-action": "terminate"}}')
+  t1=$(now)
+  sqs send "$queue" "$event"
+  wait_for 60 grep -q "marked NodeClaim interrupted.*$instance4" "$dir/provisioner.log"
+  check "the provisioner marked NodeClaim $claim4 interrupted (SQS)" grep -q "marked NodeClaim interrupted.*$instance4" "$dir/provisioner.log"
+  wait_for 60 new_claim
+  check "a replacement NodeClaim was created" new_claim
+  wait_for "$DEADLINE" count_is 0 pods_on "$hung"; t_gone=$(now)
+  echo "SQS send -> last pod gone from $hung: $(elapsed "$t1" "$t_gone") s"
+  check "every pod left $hung" count_is 0 pods_on "$hung"
+  check "the provisioner drained it itself (no live agent on the node)" grep -q "no node agent on its node.*$claim4" "$dir/provisioner.log"
+  wait_for 30 count_is 0 sqs depth "$queue"
+  check "the interruption message was deleted from the queue" count_is 0 sqs depth "$queue"
+  wait_for 60 count_is 6 ready_web
+  check "no pod lost: 6 Ready" count_is 6 ready_web
+  kill -9 "${agent_pid[$hung]}"; wait "${agent_pid[$hung]}" 2>/dev/null
+  unset "hport[$hung]" # section 9 scrapes a live agent
+else
+  fail "no node with web pods left for the hung-agent scenario"
+fi
+
+# ---- 9. the chart's dashboard and alerts query only metrics the programs serve ------------
 # The one suite with a provisioner and agents up; an extender joins for its scrape (it needs
 # only the API server). Its families are all printed with a `# TYPE` line before any sample,
 # so a scrape now covers counters nothing has bumped. --source also holds the scrapes against
