@@ -452,13 +452,15 @@ deployment pre-low low 3 1200m 100Mi e2e-pre-only yes | k apply -f - >/dev/null
 wait_for 60 count_is 3 bound_pods pre-low
 check "[preemption] 3 low-priority pods fill pre-1" count_is 3 bound_pods pre-low
 low_uids=$(k get pods -n pre-low -o jsonpath='{.items[*].metadata.uid}')
-# Low pods of the first set that were evicted (gone, or terminating).
-preempted() {
+# evicted NAMESPACE UIDS: how many of the pods UIDS (of NAMESPACE) were evicted (gone, or
+# terminating).
+evicted() {
   local live n=0 u
-  live=$(k get pods -n pre-low -o json | jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.uid')
-  for u in $low_uids; do grep -qx "$u" <<<"$live" || n=$((n + 1)); done
+  live=$(k get pods -n "$1" -o json | jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.uid')
+  for u in $2; do grep -qx "$u" <<<"$live" || n=$((n + 1)); done
   echo "$n"
 }
+preempted() { evicted pre-low "$low_uids"; }
 some_preempted() { [ "$(preempted)" -gt 0 ]; }
 verb_count() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v v="$1" '$1 == "adze_extender_requests_total{verb=\""v"\"}" {print $2}'; }
 high_pod() { # namespace name selector-key
@@ -512,12 +514,7 @@ deployment hold-low low 3 1200m 100Mi e2e-pre2-only yes | k apply -f - >/dev/nul
 wait_for 60 count_is 3 bound_pods hold-low
 check "[hold] 3 low-priority pods fill pre-2" count_is 3 bound_pods hold-low
 hold_low_uids=$(k get pods -n hold-low -o jsonpath='{.items[*].metadata.uid}')
-evicted_low() {
-  local live n=0 u
-  live=$(k get pods -n hold-low -o json | jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.uid')
-  for u in $hold_low_uids; do grep -qx "$u" <<<"$live" || n=$((n + 1)); done
-  echo "$n"
-}
+evicted_low() { evicted hold-low "$hold_low_uids"; }
 held_count() { curl -sf "http://127.0.0.1:$port/metrics" | awk '$1 == "adze_extender_preemptions_held_total" {print $2}'; }
 preempts_reach() { [ "$(verb_count preempt)" -ge "$1" ]; }
 some_evicted() { [ "$(evicted_low)" -gt 0 ]; }

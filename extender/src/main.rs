@@ -54,74 +54,12 @@ struct Args {
     /// HTTPS only.
     #[arg(long, value_name = "NAME", requires = "tls_cert")]
     webhook_scheduler_name: Option<String>,
+    // One serving replica: only the holder of the Lease reports ready, so a Service in
+    // front of several replicas sends every verb to one ledger; the others keep their
+    // watches warm and take over within a lease duration (at once on a clean shutdown,
+    // which releases it). With `--leader-elect=false` every replica serves its own ledger.
     #[command(flatten)]
-    leader: LeaderArgs,
-}
-
-/// One serving replica: only the holder of the Lease reports ready, so a Service in front of
-/// several replicas sends every verb to one ledger; the others keep their watches warm and
-/// take over within a lease duration (at once on a clean shutdown, which releases it).
-#[derive(Debug, clap::Args)]
-struct LeaderArgs {
-    /// Report ready only while holding a coordination.k8s.io/v1 Lease (for >1 replica).
-    /// With `false` every replica reports ready and keeps its own ledger.
-    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
-    enabled: bool,
-    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
-    #[arg(long = "leader-election-namespace")]
-    namespace: Option<String>,
-    #[arg(long = "leader-election-name", default_value = "adze-extender")]
-    name: String,
-    /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
-    #[arg(long = "leader-election-identity")]
-    identity: Option<String>,
-    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
-    lease_duration: std::time::Duration,
-    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
-    renew_deadline: std::time::Duration,
-    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
-    retry_period: std::time::Duration,
-}
-
-impl LeaderArgs {
-    /// The flags that only mean something with leader election on.
-    const TUNING: [&str; 6] = [
-        "namespace",
-        "name",
-        "identity",
-        "lease_duration",
-        "renew_deadline",
-        "retry_period",
-    ];
-
-    fn settings(&self) -> anyhow::Result<Option<adze_lease::Settings>> {
-        if !self.enabled {
-            return Ok(None);
-        }
-        let settings = adze_lease::Settings {
-            namespace: self
-                .namespace
-                .clone()
-                .unwrap_or_else(adze_lease::default_namespace),
-            name: self.name.clone(),
-            identity: self
-                .identity
-                .clone()
-                .unwrap_or_else(|| adze_lease::default_identity("adze-extender")),
-            lease_duration: self.lease_duration,
-            renew_deadline: self.renew_deadline,
-            retry_period: self.retry_period,
-        };
-        settings.check().map_err(anyhow::Error::msg)?;
-        Ok(Some(settings))
-    }
-}
-
-fn duration(s: &str) -> Result<std::time::Duration, String> {
-    adze_api::duration::DurationOrNever::parse(s)
-        .map_err(|e| e.to_string())?
-        .as_std()
-        .ok_or_else(|| "a leader election period cannot be Never".to_string())
+    leader: adze_lease::cli::LeaderArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -155,17 +93,13 @@ async fn main() -> anyhow::Result<()> {
                 .into(),
         );
     }
-    if !args.leader.enabled
-        && let Some(flag) = LeaderArgs::TUNING
-            .iter()
-            .find(|id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
-    {
-        refuse(format!(
-            "--leader-election-{} has no effect with --leader-elect=false",
-            flag.replace('_', "-")
-        ));
+    if let Some(msg) = args.leader.unused_flag(&matches) {
+        refuse(msg);
     }
-    let leader = args.leader.settings()?;
+    let leader = args
+        .leader
+        .settings("adze-extender")
+        .map_err(anyhow::Error::msg)?;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     if args.log_json {

@@ -5,6 +5,7 @@
 //! decisions are in [`decision`]; this crate only reads and writes the Lease, with the
 //! resourceVersion guarding every write so two replicas can never both succeed in taking it.
 
+pub mod cli;
 pub mod decision;
 
 use std::time::{Duration, Instant};

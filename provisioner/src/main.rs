@@ -157,66 +157,11 @@ struct RunArgs {
     /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable).
     #[arg(long, value_name = "TYPE:ZONE:CAPACITYTYPE")]
     simulated_unavailable: Vec<adze_provisioner::cloud::simulated::OfferingPattern>,
+    // The controllers run only on the replica holding the Lease.
     #[command(flatten)]
-    leader: LeaderArgs,
+    leader: adze_lease::cli::LeaderArgs,
     #[command(flatten)]
     aws: AwsArgs,
-}
-
-#[derive(Debug, clap::Args)]
-struct LeaderArgs {
-    /// Run the controllers only while holding a coordination.k8s.io/v1 Lease (for >1 replica).
-    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
-    enabled: bool,
-    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
-    #[arg(long = "leader-election-namespace")]
-    namespace: Option<String>,
-    #[arg(long = "leader-election-name", default_value = "adze-provisioner")]
-    name: String,
-    /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
-    #[arg(long = "leader-election-identity")]
-    identity: Option<String>,
-    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
-    lease_duration: std::time::Duration,
-    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
-    renew_deadline: std::time::Duration,
-    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
-    retry_period: std::time::Duration,
-}
-
-impl LeaderArgs {
-    /// The flags that only mean something with leader election on.
-    const TUNING: [&str; 6] = [
-        "namespace",
-        "name",
-        "identity",
-        "lease_duration",
-        "renew_deadline",
-        "retry_period",
-    ];
-
-    fn settings(&self) -> anyhow::Result<Option<adze_lease::Settings>> {
-        use adze_lease as leader;
-        if !self.enabled {
-            return Ok(None);
-        }
-        let settings = leader::Settings {
-            namespace: self
-                .namespace
-                .clone()
-                .unwrap_or_else(leader::default_namespace),
-            name: self.name.clone(),
-            identity: self
-                .identity
-                .clone()
-                .unwrap_or_else(|| leader::default_identity("adze-provisioner")),
-            lease_duration: self.lease_duration,
-            renew_deadline: self.renew_deadline,
-            retry_period: self.retry_period,
-        };
-        settings.check().map_err(anyhow::Error::msg)?;
-        Ok(Some(settings))
-    }
 }
 
 /// `--cloud-provider aws` settings.
@@ -325,7 +270,10 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         launch_timeout: args.launch_timeout,
         max_instance_types: args.max_instance_types,
         heartbeat: args.heartbeat,
-        leader_election: args.leader.settings()?,
+        leader_election: args
+            .leader
+            .settings("adze-provisioner")
+            .map_err(anyhow::Error::msg)?,
         metrics_addr: args.metrics_addr,
         aws,
         interruption,
@@ -422,19 +370,10 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
     if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
-        && !args.leader.enabled
-        && let Some(id) = LeaderArgs::TUNING
-            .iter()
-            .find(|id| run.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        && let Some(msg) = args.leader.unused_flag(run)
     {
         Cli::command()
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!(
-                    "--leader-election-{} has no effect with --leader-elect=false",
-                    id.replace('_', "-")
-                ),
-            )
+            .error(clap::error::ErrorKind::ArgumentConflict, msg)
             .exit();
     }
     let result = match &cli.command {

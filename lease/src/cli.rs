@@ -1,0 +1,90 @@
+//! The `--leader-elect` and `--leader-election-*` flags, one definition for every binary
+//! that elects a leader, so they read and are refused alike.
+
+use std::time::Duration;
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+
+use crate::Settings;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LeaderArgs {
+    /// Act only while holding a coordination.k8s.io/v1 Lease, so that of several replicas
+    /// one acts (see the program's docs for what "act" means for it).
+    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
+    pub enabled: bool,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
+    #[arg(long = "leader-election-namespace")]
+    pub namespace: Option<String>,
+    /// Name of the Lease (default: the program's name, e.g. adze-provisioner).
+    #[arg(long = "leader-election-name")]
+    pub name: Option<String>,
+    /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
+    #[arg(long = "leader-election-identity")]
+    pub identity: Option<String>,
+    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
+    pub lease_duration: Duration,
+    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
+    pub renew_deadline: Duration,
+    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
+    pub retry_period: Duration,
+}
+
+/// The arguments that only mean something with leader election on (clap ids).
+const TUNING: [&str; 6] = [
+    "namespace",
+    "name",
+    "identity",
+    "lease_duration",
+    "renew_deadline",
+    "retry_period",
+];
+
+impl LeaderArgs {
+    /// `None` without leader election; the Lease `program` (unless named) otherwise, its
+    /// periods checked.
+    pub fn settings(&self, program: &str) -> Result<Option<Settings>, String> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let settings = Settings {
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(crate::default_namespace),
+            name: self.name.clone().unwrap_or_else(|| program.to_string()),
+            identity: self
+                .identity
+                .clone()
+                .unwrap_or_else(|| crate::default_identity(program)),
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+        };
+        settings.check()?;
+        Ok(Some(settings))
+    }
+
+    /// With `--leader-elect=false`, the first `--leader-election-*` flag given on the command
+    /// line (in `matches`, the matches these arguments were flattened into), as a refusal:
+    /// accepted, it would have no effect.
+    pub fn unused_flag(&self, matches: &ArgMatches) -> Option<String> {
+        if self.enabled {
+            return None;
+        }
+        TUNING
+            .iter()
+            .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+            .map(|id| {
+                format!(
+                    "--leader-election-{} has no effect with --leader-elect=false",
+                    id.replace('_', "-")
+                )
+            })
+    }
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    adze_api::duration::parse_go_duration(s).map_err(|e| e.to_string())
+}
