@@ -391,6 +391,16 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
         got.provider_id
     );
     assert_eq!(got.capacity.get("pods").map(String::as_str), Some("29"));
+    // The node's labels as the provisioner derives them from the launched instance carry its
+    // zone's ID (DescribeAvailabilityZones) beside the zone.
+    let node_labels = adze_cloud::instance_labels(&got, &provider.instance_types());
+    assert_eq!(node_labels.get("topology.kubernetes.io/zone"), Some(&got.zone));
+    assert!(
+        node_labels
+            .get("topology.k8s.aws/zone-id")
+            .is_some_and(|id| id.starts_with("use1-az")),
+        "{node_labels:?}"
+    );
     let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
     let i = instance(&e.clients, id).await;
     let tags = tags_of(&i);
