@@ -394,7 +394,10 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
     // The node's labels as the provisioner derives them from the launched instance carry its
     // zone's ID (DescribeAvailabilityZones) beside the zone.
     let node_labels = adze_cloud::instance_labels(&got, &provider.instance_types());
-    assert_eq!(node_labels.get("topology.kubernetes.io/zone"), Some(&got.zone));
+    assert_eq!(
+        node_labels.get("topology.kubernetes.io/zone"),
+        Some(&got.zone)
+    );
     assert!(
         node_labels
             .get("topology.k8s.aws/zone-id")
