@@ -454,6 +454,21 @@ check "the provisioner says why it gave up (launch_timeout)" grep -q "not launch
 create_calls=$(grep -c "CreateFleet launches\|CreateFleet with a known client token" "$dir/proxy.txt")
 echo "CreateFleet calls answered with an instance: $create_calls"
 k delete namespace doomed --wait=false >/dev/null
+# A NodePool whose EC2NodeClass does not exist can launch nothing: its Ready condition says so.
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: orphan}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: missing}
+YAML
+orphan_ready() { k get nodepool orphan -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | "\(.status) \(.reason)"'; }
+wait_for 20 count_is "False NodeClassNotFound" orphan_ready
+check "a NodePool whose EC2NodeClass is missing is Ready=False, NodeClassNotFound ($(orphan_ready))" count_is "False NodeClassNotFound" orphan_ready
+check "... and general, whose class resolved, is Ready=True" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool general -o json | jq -e '.status.conditions[] | select(.type == \"Ready\") | .status == \"True\"' >/dev/null"
+k delete nodepool orphan >/dev/null
 
 # ---- a pod with a zonal volume -------------------------------------------------------------------
 echo "== a pod whose PersistentVolume lives in us-east-1b"

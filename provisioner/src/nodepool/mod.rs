@@ -1,12 +1,15 @@
 //! NodePool status: what the pool's NodeClaims hold (`status.resources`: the sum of their
-//! capacity plus a `nodes` count) and a `Ready` condition. Written only when it changes.
+//! capacity plus a `nodes` count) and a `Ready` condition, False while the pool can launch
+//! nothing because its EC2NodeClass is missing or unresolved. Written only when it changes.
 //! Limits are enforced by provisioning, which counts every claim (launched or not); this
 //! status is what people and dashboards read.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use adze_api::{NodeClaim, NodePool};
+use std::sync::Arc;
+
+use adze_api::{EC2NodeClass, NodeClaim, NodePool};
 use adze_scheduling::{Resources, labels};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Patch, PatchParams};
@@ -54,6 +57,33 @@ pub fn pool_resources<'a>(
     out
 }
 
+/// The pool's `Ready` condition: (status, reason, message). With EC2NodeClasses watched
+/// (`classes` is Some), a pool whose class is missing, or has no resolved subnets or images
+/// yet, can launch nothing: not ready, and the message says why (the same words provisioning
+/// logs). Without classes (the simulated cloud) every pool is ready.
+pub fn readiness(
+    pool: &NodePool,
+    classes: Option<&[Arc<EC2NodeClass>]>,
+    nodes: &str,
+) -> (bool, &'static str, String) {
+    match crate::provisioning::snapshot::pool_catalog(pool, classes, &[]) {
+        Ok(_) => (true, "Ready", format!("{nodes} nodes launched")),
+        Err(why) => {
+            let wanted = &pool.spec.template.spec.node_class_ref.name;
+            let missing = classes.is_some_and(|cs| {
+                !cs.iter()
+                    .any(|c| c.metadata.name.as_deref() == Some(wanted.as_str()))
+            });
+            let reason = if missing {
+                "NodeClassNotFound"
+            } else {
+                "NodeClassNotReady"
+            };
+            (false, reason, why)
+        }
+    }
+}
+
 pub struct Status {
     pub client: Client,
     pub state: ClusterState,
@@ -66,6 +96,7 @@ impl Status {
         let api: Api<NodePool> = Api::all(self.client.clone());
         loop {
             let claims = self.state.claims.state();
+            let classes = self.state.nodeclasses.as_ref().map(|s| s.state());
             for pool in self.state.nodepools.state() {
                 let name = pool.metadata.name.clone().unwrap_or_default();
                 let resources = pool_resources(&name, claims.iter().map(|c| c.as_ref()));
@@ -75,18 +106,22 @@ impl Status {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.0.clone()))
                     .collect();
-                let ready = adze_api::conditions::is_true(&status.conditions, "Ready");
-                if current == resources && ready {
+                let nodes = resources.get("nodes").cloned().unwrap_or_default();
+                let (ready, reason, message) = readiness(&pool, classes.as_deref(), &nodes);
+                let unchanged = status.conditions.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && (c.status == "True") == ready
+                        && c.reason == reason
+                        && (ready || c.message == message)
+                });
+                if current == resources && unchanged {
                     continue;
                 }
-                let nodes = resources.get("nodes").cloned().unwrap_or_default();
-                let conditions = set_condition(
-                    &status.conditions,
-                    "Ready",
-                    true,
-                    "Ready",
-                    &format!("{nodes} nodes launched"),
-                );
+                if !ready {
+                    tracing::warn!(nodepool = %name, reason, %message, "nodepool not ready");
+                }
+                let conditions =
+                    set_condition(&status.conditions, "Ready", ready, reason, &message);
                 let quantities: BTreeMap<String, Quantity> = resources
                     .into_iter()
                     .map(|(k, v)| (k, Quantity(v)))
@@ -121,6 +156,53 @@ mod tests {
             v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         }
         serde_json::from_value(v).unwrap()
+    }
+
+    fn pool(class: &str) -> NodePool {
+        serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "web"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": class}}}},
+        }))
+        .unwrap()
+    }
+
+    fn class(name: &str, resolved: bool) -> Arc<EC2NodeClass> {
+        let mut v = json!({
+            "apiVersion": "aws.adze.sh/v1", "kind": "EC2NodeClass", "metadata": {"name": name},
+            "spec": {"subnetSelectorTerms": [{"id": "subnet-0"}],
+                "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                "amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "node"},
+        });
+        if resolved {
+            v["status"] = json!({"subnets": [{"id": "subnet-0", "zone": "us-east-1a"}],
+                "amis": [{"id": "ami-1", "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]});
+        }
+        Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    #[test]
+    fn a_pool_is_ready_only_while_its_ec2nodeclass_exists_and_is_resolved() {
+        // The simulated cloud watches no classes: every pool can launch.
+        let (ready, reason, msg) = readiness(&pool("default"), None, "3");
+        assert!(ready);
+        assert_eq!((reason, msg.as_str()), ("Ready", "3 nodes launched"));
+
+        let (ready, reason, msg) = readiness(&pool("default"), Some(&[class("other", true)]), "0");
+        assert!(!ready);
+        assert_eq!(reason, "NodeClassNotFound");
+        assert!(msg.contains("EC2NodeClass default does not exist"), "{msg}");
+
+        let (ready, reason, msg) =
+            readiness(&pool("default"), Some(&[class("default", false)]), "0");
+        assert!(!ready);
+        assert_eq!(reason, "NodeClassNotReady");
+        assert!(msg.contains("no resolved subnets or images"), "{msg}");
+
+        let (ready, reason, _) = readiness(&pool("default"), Some(&[class("default", true)]), "0");
+        assert!(ready);
+        assert_eq!(reason, "Ready");
     }
 
     #[test]
