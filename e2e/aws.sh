@@ -552,6 +552,10 @@ check "every NodeClaim's labels are its instance's too" jqe --slurpfile i "$dir/
    | ($c.metadata.labels["node.kubernetes.io/instance-type"] == $inst.type and $c.metadata.labels["topology.kubernetes.io/zone"] == $inst.zone)] | (length > 0 and all)' "$dir/final-claims.json"
 check "the node-restriction.kubernetes.io/team label (kept out of kubelet's flags) is on every general Node" jqe '
   [.items[] | select(.metadata.labels["adze.sh/nodepool"] == "general") | .metadata.labels["node-restriction.kubernetes.io/team"] == "e2e"] | (length > 0 and all)' "$dir/final-nodes.json"
+check "every Adze Node carries its zone's ID (DescribeAvailabilityZones, one per zone) and its CPU manufacturer" jqe '
+  [.items[] | select(.metadata.labels["adze.sh/nodepool"] != null) | .metadata.labels] | length > 0
+  and all(.[]; (.["topology.k8s.aws/zone-id"] // "" | startswith("use1-az")) and (.["aws.adze.sh/instance-cpu-manufacturer"] // "") != "")
+  and (group_by(.["topology.kubernetes.io/zone"]) | all(.[]; (map(.["topology.k8s.aws/zone-id"]) | unique | length) == 1))' "$dir/final-nodes.json"
 check "user data of both families accepted: no instance refused by the nodeadm/Bottlerocket/kubelet checks" bash -c "! grep REFUSED '$dir/registrar.log'"
 not_cheapest=$(grep "CreateFleet launches" "$dir/proxy.txt" | awk '{t=$5; c=$NF; sub(/\)$/, "", c); if (t != c) n++} END {print n+0}')
 lagged=$(grep -c "lagging DescribeInstances" "$dir/proxy.txt")
