@@ -431,6 +431,12 @@ BAD = [
     ("an extender NetworkPolicy with no peer (it would admit everyone)",
      {"cloudProvider": "simulated", "extender": {"networkPolicy": {"enabled": True}}},
      "extender.networkPolicy.enabled needs scheduler.enabled or extender.networkPolicy.from"),
+    ("NetworkPolicy peers without the NetworkPolicy",
+     {"cloudProvider": "simulated", "extender": {"networkPolicy": {"from": [{"podSelector": {}}]}}},
+     "extender.networkPolicy.from has no effect"),
+    ("dashboard labels without the dashboard",
+     {"cloudProvider": "simulated", "metrics": {"dashboard": {"labels": {"a": "b"}}}},
+     "metrics.dashboard.labels has no effect without metrics.dashboard.enabled"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]
