@@ -144,7 +144,7 @@ declare -A port agent_pid hport
 start_agent() { # node
   [[ -n "${hport[$1]:-}" ]] || hport[$1]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$bin/adze-agent" --node-name "$1" --kubeconfig "$KUBECONFIG" \
-    --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout-ms 500 --heartbeat-seconds 5 \
+    --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout 500ms --heartbeat 5s \
     --health-addr "127.0.0.1:${hport[$1]}" \
     >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!; pids+=("$!")

@@ -147,6 +147,17 @@ check "upgrade reached the cluster (3 replicas, --max-instance-types=20)" bash -
 check "upgrade to values the schema rejects fails with the field named" bash -c \
   "! '$helm_python' charts/ci/helm.py upgrade $release $ns charts/adze '$dir/values.yaml' --set-json '{\"cloudProvider\":\"gcp\"}' 2>'$dir/bad-upgrade.err' && grep -q cloudProvider '$dir/bad-upgrade.err'"
 
+check "a value renamed by the flag convention (extender.logJson) is refused, named" bash -c \
+  "! '$helm_python' charts/ci/helm.py upgrade $release $ns charts/adze '$dir/values.yaml' --set-json '{\"extender\":{\"logJson\":true}}' 2>'$dir/renamed.err' && grep -q logJson '$dir/renamed.err'"
+check "every container is given --log-format (one flag for the three binaries)" bash -c \
+  "kubectl --kubeconfig $KUBECONFIG -n $ns get deploy/adze-provisioner deploy/adze-extender ds/adze-agent -o json | jq -e '[.items[].spec.template.spec.containers[0].args | any(startswith(\"--log-format=\"))] | all and length == 3'"
+# The upgrade guide's CRD step (docs/upgrade.md): Helm never upgrades crds/, so the CRDs are
+# applied first, server-side, over live objects.
+check "CRD upgrade step: server-side apply over the live CRDs" bash -c \
+  "'$target/release/crdgen' --without-cel | kubectl --kubeconfig $KUBECONFIG apply --server-side --force-conflicts -f - >/dev/null"
+check "NodePools and NodeClaims still read after the CRD step" bash -c \
+  "kubectl --kubeconfig $KUBECONFIG get nodepools,nodeclaims -o name | grep -q nodeclaim"
+
 # ---- uninstall ----------------------------------------------------------------------------
 check "helm uninstall" helmpy uninstall "$release" "$ns"
 check "uninstall removed the workloads and RBAC" bash -c \

@@ -204,6 +204,21 @@ check "remaining pods get an event saying why (mentions the limit)" grep -qi "li
 wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
 check "pods within the limit Running" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n batch --field-selector=status.phase=Running -o name | wc -l) -gt 0 ]"
 
+# ---- 3b. an invalid NodePool that 1.20 admits (the rule it breaks is CEL) -----------------
+echo "== an invalid NodePool: admitted without CEL, refused by the controller, field named"
+k create namespace badpool >/dev/null
+{ nodepool badpool 100 | sed 's/^  limits:/  disruption: {budgets: [{nodes: "1", schedule: "0 9 * * *"}]}\n  limits:/'; } | k apply -f - >/dev/null
+deployment badpool job 1 1 1Gi badpool | k apply -f - >/dev/null
+badpool_cond() { k get nodepool badpool -o json | jq -r '[.status.conditions[]? | select(.type=="ValidationSucceeded" or .type=="Ready") | .type + "=" + .status + ":" + .reason] | sort | join(" ")'; }
+wait_for 30 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodepool badpool -o json | jq -r '.status.conditions[]? | select(.type==\"ValidationSucceeded\") | .status')\" == False ]]"
+check "ValidationSucceeded=False and Ready=False, reason ValidationFailed ($(badpool_cond))" \
+  test "$(badpool_cond)" = "Ready=False:ValidationFailed ValidationSucceeded=False:ValidationFailed"
+check "the condition names the field (spec.disruption.budgets[0].duration)" bash -c \
+  "kubectl --kubeconfig $KUBECONFIG get nodepool badpool -o json | jq -e '.status.conditions[] | select(.type==\"ValidationSucceeded\") | .message | contains(\"spec.disruption.budgets[0].duration\")' >/dev/null"
+sleep 3
+check "no NodeClaim launched for the invalid pool" count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=badpool -o name | wc -l"
+k delete namespace badpool --wait=false >/dev/null; k delete nodepool badpool >/dev/null
+
 # ---- 4. two replicas: one leader; kill it, the other takes over ---------------------------
 echo "== leader election: a second replica, then kill -9 the leader"
 leader_pid=$prov_pid

@@ -10,16 +10,20 @@ use adze_agent::health::{Checker, HealthConfig};
 use adze_agent::imds::{Imds, ImdsConfig};
 use adze_agent::node::NodeOps;
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 #[derive(Parser)]
-#[command(about = "Adze node agent: spot interruptions, rebalance, maintenance, readiness")]
+#[command(
+    name = "adze-agent",
+    version,
+    about = "Adze node agent: spot interruptions, rebalance, maintenance, readiness"
+)]
 struct Args {
-    /// This node's name.
-    #[arg(long, env = "NODE_NAME")]
+    /// This node's name (the chart sets ADZE_NODE_NAME from the downward API).
+    #[arg(long, env = "ADZE_NODE_NAME")]
     node_name: String,
     /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
-    #[arg(long)]
+    #[arg(long, env = "ADZE_KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
     #[arg(
         long,
@@ -27,67 +31,93 @@ struct Args {
         default_value = "http://169.254.169.254"
     )]
     imds_endpoint: String,
-    /// IMDSv2 session token TTL, seconds (1–21600).
-    #[arg(long, default_value_t = 21600)]
-    imds_token_ttl: u64,
-    /// Bound on each IMDS request, milliseconds.
-    #[arg(long, default_value_t = 2000)]
-    imds_timeout_ms: u64,
-    /// Poll interval, milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    poll_ms: u64,
-    /// Longest wait between polls while IMDS fails, milliseconds.
-    #[arg(long, default_value_t = 5000)]
-    max_backoff_ms: u64,
-    #[arg(long, value_enum, default_value_t = RebalanceMode::Ignore)]
+    /// IMDSv2 session token TTL (1s–6h).
+    #[arg(long, env = "ADZE_IMDS_TOKEN_TTL", value_parser = adze_cli::duration, default_value = "6h")]
+    imds_token_ttl: Duration,
+    /// Bound on each IMDS request.
+    #[arg(long, env = "ADZE_IMDS_TIMEOUT", value_parser = adze_cli::duration, default_value = "2s")]
+    imds_timeout: Duration,
+    /// How often IMDS is polled.
+    #[arg(long, env = "ADZE_POLL_INTERVAL", value_parser = adze_cli::duration, default_value = "1s")]
+    poll_interval: Duration,
+    /// Longest wait between polls while IMDS fails.
+    #[arg(long, env = "ADZE_MAX_BACKOFF", value_parser = adze_cli::duration, default_value = "5s")]
+    max_backoff: Duration,
+    #[arg(long, env = "ADZE_REBALANCE", value_enum, default_value_t = RebalanceMode::Ignore)]
     rebalance: RebalanceMode,
-    /// Maintenance drains start this many seconds before the event's NotBefore.
-    #[arg(long, default_value_t = 600)]
-    maintenance_lead_seconds: i64,
-    /// Pods still on the node this many seconds (plus their grace period) before the deadline
-    /// are deleted instead of evicted.
-    #[arg(long, default_value_t = 5)]
-    deadline_margin_seconds: i64,
-    /// Readiness heartbeat, seconds.
-    #[arg(long, default_value_t = 10)]
-    heartbeat_seconds: u64,
+    /// Maintenance drains start this long before the event's NotBefore.
+    #[arg(long, env = "ADZE_MAINTENANCE_LEAD", value_parser = adze_cli::duration, default_value = "10m")]
+    maintenance_lead: Duration,
+    /// Pods still on the node this long (plus their grace period) before the deadline are
+    /// deleted instead of evicted.
+    #[arg(long, env = "ADZE_DEADLINE_MARGIN", value_parser = adze_cli::duration, default_value = "5s")]
+    deadline_margin: Duration,
+    /// How often the AdzeAgentReady condition is posted.
+    #[arg(long, env = "ADZE_HEARTBEAT", value_parser = adze_cli::duration, default_value = "10s")]
+    heartbeat: Duration,
     /// Kubelet health URL checked for readiness (e.g. http://127.0.0.1:10248/healthz).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_KUBELET_HEALTHZ")]
     kubelet_healthz: Option<String>,
     /// Container runtime socket checked for readiness (e.g. /run/containerd/containerd.sock).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_RUNTIME_SOCKET")]
     runtime_socket: Option<PathBuf>,
-    #[arg(long, default_value_t = 64)]
-    min_available_memory_mib: u64,
-    #[arg(long, default_value_t = 512)]
-    min_available_disk_mib: u64,
-    #[arg(long, default_value = "/")]
+    /// Readiness needs at least this much available memory (a quantity, e.g. 64Mi).
+    #[arg(long, env = "ADZE_MIN_AVAILABLE_MEMORY", value_parser = adze_cli::bytes, default_value = "64Mi")]
+    min_available_memory: u64,
+    /// Readiness needs at least this much free disk on --disk-path (a quantity, e.g. 512Mi).
+    #[arg(long, env = "ADZE_MIN_AVAILABLE_DISK", value_parser = adze_cli::bytes, default_value = "512Mi")]
+    min_available_disk: u64,
+    #[arg(long, env = "ADZE_DISK_PATH", default_value = "/")]
     disk_path: PathBuf,
-    /// Serve `/healthz` (liveness: fails once the loop has not turned for
-    /// --stale-after-seconds) and `/metrics` here, e.g. 0.0.0.0:10291. Off when absent.
-    #[arg(long)]
+    /// Serve `/healthz` (liveness: fails once the loop has not turned for --stale-after) and
+    /// `/metrics` here, e.g. 0.0.0.0:10291. Off when absent.
+    #[arg(long, env = "ADZE_HEALTH_ADDR")]
     health_addr: Option<std::net::SocketAddr>,
     /// How long the loop may go without turning before `/healthz` fails.
-    #[arg(long, default_value_t = 60)]
-    stale_after_seconds: u64,
+    #[arg(long, env = "ADZE_STALE_AFTER", value_parser = adze_cli::duration, default_value = "1m")]
+    stale_after: Duration,
+    #[command(flatten)]
+    log: adze_cli::LogArgs,
 }
 
+/// Flags renamed when the binaries agreed on one convention (Go durations, quantities).
+const RENAMED: [(&str, &str); 9] = [
+    (
+        "--imds-timeout-ms",
+        "--imds-timeout (a Go duration, e.g. 2s)",
+    ),
+    ("--poll-ms", "--poll-interval (a Go duration, e.g. 1s)"),
+    ("--max-backoff-ms", "--max-backoff (a Go duration, e.g. 5s)"),
+    (
+        "--maintenance-lead-seconds",
+        "--maintenance-lead (a Go duration, e.g. 10m)",
+    ),
+    (
+        "--deadline-margin-seconds",
+        "--deadline-margin (a Go duration, e.g. 5s)",
+    ),
+    (
+        "--heartbeat-seconds",
+        "--heartbeat (a Go duration, e.g. 10s)",
+    ),
+    (
+        "--stale-after-seconds",
+        "--stale-after (a Go duration, e.g. 1m)",
+    ),
+    (
+        "--min-available-memory-mib",
+        "--min-available-memory (a quantity, e.g. 64Mi)",
+    ),
+    (
+        "--min-available-disk-mib",
+        "--min-available-disk (a quantity, e.g. 512Mi)",
+    ),
+];
+
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let config: kube::Config = match kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .context("kubeconfig")?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no kubeconfig or in-cluster config")?,
-    };
+    let mut config = adze_cli::kube_config(kubeconfig.map(|p| p.as_path())).await?;
     // kube's default retry repeats 429s honouring Retry-After (15 times): a PDB refusal would
     // hold one eviction for minutes. The drain asks again every round instead.
-    let mut config = config;
     config.default_retry = false;
     kube::Client::try_from(config).context("kubernetes client")
 }
@@ -102,18 +132,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    adze_cli::refuse_renamed(Args::command(), &RENAMED);
     let args = Args::parse();
+    args.log.init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = client(args.kubeconfig.as_ref()).await?;
     let imds = Imds::new(ImdsConfig {
         endpoint: args.imds_endpoint.clone(),
-        token_ttl: Duration::from_secs(args.imds_token_ttl),
-        timeout: Duration::from_millis(args.imds_timeout_ms),
+        token_ttl: args.imds_token_ttl,
+        timeout: args.imds_timeout,
     })
     .context("--imds-token-ttl")?;
     let stats = std::sync::Arc::new(adze_agent::status::Stats::default());
@@ -125,7 +152,7 @@ async fn run() -> anyhow::Result<()> {
         tokio::spawn(adze_agent::status::serve(
             listener,
             stats.clone(),
-            Duration::from_secs(args.stale_after_seconds),
+            args.stale_after,
         ));
     }
     let agent = Agent {
@@ -138,25 +165,26 @@ async fn run() -> anyhow::Result<()> {
         drainer: Drainer::new(
             client,
             args.node_name.clone(),
-            chrono::Duration::seconds(args.deadline_margin_seconds),
+            chrono::Duration::from_std(args.deadline_margin).context("--deadline-margin")?,
         ),
         checker: Checker::new(HealthConfig {
             kubelet_healthz: args.kubelet_healthz,
             runtime_socket: args.runtime_socket,
-            min_available_memory: args.min_available_memory_mib << 20,
-            min_available_disk: args.min_available_disk_mib << 20,
+            min_available_memory: args.min_available_memory,
+            min_available_disk: args.min_available_disk,
             disk_path: args.disk_path,
             timeout: Duration::from_secs(1),
         }),
         policy: Policy {
             rebalance: args.rebalance,
-            maintenance_lead: chrono::Duration::seconds(args.maintenance_lead_seconds),
+            maintenance_lead: chrono::Duration::from_std(args.maintenance_lead)
+                .context("--maintenance-lead")?,
             ..Policy::default()
         },
         timing: Timing {
-            poll: Duration::from_millis(args.poll_ms),
-            max_backoff: Duration::from_millis(args.max_backoff_ms),
-            heartbeat: Duration::from_secs(args.heartbeat_seconds),
+            poll: args.poll_interval,
+            max_backoff: args.max_backoff,
+            heartbeat: args.heartbeat,
         },
     };
     tracing::info!(node = %args.node_name, imds = %args.imds_endpoint, "adze-agent starting");
@@ -172,4 +200,15 @@ async fn run() -> anyhow::Result<()> {
     });
     agent.run(rx).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_follows_the_convention() {
+        assert_eq!(adze_cli::violations(&Args::command()), Vec::<String>::new());
+        Args::command().debug_assert();
+    }
 }

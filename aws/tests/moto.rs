@@ -1,5 +1,6 @@
 //! Against a real moto server (`aws/ci/moto.sh` starts one and sets ADZE_AWS_ENDPOINT), through
-//! our fault proxy. Without the variable every test prints SKIP and passes.
+//! our fault proxy. The tests are `#[ignore]`d: `cargo test` reports them as ignored, and
+//! `aws/ci/moto.sh` runs them with `--include-ignored` against its server.
 //! Each test uses its own cluster name and tags, so they can share one moto.
 
 use std::collections::{BTreeMap, BTreeSet};

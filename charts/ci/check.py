@@ -148,8 +148,8 @@ def expect_aws(docs):
     check("agent: tolerates every taint", {"operator": "Exists"} in spec["tolerations"])
     check("agent: system-node-critical", spec["priorityClassName"] == "system-node-critical")
     env = {e["name"]: e for e in container(ds)["env"]}
-    check("agent: NODE_NAME from the downward API",
-          env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName")
+    check("agent: ADZE_NODE_NAME from the downward API",
+          env["ADZE_NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName")
     check("agent: --imds-endpoint", "--imds-endpoint=http://169.254.169.254" in container(ds)["args"])
     probe = container(ds).get("livenessProbe", {}).get("httpGet", {})
     check("agent: liveness probe on the /healthz it serves with --health-addr",

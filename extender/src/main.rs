@@ -16,43 +16,51 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 #[derive(Debug, Parser)]
 #[command(
     name = "adze-extender",
+    version,
     about = "kube-scheduler extender that keeps in-flight capacity for the pods it was launched for"
 )]
 struct Args {
     /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0:8443")]
+    #[arg(long, env = "ADZE_LISTEN", default_value = "0.0.0.0:8443")]
     listen: SocketAddr,
+    /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
+    #[arg(long, env = "ADZE_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
     /// PEM certificate chain; with --tls-key, serve HTTPS (set `enableHTTPS: true` in the
     /// scheduler's extender config).
-    #[arg(long, requires = "tls_key")]
+    #[arg(long, env = "ADZE_TLS_CERT", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
     /// PEM private key for --tls-cert.
-    #[arg(long, requires = "tls_cert")]
+    #[arg(long, env = "ADZE_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// PEM CA bundle: filter, prioritize, bind and preempt then need a client certificate
     /// signed by it (kube-scheduler's extender `tlsConfig.certFile` / `keyFile`); others get
     /// 401. Probes, metrics and the webhook need none. Without it anyone who reaches the
     /// port can bind pods.
-    #[arg(long, requires = "tls_cert")]
+    #[arg(long, env = "ADZE_CLIENT_CA", requires = "tls_cert")]
     client_ca: Option<PathBuf>,
     /// `hold`: answer kube-scheduler's `preempt` with no candidates for a pending pod whose
     /// capacity is in flight or that a NodePool can serve (from its first scheduling cycle),
     /// so running pods are not evicted for it. `allow`: never interfere.
-    #[arg(long, value_enum, default_value_t = PreemptionArg::Hold)]
+    #[arg(long, env = "ADZE_PREEMPTION", value_enum, default_value_t = PreemptionArg::Hold)]
     preemption: PreemptionArg,
     /// With `--preemption hold`: how old a pod a NodePool could serve may get before
     /// preemption is let through for it anyway (Go duration, or "Never"; default 5m). Pods
     /// whose capacity is in flight are held regardless. Refused with `--preemption allow`,
     /// where nothing is held.
-    #[arg(long, value_parser = hold_limit)]
+    #[arg(long, env = "ADZE_PREEMPTION_HOLD_LIMIT", value_parser = hold_limit)]
     preemption_hold_limit: Option<HoldLimit>,
-    /// Log as JSON.
-    #[arg(long)]
-    log_json: bool,
+    #[command(flatten)]
+    log: adze_cli::LogArgs,
     /// Also serve the mutating webhook (`POST /mutate`) that sets this schedulerName on new
     /// pods that ask for the default scheduler. Needs TLS: the API server calls webhooks over
     /// HTTPS only.
-    #[arg(long, value_name = "NAME", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "ADZE_WEBHOOK_SCHEDULER_NAME",
+        value_name = "NAME",
+        requires = "tls_cert"
+    )]
     webhook_scheduler_name: Option<String>,
     // One serving replica: only the holder of the Lease reports ready, so a Service in
     // front of several replicas sends every verb to one ledger; the others keep their
@@ -80,6 +88,7 @@ fn hold_limit(s: &str) -> Result<HoldLimit, String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    adze_cli::refuse_renamed(Args::command(), &[("--log-json", "--log-format json")]);
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let refuse = |msg: String| -> ! {
@@ -100,18 +109,9 @@ async fn main() -> anyhow::Result<()> {
         .leader
         .settings("adze-extender")
         .map_err(anyhow::Error::msg)?;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    if args.log_json {
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init();
-    } else {
-        tracing_subscriber::fmt().with_env_filter(filter).init();
-    }
+    args.log.init();
 
-    let mut kube_config = kube::Config::infer()
+    let mut kube_config = adze_cli::kube_config(args.kubeconfig.as_deref())
         .await
         .context("reading the Kubernetes client configuration")?;
     // kube's client retries 429/503/504 up to 15 times by default; a bind held that long
@@ -231,5 +231,16 @@ async fn follow_leadership(
             leading.store(false, Ordering::Relaxed);
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_follows_the_convention() {
+        assert_eq!(adze_cli::violations(&Args::command()), Vec::<String>::new());
+        Args::command().debug_assert();
     }
 }

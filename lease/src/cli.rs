@@ -12,22 +12,28 @@ use crate::Settings;
 pub struct LeaderArgs {
     /// Act only while holding a coordination.k8s.io/v1 Lease, so that of several replicas
     /// one acts (see the program's docs for what "act" means for it).
-    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long = "leader-elect", env = "ADZE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     pub enabled: bool,
     /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
-    #[arg(long = "leader-election-namespace")]
+    #[arg(
+        long = "leader-election-namespace",
+        env = "ADZE_LEADER_ELECTION_NAMESPACE"
+    )]
     pub namespace: Option<String>,
     /// Name of the Lease (default: the program's name, e.g. adze-provisioner).
-    #[arg(long = "leader-election-name")]
+    #[arg(long = "leader-election-name", env = "ADZE_LEADER_ELECTION_NAME")]
     pub name: Option<String>,
     /// This replica's identity in the Lease (default: $POD_NAME or hostname, and the pid).
-    #[arg(long = "leader-election-identity")]
+    #[arg(
+        long = "leader-election-identity",
+        env = "ADZE_LEADER_ELECTION_IDENTITY"
+    )]
     pub identity: Option<String>,
-    #[arg(long = "leader-election-lease-duration", value_parser = duration, default_value = "15s")]
+    #[arg(long = "leader-election-lease-duration", env = "ADZE_LEADER_ELECTION_LEASE_DURATION", value_parser = duration, default_value = "15s")]
     pub lease_duration: Duration,
-    #[arg(long = "leader-election-renew-deadline", value_parser = duration, default_value = "10s")]
+    #[arg(long = "leader-election-renew-deadline", env = "ADZE_LEADER_ELECTION_RENEW_DEADLINE", value_parser = duration, default_value = "10s")]
     pub renew_deadline: Duration,
-    #[arg(long = "leader-election-retry-period", value_parser = duration, default_value = "2s")]
+    #[arg(long = "leader-election-retry-period", env = "ADZE_LEADER_ELECTION_RETRY_PERIOD", value_parser = duration, default_value = "2s")]
     pub retry_period: Duration,
 }
 
@@ -73,18 +79,22 @@ impl LeaderArgs {
         if self.enabled {
             return None;
         }
-        TUNING
-            .iter()
-            .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
-            .map(|id| {
-                format!(
-                    "--leader-election-{} has no effect with --leader-elect=false",
-                    id.replace('_', "-")
-                )
-            })
+        TUNING.iter().find_map(|id| {
+            let flag = format!("--leader-election-{}", id.replace('_', "-"));
+            match matches.value_source(id) {
+                Some(ValueSource::CommandLine) => {
+                    Some(format!("{flag} has no effect with --leader-elect=false"))
+                }
+                Some(ValueSource::EnvVariable) => Some(format!(
+                    "ADZE_LEADER_ELECTION_{} (for {flag}) has no effect with --leader-elect=false",
+                    id.to_uppercase()
+                )),
+                _ => None,
+            }
+        })
     }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
-    adze_api::duration::parse_go_duration(s).map_err(|e| e.to_string())
+    adze_cli::duration(s)
 }

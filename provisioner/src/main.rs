@@ -52,7 +52,7 @@ struct MigrateArgs {
     files: Vec<PathBuf>,
     /// Exit 0 even when items need action or were not converted (the output and the report
     /// are printed either way).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_ALLOW_ACTIONS")]
     allow_actions: bool,
 }
 
@@ -96,66 +96,68 @@ enum CloudProviderKind {
     Aws,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
 fn duration(s: &str) -> Result<std::time::Duration, String> {
-    adze_api::duration::parse_go_duration(s).map_err(|e| e.to_string())
+    adze_cli::duration(s)
 }
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    #[arg(long, value_enum, default_value_t = CloudProviderKind::Simulated)]
+    #[arg(long, env = "ADZE_CLOUD_PROVIDER", value_enum, default_value_t = CloudProviderKind::Simulated)]
     cloud_provider: CloudProviderKind,
+    /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
+    #[arg(long, env = "ADZE_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
     /// The batch window closes after this long without a new pending pod.
-    #[arg(long, value_parser = duration, default_value = "1s")]
+    #[arg(long, env = "ADZE_BATCH_IDLE_DURATION", value_parser = duration, default_value = "1s")]
     batch_idle_duration: std::time::Duration,
     /// ... or this long after it opened, whichever is first.
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, env = "ADZE_BATCH_MAX_DURATION", value_parser = duration, default_value = "10s")]
     batch_max_duration: std::time::Duration,
     /// Simulated cloud: time from launch to the Node object appearing.
-    #[arg(long, value_parser = duration, default_value = "2s")]
+    #[arg(long, env = "ADZE_BOOT_DELAY", value_parser = duration, default_value = "2s")]
     boot_delay: std::time::Duration,
     /// A NodeClaim whose node has not registered by then is deleted with its instance.
-    #[arg(long, value_parser = duration, default_value = "15m")]
+    #[arg(long, env = "ADZE_REGISTRATION_TIMEOUT", value_parser = duration, default_value = "15m")]
     registration_timeout: std::time::Duration,
     /// A NodeClaim the cloud has not launched by then (every attempt refused: permissions,
     /// image, quota) is deleted and its pods planned again.
-    #[arg(long, value_parser = duration, default_value = "5m")]
+    #[arg(long, env = "ADZE_LAUNCH_TIMEOUT", value_parser = duration, default_value = "5m")]
     launch_timeout: std::time::Duration,
     /// Simulated kubelet: how often simulated nodes post their Ready heartbeat.
-    #[arg(long, value_parser = duration, default_value = "20s")]
+    #[arg(long, env = "ADZE_HEARTBEAT", value_parser = duration, default_value = "20s")]
     heartbeat: std::time::Duration,
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, env = "ADZE_MAX_INSTANCE_TYPES", default_value_t = 60)]
     max_instance_types: usize,
     /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked for.
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, env = "ADZE_DISRUPTION_POLL_PERIOD", value_parser = duration, default_value = "10s")]
     disruption_poll_period: std::time::Duration,
     /// Disruption: wait this long after deciding, then act only if the decision still holds.
-    #[arg(long, value_parser = duration, default_value = "15s")]
+    #[arg(long, env = "ADZE_DISRUPTION_VALIDATION_PERIOD", value_parser = duration, default_value = "15s")]
     disruption_validation_period: std::time::Duration,
     /// Disruption: log and record decisions (events) without acting on them.
-    #[arg(long)]
+    #[arg(long, env = "ADZE_DISRUPTION_DRY_RUN")]
     disruption_dry_run: bool,
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    #[command(flatten)]
+    log: adze_cli::LogArgs,
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, logged).
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    #[arg(long, env = "ADZE_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: std::net::SocketAddr,
     /// A cloud instance tagged as ours that no NodeClaim owns is terminated after this long.
-    #[arg(long, value_parser = duration, default_value = "5m")]
+    #[arg(long, env = "ADZE_GARBAGE_COLLECTION_GRACE", value_parser = duration, default_value = "5m")]
     garbage_collection_grace: std::time::Duration,
     /// New nodes also carry Karpenter's well-known labels (karpenter.sh/capacity-type,
     /// karpenter.sh/nodepool, karpenter.k8s.aws/instance-*), and pods selecting them are
     /// provisioned for, so workloads written for Karpenter keep working.
-    #[arg(long)]
+    #[arg(long, env = "ADZE_KARPENTER_LABELS")]
     karpenter_labels: bool,
     /// Simulated cloud: launches of this offering fail with InsufficientCapacity
-    /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable).
-    #[arg(long, value_name = "TYPE:ZONE:CAPACITYTYPE")]
+    /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable, or comma-separated).
+    #[arg(
+        long,
+        env = "ADZE_SIMULATED_UNAVAILABLE",
+        value_name = "TYPE:ZONE:CAPACITYTYPE",
+        value_delimiter = ','
+    )]
     simulated_unavailable: Vec<adze_provisioner::cloud::simulated::OfferingPattern>,
     // The controllers run only on the replica holding the Lease.
     #[command(flatten)]
@@ -168,33 +170,33 @@ struct RunArgs {
 #[derive(Debug, clap::Args)]
 struct AwsArgs {
     /// Send every AWS call here instead of AWS (e.g. a local moto server).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_AWS_ENDPOINT")]
     aws_endpoint: Option<String>,
-    #[arg(long, default_value = "us-east-1")]
+    #[arg(long, env = "ADZE_REGION", default_value = "us-east-1")]
     region: String,
     /// Instances are tagged kubernetes.io/cluster/NAME=owned.
-    #[arg(long, default_value = "adze")]
+    #[arg(long, env = "ADZE_CLUSTER_NAME", default_value = "adze")]
     cluster_name: String,
     /// The apiserver URL nodes join, written into user data (default: EKS DescribeCluster).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_CLUSTER_ENDPOINT")]
     cluster_endpoint: Option<String>,
     /// Base64 PEM of the cluster CA, written into user data (default: EKS DescribeCluster,
     /// else this pod's service-account CA).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_CLUSTER_CA")]
     cluster_ca: Option<String>,
     /// The cluster's service CIDR; nodeadm requires it and the cluster DNS address is its
     /// tenth address (default: EKS DescribeCluster).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_SERVICE_CIDR")]
     service_cidr: Option<String>,
     /// SSM prefix of the AL2023/Bottlerocket image parameters.
-    #[arg(long, default_value = "/aws/service")]
+    #[arg(long, env = "ADZE_SSM_PREFIX", default_value = "/aws/service")]
     ssm_prefix: String,
     /// Kubernetes MAJOR.MINOR in the image parameter paths (default: the API server's own).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_KUBERNETES_VERSION")]
     kubernetes_version: Option<String>,
     /// SQS queue (name or URL) receiving EventBridge interruption events; polled with any
     /// --cloud-provider (uses --aws-endpoint and --region).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_INTERRUPTION_QUEUE")]
     interruption_queue: Option<String>,
 }
 
@@ -252,15 +254,7 @@ fn cloud_options(
 }
 
 fn run(args: &RunArgs) -> anyhow::Result<String> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match args.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    args.log.init();
     let (aws, interruption) = cloud_options(args)?;
     let config = adze_provisioner::run::Config {
         batch_idle: args.batch_idle_duration,
@@ -275,6 +269,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             .settings("adze-provisioner")
             .map_err(anyhow::Error::msg)?,
         metrics_addr: args.metrics_addr,
+        kubeconfig: args.kubeconfig.clone(),
         aws,
         interruption,
         garbage_grace: args.garbage_collection_grace,
@@ -301,22 +296,23 @@ struct SimulateArgs {
     #[arg(value_name = "SCENARIO.yaml")]
     scenario: PathBuf,
     /// How to print the plan.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::Table)]
+    #[arg(long, env = "ADZE_OUTPUT", value_enum, value_name = "FORMAT", default_value_t = Format::Table)]
     output: Format,
     /// Instance types kept per NodeClaim, cheapest first (minValues may keep more).
     #[arg(
         long,
+        env = "ADZE_MAX_INSTANCE_TYPES",
         value_name = "N",
         default_value_t = 60,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     max_instance_types: u32,
     /// Exit 0 even when some pods are left unschedulable (the plan is printed either way).
-    #[arg(long)]
+    #[arg(long, env = "ADZE_ALLOW_UNSCHEDULABLE")]
     allow_unschedulable: bool,
     /// Plan as `run --karpenter-labels` does: new nodes carry Karpenter's well-known labels
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
-    #[arg(long)]
+    #[arg(long, env = "ADZE_KARPENTER_LABELS")]
     karpenter_labels: bool,
 }
 
@@ -390,5 +386,16 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_follows_the_convention() {
+        assert_eq!(adze_cli::violations(&Cli::command()), Vec::<String>::new());
+        Cli::command().debug_assert();
     }
 }

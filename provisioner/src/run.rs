@@ -42,6 +42,8 @@ pub struct Config {
     /// `None`: run the controllers without leader election (a single replica).
     pub leader_election: Option<adze_lease::Settings>,
     pub metrics_addr: std::net::SocketAddr,
+    /// `--kubeconfig`; None infers (KUBECONFIG, ~/.kube/config, in-cluster).
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// `--cloud-provider aws`; None runs the simulated cloud.
     pub aws: Option<AwsOptions>,
     /// `--interruption-queue`: polled with any cloud provider.
@@ -69,7 +71,8 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let readiness = crate::metrics::server::Readiness::default();
     let addr = crate::metrics::server::serve(config.metrics_addr, readiness.clone()).await?;
     tracing::info!("serving /metrics, /healthz and /readyz on http://{addr}");
-    let client = Client::try_default().await?;
+    let kube_config = adze_cli::kube_config(config.kubeconfig.as_deref()).await?;
+    let client = Client::try_from(kube_config.clone())?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
     let mut state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
@@ -184,7 +187,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     // Termination reads an eviction's 429 (a PodDisruptionBudget says not now) itself and
     // backs off per pod; kube's built-in 429 retry would hold the drain inside one request
     // for minutes, past the claim's terminationGracePeriod.
-    let mut no_retry = kube::Config::infer().await?;
+    let mut no_retry = kube_config;
     no_retry.default_retry = false;
     let termination_client = Client::try_from(no_retry)?;
     let termination =

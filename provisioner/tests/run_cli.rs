@@ -40,3 +40,47 @@ fn leader_election_periods_out_of_order_are_refused_naming_the_flags() {
         "{err}"
     );
 }
+
+#[test]
+fn environment_fallbacks_take_effect_and_are_refused_like_flags() {
+    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(["run"])
+        .env("ADZE_LEADER_ELECT", "false")
+        .env("ADZE_LEADER_ELECTION_LEASE_DURATION", "30s")
+        .env("KUBECONFIG", "/nonexistent")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ADZE_LEADER_ELECTION_LEASE_DURATION (for --leader-election-lease-duration) has no effect"),
+        "{err}"
+    );
+    // `simulate` reads ADZE_OUTPUT as it reads --output.
+    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args([
+            "simulate",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/inflate.yaml"),
+        ])
+        .env("ADZE_OUTPUT", "json")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let plan: serde_json::Value = serde_json::from_str(&text).expect("JSON from ADZE_OUTPUT=json");
+    assert!(plan.is_object(), "{text}");
+}
+
+#[test]
+fn kubeconfig_is_a_flag_of_run() {
+    let (code, err) = run(&[
+        "--kubeconfig",
+        "/nonexistent/kc",
+        "--leader-elect=false",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/kc"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! NodePool status: what the pool's NodeClaims hold (`status.resources`: the sum of their
-//! capacity plus a `nodes` count) and a `Ready` condition, False while the pool can launch
-//! nothing because its EC2NodeClass is missing or unresolved. Written only when it changes.
+//! capacity plus a `nodes` count) and the `ValidationSucceeded`, `NodeClassReady` and `Ready`
+//! conditions, False while the pool can launch nothing (an invalid spec, its EC2NodeClass
+//! missing or unresolved). Written only when it changes.
 //! Limits are enforced by provisioning, which counts every claim (launched or not); this
 //! status is what people and dashboards read.
 
@@ -57,17 +58,53 @@ pub fn pool_resources<'a>(
     out
 }
 
-/// The pool's `Ready` condition: (status, reason, message). With EC2NodeClasses watched
-/// (`classes` is Some), a pool whose class is missing, or has no resolved subnets or images
-/// yet, can launch nothing: not ready, and the message says why (the same words provisioning
-/// logs). Without classes (the simulated cloud) every pool is ready.
-pub fn readiness(
+/// One condition the status controller writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolCondition {
+    pub type_: &'static str,
+    pub status: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl PoolCondition {
+    fn new(type_: &'static str, status: bool, reason: &'static str, message: String) -> Self {
+        Self {
+            type_,
+            status,
+            reason,
+            message,
+        }
+    }
+}
+
+/// The pool's conditions, as Karpenter v1 sets them: `ValidationSucceeded` (the spec passes
+/// [`NodePool::validate`], which clusters without CEL cannot enforce at admission),
+/// `NodeClassReady` (its EC2NodeClass exists and has resolved subnets and images; always true
+/// on the simulated cloud, which watches no classes) and `Ready`, both together: the pool can
+/// launch. Messages say why not, in the words provisioning logs.
+pub fn conditions(
     pool: &NodePool,
     classes: Option<&[Arc<EC2NodeClass>]>,
     nodes: &str,
-) -> (bool, &'static str, String) {
-    match crate::provisioning::snapshot::pool_catalog(pool, classes, &[]) {
-        Ok(_) => (true, "Ready", format!("{nodes} nodes launched")),
+) -> [PoolCondition; 3] {
+    use adze_api::conditions::{READY, nodepool};
+    let validation = match pool.validate() {
+        Ok(()) => PoolCondition::new(
+            nodepool::VALIDATION_SUCCEEDED,
+            true,
+            "ValidationSucceeded",
+            String::new(),
+        ),
+        Err(e) => PoolCondition::new(
+            nodepool::VALIDATION_SUCCEEDED,
+            false,
+            "ValidationFailed",
+            e.to_string(),
+        ),
+    };
+    let class = match crate::provisioning::snapshot::class_catalog(pool, classes, &[]) {
+        Ok(_) => PoolCondition::new(nodepool::NODE_CLASS_READY, true, "Ready", String::new()),
         Err(why) => {
             let wanted = &pool.spec.template.spec.node_class_ref.name;
             let missing = classes.is_some_and(|cs| {
@@ -79,9 +116,17 @@ pub fn readiness(
             } else {
                 "NodeClassNotReady"
             };
-            (false, reason, why)
+            PoolCondition::new(nodepool::NODE_CLASS_READY, false, reason, why)
         }
-    }
+    };
+    let ready = match (&validation, &class) {
+        (v, c) if v.status && c.status => {
+            PoolCondition::new(READY, true, "Ready", format!("{nodes} nodes launched"))
+        }
+        (v, _) if !v.status => PoolCondition::new(READY, false, v.reason, v.message.clone()),
+        (_, c) => PoolCondition::new(READY, false, c.reason, c.message.clone()),
+    };
+    [validation, class, ready]
 }
 
 pub struct Status {
@@ -107,21 +152,28 @@ impl Status {
                     .map(|(k, v)| (k.clone(), v.0.clone()))
                     .collect();
                 let nodes = resources.get("nodes").cloned().unwrap_or_default();
-                let (ready, reason, message) = readiness(&pool, classes.as_deref(), &nodes);
-                let unchanged = status.conditions.iter().any(|c| {
-                    c.type_ == "Ready"
-                        && (c.status == "True") == ready
-                        && c.reason == reason
-                        && (ready || c.message == message)
+                let wanted = conditions(&pool, classes.as_deref(), &nodes);
+                let unchanged = wanted.iter().all(|w| {
+                    status.conditions.iter().any(|c| {
+                        c.type_ == w.type_
+                            && (c.status == "True") == w.status
+                            && c.reason == w.reason
+                            // A ready pool's message carries the node count, which
+                            // status.resources already shows: not a reason to write.
+                            && (w.status || c.message == w.message)
+                    })
                 });
                 if current == resources && unchanged {
                     continue;
                 }
-                if !ready {
-                    tracing::warn!(nodepool = %name, reason, %message, "nodepool not ready");
+                let mut written = status.conditions.clone();
+                for w in &wanted {
+                    if !w.status && w.type_ == adze_api::conditions::READY {
+                        tracing::warn!(nodepool = %name, reason = w.reason, message = %w.message, "nodepool not ready");
+                    }
+                    written = set_condition(&written, w.type_, w.status, w.reason, &w.message);
                 }
-                let conditions =
-                    set_condition(&status.conditions, "Ready", ready, reason, &message);
+                let conditions = written;
                 let quantities: BTreeMap<String, Quantity> = resources
                     .into_iter()
                     .map(|(k, v)| (k, Quantity(v)))
@@ -182,27 +234,63 @@ mod tests {
         Arc::new(serde_json::from_value(v).unwrap())
     }
 
+    fn find<'a>(cs: &'a [PoolCondition], type_: &str) -> &'a PoolCondition {
+        cs.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
     #[test]
     fn a_pool_is_ready_only_while_its_ec2nodeclass_exists_and_is_resolved() {
-        // The simulated cloud watches no classes: every pool can launch.
-        let (ready, reason, msg) = readiness(&pool("default"), None, "3");
-        assert!(ready);
-        assert_eq!((reason, msg.as_str()), ("Ready", "3 nodes launched"));
+        // The simulated cloud watches no classes: every valid pool can launch.
+        let cs = conditions(&pool("default"), None, "3");
+        assert!(cs.iter().all(|c| c.status), "{cs:?}");
+        assert_eq!(find(&cs, "Ready").message, "3 nodes launched");
 
-        let (ready, reason, msg) = readiness(&pool("default"), Some(&[class("other", true)]), "0");
-        assert!(!ready);
-        assert_eq!(reason, "NodeClassNotFound");
-        assert!(msg.contains("EC2NodeClass default does not exist"), "{msg}");
+        let cs = conditions(&pool("default"), Some(&[class("other", true)]), "0");
+        let (class_ready, ready) = (find(&cs, "NodeClassReady"), find(&cs, "Ready"));
+        assert!(!class_ready.status && !ready.status);
+        assert_eq!(
+            (class_ready.reason, ready.reason),
+            ("NodeClassNotFound", "NodeClassNotFound")
+        );
+        assert!(
+            ready
+                .message
+                .contains("EC2NodeClass default does not exist"),
+            "{ready:?}"
+        );
+        assert!(find(&cs, "ValidationSucceeded").status);
 
-        let (ready, reason, msg) =
-            readiness(&pool("default"), Some(&[class("default", false)]), "0");
-        assert!(!ready);
-        assert_eq!(reason, "NodeClassNotReady");
-        assert!(msg.contains("no resolved subnets or images"), "{msg}");
+        let cs = conditions(&pool("default"), Some(&[class("default", false)]), "0");
+        let ready = find(&cs, "Ready");
+        assert!(!ready.status);
+        assert_eq!(ready.reason, "NodeClassNotReady");
+        assert!(
+            ready.message.contains("no resolved subnets or images"),
+            "{ready:?}"
+        );
 
-        let (ready, reason, _) = readiness(&pool("default"), Some(&[class("default", true)]), "0");
-        assert!(ready);
-        assert_eq!(reason, "Ready");
+        let cs = conditions(&pool("default"), Some(&[class("default", true)]), "0");
+        assert!(cs.iter().all(|c| c.status), "{cs:?}");
+    }
+
+    #[test]
+    fn an_invalid_pool_is_not_ready_and_says_which_field() {
+        let mut p = pool("default");
+        p.spec.disruption.budgets = vec![serde_json::from_value(json!({"nodes": "ten"})).unwrap()];
+        let cs = conditions(&p, None, "0");
+        let (v, ready) = (find(&cs, "ValidationSucceeded"), find(&cs, "Ready"));
+        assert!(!v.status && !ready.status, "{cs:?}");
+        assert_eq!(
+            (v.reason, ready.reason),
+            ("ValidationFailed", "ValidationFailed")
+        );
+        assert!(
+            v.message.contains("spec.disruption.budgets[0].nodes"),
+            "{v:?}"
+        );
+        // Provisioning refuses it too, with the same words.
+        let err = crate::provisioning::snapshot::pool_catalog(&p, None, &[]).unwrap_err();
+        assert!(err.contains("spec.disruption.budgets[0].nodes"), "{err}");
     }
 
     #[test]

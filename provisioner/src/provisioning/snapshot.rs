@@ -200,6 +200,20 @@ pub fn pool_catalog(
     classes: Option<&[Arc<EC2NodeClass>]>,
     catalog: &[Arc<InstanceType>],
 ) -> Result<Vec<Arc<InstanceType>>, String> {
+    // Clusters without CEL (before 1.25) admit pools whose fields contradict each other:
+    // such a pool launches nothing, and says which field.
+    if let Err(e) = pool.validate() {
+        return Err(format!("{e}; the pool launches nothing"));
+    }
+    class_catalog(pool, classes, catalog)
+}
+
+/// [`pool_catalog`] without the pool's own validation: what its EC2NodeClass allows.
+pub fn class_catalog(
+    pool: &NodePool,
+    classes: Option<&[Arc<EC2NodeClass>]>,
+    catalog: &[Arc<InstanceType>],
+) -> Result<Vec<Arc<InstanceType>>, String> {
     let Some(classes) = classes else {
         return Ok(catalog.to_vec());
     };
