@@ -406,6 +406,15 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
     b=$(k get pods -n bench -o json | jq '[.items[] | select(.spec.nodeName != null)] | length')
     echo $(( n > b ? n : b ))
   }
+  # Which pods kube-scheduler has called unschedulable, sampled: the condition's own time is
+  # overwritten when the pod binds, and it is what starts a batch (burst-breakdown.py).
+  ( while [[ ! -e "$dir/bench.done" ]]; do
+      t=$(date +%s.%N)
+      k get pods -n bench -o json 2>/dev/null | jq -r --arg t "$t" '.items[] | select(any(.status.conditions[]?; .type=="PodScheduled" and .status=="False")) | "\($t) \(.metadata.name)"'
+      sleep 0.5
+    done >"$dir/unschedulable.samples" ) &
+  sampler_pid=$!
+  batches_before=$(grep -c "scheduled batch" "$dir/provisioner-b.log")
   t0=$(now)
   deployment bench bench 1000 500m 512Mi bench | k apply -f - >/dev/null
   wait_for 300 count_is 1000 bash -c "kubectl --kubeconfig $KUBECONFIG get pods -n bench -o name | wc -l"
@@ -418,6 +427,13 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   wait_for 300 count_is 1000 running_pods bench
   t_run=$(now)
   echo "BENCH: -> all 1000 pods Running $(elapsed "$t0" "$t_run") s"
+  touch "$dir/bench.done"; wait "$sampler_pid" 2>/dev/null
+  k get pods -n bench -o json >"$dir/bench-pods.json"
+  k get nodeclaims -l adze.sh/nodepool=bench -o json >"$dir/bench-claims.json"
+  k get nodes -o json >"$dir/bench-nodes.json"
+  echo "BENCH: where the time went (e2e/harness/burst-breakdown.py):"
+  python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" "$dir/unschedulable.samples" | sed 's/^/BENCH:   /'
+  grep "scheduled batch" "$dir/provisioner-b.log" | tail -n +$((batches_before + 1)) | sed "s/^/BENCH:   batch: /"
 fi
 
 check "provisioner still running" kill -0 "$prov_pid"
