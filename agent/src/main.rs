@@ -208,7 +208,6 @@ mod tests {
 
     #[test]
     fn every_flag_follows_the_convention() {
-        assert_eq!(adze_cli::violations(&Args::command()), Vec::<String>::new());
-        Args::command().debug_assert();
+        adze_cli::assert_follows_convention(Args::command());
     }
 }

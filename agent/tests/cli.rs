@@ -4,17 +4,7 @@
 use std::process::Command;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze-agent"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env("KUBECONFIG", "/nonexistent")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    adze_cli::run_without_cluster(env!("CARGO_BIN_EXE_adze-agent"), args, env)
 }
 
 #[test]

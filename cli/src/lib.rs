@@ -57,6 +57,35 @@ fn collect(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
     }
 }
 
+/// For each binary's tests: panics, listing them, when `cmd` breaks the convention or clap's
+/// own consistency rules.
+pub fn assert_follows_convention(cmd: clap::Command) {
+    let found = violations(&cmd);
+    assert!(found.is_empty(), "flags off the convention: {found:#?}");
+    cmd.debug_assert();
+}
+
+/// For each binary's CLI tests: runs `program` with `args` and `env` where no cluster can be
+/// reached (KUBECONFIG points nowhere, no in-cluster service), so a refusal must come before
+/// the client configuration is read. Returns the exit code and stderr.
+pub fn run_without_cluster(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .envs(env.iter().copied())
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Flags renamed under the convention: `(old flag, what to write instead)`. Refused before
 /// parsing, with clap's own error format, so an old manifest fails at start with the fix in
 /// the message rather than as an "unexpected argument".

@@ -7,18 +7,7 @@ fn run(args: &[&str]) -> (Option<i32>, String) {
 }
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze-extender"))
-        .args(args)
-        .envs(env.iter().copied())
-        // No cluster: a refused flag must fail before the client configuration is read.
-        .env("KUBECONFIG", "/nonexistent")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    adze_cli::run_without_cluster(env!("CARGO_BIN_EXE_adze-extender"), args, env)
 }
 
 #[test]

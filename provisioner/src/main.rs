@@ -395,7 +395,6 @@ mod tests {
 
     #[test]
     fn every_flag_follows_the_convention() {
-        assert_eq!(adze_cli::violations(&Cli::command()), Vec::<String>::new());
-        Cli::command().debug_assert();
+        adze_cli::assert_follows_convention(Cli::command());
     }
 }

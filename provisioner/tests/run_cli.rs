@@ -3,18 +3,12 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
-        .arg("run")
-        .args(args)
-        // No cluster: a refused flag must fail before the client configuration is read.
-        .env("KUBECONFIG", "/nonexistent")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_env(args, &[])
+}
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let args: Vec<&str> = std::iter::once("run").chain(args.iter().copied()).collect();
+    adze_cli::run_without_cluster(env!("CARGO_BIN_EXE_adze-provisioner"), &args, env)
 }
 
 #[test]
@@ -43,16 +37,14 @@ fn leader_election_periods_out_of_order_are_refused_naming_the_flags() {
 
 #[test]
 fn environment_fallbacks_take_effect_and_are_refused_like_flags() {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
-        .args(["run"])
-        .env("ADZE_LEADER_ELECT", "false")
-        .env("ADZE_LEADER_ELECTION_LEASE_DURATION", "30s")
-        .env("KUBECONFIG", "/nonexistent")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = run_env(
+        &[],
+        &[
+            ("ADZE_LEADER_ELECT", "false"),
+            ("ADZE_LEADER_ELECTION_LEASE_DURATION", "30s"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("ADZE_LEADER_ELECTION_LEASE_DURATION (for --leader-election-lease-duration) has no effect"),
         "{err}"
