@@ -34,9 +34,13 @@ impl Default for Stats {
     fn default() -> Self {
         let mut r = Registry::default();
         adze_metrics::build_info(&mut r);
-        let mut counter = |name: &str, help: &str| adze_metrics::add(&mut r, name, help, Counter::default());
+        let mut counter =
+            |name: &str, help: &str| adze_metrics::add(&mut r, name, help, Counter::default());
         let polls = counter("adze_agent_imds_polls_total", "IMDS polls made.");
-        let poll_failures = counter("adze_agent_imds_poll_failures_total", "IMDS polls that failed.");
+        let poll_failures = counter(
+            "adze_agent_imds_poll_failures_total",
+            "IMDS polls that failed.",
+        );
         let actions = counter(
             "adze_agent_actions_total",
             "Actions taken on the node (taint, cordon, drain start, ...).",
@@ -180,7 +184,10 @@ mod tests {
         let text = s.render();
         assert!(text.contains("\nadze_agent_imds_polls_total 7\n"), "{text}");
         assert!(text.contains("\nadze_agent_ready 1\n"), "{text}");
-        assert!(text.contains("\nadze_agent_last_turn_seconds 0\n"), "{text}");
+        assert!(
+            text.contains("\nadze_agent_last_turn_seconds 0\n"),
+            "{text}"
+        );
         let metrics = answer(&s, Duration::from_secs(30), "/metrics");
         assert_eq!(metrics.status(), 200);
         assert_eq!(

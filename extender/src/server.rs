@@ -1129,7 +1129,9 @@ mod tests {
         let text = m.render((0, 0, 0), false);
         for verb in ["filter", "prioritize", "bind", "preempt"] {
             assert!(
-                text.contains(&format!("\nadze_extender_requests_total{{verb=\"{verb}\"}} 0\n")),
+                text.contains(&format!(
+                    "\nadze_extender_requests_total{{verb=\"{verb}\"}} 0\n"
+                )),
                 "{text}"
             );
             assert!(

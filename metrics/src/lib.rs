@@ -51,11 +51,7 @@ where
             .unwrap_or_else(|| panic!("counter {name} must end in _total")),
         _ => name,
     };
-    registry.register(
-        name,
-        help.trim_end_matches('.'),
-        Listed(metric.clone()),
-    );
+    registry.register(name, help.trim_end_matches('.'), Listed(metric.clone()));
     metric
 }
 
@@ -139,7 +135,10 @@ mod tests {
         let up: Gauge = add(&mut r, "x_up", "Up.", Gauge::default());
         up.set(1);
         let text = render(&r);
-        assert!(text.contains("# HELP x_calls Calls, by operation.\n"), "{text}");
+        assert!(
+            text.contains("# HELP x_calls Calls, by operation.\n"),
+            "{text}"
+        );
         assert!(text.contains("# TYPE x_calls counter\n"), "{text}");
         assert!(!text.contains("x_calls_total{"), "no sample yet: {text}");
         assert!(text.contains("x_up 1\n"), "{text}");
@@ -152,7 +151,10 @@ mod tests {
             ["x_calls_total", "x_up"],
             "{f:?}"
         );
-        assert_eq!(f["x_calls_total"], ("counter".into(), "Calls, by operation.".into()));
+        assert_eq!(
+            f["x_calls_total"],
+            ("counter".into(), "Calls, by operation.".into())
+        );
     }
 
     #[test]
@@ -165,7 +167,12 @@ mod tests {
     #[test]
     #[should_panic(expected = "must end in _total")]
     fn a_counter_named_without_total_is_refused() {
-        add(&mut Registry::default(), "x_calls", "Calls.", Counter::<u64>::default());
+        add(
+            &mut Registry::default(),
+            "x_calls",
+            "Calls.",
+            Counter::<u64>::default(),
+        );
     }
 
     #[test]
@@ -173,7 +180,10 @@ mod tests {
         let mut r = Registry::default();
         build_info(&mut r);
         let text = render(&r);
-        let want = format!("adze_build_info{{version=\"{}\"}} 1\n", env!("CARGO_PKG_VERSION"));
+        let want = format!(
+            "adze_build_info{{version=\"{}\"}} 1\n",
+            env!("CARGO_PKG_VERSION")
+        );
         assert!(text.contains(&want), "{text}");
         assert!(text.contains("# TYPE adze_build_info gauge\n"), "{text}");
     }
