@@ -2,7 +2,6 @@
 //! end the loop: IMDS trouble backs off and turns readiness false; apiserver trouble is retried
 //! next tick. State that must survive a restart lives on the Node (see [`crate::node`]).
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -171,20 +170,20 @@ impl Agent {
             }
             polls += 1;
             self.stats.turn();
-            self.stats.polls.fetch_add(1, Ordering::Relaxed);
+            self.stats.polls.inc();
             match poll(&self.imds).await {
                 Ok(obs) => {
                     failures = 0;
                     for action in decide::decide(&obs, &mem, &self.policy, Utc::now()) {
-                        self.stats.actions.fetch_add(1, Ordering::Relaxed);
+                        self.stats.actions.inc();
                         if let Err(e) = self.act(action.clone(), &mut mem).await {
-                            self.stats.action_failures.fetch_add(1, Ordering::Relaxed);
+                            self.stats.action_failures.inc();
                             tracing::warn!(node = %self.ops.node_name, action = ?action, error = %e, "action failed; retried next poll");
                         }
                     }
                 }
                 Err(e) => {
-                    self.stats.poll_failures.fetch_add(1, Ordering::Relaxed);
+                    self.stats.poll_failures.inc();
                     failures += 1;
                     tracing::warn!(error = %e, failures, "IMDS poll failed");
                 }
@@ -195,7 +194,7 @@ impl Agent {
                 // Once drained, check now and then for pods that arrive anyway.
                 let due = drained_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10));
                 if due {
-                    self.stats.drain_rounds.fetch_add(1, Ordering::Relaxed);
+                    self.stats.drain_rounds.inc();
                     match self.drainer.round(Utc::now(), rec.deadline).await {
                         Ok(r) if r.drained => {
                             if drained_at.is_none() {
@@ -221,7 +220,7 @@ impl Agent {
             }
             let facts = self.checker.gather(imds_ok).await;
             let (ready, reason, message) = crate::health::verdict(&facts, self.checker.config());
-            self.stats.ready.store(ready, Ordering::Relaxed);
+            self.stats.ready.set(i64::from(ready));
             if last_ready != Some(ready) || last_heartbeat.elapsed() >= self.timing.heartbeat {
                 match self.ops.report_ready(ready, reason, &message).await {
                     Ok(()) => {

@@ -3,26 +3,77 @@
 //! leaving a stale `AdzeAgentReady` behind) and `/metrics` in the Prometheus text format.
 
 use std::convert::Infallible;
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use adze_metrics::prometheus_client::metrics::counter::Counter;
+use adze_metrics::prometheus_client::metrics::gauge::Gauge;
+use adze_metrics::prometheus_client::registry::Registry;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 
-/// Counters the loop bumps; read by the HTTP handlers.
-#[derive(Debug, Default)]
+/// What the loop records, in the agent's registry; read by the HTTP handlers.
+#[derive(Debug)]
 pub struct Stats {
-    pub polls: AtomicU64,
-    pub poll_failures: AtomicU64,
-    pub actions: AtomicU64,
-    pub action_failures: AtomicU64,
-    pub drain_rounds: AtomicU64,
-    pub ready: AtomicBool,
+    pub polls: Counter,
+    pub poll_failures: Counter,
+    pub actions: Counter,
+    pub action_failures: Counter,
+    pub drain_rounds: Counter,
+    /// 1 when the agent's checks pass.
+    pub ready: Gauge,
     /// Unix milliseconds of the loop's last turn; 0 before the first.
     pub last_turn_ms: AtomicU64,
+    last_turn_seconds: Gauge,
+    registry: Registry,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        let mut r = Registry::default();
+        adze_metrics::build_info(&mut r);
+        let mut counter =
+            |name: &str, help: &str| adze_metrics::add(&mut r, name, help, Counter::default());
+        let polls = counter("adze_agent_imds_polls_total", "IMDS polls made.");
+        let poll_failures = counter(
+            "adze_agent_imds_poll_failures_total",
+            "IMDS polls that failed.",
+        );
+        let actions = counter(
+            "adze_agent_actions_total",
+            "Actions taken on the node (taint, cordon, drain start, ...).",
+        );
+        let action_failures = counter(
+            "adze_agent_action_failures_total",
+            "Actions that failed (retried on the next poll).",
+        );
+        let drain_rounds = counter("adze_agent_drain_rounds_total", "Drain rounds run.");
+        let ready = adze_metrics::add(
+            &mut r,
+            "adze_agent_ready",
+            "1 when the agent's checks pass (the AdzeAgentReady condition).",
+            Gauge::default(),
+        );
+        let last_turn_seconds = adze_metrics::add(
+            &mut r,
+            "adze_agent_last_turn_seconds",
+            "Unix time of the loop's last turn.",
+            Gauge::default(),
+        );
+        Stats {
+            polls,
+            poll_failures,
+            actions,
+            action_failures,
+            drain_rounds,
+            ready,
+            last_turn_ms: AtomicU64::new(0),
+            last_turn_seconds,
+            registry: r,
+        }
+    }
 }
 
 fn now_ms() -> u64 {
@@ -44,52 +95,11 @@ impl Stats {
         last == 0 || now_ms.saturating_sub(last) <= stale_after.as_millis() as u64
     }
 
+    /// The OpenMetrics text `/metrics` serves.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (name, help, v) in [
-            (
-                "adze_agent_imds_polls_total",
-                "IMDS polls made.",
-                &self.polls,
-            ),
-            (
-                "adze_agent_imds_poll_failures_total",
-                "IMDS polls that failed.",
-                &self.poll_failures,
-            ),
-            (
-                "adze_agent_actions_total",
-                "Actions taken on the node (taint, cordon, drain start, ...).",
-                &self.actions,
-            ),
-            (
-                "adze_agent_action_failures_total",
-                "Actions that failed (retried on the next poll).",
-                &self.action_failures,
-            ),
-            (
-                "adze_agent_drain_rounds_total",
-                "Drain rounds run.",
-                &self.drain_rounds,
-            ),
-        ] {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                v.load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP adze_agent_ready 1 when the agent's checks pass (the AdzeAgentReady condition).\n# TYPE adze_agent_ready gauge\nadze_agent_ready {}",
-            u8::from(self.ready.load(Ordering::Relaxed))
-        );
-        let _ = writeln!(
-            out,
-            "# HELP adze_agent_last_turn_seconds Unix time of the loop's last turn.\n# TYPE adze_agent_last_turn_seconds gauge\nadze_agent_last_turn_seconds {}",
-            self.last_turn_ms.load(Ordering::Relaxed) / 1000
-        );
-        out
+        let last = self.last_turn_ms.load(Ordering::Relaxed) / 1000;
+        self.last_turn_seconds.set(last as i64);
+        adze_metrics::render(&self.registry)
     }
 }
 
@@ -103,7 +113,14 @@ fn answer(stats: &Stats, stale_after: Duration, path: &str) -> Response<Full<Byt
                 stale_after.as_secs()
             ),
         ),
-        "/metrics" => (StatusCode::OK, stats.render()),
+        "/metrics" => {
+            let mut r = Response::new(Full::new(Bytes::from(stats.render())));
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(adze_metrics::CONTENT_TYPE),
+            );
+            return r;
+        }
         _ => (StatusCode::NOT_FOUND, "not found".to_string()),
     };
     let mut r = Response::new(Full::new(Bytes::from(body)));
@@ -153,8 +170,8 @@ mod tests {
     #[test]
     fn healthz_and_metrics_answers() {
         let s = Stats::default();
-        s.polls.store(7, Ordering::Relaxed);
-        s.ready.store(true, Ordering::Relaxed);
+        s.polls.inc_by(7);
+        s.ready.set(1);
         assert_eq!(
             answer(&s, Duration::from_secs(30), "/healthz").status(),
             200
@@ -165,8 +182,38 @@ mod tests {
             503
         );
         let text = s.render();
-        assert!(text.contains("adze_agent_imds_polls_total 7"), "{text}");
-        assert!(text.contains("adze_agent_ready 1"), "{text}");
+        assert!(text.contains("\nadze_agent_imds_polls_total 7\n"), "{text}");
+        assert!(text.contains("\nadze_agent_ready 1\n"), "{text}");
+        assert!(
+            text.contains("\nadze_agent_last_turn_seconds 0\n"),
+            "{text}"
+        );
+        let metrics = answer(&s, Duration::from_secs(30), "/metrics");
+        assert_eq!(metrics.status(), 200);
+        assert_eq!(
+            metrics.headers()[hyper::header::CONTENT_TYPE],
+            adze_metrics::CONTENT_TYPE
+        );
         assert_eq!(answer(&s, Duration::from_secs(30), "/nope").status(), 404);
+    }
+
+    #[test]
+    fn serves_exactly_the_families_of_the_inventory() {
+        let served = adze_metrics::families(&Stats::default().render());
+        let inventory = include_str!("../../charts/ci/metrics/agent.prom");
+        assert_eq!(served, adze_metrics::families(inventory));
+        assert_eq!(
+            served.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "adze_agent_action_failures_total",
+                "adze_agent_actions_total",
+                "adze_agent_drain_rounds_total",
+                "adze_agent_imds_poll_failures_total",
+                "adze_agent_imds_polls_total",
+                "adze_agent_last_turn_seconds",
+                "adze_agent_ready",
+                "adze_build_info",
+            ]
+        );
     }
 }

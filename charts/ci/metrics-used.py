@@ -6,12 +6,14 @@
 Queries come from the chart's files (DIR/dashboards/*.json, DIR/rules/*.yaml; default DIR is
 charts/adze) and, with --manifest, from rendered objects (a dashboard ConfigMap's JSON, a
 PrometheusRule's spec.groups). Served metrics come from EXPOSITION files in the Prometheus text
-format: a family counts as served when its `# TYPE` or `# HELP` line is there, with or without
-samples (a counter nothing has bumped yet is still served); a histogram serves NAME_bucket,
-NAME_sum and NAME_count.
+format or OpenMetrics: a family counts as served when its `# TYPE` or `# HELP` line is there,
+with or without samples (a counter nothing has bumped yet is still served); a histogram serves
+NAME_bucket, NAME_sum and NAME_count; a counter is known by the name PromQL selects, NAME_total,
+whether its TYPE line says NAME_total (0.0.4) or NAME (OpenMetrics).
 
 --source ROOT also reads the metric names the Rust source registers or renders (string literals
-naming adze_* families in provisioner/, aws/, extender/ and agent/, outside test modules) and
+naming adze_* families in provisioner/, aws/, extender/, agent/ and metrics/, outside test
+modules; a counter is named with its _total) and
 fails when the source and the EXPOSITION files disagree, so a committed inventory cannot drift
 from the code and a live scrape cannot miss a family the code has. Every used metric is reported
 with where it was found.
@@ -243,7 +245,9 @@ def served_families(paths):
             elif kind == "summary":
                 series = [family, family + "_sum", family + "_count"]
             elif kind == "counter" and not family.endswith("_total"):
-                series = [family, family + "_total"]
+                # OpenMetrics names the family without the suffix its samples carry.
+                family += "_total"
+                series = [family]
             else:
                 series = [family]
             for s in series:
@@ -257,7 +261,7 @@ RUST_LITERAL = re.compile(
     r"""//[^\n]*|/\*.*?\*/|b?r(?P<h>#*)"(?P<raw>.*?)"(?P=h)|b?"(?P<s>(?:[^"\\]|\\.)*)"|'(?:[^'\\]|\\.)'""",
     re.S,
 )
-SOURCE_DIRS = ["provisioner/src", "aws/src", "extender/src", "agent/src"]
+SOURCE_DIRS = ["provisioner/src", "aws/src", "extender/src", "agent/src", "metrics/src"]
 
 
 def source_names(root):

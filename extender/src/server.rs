@@ -8,10 +8,9 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -26,6 +25,12 @@ use axum::routing::{get, post};
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Assumed, Candidate, FilterOutcome, Ledger, PodInfo};
@@ -838,7 +843,7 @@ fn preempt_body(s: &AppState, body: &[u8]) -> Result<ExtenderPreemptionResult, S
         match decision {
             Decision::Hold(reason) => {
                 tracing::info!(pod = %key, %reason, "no preemption");
-                s.metrics.preemptions_held.fetch_add(1, Ordering::Relaxed);
+                s.metrics.preemptions_held.inc();
                 return Ok(ExtenderPreemptionResult {
                     node_name_to_meta_victims: Some(BTreeMap::new()),
                 });
@@ -891,7 +896,7 @@ async fn readyz(State(s): State<AppState>) -> Response {
 async fn metrics(State(s): State<AppState>) -> Response {
     let counts = s.ledger.read().unwrap_or_else(|e| e.into_inner()).counts();
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(header::CONTENT_TYPE, adze_metrics::CONTENT_TYPE)],
         s.metrics.render(counts, s.leading.load(Ordering::Relaxed)),
     )
         .into_response()
@@ -976,82 +981,105 @@ const BUCKETS: [f64; 10] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
 ];
 
-#[derive(Debug, Default)]
-struct VerbMetrics {
-    requests: AtomicU64,
-    errors: AtomicU64,
-    micros_sum: AtomicU64,
-    buckets: [AtomicU64; BUCKETS.len()],
+/// What the ledger counts, as the `kind` label of `adze_extender_cached_objects`.
+const KINDS: [&str; 3] = ["node", "pod", "nodeclaim"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbLabel {
+    verb: String,
 }
 
-/// Request counts, errors and latency per verb, rendered in the Prometheus text format.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+/// Request counts, errors and latency per verb, in the extender's registry (one per
+/// [`AppState`], so one per process; tests each get their own). Every verb's series exist
+/// from the start, at 0.
+#[derive(Debug)]
 pub struct Metrics {
-    verbs: [VerbMetrics; 4],
+    registry: Registry,
+    requests: [Counter; 4],
+    errors: [Counter; 4],
+    durations: [Histogram; 4],
     /// `preempt` requests answered with no candidates (the hold engaged).
-    pub preemptions_held: AtomicU64,
+    pub preemptions_held: Counter,
+    leader: Gauge,
+    cached: [Gauge; 3],
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut r = Registry::default();
+        let leader = adze_metrics::add(
+            &mut r,
+            "adze_extender_leader",
+            "1 while this replica holds the leader lease and reports ready.",
+            Gauge::default(),
+        );
+        let requests: Family<VerbLabel, Counter> = adze_metrics::add(
+            &mut r,
+            "adze_extender_requests_total",
+            "Extender requests by verb.",
+            Family::default(),
+        );
+        let preemptions_held = adze_metrics::add(
+            &mut r,
+            "adze_extender_preemptions_held_total",
+            "preempt requests answered with no candidates: the pod's capacity is in flight or a NodePool can serve it.",
+            Counter::default(),
+        );
+        let errors: Family<VerbLabel, Counter> = adze_metrics::add(
+            &mut r,
+            "adze_extender_errors_total",
+            "Extender requests answered with an error, by verb.",
+            Family::default(),
+        );
+        let durations: Family<VerbLabel, Histogram> = adze_metrics::add(
+            &mut r,
+            "adze_extender_request_duration_seconds",
+            "Time to answer, by verb.",
+            Family::new_with_constructor(|| Histogram::new(BUCKETS)),
+        );
+        let cached: Family<KindLabel, Gauge> = adze_metrics::add(
+            &mut r,
+            "adze_extender_cached_objects",
+            "Objects in the extender's ledger.",
+            Family::default(),
+        );
+        adze_metrics::build_info(&mut r);
+        let verb = |(_, name): (Verb, &str)| VerbLabel { verb: name.into() };
+        Metrics {
+            requests: VERBS.map(|v| requests.get_or_create_owned(&verb(v))),
+            errors: VERBS.map(|v| errors.get_or_create_owned(&verb(v))),
+            durations: VERBS.map(|v| durations.get_or_create_owned(&verb(v))),
+            cached: KINDS.map(|k| cached.get_or_create_owned(&KindLabel { kind: k.into() })),
+            preemptions_held,
+            leader,
+            registry: r,
+        }
+    }
 }
 
 impl Metrics {
     pub fn record(&self, verb: Verb, start: Instant, error: bool) {
-        let m = &self.verbs[verb as usize];
-        let secs = start.elapsed().as_secs_f64();
-        m.requests.fetch_add(1, Ordering::Relaxed);
+        let i = verb as usize;
+        self.requests[i].inc();
         if error {
-            m.errors.fetch_add(1, Ordering::Relaxed);
+            self.errors[i].inc();
         }
-        m.micros_sum
-            .fetch_add((secs * 1e6) as u64, Ordering::Relaxed);
-        if let Some(i) = BUCKETS.iter().position(|b| secs <= *b) {
-            m.buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
+        self.durations[i].observe(start.elapsed().as_secs_f64());
     }
 
+    /// The OpenMetrics text, with the ledger's `(nodes, pods, nodeclaims)` and leadership as
+    /// of now.
     pub fn render(&self, (nodes, pods, claims): (usize, usize, usize), leading: bool) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP adze_extender_leader 1 while this replica holds the leader lease and reports ready.\n# TYPE adze_extender_leader gauge\nadze_extender_leader {}",
-            u8::from(leading)
-        );
-        out.push_str("# HELP adze_extender_requests_total Extender requests by verb.\n# TYPE adze_extender_requests_total counter\n");
-        for (v, name) in VERBS {
-            let n = self.verbs[v as usize].requests.load(Ordering::Relaxed);
-            let _ = writeln!(out, "adze_extender_requests_total{{verb=\"{name}\"}} {n}");
+        self.leader.set(i64::from(leading));
+        for (gauge, n) in self.cached.iter().zip([nodes, pods, claims]) {
+            gauge.set(n as i64);
         }
-        let _ = writeln!(
-            out,
-            "# HELP adze_extender_preemptions_held_total preempt requests answered with no candidates: the pod's capacity is in flight or a NodePool can serve it.\n# TYPE adze_extender_preemptions_held_total counter\nadze_extender_preemptions_held_total {}",
-            self.preemptions_held.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP adze_extender_errors_total Extender requests answered with an error, by verb.\n# TYPE adze_extender_errors_total counter\n");
-        for (v, name) in VERBS {
-            let n = self.verbs[v as usize].errors.load(Ordering::Relaxed);
-            let _ = writeln!(out, "adze_extender_errors_total{{verb=\"{name}\"}} {n}");
-        }
-        out.push_str("# HELP adze_extender_request_duration_seconds Time to answer, by verb.\n# TYPE adze_extender_request_duration_seconds histogram\n");
-        for (v, name) in VERBS {
-            let m = &self.verbs[v as usize];
-            let mut cumulative = 0;
-            for (i, b) in BUCKETS.iter().enumerate() {
-                cumulative += m.buckets[i].load(Ordering::Relaxed);
-                let _ = writeln!(
-                    out,
-                    "adze_extender_request_duration_seconds_bucket{{verb=\"{name}\",le=\"{b}\"}} {cumulative}"
-                );
-            }
-            let total = m.requests.load(Ordering::Relaxed);
-            let sum = m.micros_sum.load(Ordering::Relaxed) as f64 / 1e6;
-            let _ = writeln!(
-                out,
-                "adze_extender_request_duration_seconds_bucket{{verb=\"{name}\",le=\"+Inf\"}} {total}\nadze_extender_request_duration_seconds_sum{{verb=\"{name}\"}} {sum}\nadze_extender_request_duration_seconds_count{{verb=\"{name}\"}} {total}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP adze_extender_cached_objects Objects in the extender's ledger.\n# TYPE adze_extender_cached_objects gauge\nadze_extender_cached_objects{{kind=\"node\"}} {nodes}\nadze_extender_cached_objects{{kind=\"pod\"}} {pods}\nadze_extender_cached_objects{{kind=\"nodeclaim\"}} {claims}"
-        );
-        out
+        adze_metrics::render(&self.registry)
     }
 }
 
@@ -1093,6 +1121,62 @@ mod tests {
         assert_eq!(from_lean.node, None);
         // init 2 CPU beats sidecar 250m + containers 600m; plus 50m overhead.
         assert_eq!(from_lean.requests.cpu, 2050);
+    }
+
+    #[test]
+    fn every_verb_is_counted_from_zero_and_recorded_with_its_label() {
+        let m = Metrics::default();
+        let text = m.render((0, 0, 0), false);
+        for verb in ["filter", "prioritize", "bind", "preempt"] {
+            assert!(
+                text.contains(&format!(
+                    "\nadze_extender_requests_total{{verb=\"{verb}\"}} 0\n"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "\nadze_extender_request_duration_seconds_count{{verb=\"{verb}\"}} 0\n"
+                )),
+                "{text}"
+            );
+        }
+        m.record(Verb::Bind, Instant::now(), true);
+        m.preemptions_held.inc();
+        let text = m.render((3, 20, 1), true);
+        for line in [
+            "adze_extender_leader 1",
+            "adze_extender_requests_total{verb=\"bind\"} 1",
+            "adze_extender_errors_total{verb=\"bind\"} 1",
+            "adze_extender_errors_total{verb=\"filter\"} 0",
+            "adze_extender_preemptions_held_total 1",
+            "adze_extender_request_duration_seconds_bucket{le=\"1.0\",verb=\"bind\"} 1",
+            "adze_extender_request_duration_seconds_count{verb=\"bind\"} 1",
+            "adze_extender_cached_objects{kind=\"node\"} 3",
+            "adze_extender_cached_objects{kind=\"pod\"} 20",
+            "adze_extender_cached_objects{kind=\"nodeclaim\"} 1",
+        ] {
+            assert!(text.contains(&format!("\n{line}\n")), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn serves_exactly_the_families_of_the_inventory() {
+        let served = adze_metrics::families(&Metrics::default().render((0, 0, 0), true));
+        let inventory = include_str!("../../charts/ci/metrics/extender.prom");
+        assert_eq!(served, adze_metrics::families(inventory));
+        assert_eq!(
+            served.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "adze_build_info",
+                "adze_extender_cached_objects",
+                "adze_extender_errors_total",
+                "adze_extender_leader",
+                "adze_extender_preemptions_held_total",
+                "adze_extender_request_duration_seconds",
+                "adze_extender_requests_total",
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kube::Client;
 
+use crate::cloud::metered::Metered;
 use crate::cloud::simulated::Simulated;
 use crate::cloud::{CloudProvider, UnavailableOfferings};
 use crate::disruption::Disruption;
@@ -88,13 +89,13 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let mut leader = match &config.leader_election {
         Some(settings) => {
             tracing::info!(identity = %settings.identity, lease = %format!("{}/{}", settings.namespace, settings.name), "waiting for the leader lease");
-            crate::metrics::provisioner().leader.set(&[], 0.0);
+            crate::metrics::provisioner().leader.set(0);
             let mut rx = adze_lease::start(client.clone(), settings.clone());
             tokio::select! {
                 r = rx.wait_for(|l| l.leading) => { r?; }
                 r = shutdown_signal() => { r?; tracing::info!("interrupted; exiting"); return Ok(()); }
             }
-            crate::metrics::provisioner().leader.set(&[], 1.0);
+            crate::metrics::provisioner().leader.set(1);
             let term = rx.borrow().terms;
             Some((rx, term))
         }
@@ -105,13 +106,13 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             Some((rx, term)) => {
                 let term = *term;
                 let _ = rx.wait_for(|l| !l.leading || l.terms != term).await;
-                crate::metrics::provisioner().leader.set(&[], 0.0);
+                crate::metrics::provisioner().leader.set(0);
             }
             None => std::future::pending().await,
         }
     };
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
-    let cloud: Arc<dyn CloudProvider> = match config.aws.take() {
+    let cloud: Arc<dyn CloudProvider> = Metered::wrap(match config.aws.take() {
         #[cfg(feature = "aws")]
         Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
             .await
@@ -126,7 +127,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             )
             .with_unavailable(config.simulated_unavailable.clone()),
         ),
-    };
+    });
     if let Some(queue) = config.interruption.take() {
         #[cfg(feature = "aws")]
         {
@@ -179,6 +180,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         grace: config.garbage_grace,
         interval: Duration::from_secs(5),
     };
+    let startup = crate::metrics::startup::run(state.clone(), Duration::from_secs(2));
     let nodepool_status = crate::nodepool::Status {
         client: client.clone(),
         state: state.clone(),
@@ -207,6 +209,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
         _ = prices => {}
+        _ = startup => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {
             r?;

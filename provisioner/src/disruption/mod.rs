@@ -83,6 +83,37 @@ async fn pdb_resource(client: &Client) -> ApiResource {
     }
 }
 
+/// `adze_disruption_decisions_total{decision,reason}`: one disruption carried out.
+fn record_decision(d: &Decision) {
+    let decision = match d.action() {
+        Action::Delete => "delete",
+        Action::Replace => "replace",
+    };
+    crate::metrics::provisioner()
+        .disruption_decisions
+        .get_or_create(&crate::metrics::DecisionLabels {
+            decision: decision.into(),
+            reason: d.reason.as_str().into(),
+        })
+        .inc();
+}
+
+/// `adze_disruption_blocked_nodes{reason}`: this pass's blocked nodes by blocker; every
+/// blocker a user sets is written, at 0 when no node has it now.
+fn record_blocked(blocked: &[pure::BlockedNode]) {
+    let gauge = &crate::metrics::provisioner().disruption_blocked;
+    let mut counts: BTreeMap<&str, i64> = crate::metrics::USER_BLOCKERS
+        .into_iter()
+        .map(|b| (b, 0))
+        .collect();
+    for b in blocked {
+        *counts.entry(b.blocker.reason()).or_default() += 1;
+    }
+    for (blocker, n) in counts {
+        gauge.get_or_create(&crate::metrics::reason(blocker)).set(n);
+    }
+}
+
 fn now_unix() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
 }
@@ -263,7 +294,9 @@ impl Disruption {
     /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
     /// consider but for do-not-disrupt or a PodDisruptionBudget. Sent every pass; the
     /// recorder folds the repeats into one Event per node and blocker with a growing count.
+    /// `adze_disruption_blocked_nodes` counts them by blocker.
     fn announce_blocked(&self, built: &Built, blocked: &[pure::BlockedNode]) {
+        record_blocked(blocked);
         if blocked.is_empty() {
             return;
         }
@@ -314,6 +347,7 @@ impl Disruption {
             return Ok(());
         }
         tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), "disrupting: {}", d.message);
+        record_decision(d);
         for c in &claims {
             self.mark(c, d).await?;
         }
@@ -571,5 +605,57 @@ impl Disruption {
             }
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adze_scheduling::disruption::{Blocker, Reason};
+
+    fn series(line: &str) -> u64 {
+        let text = crate::metrics::render();
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{line} in {text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_carried_out_decision_is_counted_by_action_and_reason() {
+        let line = r#"adze_disruption_decisions_total{decision="delete",reason="Expired"}"#;
+        let before = series(line);
+        let d = Decision {
+            reason: Reason::Expired,
+            nodes: Vec::new(),
+            plan: Default::default(),
+            removed_price: 0.1,
+            replacement_price: 0.0,
+            message: "expired".into(),
+        };
+        record_decision(&d);
+        assert_eq!(series(line), before + 1);
+    }
+
+    #[test]
+    fn blocked_nodes_are_gauged_by_blocker_and_go_back_to_zero() {
+        let blocked = |node: &str, blocker| pure::BlockedNode {
+            node: node.into(),
+            blocker,
+            methods: vec![Reason::Empty],
+        };
+        record_blocked(&[
+            blocked("a", Blocker::DoNotDisruptNode),
+            blocked("b", Blocker::DoNotDisruptPod("ns/p".into())),
+            blocked("c", Blocker::DoNotDisruptPod("ns/q".into())),
+        ]);
+        let g = |r: &str| series(&format!("adze_disruption_blocked_nodes{{reason=\"{r}\"}}"));
+        assert_eq!(
+            (g("DoNotDisruptNode"), g("DoNotDisruptPod"), g("PdbForbids")),
+            (1, 2, 0)
+        );
+        record_blocked(&[]);
+        assert_eq!((g("DoNotDisruptNode"), g("DoNotDisruptPod")), (0, 0));
     }
 }

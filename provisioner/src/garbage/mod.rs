@@ -145,7 +145,6 @@ impl Garbage {
             let instances = match self.cloud.list().await {
                 Ok(list) => list.into_iter().map(|i| i.provider_id).collect::<Vec<_>>(),
                 Err(e) => {
-                    metrics.cloud_errors.inc(&["list", "other"]);
                     tracing::warn!(error = %e, "listing instances failed; garbage collection skipped");
                     continue;
                 }
@@ -162,7 +161,6 @@ impl Garbage {
                     Action::TerminateInstance { provider_id } => {
                         tracing::info!(provider_id = %provider_id, grace = ?self.grace, "terminating an instance no NodeClaim owns");
                         if let Err(e) = self.cloud.delete(&orphan_claim(&provider_id)).await {
-                            metrics.cloud_errors.inc(&["delete", "other"]);
                             tracing::warn!(provider_id = %provider_id, error = %e, "terminating orphan failed");
                         }
                     }
@@ -170,7 +168,12 @@ impl Garbage {
                         tracing::info!(nodeclaim = %name, "instance is gone; deleting its nodeclaim");
                         let api: Api<NodeClaim> = Api::all(self.client.clone());
                         match api.delete(&name, &DeleteParams::default()).await {
-                            Ok(_) => metrics.nodeclaims_terminated.inc(&["instance_gone"]),
+                            Ok(_) => {
+                                metrics
+                                    .nodeclaims_terminated
+                                    .get_or_create(&crate::metrics::reason("instance_gone"))
+                                    .inc();
+                            }
                             Err(kube::Error::Api(e)) if e.code == 404 => {}
                             Err(e) => {
                                 tracing::warn!(nodeclaim = %name, error = %e, "deleting nodeclaim failed")

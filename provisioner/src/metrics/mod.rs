@@ -1,385 +1,384 @@
-//! Prometheus metrics: a small registry (counters, gauges, histograms with labels) rendered in
-//! the text exposition format, and the provisioner's own metrics. Any controller adds its own
-//! with [`registry()`]`.counter(...)` etc. once, then records through the returned handle.
-//! One process-wide registry so controllers need no extra plumbing to record.
+//! The provisioner's metrics (names prefixed `adze_`), in one process-wide `prometheus-client`
+//! registry that `/metrics` ([`server`]) renders. Controllers record through
+//! [`provisioner()`] and need no plumbing; every family is listed from the start, and series
+//! whose label values are known up front (cloud methods, disruption reasons) exist at 0.
 
 pub mod server;
+pub mod startup;
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::collections::HashSet;
+use std::hash::Hash;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Label values, in the order of the metric's label names.
-type Key = Vec<String>;
+use adze_metrics::add;
+use adze_scheduling::Resources;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
-struct Meta {
-    name: String,
-    help: String,
-    labels: Vec<String>,
+/// A gauge with a fractional value (prices, cores).
+pub type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodePoolLabel {
+    pub nodepool: String,
 }
 
-impl Meta {
-    fn key(&self, values: &[&str]) -> Key {
-        debug_assert_eq!(values.len(), self.labels.len(), "labels of {}", self.name);
-        values.iter().map(|v| v.to_string()).collect()
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: String,
+}
+
+/// `adze_cloudprovider_errors_total`'s labels (`op` as before the duration histogram existed).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CloudErrorLabels {
+    pub op: String,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CloudCallLabels {
+    pub method: String,
+    pub provider: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OfferingLabels {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolResourceLabels {
+    pub nodepool: String,
+    pub resource_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    pub decision: String,
+    pub reason: String,
+}
+
+pub fn nodepool(name: &str) -> NodePoolLabel {
+    NodePoolLabel {
+        nodepool: name.into(),
+    }
+}
+
+pub fn reason(reason: &str) -> ReasonLabel {
+    ReasonLabel {
+        reason: reason.into(),
+    }
+}
+
+/// A gauge family whose series are replaced together: a series whose object is gone (an
+/// offering no longer sold, a deleted NodePool) disappears instead of keeping its last value.
+#[derive(Clone, Debug)]
+pub struct GaugeSet<L> {
+    family: Family<L, FloatGauge>,
+    current: Arc<Mutex<HashSet<L>>>,
+}
+
+impl<L: Clone + Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static> GaugeSet<L> {
+    /// A new set, registered as `name`.
+    fn add(r: &mut Registry, name: &str, help: &str) -> Self {
+        let set = GaugeSet {
+            family: Family::default(),
+            current: Arc::default(),
+        };
+        add(r, name, help, set.family.clone());
+        set
     }
 
-    fn label_text(&self, key: &[String], extra: Option<(&str, &str)>) -> String {
-        let mut parts: Vec<String> = self
-            .labels
-            .iter()
-            .zip(key)
-            .map(|(n, v)| format!("{n}=\"{}\"", escape(v)))
-            .collect();
-        if let Some((n, v)) = extra {
-            parts.push(format!("{n}=\"{v}\""));
+    pub fn replace(&self, values: impl IntoIterator<Item = (L, f64)>) {
+        let mut current = self.current.lock().unwrap();
+        let mut fresh = HashSet::new();
+        for (labels, v) in values {
+            self.family.get_or_create(&labels).set(v);
+            fresh.insert(labels);
         }
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!("{{{}}}", parts.join(","))
+        for gone in current.difference(&fresh) {
+            self.family.remove(gone);
         }
+        *current = fresh;
     }
 
-    fn header(&self, out: &mut String, kind: &str) {
-        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
-        let _ = writeln!(out, "# TYPE {} {kind}", self.name);
-    }
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn number(v: f64) -> String {
-    if v == f64::INFINITY {
-        "+Inf".into()
-    } else {
-        format!("{v}")
+    pub fn get(&self, labels: &L) -> Option<f64> {
+        self.family.get(labels).map(|g| g.get())
     }
 }
 
-/// A value per label set that only goes up.
-pub struct Counter {
-    meta: Meta,
-    values: Mutex<BTreeMap<Key, f64>>,
-}
+/// Cloud provider calls take from milliseconds (a cached read) to a minute (a fleet launch).
+const CLOUD_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
 
-impl Counter {
-    pub fn inc(&self, labels: &[&str]) {
-        self.add(labels, 1.0);
-    }
-
-    pub fn add(&self, labels: &[&str], v: f64) {
-        *self
-            .values
-            .lock()
-            .unwrap()
-            .entry(self.meta.key(labels))
-            .or_default() += v;
-    }
-
-    pub fn get(&self, labels: &[&str]) -> f64 {
-        let key = self.meta.key(labels);
-        self.values
-            .lock()
-            .unwrap()
-            .get(&key)
-            .copied()
-            .unwrap_or(0.0)
-    }
-}
-
-/// A value per label set that is set to the current level.
-pub struct Gauge {
-    meta: Meta,
-    values: Mutex<BTreeMap<Key, f64>>,
-}
-
-impl Gauge {
-    pub fn set(&self, labels: &[&str], v: f64) {
-        self.values.lock().unwrap().insert(self.meta.key(labels), v);
-    }
-
-    pub fn get(&self, labels: &[&str]) -> f64 {
-        let key = self.meta.key(labels);
-        self.values
-            .lock()
-            .unwrap()
-            .get(&key)
-            .copied()
-            .unwrap_or(0.0)
-    }
-
-    /// Replaces every label set at once, so series for what no longer exists disappear.
-    pub fn set_all<'a>(&self, values: impl IntoIterator<Item = (Vec<&'a str>, f64)>) {
-        let fresh: BTreeMap<Key, f64> = values
-            .into_iter()
-            .map(|(labels, v)| (self.meta.key(&labels), v))
-            .collect();
-        *self.values.lock().unwrap() = fresh;
-    }
-}
-
-#[derive(Clone, Default)]
-struct Buckets {
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-/// Observations per label set, counted into cumulative buckets (upper bounds, seconds etc.).
-pub struct Histogram {
-    meta: Meta,
-    bounds: Vec<f64>,
-    values: Mutex<BTreeMap<Key, Buckets>>,
-}
-
-impl Histogram {
-    pub fn observe(&self, labels: &[&str], v: f64) {
-        let mut values = self.values.lock().unwrap();
-        let b = values
-            .entry(self.meta.key(labels))
-            .or_insert_with(|| Buckets {
-                counts: vec![0; self.bounds.len()],
-                ..Buckets::default()
-            });
-        for (i, bound) in self.bounds.iter().enumerate() {
-            if v <= *bound {
-                b.counts[i] += 1;
-            }
-        }
-        b.sum += v;
-        b.count += 1;
-    }
-
-    pub fn count(&self, labels: &[&str]) -> u64 {
-        let key = self.meta.key(labels);
-        self.values.lock().unwrap().get(&key).map_or(0, |b| b.count)
-    }
-}
-
-enum Metric {
-    Counter(Arc<Counter>),
-    Gauge(Arc<Gauge>),
-    Histogram(Arc<Histogram>),
-}
-
-/// The metrics of one process, rendered together on `/metrics`.
-#[derive(Default)]
-pub struct Registry {
-    metrics: Mutex<Vec<Metric>>,
-}
-
-fn meta(name: &str, help: &str, labels: &[&str]) -> Meta {
-    Meta {
-        name: name.into(),
-        help: help.into(),
-        labels: labels.iter().map(|l| l.to_string()).collect(),
-    }
-}
-
-impl Registry {
-    pub fn counter(&self, name: &str, help: &str, labels: &[&str]) -> Arc<Counter> {
-        let c = Arc::new(Counter {
-            meta: meta(name, help, labels),
-            values: Mutex::default(),
-        });
-        self.metrics
-            .lock()
-            .unwrap()
-            .push(Metric::Counter(c.clone()));
-        c
-    }
-
-    pub fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> Arc<Gauge> {
-        let g = Arc::new(Gauge {
-            meta: meta(name, help, labels),
-            values: Mutex::default(),
-        });
-        self.metrics.lock().unwrap().push(Metric::Gauge(g.clone()));
-        g
-    }
-
-    /// `bounds` are the buckets' upper bounds, ascending; `+Inf` is added.
-    pub fn histogram(
-        &self,
-        name: &str,
-        help: &str,
-        labels: &[&str],
-        bounds: &[f64],
-    ) -> Arc<Histogram> {
-        let mut bounds = bounds.to_vec();
-        bounds.push(f64::INFINITY);
-        let h = Arc::new(Histogram {
-            meta: meta(name, help, labels),
-            bounds,
-            values: Mutex::default(),
-        });
-        self.metrics
-            .lock()
-            .unwrap()
-            .push(Metric::Histogram(h.clone()));
-        h
-    }
-
-    /// The Prometheus text exposition format (version 0.0.4).
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        for m in self.metrics.lock().unwrap().iter() {
-            match m {
-                Metric::Counter(c) => {
-                    c.meta.header(&mut out, "counter");
-                    for (k, v) in c.values.lock().unwrap().iter() {
-                        let _ = writeln!(
-                            out,
-                            "{}{} {}",
-                            c.meta.name,
-                            c.meta.label_text(k, None),
-                            number(*v)
-                        );
-                    }
-                }
-                Metric::Gauge(g) => {
-                    g.meta.header(&mut out, "gauge");
-                    for (k, v) in g.values.lock().unwrap().iter() {
-                        let _ = writeln!(
-                            out,
-                            "{}{} {}",
-                            g.meta.name,
-                            g.meta.label_text(k, None),
-                            number(*v)
-                        );
-                    }
-                }
-                Metric::Histogram(h) => {
-                    h.meta.header(&mut out, "histogram");
-                    for (k, b) in h.values.lock().unwrap().iter() {
-                        for (bound, count) in h.bounds.iter().zip(&b.counts) {
-                            let le = number(*bound);
-                            let labels = h.meta.label_text(k, Some(("le", &le)));
-                            let _ = writeln!(out, "{}_bucket{labels} {count}", h.meta.name);
-                        }
-                        let labels = h.meta.label_text(k, None);
-                        let _ = writeln!(out, "{}_sum{labels} {}", h.meta.name, number(b.sum));
-                        let _ = writeln!(out, "{}_count{labels} {}", h.meta.name, b.count);
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// The process-wide registry `/metrics` serves.
-pub fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Registry::default)
-}
+/// Pod creation to Ready: seconds on an existing node, minutes when a node is launched.
+pub const STARTUP_BUCKETS: [f64; 14] = [
+    1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 1200.0,
+];
 
 /// The provisioner's metrics (names prefixed `adze_`).
+#[derive(Debug)]
 pub struct Provisioner {
     /// Pending pods that no node or in-flight NodeClaim holds, as of the last pass.
-    pub pods_pending: Arc<Gauge>,
+    pub pods_pending: Gauge,
     /// One provisioning pass: snapshot + scheduling core, seconds.
-    pub scheduling_duration: Arc<Histogram>,
-    pub nodeclaims_created: Arc<Counter>,
-    pub nodeclaims_launched: Arc<Counter>,
-    pub nodeclaims_registered: Arc<Counter>,
-    pub nodeclaims_initialized: Arc<Counter>,
+    pub scheduling_duration: Histogram,
+    pub nodeclaims_created: Family<NodePoolLabel, Counter>,
+    pub nodeclaims_launched: Family<NodePoolLabel, Counter>,
+    pub nodeclaims_registered: Family<NodePoolLabel, Counter>,
+    pub nodeclaims_initialized: Family<NodePoolLabel, Counter>,
     /// Deleted by Adze, by reason (registration_timeout, insufficient_capacity, instance_gone, ...).
-    pub nodeclaims_terminated: Arc<Counter>,
-    /// Failed cloud calls by operation (create, delete, get, list).
-    pub cloud_errors: Arc<Counter>,
+    pub nodeclaims_terminated: Family<ReasonLabel, Counter>,
+    /// Failed cloud calls by operation and error kind; recorded by [`crate::cloud::metered`].
+    pub cloud_errors: Family<CloudErrorLabels, Counter>,
+    /// Every cloud call's duration by method and provider; recorded by [`crate::cloud::metered`].
+    pub cloud_duration: Family<CloudCallLabels, Histogram>,
     /// 1 while this replica holds the leader lease.
-    pub leader: Arc<Gauge>,
+    pub leader: Gauge,
     /// USD per hour of each offering the cloud provider reports (type × zone × capacity type).
-    pub offering_price: Arc<Gauge>,
+    pub offering_price: GaugeSet<OfferingLabels>,
     /// Interruption queue messages by what became of them (malformed, acted, ...).
-    pub interruption_messages: Arc<Counter>,
+    pub interruption_messages: Family<ResultLabel, Counter>,
+    /// What each NodePool's launched NodeClaims hold, per resource (cores, bytes, nodes, ...).
+    pub nodepool_usage: GaugeSet<PoolResourceLabels>,
+    /// Each NodePool's `spec.limits`, per resource, in the same units.
+    pub nodepool_limit: GaugeSet<PoolResourceLabels>,
+    /// Disruptions carried out (not dry runs), by action and method.
+    pub disruption_decisions: Family<DecisionLabels, Counter>,
+    /// Nodes a disruption method would consider but for a blocker a user set, by blocker,
+    /// as of the last disruption pass.
+    pub disruption_blocked: Family<ReasonLabel, Gauge>,
+    /// Creation to Ready of pods created while this replica leads.
+    pub pod_startup: Histogram,
 }
 
-pub fn provisioner() -> &'static Provisioner {
-    static METRICS: OnceLock<Provisioner> = OnceLock::new();
-    METRICS.get_or_init(|| {
-        let r = registry();
-        let claims = |what: &str| {
-            r.counter(
+/// The blockers a user sets (`Blocker::reason` of the ones `set_by_user`), listed at 0.
+pub const USER_BLOCKERS: [&str; 3] = ["DoNotDisruptNode", "DoNotDisruptPod", "PdbForbids"];
+
+impl Provisioner {
+    fn new(r: &mut Registry) -> Self {
+        let claims = |r: &mut Registry, what: &str| {
+            add(
+                r,
                 &format!("adze_nodeclaims_{what}_total"),
                 &format!("NodeClaims {what}, by NodePool."),
-                &["nodepool"],
+                Family::default(),
             )
         };
-        Provisioner {
-            pods_pending: r.gauge(
+        let m = Provisioner {
+            pods_pending: add(
+                r,
                 "adze_pods_pending",
                 "Pending pods no node or in-flight NodeClaim holds, at the last provisioning pass.",
-                &[],
+                Gauge::default(),
             ),
-            scheduling_duration: r.histogram(
+            scheduling_duration: add(
+                r,
                 "adze_scheduling_duration_seconds",
                 "Time to snapshot the cluster and run the scheduling core for one batch.",
-                &[],
-                &[
+                Histogram::new([
                     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-                ],
+                ]),
             ),
-            nodeclaims_created: claims("created"),
-            nodeclaims_launched: claims("launched"),
-            nodeclaims_registered: claims("registered"),
-            nodeclaims_initialized: claims("initialized"),
-            nodeclaims_terminated: r.counter(
+            nodeclaims_created: claims(r, "created"),
+            nodeclaims_launched: claims(r, "launched"),
+            nodeclaims_registered: claims(r, "registered"),
+            nodeclaims_initialized: claims(r, "initialized"),
+            nodeclaims_terminated: add(
+                r,
                 "adze_nodeclaims_terminated_total",
                 "NodeClaims Adze deleted, by reason.",
-                &["reason"],
+                Family::default(),
             ),
-            cloud_errors: r.counter(
+            cloud_errors: add(
+                r,
                 "adze_cloudprovider_errors_total",
                 "Failed cloud provider calls, by operation and error.",
-                &["op", "error"],
+                Family::default(),
             ),
-            leader: r.gauge(
+            leader: add(
+                r,
                 "adze_leader",
                 "1 while this replica holds the leader lease, else 0.",
-                &[],
+                Gauge::default(),
             ),
-            offering_price: r.gauge(
+            offering_price: GaugeSet::add(
+                r,
                 "adze_cloudprovider_offering_price_dollars",
                 "Hourly price of each offering (instance type, zone, capacity type) as the cloud provider prices it for scheduling.",
-                &["instance_type", "zone", "capacity_type"],
             ),
-            interruption_messages: r.counter(
+            interruption_messages: add(
+                r,
                 "adze_interruption_messages_total",
                 "Interruption queue (SQS) messages by result: acted, no_action, malformed (logged and deleted), failed (left for a retry).",
-                &["result"],
+                Family::default(),
             ),
+            cloud_duration: add(
+                r,
+                "adze_cloudprovider_duration_seconds",
+                "Duration of cloud provider calls, by method and provider.",
+                Family::new_with_constructor(|| Histogram::new(CLOUD_BUCKETS)),
+            ),
+            nodepool_usage: GaugeSet::add(
+                r,
+                "adze_nodepool_usage",
+                "Resources of each NodePool's launched NodeClaims, by resource type (cpu in cores, memory and storage in bytes, nodes, pods, extended resources).",
+            ),
+            nodepool_limit: GaugeSet::add(
+                r,
+                "adze_nodepool_limit",
+                "Each NodePool's spec.limits, by resource type, in the units of its usage gauge.",
+            ),
+            disruption_decisions: add(
+                r,
+                "adze_disruption_decisions_total",
+                "Disruptions carried out, by decision (delete, replace) and reason (Drifted, Expired, Empty, Underutilized).",
+                Family::default(),
+            ),
+            disruption_blocked: add(
+                r,
+                "adze_disruption_blocked_nodes",
+                "Nodes a disruption method would consider but for a blocker a user set (do-not-disrupt, a PodDisruptionBudget), by blocker, at the last disruption pass.",
+                Family::default(),
+            ),
+            pod_startup: add(
+                r,
+                "adze_pods_startup_duration_seconds",
+                "Time from a pod's creation to its Ready condition, for pods created while this replica leads.",
+                Histogram::new(STARTUP_BUCKETS),
+            ),
+        };
+        adze_metrics::build_info(r);
+        for decision in ["delete", "replace"] {
+            for reason in adze_scheduling::disruption::Reason::ALL {
+                let _ = m.disruption_decisions.get_or_create(&DecisionLabels {
+                    decision: decision.into(),
+                    reason: reason.as_str().into(),
+                });
+            }
         }
+        for b in USER_BLOCKERS {
+            let _ = m.disruption_blocked.get_or_create(&self::reason(b));
+        }
+        m
+    }
+}
+
+fn global() -> &'static (Registry, Provisioner) {
+    static METRICS: OnceLock<(Registry, Provisioner)> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        let mut r = Registry::default();
+        let m = Provisioner::new(&mut r);
+        (r, m)
     })
+}
+
+/// The process-wide metrics.
+pub fn provisioner() -> &'static Provisioner {
+    &global().1
+}
+
+/// The OpenMetrics text `/metrics` serves.
+pub fn render() -> String {
+    adze_metrics::render(&global().0)
 }
 
 /// Brings `counter` up to the absolute counts a loop keeps elsewhere (the AWS crate counts with
 /// atomics and knows nothing of this registry).
-pub fn catch_up(counter: &Counter, totals: &[(&str, u64)]) {
-    for (label, total) in totals {
-        let behind = *total as f64 - counter.get(&[label]);
-        if behind > 0.0 {
-            counter.add(&[label], behind);
+pub fn catch_up(counter: &Family<ResultLabel, Counter>, totals: &[(&str, u64)]) {
+    for (result, total) in totals {
+        let c = counter.get_or_create(&ResultLabel {
+            result: result.to_string(),
+        });
+        let behind = total.saturating_sub(c.get());
+        if behind > 0 {
+            c.inc_by(behind);
         }
     }
 }
 
 /// Publishes the price of every offering of `types` (the cloud provider's current catalog).
-pub fn record_offering_prices(gauge: &Gauge, types: &[Arc<adze_scheduling::InstanceType>]) {
-    gauge.set_all(types.iter().flat_map(|t| {
+pub fn record_offering_prices(
+    gauge: &GaugeSet<OfferingLabels>,
+    types: &[Arc<adze_scheduling::InstanceType>],
+) {
+    gauge.replace(types.iter().flat_map(|t| {
         t.offerings.iter().map(|o| {
             (
-                vec![t.name.as_str(), o.zone.as_str(), o.capacity_type.as_str()],
+                OfferingLabels {
+                    instance_type: t.name.clone(),
+                    zone: o.zone.clone(),
+                    capacity_type: o.capacity_type.clone(),
+                },
                 o.price,
             )
         })
     }));
+}
+
+/// A resource amount in the unit people read it in: cores for cpu (the model counts
+/// millicores), the amount itself for everything else (bytes, pods, nodes, devices).
+fn base_units(resource: &str, amount: i64) -> f64 {
+    if resource == adze_scheduling::resources::CPU {
+        amount as f64 / 1000.0
+    } else {
+        amount as f64
+    }
+}
+
+/// One NodePool's usage and limits, as [`record_nodepools`] takes them.
+pub struct PoolFigures<'a> {
+    pub name: &'a str,
+    /// What its launched claims hold.
+    pub usage: &'a Resources,
+    pub nodes: i64,
+    /// Its `spec.limits`, parsed; `None` when it sets none.
+    pub limits: Option<&'a Resources>,
+}
+
+/// Publishes `adze_nodepool_usage` and `adze_nodepool_limit` for every pool there is. Usage
+/// has cpu, memory and nodes always, plus any resource the claims hold or a limit names (at
+/// 0 when none is used), so usage ÷ limit exists wherever a limit does.
+pub fn record_nodepools(pools: &[PoolFigures]) {
+    let m = provisioner();
+    let labels = |pool: &str, resource: &str| PoolResourceLabels {
+        nodepool: pool.into(),
+        resource_type: resource.into(),
+    };
+    let mut usage = Vec::new();
+    let mut limits = Vec::new();
+    for p in pools {
+        let mut names: Vec<&str> = vec!["cpu", "memory"];
+        names.extend(p.usage.names());
+        if let Some(l) = p.limits {
+            names.extend(l.names());
+            for n in l.names() {
+                limits.push((labels(p.name, n), base_units(n, l.get(n))));
+            }
+        }
+        names.sort_unstable();
+        names.dedup();
+        names.retain(|n| *n != "nodes");
+        for n in names {
+            usage.push((labels(p.name, n), base_units(n, p.usage.get(n))));
+        }
+        usage.push((labels(p.name, "nodes"), p.nodes as f64));
+    }
+    m.nodepool_usage.replace(usage);
+    m.nodepool_limit.replace(limits);
 }
 
 #[cfg(test)]
@@ -388,24 +387,23 @@ mod tests {
 
     #[test]
     fn catch_up_adds_only_what_is_new_and_never_goes_down() {
-        let r = Registry::default();
-        let c = r.counter("msgs", "Messages.", &["result"]);
+        let c: Family<ResultLabel, Counter> = Family::default();
+        let get = |r: &str| {
+            c.get(&ResultLabel { result: r.into() })
+                .map_or(0, |c| c.get())
+        };
         catch_up(&c, &[("malformed", 2), ("acted", 0)]);
         catch_up(&c, &[("malformed", 3), ("acted", 1)]);
-        assert_eq!(c.get(&["malformed"]), 3.0);
-        assert_eq!(c.get(&["acted"]), 1.0);
+        assert_eq!(get("malformed"), 3);
+        assert_eq!(get("acted"), 1);
         catch_up(&c, &[("malformed", 1)]);
-        assert_eq!(c.get(&["malformed"]), 3.0, "a counter never goes down");
+        assert_eq!(get("malformed"), 3, "a counter never goes down");
     }
 
     #[test]
     fn offering_prices_are_published_per_type_zone_and_capacity_type_and_replaced() {
-        let r = Registry::default();
-        let g = r.gauge(
-            "price",
-            "Price.",
-            &["instance_type", "zone", "capacity_type"],
-        );
+        let mut r = Registry::default();
+        let g = GaugeSet::add(&mut r, "price", "Price.");
         let catalog = adze_scheduling::catalog::embedded();
         let m5: Vec<_> = catalog
             .iter()
@@ -419,38 +417,105 @@ mod tests {
             .iter()
             .find(|o| o.capacity_type == "on-demand")
             .unwrap();
-        assert_eq!(g.get(&["m5.large", &od.zone, "on-demand"]), od.price);
-        let text = r.render();
+        let key = OfferingLabels {
+            instance_type: "m5.large".into(),
+            zone: od.zone.clone(),
+            capacity_type: "on-demand".into(),
+        };
+        assert_eq!(g.get(&key), Some(od.price));
+        let text = adze_metrics::render(&r);
         let series = text.lines().filter(|l| l.starts_with("price{")).count();
         assert_eq!(series, m5[0].offerings.len(), "{text}");
+        // The label order the e2e checks grep for.
+        let line = format!(
+            "price{{instance_type=\"m5.large\",zone=\"{}\",capacity_type=\"on-demand\"}} {}\n",
+            od.zone, od.price
+        );
+        assert!(text.contains(&line), "{line} in {text}");
         record_offering_prices(&g, &[]);
-        assert!(!r.render().contains("price{"), "stale prices are dropped");
+        assert!(
+            !adze_metrics::render(&r).contains("price{"),
+            "stale prices are dropped"
+        );
     }
 
     #[test]
-    fn renders_counters_gauges_and_cumulative_histogram_buckets() {
-        let r = Registry::default();
-        let c = r.counter("x_total", "Things.", &["op"]);
-        c.inc(&["create"]);
-        c.add(&["create"], 2.0);
-        c.inc(&["de\"lete"]);
-        let g = r.gauge("up", "Up.", &[]);
-        g.set(&[], 1.0);
-        let h = r.histogram("d_seconds", "Duration.", &[], &[0.1, 1.0]);
-        h.observe(&[], 0.05);
-        h.observe(&[], 0.5);
-        h.observe(&[], 5.0);
-        let text = r.render();
-        assert!(text.contains("# TYPE x_total counter\n"), "{text}");
-        assert!(text.contains("x_total{op=\"create\"} 3\n"), "{text}");
-        assert!(text.contains("x_total{op=\"de\\\"lete\"} 1\n"), "{text}");
-        assert!(text.contains("up 1\n"), "{text}");
-        assert!(text.contains("d_seconds_bucket{le=\"0.1\"} 1\n"), "{text}");
-        assert!(text.contains("d_seconds_bucket{le=\"1\"} 2\n"), "{text}");
-        assert!(text.contains("d_seconds_bucket{le=\"+Inf\"} 3\n"), "{text}");
-        assert!(text.contains("d_seconds_count 3\n"), "{text}");
-        assert!(text.contains("d_seconds_sum 5.55\n"), "{text}");
-        assert_eq!(h.count(&[]), 3);
-        assert_eq!(c.get(&["create"]), 3.0);
+    fn nodepool_usage_and_limits_are_published_in_cores_and_bytes_and_dropped_with_the_pool() {
+        let usage = Resources::new(6_500, 24 << 30);
+        let limits = Resources::from_quantities([("cpu", "100"), ("nvidia.com/gpu", "4")]).unwrap();
+        record_nodepools(&[
+            PoolFigures {
+                name: "np-usage-web",
+                usage: &usage,
+                nodes: 2,
+                limits: Some(&limits),
+            },
+            PoolFigures {
+                name: "np-usage-batch",
+                usage: &Resources::default(),
+                nodes: 0,
+                limits: None,
+            },
+        ]);
+        let text = render();
+        for line in [
+            "adze_nodepool_usage{nodepool=\"np-usage-web\",resource_type=\"cpu\"} 6.5",
+            "adze_nodepool_usage{nodepool=\"np-usage-web\",resource_type=\"memory\"} 25769803776.0",
+            "adze_nodepool_usage{nodepool=\"np-usage-web\",resource_type=\"nodes\"} 2.0",
+            "adze_nodepool_usage{nodepool=\"np-usage-web\",resource_type=\"nvidia.com/gpu\"} 0.0",
+            "adze_nodepool_limit{nodepool=\"np-usage-web\",resource_type=\"cpu\"} 100.0",
+            "adze_nodepool_limit{nodepool=\"np-usage-web\",resource_type=\"nvidia.com/gpu\"} 4.0",
+            "adze_nodepool_usage{nodepool=\"np-usage-batch\",resource_type=\"nodes\"} 0.0",
+        ] {
+            assert!(text.contains(&format!("\n{line}\n")), "{line} in {text}");
+        }
+        assert!(!text.contains("adze_nodepool_limit{nodepool=\"np-usage-batch\""));
+        record_nodepools(&[]);
+        assert!(
+            !render().contains("np-usage-"),
+            "a deleted pool's series go"
+        );
+    }
+
+    #[test]
+    fn known_disruption_series_are_listed_at_zero() {
+        let text = render();
+        for line in [
+            "adze_disruption_decisions_total{decision=\"delete\",reason=\"Empty\"}",
+            "adze_disruption_decisions_total{decision=\"replace\",reason=\"Underutilized\"}",
+            "adze_disruption_blocked_nodes{reason=\"PdbForbids\"}",
+        ] {
+            assert!(text.contains(&format!("\n{line} ")), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn serves_exactly_the_families_of_the_inventory() {
+        let served = adze_metrics::families(&render());
+        let inventory = include_str!("../../../charts/ci/metrics/provisioner.prom");
+        assert_eq!(served, adze_metrics::families(inventory));
+        assert_eq!(
+            served.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "adze_build_info",
+                "adze_cloudprovider_duration_seconds",
+                "adze_cloudprovider_errors_total",
+                "adze_cloudprovider_offering_price_dollars",
+                "adze_disruption_blocked_nodes",
+                "adze_disruption_decisions_total",
+                "adze_interruption_messages_total",
+                "adze_leader",
+                "adze_nodeclaims_created_total",
+                "adze_nodeclaims_initialized_total",
+                "adze_nodeclaims_launched_total",
+                "adze_nodeclaims_registered_total",
+                "adze_nodeclaims_terminated_total",
+                "adze_nodepool_limit",
+                "adze_nodepool_usage",
+                "adze_pods_pending",
+                "adze_pods_startup_duration_seconds",
+                "adze_scheduling_duration_seconds",
+            ]
+        );
     }
 }

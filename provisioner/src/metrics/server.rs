@@ -1,4 +1,4 @@
-//! The HTTP endpoints: `/metrics` (the [`registry`](super::registry)), `/healthz` (the process
+//! The HTTP endpoints: `/metrics` (the [`registry`](super::render)), `/healthz` (the process
 //! answers) and `/readyz` (the watches have synced). Readiness does not depend on holding
 //! the leader lease: a follower is ready to take over.
 
@@ -36,8 +36,8 @@ pub fn router(ready: Readiness) -> Router {
 
 async fn metrics() -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        super::registry().render(),
+        [(header::CONTENT_TYPE, adze_metrics::CONTENT_TYPE)],
+        super::render(),
     )
 }
 
@@ -91,10 +91,17 @@ mod tests {
         assert_eq!(get(addr, "/readyz").await.0, 503);
         ready.set_ready();
         assert_eq!(get(addr, "/readyz").await.0, 200);
-        crate::metrics::provisioner().leader.set(&[], 1.0);
+        crate::metrics::provisioner().leader.set(1);
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
-        assert!(body.contains("adze_leader 1"), "{body}");
+        assert!(body.contains("\nadze_leader 1\n"), "{body}");
+        assert!(
+            body.contains(
+                "content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+            ),
+            "{body}"
+        );
+        assert!(body.contains("# EOF"), "{body}");
         assert!(
             body.contains("# TYPE adze_scheduling_duration_seconds histogram"),
             "{body}"

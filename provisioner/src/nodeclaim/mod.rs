@@ -147,17 +147,6 @@ fn nodepool_of(claim: &NodeClaim) -> String {
         .unwrap_or_default()
 }
 
-/// Counts a failed cloud call by operation and kind, and passes the error on.
-fn cloud_error(op: &str, e: CloudError) -> CloudError {
-    let kind = match &e {
-        CloudError::InsufficientCapacity { .. } => "insufficient_capacity",
-        CloudError::LaunchFailed { .. } => "launch_refused",
-        CloudError::Other(_) => "other",
-    };
-    crate::metrics::provisioner().cloud_errors.inc(&[op, kind]);
-    e
-}
-
 impl Lifecycle {
     pub async fn run(self) {
         let this = Arc::new(self);
@@ -221,7 +210,8 @@ impl Lifecycle {
             Ok(_) => {
                 crate::metrics::provisioner()
                     .nodeclaims_terminated
-                    .inc(&[reason]);
+                    .get_or_create(&crate::metrics::reason(reason))
+                    .inc();
                 Ok(())
             }
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
@@ -285,18 +275,9 @@ impl Lifecycle {
                         .as_ref()
                         .and_then(|s| s.provider_id.clone())
                         .unwrap_or_default();
-                    if self
-                        .cloud
-                        .get(&pid)
-                        .await
-                        .map_err(|e| cloud_error("get", e))?
-                        .is_none()
-                    {
+                    if self.cloud.get(&pid).await?.is_none() {
                         tracing::info!(nodeclaim = %name, provider_id = %pid, "instance not found while waiting for its node; launching again (idempotent)");
-                        self.cloud
-                            .create(claim)
-                            .await
-                            .map_err(|e| cloud_error("create", e))?;
+                        self.cloud.create(claim).await?;
                     }
                 }
                 return Ok(WAITING);
@@ -345,12 +326,7 @@ impl Lifecycle {
             self.announce(claim, "LaunchTimedOut", &format!("NodeClaim {name} {why}"));
             return self.delete_claim(name, "launch_timeout", &why).await;
         }
-        match self
-            .cloud
-            .create(claim)
-            .await
-            .map_err(|e| cloud_error("create", e))
-        {
+        match self.cloud.create(claim).await {
             Ok(i) => {
                 let conds = set_condition(
                     conds,
@@ -398,7 +374,8 @@ impl Lifecycle {
                 tracing::info!(nodeclaim = %name, provider_id = %i.provider_id, instance_type = %i.instance_type, "launched");
                 crate::metrics::provisioner()
                     .nodeclaims_launched
-                    .inc(&[&nodepool_of(claim)]);
+                    .get_or_create(&crate::metrics::nodepool(&nodepool_of(claim)))
+                    .inc();
                 Ok(())
             }
             Err(CloudError::InsufficientCapacity {
@@ -482,7 +459,8 @@ impl Lifecycle {
         tracing::info!(nodeclaim = %name, node = %node_name, "registered");
         crate::metrics::provisioner()
             .nodeclaims_registered
-            .inc(&[&nodepool_of(claim)]);
+            .get_or_create(&crate::metrics::nodepool(&nodepool_of(claim)))
+            .inc();
         Ok(())
     }
 
@@ -557,7 +535,8 @@ impl Lifecycle {
         tracing::info!(nodeclaim = %name, node = %node_name, age_s = age(claim).as_secs(), "initialized");
         crate::metrics::provisioner()
             .nodeclaims_initialized
-            .inc(&[&nodepool_of(claim)]);
+            .get_or_create(&crate::metrics::nodepool(&nodepool_of(claim)))
+            .inc();
         Ok(())
     }
 }

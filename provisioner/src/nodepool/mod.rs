@@ -3,7 +3,8 @@
 //! conditions, False while the pool can launch nothing (an invalid spec, its EC2NodeClass
 //! missing or unresolved). Written only when it changes.
 //! Limits are enforced by provisioning, which counts every claim (launched or not); this
-//! status is what people and dashboards read.
+//! status is what people and dashboards read, and so are `adze_nodepool_usage` and
+//! `adze_nodepool_limit`, published from the same figures on every pass.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,6 +27,17 @@ pub fn pool_resources<'a>(
     pool: &str,
     claims: impl IntoIterator<Item = &'a NodeClaim>,
 ) -> BTreeMap<String, String> {
+    let (total, nodes) = pool_usage(pool, claims);
+    let mut out = total.to_quantities();
+    out.insert("nodes".into(), nodes.to_string());
+    out
+}
+
+/// The capacity of the pool's launched, not-deleting claims, summed, and how many there are.
+pub fn pool_usage<'a>(
+    pool: &str,
+    claims: impl IntoIterator<Item = &'a NodeClaim>,
+) -> (Resources, i64) {
     let mut total = Resources::default();
     let mut nodes = 0;
     for c in claims {
@@ -53,9 +65,22 @@ pub fn pool_resources<'a>(
             nodes += 1;
         }
     }
-    let mut out = total.to_quantities();
-    out.insert("nodes".into(), nodes.to_string());
-    out
+    (total, nodes)
+}
+
+/// The pool's `spec.limits` parsed; `None` without limits (or with one that does not parse,
+/// which validation refuses).
+pub fn pool_limits(pool: &NodePool) -> Option<Resources> {
+    if pool.spec.limits.is_empty() {
+        return None;
+    }
+    Resources::from_quantities(
+        pool.spec
+            .limits
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0.as_str())),
+    )
+    .ok()
 }
 
 /// One condition the status controller writes.
@@ -142,7 +167,29 @@ impl Status {
         loop {
             let claims = self.state.claims.state();
             let classes = self.state.nodeclasses.as_ref().map(|s| s.state());
-            for pool in self.state.nodepools.state() {
+            let pools = self.state.nodepools.state();
+            let figures: Vec<_> = pools
+                .iter()
+                .map(|pool| {
+                    let name = pool.metadata.name.as_deref().unwrap_or_default();
+                    let usage = pool_usage(name, claims.iter().map(|c| c.as_ref()));
+                    (name, usage, pool_limits(pool))
+                })
+                .collect();
+            crate::metrics::record_nodepools(
+                &figures
+                    .iter()
+                    .map(
+                        |(name, (usage, nodes), limits)| crate::metrics::PoolFigures {
+                            name,
+                            usage,
+                            nodes: *nodes,
+                            limits: limits.as_ref(),
+                        },
+                    )
+                    .collect::<Vec<_>>(),
+            );
+            for pool in pools {
                 let name = pool.metadata.name.clone().unwrap_or_default();
                 let resources = pool_resources(&name, claims.iter().map(|c| c.as_ref()));
                 let status = pool.status.clone().unwrap_or_default();
@@ -307,5 +354,17 @@ mod tests {
         assert_eq!(r["memory"], "24Gi");
         assert_eq!(r["nodes"], "2");
         assert_eq!(pool_resources("none", &claims)["nodes"], "0");
+    }
+
+    #[test]
+    fn pool_limits_parse_cpu_in_millicores_and_are_none_without_limits() {
+        assert_eq!(pool_limits(&pool("d")), None);
+        let mut limited = pool("d");
+        limited.spec.limits = [("cpu", "100"), ("memory", "1Ti")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+            .collect();
+        let l = pool_limits(&limited).unwrap();
+        assert_eq!((l.cpu, l.memory), (100_000, 1 << 40));
     }
 }

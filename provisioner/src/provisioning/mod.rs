@@ -187,7 +187,7 @@ impl Provisioner {
             }
             crate::metrics::provisioner()
                 .pods_pending
-                .set(&[], pending.len() as f64);
+                .set(pending.len() as i64);
             if pending.iter().any(|u| !handled.contains(u)) {
                 if !batcher.is_open() {
                     tracing::debug!(pending = pending.len(), "batch window opened");
@@ -280,7 +280,7 @@ impl Provisioner {
         let plan = schedule(&built.snapshot, &options);
         crate::metrics::provisioner()
             .scheduling_duration
-            .observe(&[], start.elapsed().as_secs_f64());
+            .observe(start.elapsed().as_secs_f64());
         tracing::info!(
             pending = built.snapshot.pending.len(),
             nodeclaims = plan.new_claims.len(),
@@ -312,7 +312,8 @@ impl Provisioner {
                     outcome.created.push(c.name.clone());
                     crate::metrics::provisioner()
                         .nodeclaims_created
-                        .inc(&[&c.nodepool]);
+                        .get_or_create(&crate::metrics::nodepool(&c.nodepool))
+                        .inc();
                     for key in &c.pods {
                         if let Some(p) = pods.get(key) {
                             outcome.nominated += 1;

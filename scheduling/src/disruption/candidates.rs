@@ -90,6 +90,19 @@ impl std::fmt::Display for Blocker {
 impl Blocker {
     /// Set by a user on a node or its pods (do-not-disrupt, a PodDisruptionBudget), as
     /// opposed to a state the node passes through.
+    /// A short machine-readable name, for metrics: the variant's name.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Blocker::NotInitialized => "NotInitialized",
+            Blocker::InFlight => "InFlight",
+            Blocker::Disrupting => "Disrupting",
+            Blocker::Unmanaged => "Unmanaged",
+            Blocker::DoNotDisruptNode => "DoNotDisruptNode",
+            Blocker::DoNotDisruptPod(_) => "DoNotDisruptPod",
+            Blocker::PdbForbids { .. } => "PdbForbids",
+        }
+    }
+
     pub fn set_by_user(&self) -> bool {
         matches!(
             self,
