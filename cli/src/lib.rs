@@ -151,8 +151,11 @@ impl LogArgs {
     pub fn init(&self) {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Colours only on a terminal: `kubectl logs` and log files get plain text.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(ansi)
             .with_writer(std::io::stderr);
         match self.log_format {
             LogFormat::Text => builder.init(),
