@@ -720,3 +720,57 @@ impl Disruption {
         Ok(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adze_scheduling::disruption::drift::DriftReason;
+    use serde_json::json;
+
+    fn status(reasons: Vec<DriftReason>, consolidatable: Option<&str>) -> ClaimStatus {
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+        }))
+        .unwrap();
+        ClaimStatus {
+            claim: Arc::new(claim),
+            drift: drift::ClaimDrift {
+                message: reasons
+                    .iter()
+                    .map(|r| format!("{r}: why"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                reasons,
+                restamp: BTreeMap::new(),
+            },
+            consolidatable: consolidatable.map(String::from),
+        }
+    }
+
+    #[test]
+    fn drifted_and_consolidatable_are_set_true_and_removed_when_they_stop_holding() {
+        let initialized = set_condition(&[], cond::INITIALIZED, true, "Initialized", "ok");
+        let both = status(
+            vec![DriftReason::Requirements, DriftReason::NodePool],
+            Some("quiet"),
+        );
+        let set = status_conditions(&initialized, &both).expect("a change");
+        let drifted = conditions::find(&set, cond::DRIFTED).unwrap();
+        assert_eq!(
+            (drifted.status.as_str(), drifted.reason.as_str()),
+            ("True", "RequirementsDrifted")
+        );
+        assert!(drifted.message.contains("NodePoolDrifted"));
+        assert!(conditions::is_true(&set, cond::CONSOLIDATABLE));
+        assert!(conditions::is_true(&set, cond::INITIALIZED));
+        // Judged the same again: nothing to write.
+        assert_eq!(status_conditions(&set, &both), None);
+        // No longer drifted, a pod just arrived: both removed, the rest kept.
+        let cleared = status_conditions(&set, &status(vec![], None)).expect("a change");
+        assert!(conditions::find(&cleared, cond::DRIFTED).is_none());
+        assert!(conditions::find(&cleared, cond::CONSOLIDATABLE).is_none());
+        assert!(conditions::is_true(&cleared, cond::INITIALIZED));
+        assert_eq!(status_conditions(&cleared, &status(vec![], None)), None);
+    }
+}
