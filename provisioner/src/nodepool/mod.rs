@@ -1,6 +1,9 @@
 //! NodePool status: what the pool's NodeClaims hold (`status.resources`: the sum of their
-//! capacity plus a `nodes` count) and a `Ready` condition, False while the pool can launch
-//! nothing because its EC2NodeClass is missing or unresolved. Written only when it changes.
+//! capacity plus a `nodes` count) and three conditions: `NodeClassReady`, False while the
+//! pool can launch nothing because its EC2NodeClass is missing or unresolved;
+//! `ValidationSucceeded`, False while the spec breaks a rule of [`adze_api::validation`]
+//! (the apiserver checks them as CEL where it can; 1.20 cannot); and `Ready`, both of them.
+//! Written only when it changes.
 //! Limits are enforced by provisioning, which counts every claim (launched or not); this
 //! status is what people and dashboards read.
 
@@ -9,9 +12,11 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use adze_api::conditions::{self, nodepool as cond};
 use adze_api::{EC2NodeClass, NodeClaim, NodePool};
 use adze_scheduling::{Resources, labels};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -84,6 +89,73 @@ pub fn readiness(
     }
 }
 
+/// `ValidationSucceeded`: (status, reason, message).
+pub fn validity(pool: &NodePool) -> (bool, &'static str, String) {
+    match pool.validate() {
+        Ok(()) => (true, "ValidationSucceeded", "spec is valid".into()),
+        Err(e) => (false, "ValidationFailed", e.to_string()),
+    }
+}
+
+/// The pool's conditions given `current` ones: `NodeClassReady` from [`readiness`],
+/// `ValidationSucceeded` from [`validity`], and `Ready` rolling both up (the first that fails
+/// gives its reason). `None` when nothing a reader would notice changed (Ready's node count
+/// aside).
+pub fn pool_conditions(
+    current: &[Condition],
+    pool: &NodePool,
+    classes: Option<&[Arc<EC2NodeClass>]>,
+    nodes: &str,
+) -> Option<Vec<Condition>> {
+    let (class_ok, class_reason, class_message) = readiness(pool, classes, nodes);
+    let (valid, valid_reason, valid_message) = validity(pool);
+    let (ready, reason, message) = if !class_ok {
+        (false, class_reason, class_message.clone())
+    } else if !valid {
+        (false, valid_reason, valid_message.clone())
+    } else {
+        (true, class_reason, class_message.clone())
+    };
+    let (class_reason, class_message) = if class_ok {
+        (
+            "NodeClassReady",
+            "the node class can launch nodes".to_string(),
+        )
+    } else {
+        (class_reason, class_message)
+    };
+    let wanted = [
+        (
+            cond::NODE_CLASS_READY,
+            class_ok,
+            class_reason,
+            class_message,
+        ),
+        (
+            cond::VALIDATION_SUCCEEDED,
+            valid,
+            valid_reason,
+            valid_message,
+        ),
+        (conditions::READY, ready, reason, message),
+    ];
+    let unchanged = wanted.iter().all(|(t, ok, reason, message)| {
+        conditions::find(current, t).is_some_and(|c| {
+            (c.status == "True") == *ok
+                && c.reason == *reason
+                && (*t == conditions::READY && *ok || c.message == *message)
+        })
+    });
+    if unchanged {
+        return None;
+    }
+    let mut out = current.to_vec();
+    for (t, ok, reason, message) in &wanted {
+        out = set_condition(&out, t, *ok, reason, message);
+    }
+    Some(out)
+}
+
 pub struct Status {
     pub client: Client,
     pub state: ClusterState,
@@ -107,21 +179,17 @@ impl Status {
                     .map(|(k, v)| (k.clone(), v.0.clone()))
                     .collect();
                 let nodes = resources.get("nodes").cloned().unwrap_or_default();
-                let (ready, reason, message) = readiness(&pool, classes.as_deref(), &nodes);
-                let unchanged = status.conditions.iter().any(|c| {
-                    c.type_ == "Ready"
-                        && (c.status == "True") == ready
-                        && c.reason == reason
-                        && (ready || c.message == message)
-                });
-                if current == resources && unchanged {
+                let changed =
+                    pool_conditions(&status.conditions, &pool, classes.as_deref(), &nodes);
+                if current == resources && changed.is_none() {
                     continue;
                 }
-                if !ready {
-                    tracing::warn!(nodepool = %name, reason, %message, "nodepool not ready");
+                let conditions = changed.unwrap_or_else(|| status.conditions.clone());
+                if let Some(c) =
+                    conditions::find(&conditions, conditions::READY).filter(|c| c.status != "True")
+                {
+                    tracing::warn!(nodepool = %name, reason = %c.reason, message = %c.message, "nodepool not ready");
                 }
-                let conditions =
-                    set_condition(&status.conditions, "Ready", ready, reason, &message);
                 let quantities: BTreeMap<String, Quantity> = resources
                     .into_iter()
                     .map(|(k, v)| (k, Quantity(v)))
@@ -203,6 +271,42 @@ mod tests {
         let (ready, reason, _) = readiness(&pool("default"), Some(&[class("default", true)]), "0");
         assert!(ready);
         assert_eq!(reason, "Ready");
+    }
+
+    #[test]
+    fn node_class_ready_and_validation_succeeded_roll_up_into_ready() {
+        let ok = pool_conditions(&[], &pool("default"), Some(&[class("default", true)]), "1")
+            .expect("first write");
+        for t in [
+            cond::NODE_CLASS_READY,
+            cond::VALIDATION_SUCCEEDED,
+            conditions::READY,
+        ] {
+            assert!(conditions::is_true(&ok, t), "{t}: {ok:?}");
+        }
+        // Nothing new to say: no write, even as the node count moves.
+        assert_eq!(
+            pool_conditions(&ok, &pool("default"), Some(&[class("default", true)]), "2"),
+            None
+        );
+        let missing = pool_conditions(&ok, &pool("default"), Some(&[]), "0").unwrap();
+        assert!(!conditions::is_true(&missing, cond::NODE_CLASS_READY));
+        assert!(conditions::is_true(&missing, cond::VALIDATION_SUCCEEDED));
+        let ready = conditions::find(&missing, conditions::READY).unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "NodeClassNotFound")
+        );
+        let mut bad = pool("default");
+        bad.spec.weight = Some(1000);
+        let invalid = pool_conditions(&ok, &bad, Some(&[class("default", true)]), "1").unwrap();
+        let v = conditions::find(&invalid, cond::VALIDATION_SUCCEEDED).unwrap();
+        assert_eq!(
+            (v.status.as_str(), v.reason.as_str()),
+            ("False", "ValidationFailed")
+        );
+        assert!(conditions::is_true(&invalid, cond::NODE_CLASS_READY));
+        assert!(!conditions::is_true(&invalid, conditions::READY));
     }
 
     #[test]

@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(step.delete, vec![(slow.clone(), 300)]);
         assert_eq!(keys(&step.evict), vec!["web/a"]);
         // Too late for its full grace (a restart, or it arrived late): what remains.
-        let step = plan(&[slow.clone()], Some(100));
+        let step = plan(std::slice::from_ref(&slow), Some(100));
         assert_eq!(step.delete, vec![(slow, 100)]);
     }
 
@@ -318,11 +318,11 @@ mod tests {
             "spec": {"containers": [], "terminationGracePeriodSeconds": 60}}),
         );
         assert!(pinned.do_not_disrupt);
-        let step = plan(&[pinned.clone()], Some(3600));
+        let step = plan(std::slice::from_ref(&pinned), Some(3600));
         assert!(step.evict.is_empty() && step.delete.is_empty());
         assert_eq!(step.pinned, 1);
         assert_eq!(
-            plan(&[pinned.clone()], Some(60)).delete,
+            plan(std::slice::from_ref(&pinned), Some(60)).delete,
             vec![(pinned.clone(), 60)]
         );
         // No deadline: evicted like any pod, so the node is never held forever.
