@@ -101,21 +101,39 @@ pub fn check_hash(
     }
 }
 
+/// Whether the instance or the cloud supplies label `key` (rather than the NodePool's
+/// template): an older node may lack such a label without having drifted.
+fn supplied_by_instance(key: &str) -> bool {
+    labels::is_well_known(key)
+        || key == labels::INSTANCE_TYPE
+        || labels::adze_key_for_karpenter(key).is_some()
+        || labels::KARPENTER_ALIASES
+            .iter()
+            .any(|(_, adze)| *adze == key)
+        || key.starts_with("aws.adze.sh/")
+        || key.starts_with("karpenter.k8s.aws/")
+}
+
 /// The first of `requirements` (a NodePool's `spec.template.spec.requirements`) that a node
 /// labelled `node_labels` does not satisfy, described for the condition's message; `None`
-/// when the node is compatible. A label the node lacks satisfies a requirement that allows
-/// its absence (`NotIn`, `DoesNotExist`) and any requirement on a well-known key (the node's
-/// own facts, which an older node may not carry); a missing custom label breaks an `In` or
-/// `Exists`, as the NodePool would give it to a node made today.
+/// when the node is compatible. A requirement on a Karpenter key reads the node's Adze
+/// equivalent when the node lacks Karpenter's. A label the node lacks satisfies a requirement
+/// that allows its absence (`NotIn`, `DoesNotExist`) and any requirement on a key the
+/// instance or cloud supplies (well-known and instance-type keys: an older node may not carry
+/// every one); a missing custom label breaks an `In` or `Exists`, as the NodePool would give
+/// it to a node made today.
 pub fn unmet_requirement(
     requirements: &Requirements,
     node_labels: &BTreeMap<String, String>,
 ) -> Option<String> {
     requirements.iter().find_map(|r| {
-        let value = node_labels.get(&r.key).map(String::as_str);
+        let value = node_labels
+            .get(&r.key)
+            .or_else(|| labels::adze_key_for_karpenter(&r.key).and_then(|k| node_labels.get(k)))
+            .map(String::as_str);
         let ok = match value {
             Some(v) => r.allows(v),
-            None => r.allows_absent() || labels::is_well_known(&r.key),
+            None => r.allows_absent() || supplied_by_instance(&r.key),
         };
         (!ok).then(|| match value {
             Some(v) => format!("label {}={v} no longer satisfies requirement {r}", r.key),
@@ -250,6 +268,14 @@ mod tests {
         // An older node may lack a well-known label the pool now names: not drift.
         let wk = reqs(&[(labels::INSTANCE_GPU_NAME, Operator::In, &["a10g"])]);
         assert_eq!(unmet_requirement(&wk, &node), None);
+        let it = reqs(&[(labels::INSTANCE_CATEGORY, Operator::In, &["c", "m"])]);
+        assert_eq!(unmet_requirement(&it, &node), None);
+        // Karpenter's key reads the node's Adze label.
+        let spot = labels(&[(labels::CAPACITY_TYPE, "spot")]);
+        let k = reqs(&[("karpenter.sh/capacity-type", Operator::In, &["on-demand"])]);
+        assert!(unmet_requirement(&k, &spot).is_some());
+        let k = reqs(&[("karpenter.sh/capacity-type", Operator::In, &["spot"])]);
+        assert_eq!(unmet_requirement(&k, &spot), None);
         // A custom label the pool now requires, which every new node would carry: drift.
         let custom = reqs(&[("team", Operator::In, &["a"])]);
         assert!(unmet_requirement(&custom, &node).is_some());
