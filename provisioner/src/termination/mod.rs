@@ -540,7 +540,11 @@ impl Termination {
                 } else {
                     format!("must be gone in {remaining}s (terminationGracePeriod {tgp})")
                 };
-                tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %tgp, remaining_s = remaining, pod_grace_s = grace, "node deadline near; pod deleted without waiting for its disruption budget");
+                if grace == 0 {
+                    tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %tgp, remaining_s = remaining, "terminationGracePeriod over; pod force-deleted");
+                } else {
+                    tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %tgp, remaining_s = remaining, pod_grace_s = grace, "node deadline near; pod deleted with its grace, without waiting for its disruption budget");
+                }
                 if let Some(pod) = self
                     .state
                     .pods
