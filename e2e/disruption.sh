@@ -225,14 +225,18 @@ spec:
 YAML
 }
 
-echo "== 4. consolidation: 30 replicas -> 5 (PDB minAvailable 4, a do-not-disrupt pod); expireAfter; a closed budget"
+echo "== 4. consolidation: 30 replicas -> 5 (PDB minAvailable 4, a do-not-disrupt pod); forceful expireAfter; a closed budget"
 k create namespace consol >/dev/null
 nodepool consol "" '{consolidateAfter: 5s, budgets: [{nodes: "100%"}]}' | k apply -f - >/dev/null
 # Expiration and a closed budget run alongside: the same controller handles every pool.
+# Expiry is forceful (Karpenter v1): the expire pool's budget allows nothing and its node is
+# annotated do-not-disrupt, and it is replaced all the same. The frozen pool never expires
+# (an expiring one would be replaced whatever its budget): its closed budget alone keeps its
+# underutilized nodes.
 k create namespace expire >/dev/null
-nodepool expire "expireAfter: 60s" '{consolidateAfter: Never, budgets: [{nodes: "1"}]}' | k apply -f - >/dev/null
+nodepool expire "expireAfter: 60s" '{consolidateAfter: Never, budgets: [{nodes: "0"}]}' | k apply -f - >/dev/null
 k create namespace frozen >/dev/null
-nodepool frozen "expireAfter: 30s" '{consolidateAfter: 0s, budgets: [{nodes: "0", schedule: "* * * * *", duration: 1h}]}' | k apply -f - >/dev/null
+nodepool frozen "expireAfter: Never" '{consolidateAfter: 0s, budgets: [{nodes: "0", schedule: "* * * * *", duration: 1h}]}' | k apply -f - >/dev/null
 deployment expire e 1 1 1Gi expire | k apply -f - >/dev/null
 deployment frozen f 4 1 1Gi frozen | k apply -f - >/dev/null
 pdb consol web 4 | k apply -f - >/dev/null
@@ -248,6 +252,7 @@ wait_for 60 count_is 4 ready_pods frozen f
 wait_for 60 count_is 1 ready_pods expire e
 check "30 web pods, the pinned pod, the expire and frozen pods Ready" count_is 30 ready_pods consol web
 expire_first=$(pool_claim_names expire)
+k annotate nodeclaim "$expire_first" adze.sh/do-not-disrupt=true >/dev/null
 frozen_first=$(pool_claim_names frozen)
 pinned_node=$(k get pod -n consol pinned -o jsonpath='{.spec.nodeName}')
 pinned_uid=$(k get pod -n consol pinned -o jsonpath='{.metadata.uid}')
@@ -316,9 +321,10 @@ check "a DisruptionBlocked event on $pinned_node names the pinned pod and its an
 
 wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"
 wait_for 60 count_is 1 ready_pods expire e
-check "expireAfter 60s: node $expire_first replaced" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $expire_first"
+check "expireAfter 60s: node $expire_first replaced despite budget nodes 0 and do-not-disrupt" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $expire_first"
+check "an Expired event names the expiry" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Expired -o json | jq -e '[.items[] | select(.involvedObject.name == \"$expire_first\" and (.message | test(\"expireAfter\")))] | length > 0' >/dev/null"
 check "the expired node's pod Ready on its replacement" count_is 1 ready_pods expire e
-check "closed budget (nodes 0, window open): frozen pool untouched though expired and underutilized" \
+check "closed budget (nodes 0, window open): frozen pool untouched though underutilized" \
   bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=frozen -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" == '$frozen_first' ]]"
 check "frozen pool has no disrupting nodeclaim" count_is 0 disrupting frozen
 # consolidateAfter must survive a restart: the last pod event is kept on each NodeClaim.
@@ -357,9 +363,18 @@ drift_first=$(pool_claim_names drift)
 pool_claim_uids() { k get nodeclaims -l adze.sh/nodepool="$1" -o json | jq -r '[.items[].metadata.uid] | sort | join(" ")'; }
 drift_first_uids=$(pool_claim_uids drift)
 echo "drift pool: $drift_first"
+# Widening a requirement drifts nothing (Karpenter v1: requirements drift by compatibility).
+k patch nodepool drift --type json -p '[{"op": "replace", "path": "/spec/template/spec/requirements/2/values", "value": ["c", "m", "r", "t"]}]' >/dev/null
+sleep 10
+drifted_claims() { k get nodeclaims -l adze.sh/nodepool="$1" -o json | jq '[.items[] | select(any(.status.conditions[]?; .type == "Drifted" and .status == "True"))] | length'; }
+check "widening a requirement drifts no node (Drifted on none)" count_is 0 drifted_claims drift
+check "widening a requirement replaces no node (same nodeclaims)" test "$(pool_claim_uids drift)" == "$drift_first_uids"
 sample_disrupting drift "$dir/drift.samples" & samplers+=($!)
 t0=$(now)
 k patch nodepool drift --type merge -p '{"spec":{"template":{"metadata":{"labels":{"e2e-version":"2"}}}}}' >/dev/null
+drift_reason() { k get nodeclaims -l adze.sh/nodepool=drift -o json | jqe '[.items[].status.conditions[]? | select(.type == "Drifted" and .status == "True" and .reason == "NodePoolDrifted")] | length > 0'; }
+wait_for 30 drift_reason
+check "a template label change sets Drifted=True, reason NodePoolDrifted" drift_reason
 replaced() { [[ $(k get nodes -l e2e-pool=drift,e2e-version=2 -o name | wc -l) == 3 && $(pool_claims drift) == 3 && "$(disrupting drift)" == 0 ]]; }
 wait_for 400 replaced
 t1=$(now)

@@ -16,19 +16,26 @@ pub mod nodeclaim {
     pub const REGISTERED: &str = "Registered";
     /// The node is ready, its startup taints are gone and its resources are reported.
     pub const INITIALIZED: &str = "Initialized";
-    /// The node no longer matches its NodePool or node class and should be replaced.
+    /// The node is no longer what its NodePool and node class would make today: a static
+    /// field's hash differs, its labels break the pool's requirements, or its image, subnet or
+    /// security groups are no longer the class's. Reason `NodePoolDrifted`,
+    /// `NodeClassDrifted` or `RequirementsDrifted`; removed once none holds. Set by the
+    /// disruption controller, which replaces such nodes within budgets.
     pub const DRIFTED: &str = "Drifted";
-    /// The node has been empty or underutilized for `consolidateAfter`.
+    /// No pod has been bound to or left the node for its NodePool's `consolidateAfter`;
+    /// removed when one does (or with `consolidateAfter: Never`). Set by the disruption
+    /// controller; emptiness and consolidation consider only such nodes.
     pub const CONSOLIDATABLE: &str = "Consolidatable";
     /// Adze has chosen to disrupt the node and is draining it; the reason is in the message.
     pub const DISRUPTING: &str = "Disrupting";
-    /// The cloud announced the instance will go away (spot interruption, maintenance).
+    /// The cloud announced the instance will go away (spot interruption, maintenance). Set
+    /// by the AWS interruption queue and by the node agent.
     pub const INTERRUPTED: &str = "Interrupted";
 }
 
 /// NodePool conditions.
 pub mod nodepool {
-    /// The referenced node class exists and is ready.
+    /// The referenced node class exists and is ready (the provisioner's NodePool status).
     pub const NODE_CLASS_READY: &str = "NodeClassReady";
     /// The spec passed [`crate::validation`] (needed where the apiserver cannot run CEL).
     pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
@@ -40,6 +47,7 @@ pub mod ec2nodeclass {
     pub const SECURITY_GROUPS_READY: &str = "SecurityGroupsReady";
     pub const AMIS_READY: &str = "AMIsReady";
     pub const INSTANCE_PROFILE_READY: &str = "InstanceProfileReady";
+    /// The spec passed [`crate::validation`] (needed where the apiserver cannot run CEL).
     pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 }
 

@@ -142,9 +142,11 @@ pub async fn resolve(
         instance_profile: profile.as_ref().ok().cloned(),
         conditions: Vec::new(),
     };
+    let invalid: Vec<String> = spec.field_errors().iter().map(|e| e.to_string()).collect();
     status.conditions = readiness(
         &status,
         profile.err().as_deref(),
+        (!invalid.is_empty()).then(|| invalid.join("; ")).as_deref(),
         k8s_openapi::jiff::Timestamp::now(),
     );
     Ok(status)
@@ -347,11 +349,13 @@ async fn parameter(ssm: &aws_sdk_ssm::Client, name: &str) -> Result<Option<Strin
     }
 }
 
-/// Conditions for a resolved status: one per kind of thing, and Ready rolling them up with the
-/// first reason something resolved to nothing.
+/// Conditions for a resolved status: `ValidationSucceeded` (`invalid`: the spec's rule
+/// violations, for apiservers that cannot run the CRD's CEL), one per kind of thing resolved,
+/// and Ready rolling them up with the first reason something failed.
 pub fn readiness(
     status: &EC2NodeClassStatus,
     profile_error: Option<&str>,
+    invalid: Option<&str>,
     now: k8s_openapi::jiff::Timestamp,
 ) -> Vec<Condition> {
     let profile_message = format!(
@@ -359,6 +363,12 @@ pub fn readiness(
         profile_error.unwrap_or("none resolved")
     );
     let checks = [
+        (
+            cond::VALIDATION_SUCCEEDED,
+            invalid.is_some(),
+            "ValidationFailed",
+            invalid.unwrap_or_default(),
+        ),
         (
             cond::SUBNETS_READY,
             status.subnets.is_empty(),
@@ -397,6 +407,8 @@ pub fn readiness(
         .map(|(t, empty, reason, msg)| {
             if *empty {
                 c(t, false, reason, msg)
+            } else if *t == cond::VALIDATION_SUCCEEDED {
+                c(t, true, "ValidationSucceeded", "spec is valid")
             } else {
                 c(t, true, "Resolved", "resolved")
             }
@@ -429,7 +441,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let conds = readiness(&status, None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let conds = readiness(
+            &status,
+            None,
+            None,
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        );
         let ready = conditions::find(&conds, conditions::READY).unwrap();
         assert_eq!(ready.status, "False");
         assert_eq!(ready.reason, "SecurityGroupsNotFound");
@@ -460,6 +477,7 @@ mod tests {
         let conds = readiness(
             &status,
             Some("AddRoleToInstanceProfile: NoSuchEntity: role Nodes not found"),
+            None,
             k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
         );
         let ready = conditions::find(&conds, conditions::READY).unwrap();
@@ -474,9 +492,23 @@ mod tests {
         );
         let mut ok = status.clone();
         ok.instance_profile = Some("c_0123".into());
-        let conds = readiness(&ok, None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let conds = readiness(&ok, None, None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
         assert!(conditions::is_true(&conds, conditions::READY));
         assert!(conditions::is_true(&conds, cond::INSTANCE_PROFILE_READY));
+        assert!(conditions::is_true(&conds, cond::VALIDATION_SUCCEEDED));
+        // A spec breaking a rule the apiserver could not check: not ready, and why.
+        let conds = readiness(
+            &ok,
+            None,
+            Some("spec.tags: reserved key"),
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        );
+        let ready = conditions::find(&conds, conditions::READY).unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "ValidationFailed")
+        );
+        assert!(!conditions::is_true(&conds, cond::VALIDATION_SUCCEEDED));
     }
 
     #[test]

@@ -926,25 +926,20 @@ impl AwsProvider {
             .iter()
             .map(|g| g.id.clone())
             .collect();
-        let hash = i
-            .tags
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .find(|t| t.key.as_deref() == Some(CLASS_HASH_TAG))
-            .and_then(|t| t.value);
-        let hash_ok = hash.as_deref().is_none_or(|h| h == spec_hash(&class.spec));
         // EC2 always reports at least one group; none reported (moto, for fleet launches) is unknown.
         let sgs_ok = sgs.is_empty() || sgs == want;
-        let drifted = !(image_ok && subnet_ok && sgs_ok && hash_ok);
+        // Only the values the class resolves drift here (Karpenter v1's dynamic drift). Its
+        // static fields drift by the hash the provisioner stamps on the NodeClaim
+        // (`adze.sh/ec2nodeclass-hash`), versioned so that an upgrade replaces nothing.
+        let drifted = !(image_ok && subnet_ok && sgs_ok);
         if drifted {
             tracing::info!(
                 instance = id,
+                nodeclass = class.metadata.name.as_deref().unwrap_or_default(),
                 image_ok,
                 subnet_ok,
                 sgs_ok = sgs == want,
-                hash_ok,
-                "instance drifted from its EC2NodeClass"
+                "instance's image, subnet or security groups are no longer its EC2NodeClass's"
             );
         }
         Ok(drifted)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use adze_scheduling::disruption::{
     Action, Blocker, Budget, BudgetNodes, Input, Invalidated, Options, Reason, blocked, decide,
-    revalidate,
+    expiry, revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
 use adze_scheduling::labels;
@@ -179,23 +179,17 @@ fn pinned_pod_on_a_consolidatable_node_is_reported_as_the_blocker() {
 
 #[test]
 fn no_blocker_is_reported_for_a_node_no_method_would_take() {
-    // consolidateAfter not yet passed, not drifted, not expired: the pin stops nothing now.
+    // consolidateAfter not yet passed, not drifted: the pin stops nothing now.
     let input = three_nodes()
         .do_not_disrupt_pod("b1")
-        .policy(|p| {
-            p.consolidate_after = Some(Duration::from_secs(600));
-            p.expire_after = None;
-        })
+        .policy(|p| p.consolidate_after = Some(Duration::from_secs(600)))
         .facts("idle", |f| f.last_pod_event = 1_000_000 - 60)
         .build();
     assert_eq!(blocked(&input), vec![]);
     // Consolidation off: the same.
     let never = three_nodes()
         .do_not_disrupt_pod("b1")
-        .policy(|p| {
-            p.consolidate_after = None;
-            p.expire_after = None;
-        })
+        .policy(|p| p.consolidate_after = None)
         .build();
     assert_eq!(blocked(&never), vec![]);
 }
@@ -203,10 +197,7 @@ fn no_blocker_is_reported_for_a_node_no_method_would_take() {
 #[test]
 fn pdb_blocking_a_drifted_node_names_the_budget() {
     let input = three_nodes()
-        .policy(|p| {
-            p.consolidate_after = None;
-            p.expire_after = None;
-        })
+        .policy(|p| p.consolidate_after = None)
         .facts("idle", |f| f.drifted = true)
         .facts("busy-1", |f| f.drifted = true)
         .pdb_pod("b1", "default/b")
@@ -237,7 +228,7 @@ fn nodes_passing_through_a_state_are_not_reported_as_blocked() {
 }
 
 #[test]
-fn do_not_disrupt_node_lists_every_method_it_qualifies_for() {
+fn do_not_disrupt_node_lists_every_voluntary_method_it_qualifies_for() {
     // Empty, quiet and 31 days old (expireAfter defaults to 30 days).
     let input = cluster()
         .node("pinned", "c.2x", A, false)
@@ -247,10 +238,12 @@ fn do_not_disrupt_node_lists_every_method_it_qualifies_for() {
     let b = blocked(&input);
     assert_eq!(b.len(), 1, "{b:?}");
     assert_eq!(b[0].blocker, Blocker::DoNotDisruptNode);
-    assert_eq!(
-        b[0].methods,
-        vec![Reason::Expired, Reason::Empty, Reason::Underutilized]
-    );
+    // Expiry is forceful: do-not-disrupt does not block it, so it is not listed here ...
+    assert_eq!(b[0].methods, vec![Reason::Empty, Reason::Underutilized]);
+    // ... and the node expires anyway.
+    let e = expiry::expired(&input);
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0].node, "pinned");
 }
 
 #[test]
@@ -355,17 +348,34 @@ fn drift_comes_before_consolidation_and_replaces_one_node() {
 }
 
 #[test]
-fn node_older_than_expire_after_is_replaced() {
+fn expired_node_goes_regardless_of_budgets_do_not_disrupt_pdbs_and_unplaceable_pods() {
     let input = three_nodes()
-        .policy(|p| p.expire_after = Some(Duration::from_secs(500_000)))
-        .facts("busy-1", |f| f.created = 400_000)
-        .facts("busy-2", |f| f.created = 600_000)
-        .facts("idle", |f| f.created = 600_000)
+        .facts("busy-1", |f| {
+            f.created = 400_000;
+            f.expire_after = Some(Duration::from_secs(500_000));
+            f.do_not_disrupt = true;
+        })
+        .do_not_disrupt_pod("a1")
+        .pdb_pod("a1", "default/a")
+        .pdb("default/a", 0)
+        // Its pod cannot go anywhere else (anti-affinity, no room), and no budget is left.
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Count(0))])
         .build();
+    let e = expiry::expired(&input);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].node, "busy-1");
+    assert_eq!(e[0].age, 600_000);
+    // The voluntary methods still respect all of it.
+    assert_eq!(decide(&input, &opts()), None);
+}
+
+#[test]
+fn expiry_is_not_a_voluntary_method() {
+    // Every node far past the default 30 days: decide() never answers Expired.
+    let input = three_nodes().now(100 * 86_400).build();
     let d = decide(&input, &opts()).expect("a decision");
-    assert_eq!(d.reason, Reason::Expired);
-    assert_eq!(d.node_names(), vec!["busy-1"]);
-    assert!(d.plan.unschedulable.is_empty());
+    assert_ne!(d.reason, Reason::Expired);
+    assert_eq!(expiry::expired(&input).len(), 3);
 }
 
 #[test]

@@ -144,7 +144,6 @@ fn build(s: &Scenario) -> Input {
     let after = s.consolidate_after;
     b = b.policy(move |p| {
         p.consolidate_after = Some(Duration::from_secs(after));
-        p.expire_after = Some(Duration::from_secs(500_000));
         p.budgets = match budget {
             None => Vec::new(),
             Some((pct, n, reason)) => vec![Budget {

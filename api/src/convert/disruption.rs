@@ -1,7 +1,8 @@
-//! An Adze [`NodePool`](crate::NodePool)'s disruption settings (`spec.disruption` and
-//! `spec.template.spec.expireAfter`) into the scheduling core's
+//! An Adze [`NodePool`](crate::NodePool)'s disruption settings (`spec.disruption`) into the
+//! scheduling core's
 //! [`adze_scheduling::disruption::PoolPolicy`]. Budget fields that do not parse are errors
-//! naming the field (`spec.disruption.budgets[1].schedule`).
+//! naming the field (`spec.disruption.budgets[1].schedule`). `expireAfter` is not here: it
+//! is each NodeClaim's own (copied at launch), and expiry is forceful, outside budgets.
 
 use adze_scheduling::disruption::{Budget, BudgetError, ConsolidationPolicy, PoolPolicy, Reason};
 
@@ -53,7 +54,6 @@ pub fn pool_policy(np: &crate::NodePool) -> Result<PoolPolicy, ConvertError> {
             ApiPolicy::WhenEmptyOrUnderutilized => ConsolidationPolicy::WhenEmptyOrUnderutilized,
         },
         consolidate_after: d.consolidate_after.as_std(),
-        expire_after: np.spec.template.spec.expire_after.as_std(),
         budgets,
     })
 }
@@ -93,7 +93,6 @@ spec:
         assert_eq!(p.nodepool, "general");
         assert_eq!(p.consolidation, ConsolidationPolicy::WhenEmpty);
         assert_eq!(p.consolidate_after, Some(Duration::from_secs(300)));
-        assert_eq!(p.expire_after, None);
         assert_eq!(p.budgets.len(), 2);
         assert_eq!(p.budgets[0].nodes, BudgetNodes::Percent(20));
         let w = p.budgets[1].window.as_ref().unwrap();
@@ -120,7 +119,6 @@ spec:
             ConsolidationPolicy::WhenEmptyOrUnderutilized
         );
         assert_eq!(p.consolidate_after, Some(Duration::ZERO));
-        assert_eq!(p.expire_after, Some(Duration::from_secs(720 * 3600)));
         assert_eq!(p.budgets[0].nodes, BudgetNodes::Percent(10));
     }
 

@@ -56,7 +56,6 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
             }
         },
         consolidate_after: d.consolidate_after.as_std(),
-        expire_after: pool.spec.template.spec.expire_after.as_std(),
         budgets,
     })
 }
@@ -148,9 +147,21 @@ pub struct Extra<'a> {
     pub pdbs: &'a [pdb::Budget],
     /// policy/v1 semantics for an empty PDB selector (selects all).
     pub pdb_empty_selects_all: bool,
-    /// NodeClaim names the cloud provider reports drifted (AMI, subnets, security groups).
+    /// NodeClaim names the cloud provider reports drifted: the instance's image, subnet or
+    /// security groups are no longer among those its EC2NodeClass resolves to.
     pub cloud_drifted: &'a BTreeSet<String>,
     pub now: UnixSeconds,
+}
+
+/// The conditions (and drift hash annotations) one NodeClaim should carry, as judged now.
+#[derive(Debug, Clone)]
+pub struct ClaimStatus {
+    pub claim: Arc<NodeClaim>,
+    /// `Drifted`: True with the first reason while `drift.reasons` is not empty, else absent;
+    /// and the hash annotations to re-stamp.
+    pub drift: drift::ClaimDrift,
+    /// `Consolidatable`: True with this message, or absent.
+    pub consolidatable: Option<String>,
 }
 
 /// The built input, and what could not be used.
@@ -167,6 +178,9 @@ pub struct Built {
     /// NodeClaims whose `status.lastPodEventTime` is behind what was observed: the controller
     /// writes these so the time survives a restart.
     pub activity_writes: Vec<(String, UnixSeconds)>,
+    /// Per registered NodeClaim not being deleted: the `Drifted` and `Consolidatable`
+    /// conditions it should carry. `NodeFacts::drifted` is exactly `Drifted` here.
+    pub statuses: Vec<ClaimStatus>,
     pub problems: Vec<String>,
 }
 
@@ -207,6 +221,23 @@ pub fn build(
         }
     }
 
+    let mut policies = Vec::new();
+    for p in &objects.nodepools {
+        if p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        match policy(p) {
+            Ok(pol) => policies.push(pol),
+            Err(e) => problems.push(e),
+        }
+    }
+    let scheduling_pools: HashMap<&str, &adze_scheduling::NodePool> = built
+        .snapshot
+        .nodepools
+        .iter()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let mut statuses = Vec::new();
     let mut facts = Vec::new();
     let mut claim_of_node = HashMap::new();
     let mut in_flight = Vec::new();
@@ -267,17 +298,50 @@ pub fn build(
         if recorded != Some(last_pod_event) && c.metadata.deletion_timestamp.is_none() {
             activity_writes.push((name.clone(), last_pod_event));
         }
-        facts.push(NodeFacts {
+        let pool_name = c
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL));
+        let no_labels = std::collections::BTreeMap::new();
+        let judged = drift::evaluate(&drift::Subject {
+            claim: c,
+            pool: pool.map(|p| p.as_ref()),
+            class: drift::class_named(&c.spec.node_class_ref, objects.nodeclasses.as_deref()),
+            requirements: pool_name
+                .and_then(|p| scheduling_pools.get(p.as_str()))
+                .map(|p| &p.requirements),
+            node_labels: node.metadata.labels.as_ref().unwrap_or(&no_labels),
+            cloud_drifted: extra.cloud_drifted.contains(&name),
+        });
+        let f = NodeFacts {
             name: node_name,
             initialized: is_initialized(c),
             created,
-            drifted: pool.is_some_and(|p| drift::drifted(c, p))
-                || extra.cloud_drifted.contains(&name),
+            expire_after: c.spec.expire_after.as_std(),
+            drifted: judged.drifted(),
             do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
             disrupting: is_disrupting(c) || going_away(node) || !node_ready(node),
             last_pod_event,
-        });
+        };
+        if c.metadata.deletion_timestamp.is_none() {
+            let consolidatable = pool_name
+                .and_then(|p| policies.iter().find(|pol| &pol.nodepool == p))
+                .filter(|pol| pure::consolidatable(pol, &f, extra.now))
+                .map(|pol| {
+                    format!(
+                        "no pod scheduled to or removed from the node for consolidateAfter ({}s)",
+                        pol.consolidate_after.unwrap_or_default().as_secs()
+                    )
+                });
+            statuses.push(ClaimStatus {
+                claim: c.clone(),
+                drift: judged,
+                consolidatable,
+            });
+        }
+        facts.push(f);
     }
     activity.retain(&live);
 
@@ -308,16 +372,6 @@ pub fn build(
         }
     }
 
-    let mut policies = Vec::new();
-    for p in &objects.nodepools {
-        if p.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        match policy(p) {
-            Ok(pol) => policies.push(pol),
-            Err(e) => problems.push(e),
-        }
-    }
     let pending = built.snapshot.pending.len();
     Built {
         input: Input {
@@ -340,6 +394,7 @@ pub fn build(
         in_flight,
         claim_of_node,
         activity_writes,
+        statuses,
         problems,
     }
 }
@@ -386,7 +441,6 @@ mod tests {
         assert_eq!(pol.nodepool, "p");
         assert_eq!(pol.consolidation, ConsolidationPolicy::WhenEmpty);
         assert_eq!(pol.consolidate_after, Some(Duration::from_secs(30)));
-        assert_eq!(pol.expire_after, Some(Duration::from_secs(3600)));
         assert_eq!(pol.budgets.len(), 2);
         assert!(pol.budgets[1].window.is_some());
         assert_eq!(pol.budgets[1].reasons, vec![Reason::Drifted]);
@@ -548,8 +602,10 @@ mod tests {
             "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z",
                 "labels": {"adze.sh/nodepool": "p", "node.kubernetes.io/instance-type": "m5.large"},
-                "annotations": {"adze.sh/nodepool-hash": "from-an-older-template"}},
-            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+                "annotations": {"adze.sh/nodepool-hash": "from-an-older-template",
+                                "adze.sh/nodepool-hash-version": "v2"}},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+                     "expireAfter": "24h"},
             "status": {"providerID": "adze-sim://p-1", "conditions": [
                 {"type": "Initialized", "status": "True", "reason": "Initialized", "message": "ok",
                  "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
@@ -604,6 +660,16 @@ mod tests {
         assert_eq!(f.name, "p-1");
         assert!(f.initialized && f.drifted && !f.disrupting && !f.do_not_disrupt);
         assert_eq!(f.created, 1_767_225_600);
+        // The claim's own expireAfter, not the pool's (720h by default).
+        assert_eq!(f.expire_after, Some(Duration::from_secs(24 * 3600)));
+        // Drifted is exactly what the claim's condition is set to, with its reason.
+        assert_eq!(built.statuses.len(), 1);
+        assert_eq!(
+            built.statuses[0].drift.reasons,
+            vec![pure::drift::DriftReason::NodePool]
+        );
+        // consolidateAfter defaults to 0s: quiet long enough.
+        assert!(built.statuses[0].consolidatable.is_some());
         // The newest pod's creation: two minutes after the claim.
         assert_eq!(f.last_pod_event, 1_767_225_600 + 120);
         // Not yet recorded on the claim: the controller is asked to write it.

@@ -11,6 +11,12 @@
 //!    un-marked and nothing is drained;
 //! 3. deletes the old NodeClaims: [`crate::termination`] drains and terminates them.
 //!
+//! Every pass also keeps each NodeClaim's `Drifted` and `Consolidatable` conditions (and its
+//! drift hash stamps) current ([`status_conditions`]), and first of all carries out
+//! **expiry**, which is forceful: a NodeClaim past its `expireAfter` is marked `Disrupting`
+//! (reason `Expired`) and deleted at once, whatever the budgets, do-not-disrupt annotations
+//! or pending pods say; the provisioner launches capacity for its pods as they are displaced.
+//!
 //! Nothing is decided while pods wait for capacity or NodeClaims are still launching: the
 //! provisioner's picture must settle first. With `dry_run` decisions are logged and recorded
 //! as events but not carried out. Marks left by a process that stopped before step 3 are
@@ -29,6 +35,7 @@ use adze_api::conditions::{self, nodeclaim as cond};
 use adze_scheduling::disruption::{self as pure, Action, Decision, decide, revalidate};
 use adze_scheduling::labels::TAINT_DISRUPTED;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
@@ -41,7 +48,7 @@ use crate::nodeclaim::set_condition;
 use crate::provisioning::claim_object;
 use crate::provisioning::snapshot::{claim_conditions, is_initialized};
 use crate::state::ClusterState;
-use input::{Built, Extra, PodActivity};
+use input::{Built, ClaimStatus, Extra, PodActivity};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -112,6 +119,33 @@ fn record_blocked(blocked: &[pure::BlockedNode]) {
     for (blocker, n) in counts {
         gauge.get_or_create(&crate::metrics::reason(blocker)).set(n);
     }
+}
+
+/// `current` with `Drifted` and `Consolidatable` as `status` says (True with its reason and
+/// message, or removed), or `None` when that changes nothing.
+pub fn status_conditions(current: &[Condition], status: &ClaimStatus) -> Option<Vec<Condition>> {
+    let without = |list: Vec<Condition>, type_: &str| -> Vec<Condition> {
+        list.into_iter().filter(|c| c.type_ != type_).collect()
+    };
+    let out = current.to_vec();
+    let out = match status.drift.reasons.first() {
+        Some(r) => set_condition(&out, cond::DRIFTED, true, r.as_str(), &status.drift.message),
+        None => without(out, cond::DRIFTED),
+    };
+    let out = match &status.consolidatable {
+        Some(m) => set_condition(&out, cond::CONSOLIDATABLE, true, "Consolidatable", m),
+        None => without(out, cond::CONSOLIDATABLE),
+    };
+    let same = out.len() == current.len()
+        && out.iter().all(|a| {
+            current.iter().any(|b| {
+                a.type_ == b.type_
+                    && a.status == b.status
+                    && a.reason == b.reason
+                    && a.message == b.message
+            })
+        });
+    (!same).then_some(out)
 }
 
 fn now_unix() -> i64 {
@@ -252,6 +286,11 @@ impl Disruption {
         self.recover().await?;
         let built = self.observe().await?;
         self.record_activity(&built.activity_writes).await;
+        self.record_status(&built.statuses).await;
+        if self.expire(&built).await? > 0 {
+            // The expired nodes now count as disrupting; decide on the next pass.
+            return Ok(());
+        }
         if !self.settled(&built) {
             return Ok(());
         }
@@ -386,6 +425,105 @@ impl Disruption {
                 tracing::debug!(nodeclaim = %name, error = %e, "recording the last pod event failed");
             }
         }
+    }
+
+    /// Keeps each claim's `Drifted` and `Consolidatable` conditions as judged this pass and
+    /// re-stamps drift hashes of another version. A failed write is retried next pass.
+    async fn record_status(&self, statuses: &[ClaimStatus]) {
+        let api = Api::<NodeClaim>::all(self.client.clone());
+        for s in statuses {
+            let name = s.claim.name_any();
+            if !s.drift.restamp.is_empty() {
+                tracing::info!(nodeclaim = %name, annotations = ?s.drift.restamp, "drift hash of another version: re-stamped, not drifted");
+                let patch = json!({"metadata": {"annotations": s.drift.restamp}});
+                if let Err(e) = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    tracing::debug!(nodeclaim = %name, error = %e, "re-stamping drift hashes failed");
+                }
+            }
+            let current = claim_conditions(&s.claim);
+            let Some(conds) = status_conditions(current, s) else {
+                continue;
+            };
+            let was = conditions::is_true(current, cond::DRIFTED);
+            if s.drift.drifted() && !was {
+                tracing::info!(nodeclaim = %name, reason = %s.drift.reasons[0], "drifted: {}", s.drift.message);
+                self.recorder.publish(
+                    reference(s.claim.as_ref()),
+                    "Normal",
+                    "Drifted",
+                    &s.drift.message,
+                );
+            } else if !s.drift.drifted() && was {
+                tracing::info!(nodeclaim = %name, "no longer drifted");
+            }
+            let patch = json!({"status": {"conditions": conds}});
+            if let Err(e) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(nodeclaim = %name, error = %e, "writing Drifted/Consolidatable failed");
+            }
+        }
+    }
+
+    /// Forceful expiry: every NodeClaim past its own `expireAfter` is marked `Disrupting`
+    /// (reason `Expired`) and deleted now, whatever budgets, do-not-disrupt and pending pods
+    /// say. Its pods are displaced, so the provisioner launches what they need while
+    /// termination drains it (PodDisruptionBudgets honoured until `terminationGracePeriod`).
+    /// Returns how many claims it deleted.
+    async fn expire(&self, built: &Built) -> anyhow::Result<usize> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut deleted = 0;
+        for e in pure::expiry::expired(&built.input) {
+            let Some(claim) = built.claim_of_node.get(&e.node) else {
+                continue;
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let message = e.message();
+            let name = claim.name_any();
+            if self.settings.dry_run {
+                tracing::info!(dry_run = true, nodeclaim = %name, node = %e.node, "would expire: {message}");
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {message}"),
+                );
+                continue;
+            }
+            let conds = set_condition(
+                claim_conditions(claim),
+                cond::DISRUPTING,
+                true,
+                pure::Reason::Expired.as_str(),
+                &message,
+            );
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::info!(nodeclaim = %name, node = %e.node, age_s = e.age, expire_after_s = e.expire_after.as_secs(), "nodeclaim expired and deleted; termination drains it");
+            if let Some(node) = self.node_of(claim) {
+                self.recorder
+                    .publish(reference(node.as_ref()), "Normal", "Expired", &message);
+            }
+            self.recorder
+                .publish(reference(claim.as_ref()), "Normal", "Expired", &message);
+            deleted += 1;
+        }
+        Ok(deleted)
     }
 
     /// Step 1 for one claim.
@@ -531,7 +669,16 @@ impl Disruption {
             };
             api.create(
                 &PostParams::default(),
-                &claim_object(nc, pool, &uids, objects.karpenter_labels),
+                &claim_object(
+                    nc,
+                    pool,
+                    drift::class_named(
+                        &pool.spec.template.spec.node_class_ref,
+                        objects.nodeclasses.as_deref(),
+                    ),
+                    &uids,
+                    objects.karpenter_labels,
+                ),
             )
             .await?;
             tracing::info!(
@@ -657,5 +804,55 @@ mod tests {
         );
         record_blocked(&[]);
         assert_eq!((g("DoNotDisruptNode"), g("DoNotDisruptPod")), (0, 0));
+    }
+
+    use adze_scheduling::disruption::drift::DriftReason;
+    use serde_json::json;
+
+    fn status(reasons: Vec<DriftReason>, consolidatable: Option<&str>) -> ClaimStatus {
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+        }))
+        .unwrap();
+        ClaimStatus {
+            claim: Arc::new(claim),
+            drift: drift::ClaimDrift {
+                message: reasons
+                    .iter()
+                    .map(|r| format!("{r}: why"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                reasons,
+                restamp: BTreeMap::new(),
+            },
+            consolidatable: consolidatable.map(String::from),
+        }
+    }
+
+    #[test]
+    fn drifted_and_consolidatable_are_set_true_and_removed_when_they_stop_holding() {
+        let initialized = set_condition(&[], cond::INITIALIZED, true, "Initialized", "ok");
+        let both = status(
+            vec![DriftReason::Requirements, DriftReason::NodePool],
+            Some("quiet"),
+        );
+        let set = status_conditions(&initialized, &both).expect("a change");
+        let drifted = conditions::find(&set, cond::DRIFTED).unwrap();
+        assert_eq!(
+            (drifted.status.as_str(), drifted.reason.as_str()),
+            ("True", "RequirementsDrifted")
+        );
+        assert!(drifted.message.contains("NodePoolDrifted"));
+        assert!(conditions::is_true(&set, cond::CONSOLIDATABLE));
+        assert!(conditions::is_true(&set, cond::INITIALIZED));
+        // Judged the same again: nothing to write.
+        assert_eq!(status_conditions(&set, &both), None);
+        // No longer drifted, a pod just arrived: both removed, the rest kept.
+        let cleared = status_conditions(&set, &status(vec![], None)).expect("a change");
+        assert!(conditions::find(&cleared, cond::DRIFTED).is_none());
+        assert!(conditions::find(&cleared, cond::CONSOLIDATABLE).is_none());
+        assert!(conditions::is_true(&cleared, cond::INITIALIZED));
+        assert_eq!(status_conditions(&cleared, &status(vec![], None)), None);
     }
 }

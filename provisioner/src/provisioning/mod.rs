@@ -37,12 +37,14 @@ pub struct Settings {
     pub retry: Duration,
 }
 
-/// The NodeClaim the plan asks for. `uids` maps "namespace/name" to the pod's uid.
-/// The NodeClaim for a planned claim. `karpenter_labels`: its labels (which its node gets)
-/// include Karpenter's keys beside Adze's.
+/// The NodeClaim for a planned claim. `uids` maps "namespace/name" to the pod's uid.
+/// `karpenter_labels`: its labels (which its node gets) include Karpenter's keys beside
+/// Adze's. `class`: the pool's node class when classes are watched, whose static-field hash
+/// the claim carries for drift (as it carries the pool's).
 pub fn claim_object(
     c: &NewClaim,
     pool: &NodePool,
+    class: Option<&adze_api::EC2NodeClass>,
     uids: &BTreeMap<String, String>,
     karpenter_labels: bool,
 ) -> NodeClaim {
@@ -82,10 +84,7 @@ pub fn claim_object(
     }
     let mut annotations = pool.spec.template.metadata.annotations.clone();
     annotations.insert(labels::NOMINATED_PODS.into(), nomination::encode(&pods));
-    annotations.insert(
-        crate::disruption::drift::NODEPOOL_HASH.into(),
-        crate::disruption::drift::template_hash(pool),
-    );
+    annotations.extend(crate::disruption::drift::stamp(pool, class));
     let uid = pool.metadata.uid.clone().unwrap_or_default();
     let mut spec = json!({
         "requirements": requirements,
@@ -301,7 +300,17 @@ impl Provisioner {
             else {
                 continue;
             };
-            let obj = claim_object(c, pool, &built.pending_uids, objects.karpenter_labels);
+            let class = crate::disruption::drift::class_named(
+                &pool.spec.template.spec.node_class_ref,
+                objects.nodeclasses.as_deref(),
+            );
+            let obj = claim_object(
+                c,
+                pool,
+                class,
+                &built.pending_uids,
+                objects.karpenter_labels,
+            );
             match claims.create(&PostParams::default(), &obj).await {
                 Ok(_) => {
                     tracing::info!(
@@ -488,12 +497,12 @@ mod tests {
             pods: vec!["web/a".into()],
         };
         let uids = [("web/a".to_string(), "u-a".to_string())].into();
-        let c = claim_object(&plan, &pool, &uids, false);
+        let c = claim_object(&plan, &pool, None, &uids, false);
         let l = c.metadata.labels.clone().unwrap();
         assert_eq!(l[labels::NODEPOOL], "default");
         assert_eq!(l[labels::ZONE], "us-east-1a");
         assert!(!l.contains_key("karpenter.sh/nodepool"));
-        let with_karpenter = claim_object(&plan, &pool, &uids, true);
+        let with_karpenter = claim_object(&plan, &pool, None, &uids, true);
         let k = with_karpenter.metadata.labels.unwrap();
         assert_eq!(k["karpenter.sh/nodepool"], "default");
         assert_eq!(k[labels::NODEPOOL], "default");

@@ -5,14 +5,23 @@
 //! (evicted or still terminating), so the critical ones keep serving the others to the end.
 //! Never drained: DaemonSet pods (their controller would recreate them on the node), mirror
 //! pods (the kubelet owns them), pods that tolerate the disrupted taint (they asked to stay),
-//! and finished pods. Once the NodeClaim's `terminationGracePeriod` has passed every pod still
-//! to drain is force-deleted instead.
+//! and finished pods.
+//!
+//! The NodeClaim's `terminationGracePeriod` (counted from its deletion) is the node's
+//! deadline. Each pod still to drain is deleted (no PodDisruptionBudget asked) early enough to
+//! get its own `terminationGracePeriodSeconds` before the deadline, or, when that is no longer
+//! possible, with the time that remains ([`deletion_grace`]); at the deadline whatever is left
+//! is deleted with grace 0. While a deadline exists, pods annotated do-not-disrupt are not
+//! evicted: they stay until their deletion time (Karpenter v1). Without one they are evicted
+//! like any other pod, so a deleted node is never held forever.
 
-use adze_scheduling::labels::TAINT_DISRUPTED;
+use adze_scheduling::labels::{DO_NOT_DISRUPT_KEYS, TAINT_DISRUPTED};
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 /// Pods at or above this priority are system-critical (`system-cluster-critical` is 2e9).
 pub const CRITICAL_PRIORITY: i32 = 2_000_000_000;
+/// Kubernetes' default `terminationGracePeriodSeconds`.
+pub const DEFAULT_POD_GRACE: i64 = 30;
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// Why a pod stays on a draining node.
@@ -34,6 +43,19 @@ pub struct DrainPod {
     pub critical: bool,
     /// Already has a deletionTimestamp: evicted or deleted, waiting for the kubelet.
     pub terminating: bool,
+    /// `spec.terminationGracePeriodSeconds` (30 when unset).
+    pub grace_seconds: i64,
+    /// Annotated `adze.sh/do-not-disrupt` or `karpenter.sh/do-not-disrupt`: "true".
+    pub do_not_disrupt: bool,
+}
+
+/// The grace to delete a pod with when its node's deadline is `remaining` seconds away and
+/// the pod asks for `pod_grace` seconds: `None` while there is more time than the pod needs
+/// (keep asking through the Eviction API), else the pod's full grace if it still fits, else
+/// what remains (0 at or past the deadline).
+pub fn deletion_grace(remaining: i64, pod_grace: i64) -> Option<i64> {
+    let pod_grace = pod_grace.max(0);
+    (remaining <= pod_grace).then(|| remaining.clamp(0, pod_grace))
 }
 
 fn tolerates_disrupted(t: &Toleration) -> bool {
@@ -95,6 +117,14 @@ pub fn classify(pod: &Pod) -> DrainPod {
         stays,
         critical,
         terminating: meta.deletion_timestamp.is_some(),
+        grace_seconds: spec
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(DEFAULT_POD_GRACE),
+        do_not_disrupt: meta.annotations.as_ref().is_some_and(|a| {
+            DO_NOT_DISRUPT_KEYS
+                .iter()
+                .any(|k| a.get(*k).is_some_and(|v| v == "true"))
+        }),
     }
 }
 
@@ -103,32 +133,38 @@ pub fn classify(pod: &Pod) -> DrainPod {
 pub struct DrainStep {
     /// Evict these through the Eviction API (PodDisruptionBudgets apply).
     pub evict: Vec<DrainPod>,
-    /// The grace period is over: delete these at once.
-    pub force: Vec<DrainPod>,
+    /// The node's deadline is near: delete these now, each with this grace (seconds).
+    pub delete: Vec<(DrainPod, i64)>,
     /// Evicted or deleted, waiting for their containers to stop.
     pub terminating: usize,
     /// Critical pods held back until the regular ones are gone.
     pub held_back: usize,
+    /// Do-not-disrupt pods left alone until their deletion time.
+    pub pinned: usize,
     /// Nothing left to drain: the node can go.
     pub done: bool,
 }
 
-/// The next wave for a node holding `pods`; `grace_over` when the claim's
-/// `terminationGracePeriod` has passed since its deletion.
-pub fn plan(pods: &[DrainPod], grace_over: bool) -> DrainStep {
+/// The next wave for a node holding `pods`; `remaining` is the time in seconds to the
+/// node's deadline (its claim's deletion plus `terminationGracePeriod`), `None` without one.
+pub fn plan(pods: &[DrainPod], remaining: Option<i64>) -> DrainStep {
     let to_drain: Vec<&DrainPod> = pods.iter().filter(|p| p.stays.is_none()).collect();
     let mut step = DrainStep {
         done: to_drain.is_empty(),
         ..DrainStep::default()
     };
-    if grace_over {
-        step.force = to_drain.into_iter().cloned().collect();
+    if remaining.is_some_and(|r| r <= 0) {
+        step.delete = to_drain.into_iter().map(|p| (p.clone(), 0)).collect();
         return step;
     }
     let regular_left = to_drain.iter().any(|p| !p.critical);
     for p in to_drain {
         if p.terminating {
             step.terminating += 1;
+        } else if let Some(g) = remaining.and_then(|r| deletion_grace(r, p.grace_seconds)) {
+            step.delete.push((p.clone(), g));
+        } else if p.do_not_disrupt && remaining.is_some() {
+            step.pinned += 1;
         } else if p.critical && regular_left {
             step.held_back += 1;
         } else {
@@ -165,7 +201,7 @@ mod tests {
     #[test]
     fn regular_pods_are_evicted_before_critical_ones() {
         let pods = vec![regular("a"), critical("dns"), regular("b")];
-        let step = plan(&pods, false);
+        let step = plan(&pods, None);
         assert_eq!(keys(&step.evict), vec!["web/a", "web/b"]);
         assert_eq!(step.held_back, 1);
         assert!(!step.done);
@@ -175,14 +211,14 @@ mod tests {
     fn critical_pods_wait_while_regular_pods_are_still_terminating() {
         let mut a = regular("a");
         a.terminating = true;
-        let step = plan(&[a, critical("dns")], false);
+        let step = plan(&[a, critical("dns")], None);
         assert!(step.evict.is_empty());
         assert_eq!((step.terminating, step.held_back), (1, 1));
     }
 
     #[test]
     fn critical_pods_are_evicted_once_the_regular_ones_are_gone() {
-        let step = plan(&[critical("dns")], false);
+        let step = plan(&[critical("dns")], None);
         assert_eq!(keys(&step.evict), vec!["kube-system/dns"]);
     }
 
@@ -212,7 +248,7 @@ mod tests {
         assert_eq!(done.stays, Some(Stays::Finished));
         assert_eq!(tol.stays, Some(Stays::ToleratesDisruption));
         assert_eq!(all.stays, Some(Stays::ToleratesDisruption));
-        let step = plan(&[ds, mirror, done, tol, all], false);
+        let step = plan(&[ds, mirror, done, tol, all], None);
         assert!(step.done && step.evict.is_empty());
     }
 
@@ -227,18 +263,75 @@ mod tests {
     }
 
     #[test]
-    fn after_the_grace_period_every_pod_left_is_force_deleted() {
+    fn at_the_deadline_every_pod_left_is_deleted_with_no_grace() {
         let mut a = regular("a");
         a.terminating = true;
-        let step = plan(&[a, regular("b"), critical("dns")], true);
-        assert_eq!(keys(&step.force), vec!["web/a", "web/b", "kube-system/dns"]);
+        let step = plan(&[a, regular("b"), critical("dns")], Some(0));
+        let got: Vec<(&str, i64)> = step
+            .delete
+            .iter()
+            .map(|(p, g)| (p.key.as_str(), *g))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("web/a", 0), ("web/b", 0), ("kube-system/dns", 0)]
+        );
         assert!(step.evict.is_empty());
         assert!(!step.done);
     }
 
     #[test]
+    fn remaining_grace_is_the_pods_own_until_the_deadline_is_closer() {
+        assert_eq!(deletion_grace(3600, 300), None);
+        assert_eq!(deletion_grace(301, 300), None);
+        assert_eq!(deletion_grace(300, 300), Some(300));
+        assert_eq!(deletion_grace(120, 300), Some(120));
+        assert_eq!(deletion_grace(0, 300), Some(0));
+        assert_eq!(deletion_grace(-5, 300), Some(0));
+        assert_eq!(deletion_grace(10, 0), None);
+        assert_eq!(deletion_grace(0, 0), Some(0));
+    }
+
+    #[test]
+    fn pods_are_deleted_early_enough_to_get_their_grace_before_the_deadline() {
+        let slow = pod(
+            json!({"metadata": {"name": "slow", "namespace": "web", "uid": "s"},
+            "spec": {"containers": [], "terminationGracePeriodSeconds": 300}}),
+        );
+        assert_eq!(slow.grace_seconds, 300);
+        assert_eq!(regular("a").grace_seconds, DEFAULT_POD_GRACE);
+        // 55 minutes into a 1h terminationGracePeriod: the slow pod is deleted with its full
+        // 300 s; the default-grace pod is still asked through the Eviction API.
+        let step = plan(&[slow.clone(), regular("a")], Some(300));
+        assert_eq!(step.delete, vec![(slow.clone(), 300)]);
+        assert_eq!(keys(&step.evict), vec!["web/a"]);
+        // Too late for its full grace (a restart, or it arrived late): what remains.
+        let step = plan(std::slice::from_ref(&slow), Some(100));
+        assert_eq!(step.delete, vec![(slow, 100)]);
+    }
+
+    #[test]
+    fn do_not_disrupt_pods_wait_for_their_deletion_time_when_there_is_a_deadline() {
+        let pinned = pod(
+            json!({"metadata": {"name": "p", "namespace": "web", "uid": "p",
+            "annotations": {"karpenter.sh/do-not-disrupt": "true"}},
+            "spec": {"containers": [], "terminationGracePeriodSeconds": 60}}),
+        );
+        assert!(pinned.do_not_disrupt);
+        let step = plan(std::slice::from_ref(&pinned), Some(3600));
+        assert!(step.evict.is_empty() && step.delete.is_empty());
+        assert_eq!(step.pinned, 1);
+        assert_eq!(
+            plan(std::slice::from_ref(&pinned), Some(60)).delete,
+            vec![(pinned.clone(), 60)]
+        );
+        // No deadline: evicted like any pod, so the node is never held forever.
+        assert_eq!(keys(&plan(&[pinned], None).evict), vec!["web/p"]);
+    }
+
+    #[test]
     fn empty_node_is_drained() {
-        assert!(plan(&[], false).done);
-        assert!(plan(&[], true).done);
+        assert!(plan(&[], None).done);
+        assert!(plan(&[], Some(0)).done);
     }
 }

@@ -4,9 +4,12 @@
 //!
 //! 1. taint the node `adze.sh/disrupted:NoSchedule` (nothing new lands on it);
 //! 2. evict its pods through the Eviction API in waves ([`drain`]); a PodDisruptionBudget's
-//!    429 is retried with backoff, never forced;
+//!    429 is retried with backoff;
 //! 3. wait for the node's VolumeAttachments to go ([`volumes`]);
-//! 4. once the claim's `terminationGracePeriod` has passed, delete what is left instead;
+//! 4. when the claim has a `terminationGracePeriod`, its deletion plus that period is the
+//!    node's deadline: each pod left is deleted early enough to get its own
+//!    `terminationGracePeriodSeconds` before it (or with what remains), PDBs no longer asked;
+//!    at the deadline whatever is left is deleted with grace 0 and volumes are not waited for;
 //! 5. terminate the instance and wait until the cloud no longer reports it;
 //! 6. delete the Node and release its finalizer, then release the claim's.
 //!
@@ -47,16 +50,19 @@ const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// How often `cloud.delete` is repeated while an instance is shutting down.
 const DELETE_REPEAT: Duration = Duration::from_secs(10);
 
-/// When a claim's drain may stop asking and start deleting.
-pub fn grace_over(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> bool {
-    let (Some(deleted), Some(grace)) = (
-        claim.metadata.deletion_timestamp.as_ref(),
-        claim.spec.termination_grace_period.as_ref(),
-    ) else {
-        return false;
-    };
+/// Seconds from `now` to the claim's deadline (its deletion plus its
+/// `terminationGracePeriod`), rounded down; `None` when it has no grace period or is not
+/// being deleted. Zero or less: the deadline has passed.
+pub fn remaining(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> Option<i64> {
+    let deleted = claim.metadata.deletion_timestamp.as_ref()?;
+    let grace = claim.spec.termination_grace_period.as_ref()?;
     let elapsed = now.duration_since(deleted.0).as_secs_f64();
-    elapsed >= grace.as_std().as_secs_f64()
+    Some((grace.as_std().as_secs_f64() - elapsed).floor() as i64)
+}
+
+/// Whether the claim's deadline has passed: the drain stops asking and deletes what is left.
+pub fn grace_over(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> bool {
+    remaining(claim, now).is_some_and(|r| r <= 0)
 }
 
 /// Why the claim is going, for log lines and events: the Disrupting condition's message
@@ -345,7 +351,9 @@ impl Termination {
             self.recorder
                 .publish(reference(node), "Normal", "Draining", &msg);
         }
-        let grace_over = grace_over(claim, k8s_openapi::jiff::Timestamp::now());
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let remaining = remaining(claim, now);
+        let grace_over = grace_over(claim, now);
         let pods: Vec<Arc<Pod>> = self
             .state
             .pods
@@ -354,9 +362,10 @@ impl Termination {
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&node_name))
             .collect();
         let classified: Vec<drain::DrainPod> = pods.iter().map(|p| drain::classify(p)).collect();
-        let step = drain::plan(&classified, grace_over);
-        for p in &step.force {
-            self.force_delete(claim, &node_name, p).await;
+        let step = drain::plan(&classified, remaining);
+        for (p, grace) in &step.delete {
+            self.delete_for_deadline(claim, &node_name, p, *grace, remaining.unwrap_or(0))
+                .await;
         }
         for p in &step.evict {
             let pod = pods.iter().find(|x| x.uid().as_deref() == Some(&p.uid));
@@ -365,7 +374,7 @@ impl Termination {
             }
         }
         if !step.done {
-            tracing::debug!(nodeclaim = %name, node = %node_name, evicting = step.evict.len(), terminating = step.terminating, held_back = step.held_back, "draining");
+            tracing::debug!(nodeclaim = %name, node = %node_name, evicting = step.evict.len(), terminating = step.terminating, held_back = step.held_back, pinned = step.pinned, "draining");
             return Ok(false);
         }
         // Volumes, asked of the apiserver only once the pods are gone.
@@ -497,11 +506,21 @@ impl Termination {
         }
     }
 
-    async fn force_delete(&self, claim: &NodeClaim, node: &str, p: &drain::DrainPod) {
+    /// Deletes `p` with `grace` seconds because the node's deadline is `remaining` seconds
+    /// away: no PodDisruptionBudget is asked, but the pod gets its own grace period when it
+    /// still fits before the deadline.
+    async fn delete_for_deadline(
+        &self,
+        claim: &NodeClaim,
+        node: &str,
+        p: &drain::DrainPod,
+        grace: i64,
+        remaining: i64,
+    ) {
         let (ns, name) = p.key.split_once('/').unwrap_or(("default", &p.key));
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let dp = DeleteParams {
-            grace_period_seconds: Some(0),
+            grace_period_seconds: Some(u32::try_from(grace).unwrap_or(0)),
             preconditions: Some(kube::api::Preconditions {
                 uid: Some(p.uid.clone()),
                 resource_version: None,
@@ -510,13 +529,22 @@ impl Termination {
         };
         match api.delete(name, &dp).await {
             Ok(_) => {
-                let grace = claim
+                let tgp = claim
                     .spec
                     .termination_grace_period
                     .as_ref()
                     .map(|g| g.to_string())
                     .unwrap_or_default();
-                tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %grace, "terminationGracePeriod over; pod force-deleted");
+                let when = if remaining <= 0 {
+                    format!("reached its terminationGracePeriod {tgp}")
+                } else {
+                    format!("must be gone in {remaining}s (terminationGracePeriod {tgp})")
+                };
+                if grace == 0 {
+                    tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %tgp, remaining_s = remaining, "terminationGracePeriod over; pod force-deleted");
+                } else {
+                    tracing::warn!(pod = %p.key, node = %node, nodeclaim = %claim.name_any(), termination_grace_period = %tgp, remaining_s = remaining, pod_grace_s = grace, "node deadline near; pod deleted with its grace, without waiting for its disruption budget");
+                }
                 if let Some(pod) = self
                     .state
                     .pods
@@ -528,12 +556,14 @@ impl Termination {
                         reference(pod.as_ref()),
                         "Warning",
                         "ForceDeleted",
-                        &format!("node {node} reached its terminationGracePeriod {grace}; pod deleted without waiting for its disruption budget"),
+                        &format!("node {node} {when}; pod deleted with grace {grace}s without waiting for its disruption budget"),
                     );
                 }
             }
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::warn!(pod = %p.key, error = %e, "force delete failed; retrying"),
+            Err(e) => {
+                tracing::warn!(pod = %p.key, error = %e, "deleting for the deadline failed; retrying")
+            }
         }
     }
 
@@ -628,9 +658,13 @@ mod tests {
         let at = |s: &str| s.parse::<k8s_openapi::jiff::Timestamp>().unwrap();
         assert!(!grace_over(&c, at("2026-01-01T00:00:29Z")));
         assert!(grace_over(&c, at("2026-01-01T00:00:30Z")));
+        assert_eq!(remaining(&c, at("2026-01-01T00:00:00Z")), Some(30));
+        assert_eq!(remaining(&c, at("2026-01-01T00:00:12.5Z")), Some(17));
+        assert_eq!(remaining(&c, at("2026-01-01T00:00:40Z")), Some(-10));
         let mut no_grace = c.clone();
         no_grace.spec.termination_grace_period = None;
         assert!(!grace_over(&no_grace, at("2027-01-01T00:00:00Z")));
+        assert_eq!(remaining(&no_grace, at("2027-01-01T00:00:00Z")), None);
     }
 
     #[test]

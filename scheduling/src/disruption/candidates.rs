@@ -112,7 +112,8 @@ impl Blocker {
 }
 
 /// Whether a node of a pool with `policy` qualifies for `reason` at `now` (blockers and
-/// budgets aside); `empty` is "has no non-DaemonSet pods".
+/// budgets aside); `empty` is "has no non-DaemonSet pods". Never for [`Reason::Expired`]:
+/// expiry is forceful and not a voluntary method ([`super::expiry`]).
 pub(super) fn qualifies(
     policy: &PoolPolicy,
     facts: &NodeFacts,
@@ -120,18 +121,25 @@ pub(super) fn qualifies(
     now: UnixSeconds,
     reason: Reason,
 ) -> bool {
-    let quiet_for = |d: std::time::Duration| now - facts.last_pod_event >= d.as_secs() as i64;
     match reason {
         Reason::Drifted => facts.drifted,
-        Reason::Expired => policy
-            .expire_after
-            .is_some_and(|d| now - facts.created >= d.as_secs() as i64),
-        Reason::Empty => empty && policy.consolidate_after.is_some_and(quiet_for),
+        Reason::Expired => false,
+        Reason::Empty => empty && consolidatable(policy, facts, now),
         Reason::Underutilized => {
             policy.consolidation == ConsolidationPolicy::WhenEmptyOrUnderutilized
-                && policy.consolidate_after.is_some_and(quiet_for)
+                && consolidatable(policy, facts, now)
         }
     }
+}
+
+/// Karpenter v1's `Consolidatable` condition: the node is initialized and no pod has been
+/// bound to it or left it for the pool's `consolidateAfter` ("Never" turns it off). Both
+/// consolidation policies start from it; `WhenEmpty` also needs the node empty.
+pub fn consolidatable(policy: &PoolPolicy, facts: &NodeFacts, now: UnixSeconds) -> bool {
+    facts.initialized
+        && policy
+            .consolidate_after
+            .is_some_and(|d| now - facts.last_pod_event >= d.as_secs() as i64)
 }
 
 /// A node that some method would consider but for a blocker a user set.
@@ -158,7 +166,7 @@ impl BlockedNode {
 }
 
 /// Nodes blocked by a user-set [`Blocker`] that qualify for at least one method (drifted,
-/// expired, or past `consolidateAfter`), in node order. Nodes no method would touch are left
+/// or past `consolidateAfter`), in node order. Nodes no method would touch are left
 /// out, so a pinned pod on a busy, young node says nothing.
 pub fn blocked(input: &Input) -> Vec<BlockedNode> {
     let facts = input.facts_by_node();

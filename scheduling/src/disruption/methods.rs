@@ -1,4 +1,4 @@
-//! The four methods in order, and re-validation of a decision against a later input.
+//! The three voluntary methods in order, and re-validation of a decision against a later input.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -110,13 +110,12 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The next disruption to carry out, if any: drift, then expiration, then emptiness, then
-/// consolidation. One decision per call; the controller calls again once it has acted (the
+/// The next voluntary disruption to carry out, if any: drift, then emptiness, then
+/// consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision per call; the controller calls again once it has acted (the
 /// nodes it is disrupting then count against the budgets).
 pub fn decide(input: &Input, options: &Options) -> Option<Decision> {
     let ctx = Context::new(input, options);
     ctx.replace_one(Reason::Drifted)
-        .or_else(|| ctx.replace_one(Reason::Expired))
         .or_else(|| ctx.empty())
         .or_else(|| consolidation::consolidate(&ctx))
 }

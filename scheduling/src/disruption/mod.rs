@@ -5,13 +5,16 @@
 //! calls [`revalidate`] on a fresh input, launches replacements, then drains.
 //!
 //! Methods, in order, first one that finds something wins ([`decide`]):
-//! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node.
-//! 2. **Expiration** ([`Reason::Expired`]): replace one node older than `expireAfter`.
-//! 3. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
+//! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node (see [`drift`] for what
+//!    drifted means).
+//! 2. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
 //!    `consolidateAfter`) the budgets allow.
-//! 4. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized`): the
+//! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized`): the
 //!    largest-saving set of nodes whose pods fit on the other nodes plus at most one cheaper
 //!    replacement, multi-node first, then single-node. See [`consolidation`].
+//!
+//! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
+//! do-not-disrupt, and the controller carries it out before asking for a decision.
 //!
 //! Every decision is proved by running the real scheduler ([`crate::schedule`]) on the
 //! cluster without the removed nodes: each displaced pod has a place in [`Decision::plan`].
@@ -21,6 +24,8 @@ pub mod candidates;
 pub mod consolidation;
 pub mod cron;
 pub mod decision;
+pub mod drift;
+pub mod expiry;
 mod methods;
 mod simulate;
 
@@ -30,7 +35,7 @@ use std::time::Duration;
 use crate::scheduler::Snapshot;
 
 pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
-pub use candidates::{BlockedNode, Blocker, Candidate, blocked};
+pub use candidates::{BlockedNode, Blocker, Candidate, blocked, consolidatable};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, RemovedNode};
 pub use methods::{Invalidated, decide, revalidate};
@@ -38,7 +43,8 @@ pub use methods::{Invalidated, decide, revalidate};
 /// Seconds since the Unix epoch, UTC. The caller reads the clock; this module never does.
 pub type UnixSeconds = i64;
 
-/// Why a node is voluntarily disrupted; budgets can be scoped to reasons.
+/// Why a node is disrupted; budgets can be scoped to the voluntary reasons. `Expired` is
+/// forceful ([`expiry`]): no budget limits it, and a budget naming it has no effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
     Drifted,
@@ -81,7 +87,8 @@ pub enum ConsolidationPolicy {
     WhenEmptyOrUnderutilized,
 }
 
-/// A NodePool's disruption settings (`spec.disruption` and `spec.template.spec.expireAfter`).
+/// A NodePool's disruption settings (`spec.disruption`). `expireAfter` is each NodeClaim's
+/// own ([`NodeFacts::expire_after`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolPolicy {
     pub nodepool: String,
@@ -89,21 +96,17 @@ pub struct PoolPolicy {
     /// How long a node's pods must have been unchanged before it is consolidated (empty or
     /// underutilized); `None` is "Never" and turns both methods off.
     pub consolidate_after: Option<Duration>,
-    /// Nodes older than this are replaced; `None` is "Never".
-    pub expire_after: Option<Duration>,
     /// Empty means no limit.
     pub budgets: Vec<Budget>,
 }
 
 impl PoolPolicy {
-    /// Karpenter's defaults: consolidate underutilized nodes at once, expire after 30 days,
-    /// one budget of 10%.
+    /// Karpenter's defaults: consolidate underutilized nodes at once, one budget of 10%.
     pub fn new(nodepool: &str) -> PoolPolicy {
         PoolPolicy {
             nodepool: nodepool.to_string(),
             consolidation: ConsolidationPolicy::WhenEmptyOrUnderutilized,
             consolidate_after: Some(Duration::ZERO),
-            expire_after: Some(Duration::from_secs(720 * 3600)),
             budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
         }
     }
@@ -118,7 +121,10 @@ pub struct NodeFacts {
     pub initialized: bool,
     /// When the NodeClaim was created.
     pub created: UnixSeconds,
-    /// The NodeClaim no longer matches its NodePool or node class.
+    /// The NodeClaim's own `spec.expireAfter` (copied from its NodePool at launch); `None`
+    /// is "Never".
+    pub expire_after: Option<Duration>,
+    /// The NodeClaim's `Drifted` condition is True (see [`drift`]).
     pub drifted: bool,
     /// The node (or its NodeClaim) carries `adze.sh/do-not-disrupt: "true"` (or Karpenter's
     /// `karpenter.sh/do-not-disrupt`).
@@ -132,12 +138,14 @@ pub struct NodeFacts {
 }
 
 impl NodeFacts {
-    /// An initialized, undisturbed node created at `created`.
+    /// An initialized, undisturbed node created at `created`, expiring after Karpenter's
+    /// default 30 days.
     pub fn new(name: &str, created: UnixSeconds) -> NodeFacts {
         NodeFacts {
             name: name.to_string(),
             initialized: true,
             created,
+            expire_after: Some(Duration::from_secs(720 * 3600)),
             drifted: false,
             do_not_disrupt: false,
             disrupting: false,
