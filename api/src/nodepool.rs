@@ -166,6 +166,10 @@ pub enum DisruptionReason {
     Underutilized,
     Empty,
     Drifted,
+    /// Not a budget reason since expiry became forceful (Karpenter v1): no budget holds an
+    /// expired node back. Kept so stored pools that name it still read; the CRD no longer
+    /// admits it and validation refuses it, naming the field.
+    #[schemars(skip)]
     Expired,
 }
 

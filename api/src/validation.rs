@@ -19,7 +19,7 @@ use crate::{
     label_keys, labels,
     node_class_ref::NodeClassRef,
     nodeclaim::NodeClaimSpec,
-    nodepool::{Budget, Disruption, NodePoolSpec, TemplateMetadata},
+    nodepool::{Budget, Disruption, DisruptionReason, NodePoolSpec, TemplateMetadata},
     patterns,
     requirement::{Operator, Requirement},
     taint::Taint,
@@ -533,6 +533,14 @@ fn budget(p: &mut Problems, path: &Path, budget: &Budget) {
         _ => {}
     }
     count_between(p, &path.field("reasons"), budget.reasons.len(), 0, 4);
+    for (i, reason) in budget.reasons.iter().enumerate() {
+        if *reason == DisruptionReason::Expired {
+            p.add(
+                &path.field("reasons").index(i),
+                "Expired is not a budget reason: expiry is forceful and no budget holds it back (use Underutilized, Empty or Drifted)",
+            );
+        }
+    }
 }
 
 fn quantities(p: &mut Problems, path: &Path, quantities: &BTreeMap<String, Quantity>) {

@@ -298,6 +298,12 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             message: "must be a node count or a percentage",
         },
         BadCase {
+            name: "budget reason Expired (expiry is forceful, no budget applies)",
+            edit: |o| set(o, "/spec/disruption/budgets/0/reasons", json!(["Drifted", "Expired"])),
+            path: "spec.disruption.budgets[0].reasons[1]",
+            message: "Expired is not a budget reason",
+        },
+        BadCase {
             name: "budget nodes as words",
             edit: |o| set(o, "/spec/disruption/budgets/0/nodes", json!("ten")),
             path: "spec.disruption.budgets[0].nodes",
