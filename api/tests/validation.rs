@@ -299,7 +299,13 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
         },
         BadCase {
             name: "budget reason Expired (expiry is forceful, no budget applies)",
-            edit: |o| set(o, "/spec/disruption/budgets/0/reasons", json!(["Drifted", "Expired"])),
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/disruption/budgets/0/reasons",
+                    json!(["Drifted", "Expired"]),
+                )
+            },
             path: "spec.disruption.budgets[0].reasons[1]",
             message: "Expired is not a budget reason",
         },
