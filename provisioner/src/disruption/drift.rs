@@ -211,54 +211,48 @@ pub struct Subject<'a> {
     pub cloud_drifted: bool,
 }
 
+/// [`check`] one stamped hash; when the claim's stamp is from another hash version, the
+/// current hash and version go into `restamp` instead of counting as drift.
+fn check_or_restamp(
+    claim: &NodeClaim,
+    [hash_key, version_key]: [&str; 2],
+    current: String,
+    version: &str,
+    reason: DriftReason,
+    restamp: &mut BTreeMap<String, String>,
+) -> HashCheck {
+    let c = check(claim, hash_key, version_key, &current, version, reason);
+    if c == HashCheck::Restamp {
+        restamp.insert(hash_key.into(), current);
+        restamp.insert(version_key.into(), version.into());
+    }
+    c
+}
+
 /// Judges `s`: static hashes, requirement compatibility and the cloud's resolved values.
 pub fn evaluate(s: &Subject<'_>) -> ClaimDrift {
     let mut out = ClaimDrift::default();
     let mut details: Vec<String> = Vec::new();
-    let pool_check = match s.pool {
-        Some(pool) => {
-            let current = template_hash(pool);
-            let c = check(
-                s.claim,
-                NODEPOOL_HASH,
-                NODEPOOL_HASH_VERSION,
-                &current,
-                CURRENT_NODEPOOL_HASH_VERSION,
-                DriftReason::NodePool,
-            );
-            if c == HashCheck::Restamp {
-                out.restamp.insert(NODEPOOL_HASH.into(), current);
-                out.restamp.insert(
-                    NODEPOOL_HASH_VERSION.into(),
-                    CURRENT_NODEPOOL_HASH_VERSION.into(),
-                );
-            }
-            c
-        }
-        None => HashCheck::Matches,
-    };
-    let class_check = match s.class {
-        Some(class) => {
-            let current = class_hash(class);
-            let c = check(
-                s.claim,
-                EC2NODECLASS_HASH,
-                EC2NODECLASS_HASH_VERSION,
-                &current,
-                CURRENT_EC2NODECLASS_HASH_VERSION,
-                DriftReason::NodeClass,
-            );
-            if c == HashCheck::Restamp {
-                out.restamp.insert(EC2NODECLASS_HASH.into(), current);
-                out.restamp.insert(
-                    EC2NODECLASS_HASH_VERSION.into(),
-                    CURRENT_EC2NODECLASS_HASH_VERSION.into(),
-                );
-            }
-            c
-        }
-        None => HashCheck::Matches,
-    };
+    let pool_check = s.pool.map_or(HashCheck::Matches, |pool| {
+        check_or_restamp(
+            s.claim,
+            [NODEPOOL_HASH, NODEPOOL_HASH_VERSION],
+            template_hash(pool),
+            CURRENT_NODEPOOL_HASH_VERSION,
+            DriftReason::NodePool,
+            &mut out.restamp,
+        )
+    });
+    let class_check = s.class.map_or(HashCheck::Matches, |class| {
+        check_or_restamp(
+            s.claim,
+            [EC2NODECLASS_HASH, EC2NODECLASS_HASH_VERSION],
+            class_hash(class),
+            CURRENT_EC2NODECLASS_HASH_VERSION,
+            DriftReason::NodeClass,
+            &mut out.restamp,
+        )
+    });
     let unmet = s
         .requirements
         .and_then(|r| rules::unmet_requirement(r, s.node_labels));
