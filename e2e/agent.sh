@@ -280,7 +280,8 @@ wait_for 30 count_is 0 sqs depth "$queue"
 check "malformed message deleted from the queue" count_is 0 sqs depth "$queue"
 malformed_metric() {
   local url; url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
-  curl -fsS "$url/metrics" | grep -qx 'adze_interruption_messages_total{result="malformed"} 1'; }
+  # whole body first: grep -q closing the pipe early fails curl under pipefail
+  local body; body=$(curl -fsS "$url/metrics") && grep -qx 'adze_interruption_messages_total{result="malformed"} 1' <<<"$body"; }
 wait_for 10 malformed_metric
 check "/metrics counts it: adze_interruption_messages_total{result=\"malformed\"} 1" malformed_metric
 c2=$(claims)

@@ -401,7 +401,9 @@ print(int(a['ApproximateNumberOfMessages']) + int(a['ApproximateNumberOfMessages
 PY
 )
 check "the interruption message was consumed and deleted from the queue ($left left)" test "$left" = 0
-acted_metric() { curl -fsS "$url/metrics" | grep -qx 'adze_interruption_messages_total{result="acted"} 1'; }
+# The body is read whole before grep: `curl | grep -q` under pipefail fails when grep stops
+# reading early (curl: (23) Failed writing body) on a /metrics page larger than a pipe buffer.
+acted_metric() { local body; body=$(curl -fsS "$url/metrics") && grep -qx 'adze_interruption_messages_total{result="acted"} 1' <<<"$body"; }
 wait_for 10 acted_metric
 check "/metrics: adze_interruption_messages_total{result=\"acted\"} 1" acted_metric
 wait_for 60 count_is "$((c0+1))" initialized_claims

@@ -281,7 +281,7 @@ huge_unschedulable() {
 }
 wait_for 30 huge_unschedulable
 log_mark=$(wc -l <"$dir/provisioner.log")
-consol_acted() { tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -q "disrupting: .*consol-"; }
+consol_acted() { tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -c "disrupting: .*consol-" >/dev/null; }
 t0=$(now)
 k scale -n consol deployment/web --replicas=5 >/dev/null
 wait_for 120 consol_acted
@@ -298,7 +298,7 @@ kill "${samplers[-1]}" 2>/dev/null
 after=$(pool_claims consol)
 cpu_after=$(k get nodeclaims -l adze.sh/nodepool=consol -o json | jq '[.items[].status.capacity.cpu | tonumber] | add')
 echo "consolidated: $before -> $after NodeClaims, $cpu_before -> $cpu_after cpu, settled $(elapsed "$t0" "$t_done") s after the scale-down (incl. 30 s stability window)"
-tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -E "disrupting: .*consol-" | sed -E 's/^.*(disrupting: )/  \1/' | head -n 8
+tail -n +"$((log_mark+1))" "$dir/provisioner.log" | grep -E "disrupting: .*consol-" | sed -E 's/^.*(disrupting: )/  \1/' | awk 'NR<=8'
 check "consolidation acted within consolidateAfter + validation + 20 s" awk -v a="$t0" -v b="$t_first" 'BEGIN{exit !(b-a <= 5+5+2+20)}'
 check "fewer nodes after consolidation ($before -> $after)" test "$after" -lt "$before"
 check "a pod no NodePool can place stayed pending and did not hold consolidation back" huge_unschedulable

@@ -368,7 +368,7 @@ adze_event() { # POD: messages of the provisioner's FailedScheduling events on i
 }
 orphan_told() { adze_event orphan | grep -q .; }
 wait_for 60 orphan_told
-orphan_msg=$(adze_event orphan | head -n 1)
+orphan_msg=$(adze_event orphan | awk 'NR==1')
 echo "event on the pod with a missing claim: $orphan_msg"
 check "a pod whose claim is missing gets an event naming it" grep -q "persistentvolumeclaim vol/missing not found" <<<"$orphan_msg"
 check "and no NodeClaim is launched for it" count_is 1 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=vol -o name | wc -l"
