@@ -387,6 +387,70 @@ dmax=$(max_of "$dir/drift.samples")
 check "budget nodes 1 never exceeded (max disrupting at once $dmax)" test "$dmax" -le 1
 check "3 pods Ready after the drift" count_is 3 ready_pods drift d
 
+# ---- 6. a drift rollout of 50 nodes under a 20 % budget: in waves, not node by node -----------
+echo "== 6. drift rollout: 50 nodes, budget 20 % -> several replacements in flight at once"
+# One pod per node (hostname anti-affinity), so every node is replaced, none deleted.
+k create namespace fleet >/dev/null
+nodepool fleet "" '{consolidateAfter: Never, budgets: [{nodes: "20%"}]}' | k apply -f - >/dev/null
+cat <<YAML | k apply -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: f, namespace: fleet}
+spec:
+  replicas: 50
+  selector: {matchLabels: {app: f}}
+  template:
+    metadata: {labels: {app: f}}
+    spec:
+      nodeSelector: {e2e-pool: fleet}
+      terminationGracePeriodSeconds: 0
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - {labelSelector: {matchLabels: {app: f}}, topologyKey: kubernetes.io/hostname}
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+YAML
+wait_for 240 count_is 50 ready_pods fleet f
+check "50 pods Ready on 50 nodes" count_is 50 pool_claims fleet
+fleet_first_uids=$(pool_claim_uids fleet)
+# Each sample: disrupting claims, and initialized claims (what the budget's 20 % is of).
+fleet_sample() {
+  while :; do
+    k get nodeclaims -l adze.sh/nodepool=fleet -o json 2>/dev/null | jq -r '[
+      ([.items[] | select(.metadata.deletionTimestamp != null
+         or any(.status.conditions[]?; .type == "Disrupting" and .status == "True"))] | length),
+      ([.items[] | select(any(.status.conditions[]?; .type == "Initialized" and .status == "True"))] | length)
+      ] | "\(.[0]) \(.[1])"' >>"$dir/fleet.samples"
+    sleep 0.3
+  done
+}
+fleet_sample & samplers+=($!)
+wave_mark=$(wc -l <"$dir/provisioner.log")
+t0=$(now)
+k patch nodepool fleet --type merge -p '{"spec":{"template":{"metadata":{"labels":{"e2e-version":"2"}}}}}' >/dev/null
+fleet_replaced() { [[ $(k get nodes -l e2e-pool=fleet,e2e-version=2 -o name | wc -l) == 50 && $(pool_claims fleet) == 50 && "$(disrupting fleet)" == 0 ]]; }
+wait_for 900 fleet_replaced
+t1=$(now)
+kill "${samplers[-1]}" 2>/dev/null
+check "all 50 nodes replaced by nodes with the new template" fleet_replaced
+now_uids=$(pool_claim_uids fleet)
+check "none of the 50 original nodeclaims left (by uid)" bash -c "for u in $fleet_first_uids; do [[ ' $now_uids ' != *' '\$u' '* ]] || exit 1; done"
+# Waves: passes that started commands, and how many each started.
+tail -n +"$((wave_mark+1))" "$dir/provisioner.log" | sed 's/\x1b\[[0-9;]*m//g' | grep -o 'disruption wave: [0-9]* command' | grep -o '[0-9]*' >"$dir/fleet.waves" || true
+waves=$(wc -l <"$dir/fleet.waves")
+widest=$(max_of "$dir/fleet.waves")
+fmax=$(awk '{print $1}' "$dir/fleet.samples" | sort -n | tail -1)
+# The budget is 20 % of the pool's initialized nodes at that moment, rounded up.
+over=$(awk '{ allowed = int(($2 * 20 + 99) / 100); if ($1 > allowed) n++ } END { print n + 0 }' "$dir/fleet.samples")
+echo "50-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
+check "the rollout ran in waves of several nodes ($waves waves, widest $widest), not 50 one at a time" \
+  bash -c "[[ $waves -ge 1 && $waves -le 15 && ${widest:-0} -ge 5 ]]"
+check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples") samples over; max $fmax at once)" test "$over" -eq 0
+check "50 pods Ready after the rollout" count_is 50 ready_pods fleet f
+
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
 e2e_summary

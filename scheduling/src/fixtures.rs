@@ -313,28 +313,9 @@ pub fn generic_pods(count: usize, seed: u64) -> Vec<Pod> {
 /// A registered node made from a plan's new claim (as if it launched as planned), for
 /// disruption tests and benchmarks: its labels, allocatable, capacity and price.
 pub fn node_from_claim(claim: &crate::plan::NewClaim) -> crate::node::ExistingNode {
-    let mut l = claim.labels.clone();
-    l.insert(
-        labels::INSTANCE_TYPE.to_string(),
-        claim.instance_type.clone(),
-    );
-    l.insert(
-        labels::CAPACITY_TYPE.to_string(),
-        claim.capacity_type.clone(),
-    );
-    l.insert(labels::ZONE.to_string(), claim.zone.clone());
-    l.insert(labels::HOSTNAME.to_string(), claim.name.clone());
-    l.insert(labels::NODEPOOL.to_string(), claim.nodepool.clone());
     crate::node::ExistingNode {
-        name: claim.name.clone(),
-        requirements: Requirements::from_labels(&l),
-        taints: claim.taints.clone(),
-        allocatable: claim.allocatable.clone(),
-        nodepool: Some(claim.nodepool.clone()),
-        capacity: claim.allocatable.clone(),
         in_flight: false,
-        unschedulable: false,
-        price: Some(claim.price_per_hour),
+        ..crate::node::ExistingNode::planned(claim)
     }
 }
 

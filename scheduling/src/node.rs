@@ -1,6 +1,7 @@
 //! Capacity that already exists or is already on its way: registered nodes and in-flight
 //! NodeClaims, and the pods bound (or nominated) to them.
 
+use crate::labels;
 use crate::pod::Pod;
 use crate::requirements::Requirements;
 use crate::resources::Resources;
@@ -25,6 +26,34 @@ pub struct ExistingNode {
     pub unschedulable: bool,
     /// Price per hour, when known (for consolidation).
     pub price: Option<f64>,
+}
+
+impl ExistingNode {
+    /// The in-flight node a plan's new claim will be, labelled as planned (type, capacity
+    /// type, zone, hostname, pool): what later decisions in the same pass see of it.
+    pub fn planned(claim: &crate::plan::NewClaim) -> ExistingNode {
+        let mut l = claim.labels.clone();
+        for (k, v) in [
+            (labels::INSTANCE_TYPE, &claim.instance_type),
+            (labels::CAPACITY_TYPE, &claim.capacity_type),
+            (labels::ZONE, &claim.zone),
+            (labels::HOSTNAME, &claim.name),
+            (labels::NODEPOOL, &claim.nodepool),
+        ] {
+            l.insert(k.to_string(), v.clone());
+        }
+        ExistingNode {
+            name: claim.name.clone(),
+            requirements: Requirements::from_labels(&l),
+            taints: claim.taints.clone(),
+            allocatable: claim.allocatable.clone(),
+            nodepool: Some(claim.nodepool.clone()),
+            capacity: claim.allocatable.clone(),
+            in_flight: true,
+            unschedulable: false,
+            price: Some(claim.price_per_hour),
+        }
+    }
 }
 
 /// A pod already placed: running on a node or nominated to an in-flight NodeClaim.

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use adze_scheduling::disruption::{
-    Action, Blocker, Budget, BudgetNodes, Input, Invalidated, Options, Reason, blocked, decide,
-    expiry, revalidate,
+    Action, Blocker, Budget, BudgetNodes, Input, Invalidated, Options, Reason, blocked, commit,
+    decide, decide_all, expiry, revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
 use adze_scheduling::labels;
@@ -532,4 +532,116 @@ fn drifted_node_whose_pods_fit_elsewhere_is_deleted_without_replacement() {
         revalidate(&d, &reverted, &opts()),
         Err(Invalidated::NoLongerEligible { .. })
     ));
+}
+
+/// `n` drifted m.8x nodes, each holding one pod that needs most of an m.8x and may not share
+/// a node with another (hostname anti-affinity): every replacement is a node of its own.
+fn drifted_fleet(n: usize, budget: BudgetNodes) -> ClusterBuilder {
+    let mut b = cluster().policy(|p| p.budgets = vec![Budget::nodes(budget)]);
+    for i in 0..n {
+        let node = format!("old-{i:02}");
+        let pod_name = format!("w{i:02}");
+        b = b
+            .node(&node, "m.8x", A, false)
+            .pod(
+                &node,
+                pod(&pod_name)
+                    .cpu(6000)
+                    .mem(24 * GI)
+                    .label("app", "w")
+                    .anti_affinity(labels::HOSTNAME, "w")
+                    .build(),
+            )
+            .facts(&node, |f| {
+                f.drifted = true;
+                f.created = i as i64;
+            });
+    }
+    b
+}
+
+#[test]
+fn drift_rollout_takes_as_many_nodes_at_once_as_the_budget_allows() {
+    // 50 drifted nodes under a 20 % budget: 10 replacements side by side, not 1.
+    let input = drifted_fleet(50, BudgetNodes::Percent(20)).build();
+    let all = decide_all(&input, &opts(), true, 100);
+    assert_eq!(
+        all.len(),
+        10,
+        "{:?}",
+        all.iter().map(|d| d.node_names()).collect::<Vec<_>>()
+    );
+    let mut nodes = std::collections::BTreeSet::new();
+    let mut claims = std::collections::BTreeSet::new();
+    for d in &all {
+        assert_eq!(d.reason, Reason::Drifted);
+        assert_eq!(d.plan.new_claims.len(), 1, "{}", d.message);
+        nodes.extend(d.node_names().into_iter().map(String::from));
+        claims.extend(d.plan.new_claims.iter().map(|c| c.name.clone()));
+    }
+    // Ten different nodes, oldest first, and ten different replacements: no two decisions
+    // count on the same room.
+    assert_eq!(nodes.len(), 10);
+    assert_eq!(claims.len(), 10);
+    assert!(
+        nodes.contains("old-00") && nodes.contains("old-09"),
+        "{nodes:?}"
+    );
+    // Once they are carried out, the budget is used up until they are gone.
+    let mut after = input.clone();
+    for d in &all {
+        commit(&mut after, d);
+    }
+    assert_eq!(decide(&after, &opts()), None);
+    // A count budget bounds it the same way; `max` bounds one call.
+    let three = drifted_fleet(8, BudgetNodes::Count(3)).build();
+    assert_eq!(decide_all(&three, &opts(), true, 100).len(), 3);
+    assert_eq!(decide_all(&three, &opts(), true, 2).len(), 2);
+}
+
+#[test]
+fn later_decisions_do_not_count_on_room_an_earlier_one_took() {
+    // Two drifted nodes whose pods fit, one at a time, on a spare node: the first decision
+    // moves its pod there, so the second must launch a replacement.
+    let input = cluster()
+        .node("old-a", "m.8x", A, false)
+        .node("old-b", "m.8x", A, false)
+        .node("spare", "m.8x", A, false)
+        .pod("old-a", p("a", 6000))
+        .pod("old-b", p("b", 6000))
+        .facts("old-a", |f| f.drifted = true)
+        .facts("old-b", |f| f.drifted = true)
+        .facts("spare", |f| f.do_not_disrupt = true)
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Count(2))])
+        .build();
+    let all = decide_all(&input, &opts(), false, 10);
+    assert_eq!(all.len(), 2);
+    assert!(all[0].plan.new_claims.is_empty(), "{}", all[0].message);
+    assert_eq!(all[0].plan.existing[0].node, "spare");
+    assert_eq!(all[1].plan.new_claims.len(), 1, "{}", all[1].message);
+}
+
+#[test]
+fn side_by_side_decisions_share_a_pdbs_allowance() {
+    // Each drifted node's pod is under one PDB allowing a single eviction: one at a time.
+    let mut b = drifted_fleet(4, BudgetNodes::Count(4));
+    for i in 0..4 {
+        b = b.pdb_pod(&format!("w{i:02}"), "default/w");
+    }
+    let input = b.pdb("default/w", 1).build();
+    assert_eq!(decide_all(&input, &opts(), true, 10).len(), 1);
+}
+
+#[test]
+fn consolidation_is_decided_once_per_call_and_only_when_asked() {
+    let input = three_nodes().build();
+    let all = decide_all(&input, &opts(), true, 10);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].reason, Reason::Underutilized);
+    assert!(decide_all(&input, &opts(), false, 10).is_empty());
+    // Drift still goes ahead when consolidation may not.
+    let drifted = three_nodes().facts("busy-1", |f| f.drifted = true).build();
+    let only = decide_all(&drifted, &opts(), false, 10);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].reason, Reason::Drifted);
 }

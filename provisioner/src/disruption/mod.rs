@@ -1,15 +1,20 @@
 //! The disruption controller: every poll period it builds the cluster's [`Input`] ([`input`]),
-//! asks the pure decision ([`adze_scheduling::disruption::decide`]) for the next disruption,
-//! waits the validation period, re-checks it against the cluster as it is then
-//! ([`adze_scheduling::disruption::revalidate`]) and acts:
+//! asks the pure decision ([`adze_scheduling::disruption::decide_all`]) for every disruption
+//! that can run side by side within the budgets, waits the validation period, re-checks each
+//! against the cluster as it is then ([`adze_scheduling::disruption::revalidate`], each on the
+//! cluster as the ones before it will leave it) and starts a **command** for each:
 //!
 //! 1. marks the NodeClaims `Disrupting` (the message says what, why and the saving) and
 //!    taints their nodes `adze.sh/disrupted:NoSchedule`, so nothing new lands there and the
-//!    budgets count them from now on;
+//!    budgets count them from now on (done before the pass ends);
 //! 2. for a replacement, creates the new NodeClaims (nominated for the pods that will move)
 //!    and waits until they are Initialized; if they do not come up the old nodes are
 //!    un-marked and nothing is drained;
 //! 3. deletes the old NodeClaims: [`crate::termination`] drains and terminates them.
+//!
+//! Steps 2 and 3 run in the background, so the next pass decides again while replacements
+//! boot: a drift rollout keeps as many nodes in flight as the budgets allow, in waves, instead
+//! of one node per replacement boot.
 //!
 //! Every pass also keeps each NodeClaim's `Drifted` and `Consolidatable` conditions (and its
 //! drift hash stamps) current ([`status_conditions`]), and first of all carries out
@@ -17,10 +22,13 @@
 //! (reason `Expired`) and deleted at once, whatever the budgets, do-not-disrupt annotations
 //! or pending pods say; the provisioner launches capacity for its pods as they are displaced.
 //!
-//! Nothing is decided while pods wait for capacity or NodeClaims are still launching: the
-//! provisioner's picture must settle first. With `dry_run` decisions are logged and recorded
-//! as events but not carried out. Marks left by a process that stopped before step 3 are
-//! undone at the next pass; the decision is simply taken again.
+//! Nothing is decided while pods the provisioner can place wait for capacity (pods no node
+//! and no NodePool could take do not hold anything up). Consolidation also waits for every
+//! NodeClaim launch and every command to finish: it weighs the whole cluster, so the picture
+//! must settle first. Drift and emptiness do not wait for the commands' own replacements.
+//! With `dry_run` decisions are logged and recorded as events but not carried out. Marks
+//! left by a process that stopped before step 3 are undone at the next pass; the decision is
+//! simply taken again.
 
 pub mod drift;
 pub mod input;
@@ -32,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
 use adze_api::conditions::{self, nodeclaim as cond};
-use adze_scheduling::disruption::{self as pure, Action, Decision, decide, revalidate};
+use adze_scheduling::disruption::{self as pure, Action, Decision, commit, decide_all, revalidate};
 use adze_scheduling::labels::TAINT_DISRUPTED;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -72,7 +80,12 @@ pub struct Disruption {
     settings: Settings,
     activity: Mutex<PodActivity>,
     pdbs: ApiResource,
+    /// NodeClaims (the disrupted ones and their replacements) of commands still running.
+    commands: Mutex<BTreeSet<String>>,
 }
+
+/// At most this many decisions are taken in one pass (budgets usually bound it first).
+const MAX_DECISIONS_PER_PASS: usize = 100;
 
 /// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
 async fn pdb_resource(client: &Client) -> ApiResource {
@@ -176,23 +189,27 @@ impl Disruption {
             settings,
             activity: Mutex::default(),
             pdbs,
+            commands: Mutex::default(),
         }
     }
 
     pub async fn run(self) {
+        let me = Arc::new(self);
         loop {
-            tokio::time::sleep(self.settings.poll).await;
-            if let Err(e) = self.pass().await {
+            tokio::time::sleep(me.settings.poll).await;
+            if let Err(e) = me.pass().await {
                 tracing::warn!(error = %format!("{e:#}"), "disruption pass failed; retrying");
             }
         }
     }
 
-    /// Claims marked Disrupting but not deleted: left by a process that stopped before
-    /// deleting them, or by an abort whose un-marking failed.
+    /// Claims marked Disrupting but not deleted and not in a running command: left by a
+    /// process that stopped before deleting them, or by an abort whose un-marking failed.
     async fn recover(&self) -> anyhow::Result<()> {
+        let running = self.commands.lock().unwrap().clone();
         for c in self.state.claims.state() {
             if c.metadata.deletion_timestamp.is_none()
+                && !running.contains(&c.name_any())
                 && conditions::is_true(claim_conditions(&c), cond::DISRUPTING)
             {
                 tracing::info!(nodeclaim = %c.name_any(), "disruption left unfinished; undoing it");
@@ -254,23 +271,23 @@ impl Disruption {
         }
     }
 
-    /// Whether the cluster is settled enough to decide on; says why not at debug level.
-    /// Pending pods the provisioner can place make it wait (capacity is on its way); pods no
-    /// node and no NodePool could take do not, or one such pod would stop every disruption.
-    fn settled(&self, built: &Built) -> bool {
+    /// Whether anything may be decided now, and whether consolidation may be too; says why
+    /// not at debug level. Pending pods the provisioner can place make everything wait
+    /// (capacity is on its way); pods no node and no NodePool could take do not, or one such
+    /// pod would stop every disruption. Consolidation also waits for launches and commands.
+    fn readiness(&self, built: &Built) -> (bool, bool) {
         let waiting = if built.pending > 0 {
             input::placeable_pending(built, &self.options(built).scheduling)
         } else {
             0
         };
-        if waiting > 0 || !built.in_flight.is_empty() {
+        if waiting > 0 {
             tracing::debug!(
                 pending = built.pending,
                 placeable = waiting,
-                in_flight = built.in_flight.len(),
-                "disruption waits: pods pending or nodeclaims launching"
+                "disruption waits: pods pending that the provisioner can place"
             );
-            return false;
+            return (false, false);
         }
         if built.pending > 0 {
             tracing::debug!(
@@ -278,11 +295,24 @@ impl Disruption {
                 "pending pods no NodePool can place; deciding without waiting for them"
             );
         }
-        true
+        let running = self.commands.lock().unwrap().clone();
+        let launching = built
+            .in_flight
+            .iter()
+            .filter(|n| !running.contains(*n))
+            .count();
+        let consolidate = launching == 0 && running.is_empty();
+        if !consolidate {
+            tracing::debug!(
+                launching,
+                commands = running.len(),
+                "consolidation waits: nodeclaims launching or disruptions running"
+            );
+        }
+        (true, consolidate)
     }
 
-    pub async fn pass(&self) -> anyhow::Result<()> {
-        // Passes run one at a time, so a mark without a deletion here is a leftover.
+    pub async fn pass(self: &Arc<Self>) -> anyhow::Result<()> {
         self.recover().await?;
         let built = self.observe().await?;
         self.record_activity(&built.activity_writes).await;
@@ -291,43 +321,86 @@ impl Disruption {
             // The expired nodes now count as disrupting; decide on the next pass.
             return Ok(());
         }
-        if !self.settled(&built) {
+        let (any, consolidate) = self.readiness(&built);
+        if !any {
             return Ok(());
         }
         let started = Instant::now();
         // Off the async workers: deciding on a large cluster takes CPU time.
         let (input, options) = (built.input.clone(), self.options(&built));
-        let (decision, blocked) =
-            tokio::task::spawn_blocking(move || (decide(&input, &options), pure::blocked(&input)))
-                .await?;
+        let (decisions, blocked) = tokio::task::spawn_blocking(move || {
+            (
+                decide_all(&input, &options, consolidate, MAX_DECISIONS_PER_PASS),
+                pure::blocked(&input),
+            )
+        })
+        .await?;
         self.announce_blocked(&built, &blocked);
-        let Some(decision) = decision else {
+        if decisions.is_empty() {
             return Ok(());
-        };
-        tracing::info!(
-            reason = %decision.reason, nodes = ?decision.node_names(),
-            saving_per_hour = format!("{:.4}", decision.saving()),
-            decide_ms = started.elapsed().as_millis() as u64,
-            validation_s = self.settings.validation.as_secs_f64(),
-            "disruption proposed: {}; validating", decision.message
-        );
+        }
+        for d in &decisions {
+            tracing::info!(
+                reason = %d.reason, nodes = ?d.node_names(),
+                saving_per_hour = format!("{:.4}", d.saving()),
+                decide_ms = started.elapsed().as_millis() as u64,
+                validation_s = self.settings.validation.as_secs_f64(),
+                "disruption proposed: {}; validating", d.message
+            );
+        }
         tokio::time::sleep(self.settings.validation).await;
         let again = self.observe().await?;
-        if !self.settled(&again) {
-            tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped: pods became pending or nodeclaims are launching");
+        let (any, consolidate) = self.readiness(&again);
+        if !any {
+            tracing::info!(
+                decisions = decisions.len(),
+                "disruptions dropped: pods the provisioner can place became pending"
+            );
             return Ok(());
         }
-        let (input, options, proposed) =
-            (again.input.clone(), self.options(&again), decision.clone());
-        let checked =
-            tokio::task::spawn_blocking(move || revalidate(&proposed, &input, &options)).await?;
-        match checked {
-            Ok(d) => self.act(&d, &again).await,
-            Err(why) => {
-                tracing::info!(reason = %decision.reason, nodes = ?decision.node_names(), "disruption dropped after validation: {why}");
-                Ok(())
+        // Each decision is checked on the cluster as the ones kept before it will leave it.
+        let (input, options) = (again.input.clone(), self.options(&again));
+        let checked = tokio::task::spawn_blocking(move || {
+            let mut now = input;
+            let mut out = Vec::new();
+            for d in decisions {
+                if d.reason == pure::Reason::Underutilized && !consolidate {
+                    out.push((
+                        d,
+                        Err("nodeclaims are launching or disruptions running".to_string()),
+                    ));
+                    continue;
+                }
+                let r = revalidate(&d, &now, &options);
+                if let Ok(kept) = &r {
+                    commit(&mut now, kept);
+                }
+                out.push((d, r.map_err(|e| e.to_string())));
+            }
+            out
+        })
+        .await?;
+        let mut started = 0;
+        for (proposed, r) in checked {
+            match r {
+                Ok(d) => {
+                    self.start(d, &again).await?;
+                    started += 1;
+                }
+                Err(why) => {
+                    tracing::info!(reason = %proposed.reason, nodes = ?proposed.node_names(), "disruption dropped after validation: {why}");
+                }
             }
         }
+        if started > 0 && !self.settings.dry_run {
+            let running = self.commands.lock().unwrap().len();
+            tracing::info!(
+                started,
+                claims_in_commands = running,
+                "disruption wave: {started} command(s) started"
+            );
+        }
+        Ok(())
     }
 
     /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
@@ -362,7 +435,9 @@ impl Disruption {
         }
     }
 
-    async fn act(&self, d: &Decision, built: &Built) -> anyhow::Result<()> {
+    /// Step 1 now, then steps 2 and 3 in the background (the claims stay in `commands`
+    /// until they are done, so [`Self::recover`] leaves their marks alone).
+    async fn start(self: &Arc<Self>, d: Decision, built: &Built) -> anyhow::Result<()> {
         let claims: Vec<Arc<NodeClaim>> = d
             .nodes
             .iter()
@@ -385,16 +460,45 @@ impl Disruption {
             }
             return Ok(());
         }
-        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), "disrupting: {}", d.message);
-        record_decision(d);
+        let names: Vec<String> = claims
+            .iter()
+            .map(|c| c.name_any())
+            .chain(d.plan.new_claims.iter().map(|c| c.name.clone()))
+            .collect();
+        self.commands.lock().unwrap().extend(names.iter().cloned());
+        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), commands = self.commands.lock().unwrap().len(), "disrupting: {}", d.message);
+        record_decision(&d);
         for c in &claims {
-            self.mark(c, d).await?;
+            if let Err(e) = self.mark(c, &d).await {
+                // The marks already made are undone by the next pass's recovery.
+                self.finish(&names);
+                return Err(e);
+            }
         }
-        if d.action() == Action::Replace && !self.replace(d, &claims).await? {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(e) = me.carry_out(&d, &claims).await {
+                tracing::warn!(reason = %d.reason, nodes = ?d.node_names(), error = %format!("{e:#}"), "disruption failed; the next pass undoes its marks");
+            }
+            me.finish(&names);
+        });
+        Ok(())
+    }
+
+    fn finish(&self, names: &[String]) {
+        let mut running = self.commands.lock().unwrap();
+        for n in names {
+            running.remove(n);
+        }
+    }
+
+    /// Steps 2 and 3 of a marked decision.
+    async fn carry_out(&self, d: &Decision, claims: &[Arc<NodeClaim>]) -> anyhow::Result<()> {
+        if d.action() == Action::Replace && !self.replace(d, claims).await? {
             return Ok(());
         }
         let claim_api: Api<NodeClaim> = Api::all(self.client.clone());
-        for c in &claims {
+        for c in claims {
             match claim_api
                 .delete(&c.name_any(), &DeleteParams::default())
                 .await

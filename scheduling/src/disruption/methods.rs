@@ -68,7 +68,7 @@ impl<'a> Context<'a> {
 
     /// Replace (or delete) one node for `reason`: oldest eligible node first, the first
     /// whose pods all find a place.
-    fn replace_one(&self, reason: Reason) -> Option<Decision> {
+    pub(super) fn replace_one(&self, reason: Reason) -> Option<Decision> {
         let mut list: Vec<&Candidate> = self
             .candidates
             .iter()
@@ -89,7 +89,7 @@ impl<'a> Context<'a> {
     }
 
     /// Every empty node the budgets allow, in one decision.
-    fn empty(&self) -> Option<Decision> {
+    pub(super) fn empty(&self) -> Option<Decision> {
         let mut allowance = self.allowance.clone();
         let mut list: Vec<&Candidate> = self
             .candidates
@@ -111,8 +111,8 @@ impl<'a> Context<'a> {
 }
 
 /// The next voluntary disruption to carry out, if any: drift, then emptiness, then
-/// consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision per call; the controller calls again once it has acted (the
-/// nodes it is disrupting then count against the budgets).
+/// consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision
+/// per call; [`super::decide_all`] takes as many as can run side by side.
 pub fn decide(input: &Input, options: &Options) -> Option<Decision> {
     let ctx = Context::new(input, options);
     ctx.replace_one(Reason::Drifted)

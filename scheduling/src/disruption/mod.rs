@@ -16,11 +16,16 @@
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
 //! do-not-disrupt, and the controller carries it out before asking for a decision.
 //!
+//! [`decide_all`] repeats this on the cluster as the decisions already taken will leave it
+//! ([`commit`]), so a drift rollout keeps as many replacements in flight as the budgets
+//! allow instead of going node by node.
+//!
 //! Every decision is proved by running the real scheduler ([`crate::schedule`]) on the
 //! cluster without the removed nodes: each displaced pod has a place in [`Decision::plan`].
 
 pub mod budgets;
 pub mod candidates;
+mod commit;
 pub mod consolidation;
 pub mod cron;
 pub mod decision;
@@ -36,6 +41,7 @@ use crate::scheduler::Snapshot;
 
 pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
 pub use candidates::{BlockedNode, Blocker, Candidate, blocked, consolidatable};
+pub use commit::{commit, decide_all};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, RemovedNode};
 pub use methods::{Invalidated, decide, revalidate};

@@ -1,0 +1,94 @@
+//! The cluster as it will be once a decision is carried out, so that several decisions can
+//! be taken (and kept in flight) at once without two of them counting on the same room,
+//! the same budget or the same PodDisruptionBudget allowance.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::node::ExistingNode;
+
+use super::decision::Decision;
+use super::methods::Context;
+use super::{Input, Options, Reason};
+
+/// Applies `d` to `input` as the controller will carry it out: its nodes are disrupting
+/// (they count against their pools' budgets and take no pods), its replacements are
+/// in-flight nodes holding the pods planned onto them, the pods planned onto existing
+/// nodes are bound there, and each PodDisruptionBudget has as many fewer evictions left as
+/// `d` takes from it.
+pub fn commit(input: &mut Input, d: &Decision) {
+    let removed: BTreeMap<&str, ()> = d.nodes.iter().map(|n| (n.name.as_str(), ())).collect();
+    for f in &mut input.nodes {
+        if removed.contains_key(f.name.as_str()) {
+            f.disrupting = true;
+        }
+    }
+    for n in &mut input.snapshot.nodes {
+        if removed.contains_key(n.name.as_str()) {
+            n.unschedulable = true;
+        }
+    }
+    for c in &d.plan.new_claims {
+        input.snapshot.nodes.push(ExistingNode::planned(c));
+    }
+    let placements = d.plan.placements();
+    let pdbs_of: HashMap<&str, Vec<String>> = input
+        .pods
+        .iter()
+        .map(|p| (p.pod.as_str(), p.pdbs.clone()))
+        .collect();
+    let mut evicted: BTreeMap<String, u32> = BTreeMap::new();
+    for b in &mut input.snapshot.bound {
+        if b.daemon || !removed.contains_key(b.node.as_str()) {
+            continue;
+        }
+        let key = b.pod.key();
+        for pdb in pdbs_of.get(key.as_str()).into_iter().flatten() {
+            *evicted.entry(pdb.clone()).or_default() += 1;
+        }
+        if let Some(to) = placements.get(key.as_str()) {
+            b.node = (*to).to_string();
+        }
+    }
+    for p in &mut input.pdbs {
+        if let Some(n) = evicted.get(&p.name) {
+            p.disruptions_allowed = p.disruptions_allowed.saturating_sub(*n);
+        }
+    }
+}
+
+/// Every decision that can be carried out side by side now, in the order they were taken:
+/// drift and emptiness as often as the budgets allow, each next one decided on the cluster
+/// as the ones before will leave it ([`commit`]); then at most one consolidation (it weighs
+/// the whole cluster and is decided again on the next pass), only if `consolidate`.
+/// `max` bounds how many decisions one call returns.
+pub fn decide_all(
+    input: &Input,
+    options: &Options,
+    consolidate: bool,
+    max: usize,
+) -> Vec<Decision> {
+    let mut out = Vec::new();
+    let mut now = input.clone();
+    while out.len() < max {
+        let next = {
+            let ctx = Context::new(&now, options);
+            ctx.replace_one(Reason::Drifted)
+                .or_else(|| ctx.empty())
+                .or_else(|| {
+                    consolidate
+                        .then(|| super::consolidation::consolidate(&ctx))
+                        .flatten()
+                })
+        };
+        let Some(d) = next else {
+            break;
+        };
+        let last = d.reason == Reason::Underutilized;
+        commit(&mut now, &d);
+        out.push(d);
+        if last {
+            break;
+        }
+    }
+    out
+}
