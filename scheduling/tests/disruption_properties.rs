@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use adze_scheduling::disruption::{
-    Budget, BudgetNodes, Decision, Input, Options, Reason, decide, revalidate,
+    Budget, BudgetNodes, Decision, Input, Options, Reason, commit, decide, decide_all, revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, MI, ZONES, pod, pool, small_catalog};
 use adze_scheduling::{Resources, labels};
@@ -332,6 +332,33 @@ proptest! {
             let again = again.unwrap();
             prop_assert_eq!(again.node_names(), d.node_names());
         }
+    }
+
+    #[test]
+    fn side_by_side_decisions_each_hold_on_the_cluster_the_ones_before_leave(s in scenario()) {
+        let input = build(&s);
+        let options = Options::default();
+        let all = decide_all(&input, &options, true, 50);
+        // The first is exactly what `decide` takes.
+        let first = decide(&input, &options);
+        prop_assert_eq!(all.first(), first.as_ref());
+        let mut now = input.clone();
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &all {
+            // Each decision passes every check on the cluster as the earlier ones leave it:
+            // budgets counted with them, PDB allowance shrunk by them, room they took gone.
+            if let Err(e) = check(&now, d) {
+                prop_assert!(false, "{e}\n{}", d.message);
+            }
+            for n in d.node_names() {
+                prop_assert!(seen.insert(n.to_string()), "{n} disrupted twice");
+            }
+            let again = revalidate(d, &now, &options);
+            prop_assert!(again.is_ok(), "{:?}", again);
+            commit(&mut now, d);
+        }
+        prop_assert!(all.iter().filter(|d| d.reason == Reason::Underutilized).count() <= 1);
+        prop_assert_eq!(&all, &decide_all(&input, &options, true, 50));
     }
 
     #[test]
