@@ -72,6 +72,9 @@ pub struct Disruption {
     settings: Settings,
     activity: Mutex<PodActivity>,
     pdbs: ApiResource,
+    /// The last drift check that succeeded: kept when the cloud cannot be read, so Drifted
+    /// conditions are not cleared by an EC2 outage.
+    cloud_drifted: Mutex<BTreeSet<String>>,
 }
 
 /// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
@@ -176,6 +179,7 @@ impl Disruption {
             settings,
             activity: Mutex::default(),
             pdbs,
+            cloud_drifted: Mutex::default(),
         }
     }
 
@@ -213,15 +217,21 @@ impl Disruption {
             .filter_map(|o| pdb::Budget::from_json(&serde_json::to_value(o).ok()?))
             .collect();
         let objects = self.state.objects();
-        let mut cloud_drifted = BTreeSet::new();
-        for c in &objects.claims {
-            if c.metadata.deletion_timestamp.is_none()
-                && is_initialized(c)
-                && self.cloud.is_drifted(c).await.unwrap_or(false)
-            {
-                cloud_drifted.insert(c.name_any());
+        // One batch call per pass (AWS: one shared instance sweep, not a call per claim).
+        let live: Vec<Arc<NodeClaim>> = (objects.claims.iter())
+            .filter(|c| c.metadata.deletion_timestamp.is_none() && is_initialized(c))
+            .cloned()
+            .collect();
+        let cloud_drifted = match self.cloud.drifted_claims(&live).await {
+            Ok(set) => {
+                *self.cloud_drifted.lock().unwrap() = set.clone();
+                set
             }
-        }
+            Err(e) => {
+                tracing::warn!(error = %e, "drift check failed; keeping the last pass's drifted nodeclaims");
+                self.cloud_drifted.lock().unwrap().clone()
+            }
+        };
         let catalog = self
             .unavailable
             .apply(&self.cloud.instance_types(), Instant::now());
