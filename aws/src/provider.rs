@@ -1232,3 +1232,47 @@ impl CloudProvider for AwsProvider {
         Box::pin(self.drifted_in_sweep(claims))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::GroupIdentifier;
+
+    fn status() -> EC2NodeClassStatus {
+        serde_json::from_value(serde_json::json!({
+            "subnets": [{"id": "subnet-a", "zone": "us-east-1a"}, {"id": "subnet-b", "zone": "us-east-1b"}],
+            "securityGroups": [{"id": "sg-1"}, {"id": "sg-2"}],
+            "amis": [{"id": "ami-new", "requirements": []}],
+        }))
+        .unwrap()
+    }
+
+    fn instance(image: &str, subnet: &str, groups: &[&str]) -> aws_sdk_ec2::types::Instance {
+        aws_sdk_ec2::types::Instance::builder()
+            .instance_id("i-1")
+            .image_id(image)
+            .subnet_id(subnet)
+            .set_security_groups(Some(
+                groups
+                    .iter()
+                    .map(|g| GroupIdentifier::builder().group_id(*g).build())
+                    .collect(),
+            ))
+            .build()
+    }
+
+    #[test]
+    fn an_instance_drifts_by_image_subnet_or_exact_group_set() {
+        let s = status();
+        let ok = Drift::of(&instance("ami-new", "subnet-b", &["sg-2", "sg-1"]), &s);
+        assert!(!ok.drifted(), "{ok:?}");
+        let image = Drift::of(&instance("ami-old", "subnet-a", &["sg-1", "sg-2"]), &s);
+        assert_eq!((image.drifted(), image.image_ok), (true, false));
+        let subnet = Drift::of(&instance("ami-new", "subnet-z", &["sg-1", "sg-2"]), &s);
+        assert_eq!((subnet.drifted(), subnet.subnet_ok), (true, false));
+        // A group too many or too few is drift; none reported is unknown, not drift.
+        let groups = Drift::of(&instance("ami-new", "subnet-a", &["sg-1"]), &s);
+        assert_eq!((groups.drifted(), groups.sgs_ok), (true, false));
+        assert!(!Drift::of(&instance("ami-new", "subnet-a", &[]), &s).drifted());
+    }
+}
