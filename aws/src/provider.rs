@@ -320,8 +320,12 @@ impl AwsProvider {
         max_results: Option<i32>,
     ) -> Result<(Vec<aws_sdk_ec2::types::Instance>, usize), AwsError> {
         let mut pages = 0;
+        let mut last: Option<String> = None;
         let out = paginate(|next| {
             pages += 1;
+            // A token handed back twice would page forever; EC2 should never do it.
+            let repeated = next.is_some() && next == last;
+            last.clone_from(&next);
             let req = self
                 .clients
                 .ec2
@@ -330,6 +334,12 @@ impl AwsProvider {
                 .set_max_results(max_results)
                 .set_next_token(next);
             async move {
+                if repeated {
+                    return Err(AwsError::Api {
+                        call: "DescribeInstances",
+                        message: "the same NextToken came back twice; stopped paging".into(),
+                    });
+                }
                 let resp = req.send().await.map_err(ec2_err("DescribeInstances"))?;
                 let items: Vec<_> = resp
                     .reservations
