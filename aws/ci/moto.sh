@@ -11,5 +11,7 @@ cd "$root"
 # The moto tests are #[ignore]d (reported as ignored under a plain `cargo test`); here a
 # server is up, so they run. Extra args before `--` go to cargo, after it to the test binary.
 args=("$@")
-if [[ " ${args[*]} " == *" -- "* ]]; then args+=(--include-ignored); else args+=(-- --include-ignored); fi
+# The drift-check benchmark (tests/sweep_bench.rs) is not a test: aws/ci/sweep-bench.sh runs it.
+if [[ " ${args[*]} " == *" -- "* ]]; then args+=(--include-ignored); else args+=(--); args+=(--include-ignored); fi
+args+=(--skip drift_pass_calls_and_time_per_claim_vs_sweep)
 cargo test -p adze-aws "${args[@]}"

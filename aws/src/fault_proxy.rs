@@ -82,6 +82,10 @@ struct State {
     price_list: Option<BTreeMap<String, f64>>,
     /// GetProducts pages served.
     price_pages: usize,
+    /// Requests received, by action (what the sweep's tests and benchmark count).
+    calls: BTreeMap<String, usize>,
+    /// Action → the EC2 error code every request of it is refused with (HTTP 403).
+    refused_actions: BTreeMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -154,6 +158,16 @@ impl FaultProxy {
             .insert(instance_type.into(), code.into());
     }
 
+    /// Every `action` request (any EC2 action: `DescribeInstances`, ...) is refused with EC2
+    /// error `code` from now on (`UnauthorizedOperation`: not retried by the SDK).
+    pub fn refuse_action(&self, action: &str, code: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .refused_actions
+            .insert(action.into(), code.into());
+    }
+
     /// How many calls were throttled.
     pub fn throttled(&self) -> usize {
         self.state.lock().unwrap().throttled
@@ -175,6 +189,17 @@ impl FaultProxy {
 
     pub fn fleet_calls(&self) -> usize {
         self.state.lock().unwrap().fleet_calls
+    }
+
+    /// How many requests of `action` (`DescribeInstances`, ...) arrived, throttled ones included.
+    pub fn calls(&self, action: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .calls
+            .get(action)
+            .copied()
+            .unwrap_or(0)
     }
 
     async fn serve(&self, conn: TcpStream) -> std::io::Result<()> {
@@ -202,6 +227,13 @@ impl FaultProxy {
                         })
                         .unwrap_or_default()
                 });
+            *self
+                .state
+                .lock()
+                .unwrap()
+                .calls
+                .entry(action.clone())
+                .or_default() += 1;
             let trace = std::env::var_os("ADZE_FAULT_PROXY_TRACE").is_some();
             let started = std::time::Instant::now();
             if trace {
@@ -210,8 +242,14 @@ impl FaultProxy {
             let ec2 = form
                 .iter()
                 .any(|(k, v)| k == "Version" && v == "2016-11-15");
+            let refused = (self.state.lock().unwrap())
+                .refused_actions
+                .get(&action)
+                .cloned();
             let response = if price_list {
                 self.get_products(&req.body)
+            } else if let Some(code) = refused.filter(|_| ec2) {
+                ec2_error(403, &code, &format!("fault proxy: {action} refused"))
             } else if ec2 && !self.take_token(&action) {
                 ec2_error(503, "RequestLimitExceeded", "Request limit exceeded.")
             } else if ec2 && action == "CreateFleet" {

@@ -3,7 +3,7 @@
 //! NodeClaim and class, which is how a relaunch after a crash finds its earlier instance and
 //! how garbage collection finds strays.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,7 @@ use crate::instance_profile::Profiles;
 use crate::instance_types::Catalog;
 use crate::nodeclass::{self, AmiParameters};
 use crate::selection::{self, Candidate, FleetError};
+use crate::sweep::{Cached, PAGE_SIZE, paginate};
 use crate::userdata::{self, Bootstrap};
 
 /// Tag holding a hash of the EC2NodeClass spec the instance was launched from (drift).
@@ -78,6 +79,15 @@ pub struct Settings {
     pub ami_parameters: AmiParameters,
     /// How long a discovered instance-type list is used before it is refreshed.
     pub catalog_ttl: Duration,
+    /// How long one listing of the cluster's instances (the sweep) answers drift checks and
+    /// garbage collection before it is taken again: disruption polls every 10 s, and one sweep
+    /// per poll costs a DescribeInstances page per 1,000 instances instead of a call per claim.
+    pub sweep_interval: Duration,
+}
+
+impl Settings {
+    /// [`Settings::sweep_interval`] unless told otherwise: the disruption poll.
+    pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(10);
 }
 
 pub struct AwsProvider {
@@ -87,6 +97,61 @@ pub struct AwsProvider {
     catalog: Catalog,
     unavailable: UnavailableOfferings,
     templates: Mutex<HashSet<String>>,
+    sweep: Cached<Sweep>,
+}
+
+/// The cluster's live instances by id, as one paginated DescribeInstances saw them.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    pub instances: HashMap<String, aws_sdk_ec2::types::Instance>,
+    /// DescribeInstances pages it took.
+    pub pages: usize,
+}
+
+/// Which of the values a class resolves an instance no longer matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drift {
+    pub image_ok: bool,
+    pub subnet_ok: bool,
+    pub sgs_ok: bool,
+}
+
+impl Drift {
+    /// Only the values the class resolves drift here (Karpenter v1's dynamic drift). Its
+    /// static fields drift by the hash the provisioner stamps on the NodeClaim
+    /// (`adze.sh/ec2nodeclass-hash`), versioned so that an upgrade replaces nothing.
+    pub fn of(i: &aws_sdk_ec2::types::Instance, status: &EC2NodeClassStatus) -> Drift {
+        let image_ok = i
+            .image_id
+            .as_ref()
+            .is_some_and(|img| status.amis.iter().any(|a| &a.id == img));
+        let subnet_ok = i
+            .subnet_id
+            .as_ref()
+            .is_some_and(|s| status.subnets.iter().any(|x| &x.id == s));
+        let sgs: BTreeSet<&str> = i
+            .security_groups
+            .iter()
+            .flatten()
+            .filter_map(|g| g.group_id.as_deref())
+            .collect();
+        let want: BTreeSet<&str> = status
+            .security_groups
+            .iter()
+            .map(|g| g.id.as_str())
+            .collect();
+        // EC2 always reports at least one group; none reported (moto, for fleet launches) is unknown.
+        let sgs_ok = sgs.is_empty() || sgs == want;
+        Drift {
+            image_ok,
+            subnet_ok,
+            sgs_ok,
+        }
+    }
+
+    pub fn drifted(&self) -> bool {
+        !(self.image_ok && self.subnet_ok && self.sgs_ok)
+    }
 }
 
 /// A hash of the class spec, stable across runs (serde_json of ordered fields and maps).
@@ -138,6 +203,7 @@ impl AwsProvider {
             classes,
             unavailable,
             templates: Mutex::default(),
+            sweep: Cached::default(),
         }
     }
 
@@ -244,26 +310,200 @@ impl AwsProvider {
         &self,
         filters: Vec<Filter>,
     ) -> Result<Vec<aws_sdk_ec2::types::Instance>, AwsError> {
-        let mut out = Vec::new();
-        let mut next: Option<String> = None;
-        loop {
-            let resp = self
+        Ok(self.describe_pages(filters, None).await?.0)
+    }
+
+    /// Every instance matching `filters`, `max_results` a page, and how many pages it took.
+    async fn describe_pages(
+        &self,
+        filters: Vec<Filter>,
+        max_results: Option<i32>,
+    ) -> Result<(Vec<aws_sdk_ec2::types::Instance>, usize), AwsError> {
+        let mut pages = 0;
+        let mut last: Option<String> = None;
+        let out = paginate(|next| {
+            pages += 1;
+            // A token handed back twice would page forever; EC2 should never do it.
+            let repeated = next.is_some() && next == last;
+            last.clone_from(&next);
+            let req = self
                 .clients
                 .ec2
                 .describe_instances()
                 .set_filters(Some(filters.clone()))
-                .set_next_token(next.clone())
-                .send()
-                .await
-                .map_err(ec2_err("DescribeInstances"))?;
-            for r in resp.reservations.unwrap_or_default() {
-                out.extend(r.instances.unwrap_or_default());
+                .set_max_results(max_results)
+                .set_next_token(next);
+            async move {
+                if repeated {
+                    return Err(AwsError::Api {
+                        call: "DescribeInstances",
+                        message: "the same NextToken came back twice; stopped paging".into(),
+                    });
+                }
+                let resp = req.send().await.map_err(ec2_err("DescribeInstances"))?;
+                let items: Vec<_> = resp
+                    .reservations
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|r| r.instances.unwrap_or_default())
+                    .collect();
+                Ok::<_, AwsError>((items, resp.next_token))
             }
-            next = resp.next_token.filter(|t| !t.is_empty());
-            if next.is_none() {
-                return Ok(out);
+        })
+        .await?;
+        Ok((out, pages))
+    }
+
+    /// Filters for this cluster's NodeClaim instances that are still alive.
+    fn cluster_filters(&self) -> Vec<Filter> {
+        vec![
+            Filter::builder()
+                .name(format!("tag:{}", self.cluster_tag()))
+                .values("owned")
+                .build(),
+            Filter::builder()
+                .name("tag-key")
+                .values(labels::NODECLAIM)
+                .build(),
+            live_states(),
+        ]
+    }
+
+    /// The cluster's instances, listed at most once per [`Settings::sweep_interval`] however
+    /// many callers ask (they share one in-flight listing). A sweep is up to an interval old:
+    /// an instance launched since is missing from it, which callers read as "not known yet".
+    pub async fn sweep(&self) -> Result<Arc<Sweep>, AwsError> {
+        self.sweep
+            .get(Instant::now(), self.settings.sweep_interval, || async {
+                let (found, pages) = self
+                    .describe_pages(self.cluster_filters(), Some(PAGE_SIZE))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let instances = found
+                    .into_iter()
+                    .filter_map(|i| Some((i.instance_id.clone()?, i)))
+                    .collect();
+                tracing::debug!(pages, "swept the cluster's instances");
+                Ok(Sweep { instances, pages })
+            })
+            .await
+            .map_err(|message| AwsError::Api {
+                call: "DescribeInstances",
+                message,
+            })
+    }
+
+    /// The class's resolved status to judge drift against; None when there is none to judge
+    /// by (the class is gone, or resolves to no image, subnet or group right now — replacing
+    /// every node because a selector matches nothing for a moment would be worse than waiting).
+    async fn drift_status(&self, name: &str) -> Result<Option<EC2NodeClassStatus>, AwsError> {
+        let class = self
+            .classes
+            .get(name)
+            .await
+            .map_err(|e| AwsError::Invalid(format!("reading EC2NodeClass {name}: {e}")))?;
+        let Some(class) = class else {
+            tracing::warn!(
+                nodeclass = name,
+                "EC2NodeClass not found; its nodes are not checked for drift"
+            );
+            return Ok(None);
+        };
+        let resolved = |s: &EC2NodeClassStatus| {
+            !s.subnets.is_empty() && !s.security_groups.is_empty() && !s.amis.is_empty()
+        };
+        let status = match &class.status {
+            Some(s) if resolved(s) => s.clone(),
+            // No controller has resolved it yet (or it resolved to nothing): resolve now.
+            _ => {
+                nodeclass::resolve(
+                    &self.clients.ec2,
+                    &self.clients.ssm,
+                    &self.profiles(),
+                    &self.settings.ami_parameters,
+                    name,
+                    &class.spec,
+                )
+                .await?
+            }
+        };
+        if !resolved(&status) {
+            tracing::warn!(
+                nodeclass = name,
+                "EC2NodeClass resolves to no image, subnet or security group; its nodes are not checked for drift"
+            );
+            return Ok(None);
+        }
+        Ok(Some(status))
+    }
+
+    /// Whether each `(claim, instance)` drifted, reading each class once.
+    async fn judge<'c>(
+        &self,
+        found: Vec<(&'c NodeClaim, &aws_sdk_ec2::types::Instance)>,
+    ) -> Result<BTreeSet<&'c str>, AwsError> {
+        let mut by_class: BTreeMap<&str, Vec<_>> = BTreeMap::new();
+        for (c, i) in found {
+            by_class
+                .entry(c.spec.node_class_ref.name.as_str())
+                .or_default()
+                .push((c, i));
+        }
+        let mut out = BTreeSet::new();
+        for (class, members) in by_class {
+            let Some(status) = self.drift_status(class).await? else {
+                continue;
+            };
+            for (c, i) in members {
+                let d = Drift::of(i, &status);
+                if d.drifted() {
+                    tracing::info!(
+                        instance = i.instance_id.as_deref().unwrap_or_default(),
+                        nodeclaim = c.metadata.name.as_deref().unwrap_or_default(),
+                        nodeclass = class,
+                        image_ok = d.image_ok,
+                        subnet_ok = d.subnet_ok,
+                        sgs_ok = d.sgs_ok,
+                        "instance's image, subnet or security groups are no longer its EC2NodeClass's"
+                    );
+                    out.insert(c.metadata.name.as_deref().unwrap_or_default());
+                }
             }
         }
+        Ok(out)
+    }
+
+    /// [`CloudProvider::drifted_claims`]: every claim against one sweep.
+    async fn drifted_in_sweep(
+        &self,
+        claims: &[Arc<NodeClaim>],
+    ) -> Result<BTreeSet<String>, CloudError> {
+        let with_ids: Vec<(&NodeClaim, &str)> = claims
+            .iter()
+            .filter_map(|c| {
+                let id = c
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .and_then(crate::interruption::instance_id_of)?;
+                Some((c.as_ref(), id))
+            })
+            .collect();
+        if with_ids.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let sweep = self.sweep().await?;
+        // Missing from the sweep: launched after it (or gone); not drifted as far as we know.
+        let found = with_ids
+            .into_iter()
+            .filter_map(|(c, id)| Some((c, sweep.instances.get(id)?)))
+            .collect();
+        Ok(self
+            .judge(found)
+            .await?
+            .into_iter()
+            .map(String::from)
+            .collect())
     }
 
     fn to_instance(&self, i: &aws_sdk_ec2::types::Instance) -> Instance {
@@ -888,6 +1128,8 @@ impl AwsProvider {
         })
     }
 
+    /// One claim's drift, by a direct DescribeInstances (the batch path is
+    /// [`CloudProvider::drifted_claims`]).
     async fn drifted(&self, claim: &NodeClaim) -> Result<bool, CloudError> {
         let Some(id) = claim
             .status
@@ -905,44 +1147,7 @@ impl AwsProvider {
         let Some(i) = found.first() else {
             return Ok(false);
         };
-        let (class, status) = self.class_of(claim).await?;
-        let image_ok = i
-            .image_id
-            .as_ref()
-            .is_some_and(|img| status.amis.iter().any(|a| &a.id == img));
-        let subnet_ok = i
-            .subnet_id
-            .as_ref()
-            .is_some_and(|s| status.subnets.iter().any(|x| &x.id == s));
-        let sgs: BTreeSet<String> = i
-            .security_groups
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|g| g.group_id)
-            .collect();
-        let want: BTreeSet<String> = status
-            .security_groups
-            .iter()
-            .map(|g| g.id.clone())
-            .collect();
-        // EC2 always reports at least one group; none reported (moto, for fleet launches) is unknown.
-        let sgs_ok = sgs.is_empty() || sgs == want;
-        // Only the values the class resolves drift here (Karpenter v1's dynamic drift). Its
-        // static fields drift by the hash the provisioner stamps on the NodeClaim
-        // (`adze.sh/ec2nodeclass-hash`), versioned so that an upgrade replaces nothing.
-        let drifted = !(image_ok && subnet_ok && sgs_ok);
-        if drifted {
-            tracing::info!(
-                instance = id,
-                nodeclass = class.metadata.name.as_deref().unwrap_or_default(),
-                image_ok,
-                subnet_ok,
-                sgs_ok = sgs == want,
-                "instance's image, subnet or security groups are no longer its EC2NodeClass's"
-            );
-        }
-        Ok(drifted)
+        Ok(!self.judge(vec![(claim, i)]).await?.is_empty())
     }
 }
 
@@ -981,7 +1186,12 @@ impl CloudProvider for AwsProvider {
             if let Some(i) = self.find_by_claim(&name).await? {
                 ids.extend(i.instance_id);
             }
+            let any = !ids.is_empty();
             self.terminate(ids.into_iter().collect()).await?;
+            // The sweep still lists what we just terminated; garbage collection would try again.
+            if any {
+                self.sweep.invalidate().await;
+            }
             Ok(())
         })
     }
@@ -1004,22 +1214,16 @@ impl CloudProvider for AwsProvider {
         })
     }
 
+    /// From the sweep: garbage collection waits a grace period (minutes) before acting on
+    /// what the list shows or lacks, so an interval-old listing is fresh enough.
     fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
         Box::pin(async move {
-            let found = self
-                .describe(vec![
-                    Filter::builder()
-                        .name(format!("tag:{}", self.cluster_tag()))
-                        .values("owned")
-                        .build(),
-                    Filter::builder()
-                        .name("tag-key")
-                        .values(labels::NODECLAIM)
-                        .build(),
-                    live_states(),
-                ])
-                .await?;
-            Ok(found.iter().map(|i| self.to_instance(i)).collect())
+            let sweep = self.sweep().await?;
+            Ok(sweep
+                .instances
+                .values()
+                .map(|i| self.to_instance(i))
+                .collect())
         })
     }
 
@@ -1029,5 +1233,56 @@ impl CloudProvider for AwsProvider {
 
     fn is_drifted<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
         Box::pin(self.drifted(claim))
+    }
+
+    fn drifted_claims<'a>(
+        &'a self,
+        claims: &'a [Arc<NodeClaim>],
+    ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
+        Box::pin(self.drifted_in_sweep(claims))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::GroupIdentifier;
+
+    fn status() -> EC2NodeClassStatus {
+        serde_json::from_value(serde_json::json!({
+            "subnets": [{"id": "subnet-a", "zone": "us-east-1a"}, {"id": "subnet-b", "zone": "us-east-1b"}],
+            "securityGroups": [{"id": "sg-1"}, {"id": "sg-2"}],
+            "amis": [{"id": "ami-new", "requirements": []}],
+        }))
+        .unwrap()
+    }
+
+    fn instance(image: &str, subnet: &str, groups: &[&str]) -> aws_sdk_ec2::types::Instance {
+        aws_sdk_ec2::types::Instance::builder()
+            .instance_id("i-1")
+            .image_id(image)
+            .subnet_id(subnet)
+            .set_security_groups(Some(
+                groups
+                    .iter()
+                    .map(|g| GroupIdentifier::builder().group_id(*g).build())
+                    .collect(),
+            ))
+            .build()
+    }
+
+    #[test]
+    fn an_instance_drifts_by_image_subnet_or_exact_group_set() {
+        let s = status();
+        let ok = Drift::of(&instance("ami-new", "subnet-b", &["sg-2", "sg-1"]), &s);
+        assert!(!ok.drifted(), "{ok:?}");
+        let image = Drift::of(&instance("ami-old", "subnet-a", &["sg-1", "sg-2"]), &s);
+        assert_eq!((image.drifted(), image.image_ok), (true, false));
+        let subnet = Drift::of(&instance("ami-new", "subnet-z", &["sg-1", "sg-2"]), &s);
+        assert_eq!((subnet.drifted(), subnet.subnet_ok), (true, false));
+        // A group too many or too few is drift; none reported is unknown, not drift.
+        let groups = Drift::of(&instance("ami-new", "subnet-a", &["sg-1"]), &s);
+        assert_eq!((groups.drifted(), groups.sgs_ok), (true, false));
+        assert!(!Drift::of(&instance("ami-new", "subnet-a", &[]), &s).drifted());
     }
 }

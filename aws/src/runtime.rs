@@ -99,6 +99,7 @@ pub async fn start(
             kubernetes_version: join.version,
         },
         catalog_ttl: Duration::from_secs(300),
+        sweep_interval: Settings::DEFAULT_SWEEP_INTERVAL,
     };
     let classes = Arc::new(KubeNodeClasses(kube::Api::all(client.clone())));
     let provider = Arc::new(AwsProvider::new(

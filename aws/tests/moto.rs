@@ -225,6 +225,7 @@ impl Env {
                     kubernetes_version: "1.30".into(),
                 },
                 catalog_ttl: Duration::from_secs(300),
+                sweep_interval: Settings::DEFAULT_SWEEP_INTERVAL,
             },
             Arc::new(classes),
             unavailable.clone(),
@@ -1355,4 +1356,131 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
         assert!(ud.contains("clusterDNS: [\"10.100.0.10\"]"), "{ud}");
         assert!(ud.contains("kubeReserved: {\"cpu\": \"300m\"}"), "{ud}");
     }
+}
+
+/// Runs one instance (its own reservation, as a CreateFleet launch is) tagged as `cluster`'s
+/// NodeClaim `claim`, in `subnet` with `sg` and `image`; answers its providerID.
+pub async fn run_claim_instance(
+    clients: &Clients,
+    cluster: &str,
+    claim: &str,
+    image: &str,
+    subnet: &str,
+    sg: &str,
+) -> String {
+    let i = clients
+        .ec2
+        .run_instances()
+        .image_id(image)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .subnet_id(subnet)
+        .security_group_ids(sg)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::Instance)
+                .tags(
+                    Tag::builder()
+                        .key(format!("kubernetes.io/cluster/{cluster}"))
+                        .value("owned")
+                        .build(),
+                )
+                .tags(Tag::builder().key("adze.sh/nodeclaim").value(claim).build())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .instances
+        .unwrap()
+        .remove(0);
+    let zone = i.placement.unwrap().availability_zone.unwrap();
+    format!("aws:///{zone}/{}", i.instance_id.unwrap())
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn drift_of_many_claims_is_one_shared_describe_instances_sweep() {
+    let moto = endpoint("sweep");
+    let e = env("sweep", &moto).await;
+    // Resolved, as the EC2NodeClass controller leaves it: drift reads no EC2 for the class.
+    let mut class = e.class();
+    class.status = Some(e.resolve("default", &class.spec).await);
+    let (provider, _) = e.provider(class.clone());
+    let other_ami = e
+        .clients
+        .ec2
+        .describe_images()
+        .send()
+        .await
+        .unwrap()
+        .images
+        .unwrap()
+        .into_iter()
+        .filter_map(|i| i.image_id)
+        .find(|id| *id != e.ami)
+        .unwrap();
+    // 120 claims, every tenth on an image the class no longer resolves to.
+    let n: usize = 120;
+    let launches = (0..n).map(|k| {
+        let (e, other) = (&e, &other_ami);
+        async move {
+            let name = format!("sweep-{k}");
+            let image = if k.is_multiple_of(10) { other } else { &e.ami };
+            let pid = run_claim_instance(
+                &e.clients,
+                "sweep",
+                &name,
+                image,
+                &e.subnets[k % 2].0,
+                &e.sg,
+            )
+            .await;
+            Arc::new(with_provider_id(
+                claim(&name, &["m5.large"], "on-demand"),
+                &pid,
+            ))
+        }
+    });
+    let mut claims: Vec<Arc<NodeClaim>> = futures::future::join_all(launches).await;
+    // A claim whose instance is not in the sweep (launching) is not drifted.
+    claims.push(Arc::new(with_provider_id(
+        claim("sweep-new", &["m5.large"], "on-demand"),
+        "aws:///us-east-1a/i-0123456789abcdef0",
+    )));
+    let want: BTreeSet<String> = (0..n)
+        .filter(|k| k.is_multiple_of(10))
+        .map(|k| format!("sweep-{k}"))
+        .collect();
+
+    // Three concurrent callers (disruption's pass, garbage collection, another pass) share
+    // one sweep: one DescribeInstances page for 121 claims.
+    let before = e.proxy.calls("DescribeInstances");
+    let (a, b, listed) = tokio::join!(
+        provider.drifted_claims(&claims),
+        provider.drifted_claims(&claims),
+        provider.list()
+    );
+    assert_eq!(a.unwrap(), want);
+    assert_eq!(b.unwrap(), want);
+    assert_eq!(listed.unwrap().len(), n);
+    assert_eq!(e.proxy.calls("DescribeInstances") - before, 1);
+    // Within the interval, another pass asks EC2 nothing.
+    assert_eq!(provider.drifted_claims(&claims).await.unwrap(), want);
+    assert_eq!(e.proxy.calls("DescribeInstances") - before, 1);
+    // The per-claim path, for comparison: one call per claim.
+    let before = e.proxy.calls("DescribeInstances");
+    for c in &claims[..10] {
+        provider.is_drifted(c).await.unwrap();
+    }
+    assert_eq!(e.proxy.calls("DescribeInstances") - before, 10);
+
+    // EC2 refusing DescribeInstances fails the check instead of reading as "nothing drifted".
+    e.proxy
+        .refuse_action("DescribeInstances", "UnauthorizedOperation");
+    let (fresh, _) = e.provider(class);
+    let err = fresh.drifted_claims(&claims).await.unwrap_err();
+    assert!(err.to_string().contains("UnauthorizedOperation"), "{err}");
+    assert!(fresh.list().await.is_err());
 }

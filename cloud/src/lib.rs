@@ -1,7 +1,7 @@
 //! What Adze needs from a cloud: launch an instance for a NodeClaim, terminate it, look it up,
 //! list ours, the instance types it offers, and whether an instance drifted from its claim.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -138,6 +138,25 @@ pub trait CloudProvider: Send + Sync {
     fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>>;
     fn instance_types(&self) -> Vec<Arc<InstanceType>>;
     fn is_drifted<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>>;
+    /// The names of the drifted claims among `claims`, checked in one pass. Disruption asks
+    /// this every poll for every claim, so a provider whose per-claim check is an API call
+    /// should answer it from one listing (AWS: one instance sweep); the default asks
+    /// [`CloudProvider::is_drifted`] per claim. The first error fails the whole check:
+    /// "could not tell" must not read as "not drifted".
+    fn drifted_claims<'a>(
+        &'a self,
+        claims: &'a [Arc<NodeClaim>],
+    ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
+        Box::pin(async move {
+            let mut out = BTreeSet::new();
+            for c in claims {
+                if self.is_drifted(c).await? {
+                    out.insert(c.metadata.name.clone().unwrap_or_default());
+                }
+            }
+            Ok(out)
+        })
+    }
 }
 
 /// Instance type, zone, capacity type.
@@ -197,6 +216,66 @@ impl UnavailableOfferings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Drifted when the claim's name starts with `d`; fails for names starting with `x`.
+    struct ByName;
+
+    impl CloudProvider for ByName {
+        fn name(&self) -> &'static str {
+            "by-name"
+        }
+        fn create<'a>(&'a self, _: &'a NodeClaim) -> BoxFuture<'a, Result<Instance, CloudError>> {
+            Box::pin(async { Err(CloudError::Other("no".into())) })
+        }
+        fn delete<'a>(&'a self, _: &'a NodeClaim) -> BoxFuture<'a, Result<(), CloudError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<Instance>, CloudError>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn instance_types(&self) -> Vec<Arc<InstanceType>> {
+            Vec::new()
+        }
+        fn is_drifted<'a>(
+            &'a self,
+            claim: &'a NodeClaim,
+        ) -> BoxFuture<'a, Result<bool, CloudError>> {
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            Box::pin(async move {
+                if name.starts_with('x') {
+                    return Err(CloudError::Other(format!("cannot read {name}")));
+                }
+                Ok(name.starts_with('d'))
+            })
+        }
+    }
+
+    fn named(name: &str) -> Arc<NodeClaim> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": name},
+                "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn default_batch_drift_asks_each_claim_and_fails_on_the_first_error() {
+        let rt = futures::executor::block_on;
+        let claims = [named("a"), named("d1"), named("b"), named("d2")];
+        let drifted = rt(ByName.drifted_claims(&claims)).unwrap();
+        assert_eq!(
+            drifted.into_iter().collect::<Vec<_>>(),
+            ["d1".to_string(), "d2".to_string()]
+        );
+        let claims = [named("d1"), named("x1")];
+        let err = rt(ByName.drifted_claims(&claims)).unwrap_err();
+        assert!(err.to_string().contains("cannot read x1"), "{err}");
+    }
 
     #[test]
     fn failed_offering_is_unavailable_for_three_minutes() {

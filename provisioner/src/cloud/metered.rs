@@ -2,6 +2,7 @@
 //! `adze_cloudprovider_duration_seconds{method,provider}` and, on failure,
 //! `adze_cloudprovider_errors_total{op,error}` — so no call site counts anything itself.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,13 +15,14 @@ use super::{CloudError, CloudProvider, Instance};
 use crate::metrics::{CloudCallLabels, CloudErrorLabels, Provisioner};
 
 /// The trait's methods, as the `method` (and `op`) label names them.
-pub const METHODS: [&str; 6] = [
+pub const METHODS: [&str; 7] = [
     "create",
     "delete",
     "get",
     "list",
     "instance_types",
     "is_drifted",
+    "drifted_claims",
 ];
 
 /// The `error` label of a failed call.
@@ -51,7 +53,9 @@ impl Metered {
         let errors = ["insufficient_capacity", "launch_refused", "other"]
             .map(|e| ("create", e))
             .into_iter()
-            .chain(["delete", "get", "list", "is_drifted"].map(|op| (op, "other")));
+            .chain(
+                ["delete", "get", "list", "is_drifted", "drifted_claims"].map(|op| (op, "other")),
+            );
         for (op, error) in errors {
             let _ = metrics.cloud_errors.get_or_create(&CloudErrorLabels {
                 op: op.into(),
@@ -126,6 +130,15 @@ impl CloudProvider for Metered {
     fn is_drifted<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
         Box::pin(self.call("is_drifted", self.inner.is_drifted(claim)))
     }
+
+    /// Forwarded (not left to the default, which would call the inner provider's per-claim
+    /// check and lose its batch path), and timed as one call of its own.
+    fn drifted_claims<'a>(
+        &'a self,
+        claims: &'a [Arc<NodeClaim>],
+    ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
+        Box::pin(self.call("drifted_claims", self.inner.drifted_claims(claims)))
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +177,12 @@ mod tests {
         fn is_drifted<'a>(&'a self, _: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
             Box::pin(async { Ok(false) })
         }
+        fn drifted_claims<'a>(
+            &'a self,
+            _: &'a [Arc<NodeClaim>],
+        ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
+            Box::pin(async { Err(CloudError::Other("RequestLimitExceeded".into())) })
+        }
     }
 
     fn claim() -> NodeClaim {
@@ -194,10 +213,15 @@ mod tests {
                 })
                 .map_or(0, |c| c.get())
         };
-        let (ice, list) = (
+        let (ice, list, drift) = (
             errors("create", "insufficient_capacity"),
             errors("list", "other"),
+            errors("drifted_claims", "other"),
         );
+        // The batch call reaches the inner provider's own implementation, and its failure is
+        // counted under its own label.
+        assert!(cloud.drifted_claims(&[Arc::new(claim())]).await.is_err());
+        assert_eq!(errors("drifted_claims", "other"), drift + 1);
         assert!(cloud.create(&claim()).await.is_err());
         assert!(cloud.list().await.is_err());
         cloud.delete(&claim()).await.unwrap();
@@ -212,6 +236,8 @@ mod tests {
             ("delete", 2),
             ("get", 0),
             ("instance_types", 1),
+            ("drifted_claims", 1),
+            ("is_drifted", 0),
         ] {
             let line = format!(
                 "\nadze_cloudprovider_duration_seconds_count{{method=\"{method}\",provider=\"metered-test\"}} {n}\n"

@@ -371,6 +371,14 @@ impl CloudProvider for Simulated {
     fn is_drifted<'a>(&'a self, _claim: &'a NodeClaim) -> BoxFuture<'a, Result<bool, CloudError>> {
         Box::pin(async { Ok(false) })
     }
+
+    /// Simulated instances never drift from the cloud's side; answered without a per-claim walk.
+    fn drifted_claims<'a>(
+        &'a self,
+        _claims: &'a [Arc<NodeClaim>],
+    ) -> BoxFuture<'a, Result<std::collections::BTreeSet<String>, CloudError>> {
+        Box::pin(async { Ok(Default::default()) })
+    }
 }
 
 #[cfg(test)]

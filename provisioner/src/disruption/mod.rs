@@ -82,6 +82,9 @@ pub struct Disruption {
     pdbs: ApiResource,
     /// NodeClaims (the disrupted ones and their replacements) of commands still running.
     commands: Mutex<BTreeSet<String>>,
+    /// The last drift check that succeeded: kept when the cloud cannot be read, so Drifted
+    /// conditions are not cleared by an EC2 outage.
+    cloud_drifted: Mutex<BTreeSet<String>>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -190,6 +193,7 @@ impl Disruption {
             activity: Mutex::default(),
             pdbs,
             commands: Mutex::default(),
+            cloud_drifted: Mutex::default(),
         }
     }
 
@@ -230,15 +234,21 @@ impl Disruption {
             .filter_map(|o| pdb::Budget::from_json(&serde_json::to_value(o).ok()?))
             .collect();
         let objects = self.state.objects();
-        let mut cloud_drifted = BTreeSet::new();
-        for c in &objects.claims {
-            if c.metadata.deletion_timestamp.is_none()
-                && is_initialized(c)
-                && self.cloud.is_drifted(c).await.unwrap_or(false)
-            {
-                cloud_drifted.insert(c.name_any());
+        // One batch call per pass (AWS: one shared instance sweep, not a call per claim).
+        let live: Vec<Arc<NodeClaim>> = (objects.claims.iter())
+            .filter(|c| c.metadata.deletion_timestamp.is_none() && is_initialized(c))
+            .cloned()
+            .collect();
+        let cloud_drifted = match self.cloud.drifted_claims(&live).await {
+            Ok(set) => {
+                *self.cloud_drifted.lock().unwrap() = set.clone();
+                set
             }
-        }
+            Err(e) => {
+                tracing::warn!(error = %e, "drift check failed; keeping the last pass's drifted nodeclaims");
+                self.cloud_drifted.lock().unwrap().clone()
+            }
+        };
         let catalog = self
             .unavailable
             .apply(&self.cloud.instance_types(), Instant::now());
