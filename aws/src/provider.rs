@@ -254,25 +254,7 @@ impl AwsProvider {
             .ok_or_else(|| {
                 AwsError::Invalid(format!("spec.nodeClassRef: EC2NodeClass {name} not found"))
             })?;
-        let status = match &class.status {
-            Some(s)
-                if !s.subnets.is_empty() && !s.security_groups.is_empty() && !s.amis.is_empty() =>
-            {
-                s.clone()
-            }
-            // No controller has resolved it yet (or it resolved to nothing): resolve now.
-            _ => {
-                nodeclass::resolve(
-                    &self.clients.ec2,
-                    &self.clients.ssm,
-                    &self.profiles(),
-                    &self.settings.ami_parameters,
-                    name,
-                    &class.spec,
-                )
-                .await?
-            }
-        };
+        let status = self.resolved_status(name, &class).await?;
         if status.instance_profile.is_none() {
             let why = adze_api::conditions::find(&status.conditions, adze_api::conditions::READY)
                 .map(|c| c.message.clone())
@@ -282,6 +264,29 @@ impl AwsProvider {
             )));
         }
         Ok((class, status))
+    }
+
+    /// The class's status as its controller resolved it or, when that is empty (not resolved
+    /// yet, or resolved to nothing), resolved now.
+    async fn resolved_status(
+        &self,
+        name: &str,
+        class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, AwsError> {
+        match &class.status {
+            Some(s) if is_resolved(s) => Ok(s.clone()),
+            _ => {
+                nodeclass::resolve(
+                    &self.clients.ec2,
+                    &self.clients.ssm,
+                    &self.profiles(),
+                    &self.settings.ami_parameters,
+                    name,
+                    &class.spec,
+                )
+                .await
+            }
+        }
     }
 
     /// Our live instance for the claim, if one was launched before (possibly by a process that
@@ -409,25 +414,8 @@ impl AwsProvider {
             );
             return Ok(None);
         };
-        let resolved = |s: &EC2NodeClassStatus| {
-            !s.subnets.is_empty() && !s.security_groups.is_empty() && !s.amis.is_empty()
-        };
-        let status = match &class.status {
-            Some(s) if resolved(s) => s.clone(),
-            // No controller has resolved it yet (or it resolved to nothing): resolve now.
-            _ => {
-                nodeclass::resolve(
-                    &self.clients.ec2,
-                    &self.clients.ssm,
-                    &self.profiles(),
-                    &self.settings.ami_parameters,
-                    name,
-                    &class.spec,
-                )
-                .await?
-            }
-        };
-        if !resolved(&status) {
+        let status = self.resolved_status(name, &class).await?;
+        if !is_resolved(&status) {
             tracing::warn!(
                 nodeclass = name,
                 "EC2NodeClass resolves to no image, subnet or security group; its nodes are not checked for drift"
@@ -1149,6 +1137,11 @@ impl AwsProvider {
         };
         Ok(!self.judge(vec![(claim, i)]).await?.is_empty())
     }
+}
+
+/// A status with at least one image, subnet and security group to launch with.
+fn is_resolved(s: &EC2NodeClassStatus) -> bool {
+    !s.subnets.is_empty() && !s.security_groups.is_empty() && !s.amis.is_empty()
 }
 
 fn live_states() -> Filter {

@@ -2,7 +2,7 @@
 //! be taken (and kept in flight) at once without two of them counting on the same room,
 //! the same budget or the same PodDisruptionBudget allowance.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::node::ExistingNode;
 
@@ -16,14 +16,14 @@ use super::{Input, Options, Reason};
 /// nodes are bound there, and each PodDisruptionBudget has as many fewer evictions left as
 /// `d` takes from it.
 pub fn commit(input: &mut Input, d: &Decision) {
-    let removed: BTreeMap<&str, ()> = d.nodes.iter().map(|n| (n.name.as_str(), ())).collect();
+    let removed: BTreeSet<&str> = d.nodes.iter().map(|n| n.name.as_str()).collect();
     for f in &mut input.nodes {
-        if removed.contains_key(f.name.as_str()) {
+        if removed.contains(f.name.as_str()) {
             f.disrupting = true;
         }
     }
     for n in &mut input.snapshot.nodes {
-        if removed.contains_key(n.name.as_str()) {
+        if removed.contains(n.name.as_str()) {
             n.unschedulable = true;
         }
     }
@@ -38,7 +38,7 @@ pub fn commit(input: &mut Input, d: &Decision) {
         .collect();
     let mut evicted: BTreeMap<String, u32> = BTreeMap::new();
     for b in &mut input.snapshot.bound {
-        if b.daemon || !removed.contains_key(b.node.as_str()) {
+        if b.daemon || !removed.contains(b.node.as_str()) {
             continue;
         }
         let key = b.pod.key();
@@ -70,17 +70,7 @@ pub fn decide_all(
     let mut out = Vec::new();
     let mut now = input.clone();
     while out.len() < max {
-        let next = {
-            let ctx = Context::new(&now, options);
-            ctx.replace_one(Reason::Drifted)
-                .or_else(|| ctx.empty())
-                .or_else(|| {
-                    consolidate
-                        .then(|| super::consolidation::consolidate(&ctx))
-                        .flatten()
-                })
-        };
-        let Some(d) = next else {
+        let Some(d) = Context::new(&now, options).next(consolidate) else {
             break;
         };
         let last = d.reason == Reason::Underutilized;

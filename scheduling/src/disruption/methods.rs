@@ -68,7 +68,7 @@ impl<'a> Context<'a> {
 
     /// Replace (or delete) one node for `reason`: oldest eligible node first, the first
     /// whose pods all find a place.
-    pub(super) fn replace_one(&self, reason: Reason) -> Option<Decision> {
+    fn replace_one(&self, reason: Reason) -> Option<Decision> {
         let mut list: Vec<&Candidate> = self
             .candidates
             .iter()
@@ -89,7 +89,7 @@ impl<'a> Context<'a> {
     }
 
     /// Every empty node the budgets allow, in one decision.
-    pub(super) fn empty(&self) -> Option<Decision> {
+    fn empty(&self) -> Option<Decision> {
         let mut allowance = self.allowance.clone();
         let mut list: Vec<&Candidate> = self
             .candidates
@@ -114,10 +114,21 @@ impl<'a> Context<'a> {
 /// consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision
 /// per call; [`super::decide_all`] takes as many as can run side by side.
 pub fn decide(input: &Input, options: &Options) -> Option<Decision> {
-    let ctx = Context::new(input, options);
-    ctx.replace_one(Reason::Drifted)
-        .or_else(|| ctx.empty())
-        .or_else(|| consolidation::consolidate(&ctx))
+    Context::new(input, options).next(true)
+}
+
+impl Context<'_> {
+    /// Drift, then emptiness, then (when `consolidate`) consolidation: the first that finds
+    /// something.
+    pub(super) fn next(&self, consolidate: bool) -> Option<Decision> {
+        self.replace_one(Reason::Drifted)
+            .or_else(|| self.empty())
+            .or_else(|| {
+                consolidate
+                    .then(|| consolidation::consolidate(self))
+                    .flatten()
+            })
+    }
 }
 
 /// Why a decision no longer holds.
