@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,29 @@ CORE_KINDS = {
 }
 
 
+def kube_scheduler_effective_config(config_yaml):
+    """The configuration kube-scheduler 1.20 (the harness's build) runs with for a rendered
+    v1beta1 file: it loads, defaults and validates the file, writes what it would run with
+    (--write-config-to) and exits. The file's kubeconfig is pointed at this control plane and
+    its ports at free ones; the rest is as rendered."""
+    cfg = yaml.safe_load(config_yaml)
+    cfg["clientConnection"] = {"kubeconfig": KUBECONFIG}
+    cfg["leaderElection"] = {"leaderElect": False}
+    with socket.socket() as sock:  # kube-scheduler 1.20 refuses port 0 here
+        sock.bind(("127.0.0.1", 0))
+        cfg["healthzBindAddress"] = cfg["metricsBindAddress"] = f"127.0.0.1:{sock.getsockname()[1]}"
+    k8s_bin = os.environ.get("ADZE_K8S_BIN") or os.path.join(
+        os.environ.get("ADZE_CACHE") or os.path.expanduser("~/.cache/adze"), "k8s-1.20.2", "bin")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = pathlib.Path(tmp) / "in.yaml", pathlib.Path(tmp) / "out.yaml"
+        src.write_text(yaml.safe_dump(cfg))
+        r = subprocess.run([os.path.join(k8s_bin, "kube-scheduler"), f"--config={src}", "--secure-port=0",
+                            f"--write-config-to={out}"], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 or not out.exists():
+            return {"exit": r.returncode, "stderr": r.stderr[-2000:]}
+        return yaml.safe_load(out.read_text())
+
+
 def expect_aws(docs):
     check("aws: objects are the core set", Counter(d["kind"] for d in docs) == Counter(CORE_KINDS),
           str(Counter(d["kind"] for d in docs)))
@@ -188,6 +212,8 @@ def expect_aws(docs):
         # 1.20's kube-scheduler does not skip a down ignorable extender's bind.
         check(f"scheduler config {key}: ignorable, so kube-scheduler binds on 1.20 (no bindVerb)",
               ext["ignorable"] is True and "bindVerb" not in ext, json.dumps(ext))
+        check(f"scheduler config {key}: kube-scheduler's backoff 1 s doubling to 2 s (chart defaults)",
+              cfg.get("podInitialBackoffSeconds") == 1 and cfg.get("podMaxBackoffSeconds") == 2, json.dumps(cfg))
     check("1.20: PodDisruptionBudgets are policy/v1beta1",
           all(d["apiVersion"] == "policy/v1beta1" for d in docs if d["kind"] == "PodDisruptionBudget"))
 
@@ -202,6 +228,15 @@ def expect_simulated(docs):
     ext = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1.yaml"])["extenders"][0]
     check("simulated: schedulerConfig.bind=scheduler leaves bindVerb out even with ignorable: false",
           ext["ignorable"] is False and "bindVerb" not in ext, json.dumps(ext))
+    v1beta1 = one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1beta1.yaml"]
+    for key in ["scheduler-config-v1.yaml", "scheduler-config-v1beta1.yaml"]:
+        cfg = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"][key])
+        check(f"simulated: schedulerConfig.podInitialBackoffSeconds=3, podMaxBackoffSeconds=4 rendered ({key})",
+              cfg.get("podInitialBackoffSeconds") == 3 and cfg.get("podMaxBackoffSeconds") == 4, json.dumps(cfg))
+    effective = kube_scheduler_effective_config(v1beta1)
+    check("simulated: kube-scheduler 1.20 reads the rendered v1beta1 config and runs with backoff 3 s to 4 s",
+          effective.get("podInitialBackoffSeconds") == 3 and effective.get("podMaxBackoffSeconds") == 4,
+          json.dumps(effective))
     check("simulated: provisioner may create nodes and patch node and pod status",
           rules_allow(role, "", "nodes", "create") and rules_allow(role, "", "nodes/status", "patch")
           and rules_allow(role, "", "pods/status", "patch"))
@@ -231,6 +266,8 @@ def expect_eks_second_scheduler(docs):
     cm = one(docs, "ConfigMap", "-scheduler-config")
     cfg = yaml.safe_load(cm["data"]["adze-scheduler.yaml"])
     ext = cfg["extenders"][0]
+    check("eks: the second scheduler retries with the chart's backoff (1 s to 2 s)",
+          cfg.get("podInitialBackoffSeconds") == 1 and cfg.get("podMaxBackoffSeconds") == 2, json.dumps(cfg))
     check("eks: second scheduler profile adze-scheduler, HTTPS extender with a CA file",
           cfg["profiles"][0]["schedulerName"] == "adze-scheduler" and ext["enableHTTPS"] is True
           and ext["urlPrefix"].startswith("https://") and ext["tlsConfig"]["caFile"] == "/etc/kubernetes/adze/ca.crt",
@@ -365,12 +402,16 @@ def expect_minimal(docs):
         ext = yaml.safe_load(cm["data"][key])["extenders"][0]
         check(f"minimal: ignorable: false binds through the extender ({key})",
               ext["ignorable"] is False and ext.get("bindVerb") == "bind", json.dumps(ext))
+        cfg = yaml.safe_load(cm["data"][key])
+        check(f"minimal: podMaxBackoffSeconds null leaves kube-scheduler's default ({key})",
+              "podMaxBackoffSeconds" not in cfg and cfg.get("podInitialBackoffSeconds") == 1, json.dumps(cfg))
 
 
 VALUE_SETS = [
     ("aws", AWS, expect_aws),
     ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"},
-                   "schedulerConfig": {"ignorable": False, "bind": "scheduler"}}, expect_simulated),
+                   "schedulerConfig": {"ignorable": False, "bind": "scheduler",
+                                       "podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 4}}, expect_simulated),
     ("eks", merge(AWS, {
         "extender": {"tls": {"enabled": True, "certManager": {"enabled": True}},
                      "networkPolicy": {"enabled": True, "from": [
@@ -393,7 +434,7 @@ VALUE_SETS = [
     }), expect_v1beta1_secret),
     ("minimal", {"cloudProvider": "simulated", "extender": {"enabled": False}, "agent": {"enabled": False},
                  "provisioner": {"podDisruptionBudget": {"enabled": False}},
-                 "schedulerConfig": {"ignorable": False}}, expect_minimal),
+                 "schedulerConfig": {"ignorable": False, "podMaxBackoffSeconds": None}}, expect_minimal),
 ]
 
 # (name, values, text the error must contain)
@@ -437,6 +478,14 @@ BAD = [
     ("dashboard labels without the dashboard",
      {"cloudProvider": "simulated", "metrics": {"dashboard": {"labels": {"a": "b"}}}},
      "metrics.dashboard.labels has no effect without metrics.dashboard.enabled"),
+    ("a max backoff below the initial one",
+     {"cloudProvider": "simulated", "schedulerConfig": {"podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 2}},
+     "schedulerConfig.podMaxBackoffSeconds (2) must be at least schedulerConfig.podInitialBackoffSeconds (5)"),
+    ("an initial backoff above kube-scheduler's default max",
+     {"cloudProvider": "simulated", "schedulerConfig": {"podInitialBackoffSeconds": 11, "podMaxBackoffSeconds": None}},
+     "schedulerConfig.podMaxBackoffSeconds (10) must be at least"),
+    ("a zero backoff", {"cloudProvider": "simulated", "schedulerConfig": {"podInitialBackoffSeconds": 0}},
+     "podInitialBackoffSeconds"),
     ("TLS without a certificate source", {"cloudProvider": "simulated", "extender": {"tls": {"enabled": True}}},
      "extender.tls.secretName or extender.tls.certManager.enabled"),
 ]

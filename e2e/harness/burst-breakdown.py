@@ -7,8 +7,9 @@ distribution (p50 / p90 / max, seconds) of each stage, each measured from the bu
 (the first pod's creation):
 
   created        the pod object exists (ReplicaSet controller)
-  unschedulable  first seen with PodScheduled=False (kube-scheduler's write, which starts a
-                 batch without the extender's annotation), from SAMPLES: lines
+  unschedulable  first seen with PodScheduled=False (kube-scheduler's write; Adze no longer
+                 waits for it, so this only shows how far behind kube-scheduler's queue
+                 runs), from SAMPLES: lines
                  "<unix time> <pod name>" taken while the burst ran, since the condition's
                  own time is overwritten once the pod is bound
   claimed        the NodeClaim that nominates the pod was created (Adze's batch + plan)
@@ -16,7 +17,7 @@ distribution (p50 / p90 / max, seconds) of each stage, each measured from the bu
   bound          PodScheduled=True (kube-scheduler placed it)
   running        the pod's Ready condition turned True (kubelet)
 
-and the same stages as gaps between consecutive stages per pod. Timestamps have one-second
+and the same stages as gaps between consecutive stages per pod (claimed: from created). Timestamps have one-second
 resolution (the API server's), so each figure is +-1 s. Usage:
   burst-breakdown.py PODS.json NODECLAIMS.json NODES.json [SAMPLES]
 """
@@ -95,8 +96,11 @@ def main():
     print(f"{'stage':<14}{'pods':>6}{'p50':>7}{'p90':>7}{'max':>7}   gap from previous stage p50/p90/max")
     prev = None
     for s in stages:
+        # A pod is claimed from its watch event, not after kube-scheduler's verdict: its gap
+        # runs from creation.
+        since = "created" if s == "claimed" else prev
         at = [r[s] - t0 for r in rows if r[s] is not None]
-        gaps = [r[s] - r[prev] for r in rows if prev and r[s] is not None and r[prev] is not None]
+        gaps = [r[s] - r[since] for r in rows if since and r[s] is not None and r[since] is not None]
         line = f"{s:<14}{len(at):>6}"
         for q in (50, 90, 100):
             v = pct(at, q)

@@ -154,6 +154,14 @@ clientConnection:
 profiles:
   - schedulerName: default-scheduler
 {{- end }}
+{{- with $ctx.Values.schedulerConfig }}
+{{- if not (kindIs "invalid" .podInitialBackoffSeconds) }}
+podInitialBackoffSeconds: {{ int .podInitialBackoffSeconds }}
+{{- end }}
+{{- if not (kindIs "invalid" .podMaxBackoffSeconds) }}
+podMaxBackoffSeconds: {{ int .podMaxBackoffSeconds }}
+{{- end }}
+{{- end }}
 extenders:
 {{- /* Whose version decides bindVerb: the chart's own scheduler runs its image; a control
 plane's kube-scheduler runs the cluster's version, and v1beta1 exists only up to 1.22. */}}

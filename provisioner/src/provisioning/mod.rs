@@ -155,16 +155,19 @@ pub struct Outcome {
     pub created: Vec<String>,
     pub nominated: usize,
     pub unschedulable: usize,
-    /// Pending pods this pass saw and did not launch for (on existing capacity or unplaceable).
-    pub left_pending: BTreeSet<String>,
+    /// Pending pods this pass saw and did not launch for (on existing capacity or unplaceable),
+    /// uid → whether kube-scheduler had already confirmed they fit nowhere
+    /// ([`snapshot::unplaced_demand`]).
+    pub left_pending: BTreeMap<String, bool>,
 }
 
 impl Provisioner {
     /// Watches pending pods and provisions when a batch window closes. Never returns.
     pub async fn run(self) {
         let mut batcher = Batcher::new(self.settings.batch_idle, self.settings.batch_max);
-        // Pending uids the last pass decided about; a pod outside this set opens a window.
-        let mut handled: BTreeSet<String> = BTreeSet::new();
+        // Pending uids the last pass decided about, with whether kube-scheduler had confirmed
+        // them then; a pod outside this map, or newly confirmed, opens a window.
+        let mut handled: BTreeMap<String, bool> = BTreeMap::new();
         let mut last_pass = Instant::now();
         // Interrupted claims just handed to termination (deleted), until the watch shows it.
         let mut drained: BTreeSet<String> = BTreeSet::new();
@@ -172,7 +175,8 @@ impl Provisioner {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = Instant::now();
             let objects = self.state.objects();
-            let pending = snapshot::unplaced_pending(&objects);
+            let demand = snapshot::unplaced_demand(&objects);
+            let pending: BTreeSet<String> = demand.keys().cloned().collect();
             let now_unix = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
@@ -187,12 +191,16 @@ impl Provisioner {
             crate::metrics::provisioner()
                 .pods_pending
                 .set(pending.len() as i64);
-            if pending.iter().any(|u| !handled.contains(u)) {
+            if opens_window(&demand, &handled) {
                 if !batcher.is_open() {
                     tracing::debug!(pending = pending.len(), "batch window opened");
                 }
                 batcher.add(now);
-                handled.extend(pending.iter().cloned());
+                // The coming pass plans every pending pod with what it shows then, so a
+                // verdict kube-scheduler writes while the window is open is no news: only
+                // what a pass left unconfirmed may reopen a window (else kube-scheduler's
+                // stream of Unschedulable writes during a burst would hold it open to max).
+                handled.extend(demand.into_keys().map(|u| (u, true)));
             } else if !pending.is_empty()
                 && !batcher.is_open()
                 && now.duration_since(last_pass) >= self.settings.retry
@@ -267,7 +275,8 @@ impl Provisioner {
             }
         }
         if built.snapshot.pending.is_empty() {
-            outcome.left_pending = built.pending_uids.values().cloned().collect();
+            let demand = snapshot::unplaced_demand(&objects);
+            outcome.left_pending = left_pending(built.pending_uids.values(), &demand);
             self.send_events(events);
             return Ok(outcome);
         }
@@ -421,12 +430,15 @@ impl Provisioner {
                     .flat_map(|e| e.pods.iter().map(String::as_str)),
             )
             .collect();
-        outcome.left_pending = built
-            .pending_uids
-            .iter()
-            .filter(|(k, _)| !placed_on_new.contains(k.as_str()) && !failed.contains(*k))
-            .map(|(_, u)| u.clone())
-            .collect();
+        let demand = snapshot::unplaced_demand(&objects);
+        outcome.left_pending = left_pending(
+            built
+                .pending_uids
+                .iter()
+                .filter(|(k, _)| !placed_on_new.contains(k.as_str()) && !failed.contains(*k))
+                .map(|(_, u)| u),
+            &demand,
+        );
         // The next pass must see the claims just created, or it would launch for their pods again.
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -459,6 +471,28 @@ impl Provisioner {
     }
 }
 
+/// Whether the pods pending now hold news for provisioning: a pod no pass has decided about
+/// yet (a fresh pod of the default scheduler, from its first watch event), or one a pass
+/// left pending before kube-scheduler confirmed it fits nowhere and which it now has (the
+/// room the pass saw for it went to another pod).
+fn opens_window(demand: &BTreeMap<String, bool>, handled: &BTreeMap<String, bool>) -> bool {
+    demand
+        .iter()
+        .any(|(uid, confirmed)| match handled.get(uid) {
+            None => true,
+            Some(was) => *confirmed && !*was,
+        })
+}
+
+/// The uids a pass leaves pending, each with its confirmation as the pass saw it.
+fn left_pending<'a>(
+    uids: impl Iterator<Item = &'a String>,
+    demand: &BTreeMap<String, bool>,
+) -> BTreeMap<String, bool> {
+    uids.map(|u| (u.clone(), demand.get(u).copied().unwrap_or(true)))
+        .collect()
+}
+
 /// A random seed for new NodeClaim names ([`Options::name_seed`]): a claim deleted a minute
 /// ago must not lend its name to the next one.
 pub(crate) fn fresh_name_seed() -> u64 {
@@ -470,6 +504,29 @@ pub(crate) fn fresh_name_seed() -> u64 {
 mod tests {
     use super::*;
     use adze_scheduling::{Requirement, Requirements, Resources};
+
+    #[test]
+    fn window_opens_for_new_pods_and_for_pods_kube_scheduler_newly_turned_down() {
+        let m = |v: &[(&str, bool)]| -> BTreeMap<String, bool> {
+            v.iter().map(|(u, c)| (u.to_string(), *c)).collect()
+        };
+        assert!(!opens_window(&m(&[]), &m(&[])));
+        assert!(opens_window(&m(&[("a", false)]), &m(&[])), "a fresh pod");
+        assert!(!opens_window(&m(&[("a", false)]), &m(&[("a", false)])));
+        assert!(
+            opens_window(&m(&[("a", true)]), &m(&[("a", false)])),
+            "left on existing room, then kube-scheduler found none"
+        );
+        assert!(!opens_window(&m(&[("a", true)]), &m(&[("a", true)])));
+        assert!(!opens_window(&m(&[("a", false)]), &m(&[("a", true)])));
+        assert_eq!(
+            left_pending(
+                ["a".to_string(), "x".to_string()].iter(),
+                &m(&[("a", false)])
+            ),
+            m(&[("a", false), ("x", true)])
+        );
+    }
 
     #[test]
     fn claim_object_carries_plan_labels_nominations_and_finalizer() {

@@ -7,9 +7,12 @@
 //!   `in_flight: true`, shaped by their labels and the catalog type they name.
 //! * A pod nominated to a claim that is not initialised yet is a [`BoundPod`] on that claim,
 //!   never pending: capacity is not created twice for the same pod.
-//! * Pending: `PodScheduled=False` reason `Unschedulable` (or the extender's
-//!   `adze.sh/unschedulable-at` annotation, which comes sooner), no `nodeName`, not owned by
-//!   a DaemonSet, not terminating.
+//! * Pending ([`is_pending`]): no `nodeName`, not owned by a DaemonSet, not terminating, not
+//!   in a terminal phase, and either kube-scheduler has said it fits nowhere
+//!   (`PodScheduled=False` reason `Unschedulable`, or the extender's `adze.sh/unschedulable-at`
+//!   annotation, which comes sooner) or it is a fresh pod of the default scheduler
+//!   ([`awaits_default_scheduler`]): demand from the first watch event, without waiting for
+//!   kube-scheduler's verdict.
 //! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
 //!   demand — unless a live claim already nominates them, in which case they are bound to it.
 //! * Pods carry the zones their persistent volumes tie them to ([`convert::with_volume_topology`]),
@@ -75,33 +78,84 @@ pub fn owned_by_daemonset(pod: &Pod) -> bool {
         .any(|o| o.kind == "DaemonSet")
 }
 
+/// kube-scheduler's default profile: the scheduler a pod without `spec.schedulerName` gets.
+pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
+
 /// Pending in the provisioning sense (see the module docs), nominations aside.
 pub fn is_pending(pod: &Pod) -> bool {
     let spec_ok = pod
         .spec
         .as_ref()
         .is_some_and(|s| s.node_name.as_deref().unwrap_or_default().is_empty());
-    let unschedulable = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.type_ == "PodScheduled"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-        });
-    // Set by the extender when filter turned the pod away from every node.
+    spec_ok
+        && pod.metadata.deletion_timestamp.is_none()
+        && !owned_by_daemonset(pod)
+        && !is_terminal(pod)
+        && (scheduler_found_no_room(pod) || awaits_default_scheduler(pod))
+}
+
+/// kube-scheduler tried the pod against every node and none fits: its `PodScheduled=False`
+/// reason `Unschedulable` condition, or the extender's `adze.sh/unschedulable-at`
+/// annotation (set when its filter turned the pod away from every node). This is all
+/// Karpenter waits for, whatever the pod's scheduler.
+pub fn scheduler_found_no_room(pod: &Pod) -> bool {
+    let unschedulable = pod_scheduled_false_reasons(pod).any(|r| r == Some("Unschedulable"));
     let failed_everywhere = pod
         .metadata
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(labels::UNSCHEDULABLE_AT));
-    spec_ok
-        && (unschedulable || failed_everywhere)
-        && pod.metadata.deletion_timestamp.is_none()
-        && !owned_by_daemonset(pod)
+    unschedulable || failed_everywhere
+}
+
+fn pod_scheduled_false_reasons(pod: &Pod) -> impl Iterator<Item = Option<&str>> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .map(|c| c.reason.as_deref())
+}
+
+/// An unbound pod of the default scheduler that kube-scheduler has not turned down for any
+/// other reason: demand as soon as the watch shows it, not 9 s later when kube-scheduler
+/// (queued behind a burst, writing at its client's QPS) records `Unschedulable` (issue 17).
+///
+/// Only `default-scheduler` (or no `schedulerName`): that is the scheduler whose nodes and
+/// rules the simulation mirrors. A pod of another scheduler (a batch scheduler, the chart's
+/// second scheduler) waits for that scheduler's `Unschedulable` condition or the extender's
+/// annotation, as in Karpenter, which provisions on the condition whoever wrote it. Gated
+/// pods (`schedulingGates`, or a `PodScheduled=False` condition with another reason such as
+/// `SchedulingGated`) are not demand: nothing would schedule them on new capacity either.
+///
+/// Why this cannot launch capacity twice, and why no minimum pod age is needed: the
+/// simulation places every pending pod on room that exists first (registered nodes, then
+/// in-flight claims and their spare room), so a fresh pod launches capacity only when the
+/// snapshot shows room for it nowhere. kube-scheduler binding it meanwhile can only use room
+/// that was in the snapshot, so the batch launches the same total either way: its demand
+/// minus the room already there. When the two pick different pods for the same room (the
+/// simulation puts A on node N and nominates B to a new claim, kube-scheduler binds B to N),
+/// B's nomination lapses once its binding is watched (a bound pod counts on its node, not its
+/// claim), and A, once kube-scheduler calls it `Unschedulable`, opens a new window
+/// ([`unplaced_demand`]) and is placed on the claim's now spare room: nothing is launched
+/// twice. A minimum age for pods that fit nowhere would only add latency, since
+/// kube-scheduler sees the same nodes and would not bind such a pod either. What the fast path
+/// does give up is kube-scheduler's veto where the two disagree (a pod the simulation finds
+/// no room for but a scheduler plugin Adze does not model would place): the node launched
+/// for it stays empty and emptiness consolidation removes it.
+pub fn awaits_default_scheduler(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    let scheduler = spec.scheduler_name.as_deref().unwrap_or_default();
+    let gated = spec
+        .scheduling_gates
+        .as_ref()
+        .is_some_and(|g| !g.is_empty());
+    (scheduler.is_empty() || scheduler == DEFAULT_SCHEDULER)
+        && !gated
+        && pod_scheduled_false_reasons(pod).all(|r| r == Some("Unschedulable"))
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -447,14 +501,28 @@ fn nominations(
 /// window, so a node that starts leaving wakes provisioning at once. Cheap (no conversion), so
 /// it can run on every tick.
 pub fn unplaced_pending(objects: &Objects) -> BTreeSet<String> {
+    unplaced_demand(objects).into_keys().collect()
+}
+
+/// [`unplaced_pending`] with, per uid, whether kube-scheduler has confirmed the pod fits
+/// nowhere ([`scheduler_found_no_room`]; displaced pods count as confirmed). A pod a pass saw
+/// unconfirmed and left pending (the simulation found it room on an existing node) opens a
+/// new window when the confirmation arrives: kube-scheduler gave that room to another pod.
+pub fn unplaced_demand(objects: &Objects) -> BTreeMap<String, bool> {
     let nominated = nominations(objects, &HashMap::new());
     let leaving = super::leaving::leaving_nodes(objects);
     objects
         .pods
         .iter()
-        .filter(|p| is_pending(p) || super::leaving::is_displaced(p, &leaving))
-        .filter_map(|p| p.metadata.uid.clone())
-        .filter(|u| !nominated.contains_key(u))
+        .filter_map(|p| {
+            let displaced = super::leaving::is_displaced(p, &leaving);
+            if !(displaced || is_pending(p)) {
+                return None;
+            }
+            let uid = p.metadata.uid.clone()?;
+            Some((uid, displaced || scheduler_found_no_room(p)))
+        })
+        .filter(|(u, _)| !nominated.contains_key(u))
         .collect()
 }
 
@@ -846,8 +914,11 @@ mod tests {
 
     #[test]
     fn pod_the_extender_marked_unschedulable_is_pending_before_the_condition() {
+        // The chart's second scheduler: its pods wait for a verdict, and the extender's
+        // annotation is the earliest one.
         let mut p = (*pending_pod("x", "u-x")).clone();
         p.status = None;
+        p.spec.as_mut().unwrap().scheduler_name = Some("adze-scheduler".into());
         assert!(!is_pending(&p));
         p.metadata.annotations = Some(
             [(
@@ -862,6 +933,159 @@ mod tests {
             !is_pending(&p),
             "a bound pod is not pending whatever its annotation"
         );
+    }
+
+    /// A pod as the ReplicaSet controller creates it: no status yet, kube-scheduler has not
+    /// looked at it.
+    fn fresh_pod(name: &str, uid: &str) -> Arc<Pod> {
+        let mut p = (*pending_pod(name, uid)).clone();
+        p.status = None;
+        Arc::new(p)
+    }
+
+    fn with_scheduled_false(pod: &Pod, reason: &str) -> Pod {
+        let mut p = pod.clone();
+        p.status = serde_json::from_value(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": reason}]}))
+        .unwrap();
+        p
+    }
+
+    #[test]
+    fn fresh_unbound_pod_of_the_default_scheduler_is_demand_without_the_condition() {
+        let fresh = fresh_pod("a", "u-a");
+        assert!(
+            is_pending(&fresh),
+            "no schedulerName: the default scheduler"
+        );
+        assert!(!scheduler_found_no_room(&fresh));
+        let mut named = (*fresh).clone();
+        named.spec.as_mut().unwrap().scheduler_name = Some(DEFAULT_SCHEDULER.into());
+        assert!(is_pending(&named));
+        // kube-scheduler has looked and written nothing yet, or has said Unschedulable.
+        assert!(is_pending(&with_scheduled_false(&fresh, "Unschedulable")));
+
+        // Another scheduler's pod waits for its verdict, as in Karpenter.
+        let mut other = (*fresh).clone();
+        other.spec.as_mut().unwrap().scheduler_name = Some("volcano".into());
+        assert!(!is_pending(&other));
+        assert!(is_pending(&with_scheduled_false(&other, "Unschedulable")));
+
+        // Gated pods, and pods kube-scheduler holds back for another reason, are not demand.
+        let mut gated = (*fresh).clone();
+        gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![
+            serde_json::from_value(json!({"name": "example.com/wait"})).unwrap(),
+        ]);
+        assert!(!is_pending(&gated));
+        assert!(!is_pending(&with_scheduled_false(
+            &fresh,
+            "SchedulingGated"
+        )));
+
+        // Unbound but finished (a pod that failed admission, say): not demand.
+        let mut failed = (*fresh).clone();
+        failed.status = serde_json::from_value(json!({"phase": "Failed"})).unwrap();
+        assert!(!is_pending(&failed));
+        let mut gone = (*fresh).clone();
+        gone.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+        assert!(!is_pending(&gone));
+
+        let objects = Objects {
+            pods: vec![fresh.clone(), pending_pod("b", "u-b")],
+            ..Objects::default()
+        };
+        assert_eq!(
+            unplaced_demand(&objects),
+            BTreeMap::from([("u-a".to_string(), false), ("u-b".to_string(), true)]),
+            "fresh demand is unconfirmed until kube-scheduler says Unschedulable"
+        );
+    }
+
+    #[test]
+    fn fresh_pod_that_fits_an_existing_node_launches_nothing() {
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![running_on("db", "u-db", "n1"), fresh_pod("web", "u-web")],
+            nodepools: vec![default_pool()],
+            ..Objects::default()
+        };
+        let (built, plan) = plan(&objects);
+        assert_eq!(built.pending_uids["default/web"], "u-web");
+        assert!(plan.new_claims.is_empty(), "{:?}", plan.new_claims);
+        assert!(plan.unschedulable.is_empty());
+        let on_n1: Vec<_> = plan
+            .existing
+            .iter()
+            .filter(|e| e.node == "n1")
+            .flat_map(|e| e.pods.iter())
+            .collect();
+        assert_eq!(on_n1, vec!["default/web"]);
+    }
+
+    #[test]
+    fn fresh_pod_that_fits_nowhere_gets_a_claim_in_the_same_batch() {
+        // n1 (2 cpu) has room for one more 1-cpu pod; of the two fresh pods one goes there,
+        // the other gets a new claim in this very batch.
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![
+                running_on("db", "u-db", "n1"),
+                fresh_pod("a", "u-a"),
+                fresh_pod("b", "u-b"),
+            ],
+            nodepools: vec![default_pool()],
+            ..Objects::default()
+        };
+        let (_, plan) = plan(&objects);
+        assert!(plan.unschedulable.is_empty());
+        assert_eq!(plan.new_claims.len(), 1, "{:?}", plan.new_claims);
+        assert_eq!(plan.new_claims[0].pods.len(), 1);
+        let on_n1: usize = plan
+            .existing
+            .iter()
+            .filter(|e| e.node == "n1")
+            .map(|e| e.pods.len())
+            .sum();
+        assert_eq!(on_n1, 1);
+    }
+
+    /// The race of the fast path: the last pass put fresh pod A on n1's last room and
+    /// nominated B to a new claim; kube-scheduler bound B to n1 instead and then called A
+    /// Unschedulable. The next pass gives A the claim's room B no longer needs: no second
+    /// launch.
+    #[test]
+    fn pod_that_lost_existing_room_to_another_takes_the_claim_that_one_left() {
+        let mut b_bound = (*running_on("b", "u-b", "n1")).clone();
+        b_bound.status = serde_json::from_value(json!({"phase": "Pending"})).unwrap();
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![
+                running_on("db", "u-db", "n1"),
+                Arc::new(b_bound),
+                pending_pod("a", "u-a"),
+            ],
+            claims: vec![claim(
+                "default-c",
+                r#"[{"namespace":"default","name":"b","uid":"u-b"}]"#,
+            )],
+            nodepools: vec![default_pool()],
+            ..Objects::default()
+        };
+        assert_eq!(
+            unplaced_demand(&objects),
+            BTreeMap::from([("u-a".to_string(), true)]),
+            "A is confirmed now, so it opens a window again"
+        );
+        let (_, plan) = plan(&objects);
+        assert!(plan.new_claims.is_empty(), "{:?}", plan.new_claims);
+        let on_claim: Vec<_> = plan
+            .existing
+            .iter()
+            .filter(|e| e.node == "default-c")
+            .flat_map(|e| e.pods.iter())
+            .collect();
+        assert_eq!(on_claim, vec!["default/a"]);
     }
 
     fn with_claim(pod: Arc<Pod>, claim: &str) -> Arc<Pod> {
