@@ -55,7 +55,7 @@ trap "exit 1" INT TERM   # so the EXIT trap runs when the suite is killed
 
 # ---- moto and the fault proxy ---------------------------------------------------------------
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$dir/moto.log" 2>&1 &
+"$venv/bin/python" "$root/aws/ci/moto_server.py" -H 127.0.0.1 -p "$port" >"$dir/moto.log" 2>&1 &
 moto_pid=$!
 export MOTO_URL="http://127.0.0.1:$port"
 wait_for 30 curl -fs -o /dev/null "$MOTO_URL/moto-api/" || { echo "FAIL: moto did not start"; cat "$dir/moto.log"; exit 1; }

@@ -15,7 +15,8 @@ moto_start() {
   fi
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+  # moto_server.py: moto's own server with its per-resource tag lookup indexed (see the file).
+  "$venv/bin/python" "$(dirname "${BASH_SOURCE[0]}")/moto_server.py" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
   MOTO_PID=$!
   local _
   for _ in $(seq 1 100); do
