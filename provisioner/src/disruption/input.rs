@@ -73,15 +73,6 @@ fn do_not_disrupt(a: Option<&std::collections::BTreeMap<String, String>>) -> boo
     })
 }
 
-fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
 fn going_away(node: &Node) -> bool {
     node.metadata.deletion_timestamp.is_some()
         || node
@@ -322,7 +313,7 @@ pub fn build(
             drifted: judged.drifted(),
             do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
-            disrupting: is_disrupting(c) || going_away(node) || !node_ready(node),
+            disrupting: is_disrupting(c) || going_away(node) || !crate::nodeclaim::node_ready(node),
             last_pod_event,
         };
         if c.metadata.deletion_timestamp.is_none() {

@@ -93,7 +93,8 @@ pub fn set_condition(
     out
 }
 
-fn node_ready(node: &Node) -> bool {
+/// The kubelet's `Ready=True` condition: what initialization and disruption both wait for.
+pub(crate) fn node_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
