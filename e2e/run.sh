@@ -411,36 +411,51 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
     b=$(k get pods -n bench -o json | jq '[.items[] | select(.spec.nodeName != null)] | length')
     echo $(( n > b ? n : b ))
   }
-  # Which pods kube-scheduler has called unschedulable, sampled: the condition's own time is
-  # overwritten when the pod binds (burst-breakdown.py). It no longer starts a batch (the pod
-  # watch does), but it still tells how far behind kube-scheduler's queue runs.
-  ( while [[ ! -e "$dir/bench.done" ]]; do
-      t=$(date +%s.%N)
-      k get pods -n bench -o json 2>/dev/null | jq -r --arg t "$t" '.items[] | select(any(.status.conditions[]?; .type=="PodScheduled" and .status=="False")) | "\($t) \(.metadata.name)"'
-      sleep 0.5
-    done >"$dir/unschedulable.samples" ) &
-  sampler_pid=$!
+  # What the waits below poll must not load the API server the burst is measured on: on 2
+  # cores, LISTing 1,000 pods every 0.2 s (kubectl + jq) cost more than binding them. So the
+  # waits read one Deployment or the ~70 NodeClaims, and the stages come from the API
+  # server's own timestamps afterwards (burst-breakdown.py).
+  nominated() { k get nodeclaims -l adze.sh/nodepool=bench -o json | jq '[.items[].metadata.annotations["adze.sh/nominated-pods"] | fromjson | .[] | select(.namespace=="bench")] | length'; }
+  replicas() { k get deployment -n bench bench -o jsonpath="{.status.$1}"; }
   batches_before=$(grep -c "scheduled batch" "$dir/provisioner-b.log")
+  # kube-scheduler's own counters around the burst: how many attempts it took, and how long each.
+  sched_metrics="http://$(sed -n 's/^metricsBindAddress: //p' "$dir/scheduler.yaml")/metrics"
+  curl -s "$sched_metrics" >"$dir/scheduler-before.prom" || true
+  apiserver_metrics() { curl -sk -H "Authorization: Bearer $ADZE_TOKEN" "$APISERVER/metrics" || true; }
+  apiserver_metrics >"$dir/apiserver-before.prom"
   echo "BENCH: load average before $(cut -d' ' -f1-3 /proc/loadavg); kube-scheduler backoff 1 s to ${ADZE_E2E_SCHEDULER_MAX_BACKOFF:-2} s (unless ADZE_SCHEDULER_CONFIG was given)"
   t0=$(now)
   deployment bench bench 1000 500m 512Mi bench | k apply -f - >/dev/null
-  wait_for 300 count_is 1000 bash -c "kubectl --kubeconfig $KUBECONFIG get pods -n bench -o name | wc -l"
+  wait_for 300 count_is 1000 replicas replicas
   t_created=$(now)
-  wait_for 300 count_is 1000 covered
+  wait_for 300 count_is 1000 nominated
   t_claims=$(now)
   nclaims=$(k get nodeclaims -l adze.sh/nodepool=bench -o name | wc -l)
   echo "BENCH: 1000 pods: deployment -> 1000 pods exist $(elapsed "$t0" "$t_created") s; -> all pods covered by $nclaims NodeClaims $(elapsed "$t0" "$t_claims") s ($(elapsed "$t_created" "$t_claims") s after the last pod appeared)"
   check "benchmark: all 1000 pods nominated to NodeClaims" count_is 1000 covered
-  wait_for 300 count_is 1000 running_pods bench
+  wait_for 300 count_is 1000 replicas readyReplicas
   t_run=$(now)
   echo "BENCH: -> all 1000 pods Running $(elapsed "$t0" "$t_run") s ($(elapsed "$t_claims" "$t_run") s after the last nomination); load average after $(cut -d' ' -f1-3 /proc/loadavg)"
-  touch "$dir/bench.done"; wait "$sampler_pid" 2>/dev/null
+  curl -s "$sched_metrics" >"$dir/scheduler-after.prom" || true
+  apiserver_metrics >"$dir/apiserver-after.prom"
   k get pods -n bench -o json >"$dir/bench-pods.json"
   k get nodeclaims -l adze.sh/nodepool=bench -o json >"$dir/bench-claims.json"
   k get nodes -o json >"$dir/bench-nodes.json"
   echo "BENCH: where the time went (e2e/harness/burst-breakdown.py):"
-  python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" "$dir/unschedulable.samples" | sed 's/^/BENCH:   /'
+  python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" | sed 's/^/BENCH:   /'
   grep "scheduled batch" "$dir/provisioner-b.log" | tail -n +$((batches_before + 1)) | sed "s/^/BENCH:   batch: /"
+  echo "BENCH: kube-scheduler during the burst (its /metrics, after minus before):"
+  python3 "$harness/prom-delta.py" "$dir/scheduler-before.prom" "$dir/scheduler-after.prom" \
+    scheduler_schedule_attempts_total scheduler_e2e_scheduling_duration_seconds \
+    scheduler_pod_scheduling_attempts scheduler_preemption_attempts_total \
+    scheduler_scheduling_algorithm_preemption_evaluation_seconds scheduler_binding_duration_seconds \
+    scheduler_framework_extension_point_duration_seconds_sum | sed 's/^/BENCH:   /'
+  echo "BENCH: the API server during the burst (requests on pods, events and Adze's objects: total seconds, count, mean):"
+  python3 "$harness/prom-delta.py" "$dir/apiserver-before.prom" "$dir/apiserver-after.prom" \
+    'apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="pods"' \
+    'apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="events"' \
+    'apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="adze.sh"' |
+    sed 's/^/BENCH:   /'
 fi
 
 check "provisioner still running" kill -0 "$prov_pid"

@@ -11,7 +11,9 @@ distribution (p50 / p90 / max, seconds) of each stage, each measured from the bu
                  waits for it, so this only shows how far behind kube-scheduler's queue
                  runs), from SAMPLES: lines
                  "<unix time> <pod name>" taken while the burst ran, since the condition's
-                 own time is overwritten once the pod is bound
+                 own time is overwritten once the pod is bound. Optional: e2e/run.sh no
+                 longer samples (LISTing 1,000 pods twice a second loaded the API server it
+                 measured), so its runs show this stage empty
   claimed        the NodeClaim that nominates the pod was created (Adze's batch + plan)
   registered     that NodeClaim's Node exists (the cloud's boot)
   bound          PodScheduled=True (kube-scheduler placed it)
