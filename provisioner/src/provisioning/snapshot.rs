@@ -620,6 +620,15 @@ mod tests {
         (built, plan)
     }
 
+    /// The pods `plan` puts on existing node (or in-flight claim) `node`.
+    fn placed_on<'a>(plan: &'a adze_scheduling::Plan, node: &str) -> Vec<&'a str> {
+        plan.existing
+            .iter()
+            .filter(|e| e.node == node)
+            .flat_map(|e| e.pods.iter().map(String::as_str))
+            .collect()
+    }
+
     #[test]
     fn a_pool_whose_class_has_subnets_only_in_one_zone_gets_claims_only_there() {
         let objects = Objects {
@@ -1014,13 +1023,7 @@ mod tests {
         assert_eq!(built.pending_uids["default/web"], "u-web");
         assert!(plan.new_claims.is_empty(), "{:?}", plan.new_claims);
         assert!(plan.unschedulable.is_empty());
-        let on_n1: Vec<_> = plan
-            .existing
-            .iter()
-            .filter(|e| e.node == "n1")
-            .flat_map(|e| e.pods.iter())
-            .collect();
-        assert_eq!(on_n1, vec!["default/web"]);
+        assert_eq!(placed_on(&plan, "n1"), vec!["default/web"]);
     }
 
     #[test]
@@ -1041,13 +1044,7 @@ mod tests {
         assert!(plan.unschedulable.is_empty());
         assert_eq!(plan.new_claims.len(), 1, "{:?}", plan.new_claims);
         assert_eq!(plan.new_claims[0].pods.len(), 1);
-        let on_n1: usize = plan
-            .existing
-            .iter()
-            .filter(|e| e.node == "n1")
-            .map(|e| e.pods.len())
-            .sum();
-        assert_eq!(on_n1, 1);
+        assert_eq!(placed_on(&plan, "n1").len(), 1);
     }
 
     /// The race of the fast path: the last pass put fresh pod A on n1's last room and
@@ -1079,13 +1076,7 @@ mod tests {
         );
         let (_, plan) = plan(&objects);
         assert!(plan.new_claims.is_empty(), "{:?}", plan.new_claims);
-        let on_claim: Vec<_> = plan
-            .existing
-            .iter()
-            .filter(|e| e.node == "default-c")
-            .flat_map(|e| e.pods.iter())
-            .collect();
-        assert_eq!(on_claim, vec!["default/a"]);
+        assert_eq!(placed_on(&plan, "default-c"), vec!["default/a"]);
     }
 
     fn with_claim(pod: Arc<Pod>, claim: &str) -> Arc<Pod> {
