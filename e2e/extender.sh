@@ -245,11 +245,6 @@ YAML
   check "[round $r, $label] all $TPUT_PODS throughput pods bound" count_is "$TPUT_PODS" bound_pods "$ns"
 }
 
-# cpu_secs PID: CPU seconds (user + system) the process has used so far; 0 when it is gone.
-cpu_secs() {
-  [[ -n "${1:-}" && -r /proc/$1/stat ]] || { echo 0; return; }
-  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
-}
 # CPU seconds used by each part during a round, printed with the round's result.
 cpu_snapshot() {
   echo "$(cpu_secs "$(cat "$dir/kube-scheduler.pid")") $(cpu_secs "$(cat "$dir/kube-apiserver.pid" 2>/dev/null)") $(cpu_secs "$(cat "$dir/etcd.pid" 2>/dev/null)") $(cpu_secs "$ext_pid")"

@@ -31,6 +31,12 @@ wait_for() {
 count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 jqe() { jq -e "$@" >/dev/null; }
 
+# cpu_secs PID: CPU seconds (user + system) the process has used so far; 0 when it is gone.
+cpu_secs() {
+  [[ -n "${1:-}" && -r /proc/$1/stat ]] || { echo 0; return; }
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
 k() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 kj() { kubectl --kubeconfig "$KUBECONFIG" get "$@" -o json; }
 

@@ -423,6 +423,9 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   curl -s "$sched_metrics" >"$dir/scheduler-before.prom" || true
   apiserver_metrics() { curl -sk -H "Authorization: Bearer $ADZE_TOKEN" "$APISERVER/metrics" || true; }
   apiserver_metrics >"$dir/apiserver-before.prom"
+  # Where the 2 cores go during the burst: CPU seconds per process.
+  burst_cpu() { echo "$(cpu_secs "$APISERVER_PID") $(cpu_secs "$ETCD_PID") $(cpu_secs "$SCHEDULER_PID") $(cpu_secs "$KCM_PID") $(cpu_secs "$prov_pid")"; }
+  cpu0=$(burst_cpu)
   echo "BENCH: load average before $(cut -d' ' -f1-3 /proc/loadavg); kube-scheduler backoff 1 s to ${ADZE_E2E_SCHEDULER_MAX_BACKOFF:-2} s (unless ADZE_SCHEDULER_CONFIG was given)"
   t0=$(now)
   deployment bench bench 1000 500m 512Mi bench | k apply -f - >/dev/null
@@ -436,11 +439,13 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   wait_for 300 count_is 1000 replicas readyReplicas
   t_run=$(now)
   echo "BENCH: -> all 1000 pods Running $(elapsed "$t0" "$t_run") s ($(elapsed "$t_claims" "$t_run") s after the last nomination); load average after $(cut -d' ' -f1-3 /proc/loadavg)"
+  cpu1=$(burst_cpu)
   curl -s "$sched_metrics" >"$dir/scheduler-after.prom" || true
   apiserver_metrics >"$dir/apiserver-after.prom"
   k get pods -n bench -o json >"$dir/bench-pods.json"
   k get nodeclaims -l adze.sh/nodepool=bench -o json >"$dir/bench-claims.json"
   k get nodes -o json >"$dir/bench-nodes.json"
+  echo "$cpu0 $cpu1" | awk -v s="$(elapsed "$t0" "$t_run")" '{ printf "BENCH: CPU seconds from the apply to all Running (%s s wall, 2 cores): kube-apiserver %.2f, etcd %.2f, kube-scheduler %.2f, kube-controller-manager %.2f, adze-provisioner %.2f\n", s, $6-$1, $7-$2, $8-$3, $9-$4, $10-$5 }'
   echo "BENCH: where the time went (e2e/harness/burst-breakdown.py):"
   python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" | sed 's/^/BENCH:   /'
   grep "scheduled batch" "$dir/provisioner-b.log" | tail -n +$((batches_before + 1)) | sed "s/^/BENCH:   batch: /"
