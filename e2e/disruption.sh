@@ -82,7 +82,10 @@ spec:
   limits: {cpu: "1000"}
 YAML
 }
-deployment() { # namespace name replicas cpu memory pool
+deployment() { # namespace name replicas cpu memory pool [one-per-node]
+  local apart=
+  # One replica per node (hostname anti-affinity): each node holds exactly one of them.
+  [[ "${7:-}" == one-per-node ]] && apart="affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: $2}}, topologyKey: kubernetes.io/hostname}]}}"
   cat <<YAML
 apiVersion: apps/v1
 kind: Deployment
@@ -95,6 +98,7 @@ spec:
     spec:
       nodeSelector: {e2e-pool: $6}
       terminationGracePeriodSeconds: 0
+      $apart
       containers:
         - name: pause
           image: registry.k8s.io/pause:3.9
@@ -336,27 +340,7 @@ check "NodeClaims record status.lastPodEventTime (what a restarted provisioner s
 echo "== 5. drift: change the NodePool template -> every node replaced, one at a time (budget nodes 1)"
 k create namespace drift >/dev/null
 nodepool drift "" '{consolidateAfter: Never, budgets: [{nodes: "1"}]}' | k apply -f - >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, namespace: drift}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: d}}
-  template:
-    metadata: {labels: {app: d}}
-    spec:
-      nodeSelector: {e2e-pool: drift}
-      terminationGracePeriodSeconds: 0
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - {labelSelector: {matchLabels: {app: d}}, topologyKey: kubernetes.io/hostname}
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: "1", memory: 1Gi}}
-YAML
+deployment drift d 3 1 1Gi drift one-per-node | k apply -f - >/dev/null
 wait_for 120 count_is 3 ready_pods drift d
 drift_first=$(pool_claim_names drift)
 # Replacement names may repeat a deleted claim's name; uids tell the claims apart.
@@ -392,27 +376,7 @@ echo "== 6. drift rollout: 50 nodes, budget 20 % -> several replacements in flig
 # One pod per node (hostname anti-affinity), so every node is replaced, none deleted.
 k create namespace fleet >/dev/null
 nodepool fleet "" '{consolidateAfter: Never, budgets: [{nodes: "20%"}]}' | k apply -f - >/dev/null
-cat <<YAML | k apply -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: f, namespace: fleet}
-spec:
-  replicas: 50
-  selector: {matchLabels: {app: f}}
-  template:
-    metadata: {labels: {app: f}}
-    spec:
-      nodeSelector: {e2e-pool: fleet}
-      terminationGracePeriodSeconds: 0
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - {labelSelector: {matchLabels: {app: f}}, topologyKey: kubernetes.io/hostname}
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: 100m, memory: 64Mi}}
-YAML
+deployment fleet f 50 100m 64Mi fleet one-per-node | k apply -f - >/dev/null
 wait_for 240 count_is 50 ready_pods fleet f
 check "50 pods Ready on 50 nodes" count_is 50 pool_claims fleet
 fleet_first_uids=$(pool_claim_uids fleet)

@@ -5,7 +5,7 @@
 //! not mirror, not already terminating or finished) are demand *now*, so the replacement is
 //! launched while the old node drains rather than after its pods go pending.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use adze_api::{NodeClaim, conditions};
 use adze_scheduling::labels;
@@ -106,10 +106,10 @@ pub fn agent_alive(node: &Node, now_unix: i64) -> bool {
 /// node ([`agent_alive`] at `now_unix`): an agent drains with the notice's deadline in hand,
 /// and two drainers would fight; a stale one drains nothing. And only once
 /// every pod the node displaces has a replacement claim nominated for it (`unplaced` is
-/// [`super::snapshot::unplaced_pending`]), so the replacement is launched before the drain.
+/// [`super::snapshot::unplaced_demand`]), so the replacement is launched before the drain.
 pub fn interrupted_without_agent(
     objects: &Objects,
-    unplaced: &BTreeSet<String>,
+    unplaced: &BTreeMap<String, bool>,
     now_unix: i64,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -139,7 +139,7 @@ pub fn interrupted_without_agent(
             .iter()
             .filter(|p| is_displaced(p, &here))
             .filter_map(|p| p.metadata.uid.as_ref())
-            .all(|uid| !unplaced.contains(uid));
+            .all(|uid| !unplaced.contains_key(uid));
         if all_covered && let Some(name) = &claim.metadata.name {
             out.push(name.clone());
         }
@@ -214,13 +214,13 @@ mod tests {
     #[test]
     fn interrupted_claim_without_agent_is_drained_once_its_pods_have_a_replacement() {
         let o = objects(true, false);
-        let waiting = BTreeSet::from(["p2".to_string()]);
+        let waiting = BTreeMap::from([("p2".to_string(), true)]);
         assert!(
             interrupted_without_agent(&o, &waiting, NOW).is_empty(),
             "p2 has no replacement yet: launch first, then drain"
         );
         assert_eq!(
-            interrupted_without_agent(&o, &BTreeSet::new(), NOW),
+            interrupted_without_agent(&o, &BTreeMap::new(), NOW),
             vec!["c1"]
         );
     }
@@ -228,16 +228,16 @@ mod tests {
     #[test]
     fn node_with_an_agent_is_left_to_the_agent() {
         let o = objects(true, true);
-        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW).is_empty());
+        assert!(interrupted_without_agent(&o, &BTreeMap::new(), NOW).is_empty());
     }
 
     #[test]
     fn a_stale_or_unready_agent_does_not_keep_the_provisioner_from_draining() {
         let o = objects(true, true);
         // 60 s after the last heartbeat: still fresh. 61 s after: stale, the agent is gone.
-        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW + 30).is_empty());
+        assert!(interrupted_without_agent(&o, &BTreeMap::new(), NOW + 30).is_empty());
         assert_eq!(
-            interrupted_without_agent(&o, &BTreeSet::new(), NOW + 31),
+            interrupted_without_agent(&o, &BTreeMap::new(), NOW + 31),
             vec!["c1"]
         );
         let unready: Node = serde_json::from_value(json!({
@@ -259,6 +259,6 @@ mod tests {
     #[test]
     fn claim_that_is_not_interrupted_is_not_drained() {
         let o = objects(false, false);
-        assert!(interrupted_without_agent(&o, &BTreeSet::new(), NOW).is_empty());
+        assert!(interrupted_without_agent(&o, &BTreeMap::new(), NOW).is_empty());
     }
 }

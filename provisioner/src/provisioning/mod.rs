@@ -180,11 +180,10 @@ impl Provisioner {
             let now = Instant::now();
             let objects = self.state.objects();
             let demand = snapshot::unplaced_demand(&objects);
-            let pending: BTreeSet<String> = demand.keys().cloned().collect();
             let now_unix = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
-            let interrupted = leaving::interrupted_without_agent(&objects, &pending, now_unix);
+            let interrupted = leaving::interrupted_without_agent(&objects, &demand, now_unix);
             // Forget claims the watch shows deleted: a later claim may reuse the name.
             drained.retain(|n| interrupted.contains(n));
             for name in interrupted {
@@ -194,10 +193,10 @@ impl Provisioner {
             }
             crate::metrics::provisioner()
                 .pods_pending
-                .set(pending.len() as i64);
+                .set(demand.len() as i64);
             if opens_window(&demand, &handled) {
                 if !batcher.is_open() {
-                    tracing::debug!(pending = pending.len(), "batch window opened");
+                    tracing::debug!(pending = demand.len(), "batch window opened");
                 }
                 batcher.add(now);
                 // The coming pass plans every pending pod with what it shows then, so a
@@ -205,7 +204,7 @@ impl Provisioner {
                 // what a pass left unconfirmed may reopen a window (else kube-scheduler's
                 // stream of Unschedulable writes during a burst would hold it open to max).
                 handled.extend(demand.into_keys().map(|u| (u, true)));
-            } else if !pending.is_empty()
+            } else if !demand.is_empty()
                 && !batcher.is_open()
                 && now.duration_since(last_pass) >= self.settings.retry
             {

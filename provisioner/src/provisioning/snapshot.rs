@@ -497,14 +497,9 @@ fn nominations(
     nominated
 }
 
-/// Uids of the pending and displaced pods no claim is nominated for: what opens a batch
-/// window, so a node that starts leaving wakes provisioning at once. Cheap (no conversion), so
-/// it can run on every tick.
-pub fn unplaced_pending(objects: &Objects) -> BTreeSet<String> {
-    unplaced_demand(objects).into_keys().collect()
-}
-
-/// [`unplaced_pending`] with, per uid, whether kube-scheduler has confirmed the pod fits
+/// Uids of the pending and displaced pods no claim is nominated for — what opens a batch
+/// window, so a node that starts leaving wakes provisioning at once; cheap (no conversion), so
+/// it runs on every tick — each with whether kube-scheduler has confirmed the pod fits
 /// nowhere ([`scheduler_found_no_room`]; displaced pods count as confirmed). A pod a pass saw
 /// unconfirmed and left pending (the simulation found it room on an existing node) opens a
 /// new window when the confirmation arrives: kube-scheduler gave that room to another pod.
@@ -618,6 +613,11 @@ mod tests {
         let built = build(objects, &adze_scheduling::catalog::embedded());
         let plan = adze_scheduling::schedule(&built.snapshot, &adze_scheduling::Options::default());
         (built, plan)
+    }
+
+    /// The uids [`unplaced_demand`] holds.
+    fn unplaced_pending(objects: &Objects) -> BTreeSet<String> {
+        unplaced_demand(objects).into_keys().collect()
     }
 
     /// The pods `plan` puts on existing node (or in-flight claim) `node`.
