@@ -34,20 +34,16 @@ pub fn for_plan(snapshot: &Snapshot, plan: &Plan) -> f64 {
     let mut types: Vec<(Resources, f64)> = Vec::new();
     for pool in &snapshot.nodepools {
         let reqs = pool.node_requirements();
-        let daemon = snapshot
-            .daemonsets
+        let offered: Vec<(&crate::InstanceType, f64)> = pool
+            .instance_types
             .iter()
-            .filter(|d| {
-                crate::taints::first_untolerated(&pool.taints, &d.tolerations, false).is_none()
-            })
-            .fold(Resources::default(), |acc, d| acc.plus(&d.requests));
-        for it in &pool.instance_types {
-            if !crate::scheduler::instance_type_allowed(it, &reqs) {
-                continue;
-            }
-            if let Some(o) = it.cheapest_offering(&reqs) {
-                types.push((it.allocatable().minus(&daemon), o.price));
-            }
+            .filter(|it| crate::scheduler::instance_type_allowed(it, &reqs))
+            .filter_map(|it| it.cheapest_offering(&reqs).map(|o| (&**it, o.price)))
+            .collect();
+        let its: Vec<&crate::InstanceType> = offered.iter().map(|(it, _)| *it).collect();
+        let daemons = crate::scheduler::daemon_overheads(pool, &its, &snapshot.daemonsets);
+        for ((it, price), daemon) in offered.iter().zip(daemons) {
+            types.push((it.allocatable().minus(&daemon), *price));
         }
     }
     lp_bound(&demand, &types)

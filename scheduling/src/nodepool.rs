@@ -10,6 +10,33 @@ use crate::requirements::{Requirement, Requirements};
 use crate::resources::Resources;
 use crate::taints::Taint;
 
+/// The `spec.limits` key that caps how many nodes a pool has rather than a resource: every
+/// node and in-flight claim counts one, whatever its size. Usage maps ([`Resources`]) carry
+/// it as an extended resource of that name.
+pub const NODES_LIMIT: &str = "nodes";
+
+/// What one more node of `capacity` takes of limit `key`.
+pub fn limit_need(key: &str, capacity: &Resources) -> i64 {
+    if key == NODES_LIMIT {
+        1
+    } else {
+        capacity.get(key)
+    }
+}
+
+/// Whether one more node of `capacity` stays within `room` (limit minus usage per key).
+pub fn within_room(room: &BTreeMap<String, i64>, capacity: &Resources) -> bool {
+    room.iter()
+        .all(|(k, left)| limit_need(k, capacity) <= *left)
+}
+
+/// What a node of `capacity` counts against limits: its capacity and one node.
+pub fn limit_usage(capacity: &Resources) -> Resources {
+    let mut r = capacity.clone();
+    r.set(NODES_LIMIT, r.get(NODES_LIMIT).saturating_add(1));
+    r
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodePool {
     pub name: String,
@@ -61,7 +88,7 @@ impl NodePool {
         Some(
             self.limits
                 .iter()
-                .map(|(k, v)| (k.clone(), v - in_use.get(k)))
+                .map(|(k, v)| (k.clone(), v.saturating_sub(in_use.get(k))))
                 .collect(),
         )
     }

@@ -73,7 +73,9 @@ fn could_serve(pool: &NodePool, in_use: &Resources, pod: &Pod) -> bool {
     }
     match pool.remaining(in_use) {
         None => true,
-        Some(room) => room.iter().all(|(k, left)| pod.requests.get(k) <= *left),
+        Some(room) => room
+            .iter()
+            .all(|(k, left)| crate::nodepool::limit_need(k, &pod.requests) <= *left),
     }
 }
 

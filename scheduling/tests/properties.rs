@@ -387,6 +387,7 @@ fn build(sc: &Scenario) -> Snapshot {
         bound,
         nodepools,
         daemonsets,
+        leaving: Vec::new(),
     }
 }
 

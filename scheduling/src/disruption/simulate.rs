@@ -83,12 +83,14 @@ impl<'a> Simulator<'a> {
             .filter(|b| !b.daemon)
             .map(|b| b.pod.clone())
             .collect();
+        let leaving = removed.iter().map(|&r| snap.nodes[r].clone()).collect();
         Snapshot {
             pending,
             nodes,
             bound,
             nodepools: snap.nodepools.clone(),
             daemonsets: snap.daemonsets.clone(),
+            leaving,
         }
     }
 

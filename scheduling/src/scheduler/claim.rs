@@ -16,8 +16,10 @@ use crate::topology::DomainId;
 /// An instance type as one pool sees it.
 pub(super) struct TypeInfo {
     pub it: Arc<InstanceType>,
-    /// Allocatable minus the pool's DaemonSet overhead: room left for pending pods.
+    /// Allocatable minus the DaemonSet overhead on this type: room left for pending pods.
     pub usable: Resources,
+    /// The DaemonSet pods' requests on a node of this type.
+    pub daemon: Resources,
     /// Cheapest offering the pool allows.
     pub min_price: f64,
     /// Price over the worth of its room at the pool's shadow prices: 1.0 for the types an
@@ -42,9 +44,8 @@ pub(super) struct Claim {
     /// The growth types no other growth type dominates in every resource: a pod fits some
     /// growth type exactly when it fits one of these, and there are only a handful.
     pub frontier: Vec<u32>,
-    /// Per-resource maximum capacity of the options: what the claim holds of its pool's
-    /// limits until it launches.
-    /// Capacity of the claim's cheapest option: what the claim holds of its pool's limits.
+    /// Capacity of the claim's cheapest option, and one node: what the claim holds of its
+    /// pool's limits.
     pub reserved: Resources,
     pub pods: Vec<usize>,
     pub host_ports: Vec<HostPort>,
@@ -113,14 +114,14 @@ impl Claim {
         // Against limits a claim holds what it plans to launch: its cheapest option. Larger
         // options are trimmed to the pool's leftover room when the claim is finished.
         self.reserved = self.options.first().map_or_else(Resources::default, |&o| {
-            types[o as usize].it.capacity.clone()
+            crate::nodepool::limit_usage(&types[o as usize].it.capacity)
         });
     }
 }
 
 fn room_ok(room: &Option<BTreeMap<String, i64>>, capacity: &Resources) -> bool {
     room.as_ref()
-        .is_none_or(|r| r.iter().all(|(k, v)| capacity.get(k) <= *v))
+        .is_none_or(|r| crate::nodepool::within_room(r, capacity))
 }
 
 /// Distinct values `key` takes over the options (zones and capacity types over offerings).
@@ -437,6 +438,12 @@ impl Solver<'_> {
                 r.min_values.unwrap_or(0)
             ));
         }
+        let host_ports: Vec<HostPort> = ps
+            .daemon_ports
+            .iter()
+            .chain(&pod.host_ports)
+            .cloned()
+            .collect();
         let name = self.fresh_name(pi);
         let hostname = self.topo.intern(&name);
         reqs.add(Requirement::single(labels::HOSTNAME, &name));
@@ -452,7 +459,7 @@ impl Solver<'_> {
             frontier: Vec::new(),
             reserved: Resources::default(),
             pods: vec![p],
-            host_ports: pod.host_ports.clone(),
+            host_ports,
         };
         claim.refresh(&self.pools[pi].types);
         Ok(claim)
@@ -478,7 +485,10 @@ impl Solver<'_> {
             largest.max_with(&ps.types[o as usize].usable);
         }
         if let Some(r) = pod.requests.exceeding(&largest).first() {
-            let beside = if ps.daemon_overhead.get(r) > 0 {
+            let beside = if offered
+                .iter()
+                .any(|&o| ps.types[o as usize].daemon.get(r) > 0)
+            {
                 " beside DaemonSet overhead"
             } else {
                 ""
@@ -631,7 +641,7 @@ impl Solver<'_> {
             kept.iter().map(|&o| ps.types[o as usize].it.name.clone()),
         ));
         let mut requests = c.requests.clone();
-        requests.add(&ps.daemon_overhead);
+        requests.add(&ps.types[priced[0].2 as usize].daemon);
         NewClaim {
             name: c.name.clone(),
             nodepool: ps.pool.name.clone(),

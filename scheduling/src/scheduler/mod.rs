@@ -7,6 +7,7 @@
 //! no randomness reaches the output).
 
 mod claim;
+mod daemons;
 mod state;
 mod topology_fit;
 pub mod variant;
@@ -28,6 +29,21 @@ pub fn instance_type_allowed(it: &crate::InstanceType, reqs: &Requirements) -> b
     state::type_compatible(it, reqs, None)
 }
 
+/// The DaemonSet overhead a new node of each of `types` from `pool` carries, as placement
+/// charges it (per type: a DaemonSet may select by size, family, arch or GPU).
+pub fn daemon_overheads(
+    pool: &NodePool,
+    types: &[&crate::InstanceType],
+    daemonsets: &[Pod],
+) -> Vec<crate::Resources> {
+    let daemons = daemons::Daemons::new(daemonsets);
+    let on_pool = daemons.for_pool(pool, &pool.node_requirements());
+    types
+        .iter()
+        .map(|it| daemons.overhead(&on_pool, it))
+        .collect()
+}
+
 /// Everything placement needs to know, as plain data.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -40,6 +56,10 @@ pub struct Snapshot {
     pub nodepools: Vec<NodePool>,
     /// One pod template per DaemonSet: the overhead every new node must carry.
     pub daemonsets: Vec<Pod>,
+    /// Nodes on their way out (a disruption's candidates): they take no pods and count in no
+    /// topology domain, but hold their pool's limits until they are gone, so replacements
+    /// launched beside them count on top.
+    pub leaving: Vec<ExistingNode>,
 }
 
 #[derive(Debug, Clone)]

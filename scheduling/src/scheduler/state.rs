@@ -24,7 +24,8 @@ pub(super) struct PoolState<'a> {
     pub reqs: Requirements,
     /// Instance types compatible with the pool, cheapest first.
     pub types: Vec<TypeInfo>,
-    pub daemon_overhead: Resources,
+    /// Host ports the pool's DaemonSets hold on its nodes: a new claim starts with them.
+    pub daemon_ports: Vec<HostPort>,
     /// Capacity of the pool's existing nodes and in-flight claims.
     pub in_use: Resources,
     /// Capacity held back for this run's new claims (largest option of each).
@@ -50,7 +51,7 @@ impl PoolState<'_> {
             self.pool
                 .limits
                 .iter()
-                .map(|(k, v)| (k.clone(), v - held.get(k)))
+                .map(|(k, v)| (k.clone(), v.saturating_sub(held.get(k))))
                 .collect(),
         )
     }
@@ -162,10 +163,11 @@ impl<'a> Solver<'a> {
             .pending
             .iter()
             .fold(Resources::default(), |acc, p| acc.plus(&p.requests));
+        let daemons = super::daemons::Daemons::new(&snap.daemonsets);
         let mut pools: Vec<PoolState> = snap
             .nodepools
             .iter()
-            .map(|p| prepare_pool(p, snap, &demand))
+            .map(|p| prepare_pool(p, &daemons, &demand))
             .collect();
         pools.sort_by(|a, b| {
             b.pool
@@ -279,11 +281,12 @@ impl<'a> Solver<'a> {
                 ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id)
             });
         }
-        for (pi, p) in pools.iter_mut().enumerate() {
-            let _ = pi;
-            for n in &snap.nodes {
+        // Every node of a pool counts against its limits, leaving ones included: until they
+        // are gone, a replacement comes on top of them.
+        for p in pools.iter_mut() {
+            for n in snap.nodes.iter().chain(&snap.leaving) {
                 if n.nodepool.as_deref() == Some(p.pool.name.as_str()) {
-                    p.in_use.add(&n.capacity);
+                    p.in_use.add(&crate::nodepool::limit_usage(&n.capacity));
                 }
             }
         }
@@ -565,13 +568,9 @@ impl<'a> Solver<'a> {
             return;
         }
         let matches = group.matches.clone();
-        let owned_anti: Vec<usize> = group
-            .terms
-            .anti_affinity
-            .iter()
-            .chain(group.terms.preferred_anti_affinity.iter().map(|(_, g)| g))
-            .copied()
-            .collect();
+        // Only required anti-affinity keeps matching pods away from its owner (the inverse
+        // direction kube-scheduler enforces); a preferred term binds its owner alone.
+        let owned_anti: Vec<usize> = group.terms.anti_affinity.clone();
         let (hostname, reqs) = match at {
             Placement::Node(n) => (self.nodes[n].hostname, &self.snap.nodes[n].requirements),
             Placement::Claim(c) => (self.claims[c].hostname, &self.claims[c].reqs),
@@ -646,11 +645,34 @@ impl<'a> Solver<'a> {
                     .replace("the node offers", "the NodePool allows")
             ));
         }
+        if let Some(hp) = pod
+            .host_ports
+            .iter()
+            .find(|hp| ps.daemon_ports.iter().any(|d| d.conflicts(hp)))
+        {
+            return Err(format!(
+                "NodePool {}: host port {}/{} is held by a DaemonSet on every new node",
+                ps.pool.name, hp.port, hp.protocol
+            ));
+        }
+        if let Some(r) = v.requirements.get(labels::HOSTNAME)
+            && r.finite_values().is_some()
+        {
+            // A new node's name is made at launch: no pod can name it in advance, and a pod
+            // pinned to another node's name must wait for that node, not get a new one.
+            return Err(format!(
+                "NodePool {}: pod requires {r}, which no new node can have",
+                ps.pool.name
+            ));
+        }
         if v.requirements.is_empty() {
             // Nothing to narrow: every type the pool offers, where the pool offers it.
+            let types: Vec<u32> = (0..ps.types.len() as u32).collect();
+            let mut reqs = ps.reqs.clone();
+            self.add_topology_domains(g, pi, &types, &mut reqs);
             return Ok(PoolFit {
-                reqs: ps.reqs.clone(),
-                types: (0..ps.types.len() as u32).collect(),
+                reqs,
+                types,
                 zones: ps.zones.iter().cloned().collect(),
             });
         }
@@ -692,11 +714,32 @@ impl<'a> Solver<'a> {
             .filter(|o| o.available && o.allowed_by(&reqs))
             .map(|o| o.zone.clone())
             .collect();
+        self.add_topology_domains(g, pi, &types, &mut reqs);
         Ok(PoolFit {
             reqs,
             types,
             zones: zones.into_iter().collect(),
         })
+    }
+
+    /// Spells out, for each topology key the group takes part in that `reqs` leave open,
+    /// the values a new node of these types can carry there (capacity types and zones from
+    /// offerings, arch and the other type labels from the types). A pool that allows both
+    /// capacity types without listing them still offers both as domains, and a claim's
+    /// domain on such a key can then be chosen like its zone.
+    fn add_topology_domains(&self, g: usize, pi: usize, types: &[u32], reqs: &mut Requirements) {
+        let ps = &self.pools[pi];
+        for key in &self.groups[g].keys {
+            if key == labels::HOSTNAME || reqs.get(key).is_some_and(|r| r.finite_values().is_some())
+            {
+                continue;
+            }
+            let values =
+                producible_values(types.iter().map(|&t| &*ps.types[t as usize].it), reqs, key);
+            if !values.is_empty() {
+                reqs.add(Requirement::any_of(key, values));
+            }
+        }
     }
 
     pub(super) fn fresh_name(&mut self, pi: usize) -> String {
@@ -733,6 +776,52 @@ impl<'a> Solver<'a> {
     }
 }
 
+/// The values `key` can take on a node of one of `types` launched under `reqs`: zones,
+/// zone IDs and capacity types from the available offerings `reqs` allow, labels the types
+/// decide from the types, any other key from `reqs` alone (a custom label the pool sets).
+pub(super) fn producible_values<'t>(
+    types: impl Iterator<Item = &'t InstanceType>,
+    reqs: &Requirements,
+    key: &str,
+) -> BTreeSet<String> {
+    let wanted = reqs.get(key);
+    let allowed = |v: &str| wanted.is_none_or(|r| r.allows(v));
+    let mut out = BTreeSet::new();
+    match key {
+        labels::ZONE | labels::ZONE_ID | labels::CAPACITY_TYPE => {
+            for it in types {
+                for o in it
+                    .offerings
+                    .iter()
+                    .filter(|o| o.available && o.allowed_by(reqs))
+                {
+                    let v = match key {
+                        labels::ZONE => Some(&o.zone),
+                        labels::ZONE_ID => o.zone_id.as_ref(),
+                        _ => Some(&o.capacity_type),
+                    };
+                    if let Some(v) = v.filter(|v| allowed(v)) {
+                        out.insert(v.clone());
+                    }
+                }
+            }
+        }
+        _ => {
+            let mut decided = false;
+            for it in types {
+                if let Some(vals) = it.requirements.get(key).and_then(|r| r.finite_values()) {
+                    decided = true;
+                    out.extend(vals.iter().filter(|v| allowed(v)).cloned());
+                }
+            }
+            if !decided && let Some(vals) = wanted.and_then(|r| r.finite_values()) {
+                out.extend(vals.iter().cloned());
+            }
+        }
+    }
+    out
+}
+
 /// Whether an instance type can satisfy `reqs` on the keys the instance type decides.
 /// With `only`, just those keys are checked (the rest were checked before).
 pub(super) fn type_compatible(
@@ -761,30 +850,19 @@ pub(super) fn type_compatible(
     ok && (!offerings_matter || it.cheapest_offering(reqs).is_some())
 }
 
-/// Overhead of the DaemonSets whose pods would run on this pool's nodes.
-fn daemon_overhead(pool: &NodePool, reqs: &Requirements, daemonsets: &[Pod]) -> Resources {
-    let mut total = Resources::default();
-    for d in daemonsets {
-        let tolerated = first_untolerated(&pool.taints, &d.tolerations, false).is_none();
-        let selects = d
-            .node_requirements
-            .iter()
-            .any(|t| reqs.compatible(t, Undefined::WellKnownOpen));
-        if tolerated && selects {
-            total.add(&d.requests);
-        }
-    }
-    total
-}
-
-fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> PoolState<'a> {
+fn prepare_pool<'a>(
+    pool: &'a NodePool,
+    daemons: &super::daemons::Daemons,
+    demand: &Resources,
+) -> PoolState<'a> {
     let reqs = pool.node_requirements();
-    let daemon = daemon_overhead(pool, &reqs, &snap.daemonsets);
+    let pool_daemons = daemons.for_pool(pool, &reqs);
     let mut types: Vec<TypeInfo> = pool
         .instance_types
         .iter()
         .filter(|it| type_compatible(it, &reqs, None))
         .filter_map(|it| {
+            let daemon = daemons.overhead(&pool_daemons, it);
             let usable = it.allocatable().minus(&daemon);
             if usable.cpu < 0 || usable.memory < 0 || usable.pods < 0 {
                 return None;
@@ -793,6 +871,7 @@ fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> 
             Some(TypeInfo {
                 it: Arc::clone(it),
                 usable,
+                daemon,
                 min_price: price,
                 efficiency: 1.0,
             })
@@ -842,7 +921,7 @@ fn prepare_pool<'a>(pool: &'a NodePool, snap: &Snapshot, demand: &Resources) -> 
         pool,
         reqs,
         types,
-        daemon_overhead: daemon,
+        daemon_ports: pool_daemons.host_ports,
         in_use: Resources::default(),
         reserved: Resources::default(),
         zones,

@@ -82,9 +82,7 @@ impl Solver<'_> {
                 continue;
             };
             if grp.honor_node_affinity
-                && !node
-                    .requirements
-                    .compatible(&v.requirements, Undefined::Absent)
+                && !node.requirements.compatible(&v.required, Undefined::Absent)
             {
                 continue;
             }
@@ -101,22 +99,18 @@ impl Solver<'_> {
             {
                 continue;
             }
-            if grp.honor_node_affinity
-                && !ps
-                    .reqs
-                    .compatible(&v.requirements, Undefined::WellKnownOpen)
+            if grp.honor_node_affinity && !ps.reqs.compatible(&v.required, Undefined::WellKnownOpen)
             {
                 continue;
             }
             let from_pool: Vec<String> = if grp.key == labels::ZONE {
                 ps.zones.iter().cloned().collect()
             } else {
-                match ps.reqs.get(&grp.key).and_then(|r| r.finite_values()) {
-                    Some(vals) => vals.iter().cloned().collect(),
-                    None => Vec::new(),
-                }
+                super::state::producible_values(ps.types.iter().map(|t| &*t.it), &ps.reqs, &grp.key)
+                    .into_iter()
+                    .collect()
             };
-            let wanted = v.requirements.get(&grp.key);
+            let wanted = v.required.get(&grp.key);
             values.extend(
                 from_pool
                     .into_iter()

@@ -10,7 +10,13 @@ use crate::topology::PodTerms;
 /// One rung of the ladder: what placement must honour in this attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
+    /// What the node must satisfy in this attempt: the required term plus the preferred
+    /// node terms this rung still honours.
     pub requirements: Requirements,
+    /// The required term alone (nodeSelector and required node affinity): what a spread
+    /// constraint's `nodeAffinityPolicy: Honor` filters domains by. Preferences never narrow
+    /// the domains a spread counts, as in kube-scheduler.
+    pub required: Requirements,
     /// PreferNoSchedule taints block placement (until relaxed).
     pub strict_taints: bool,
     pub spread: Vec<usize>,
@@ -68,6 +74,7 @@ pub fn ladder(
         for drop in 0..=soft.len() {
             let mut v = Variant {
                 requirements: term.clone(),
+                required: term.clone(),
                 strict_taints: false,
                 spread: terms.spread_hard.clone(),
                 affinity: terms.affinity.clone(),
