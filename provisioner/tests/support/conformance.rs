@@ -69,7 +69,8 @@ impl Planned {
             Some(at) => at,
             None => panic!(
                 "{pod} was not placed: {:?}",
-                self.unschedulable(pod).unwrap_or("(not in the plan at all)")
+                self.unschedulable(pod)
+                    .unwrap_or("(not in the plan at all)")
             ),
         }
     }
@@ -100,4 +101,148 @@ impl Planned {
         }
         out
     }
+}
+
+/// Karpenter's fake cloud provider's default instance types (its test suites' catalog),
+/// restated as an `InstanceCatalog`: each type offered as spot in test-zone-1 and -2 and on
+/// demand in test-zone-1, -2 and -3, every offering of a type at one price
+/// (0.1 per vCPU + 0.1 per GB of memory, + 1.0 for GPUs). Each type carries Karpenter's fake
+/// `integer` label (its vCPUs) and `size` label (`large` above 4 vCPU and 8Gi, else `small`).
+///
+/// Differences from Karpenter's fake: Adze's types run Linux only (the fake also offers
+/// windows and darwin); the two fake GPU vendors are one type with 2 `nvidia.com/gpu`; and
+/// Adze charges its usual kubelet overhead (EKS formulas) instead of the fake's flat
+/// 100m CPU / 10Mi, so a 4-CPU/4Gi type has a little less room than in Karpenter's tests.
+pub const FAKE_CATALOG: &str = r#"
+apiVersion: adze.sh/v1alpha1
+kind: InstanceCatalog
+metadata:
+  name: karpenter-fake
+instanceTypes:
+  - name: default-instance-type
+    cpu: 4
+    memory: 4Gi
+    pods: 5
+    arch: amd64
+    labels: {integer: "4", size: small}
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 0.8295}
+      - {zone: test-zone-2, capacityType: spot, price: 0.8295}
+      - {zone: test-zone-1, capacityType: on-demand, price: 0.8295}
+      - {zone: test-zone-2, capacityType: on-demand, price: 0.8295}
+      - {zone: test-zone-3, capacityType: on-demand, price: 0.8295}
+  - name: small-instance-type
+    cpu: 2
+    memory: 2Gi
+    pods: 5
+    arch: amd64
+    labels: {integer: "2", size: small}
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 0.4147}
+      - {zone: test-zone-2, capacityType: spot, price: 0.4147}
+      - {zone: test-zone-1, capacityType: on-demand, price: 0.4147}
+      - {zone: test-zone-2, capacityType: on-demand, price: 0.4147}
+      - {zone: test-zone-3, capacityType: on-demand, price: 0.4147}
+  - name: gpu-vendor-instance-type
+    cpu: 4
+    memory: 4Gi
+    pods: 5
+    arch: amd64
+    gpus: 2
+    labels: {integer: "4", size: small}
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 1.8295}
+      - {zone: test-zone-2, capacityType: spot, price: 1.8295}
+      - {zone: test-zone-1, capacityType: on-demand, price: 1.8295}
+      - {zone: test-zone-2, capacityType: on-demand, price: 1.8295}
+      - {zone: test-zone-3, capacityType: on-demand, price: 1.8295}
+  - name: arm-instance-type
+    cpu: 16
+    memory: 128Gi
+    pods: 5
+    arch: arm64
+    labels: {integer: "16", size: large, special: optional}
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 15.3439}
+      - {zone: test-zone-2, capacityType: spot, price: 15.3439}
+      - {zone: test-zone-1, capacityType: on-demand, price: 15.3439}
+      - {zone: test-zone-2, capacityType: on-demand, price: 15.3439}
+      - {zone: test-zone-3, capacityType: on-demand, price: 15.3439}
+  - name: single-pod-instance-type
+    cpu: 4
+    memory: 4Gi
+    pods: 1
+    arch: amd64
+    labels: {integer: "4", size: small}
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 0.8295}
+      - {zone: test-zone-2, capacityType: spot, price: 0.8295}
+      - {zone: test-zone-1, capacityType: on-demand, price: 0.8295}
+      - {zone: test-zone-2, capacityType: on-demand, price: 0.8295}
+      - {zone: test-zone-3, capacityType: on-demand, price: 0.8295}
+"#;
+
+/// The NodePool most of Karpenter's scheduling cases start from: named `default`, spot or on
+/// demand, nothing else constrained.
+pub const FAKE_NODEPOOL: &str = r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: aws.adze.sh
+        kind: EC2NodeClass
+        name: default
+      requirements:
+        - key: adze.sh/capacity-type
+          operator: In
+          values: ["spot", "on-demand"]
+"#;
+
+/// Joins YAML documents into one scenario (`FAKE_CATALOG`, a NodePool, pods...).
+pub fn scenario(docs: &[&str]) -> String {
+    docs.iter()
+        .map(|d| d.trim_matches('\n'))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// Karpenter's fake `InstanceTypes(n)` catalog: `fake-it-0` .. `fake-it-{n-1}`, type `i` with
+/// `i+1` vCPU, `2(i+1)` Gi and `10(i+1)` pods, amd64, offered like `FAKE_CATALOG`'s types
+/// (spot in test-zone-1/2, on demand in test-zone-1/2/3), with the fake's `integer`, `size`
+/// and (for large types) `special` labels.
+pub fn fake_instance_types(n: usize) -> String {
+    let mut out = String::from(
+        "apiVersion: adze.sh/v1alpha1\nkind: InstanceCatalog\nmetadata:\n  name: karpenter-fake-sized\ninstanceTypes:\n",
+    );
+    for i in 0..n {
+        let cpu = i + 1;
+        let mem_gi = 2 * cpu;
+        let price = 0.1 * cpu as f64 + 0.1 * (mem_gi as f64 * 1073741824.0) / 1e9;
+        let large = cpu > 4 && mem_gi > 8;
+        let labels = if large {
+            format!("{{integer: \"{cpu}\", size: large, special: optional}}")
+        } else {
+            format!("{{integer: \"{cpu}\", size: small}}")
+        };
+        out.push_str(&format!(
+            "  - name: fake-it-{i}\n    cpu: {cpu}\n    memory: {mem_gi}Gi\n    pods: {}\n    arch: amd64\n    labels: {labels}\n    offerings:\n",
+            10 * cpu
+        ));
+        for (zone, ct) in [
+            ("test-zone-1", "spot"),
+            ("test-zone-2", "spot"),
+            ("test-zone-1", "on-demand"),
+            ("test-zone-2", "on-demand"),
+            ("test-zone-3", "on-demand"),
+        ] {
+            out.push_str(&format!(
+                "      - {{zone: {zone}, capacityType: {ct}, price: {price:.4}}}\n"
+            ));
+        }
+    }
+    out
 }
