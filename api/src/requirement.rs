@@ -17,6 +17,10 @@ pub enum Operator {
     DoesNotExist,
     Gt,
     Lt,
+    /// At least the value (Karpenter v1's inclusive bound; NodePool requirements only).
+    Gte,
+    /// At most the value.
+    Lte,
 }
 
 impl Operator {
@@ -28,6 +32,8 @@ impl Operator {
             Self::DoesNotExist => "DoesNotExist",
             Self::Gt => "Gt",
             Self::Lt => "Lt",
+            Self::Gte => "Gte",
+            Self::Lte => "Lte",
         }
     }
 }
@@ -44,7 +50,7 @@ impl std::fmt::Display for Operator {
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : true").message("operators In and NotIn need at least one value"))]
 #[x_kube(validation = Rule::new("self.operator in ['Exists', 'DoesNotExist'] ? !has(self.values) || size(self.values) == 0 : true").message("operators Exists and DoesNotExist take no values"))]
-#[x_kube(validation = Rule::new(format!("self.operator in ['Gt', 'Lt'] ? has(self.values) && size(self.values) == 1 && self.values[0].matches('{}') : true", patterns::INTEGER_VALUE)).message("operators Gt and Lt need exactly one non-negative integer value"))]
+#[x_kube(validation = Rule::new(format!("self.operator in ['Gt', 'Lt', 'Gte', 'Lte'] ? has(self.values) && size(self.values) == 1 && self.values[0].matches('{}') : true", patterns::INTEGER_VALUE)).message("operators Gt, Lt, Gte and Lte need exactly one non-negative integer value"))]
 #[x_kube(validation = Rule::new("self.operator == 'In' && has(self.minValues) ? has(self.values) && size(self.values) >= self.minValues : true").message("minValues may not exceed the number of values of an In requirement"))]
 pub struct Requirement {
     #[schemars(length(min = 1, max = patterns::QUALIFIED_NAME_MAX_LEN), pattern(patterns::QUALIFIED_NAME))]

@@ -421,7 +421,7 @@ fn requirement(p: &mut Problems, path: &Path, requirement: &Requirement, also_fo
                 format!("operator {operator} takes no values, got {values:?}"),
             );
         }
-        Operator::Gt | Operator::Lt
+        Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
             if values.len() != 1 || !patterns::is_match(patterns::INTEGER_VALUE, &values[0]) =>
         {
             p.add(

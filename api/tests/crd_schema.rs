@@ -85,10 +85,22 @@ fn nodepool_crd_carries_enums_patterns_and_cel_rules() {
     let requirement = ".spec.template.spec.requirements[]";
     assert_eq!(
         enum_at(&schema, &format!("{requirement}.operator")),
-        ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+        [
+            "In",
+            "NotIn",
+            "Exists",
+            "DoesNotExist",
+            "Gt",
+            "Lt",
+            "Gte",
+            "Lte"
+        ]
     );
     let rules = rules_at(&schema, requirement).join("\n");
-    assert!(rules.contains("self.operator in ['Gt', 'Lt']"), "{rules}");
+    assert!(
+        rules.contains("self.operator in ['Gt', 'Lt', 'Gte', 'Lte']"),
+        "{rules}"
+    );
     assert!(
         rules.contains("size(self.values) >= self.minValues"),
         "{rules}"

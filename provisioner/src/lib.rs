@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod provisioning;
+pub mod rules;
 pub mod run;
 pub mod simulate;
 pub mod state;

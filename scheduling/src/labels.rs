@@ -17,6 +17,12 @@ pub const ZONE_ID: &str = "topology.k8s.aws/zone-id";
 pub const NODEPOOL: &str = "adze.sh/nodepool";
 pub const CAPACITY_TYPE: &str = "adze.sh/capacity-type";
 pub const NODECLAIM: &str = "adze.sh/nodeclaim";
+
+/// Keys whose value is different on every node: the hostname and the NodeClaim's name. A new
+/// claim is always a fresh, empty domain of these.
+pub fn is_per_node(key: &str) -> bool {
+    key == HOSTNAME || key == NODECLAIM
+}
 /// Set on nodes once Adze has seen them register and initialise.
 pub const INITIALIZED: &str = "adze.sh/initialized";
 pub const REGISTERED: &str = "adze.sh/registered";

@@ -18,6 +18,10 @@ pub enum Operator {
     DoesNotExist,
     Gt,
     Lt,
+    /// Karpenter v1's inclusive bounds (NodePool requirements only; pod selectors and node
+    /// affinity know just Gt and Lt).
+    Gte,
+    Lte,
 }
 
 impl Operator {
@@ -29,6 +33,8 @@ impl Operator {
             "DoesNotExist" => Operator::DoesNotExist,
             "Gt" => Operator::Gt,
             "Lt" => Operator::Lt,
+            "Gte" => Operator::Gte,
+            "Lte" => Operator::Lte,
             _ => return None,
         })
     }
@@ -41,6 +47,8 @@ impl Operator {
             Operator::DoesNotExist => "DoesNotExist",
             Operator::Gt => "Gt",
             Operator::Lt => "Lt",
+            Operator::Gte => "Gte",
+            Operator::Lte => "Lte",
         }
     }
 }
@@ -147,6 +155,10 @@ impl Requirement {
             }
             Operator::Gt => r.gt = Some(one_int()?),
             Operator::Lt => r.lt = Some(one_int()?),
+            // Integers only: `>= n` is `> n-1` and `<= n` is `< n+1`. At the ends of i64 the
+            // bound admits every integer, so it is no bound at all.
+            Operator::Gte => r.gt = one_int()?.checked_sub(1),
+            Operator::Lte => r.lt = one_int()?.checked_add(1),
         }
         Ok(r)
     }

@@ -62,8 +62,10 @@ impl Group {
         self.total
     }
 
-    pub fn is_hostname(&self) -> bool {
-        self.key == labels::HOSTNAME
+    /// Whether the group's key names one node (hostname, NodeClaim): every new node is a
+    /// domain of its own.
+    pub fn is_per_node(&self) -> bool {
+        labels::is_per_node(&self.key)
     }
 
     pub fn describe(&self) -> String {

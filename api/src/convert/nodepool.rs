@@ -23,6 +23,8 @@ pub(super) fn operator(op: ApiOperator) -> Operator {
         ApiOperator::DoesNotExist => Operator::DoesNotExist,
         ApiOperator::Gt => Operator::Gt,
         ApiOperator::Lt => Operator::Lt,
+        ApiOperator::Gte => Operator::Gte,
+        ApiOperator::Lte => Operator::Lte,
     }
 }
 

@@ -16,13 +16,16 @@ fn requirement(
     operator: &str,
     values: &[String],
 ) -> Result<Requirement, ConvertError> {
-    let op = Operator::parse(operator).ok_or_else(|| {
-        ConvertError::invalid(
-            object,
-            &format!("{field}.operator"),
-            format!("unknown operator {operator:?}"),
-        )
-    })?;
+    // Gte and Lte are Karpenter's, for NodePools; Kubernetes selectors do not know them.
+    let op = Operator::parse(operator)
+        .filter(|op| !matches!(op, Operator::Gte | Operator::Lte))
+        .ok_or_else(|| {
+            ConvertError::invalid(
+                object,
+                &format!("{field}.operator"),
+                format!("unknown operator {operator:?}"),
+            )
+        })?;
     Requirement::new(key, op, values)
         .map_err(|error| ConvertError::requirement(object, field, error))
 }

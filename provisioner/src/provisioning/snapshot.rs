@@ -71,11 +71,7 @@ pub struct Built {
 }
 
 pub fn owned_by_daemonset(pod: &Pod) -> bool {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.kind == "DaemonSet")
+    crate::rules::daemonset_owner(&pod.metadata).is_some()
 }
 
 /// kube-scheduler's default profile: the scheduler a pod without `spec.schedulerName` gets.
@@ -83,15 +79,7 @@ pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
 /// Pending in the provisioning sense (see the module docs), nominations aside.
 pub fn is_pending(pod: &Pod) -> bool {
-    let spec_ok = pod
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.node_name.as_deref().unwrap_or_default().is_empty());
-    spec_ok
-        && pod.metadata.deletion_timestamp.is_none()
-        && !owned_by_daemonset(pod)
-        && !is_terminal(pod)
-        && (scheduler_found_no_room(pod) || awaits_default_scheduler(pod))
+    crate::rules::wants_node(pod) && (scheduler_found_no_room(pod) || awaits_default_scheduler(pod))
 }
 
 /// kube-scheduler tried the pod against every node and none fits: its `PodScheduled=False`
@@ -158,12 +146,7 @@ pub fn awaits_default_scheduler(pod: &Pod) -> bool {
         && pod_scheduled_false_reasons(pod).all(|r| r == Some("Unschedulable"))
 }
 
-fn is_terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
-    )
-}
+use crate::rules::is_terminal;
 
 pub fn claim_conditions(
     claim: &NodeClaim,
@@ -451,7 +434,7 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     }
 
     for np in &objects.nodepools {
-        if np.metadata.deletion_timestamp.is_some() {
+        if crate::rules::nodepool_unusable(np).is_some() {
             continue;
         }
         let name = np.metadata.name.clone().unwrap_or_default();
@@ -460,9 +443,49 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             Err(e) => built.problems.push(e.to_string()),
         }
     }
+    // Live DaemonSet pods, one per (DaemonSet, revision): pods of one revision were made
+    // from the same template, so one of each says what the revision really asks for.
+    let mut live: HashMap<(&str, &str), BTreeMap<&str, &Pod>> = HashMap::new();
+    for p in &objects.pods {
+        if is_terminal(p) || crate::rules::is_terminating(&p.metadata) {
+            continue;
+        }
+        let Some(owner) = p
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "DaemonSet")
+        else {
+            continue;
+        };
+        let revision = p
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("controller-revision-hash"))
+            .map_or("", String::as_str);
+        live.entry((owner.uid.as_str(), owner.name.as_str()))
+            .or_default()
+            .entry(revision)
+            .or_insert(p);
+    }
     for ds in &objects.daemonsets {
         match convert::daemonset_pod(ds) {
-            Ok(p) => snap.daemonsets.push(p),
+            Ok(mut p) => {
+                let key = (
+                    ds.metadata.uid.as_deref().unwrap_or_default(),
+                    ds.metadata.name.as_deref().unwrap_or_default(),
+                );
+                let pods: Vec<adze_scheduling::Pod> = live
+                    .get(&key)
+                    .into_iter()
+                    .flat_map(|by_rev| by_rev.values())
+                    .filter_map(|lp| convert::pod(lp).ok())
+                    .collect();
+                crate::rules::daemon_pod_from_live(&mut p, &pods);
+                snap.daemonsets.push(p)
+            }
             Err(e) => built.problems.push(e.to_string()),
         }
     }

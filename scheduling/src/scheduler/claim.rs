@@ -447,6 +447,7 @@ impl Solver<'_> {
         let name = self.fresh_name(pi);
         let hostname = self.topo.intern(&name);
         reqs.add(Requirement::single(labels::HOSTNAME, &name));
+        reqs.add(Requirement::single(labels::NODECLAIM, &name));
         let mut claim = Claim {
             name,
             hostname,
@@ -609,7 +610,7 @@ impl Solver<'_> {
 
         let mut labels_out: BTreeMap<String, String> = ps.pool.labels.clone();
         for r in c.reqs.iter() {
-            if labels::is_well_known(&r.key) {
+            if labels::is_well_known(&r.key) || labels::is_per_node(&r.key) {
                 continue;
             }
             if let Some(v) = r.pick_value() {
@@ -636,6 +637,7 @@ impl Solver<'_> {
 
         let mut requirements = c.reqs.clone();
         requirements.remove(labels::HOSTNAME);
+        requirements.remove(labels::NODECLAIM);
         requirements.add(Requirement::any_of(
             labels::INSTANCE_TYPE,
             kept.iter().map(|&o| ps.types[o as usize].it.name.clone()),

@@ -371,7 +371,7 @@ impl<'a> Solver<'a> {
         let group = &self.groups[g];
         let co_located = group.terms.affinity.iter().any(|&a| {
             let t = self.topo.group(a);
-            t.is_hostname() && t.total() == 0 && group.matches.contains(&a)
+            t.is_per_node() && t.total() == 0 && group.matches.contains(&a)
         });
         if !co_located || self.members[g].len() < 2 {
             return false;
@@ -591,8 +591,10 @@ impl<'a> Solver<'a> {
                 (k, id)
             })
             .collect();
+        // A claim's name is its hostname and its NodeClaim label alike.
+        let claim = matches!(at, Placement::Claim(_));
         self.topo.record(&matches, &owned_anti, |key| {
-            if key == labels::HOSTNAME {
+            if key == labels::HOSTNAME || (claim && key == labels::NODECLAIM) {
                 return Some(hostname);
             }
             ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id)
@@ -655,8 +657,10 @@ impl<'a> Solver<'a> {
                 ps.pool.name, hp.port, hp.protocol
             ));
         }
-        if let Some(r) = v.requirements.get(labels::HOSTNAME)
-            && r.finite_values().is_some()
+        if let Some(r) = [labels::HOSTNAME, labels::NODECLAIM]
+            .iter()
+            .find_map(|k| v.requirements.get(k))
+            .filter(|r| r.finite_values().is_some())
         {
             // A new node's name is made at launch: no pod can name it in advance, and a pod
             // pinned to another node's name must wait for that node, not get a new one.
@@ -730,7 +734,8 @@ impl<'a> Solver<'a> {
     fn add_topology_domains(&self, g: usize, pi: usize, types: &[u32], reqs: &mut Requirements) {
         let ps = &self.pools[pi];
         for key in &self.groups[g].keys {
-            if key == labels::HOSTNAME || reqs.get(key).is_some_and(|r| r.finite_values().is_some())
+            if labels::is_per_node(key)
+                || reqs.get(key).is_some_and(|r| r.finite_values().is_some())
             {
                 continue;
             }
@@ -829,14 +834,16 @@ pub(super) fn type_compatible(
     reqs: &Requirements,
     only: Option<&[&str]>,
 ) -> bool {
+    // A key the type labels (well-known, or a catalog's own label) is the type's to decide;
+    // another well-known key the type lacks is absent on its nodes; any other key is the
+    // pool's or the pod's business, not the type's.
     let check = |r: &Requirement| -> bool {
-        if !labels::is_well_known(&r.key) || r.key == labels::HOSTNAME || r.key == labels::NODEPOOL
-        {
+        if labels::is_per_node(&r.key) || r.key == labels::NODEPOOL {
             return true;
         }
         match it.requirements.get(&r.key) {
             Some(mine) => mine.overlaps(r),
-            None => r.allows_absent(),
+            None => !labels::is_well_known(&r.key) || r.allows_absent(),
         }
     };
     let (ok, offerings_matter) = match only {

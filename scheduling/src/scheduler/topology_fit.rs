@@ -47,7 +47,7 @@ fn claim_domains(
     reqs: &Requirements,
     key: &str,
 ) -> Option<Vec<DomainId>> {
-    if key == labels::HOSTNAME {
+    if labels::is_per_node(key) {
         return Some(vec![hostname.unwrap_or(FRESH)]);
     }
     let values = reqs.get(key)?.finite_values()?;
@@ -126,7 +126,7 @@ impl Solver<'_> {
     /// is always a possible, empty domain) and when fewer than minDomains domains exist.
     fn spread_min(&mut self, g: usize, vi: usize, s: usize) -> u32 {
         let grp = self.topo.group(s);
-        if grp.is_hostname() {
+        if grp.is_per_node() {
             return 0;
         }
         let min_domains = match grp.kind {
@@ -269,7 +269,7 @@ impl Solver<'_> {
                 }
             }
 
-            if key == labels::HOSTNAME {
+            if labels::is_per_node(&key) {
                 continue;
             }
             if let (Some(mut cands), Some(orig)) = (allowed, candidates) {

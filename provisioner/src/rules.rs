@@ -1,0 +1,125 @@
+//! The rules `simulate` and `run` share, so that a scenario file and a live cluster are read
+//! alike: which pods want a node, which NodePools may launch one, and what a DaemonSet's pod
+//! asks of every new node.
+
+use adze_api::NodePool;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// Being deleted: its `deletionTimestamp` is set. A terminating pod is on its way out and is
+/// not demand; a terminating NodePool launches nothing more.
+pub fn is_terminating(meta: &ObjectMeta) -> bool {
+    meta.deletion_timestamp.is_some()
+}
+
+/// `Succeeded` or `Failed`: the pod takes no room and will never run again.
+pub fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+/// The DaemonSet that owns the pod, by name.
+pub fn daemonset_owner(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "DaemonSet")
+        .map(|o| o.name.as_str())
+}
+
+/// Held back by `schedulingGates`: no scheduler would place it on new capacity either.
+pub fn is_gated(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty())
+}
+
+/// Not bound to a node (no `spec.nodeName`).
+pub fn is_unbound(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .is_some_and(|s| s.node_name.as_deref().unwrap_or_default().is_empty())
+}
+
+/// An unbound pod that needs a node found or made for it: not being deleted, not finished,
+/// not a DaemonSet's (the DaemonSet controller places those), not gated. The live
+/// provisioner adds only *when* it counts such a pod (once a scheduler has turned it down, or
+/// at once for the default scheduler); a scenario's pods count as turned down.
+pub fn wants_node(pod: &Pod) -> bool {
+    is_unbound(pod)
+        && !is_terminating(&pod.metadata)
+        && !is_terminal(pod)
+        && daemonset_owner(&pod.metadata).is_none()
+        && !is_gated(pod)
+}
+
+/// Why `pool` may not launch nodes now, or None when it may.
+pub fn nodepool_unusable(pool: &NodePool) -> Option<&'static str> {
+    is_terminating(&pool.metadata).then_some("it is being deleted")
+}
+
+/// A DaemonSet's pod as placement charges it on new nodes: the template, with the requests
+/// of the pods the DaemonSet actually runs when there are any (a LimitRange, a mutating
+/// webhook or a rollout in progress can make them differ from the template). Several live
+/// pods (a rollout) give the per-resource maximum, so every node has room whichever runs.
+pub fn daemon_pod_from_live<'p>(
+    template: &mut adze_scheduling::Pod,
+    live: impl IntoIterator<Item = &'p adze_scheduling::Pod>,
+) {
+    let mut seen = false;
+    let mut requests = adze_scheduling::Resources::default();
+    for p in live {
+        seen = true;
+        requests.max_with(&p.requests);
+    }
+    if seen {
+        template.requests = requests;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn only_unbound_live_ungated_non_daemon_pods_want_a_node() {
+        let base = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
+        assert!(wants_node(&pod(base.clone())));
+        let mut bound = base.clone();
+        bound["spec"]["nodeName"] = json!("n1");
+        assert!(!wants_node(&pod(bound)));
+        let mut deleting = base.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(!wants_node(&pod(deleting)));
+        let mut done = base.clone();
+        done["status"] = json!({"phase": "Succeeded"});
+        assert!(!wants_node(&pod(done)));
+        let mut gated = base.clone();
+        gated["spec"]["schedulingGates"] = json!([{"name": "x"}]);
+        assert!(!wants_node(&pod(gated)));
+        let mut daemon = base;
+        daemon["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "u"}]);
+        assert!(!wants_node(&pod(daemon)));
+    }
+
+    #[test]
+    fn live_daemon_pods_set_the_overhead_by_their_largest_requests() {
+        use adze_scheduling::{Pod as P, Resources};
+        let mut t = P::new("kube-system", "ds", Resources::new(100, 100));
+        daemon_pod_from_live(&mut t, []);
+        assert_eq!(t.requests.cpu, 100, "no live pod: the template");
+        let a = P::new("kube-system", "ds-a", Resources::new(300, 50));
+        let b = P::new("kube-system", "ds-b", Resources::new(200, 400));
+        daemon_pod_from_live(&mut t, [&a, &b]);
+        assert_eq!((t.requests.cpu, t.requests.memory), (300, 400));
+    }
+}
