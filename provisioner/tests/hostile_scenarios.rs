@@ -137,6 +137,36 @@ fn an_oversized_or_document_storm_input_is_refused_as_a_whole() {
     assert!(err.starts_with("the scenario: the input is"), "{err}");
 }
 
+#[test]
+fn daemonsets_times_nodes_past_the_limit_are_refused_quickly() {
+    let n = simulate::scenario::MAX_DAEMONSET_NODE_PAIRS.isqrt() + 1;
+    let mut docs = Vec::new();
+    for i in 0..n {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\nstatus: {{allocatable: {{cpu: \"1\", memory: 1Gi, pods: \"10\"}}}}\n"
+        ));
+        docs.push(format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: d{i}}}\nspec: {{selector: {{}}, template: {{spec: {{nodeSelector: {{never: \"true\"}}, containers: []}}}}}}\n"
+        ));
+    }
+    let start = Instant::now();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "the scenario: too large: {n} DaemonSets on {n} Nodes"
+        )),
+        "{err}"
+    );
+    // Reading 4,500 documents in a debug build; the refused check would take minutes.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 /// Bytes that make YAML interesting: structure, anchors, tags, quotes, markers.
 fn yaml_noise() -> impl Strategy<Value = String> {
     prop::collection::vec(

@@ -45,7 +45,7 @@ pub enum MigrateError {
     /// A document that is not YAML or is past a per-document budget (depth, aliases, nodes).
     #[error("document {index}: {source}")]
     Yaml { index: usize, source: YamlError },
-    /// The input as a whole is past a budget (size, documents), or is JSON nested too deep.
+    /// The input as a whole is past a budget (size, documents).
     #[error("{0}")]
     Input(YamlError),
 }

@@ -56,6 +56,9 @@ pub const MAX_REPLICAS: i32 = 100_000;
 pub const MAX_PENDING_PODS: usize = 500_000;
 /// Most pods on existing nodes, DaemonSet pods the scenario implies included.
 pub const MAX_BOUND_PODS: usize = 1_000_000;
+/// Most (DaemonSet, Node) pairs checked for DaemonSet pods on existing nodes: the check is
+/// quadratic, so a few thousand of each would cost minutes.
+pub const MAX_DAEMONSET_NODE_PAIRS: usize = 5_000_000;
 
 /// The scenario's objects as placement sees them, plus what was read, for the summary.
 #[derive(Debug, Clone, Default)]
@@ -510,20 +513,29 @@ impl Builder {
         Ok(())
     }
 
-    fn pending_room(&self, doc: &DocRef, field: &str, more: usize) -> Result<(), ScenarioError> {
+    /// Refuses `more` pending pods past [`MAX_PENDING_PODS`]; `field` names what asked for
+    /// them (a workload's `spec.replicas`), or none for a listed Pod.
+    fn pending_room(
+        &self,
+        doc: &DocRef,
+        field: Option<&str>,
+        more: usize,
+    ) -> Result<(), ScenarioError> {
         let pending = self.s.snapshot.pending.len();
-        if pending.saturating_add(more) > MAX_PENDING_PODS {
-            return Err(ScenarioError::new(
-                doc,
-                Problem::Field {
-                    field: field.to_string(),
-                    message: format!(
-                        "{more} more pending pod(s) after {pending} would pass the limit of {MAX_PENDING_PODS} pending pods in a scenario"
-                    ),
-                },
-            ));
+        if pending.saturating_add(more) <= MAX_PENDING_PODS {
+            return Ok(());
         }
-        Ok(())
+        let message = format!(
+            "{more} more pending pod(s) after {pending} would pass the limit of {MAX_PENDING_PODS} pending pods in a scenario"
+        );
+        let problem = match field {
+            Some(field) => Problem::Field {
+                field: field.to_string(),
+                message,
+            },
+            None => Problem::Limit(message),
+        };
+        Err(ScenarioError::new(doc, problem))
     }
 
     fn bound_room(&self, doc: &DocRef) -> Result<(), ScenarioError> {
@@ -584,7 +596,7 @@ impl Builder {
             // The DaemonSet controller places its own pods; they never wait for capacity.
             None if daemon.is_some() => {}
             None => {
-                self.pending_room(doc, "metadata.name", 1)?;
+                self.pending_room(doc, None, 1)?;
                 self.s.snapshot.pending.push(pod);
             }
         }
@@ -626,7 +638,7 @@ impl Builder {
                 },
             ));
         }
-        self.pending_room(doc, "spec.replicas", replicas as usize)?;
+        self.pending_room(doc, Some("spec.replicas"), replicas as usize)?;
         for i in 0..replicas {
             let mut p = pod.clone();
             p.name = format!("{}-{i}", pod.name);
@@ -648,6 +660,20 @@ impl Builder {
     /// scenario lists it already.
     fn charge_daemons(&mut self) -> Result<(), ScenarioError> {
         let snap = &mut self.s.snapshot;
+        let pairs = snap.daemonsets.len().saturating_mul(snap.nodes.len());
+        if pairs > MAX_DAEMONSET_NODE_PAIRS {
+            return Err(ScenarioError::new(
+                &DocRef {
+                    index: 0,
+                    object: None,
+                },
+                Problem::Limit(format!(
+                    "{} DaemonSets on {} Nodes are more than {MAX_DAEMONSET_NODE_PAIRS} pairs to check",
+                    snap.daemonsets.len(),
+                    snap.nodes.len()
+                )),
+            ));
+        }
         for (d, doc) in snap.daemonsets.iter().zip(&self.daemonset_docs) {
             for n in &snap.nodes {
                 let listed = self.listed_daemon_pods.contains(&(
