@@ -1,28 +1,64 @@
 //! Kubernetes resource quantities ("100m", "1.5", "16Gi", "1e3") parsed once, at the edge, into
 //! integers: the rest of the core never sees a string.
+//!
+//! Quantities come from users and from unauthenticated callers (the extender), so parsing is
+//! bounded: it runs in time linear in the input, never in an exponent's value, and refuses
+//! any quantity whose magnitude exceeds [`MAX_QUANTITY`] in the unit it is parsed to. Sums of
+//! in-range quantities then stay far from `i64` overflow, and [`crate::Resources`] saturates
+//! beyond that.
 
 use thiserror::Error;
+
+/// The largest magnitude a quantity may have in the unit it is parsed to (millicores for CPU,
+/// bytes, whole devices): 2^62, about 4.6 × 10^18. That is 4.6 × 10^15 cores or 4 EiB, far
+/// past any machine, and half of `i64`'s range so that adding two never overflows.
+pub const MAX_QUANTITY: i64 = 1 << 62;
+
+/// Significant digits a quantity may spell (leading and trailing zeros aside). An `i64` has
+/// 19; 20 keeps the exact arithmetic below inside `u128`.
+pub const MAX_SIGNIFICANT_DIGITS: usize = 20;
+
+/// Largest `|n|` of a decimal exponent suffix (`1e3`, `5E-6`). Anything past it is either
+/// zero after rounding or beyond [`MAX_QUANTITY`].
+pub const MAX_EXPONENT: u32 = 30;
+
+/// How much of an invalid input an error repeats: enough to recognise it, never a megabyte.
+const QUOTED_INPUT_CHARS: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("invalid quantity {input:?}: {why}")]
 pub struct QuantityError {
+    /// The input, cut to its first 64 characters (with "…" when cut).
     pub input: String,
     pub why: &'static str,
 }
 
-/// A parsed quantity as an exact decimal: `mantissa * 10^exp10 * 2^exp2`.
+impl QuantityError {
+    fn new(input: &str, why: &'static str) -> Self {
+        let mut chars = input.char_indices();
+        let input = match chars.nth(QUOTED_INPUT_CHARS) {
+            Some((cut, _)) => format!("{}…", &input[..cut]),
+            None => input.to_string(),
+        };
+        QuantityError { input, why }
+    }
+}
+
+const OUT_OF_RANGE: &str =
+    "out of range: at most 2^62 (about 4.6e18) millicores, bytes or units are supported";
+
+/// A parsed quantity as an exact decimal: `±digits * 10^exp10 * 2^exp2`, with `digits` below
+/// 10^20 and no trailing zeros.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Decimal {
-    mantissa: i128,
-    exp10: i32,
-    exp2: i32,
+    negative: bool,
+    digits: u128,
+    exp10: i64,
+    exp2: u32,
 }
 
 fn parse(input: &str) -> Result<Decimal, QuantityError> {
-    let err = |why| QuantityError {
-        input: input.to_string(),
-        why,
-    };
+    let err = |why| QuantityError::new(input, why);
     let s = input.trim();
     if s.is_empty() {
         return Err(err("empty"));
@@ -36,29 +72,40 @@ fn parse(input: &str) -> Result<Decimal, QuantityError> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (number, suffix) = s.split_at(num_end);
-    if number.is_empty() || number == "." {
+    let (int_part, frac_part) = match number.split_once('.') {
+        Some((_, f)) if f.contains('.') => return Err(err("two decimal points")),
+        Some((i, f)) => (i, f),
+        None => (number, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty() {
         return Err(err("no digits"));
     }
-    let mut mantissa: i128 = 0;
-    let mut exp10: i32 = 0;
-    let mut seen_dot = false;
-    for c in number.chars() {
-        if c == '.' {
-            if seen_dot {
-                return Err(err("two decimal points"));
-            }
-            seen_dot = true;
-            continue;
-        }
-        mantissa = mantissa
-            .checked_mul(10)
-            .and_then(|m| m.checked_add(i128::from(c as u8 - b'0')))
-            .ok_or_else(|| err("too many digits"))?;
-        if seen_dot {
-            exp10 -= 1;
-        }
+    // The significant digits: zeros that only place the point are counted into the exponent
+    // instead, so "0.000001" and "1000000" are one digit each.
+    let frac_kept = frac_part.trim_end_matches('0');
+    let int_kept = int_part.trim_start_matches('0');
+    let (significant, mut exp10) = if frac_kept.is_empty() {
+        let trimmed = int_kept.trim_end_matches('0');
+        ((trimmed, ""), (int_kept.len() - trimmed.len()) as i64)
+    } else {
+        ((int_kept, frac_kept), -(frac_kept.len() as i64))
+    };
+    // Leading zeros of the fraction when the integer part is zero ("0.005").
+    let (int_sig, frac_sig) = significant;
+    let frac_sig = if int_sig.is_empty() {
+        frac_sig.trim_start_matches('0')
+    } else {
+        frac_sig
+    };
+    if int_sig.len() + frac_sig.len() > MAX_SIGNIFICANT_DIGITS {
+        return Err(err("too many significant digits (at most 20)"));
     }
-    let (e10, e2) = match suffix {
+    let mut digits: u128 = 0;
+    for b in int_sig.bytes().chain(frac_sig.bytes()) {
+        // At most 20 digits: below 10^20 < 2^67.
+        digits = digits * 10 + u128::from(b - b'0');
+    }
+    let (e10, exp2) = match suffix {
         "" => (0, 0),
         "n" => (-9, 0),
         "u" => (-6, 0),
@@ -75,50 +122,96 @@ fn parse(input: &str) -> Result<Decimal, QuantityError> {
         "Ti" => (0, 40),
         "Pi" => (0, 50),
         "Ei" => (0, 60),
-        s if s.starts_with(['e', 'E']) => {
-            let e: i32 = s[1..].parse().map_err(|_| err("bad exponent"))?;
-            if e.abs() > 30 {
-                return Err(err("exponent out of range"));
-            }
-            (e, 0)
-        }
+        s if s.starts_with(['e', 'E']) => (exponent(&s[1..]).map_err(err)?, 0),
         _ => return Err(err("unknown suffix")),
     };
+    exp10 += e10;
     Ok(Decimal {
-        mantissa: if negative { -mantissa } else { mantissa },
-        exp10: exp10 + e10,
-        exp2: e2,
+        negative,
+        digits,
+        exp10,
+        exp2,
+    })
+}
+
+/// A decimal exponent (`3`, `-6`, `+02`), read without ever building a number larger than the
+/// allowed range: its digits are checked by count first.
+fn exponent(s: &str) -> Result<i64, &'static str> {
+    let (negative, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("bad exponent");
+    }
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 2 {
+        return Err("exponent out of range (at most 30 either way)");
+    }
+    let e = digits
+        .bytes()
+        .fold(0u32, |e, b| e * 10 + u32::from(b - b'0'));
+    if e > MAX_EXPONENT {
+        return Err("exponent out of range (at most 30 either way)");
+    }
+    Ok(if negative {
+        -i64::from(e)
+    } else {
+        i64::from(e)
     })
 }
 
 impl Decimal {
-    /// `ceil(self * scale)`, saturating at i64's range: Kubernetes rounds quantities up.
-    fn scaled_ceil(self, scale: i128) -> i64 {
-        let mut num = self.mantissa.saturating_mul(scale);
-        let mut den: i128 = 1;
-        let mut e10 = self.exp10;
-        while e10 > 0 {
-            num = num.saturating_mul(10);
-            e10 -= 1;
+    /// `ceil(self * 10^scale10)` (Kubernetes rounds quantities up), or `None` past
+    /// [`MAX_QUANTITY`]. Constant time: no loop runs over an exponent.
+    fn scaled_ceil(self, scale10: i64) -> Option<i64> {
+        if self.digits == 0 {
+            return Some(0);
         }
-        while e10 < 0 {
-            den = den.saturating_mul(10);
-            e10 += 1;
+        let x = self.exp10 + scale10;
+        let ndigits = i64::from(self.digits.ilog10()) + 1;
+        // The value is at least 10^(ndigits - 1 + x); 10^19 > 2^62 already.
+        if ndigits - 1 + x > 18 {
+            return None;
         }
-        num = num.saturating_mul(1i128 << self.exp2.min(62));
-        let q = num.div_euclid(den) + i128::from(num.rem_euclid(den) != 0);
-        q.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+        // digits < 2^67 and exp2 <= 60: fits u128.
+        let num = self.digits << self.exp2;
+        let magnitude = if x >= 0 {
+            num.checked_mul(10u128.pow(x as u32))?
+        } else {
+            let k = x.unsigned_abs();
+            if k > 38 {
+                // num < 2^127 < 10^39: the magnitude is below one unit.
+                u128::from(!self.negative)
+            } else {
+                let den = 10u128.pow(k as u32);
+                let (q, r) = (num / den, num % den);
+                // ceil: up for positive values, toward zero for negative ones.
+                q + u128::from(r != 0 && !self.negative)
+            }
+        };
+        let magnitude = i64::try_from(magnitude)
+            .ok()
+            .filter(|m| *m <= MAX_QUANTITY)?;
+        Some(if self.negative { -magnitude } else { magnitude })
     }
+}
+
+fn parse_scaled(input: &str, scale10: i64) -> Result<i64, QuantityError> {
+    parse(input)?
+        .scaled_ceil(scale10)
+        .ok_or_else(|| QuantityError::new(input, OUT_OF_RANGE))
 }
 
 /// Quantity in thousandths of a unit: how CPU is kept (millicores).
 pub fn parse_milli(input: &str) -> Result<i64, QuantityError> {
-    Ok(parse(input)?.scaled_ceil(1000))
+    parse_scaled(input, 3)
 }
 
 /// Quantity in whole units, rounded up: memory and storage in bytes, counts of pods or devices.
 pub fn parse_units(input: &str) -> Result<i64, QuantityError> {
-    Ok(parse(input)?.scaled_ceil(1))
+    parse_scaled(input, 0)
 }
 
 /// Formats millicores the way Kubernetes prints them ("250m", "4").
@@ -194,6 +287,71 @@ mod tests {
         assert!(parse_units("").is_err());
         assert!(parse_units("Gi").is_err());
         assert!(parse_units("1.2.3").is_err());
+    }
+
+    #[test]
+    fn quantity_with_a_minimum_i32_exponent_is_refused_at_once() {
+        let start = std::time::Instant::now();
+        for input in [
+            "1e-2147483648",
+            "1e2147483647",
+            "1E-99999999999999999999",
+            "5e+31",
+        ] {
+            let e = parse_milli(input).unwrap_err();
+            assert!(e.why.contains("exponent out of range"), "{input}: {e}");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn quantity_past_two_to_the_62_is_refused_naming_the_input() {
+        let e = parse_milli("9223372036854775807").unwrap_err();
+        assert_eq!(e.input, "9223372036854775807");
+        assert!(e.why.contains("2^62"), "{e}");
+        assert!(parse_units("9223372036854775807").is_err());
+        assert!(parse_units("5Ei").is_err(), "5 × 2^60 > 2^62");
+        assert!(
+            parse_units("-5Ei").is_err(),
+            "the bound holds for negatives too"
+        );
+        assert!(
+            parse_milli("4611686018427387904").is_err(),
+            "2^62 cores in millicores"
+        );
+        assert_eq!(parse_units("4611686018427387904").unwrap(), MAX_QUANTITY);
+        assert_eq!(parse_units("4Ei").unwrap(), MAX_QUANTITY);
+        assert!(parse_units("1e19").is_err());
+        assert_eq!(parse_units("1e18").unwrap(), 1_000_000_000_000_000_000);
+    }
+
+    #[test]
+    fn zeros_that_only_place_the_point_are_not_significant_digits() {
+        assert_eq!(parse_units("0000000000000000000000000000001").unwrap(), 1);
+        assert_eq!(
+            parse_milli("0.000000000000000000000000000000000000000001").unwrap(),
+            1,
+            "a tiny positive request still rounds up to 1m"
+        );
+        assert_eq!(
+            parse_units("1.000000000000000000000000000000000").unwrap(),
+            1
+        );
+        assert_eq!(parse_units("10.05k").unwrap(), 10_050);
+        assert_eq!(parse_units("0.005M").unwrap(), 5_000);
+        assert_eq!(parse_units("-0.5").unwrap(), 0, "ceil of -0.5");
+        assert_eq!(parse_units("-1.5").unwrap(), -1);
+        assert_eq!(parse_units("0e30").unwrap(), 0);
+        let e = parse_units("1.0000000000000000000001").unwrap_err();
+        assert!(e.why.contains("significant digits"), "{e}");
+    }
+
+    #[test]
+    fn an_error_quotes_a_long_input_only_in_part() {
+        let long = "9".repeat(100_000);
+        let e = parse_units(&long).unwrap_err();
+        assert!(e.to_string().len() < 300, "{}", e.to_string().len());
+        assert!(e.input.ends_with('…'));
     }
 
     #[test]

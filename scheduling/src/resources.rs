@@ -119,25 +119,32 @@ impl Resources {
         .chain(self.extended.iter().map(|(n, _)| n.as_str()))
     }
 
+    /// Adds `other`, saturating: amounts are bounded when parsed ([`quantity::MAX_QUANTITY`]),
+    /// but a sum over many pods must not wrap into a small or negative total.
     pub fn add(&mut self, other: &Resources) {
-        self.cpu += other.cpu;
-        self.memory += other.memory;
-        self.ephemeral_storage += other.ephemeral_storage;
-        self.pods += other.pods;
+        self.cpu = self.cpu.saturating_add(other.cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
         for (n, v) in &other.extended {
             let cur = self.get(n);
-            self.set(n, cur + v);
+            self.set(n, cur.saturating_add(*v));
         }
     }
 
+    /// Subtracts `other`, saturating like [`Resources::add`].
     pub fn sub(&mut self, other: &Resources) {
-        self.cpu -= other.cpu;
-        self.memory -= other.memory;
-        self.ephemeral_storage -= other.ephemeral_storage;
-        self.pods -= other.pods;
+        self.cpu = self.cpu.saturating_sub(other.cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
         for (n, v) in &other.extended {
             let cur = self.get(n);
-            self.set(n, cur - v);
+            self.set(n, cur.saturating_sub(*v));
         }
     }
 
@@ -178,23 +185,27 @@ impl Resources {
                 || self.extended.iter().all(|(n, v)| *v <= capacity.get(n)))
     }
 
-    /// `self + extra <= capacity` without allocating.
+    /// `self + extra <= capacity` without allocating. The sum saturates, so a huge request
+    /// never wraps around into "fits".
     #[inline]
     pub fn fits_with(&self, extra: &Resources, capacity: &Resources) -> bool {
-        self.cpu + extra.cpu <= capacity.cpu
-            && self.memory + extra.memory <= capacity.memory
-            && self.ephemeral_storage + extra.ephemeral_storage <= capacity.ephemeral_storage
-            && self.pods + extra.pods <= capacity.pods
+        self.cpu.saturating_add(extra.cpu) <= capacity.cpu
+            && self.memory.saturating_add(extra.memory) <= capacity.memory
+            && self
+                .ephemeral_storage
+                .saturating_add(extra.ephemeral_storage)
+                <= capacity.ephemeral_storage
+            && self.pods.saturating_add(extra.pods) <= capacity.pods
             && (extra.extended.is_empty()
                 || extra
                     .extended
                     .iter()
-                    .all(|(n, v)| self.get(n) + *v <= capacity.get(n)))
+                    .all(|(n, v)| self.get(n).saturating_add(*v) <= capacity.get(n)))
             && (self.extended.is_empty()
                 || self
                     .extended
                     .iter()
-                    .all(|(n, v)| *v + extra.get(n) <= capacity.get(n)))
+                    .all(|(n, v)| v.saturating_add(extra.get(n)) <= capacity.get(n)))
     }
 
     /// Names of the resources where `self` exceeds `capacity`, for messages.
@@ -346,6 +357,41 @@ mod tests {
             "second GPU does not exist"
         );
         assert_eq!(used.exceeding(&node), vec![GPU_NVIDIA]);
+    }
+
+    #[test]
+    fn a_huge_request_never_fits_beside_another_pod() {
+        let huge = Resources::from_quantities([(CPU, "4611686018427387m"), (MEMORY, "4Ei")])
+            .unwrap()
+            .with_pods(1)
+            .with_extended(GPU_NVIDIA, i64::MAX);
+        let small = Resources::new(250, GI)
+            .with_pods(1)
+            .with_extended(GPU_NVIDIA, 1);
+        let node = Resources::new(2000, 4 * GI)
+            .with_pods(110)
+            .with_extended(GPU_NVIDIA, 1);
+        assert!(!small.fits_with(&huge, &node));
+        assert!(!huge.fits_with(&small, &node));
+        let mut used = Resources::default();
+        for _ in 0..4 {
+            used.add(&huge);
+        }
+        assert_eq!(
+            used.memory,
+            i64::MAX,
+            "the sum saturates instead of wrapping negative"
+        );
+        assert_eq!(used.get(GPU_NVIDIA), i64::MAX);
+        assert!(!used.fits_in(&node) && !used.fits_with(&small, &node));
+        used.sub(&Resources::new(i64::MIN, 0));
+        assert_eq!(used.cpu, i64::MAX, "subtracting saturates too");
+    }
+
+    #[test]
+    fn a_request_past_the_quantity_bound_is_refused() {
+        let e = Resources::from_quantities([(CPU, "9223372036854775807")]).unwrap_err();
+        assert!(e.to_string().contains("9223372036854775807"), "{e}");
     }
 
     #[test]

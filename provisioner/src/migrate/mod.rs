@@ -10,11 +10,13 @@
 mod labels;
 
 use adze_api::{EC2NodeClass, NodePool};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use labels::{CAPACITY_TYPES, Key};
+
+use crate::simulate::yaml::{self, YamlError};
 
 /// One thing the user should know about the conversion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,11 +42,12 @@ pub struct Migration {
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
-    #[error("document {index}: not valid YAML: {source}")]
-    Yaml {
-        index: usize,
-        source: serde_yaml::Error,
-    },
+    /// A document that is not YAML or is past a per-document budget (depth, aliases, nodes).
+    #[error("document {index}: {source}")]
+    Yaml { index: usize, source: YamlError },
+    /// The input as a whole is past a budget (size, documents).
+    #[error("{0}")]
+    Input(YamlError),
 }
 
 impl Migration {
@@ -95,7 +98,8 @@ impl Migration {
 /// The objects of a stream as kubectl prints them: YAML documents or JSON values (one or
 /// several concatenated, as from `kubectl get a -o json; kubectl get b -o json`), each either
 /// one object, an array of objects, or a list (`kind: List`, or any `*List` with `items`, as
-/// `kubectl get -o yaml|json` prints several objects), flattened in order.
+/// `kubectl get -o yaml|json` prints several objects), flattened in order. The input is read
+/// under the budgets of [`crate::simulate::yaml`], JSON included.
 fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
     fn flatten(v: Value, out: &mut Vec<Value>) {
         let is_list = v["kind"].as_str().is_some_and(|k| k.ends_with("List"))
@@ -117,6 +121,11 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
         }
     }
     let mut out = Vec::new();
+    if input.len() > yaml::MAX_INPUT_BYTES {
+        return Err(MigrateError::Input(YamlError::TooLarge {
+            size: input.len(),
+        }));
+    }
     // JSON first: YAML does not read concatenated JSON values (or tab-indented JSON).
     if input.trim_start().starts_with(['{', '[']) {
         let json: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(input)
@@ -129,11 +138,8 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
             return Ok(out);
         }
     }
-    for (index, doc) in serde_yaml::Deserializer::from_str(input).enumerate() {
-        let value = Value::deserialize(doc).map_err(|source| MigrateError::Yaml {
-            index: index + 1,
-            source,
-        })?;
+    for (index, value) in yaml::documents(input).map_err(MigrateError::Input)? {
+        let value = value.map_err(|source| MigrateError::Yaml { index, source })?;
         flatten(value, &mut out);
     }
     Ok(out)

@@ -1,4 +1,5 @@
 use super::*;
+use serde::Deserialize;
 
 const GENERAL: &str = include_str!("testdata/karpenter-general.yaml");
 const LEGACY: &str = include_str!("testdata/karpenter-legacy.yaml");
@@ -291,6 +292,44 @@ fn json_arrays_and_concatenated_json_values_are_flattened() {
             migrate(&input).unwrap().objects,
             separate.objects,
             "{input}"
+        );
+    }
+}
+
+#[test]
+fn an_alias_bomb_is_refused_quickly_naming_the_document() {
+    let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..10u8 {
+        let (prev, this) = ((b'a' + level - 1) as char, (b'a' + level) as char);
+        bomb += &format!(
+            "{this}: &{this} [{}]\n",
+            vec![format!("*{prev}"); 10].join(", ")
+        );
+    }
+    let start = std::time::Instant::now();
+    let err = migrate(&format!("{GENERAL}---\n{bomb}")).unwrap_err();
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    let docs = GENERAL.matches("\n---\n").count() + 2;
+    assert!(
+        err.to_string()
+            .starts_with(&format!("document {docs}: not valid YAML:")),
+        "{err}"
+    );
+}
+
+#[test]
+fn deeply_nested_yaml_or_json_is_refused_quickly() {
+    for input in [
+        "[".repeat(100_000),
+        "{\"a\":".repeat(100_000),
+        "- ".repeat(100_000),
+    ] {
+        let start = std::time::Instant::now();
+        let err = migrate(&input).unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert!(
+            err.to_string().starts_with("document 1: not valid YAML:"),
+            "{err}"
         );
     }
 }

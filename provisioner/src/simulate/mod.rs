@@ -4,6 +4,7 @@
 
 pub mod output;
 pub mod scenario;
+pub mod yaml;
 
 use std::time::{Duration, Instant};
 

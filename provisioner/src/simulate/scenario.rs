@@ -23,6 +23,11 @@
 //! Empty documents are skipped. Anything else — an unknown kind, a document that does not
 //! parse, an invalid object, a duplicate name, a pod bound to a missing node — is a
 //! [`ScenarioError`] naming the document (counted from 1, empty ones included).
+//!
+//! A scenario is user input, possibly hostile, so it is bounded: the YAML budgets of
+//! [`super::yaml`] (input size, documents, depth, aliases), at most [`MAX_REPLICAS`] replicas
+//! per workload, [`MAX_PENDING_PODS`] pending pods and [`MAX_BOUND_PODS`] pods on existing
+//! nodes. Past a limit the scenario is refused with a message, never an allocation failure.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -40,7 +45,20 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use thiserror::Error;
+
+use super::yaml::{self, YamlError};
+
+/// Most replicas one Deployment or ReplicaSet may ask for in a scenario.
+pub const MAX_REPLICAS: i32 = 100_000;
+/// Most pending pods a scenario may hold in all (listed pods and workload replicas).
+pub const MAX_PENDING_PODS: usize = 500_000;
+/// Most pods on existing nodes, DaemonSet pods the scenario implies included.
+pub const MAX_BOUND_PODS: usize = 1_000_000;
+/// Most (DaemonSet, Node) pairs checked for DaemonSet pods on existing nodes: the check is
+/// quadratic, so a few thousand of each would cost minutes.
+pub const MAX_DAEMONSET_NODE_PAIRS: usize = 5_000_000;
 
 /// The scenario's objects as placement sees them, plus what was read, for the summary.
 #[derive(Debug, Clone, Default)]
@@ -68,8 +86,8 @@ pub struct Counts {
     pub pod_disruption_budgets: usize,
 }
 
-/// The document a problem is in: its position in the file (from 1) and, when it got that
-/// far, its kind and name.
+/// The document a problem is in: its position in the file (from 1; 0 for the input as a
+/// whole) and, when it got that far, its kind and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocRef {
     pub index: usize,
@@ -79,6 +97,7 @@ pub struct DocRef {
 impl fmt::Display for DocRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.object {
+            _ if self.index == 0 => write!(f, "the scenario"),
             Some(o) => write!(f, "document {} ({o})", self.index),
             None => write!(f, "document {}", self.index),
         }
@@ -95,8 +114,9 @@ pub struct ScenarioError {
 
 #[derive(Debug, Error)]
 pub enum Problem {
-    #[error("not valid YAML: {0}")]
-    Yaml(serde_yaml::Error),
+    /// Not YAML, or past one of the reading budgets.
+    #[error("{0}")]
+    Yaml(YamlError),
     #[error(
         "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget or InstanceCatalog)"
     )]
@@ -124,6 +144,9 @@ pub enum Problem {
     Duplicate { what: String, first: usize },
     #[error("spec.nodeName: node {0:?} is not in the scenario")]
     UnknownNode(String),
+    /// The scenario as a whole is past one of the size limits.
+    #[error("too large: {0}")]
+    Limit(String),
 }
 
 impl ScenarioError {
@@ -158,7 +181,7 @@ struct InstanceCatalog {
     #[serde(rename = "kind")]
     _kind: String,
     #[serde(default, rename = "metadata")]
-    _metadata: Option<serde_yaml::Value>,
+    _metadata: Option<Value>,
     instance_types: Vec<CatalogType>,
 }
 
@@ -217,7 +240,7 @@ const ADZE_V1: &str = "adze.sh/v1";
 const ADZE_V1ALPHA1: &str = "adze.sh/v1alpha1";
 const AWS_ADZE_V1: &str = "aws.adze.sh/v1";
 
-fn describe(value: &serde_yaml::Value) -> Option<String> {
+fn describe(value: &Value) -> Option<String> {
     let kind = value.get("kind")?.as_str()?;
     let meta = value.get("metadata");
     let name = meta
@@ -233,12 +256,12 @@ fn describe(value: &serde_yaml::Value) -> Option<String> {
     }
 }
 
-fn typed<T: DeserializeOwned>(doc: &DocRef, value: serde_yaml::Value) -> Result<T, ScenarioError> {
-    serde_yaml::from_value(value)
+fn typed<T: DeserializeOwned>(doc: &DocRef, value: Value) -> Result<T, ScenarioError> {
+    serde_json::from_value(value)
         .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e.to_string())))
 }
 
-fn read_object(doc: &DocRef, value: serde_yaml::Value) -> Result<Object, ScenarioError> {
+fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
     let text = |k: &str| {
         value
             .get(k)
@@ -300,9 +323,13 @@ fn read_object(doc: &DocRef, value: serde_yaml::Value) -> Result<Object, Scenari
 /// Splits the file into typed documents, skipping empty ones.
 fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
     let mut out = Vec::new();
-    for (i, de) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
-        let index = i + 1;
-        let value = serde_yaml::Value::deserialize(de).map_err(|error| {
+    let whole = DocRef {
+        index: 0,
+        object: None,
+    };
+    let docs = yaml::documents(yaml).map_err(|e| ScenarioError::new(&whole, Problem::Yaml(e)))?;
+    for (index, value) in docs {
+        let value = value.map_err(|error| {
             ScenarioError::new(
                 &DocRef {
                     index,
@@ -311,14 +338,11 @@ fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
                 Problem::Yaml(error),
             )
         })?;
-        if value.is_null() {
-            continue;
-        }
         let doc = DocRef {
             index,
             object: describe(&value),
         };
-        if !value.is_mapping() {
+        if !value.is_object() {
             return Err(ScenarioError::new(
                 &doc,
                 Problem::Malformed(
@@ -384,7 +408,7 @@ impl Scenario {
                 _ => {}
             }
         }
-        b.charge_daemons();
+        b.charge_daemons()?;
         b.s.counts.pending_pods = b.s.snapshot.pending.len();
         b.s.counts.bound_pods = b.s.snapshot.bound.len();
         Ok(b.s)
@@ -406,6 +430,8 @@ struct Builder {
     nodepools: BTreeMap<String, usize>,
     /// DaemonSet pods the scenario lists itself: (namespace, daemonset, node).
     listed_daemon_pods: HashSet<(String, String, String)>,
+    /// The document of each of `s.snapshot.daemonsets`.
+    daemonset_docs: Vec<DocRef>,
 }
 
 impl Builder {
@@ -487,6 +513,43 @@ impl Builder {
         Ok(())
     }
 
+    /// Refuses `more` pending pods past [`MAX_PENDING_PODS`]; `field` names what asked for
+    /// them (a workload's `spec.replicas`), or none for a listed Pod.
+    fn pending_room(
+        &self,
+        doc: &DocRef,
+        field: Option<&str>,
+        more: usize,
+    ) -> Result<(), ScenarioError> {
+        let pending = self.s.snapshot.pending.len();
+        if pending.saturating_add(more) <= MAX_PENDING_PODS {
+            return Ok(());
+        }
+        let message = format!(
+            "{more} more pending pod(s) after {pending} would pass the limit of {MAX_PENDING_PODS} pending pods in a scenario"
+        );
+        let problem = match field {
+            Some(field) => Problem::Field {
+                field: field.to_string(),
+                message,
+            },
+            None => Problem::Limit(message),
+        };
+        Err(ScenarioError::new(doc, problem))
+    }
+
+    fn bound_room(&self, doc: &DocRef) -> Result<(), ScenarioError> {
+        if self.s.snapshot.bound.len() >= MAX_BOUND_PODS {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Limit(format!(
+                    "more than {MAX_BOUND_PODS} pods on existing nodes (DaemonSet pods on every node they select included)"
+                )),
+            ));
+        }
+        Ok(())
+    }
+
     fn claim_pod_name(&mut self, doc: &DocRef, key: String) -> Result<(), ScenarioError> {
         match self.pods.insert(key.clone(), doc.index) {
             Some(first) => Err(ScenarioError::new(
@@ -516,6 +579,7 @@ impl Builder {
                         Problem::UnknownNode(node.to_string()),
                     ));
                 }
+                self.bound_room(doc)?;
                 if let Some(ds) = daemon {
                     self.listed_daemon_pods.insert((
                         pod.namespace.clone(),
@@ -531,7 +595,10 @@ impl Builder {
             }
             // The DaemonSet controller places its own pods; they never wait for capacity.
             None if daemon.is_some() => {}
-            None => self.s.snapshot.pending.push(pod),
+            None => {
+                self.pending_room(doc, None, 1)?;
+                self.s.snapshot.pending.push(pod);
+            }
         }
         Ok(())
     }
@@ -560,15 +627,18 @@ impl Builder {
         };
         let pod = convert::workload_pod(kind, meta, template).map_err(Self::convert_err(doc))?;
         let replicas = replicas.unwrap_or(1);
-        if replicas < 0 {
+        if !(0..=MAX_REPLICAS).contains(&replicas) {
             return Err(ScenarioError::new(
                 doc,
                 Problem::Field {
                     field: "spec.replicas".to_string(),
-                    message: format!("must not be negative, got {replicas}"),
+                    message: format!(
+                        "must be between 0 and {MAX_REPLICAS} in a scenario, got {replicas}"
+                    ),
                 },
             ));
         }
+        self.pending_room(doc, Some("spec.replicas"), replicas as usize)?;
         for i in 0..replicas {
             let mut p = pod.clone();
             p.name = format!("{}-{i}", pod.name);
@@ -581,15 +651,30 @@ impl Builder {
     fn daemonset(&mut self, doc: &DocRef, ds: &DaemonSet) -> Result<(), ScenarioError> {
         let pod = convert::daemonset_pod(ds).map_err(Self::convert_err(doc))?;
         self.s.snapshot.daemonsets.push(pod);
+        self.daemonset_docs.push(doc.clone());
         self.s.counts.daemonsets += 1;
         Ok(())
     }
 
     /// One daemon pod on every existing node each DaemonSet would run on, unless the
     /// scenario lists it already.
-    fn charge_daemons(&mut self) {
+    fn charge_daemons(&mut self) -> Result<(), ScenarioError> {
         let snap = &mut self.s.snapshot;
-        for d in &snap.daemonsets {
+        let pairs = snap.daemonsets.len().saturating_mul(snap.nodes.len());
+        if pairs > MAX_DAEMONSET_NODE_PAIRS {
+            return Err(ScenarioError::new(
+                &DocRef {
+                    index: 0,
+                    object: None,
+                },
+                Problem::Limit(format!(
+                    "{} DaemonSets on {} Nodes are more than {MAX_DAEMONSET_NODE_PAIRS} pairs to check",
+                    snap.daemonsets.len(),
+                    snap.nodes.len()
+                )),
+            ));
+        }
+        for (d, doc) in snap.daemonsets.iter().zip(&self.daemonset_docs) {
             for n in &snap.nodes {
                 let listed = self.listed_daemon_pods.contains(&(
                     d.namespace.clone(),
@@ -604,6 +689,14 @@ impl Builder {
                 if listed || !selects || !tolerates {
                     continue;
                 }
+                if snap.bound.len() >= MAX_BOUND_PODS {
+                    return Err(ScenarioError::new(
+                        doc,
+                        Problem::Limit(format!(
+                            "its pods on the scenario's nodes pass the limit of {MAX_BOUND_PODS} pods on existing nodes"
+                        )),
+                    ));
+                }
                 let mut pod = d.clone();
                 pod.name = format!("{}-{}", d.name, n.name);
                 snap.bound.push(BoundPod {
@@ -613,6 +706,7 @@ impl Builder {
                 });
             }
         }
+        Ok(())
     }
 }
 

@@ -1,0 +1,251 @@
+//! Hostile scenario files: each is refused quickly with a message naming the document and
+//! the field, never a wrapped sum, an allocation failure or a stack overflow. And a property
+//! test: mutated and arbitrary scenario text either parses or is a `ScenarioError`.
+
+use std::time::{Duration, Instant};
+
+use adze_provisioner::simulate::{self, Scenario, ScenarioError};
+use proptest::prelude::*;
+
+const INFLATE: &str = include_str!("../../examples/inflate.yaml");
+
+/// Generous: each of these is refused in milliseconds; the bugs took seconds or forever.
+const QUICK: Duration = Duration::from_secs(2);
+
+fn refused(yaml: &str) -> String {
+    let start = Instant::now();
+    let err = Scenario::parse(yaml).expect_err("the scenario is refused");
+    assert!(start.elapsed() < QUICK, "took {:?}", start.elapsed());
+    err.to_string()
+}
+
+fn pod(name: &str, cpu: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec: {{containers: [{{name: a, resources: {{requests: {{cpu: \"{cpu}\", memory: 1Gi}}}}}}]}}\n"
+    )
+}
+
+#[test]
+fn a_pod_asking_for_i64_max_cpu_is_refused_naming_the_pod_and_the_field() {
+    let yaml = [
+        INFLATE.to_string(),
+        pod("small-a", "500m"),
+        pod("greedy", "9223372036854775807"),
+        pod("small-b", "500m"),
+    ]
+    .join("---\n");
+    let err = refused(&yaml);
+    for part in [
+        "pod default/greedy",
+        "spec.containers[0].resources.requests.cpu",
+        "\"9223372036854775807\"",
+        "2^62",
+    ] {
+        assert!(err.contains(part), "{part:?} not in {err}");
+    }
+}
+
+#[test]
+fn the_largest_accepted_request_is_never_packed_with_other_pods() {
+    // Just inside the quantity bound: the plan must leave it unschedulable, not wrap the
+    // sum of requests into something that fits the smallest type.
+    let yaml = [
+        INFLATE.to_string(),
+        pod("small-a", "500m"),
+        pod("greedy", "4611686018427387"),
+        pod("small-b", "500m"),
+    ]
+    .join("---\n");
+    let scenario = Scenario::parse(&yaml).unwrap();
+    let plan = simulate::run(&scenario, 60).plan;
+    assert!(
+        plan.unschedulable.iter().any(|u| u.pod.ends_with("greedy")),
+        "{:?}",
+        plan.unschedulable
+    );
+    for claim in &plan.new_claims {
+        assert!(
+            claim.pods.iter().all(|p| !p.ends_with("greedy")),
+            "{claim:?}"
+        );
+    }
+}
+
+#[test]
+fn a_quantity_with_a_minimum_i32_exponent_is_refused_fast() {
+    let yaml = pod("tiny", "1e-2147483648");
+    let err = refused(&yaml);
+    assert!(err.contains("pod default/tiny"), "{err}");
+    assert!(err.contains("exponent out of range"), "{err}");
+}
+
+#[test]
+fn a_deployment_with_i32_max_replicas_is_refused_naming_spec_replicas() {
+    let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 2147483647, selector: {}, template: {spec: {containers: []}}}\n";
+    let err = refused(yaml);
+    assert!(
+        err.starts_with("document 1 (Deployment web): spec.replicas:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("100000") && err.contains("2147483647"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_alias_bomb_is_refused_quickly() {
+    // Ten levels of ten aliases each: 10^10 nodes once expanded, from 600 bytes.
+    let mut yaml =
+        String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  name: bomb\n  annotations:\n");
+    yaml += "    a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+    for level in 1..10u8 {
+        let (prev, this) = ((b'a' + level - 1) as char, (b'a' + level) as char);
+        yaml += &format!(
+            "    {this}: &{this} [{}]\n",
+            vec![format!("*{prev}"); 10].join(", ")
+        );
+    }
+    let err = refused(&format!("{INFLATE}---\n{yaml}"));
+    let bomb_doc = INFLATE.lines().filter(|l| *l == "---").count() + 2;
+    assert!(
+        err.starts_with(&format!("document {bomb_doc}: not valid YAML: alias")),
+        "{err}"
+    );
+}
+
+#[test]
+fn deep_nesting_is_refused_quickly_without_overflowing_the_stack() {
+    for yaml in [
+        "[".repeat(100_000),
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {}",
+            "{a: ".repeat(100_000)
+        ),
+        "- ".repeat(100_000),
+    ] {
+        let err = refused(&yaml);
+        assert!(err.starts_with("document 1: not valid YAML:"), "{err}");
+    }
+}
+
+#[test]
+fn an_oversized_or_document_storm_input_is_refused_as_a_whole() {
+    let err = refused(&"---\n".repeat(simulate::yaml::MAX_DOCUMENTS + 1));
+    assert!(err.starts_with("the scenario: more than"), "{err}");
+    let err = refused(&"# padding\n".repeat(simulate::yaml::MAX_INPUT_BYTES / 10 + 1));
+    assert!(err.starts_with("the scenario: the input is"), "{err}");
+}
+
+#[test]
+fn daemonsets_times_nodes_past_the_limit_are_refused_quickly() {
+    let n = simulate::scenario::MAX_DAEMONSET_NODE_PAIRS.isqrt() + 1;
+    let mut docs = Vec::new();
+    for i in 0..n {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\nstatus: {{allocatable: {{cpu: \"1\", memory: 1Gi, pods: \"10\"}}}}\n"
+        ));
+        docs.push(format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: d{i}}}\nspec: {{selector: {{}}, template: {{spec: {{nodeSelector: {{never: \"true\"}}, containers: []}}}}}}\n"
+        ));
+    }
+    let start = Instant::now();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "the scenario: too large: {n} DaemonSets on {n} Nodes"
+        )),
+        "{err}"
+    );
+    // Reading 4,500 documents in a debug build; the refused check would take minutes.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// Bytes that make YAML interesting: structure, anchors, tags, quotes, markers.
+fn yaml_noise() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "[",
+            "]",
+            "{",
+            "}",
+            ":",
+            ": ",
+            "- ",
+            "&a ",
+            "*a",
+            "!!str ",
+            "|",
+            ">",
+            "'",
+            "\"",
+            "#",
+            "\n",
+            "  ",
+            "---\n",
+            "...\n",
+            "<<: *a\n",
+            "9223372036854775807",
+            "1e-2147483648",
+            "replicas: 2147483647\n",
+            "kind: Pod\n",
+            "\t",
+            "\u{feff}",
+            "%YAML 1.2\n",
+            "?",
+            ",",
+        ]),
+        0..12,
+    )
+    .prop_map(|v| v.concat())
+}
+
+/// A valid scenario with a few random cuts and insertions.
+fn mutated() -> impl Strategy<Value = String> {
+    prop::collection::vec((0..INFLATE.len(), 0usize..40, yaml_noise()), 1..4).prop_map(|edits| {
+        let mut text = INFLATE.as_bytes().to_vec();
+        for (at, cut, insert) in edits {
+            let at = at.min(text.len());
+            let end = (at + cut).min(text.len());
+            text.splice(at..end, insert.into_bytes());
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+fn parses_or_errs(yaml: &str) {
+    let start = Instant::now();
+    match Scenario::parse(yaml) {
+        Ok(_) => {}
+        Err(ScenarioError { doc, problem }) => {
+            assert!(!problem.to_string().is_empty(), "{doc}");
+        }
+    }
+    assert!(start.elapsed() < QUICK, "took {:?}", start.elapsed());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn mutated_scenarios_parse_or_fail_with_a_scenario_error(yaml in mutated()) {
+        parses_or_errs(&yaml);
+    }
+
+    #[test]
+    fn arbitrary_text_parses_or_fails_with_a_scenario_error(
+        yaml in prop_oneof![any::<String>(), yaml_noise()]
+    ) {
+        parses_or_errs(&yaml);
+    }
+}
