@@ -179,16 +179,16 @@ mod tests {
             Some("label domain \"adze.sh\" is restricted")
         );
         assert!(template_label_problem("aws.adze.sh/instance-family").is_some());
-        assert!(
-            template_label_problem("node.kubernetes.io/exclude-from-external-load-balancers")
-                .is_some()
-        );
         assert!(template_label_problem("sub.k8s.io/x").is_some());
         for allowed in [
             labels::ZONE,
             labels::ARCH,
             labels::CAPACITY_TYPE,
             "node-restriction.kubernetes.io/team",
+            // Karpenter's domain exceptions, subdomains included.
+            "node.kubernetes.io/exclude-from-external-load-balancers",
+            "sub.node.kubernetes.io/x",
+            "kops.k8s.io/instancegroup",
             "team",
             "example.com/team",
             "notkubernetes.io/x",

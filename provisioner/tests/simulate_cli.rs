@@ -496,7 +496,7 @@ metadata:
   name: agent-pending
   namespace: kube-system
   ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: "1"}]
-spec: {containers: []}
+spec: {containers: [{name: a, resources: {requests: {cpu: 600m}}}]}
 ---
 apiVersion: v1
 kind: Pod

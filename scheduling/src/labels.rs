@@ -150,6 +150,25 @@ pub const KARPENTER_ALIASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Deprecated label keys kubelet still sets beside their GA names: a selector on the old key
+/// means the new one (as kube-scheduler sees it on nodes carrying both, and as Karpenter
+/// normalises it).
+pub const DEPRECATED_ALIASES: &[(&str, &str)] = &[
+    ("beta.kubernetes.io/arch", ARCH),
+    ("beta.kubernetes.io/os", OS),
+    ("beta.kubernetes.io/instance-type", INSTANCE_TYPE),
+    ("failure-domain.beta.kubernetes.io/zone", ZONE),
+    ("failure-domain.beta.kubernetes.io/region", REGION),
+];
+
+/// The GA key for a deprecated one, if `key` is deprecated.
+pub fn ga_key_for_deprecated(key: &str) -> Option<&'static str> {
+    DEPRECATED_ALIASES
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, a)| *a)
+}
+
 /// Adze's key for Karpenter's `key`, if it has one.
 pub fn adze_key_for_karpenter(key: &str) -> Option<&'static str> {
     KARPENTER_ALIASES
@@ -182,6 +201,10 @@ pub const ALLOWED_IN_RESTRICTED: &[&str] = &[
     REGION,
     CAPACITY_TYPE,
     "node-restriction.kubernetes.io/",
+    // As in Karpenter: kubelet may set `node.kubernetes.io` labels itself; `kops.k8s.io`
+    // ones the provisioner sets on the Node at registration (see [`kubelet_may_set`]).
+    "node.kubernetes.io/",
+    "kops.k8s.io/",
 ];
 
 /// Whether kubelet accepts `key` in `--node-labels` (and Bottlerocket's `node-labels`). Since

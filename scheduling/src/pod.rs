@@ -111,7 +111,17 @@ impl Pod {
     /// labels they alias ([`labels::KARPENTER_ALIASES`]): right only where new nodes carry
     /// both keys (`--karpenter-labels`), which is when callers use it.
     pub fn alias_karpenter_keys(&mut self) {
-        let rename = labels::adze_key_for_karpenter;
+        self.rename_node_keys(labels::adze_key_for_karpenter);
+    }
+
+    /// Reads deprecated node label keys (`beta.kubernetes.io/arch`,
+    /// `failure-domain.beta.kubernetes.io/zone`, ...) as their GA names, in requirements and
+    /// topology keys alike.
+    pub fn normalize_deprecated_keys(&mut self) {
+        self.rename_node_keys(labels::ga_key_for_deprecated);
+    }
+
+    fn rename_node_keys(&mut self, rename: fn(&str) -> Option<&'static str>) {
         for t in &mut self.node_requirements {
             *t = t.renamed(rename);
         }

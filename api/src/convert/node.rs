@@ -26,6 +26,14 @@ pub fn node(n: &Node) -> Result<ExistingNode, ConvertError> {
     }
     let node_labels = n.metadata.labels.clone().unwrap_or_default();
     let mut requirements = Requirements::from_labels(&node_labels);
+    // A node labelled only with a deprecated key (old kubelets) carries its GA meaning.
+    for (old, ga) in labels::DEPRECATED_ALIASES {
+        if let Some(v) = node_labels.get(*old)
+            && !node_labels.contains_key(*ga)
+        {
+            requirements.add(Requirement::single(ga, v));
+        }
+    }
     if !node_labels.contains_key(labels::HOSTNAME) {
         requirements.add(Requirement::single(labels::HOSTNAME, name));
     }

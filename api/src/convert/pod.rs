@@ -65,6 +65,13 @@ pub fn pod(p: &Pod) -> Result<model::Pod, ConvertError> {
     from_spec(&object, "spec", namespace, name, labels, spec)
 }
 
+/// Deprecated node label keys read as their GA names (see
+/// [`model::Pod::normalize_deprecated_keys`]).
+fn normalized(mut pod: model::Pod) -> model::Pod {
+    pod.normalize_deprecated_keys();
+    pod
+}
+
 /// The pod a workload's template describes, named after the workload (callers rename the
 /// copies they make) and placed in the workload's namespace. `kind` is the lower-case kind
 /// for messages ("deployment", "replicaset", ...); field paths start at
@@ -203,7 +210,7 @@ fn from_spec(
         }),
     )?;
     pod.labels = labels;
-    Ok(pod)
+    Ok(normalized(pod))
 }
 
 fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources, ConvertError> {

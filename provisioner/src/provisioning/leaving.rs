@@ -53,7 +53,9 @@ pub fn leaving_nodes(objects: &Objects) -> BTreeSet<String> {
         .collect()
 }
 
-/// A pod on a leaving node that has to find a new home.
+/// A pod on a leaving node that has to find a new home: not a DaemonSet's or a mirror pod, not
+/// finished, and not already terminating — except a StatefulSet's, which its controller
+/// recreates under the same name once it is gone, so its new home is needed all the same.
 pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
     let on_leaving = pod
         .spec
@@ -73,7 +75,15 @@ pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
         && !mirror
         && !finished
         && !owned_by_daemonset(pod)
-        && pod.metadata.deletion_timestamp.is_none()
+        && (pod.metadata.deletion_timestamp.is_none() || owned_by_statefulset(pod))
+}
+
+fn owned_by_statefulset(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "StatefulSet")
 }
 
 /// The node condition the node agent keeps; while it is fresh and true an agent drains this

@@ -29,7 +29,7 @@
 //! per workload, [`MAX_PENDING_PODS`] pending pods and [`MAX_BOUND_PODS`] pods on existing
 //! nodes. Past a limit the scenario is refused with a message, never an allocation failure.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -362,13 +362,7 @@ fn namespace(meta: &ObjectMeta) -> &str {
         .unwrap_or(convert::DEFAULT_NAMESPACE)
 }
 
-fn owned_by_daemonset(meta: &ObjectMeta) -> Option<&str> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.kind == "DaemonSet")
-        .map(|o| o.name.as_str())
-}
+use crate::rules::daemonset_owner as owned_by_daemonset;
 
 impl Scenario {
     /// Reads a scenario file's text.
@@ -389,6 +383,7 @@ impl Scenario {
                 _ => {}
             }
         }
+        b.drop_startup_taints();
         for (doc, object) in &docs {
             match object {
                 Object::DaemonSet(ds) => b.daemonset(doc, ds)?,
@@ -432,6 +427,13 @@ struct Builder {
     listed_daemon_pods: HashSet<(String, String, String)>,
     /// The document of each of `s.snapshot.daemonsets`.
     daemonset_docs: Vec<DocRef>,
+    /// Nodes on their way out (being deleted, or tainted disrupted or interrupted): they
+    /// take no pods, and the pods they displace are pending, as in the live provisioner.
+    leaving: BTreeSet<String>,
+    /// Each NodePool's startup taint keys.
+    startup_taints: BTreeMap<String, Vec<String>>,
+    /// The pods each DaemonSet ((namespace, name)) runs, listed in the scenario.
+    live_daemon_pods: BTreeMap<(String, String), Vec<Pod>>,
 }
 
 impl Builder {
@@ -466,12 +468,13 @@ impl Builder {
                         },
                     ));
                 }
-                types.push(Arc::new(entry.into_instance_type()));
+                types.push(entry.into_instance_type());
             }
             self.s.custom_catalog = true;
         }
         self.s.instance_types = if self.s.custom_catalog {
-            types
+            absent_catalog_labels(&mut types);
+            types.into_iter().map(Arc::new).collect()
         } else {
             catalog::embedded()
         };
@@ -492,13 +495,27 @@ impl Builder {
                 },
             ));
         }
-        self.s.snapshot.nodepools.push(pool);
         self.s.counts.nodepools += 1;
+        // A NodePool being deleted launches nothing (the same rule as `run`).
+        if crate::rules::nodepool_unusable(np).is_some() {
+            return Ok(());
+        }
+        self.startup_taints.insert(
+            pool.name.clone(),
+            pool.startup_taints.iter().map(|t| t.key.clone()).collect(),
+        );
+        self.s.snapshot.nodepools.push(pool);
         Ok(())
     }
 
     fn node(&mut self, doc: &DocRef, n: &core::Node) -> Result<(), ScenarioError> {
-        let node = convert::node(n).map_err(Self::convert_err(doc))?;
+        let mut node = convert::node(n).map_err(Self::convert_err(doc))?;
+        if crate::rules::is_terminating(&n.metadata)
+            || crate::provisioning::leaving::is_leaving(n, None)
+        {
+            node.unschedulable = true;
+            self.leaving.insert(node.name.clone());
+        }
         if let Some(first) = self.nodes.insert(node.name.clone(), doc.index) {
             return Err(ScenarioError::new(
                 doc,
@@ -511,6 +528,26 @@ impl Builder {
         self.s.snapshot.nodes.push(node);
         self.s.counts.nodes += 1;
         Ok(())
+    }
+
+    /// A node of a NodePool that is not initialised yet (no `adze.sh/initialized: "true"`)
+    /// loses its `not-ready` taint and its pool's startup taints, as in the live provisioner:
+    /// they are about to go, and the pods planned there wait for them to.
+    fn drop_startup_taints(&mut self) {
+        for node in &mut self.s.snapshot.nodes {
+            let label = |k: &str| node.requirements.get(k).and_then(|r| r.single_value());
+            if label(labels::INITIALIZED) == Some("true") {
+                continue;
+            }
+            let Some(startup) = label(labels::NODEPOOL).and_then(|p| self.startup_taints.get(p))
+            else {
+                continue;
+            };
+            let startup = startup.clone();
+            node.taints.retain(|t| {
+                t.key != crate::provisioning::snapshot::NOT_READY_TAINT && !startup.contains(&t.key)
+            });
+        }
     }
 
     /// Refuses `more` pending pods past [`MAX_PENDING_PODS`]; `field` names what asked for
@@ -564,13 +601,21 @@ impl Builder {
     }
 
     fn pod(&mut self, doc: &DocRef, p: &core::Pod) -> Result<(), ScenarioError> {
-        let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        if crate::rules::is_terminal(p) {
             return Ok(());
         }
         let pod = convert::pod(p).map_err(Self::convert_err(doc))?;
         self.claim_pod_name(doc, pod.key())?;
         let daemon = owned_by_daemonset(&p.metadata);
+        // A DaemonSet's pods, scheduled or not, say what it really asks of a node.
+        if let Some(ds) = daemon
+            && !crate::rules::is_terminating(&p.metadata)
+        {
+            self.live_daemon_pods
+                .entry((pod.namespace.clone(), ds.to_string()))
+                .or_default()
+                .push(pod.clone());
+        }
         match p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
             Some(node) => {
                 if !self.nodes.contains_key(node) {
@@ -578,6 +623,12 @@ impl Builder {
                         doc,
                         Problem::UnknownNode(node.to_string()),
                     ));
+                }
+                if crate::provisioning::leaving::is_displaced(p, &self.leaving) {
+                    // Its node is going: it needs a new home, now.
+                    self.pending_room(doc, None, 1)?;
+                    self.s.snapshot.pending.push(pod);
+                    return Ok(());
                 }
                 self.bound_room(doc)?;
                 if let Some(ds) = daemon {
@@ -593,8 +644,9 @@ impl Builder {
                     daemon: daemon.is_some(),
                 });
             }
-            // The DaemonSet controller places its own pods; they never wait for capacity.
-            None if daemon.is_some() => {}
+            // The DaemonSet controller places its own pods; terminating and gated pods wait
+            // for nothing new: the same rule as `run` (`rules::wants_node`).
+            None if !crate::rules::wants_node(p) => {}
             None => {
                 self.pending_room(doc, None, 1)?;
                 self.s.snapshot.pending.push(pod);
@@ -660,6 +712,14 @@ impl Builder {
     /// scenario lists it already.
     fn charge_daemons(&mut self) -> Result<(), ScenarioError> {
         let snap = &mut self.s.snapshot;
+        for d in &mut snap.daemonsets {
+            if let Some(live) = self
+                .live_daemon_pods
+                .get(&(d.namespace.clone(), d.name.clone()))
+            {
+                crate::rules::daemon_pod_from_live(d, live);
+            }
+        }
         let pairs = snap.daemonsets.len().saturating_mul(snap.nodes.len());
         if pairs > MAX_DAEMONSET_NODE_PAIRS {
             return Err(ScenarioError::new(
@@ -707,6 +767,28 @@ impl Builder {
             }
         }
         Ok(())
+    }
+}
+
+/// A catalog label some types carry is absent on the others, and says so: a pod that needs
+/// the label (`Exists`, or a value) is kept off the types without it.
+fn absent_catalog_labels(types: &mut [InstanceType]) {
+    let keys: BTreeSet<String> = types
+        .iter()
+        .flat_map(|t| t.requirements.keys().map(str::to_string))
+        .collect();
+    for t in types {
+        for k in &keys {
+            if t.requirements.get(k).is_none()
+                && let Ok(r) = adze_scheduling::Requirement::new::<&str>(
+                    k,
+                    adze_scheduling::Operator::DoesNotExist,
+                    &[],
+                )
+            {
+                t.requirements.add(r);
+            }
+        }
     }
 }
 

@@ -633,6 +633,7 @@ impl Solver<'_> {
             offering.capacity_type.clone(),
         );
         labels_out.insert(labels::HOSTNAME.to_string(), c.name.clone());
+        labels_out.insert(labels::NODECLAIM.to_string(), c.name.clone());
         labels_out.insert(labels::NODEPOOL.to_string(), ps.pool.name.clone());
 
         let mut requirements = c.reqs.clone();

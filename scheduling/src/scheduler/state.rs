@@ -24,6 +24,9 @@ pub(super) struct PoolState<'a> {
     pub reqs: Requirements,
     /// Instance types compatible with the pool, cheapest first.
     pub types: Vec<TypeInfo>,
+    /// Label keys outside the well-known set that some of the pool's types carry (an
+    /// InstanceCatalog's own labels): open on a new node until its type is chosen.
+    pub type_keys: BTreeSet<String>,
     /// Host ports the pool's DaemonSets hold on its nodes: a new claim starts with them.
     pub daemon_ports: Vec<HostPort>,
     /// Capacity of the pool's existing nodes and in-flight claims.
@@ -636,10 +639,22 @@ impl<'a> Solver<'a> {
                 ps.pool.name
             ));
         }
-        if let Some(c) = ps
-            .reqs
-            .conflict_with(&v.requirements, Undefined::WellKnownOpen)
+        // Keys the pool's instance types label (a catalog's own labels) are the types' to
+        // decide, like well-known ones: the type filter below checks them.
+        let untyped;
+        let checked = if ps.type_keys.is_empty()
+            || !v.requirements.keys().any(|k| ps.type_keys.contains(k))
         {
+            &v.requirements
+        } else {
+            let mut r = v.requirements.clone();
+            for k in &ps.type_keys {
+                r.remove(k);
+            }
+            untyped = r;
+            &untyped
+        };
+        if let Some(c) = ps.reqs.conflict_with(checked, Undefined::WellKnownOpen) {
             return Err(format!(
                 "NodePool {}: pod {}",
                 ps.pool.name,
@@ -842,7 +857,7 @@ pub(super) fn type_compatible(
             return true;
         }
         match it.requirements.get(&r.key) {
-            Some(mine) => mine.overlaps(r),
+            Some(mine) => mine.compatible(r),
             None => !labels::is_well_known(&r.key) || r.allows_absent(),
         }
     };
@@ -896,6 +911,12 @@ fn prepare_pool<'a>(
         .map(|o| o.zone.clone())
         .collect();
     let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
+    let type_keys: BTreeSet<String> = types
+        .iter()
+        .flat_map(|t| t.it.requirements.keys())
+        .filter(|k| !labels::is_well_known(k) && !reqs.get(k).is_some())
+        .map(str::to_string)
+        .collect();
     let priced: Vec<(Resources, f64)> = types
         .iter()
         .map(|t| (t.usable.clone(), t.min_price))
@@ -929,6 +950,7 @@ fn prepare_pool<'a>(
         reqs,
         types,
         daemon_ports: pool_daemons.host_ports,
+        type_keys,
         in_use: Resources::default(),
         reserved: Resources::default(),
         zones,
