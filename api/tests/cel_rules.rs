@@ -283,7 +283,8 @@ fn with(mut object: Value, edits: &[(&str, Value)]) -> Value {
 
 const IN_NEEDS_VALUES: &str = "operators In and NotIn need at least one value";
 const EXISTS_NO_VALUES: &str = "operators Exists and DoesNotExist take no values";
-const GT_ONE_INTEGER: &str = "operators Gt and Lt need exactly one non-negative integer value";
+const GT_ONE_INTEGER: &str =
+    "operators Gt, Lt, Gte and Lte need exactly one non-negative integer value";
 const MIN_VALUES: &str = "minValues may not exceed the number of values of an In requirement";
 const HOSTNAME: &str = "label \"kubernetes.io/hostname\" is restricted";
 const KUBERNETES_IO: &str = "label domain \"kubernetes.io\" is restricted";
@@ -356,6 +357,16 @@ fn requirement_cases(kind: &'static str, base: &Value, list: &str, at: &str) -> 
         add(
             "Gt without values",
             json!({"key": "example.com/a", "operator": "Gt"}),
+        )
+        .fails(&item, GT_ONE_INTEGER),
+        add(
+            "Gte with a word",
+            json!({"key": "example.com/a", "operator": "Gte", "values": ["ten"]}),
+        )
+        .fails(&item, GT_ONE_INTEGER),
+        add(
+            "Lte with two values",
+            json!({"key": "example.com/a", "operator": "Lte", "values": ["1", "2"]}),
         )
         .fails(&item, GT_ONE_INTEGER),
         add(

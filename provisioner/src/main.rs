@@ -138,6 +138,8 @@ struct RunArgs {
     #[arg(long, env = "ADZE_DISRUPTION_DRY_RUN")]
     disruption_dry_run: bool,
     #[command(flatten)]
+    policies: adze_provisioner::rules::Policies,
+    #[command(flatten)]
     log: adze_cli::LogArgs,
     /// Where /metrics, /healthz and /readyz are served (port 0: any free port, logged).
     #[arg(long, env = "ADZE_METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -281,7 +283,9 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             dry_run: args.disruption_dry_run,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
+            policies: args.policies,
         },
+        policies: args.policies,
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -314,6 +318,8 @@ struct SimulateArgs {
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
     #[arg(long, env = "ADZE_KARPENTER_LABELS")]
     karpenter_labels: bool,
+    #[command(flatten)]
+    policies: adze_provisioner::rules::Policies,
 }
 
 /// `simulate`'s exit status when pods are left unschedulable, so a CI job can gate on it.
@@ -337,7 +343,8 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     if args.karpenter_labels {
         simulate::with_karpenter_labels(&mut scenario);
     }
-    let mut outcome = simulate::run(&scenario, args.max_instance_types as usize);
+    let mut outcome =
+        simulate::run_with(&scenario, args.max_instance_types as usize, &args.policies);
     if args.karpenter_labels {
         simulate::add_karpenter_labels(&mut outcome.plan);
     }

@@ -80,6 +80,54 @@ pub fn daemon_pod_from_live<'p>(
     }
 }
 
+/// Karpenter's placement policy flags, the same for `run` and `simulate`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Policies {
+    /// `Respect`: preferred node and pod (anti-)affinity, ScheduleAnyway spread and avoiding
+    /// PreferNoSchedule taints are honoured, then relaxed one by one; `Ignore`: only required
+    /// constraints count (Karpenter's --preference-policy).
+    #[arg(long, env = "ADZE_PREFERENCE_POLICY", value_enum, default_value_t = PreferencePolicy::Respect)]
+    pub preference_policy: PreferencePolicy,
+    /// `Strict`: a NodePool whose minValues cannot be met launches nothing for the pod;
+    /// `BestEffort`: minValues is lowered to what can be met, and the NodeClaim says so
+    /// (Karpenter's --min-values-policy).
+    #[arg(long, env = "ADZE_MIN_VALUES_POLICY", value_enum, default_value_t = MinValuesPolicy::Strict)]
+    pub min_values_policy: MinValuesPolicy,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreferencePolicy {
+    #[default]
+    #[value(name = "Respect")]
+    Respect,
+    #[value(name = "Ignore")]
+    Ignore,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum MinValuesPolicy {
+    #[default]
+    #[value(name = "Strict")]
+    Strict,
+    #[value(name = "BestEffort")]
+    BestEffort,
+}
+
+impl Policies {
+    /// Sets the policies on placement options.
+    pub fn apply(&self, options: &mut adze_scheduling::Options) {
+        use adze_scheduling::scheduler as s;
+        options.preference_policy = match self.preference_policy {
+            PreferencePolicy::Respect => s::PreferencePolicy::Respect,
+            PreferencePolicy::Ignore => s::PreferencePolicy::Ignore,
+        };
+        options.min_values_policy = match self.min_values_policy {
+            MinValuesPolicy::Strict => s::MinValuesPolicy::Strict,
+            MinValuesPolicy::BestEffort => s::MinValuesPolicy::BestEffort,
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,8 @@ pub struct Config {
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
     pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
     pub disruption: crate::disruption::Settings,
+    /// `--preference-policy`, `--min-values-policy`.
+    pub policies: crate::rules::Policies,
 }
 
 /// SIGINT or SIGTERM.
@@ -150,6 +152,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             batch_idle: config.batch_idle,
             batch_max: config.batch_max,
             max_instance_types: config.max_instance_types,
+            policies: config.policies,
             retry: Duration::from_secs(30),
         },
         recorder: recorder.clone(),

@@ -32,5 +32,5 @@ pub use plan::Plan;
 pub use pod::Pod;
 pub use requirements::{Operator, Requirement, Requirements};
 pub use resources::Resources;
-pub use scheduler::{Options, Snapshot, schedule};
+pub use scheduler::{MinValuesPolicy, Options, PreferencePolicy, Snapshot, schedule};
 pub use taints::{Effect, Taint, Toleration};

@@ -69,6 +69,8 @@ pub struct Settings {
     /// Replacements not Initialized within this are given up (and the old nodes kept).
     pub replacement_timeout: Duration,
     pub max_instance_types: usize,
+    /// Placement policies, as provisioning uses them: replacements are planned alike.
+    pub policies: crate::rules::Policies,
 }
 
 pub struct Disruption {
@@ -271,12 +273,15 @@ impl Disruption {
     }
 
     fn options(&self, built: &Built) -> pure::Options {
+        let mut scheduling = adze_scheduling::Options {
+            max_instance_types: self.settings.max_instance_types,
+            reserved_names: built.reserved_names.clone(),
+            name_seed: crate::provisioning::fresh_name_seed(),
+            ..adze_scheduling::Options::default()
+        };
+        self.settings.policies.apply(&mut scheduling);
         pure::Options {
-            scheduling: adze_scheduling::Options {
-                max_instance_types: self.settings.max_instance_types,
-                reserved_names: built.reserved_names.clone(),
-                name_seed: crate::provisioning::fresh_name_seed(),
-            },
+            scheduling,
             ..pure::Options::default()
         }
     }

@@ -37,6 +37,7 @@ pub struct Settings {
     pub batch_idle: Duration,
     pub batch_max: Duration,
     pub max_instance_types: usize,
+    pub policies: crate::rules::Policies,
     /// Pods left pending are tried again this often even when nothing new arrived.
     pub retry: Duration,
 }
@@ -283,11 +284,13 @@ impl Provisioner {
             self.send_events(events);
             return Ok(outcome);
         }
-        let options = Options {
+        let mut options = Options {
             max_instance_types: self.settings.max_instance_types,
             reserved_names: built.reserved_names.clone(),
             name_seed: fresh_name_seed(),
+            ..Options::default()
         };
+        self.settings.policies.apply(&mut options);
         let plan = schedule(&built.snapshot, &options);
         crate::metrics::provisioner()
             .scheduling_duration

@@ -39,10 +39,25 @@ pub fn add_karpenter_labels(plan: &mut Plan) {
 /// Places the scenario's pending pods, keeping at most `max_instance_types` options per
 /// NodeClaim (minValues may keep more).
 pub fn run(scenario: &Scenario, max_instance_types: usize) -> Outcome {
-    let options = Options {
+    run_with(
+        scenario,
+        max_instance_types,
+        &crate::rules::Policies::default(),
+    )
+}
+
+/// [`run`] under the given placement policies (`--preference-policy`,
+/// `--min-values-policy`).
+pub fn run_with(
+    scenario: &Scenario,
+    max_instance_types: usize,
+    policies: &crate::rules::Policies,
+) -> Outcome {
+    let mut options = Options {
         max_instance_types,
         ..Options::default()
     };
+    policies.apply(&mut options);
     let start = Instant::now();
     let plan = schedule(&scenario.snapshot, &options);
     Outcome {

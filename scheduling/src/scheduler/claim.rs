@@ -171,6 +171,38 @@ fn min_values_short<'r>(
     })
 }
 
+/// Under `minValues: BestEffort`, whether narrowing a claim's options from `before` to
+/// `after` loses values it still had: below `minValues`, a claim keeps what it has but may
+/// not shrink further (Strict refuses any shortfall).
+fn best_effort_short(
+    reqs: &Requirements,
+    after: &[u32],
+    before: &[u32],
+    types: &[TypeInfo],
+) -> bool {
+    reqs.iter().any(|r| {
+        let Some(min) = r.min_values else {
+            return false;
+        };
+        let have = distinct_values(&r.key, after, types, reqs);
+        have < (min as usize).min(distinct_values(&r.key, before, types, reqs))
+    })
+}
+
+/// The requirements with each `minValues` lowered to the distinct values `options` offer.
+fn relaxed_min_values(reqs: &Requirements, options: &[u32], types: &[TypeInfo]) -> Requirements {
+    let mut out = Requirements::new();
+    for r in reqs.iter() {
+        let mut r = r.clone();
+        if let Some(min) = r.min_values {
+            let have = distinct_values(&r.key, options, types, reqs) as u32;
+            r.min_values = Some(min.min(have.max(1)));
+        }
+        out.add(r);
+    }
+    out
+}
+
 fn zone_phrase(reqs: &Requirements, all: &BTreeSet<String>) -> String {
     match reqs.get(labels::ZONE).and_then(|r| r.finite_values()) {
         Some(z) if z.len() < all.len() || all.is_empty() => {
@@ -316,7 +348,12 @@ impl Solver<'_> {
             .collect();
         if ps.has_min_values {
             let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
-            if min_values_short(reqs, &options, &ps.types).is_some() {
+            let short = if self.opts.min_values_policy == super::MinValuesPolicy::BestEffort {
+                best_effort_short(reqs, &options, &claim.options, &ps.types)
+            } else {
+                min_values_short(reqs, &options, &ps.types).is_some()
+            };
+            if short {
                 return None;
             }
         }
@@ -428,6 +465,7 @@ impl Solver<'_> {
             return Err(self.explain_no_fit(pi, pod, &offered, &reqs, &room));
         }
         if ps.has_min_values
+            && self.opts.min_values_policy == super::MinValuesPolicy::Strict
             && let Some((r, have)) = min_values_short(&reqs, &options, &ps.types)
         {
             return Err(format!(
@@ -636,7 +674,13 @@ impl Solver<'_> {
         labels_out.insert(labels::NODECLAIM.to_string(), c.name.clone());
         labels_out.insert(labels::NODEPOOL.to_string(), ps.pool.name.clone());
 
-        let mut requirements = c.reqs.clone();
+        let mut requirements = if ps.has_min_values
+            && self.opts.min_values_policy == super::MinValuesPolicy::BestEffort
+        {
+            relaxed_min_values(&c.reqs, &kept, &ps.types)
+        } else {
+            c.reqs.clone()
+        };
         requirements.remove(labels::HOSTNAME);
         requirements.remove(labels::NODECLAIM);
         requirements.add(Requirement::any_of(

@@ -72,6 +72,32 @@ pub struct Options {
     /// deleted claim's name is not handed to its successor (their events and metrics would
     /// mix); tests keep the default and get the same names every run.
     pub name_seed: u64,
+    /// Whether pods' preferences are honoured (and relaxed one by one) or ignored.
+    pub preference_policy: PreferencePolicy,
+    /// What happens when a NodePool's `minValues` cannot be met.
+    pub min_values_policy: MinValuesPolicy,
+}
+
+/// Karpenter's `--preference-policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PreferencePolicy {
+    /// Preferred node and pod (anti-)affinity, `ScheduleAnyway` spread and avoiding
+    /// PreferNoSchedule taints are honoured as if required, then dropped one at a time.
+    #[default]
+    Respect,
+    /// Only required constraints count: fewer, fuller nodes where preferences would spread.
+    Ignore,
+}
+
+/// Karpenter's `--min-values-policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MinValuesPolicy {
+    /// A pool that cannot keep `minValues` distinct values launches nothing for the pod.
+    #[default]
+    Strict,
+    /// `minValues` is lowered to what can be kept, before any lower-weight pool is tried;
+    /// the NodeClaim carries the lowered value.
+    BestEffort,
 }
 
 impl Default for Options {
@@ -80,6 +106,8 @@ impl Default for Options {
             max_instance_types: 60,
             reserved_names: Vec::new(),
             name_seed: 0,
+            preference_policy: PreferencePolicy::Respect,
+            min_values_policy: MinValuesPolicy::Strict,
         }
     }
 }

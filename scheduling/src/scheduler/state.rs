@@ -202,7 +202,8 @@ impl<'a> Solver<'a> {
                         .iter()
                         .any(|n| n.requirements.compatible(term, Undefined::Absent))
                 };
-                let variants = variant::ladder(pod, &t, any_pns, &possible)
+                let ignore = opts.preference_policy == super::PreferencePolicy::Ignore;
+                let variants = variant::ladder(pod, &t, any_pns, ignore, &possible)
                     .into_iter()
                     .map(|v| VariantState {
                         variant: v,

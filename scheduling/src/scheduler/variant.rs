@@ -45,9 +45,28 @@ pub fn ladder(
     pod: &Pod,
     terms: &PodTerms,
     any_prefer_no_schedule: bool,
+    ignore_preferences: bool,
     possible: &dyn Fn(&Requirements) -> bool,
 ) -> Vec<Variant> {
     let mut soft = Vec::new();
+    if ignore_preferences {
+        // Required terms only, each a rung of its own; PreferNoSchedule taints tolerated.
+        return pod
+            .node_requirements
+            .iter()
+            .cloned()
+            .chain(pod.node_requirements.is_empty().then(Requirements::new))
+            .map(|term| Variant {
+                required: term.clone(),
+                requirements: term,
+                strict_taints: false,
+                spread: terms.spread_hard.clone(),
+                affinity: terms.affinity.clone(),
+                anti_affinity: terms.anti_affinity.clone(),
+                relaxed: 0,
+            })
+            .collect();
+    }
     for (_, g) in terms.preferred_affinity.iter().rev() {
         soft.push(Soft::PodAffinity(*g));
     }
