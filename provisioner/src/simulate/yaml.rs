@@ -127,6 +127,9 @@ fn nodes(v: &Value) -> usize {
 /// read.
 pub struct Documents<'a> {
     pieces: std::vec::IntoIter<&'a str>,
+    /// Values of the current piece not yielded yet: a piece is one document, but should the
+    /// parser see more in it, they share its number.
+    pending: std::vec::IntoIter<Value>,
     index: usize,
     total_nodes: usize,
     done: bool,
@@ -140,6 +143,7 @@ pub fn documents(input: &str) -> Result<Documents<'_>, YamlError> {
     }
     Ok(Documents {
         pieces: split(input)?.into_iter(),
+        pending: Vec::new().into_iter(),
         index: 0,
         total_nodes: 0,
         done: false,
@@ -151,25 +155,27 @@ impl Iterator for Documents<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
-            let piece = self.pieces.next()?;
-            self.index += 1;
-            let parsed: Result<Vec<Value>, _> =
-                serde_saphyr::from_multiple_with_options(piece, options());
-            let values = match parsed {
-                Ok(values) => values,
-                Err(e) => {
-                    self.done = true;
-                    return Some((self.index, Err(YamlError::Syntax(e.to_string()))));
+            if let Some(value) = self.pending.next() {
+                if value.is_null() {
+                    continue;
                 }
-            };
-            // A piece is one document; should the parser see more, they share its number.
-            for value in values.into_iter().filter(|v| !v.is_null()) {
                 self.total_nodes += nodes(&value);
                 if self.total_nodes > MAX_TOTAL_NODES {
                     self.done = true;
                     return Some((self.index, Err(YamlError::TooManyNodes)));
                 }
                 return Some((self.index, Ok(value)));
+            }
+            let piece = self.pieces.next()?;
+            self.index += 1;
+            let parsed: Result<Vec<Value>, _> =
+                serde_saphyr::from_multiple_with_options(piece, options());
+            match parsed {
+                Ok(values) => self.pending = values.into_iter(),
+                Err(e) => {
+                    self.done = true;
+                    return Some((self.index, Err(YamlError::Syntax(e.to_string()))));
+                }
             }
         }
         None
