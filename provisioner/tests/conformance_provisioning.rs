@@ -735,7 +735,6 @@ const NUMERIC: &str = "karpenter/numerical-value";
 
 /// Instance Type Selection > MinValues > should schedule respecting the minValues in Gt operator
 #[test]
-#[ignore = "bug: custom labels of catalog types never filter types (type_compatible skips keys that are not well-known)"]
 fn min_values_gt() {
     let types = [
         ty("instance-type-1", 1.0, 2.0)
@@ -769,7 +768,6 @@ fn min_values_gt() {
 
 /// Instance Type Selection > MinValues > scheduler should fail if the minValues in Gt operator is not satisfied
 #[test]
-#[ignore = "bug: custom labels of catalog types never filter types (type_compatible skips keys that are not well-known)"]
 fn min_values_gt_unsatisfied() {
     let types = [
         ty("instance-type-1", 1.0, 2.0)
@@ -825,7 +823,6 @@ fn min_values_lt() {
 
 /// Instance Type Selection > MinValues > scheduler should fail if the minValues in Lt operator is not satisfied
 #[test]
-#[ignore = "bug: custom labels of catalog types never filter types (type_compatible skips keys that are not well-known)"]
 fn min_values_lt_unsatisfied() {
     let types = [
         ty("instance-type-1", 2.0, 2.0)
@@ -873,7 +870,6 @@ fn min_values_max_of_in_and_not_in() {
 
 /// Instance Type Selection > MinValues > should schedule considering the max of the minValues of Gt and Lt operators.
 #[test]
-#[ignore = "bug: custom labels of catalog types never filter types (type_compatible skips keys that are not well-known)"]
 fn min_values_max_of_gt_and_lt() {
     // Karpenter builds its fourth type from the third's options (same name); here it is named
     // instance-type-4, as a catalog refuses duplicate names.
@@ -1006,6 +1002,11 @@ fn fake(rest: &str) -> Planned {
     plan(&format!("{}{rest}", fake_catalog()))
 }
 
+/// [`fake`] under placement policies.
+fn fake_with(policies: &Policies, rest: &str) -> Planned {
+    plan_with(&format!("{}{rest}", fake_catalog()), policies)
+}
+
 /// Provisioning > should provision nodes
 #[test]
 fn provision_nodes() {
@@ -1016,7 +1017,6 @@ fn provision_nodes() {
 
 /// Provisioning > should ignore NodePools that are deleting
 #[test]
-#[ignore = "class 7: a NodePool being deleted still gets launches planned"]
 fn ignore_deleting_nodepool() {
     let pool = default_pool().replace(
         "metadata: {name: default}",
@@ -1316,7 +1316,6 @@ fn daemonset_overhead() {
 
 /// Provisioning > Daemonsets > should account for daemonset hostports
 #[test]
-#[ignore = "class 1: a DaemonSet's host port is not reserved on the new node"]
 fn daemonset_host_port_reserved() {
     let ds = "containers: [{name: d, image: agent, ports: [{containerPort: 8080, hostPort: 8080}], resources: {requests: {cpu: \"2\", memory: 2Gi}}}]";
     let p = fake(&format!(
@@ -1367,7 +1366,6 @@ fn live_daemon_pod(requests: &str) -> String {
 
 /// Provisioning > Daemonsets > should account for overhead using daemonset pod spec instead of daemonset spec
 #[test]
-#[ignore = "class 1: overhead taken from the DaemonSet template, not its live pod's smaller requests"]
 fn daemonset_overhead_from_live_pod() {
     // Template 4 cpu/4Gi, live pod 2 cpu/2Gi: with the live pod's requests the 4-cpu default
     // type holds daemon and pod; with the template's only the 16-cpu arm type does.
@@ -1510,7 +1508,6 @@ fn daemonset_not_in_absent_key_counted() {
 
 /// Provisioning > Daemonsets > should remove daemonset node hostname affinity when considering daemonset schedulability
 #[test]
-#[ignore = "class 1: overhead taken from the DaemonSet template, not its live pod's smaller requests"]
 fn daemonset_live_pod_pinned_to_a_node_still_counted() {
     // The daemon selects foo=bar (the pool's label); its live pod asks 2 cpu/2Gi (template:
     // 4 cpu/4Gi) and is pinned to another node by name. Counted with the live pod's requests
@@ -1639,35 +1636,35 @@ fn label_nodes() {
 /// Provisioning > Labels > should label nodes with labels in the LabelDomainExceptions list
 #[test]
 fn label_domain_exceptions() {
-    // node-restriction.kubernetes.io is allowed; kops.k8s.io and node.kubernetes.io are refused
-    // on purpose (kubelet would refuse them in --node-labels).
-    let pool = nodepool(
-        "default",
-        "    metadata: {labels: {node-restriction.kubernetes.io/test: test-value}}\n",
-        "",
-    );
-    let p = fake(&format!(
-        "{pool}{}",
-        pod(
-            "p",
-            "",
-            &required(
-                "{key: node-restriction.kubernetes.io/test, operator: In, values: [test-value]}"
-            )
-        )
-    ));
-    assert_eq!(
-        p.claim_label(&key("p"), "node-restriction.kubernetes.io/test"),
-        Some("test-value")
-    );
-    for domain in ["kops.k8s.io", "node.kubernetes.io"] {
+    // Karpenter's exceptions to its restricted domains: node-restriction.kubernetes.io,
+    // kops.k8s.io and node.kubernetes.io. Labels kubelet may not set itself are set on the
+    // Node at registration.
+    for domain in [
+        "node-restriction.kubernetes.io",
+        "kops.k8s.io",
+        "node.kubernetes.io",
+    ] {
+        let label = format!("{domain}/test");
         let pool = nodepool(
             "default",
-            &format!("    metadata: {{labels: {{{domain}/test: test-value}}}}\n"),
+            &format!("    metadata: {{labels: {{{label}: test-value}}}}\n"),
             "",
         );
-        let err = refused(&format!("{}{pool}", fake_catalog()));
-        assert!(err.contains("restricted"), "{domain}: {err}");
+        let p = fake(&format!(
+            "{pool}{}",
+            pod(
+                "p",
+                "",
+                &required(&format!(
+                    "{{key: {label}, operator: In, values: [test-value]}}"
+                ))
+            )
+        ));
+        assert_eq!(
+            p.claim_label(&key("p"), &label),
+            Some("test-value"),
+            "{domain}"
+        );
     }
 }
 
@@ -2075,7 +2072,6 @@ fn provision_nodes_for_many_pods() {
 
 /// Provisioning > should mark pod as unschedulable if there are no valid nodepools
 #[test]
-#[ignore = "class 7: a NodePool being deleted still gets launches planned"]
 fn no_valid_nodepool_leaves_pod_unschedulable() {
     let pool = default_pool().replace(
         "metadata: {name: default}",
@@ -2120,7 +2116,6 @@ fn fallback_unmet_zone_preference_does_not_split() {
 
 /// Provisioning > Preferential Fallback > Preferences > should ignore node preferredDuringSchedulingIgnoredDuringExecution affinity (entry kubernetes.io/hostname)
 #[test]
-#[ignore = "class 5: a preferred hostname no node has is met by opening a new node for it"]
 fn fallback_unmet_hostname_preference_does_not_split() {
     let p = unmet_node_preference("kubernetes.io/hostname");
     assert_eq!(
@@ -2135,34 +2130,36 @@ fn fallback_unmet_hostname_preference_does_not_split() {
 /// The Ignore-Preferences scenario: a 2-cpu pod in zone 1, two 3-cpu pods in zone 2, and a
 /// 1-cpu pod whose only preference (`extra`) points at zone 2.
 fn ignore_preferences_scenario(extra: &str) -> Planned {
-    fake(&format!(
-        "{}{}{}{}{}",
-        default_pool(),
-        labelled_pod(
-            "zone1",
-            "app: foo",
-            "cpu: \"2\"",
-            ", nodeSelector: {topology.kubernetes.io/zone: test-zone-1}"
+    fake_with(
+        &ignoring_preferences(),
+        &format!(
+            "{}{}{}{}{}",
+            default_pool(),
+            labelled_pod(
+                "zone1",
+                "app: foo",
+                "cpu: \"2\"",
+                ", nodeSelector: {topology.kubernetes.io/zone: test-zone-1}"
+            ),
+            labelled_pod(
+                "zone2-a",
+                "app: bar",
+                "cpu: \"3\"",
+                ", nodeSelector: {topology.kubernetes.io/zone: test-zone-2}"
+            ),
+            labelled_pod(
+                "zone2-b",
+                "app: bar",
+                "cpu: \"3\"",
+                ", nodeSelector: {topology.kubernetes.io/zone: test-zone-2}"
+            ),
+            labelled_pod("prefers", "app: baz", "cpu: \"1\"", extra)
         ),
-        labelled_pod(
-            "zone2-a",
-            "app: bar",
-            "cpu: \"3\"",
-            ", nodeSelector: {topology.kubernetes.io/zone: test-zone-2}"
-        ),
-        labelled_pod(
-            "zone2-b",
-            "app: bar",
-            "cpu: \"3\"",
-            ", nodeSelector: {topology.kubernetes.io/zone: test-zone-2}"
-        ),
-        labelled_pod("prefers", "app: baz", "cpu: \"1\"", extra)
-    ))
+    )
 }
 
 /// Provisioning > Preferential Fallback > Ignore Preferences > should ignore node affinity preferences
 #[test]
-#[ignore = "class 8: no preference policy Ignore"]
 fn ignore_preferences_node_affinity() {
     let p = ignore_preferences_scenario(
         ", affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-2]}]}}]}}",
@@ -2175,7 +2172,6 @@ fn ignore_preferences_node_affinity() {
 
 /// Provisioning > Preferential Fallback > Ignore Preferences > should ignore pod affinity preferences (both entries: zone, hostname)
 #[test]
-#[ignore = "class 8: no preference policy Ignore"]
 fn ignore_preferences_pod_affinity() {
     for topology_key in ["topology.kubernetes.io/zone", "kubernetes.io/hostname"] {
         let p = ignore_preferences_scenario(&format!(
@@ -2196,7 +2192,7 @@ fn five_on_one_node(extra: &str) {
     for i in 0..5 {
         yaml.push_str(&labelled_pod(&format!("p{i}"), "app: foo", "", extra));
     }
-    let p = fake(&yaml);
+    let p = fake_with(&ignoring_preferences(), &yaml);
     let nodes: std::collections::BTreeSet<&str> = (0..5)
         .map(|i| p.expect_placed(&key(&format!("p{i}"))))
         .collect();
@@ -2205,7 +2201,6 @@ fn five_on_one_node(extra: &str) {
 
 /// Provisioning > Preferential Fallback > Ignore Preferences > should ignore topologySpreadConstraint preferences (both entries: zone, hostname)
 #[test]
-#[ignore = "class 8: no preference policy Ignore"]
 fn ignore_preferences_topology_spread() {
     for topology_key in ["topology.kubernetes.io/zone", "kubernetes.io/hostname"] {
         five_on_one_node(&format!(
@@ -2216,7 +2211,6 @@ fn ignore_preferences_topology_spread() {
 
 /// Provisioning > Preferential Fallback > Ignore Preferences > should ignore pod anti-affinity preferences (both entries: zone, hostname)
 #[test]
-#[ignore = "class 8: no preference policy Ignore (class 2 too: the 4th pod is left pending by a preferred anti-affinity)"]
 fn ignore_preferences_pod_anti_affinity() {
     for topology_key in ["topology.kubernetes.io/zone", "kubernetes.io/hostname"] {
         five_on_one_node(&format!(
@@ -2225,8 +2219,7 @@ fn ignore_preferences_pod_anti_affinity() {
     }
 }
 
-// MinValuesPolicy. Adze applies minValues strictly; BestEffort (relaxing minValues rather than
-// leaving a pod pending) is class 8.
+// MinValuesPolicy: Strict (the default) and BestEffort (`--min-values-policy`).
 
 /// Two 4-cpu types in different zones, one spot offering each.
 fn two_type_catalog() -> String {
@@ -2274,33 +2267,37 @@ fn min_values_policy_strict_types() {
 
 /// Provisioning > MinValuesPolicy > with instance type requirements > with MinValuesPolicy set to BestEffort > should schedule even when minValues requirement is not met
 #[test]
-#[ignore = "class 8: no minValuesPolicy BestEffort"]
 fn min_values_policy_best_effort_types() {
-    let p = plan(&format!(
-        "{}{}{}",
-        two_type_catalog(),
-        min_values_pool("default", 100, THREE_TYPES_MIN_3),
-        pod("p", MIN_POD, "")
-    ));
+    let p = plan_with(
+        &format!(
+            "{}{}{}",
+            two_type_catalog(),
+            min_values_pool("default", 100, THREE_TYPES_MIN_3),
+            pod("p", MIN_POD, "")
+        ),
+        &min_values_best_effort(),
+    );
     assert_eq!(type_of(&p, "p"), "instance-type-1");
     assert_eq!(sorted_options(&p, "p").len(), 2);
 }
 
 /// Provisioning > MinValuesPolicy > with instance type requirements > with MinValuesPolicy set to BestEffort > should relax minValues before falling back to other nodepools
 #[test]
-#[ignore = "class 8: no minValuesPolicy BestEffort"]
 fn min_values_policy_best_effort_relaxes_before_fallback() {
-    let p = plan(&format!(
-        "{}{}{}{}",
-        two_type_catalog(),
-        min_values_pool("default", 100, THREE_TYPES_MIN_3),
-        min_values_pool(
-            "no-min",
-            10,
-            "        - {key: node.kubernetes.io/instance-type, operator: In, values: [instance-type-1, instance-type-2, instance-type-3]}\n"
+    let p = plan_with(
+        &format!(
+            "{}{}{}{}",
+            two_type_catalog(),
+            min_values_pool("default", 100, THREE_TYPES_MIN_3),
+            min_values_pool(
+                "no-min",
+                10,
+                "        - {key: node.kubernetes.io/instance-type, operator: In, values: [instance-type-1, instance-type-2, instance-type-3]}\n"
+            ),
+            pod("p", MIN_POD, "")
         ),
-        pod("p", MIN_POD, "")
-    ));
+        &min_values_best_effort(),
+    );
     let claim = p.claim_of(&key("p")).expect("placed on a new claim");
     assert_eq!(claim.nodepool, "default");
     assert_eq!(claim.instance_type, "instance-type-1");
@@ -2308,15 +2305,17 @@ fn min_values_policy_best_effort_relaxes_before_fallback() {
 
 /// Provisioning > MinValuesPolicy > with instance type requirements > with MinValuesPolicy set to BestEffort > should choose nodepool with higher weight when relaxing minValues
 #[test]
-#[ignore = "class 8: no minValuesPolicy BestEffort"]
 fn min_values_policy_best_effort_prefers_weight() {
-    let p = plan(&format!(
-        "{}{}{}{}",
-        two_type_catalog(),
-        min_values_pool("default", 100, THREE_TYPES_MIN_3),
-        min_values_pool("lower", 10, THREE_TYPES_MIN_3),
-        pod("p", MIN_POD, "")
-    ));
+    let p = plan_with(
+        &format!(
+            "{}{}{}{}",
+            two_type_catalog(),
+            min_values_pool("default", 100, THREE_TYPES_MIN_3),
+            min_values_pool("lower", 10, THREE_TYPES_MIN_3),
+            pod("p", MIN_POD, "")
+        ),
+        &min_values_best_effort(),
+    );
     let claim = p.claim_of(&key("p")).expect("placed on a new claim");
     assert_eq!(claim.nodepool, "default");
     assert_eq!(claim.instance_type, "instance-type-1");
@@ -2336,14 +2335,16 @@ fn min_values_policy_strict_zones() {
 
 /// Provisioning > MinValuesPolicy > with zone requirements > with MinValuesPolicy set to BestEffort > should schedule even when zone minValues requirement is not met
 #[test]
-#[ignore = "class 8: no minValuesPolicy BestEffort"]
 fn min_values_policy_best_effort_zones() {
-    let p = plan(&format!(
-        "{}{}{}",
-        two_zone_catalog(),
-        min_values_pool("default", 0, THREE_ZONES_MIN_3),
-        pod("p", MIN_POD, "")
-    ));
+    let p = plan_with(
+        &format!(
+            "{}{}{}",
+            two_zone_catalog(),
+            min_values_pool("default", 0, THREE_ZONES_MIN_3),
+            pod("p", MIN_POD, "")
+        ),
+        &min_values_best_effort(),
+    );
     assert_eq!(type_of(&p, "p"), "instance-type-1");
     let zone = p.claim_label(&key("p"), "topology.kubernetes.io/zone");
     assert!(
@@ -2354,17 +2355,19 @@ fn min_values_policy_best_effort_zones() {
 
 /// Provisioning > MinValuesPolicy > with both instance type and zone requirements > with MinValuesPolicy set to BestEffort > should schedule when minValues requirement is not met
 #[test]
-#[ignore = "class 8: no minValuesPolicy BestEffort"]
 fn min_values_policy_best_effort_types_and_zones() {
-    let p = plan(&format!(
-        "{}{}{}",
-        two_zone_catalog(),
-        min_values_pool(
-            "default",
-            100,
-            &format!("{THREE_TYPES_MIN_3}{THREE_ZONES_MIN_3}")
+    let p = plan_with(
+        &format!(
+            "{}{}{}",
+            two_zone_catalog(),
+            min_values_pool(
+                "default",
+                100,
+                &format!("{THREE_TYPES_MIN_3}{THREE_ZONES_MIN_3}")
+            ),
+            pod("p", MIN_POD, "")
         ),
-        pod("p", MIN_POD, "")
-    ));
+        &min_values_best_effort(),
+    );
     assert_eq!(type_of(&p, "p"), "instance-type-1");
 }

@@ -305,7 +305,6 @@ fn well_known_uses_node_selector_zone() {
 
 /// Custom Constraints > Well Known Labels > should not schedule nodes with a hostname selector
 #[test]
-#[ignore = "class 5: a pod pinned to a hostname that is no new node still gets a new node"]
 fn well_known_hostname_selector_is_unschedulable() {
     let p = run(&[
         &default_pool(),
@@ -346,7 +345,6 @@ fn well_known_in_requirement() {
 
 /// Custom Constraints > Well Known Labels > should schedule compatible requirements with Operator=Gt
 #[test]
-#[ignore = "bug: a NodePool requirement on an instance-catalog label key does not filter instance types (integer Gt 8 launches integer=2)"]
 fn well_known_gt_requirement_on_nodepool() {
     let p = run(&[&pool(&[&e("integer", "Gt", &["8"])]), &pod("p", "", "")]);
     p.expect_placed(P);
@@ -978,7 +976,6 @@ fn compat_only_excluded_arch_is_big_enough() {
 
 /// Instance Type Compatibility > should launch pods with different instance type node selectors on different instances
 #[test]
-#[ignore = "bug: a pod selecting the deprecated beta.kubernetes.io/instance-type label is unschedulable (not read as node.kubernetes.io/instance-type)"]
 fn compat_different_instance_type_selectors_get_different_nodes() {
     let p = run(&[
         &both_arch_pool(),
@@ -1007,7 +1004,6 @@ fn compat_different_zone_selectors_get_different_nodes() {
 
 /// Instance Type Compatibility > Provider Specific Labels > should filter instance types that match labels
 #[test]
-#[ignore = "bug: instance-catalog labels outside Adze's well-known keys are put on the node but ignored when matching pods"]
 fn provider_labels_filter_instance_types() {
     let p = run_with(
         &fake_instance_types(5),
@@ -1038,7 +1034,6 @@ fn provider_labels_incompatible_with_instance_type_are_unschedulable() {
 
 /// Instance Type Compatibility > Provider Specific Labels > should schedule optional labels
 #[test]
-#[ignore = "bug: instance-catalog labels outside Adze's well-known keys are put on the node but ignored when matching pods"]
 fn provider_labels_optional_label_exists() {
     let p = run_with(
         &fake_instance_types(5),
@@ -1697,7 +1692,6 @@ fn deleting_node_with(pod_meta: &str, phase_deleting: bool) -> Vec<String> {
 
 /// Deleting Nodes > should re-schedule pods from a deleting node when pods are active
 #[test]
-#[ignore = "bug: simulate does not re-plan the pods of a leaving node (adze.sh/disrupted, being deleted); the controller does"]
 fn deleting_node_active_pods_are_replanned() {
     let docs = deleting_node_with("", false);
     let p = run(&[&default_pool(), &docs[0], &docs[1]]);
@@ -1737,7 +1731,6 @@ fn deleting_node_terminating_replicaset_pod_not_replanned() {
 
 /// Deleting Nodes > should reschedule pods from a deleting node when pods are not active and they are owned by a StatefulSet
 #[test]
-#[ignore = "bug: a terminating StatefulSet pod on a leaving node is no demand, though it returns under the same name"]
 fn deleting_node_terminating_statefulset_pod_replanned() {
     let docs = deleting_node_with(
         "  ownerReferences:\n    - {apiVersion: apps/v1, kind: StatefulSet, name: ss, uid: \"1\", controller: true}\n",
@@ -1822,7 +1815,6 @@ fn uninitialized_node(name: &str, taints: &str) -> String {
 
 /// In-Flight Nodes > Taints > should assume pod will schedule to a tainted node with a custom startup taint
 #[test]
-#[ignore = "bug: simulate treats a node without adze.sh/initialized as initialized: its startup and not-ready taints block placement"]
 fn inflight_startup_tainted_node_is_used() {
     let p = run(&[
         &pool_full(
@@ -1866,7 +1858,7 @@ fn inflight_startup_taint_back_after_initialization_is_respected() {
 
 /// In-Flight Nodes > Taints > should consider a tainted NotReady node as in-flight even if initialized
 #[test]
-#[ignore = "bug: an initialized node's transient not-ready/unreachable/uninitialized taints make Adze plan a second node"]
+#[ignore = "differs deliberately: Adze takes an initialized node's not-ready/unreachable taints as real (its kubelet may be gone) and plans elsewhere"]
 fn inflight_not_ready_tainted_initialized_node_is_used() {
     let n1 = pool_node(
         "n1",
@@ -1881,7 +1873,6 @@ fn inflight_not_ready_tainted_initialized_node_is_used() {
 /// Custom Constraints > Constraints Validation > should schedule pods that have node selectors with label in restricted domains exceptions list
 /// (Karpenter's other exceptions, `kops.k8s.io` and `node.kubernetes.io`, and their subdomains)
 #[test]
-#[ignore = "bug: a NodePool requirement under kops.k8s.io or node.kubernetes.io is refused (Karpenter allows both domains)"]
 fn validation_other_restricted_domain_exceptions_are_allowed() {
     for key in [
         "kops.k8s.io/test",

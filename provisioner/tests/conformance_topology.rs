@@ -566,7 +566,6 @@ fn ignored_pods(first: &str, third: &str) -> Vec<Value> {
 
 /// Topology > Zonal > should only count running/scheduled pods with matching labels scheduled to nodes with a corresponding domain
 #[test]
-#[ignore = "class 7: a terminating pending pod is planned (and counted)"]
 fn zonal_counts_only_running_matching_pods_with_domain() {
     let mut docs = vec![
         any_pool(),
@@ -722,7 +721,6 @@ const NODECLAIM: &str = "adze.sh/nodeclaim";
 
 /// Topology > NodeClaim Name > should balance pods across nodes
 #[test]
-#[ignore = "bug: new claims carry no adze.sh/nodeclaim label, so a spread on it finds no domain"]
 fn nodeclaim_balance_across_nodes() {
     let p = run(cat(
         vec![any_pool()],
@@ -738,7 +736,6 @@ fn nodeclaim_balance_across_nodes() {
 
 /// Topology > NodeClaim Name > should balance pods on the same NodeClaim up to maxskew
 #[test]
-#[ignore = "bug: new claims carry no adze.sh/nodeclaim label, so a spread on it finds no domain"]
 fn nodeclaim_same_claim_up_to_max_skew() {
     let p = run(cat(
         vec![any_pool()],
@@ -754,7 +751,6 @@ fn nodeclaim_same_claim_up_to_max_skew() {
 
 /// Topology > NodeClaim Name > balance multiple deployments with NodeClaim topology spread
 #[test]
-#[ignore = "bug: new claims carry no adze.sh/nodeclaim label, so a spread on it finds no domain"]
 fn nodeclaim_two_deployments_share_two_nodes() {
     let p = run(cat(
         cat(vec![any_pool()], app_spread(NODECLAIM, "app1", 2, None)),
@@ -766,7 +762,6 @@ fn nodeclaim_two_deployments_share_two_nodes() {
 
 /// Topology > NodeClaim Name > balance multiple deployments with NodeClaim topology spread & varying arch
 #[test]
-#[ignore = "bug: new claims carry no adze.sh/nodeclaim label, so a spread on it finds no domain"]
 fn nodeclaim_two_deployments_two_arches_four_nodes() {
     let p = run(cat(
         cat(
@@ -785,7 +780,6 @@ fn ct_spread(max_skew: i32, hard: bool) -> Value {
 
 /// Topology > CapacityType > should balance pods across capacity types
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn capacity_type_balance() {
     let p = run(cat(
         vec![any_pool()],
@@ -844,7 +838,6 @@ fn capacity_type_schedule_anyway_may_violate() {
 
 /// Topology > CapacityType > should only count running/scheduled pods with matching labels scheduled to nodes with a corresponding domain
 #[test]
-#[ignore = "class 7: a terminating pending pod is planned (and counted)"]
 fn capacity_type_counts_only_running_matching_pods_with_domain() {
     let mut docs = vec![
         any_pool(),
@@ -908,7 +901,6 @@ fn capacity_type_interdependent_selectors_pack_one_node() {
 
 /// Topology > CapacityType > should balance pods across capacity-types (node required affinity constrained)
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn capacity_type_required_affinity_excludes_other_domain() {
     let p = run(cat(
         vec![
@@ -1065,7 +1057,6 @@ fn zone_spread_counts_domain_of_pool_at_limit() {
 /// Topology > Combined Hostname and Zonal Topology > should spread pods while respecting both constraints
 /// (the second of two cases so named: capacity type and hostname)
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn capacity_type_and_hostname_spread_together() {
     let both = json!([
         spread(CT, 1, true, sel_test()),
@@ -1098,7 +1089,6 @@ fn capacity_type_and_hostname_spread_together() {
 
 /// Topology > Combined Zonal and Capacity Type Topology > should spread pods while respecting both constraints
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn zone_and_capacity_type_spread_together() {
     let both = json!([
         spread(CT, 1, true, sel_test()),
@@ -1138,7 +1128,6 @@ fn max_skew_over(p: &Planned, key: &str, domains: &[&str]) -> usize {
 
 /// Topology > Combined Hostname, Zonal, and Capacity Type Topology > should spread pods while respecting all constraints
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn hostname_zone_capacity_type_spread_together() {
     let three = json!([
         spread(CT, 1, true, sel_test()),
@@ -1284,7 +1273,6 @@ fn zone_spread_limited_by_required_node_affinity() {
 
 /// Topology > Combined Zonal Topology and Node Affinity > should not limit spread options by preferred node affinity
 #[test]
-#[ignore = "class 3: preferred node affinity narrows the zone domains"]
 fn zone_spread_not_limited_by_preferred_node_affinity() {
     let p = run(cat(
         vec![any_pool()],
@@ -1323,7 +1311,6 @@ fn capacity_type_spread_limited_by_node_selector() {
 
 /// Topology > Combined Capacity Type Topology and Node Affinity > should limit spread options by node affinity (capacity type)
 #[test]
-#[ignore = "class 4: a pool with capacity-type Exists gives no capacity-type domains"]
 fn capacity_type_spread_limited_by_node_affinity() {
     let with = |cts: &[&str]| {
         json!({"topologySpreadConstraints": ct_spread(1, true),
@@ -1443,7 +1430,6 @@ fn s2_host_spread() -> Value {
 
 /// Topology > Pod Affinity/Anti-Affinity > should respect pod affinity (arch)
 #[test]
-#[ignore = "class 4: arch not in the pool requirements gives no arch domain for pod affinity"]
 fn pod_affinity_arch() {
     let p = run(vec![
         any_pool(),
@@ -1708,7 +1694,6 @@ fn pod_anti_affinity_arch() {
 
 /// Topology > Pod Affinity/Anti-Affinity > should violate preferred pod anti-affinity on zone (inverse)
 #[test]
-#[ignore = "class 2: a planned pod's preferred anti-affinity blocks an incoming pod"]
 fn pod_anti_affinity_preferred_inverse_allows() {
     let mut docs = cat(
         vec![any_pool()],

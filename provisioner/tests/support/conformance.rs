@@ -3,6 +3,7 @@
 //! suite as an Adze scenario (see docs/conformance.md for the table).
 #![allow(dead_code)]
 
+pub use adze_provisioner::rules::{MinValuesPolicy, Policies, PreferencePolicy};
 use adze_provisioner::simulate::{self, Scenario};
 use adze_scheduling::Plan;
 use adze_scheduling::plan::NewClaim;
@@ -16,9 +17,30 @@ pub struct Planned {
 /// Parses and plans `yaml` as `adze-provisioner simulate` does (60 types kept per claim).
 /// Panics with the scenario error: a case whose scenario does not parse is a broken case.
 pub fn plan(yaml: &str) -> Planned {
+    plan_with(yaml, &Policies::default())
+}
+
+/// [`plan`] under placement policies (`--preference-policy`, `--min-values-policy`).
+pub fn plan_with(yaml: &str, policies: &Policies) -> Planned {
     let scenario = Scenario::parse(yaml).unwrap_or_else(|e| panic!("scenario: {e}"));
-    let plan = simulate::run(&scenario, 60).plan;
+    let plan = simulate::run_with(&scenario, 60, policies).plan;
     Planned { scenario, plan }
+}
+
+/// `--preference-policy Ignore`.
+pub fn ignoring_preferences() -> Policies {
+    Policies {
+        preference_policy: PreferencePolicy::Ignore,
+        ..Policies::default()
+    }
+}
+
+/// `--min-values-policy BestEffort`.
+pub fn min_values_best_effort() -> Policies {
+    Policies {
+        min_values_policy: MinValuesPolicy::BestEffort,
+        ..Policies::default()
+    }
 }
 
 /// The scenario's error, for cases whose input must be refused.
