@@ -333,3 +333,30 @@ fn deeply_nested_yaml_or_json_is_refused_quickly() {
         );
     }
 }
+
+#[test]
+fn gte_and_lte_requirements_are_carried_as_they_are() {
+    let input = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: bounded}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}
+        - {key: karpenter.k8s.aws/instance-memory, operator: Lte, values: ["65536"]}
+  limits: {nodes: "20"}
+"#;
+    let m = migrate(input).unwrap();
+    assert!(m.not_converted.is_empty(), "{:?}", m.notes);
+    assert_eq!(m.actions(), 0, "{:?}", m.notes);
+    let reqs = m.objects[0]["spec"]["template"]["spec"]["requirements"]
+        .as_array()
+        .unwrap();
+    assert_eq!(reqs[0]["key"], "aws.adze.sh/instance-cpu");
+    assert_eq!(reqs[0]["operator"], "Gte");
+    assert_eq!(reqs[1]["operator"], "Lte");
+    assert_eq!(m.objects[0]["spec"]["limits"]["nodes"], "20");
+}
