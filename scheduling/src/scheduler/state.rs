@@ -915,7 +915,7 @@ fn prepare_pool<'a>(
     let type_keys: BTreeSet<String> = types
         .iter()
         .flat_map(|t| t.it.requirements.keys())
-        .filter(|k| !labels::is_well_known(k) && !reqs.get(k).is_some())
+        .filter(|k| !labels::is_well_known(k) && reqs.get(k).is_none())
         .map(str::to_string)
         .collect();
     let priced: Vec<(Resources, f64)> = types
