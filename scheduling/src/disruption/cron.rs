@@ -401,7 +401,10 @@ mod tests {
         // A minute before it, the window of 2020-02-29 is the one open.
         assert!(s.window_open(centuries, leap_day - 60));
         assert!(!s.window_open(Duration::from_secs(3 * YEAR), leap_day - 60));
-        assert_eq!(s.last_tick(leap_day - 60, i64::MAX), Some(leap_day - 1461 * 86_400));
+        assert_eq!(
+            s.last_tick(leap_day - 60, i64::MAX),
+            Some(leap_day - 1461 * 86_400)
+        );
         // A date that never comes, and a window as long as a Duration can be.
         let never = Schedule::parse("0 0 30 2 *").unwrap();
         assert!(!never.window_open(Duration::MAX, MON));
