@@ -162,7 +162,9 @@ impl Agent {
         let mut failures = 0u32;
         let mut polls = 0u64;
         let mut last_ready: Option<bool> = None;
-        let mut last_heartbeat = Instant::now() - self.timing.heartbeat;
+        // None: never posted, so due at once (subtracting the heartbeat from now could
+        // underflow for a long --heartbeat).
+        let mut last_heartbeat: Option<Instant> = None;
         let mut drained_at: Option<Instant> = None;
         loop {
             if *shutdown.borrow() {
@@ -184,7 +186,7 @@ impl Agent {
                 }
                 Err(e) => {
                     self.stats.poll_failures.inc();
-                    failures += 1;
+                    failures = failures.saturating_add(1);
                     tracing::warn!(error = %e, failures, "IMDS poll failed");
                 }
             }
@@ -221,14 +223,15 @@ impl Agent {
             let facts = self.checker.gather(imds_ok).await;
             let (ready, reason, message) = crate::health::verdict(&facts, self.checker.config());
             self.stats.ready.set(i64::from(ready));
-            if last_ready != Some(ready) || last_heartbeat.elapsed() >= self.timing.heartbeat {
+            let heartbeat_due = last_heartbeat.is_none_or(|t| t.elapsed() >= self.timing.heartbeat);
+            if last_ready != Some(ready) || heartbeat_due {
                 match self.ops.report_ready(ready, reason, &message).await {
                     Ok(()) => {
                         if last_ready != Some(ready) {
                             tracing::info!(node = %self.ops.node_name, ready, %message, "readiness");
                         }
                         last_ready = Some(ready);
-                        last_heartbeat = Instant::now();
+                        last_heartbeat = Some(Instant::now());
                     }
                     Err(e) => tracing::warn!(error = %e, "readiness report failed"),
                 }

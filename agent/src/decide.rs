@@ -106,7 +106,10 @@ pub fn decide(obs: &Observation, mem: &Memory, policy: &Policy, now: DateTime<Ut
                     out.push(Action::BeginDrain(DrainRecord {
                         event: key,
                         reason: "RebalanceRecommendation".into(),
-                        deadline: now + policy.rebalance_drain_window,
+                        // A window past the end of time is no deadline at all.
+                        deadline: now
+                            .checked_add_signed(policy.rebalance_drain_window)
+                            .unwrap_or(DateTime::<Utc>::MAX_UTC),
                         interrupted: true,
                     }))
                 }
@@ -119,10 +122,12 @@ pub fn decide(obs: &Observation, mem: &Memory, policy: &Policy, now: DateTime<Ut
         let key = ev.key();
         match ev.state {
             MaintenanceState::Active => {
-                if !seen(&key)
-                    && draining.is_none()
-                    && now >= ev.not_before - policy.maintenance_lead
-                {
+                // A lead reaching back before the earliest representable time has begun.
+                let lead_started = ev
+                    .not_before
+                    .checked_sub_signed(policy.maintenance_lead)
+                    .is_none_or(|start| now >= start);
+                if !seen(&key) && draining.is_none() && lead_started {
                     out.push(Action::BeginDrain(DrainRecord {
                         event: key,
                         reason: "ScheduledMaintenance".into(),
@@ -177,12 +182,16 @@ pub fn pod_step(
     if pod.stays || pod.finished || pod.terminating {
         return PodStep::Leave;
     }
+    // Saturating: a pod's grace period is whatever its spec says (up to i64::MAX).
     let left = (deadline - now).num_seconds();
-    if left > pod.grace_seconds + margin.num_seconds() {
+    let margin = margin.num_seconds();
+    if left > pod.grace_seconds.saturating_add(margin) {
         PodStep::Evict
     } else {
         PodStep::Delete {
-            grace_seconds: (left - margin.num_seconds()).clamp(0, pod.grace_seconds.max(0)),
+            grace_seconds: left
+                .saturating_sub(margin)
+                .clamp(0, pod.grace_seconds.max(0)),
         }
     }
 }
@@ -338,6 +347,130 @@ mod tests {
             }]
         );
         assert!(decide(&canceled, &Memory::default(), &Policy::default(), now).is_empty());
+    }
+
+    #[test]
+    fn maintenance_at_the_ends_of_time_never_panics() {
+        let now = t("2026-01-01T00:00:00Z");
+        let ev = |not_before| Observation {
+            maintenance: vec![MaintenanceEvent {
+                id: "e1".into(),
+                code: "system-reboot".into(),
+                not_before,
+                state: MaintenanceState::Active,
+            }],
+            ..Observation::default()
+        };
+        let huge_lead = Policy {
+            maintenance_lead: Duration::MAX,
+            ..Policy::default()
+        };
+        // Year 9999 is far: nothing to do, whatever the lead up to the ends of time.
+        let far = ev(t("9999-12-31T23:59:59Z"));
+        assert!(decide(&far, &Memory::default(), &Policy::default(), now).is_empty());
+        // A lead reaching before the earliest time has begun: drain toward NotBefore.
+        let a = decide(&far, &Memory::default(), &huge_lead, now);
+        assert!(
+            matches!(&a[..], [Action::BeginDrain(r)] if r.deadline == t("9999-12-31T23:59:59Z"))
+        );
+        let a = decide(
+            &ev(DateTime::<Utc>::MIN_UTC),
+            &Memory::default(),
+            &huge_lead,
+            now,
+        );
+        assert!(
+            matches!(&a[..], [Action::BeginDrain(r)] if r.deadline == DateTime::<Utc>::MIN_UTC)
+        );
+        let a = decide(
+            &ev(DateTime::<Utc>::MAX_UTC),
+            &Memory::default(),
+            &Policy::default(),
+            now,
+        );
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn spot_notices_at_extreme_times_drain_toward_them() {
+        for time in ["9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z"] {
+            let a = decide(
+                &spot(time),
+                &Memory::default(),
+                &Policy::default(),
+                t("2026-01-01T00:00:00Z"),
+            );
+            assert!(
+                matches!(&a[..], [Action::BeginDrain(r)] if r.deadline == t(time) && r.interrupted),
+                "{time}: {a:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rebalance_window_past_the_end_of_time_is_capped() {
+        let now = t("2026-01-01T00:00:00Z");
+        let obs = Observation {
+            rebalance: Some(RebalanceNotice { notice_time: now }),
+            ..Observation::default()
+        };
+        let policy = Policy {
+            rebalance: RebalanceMode::Drain,
+            rebalance_drain_window: Duration::MAX,
+            ..Policy::default()
+        };
+        let a = decide(&obs, &Memory::default(), &policy, now);
+        assert!(
+            matches!(&a[..], [Action::BeginDrain(r)] if r.deadline == DateTime::<Utc>::MAX_UTC)
+        );
+    }
+
+    #[test]
+    fn grace_periods_near_the_integer_limits_neither_panic_nor_go_negative() {
+        let pod = |grace_seconds| DrainPod {
+            namespace: "d".into(),
+            name: "p".into(),
+            uid: "u".into(),
+            stays: false,
+            terminating: false,
+            finished: false,
+            grace_seconds,
+        };
+        let now = t("2026-01-01T00:00:00Z");
+        let soon = t("2026-01-01T00:02:00Z");
+        let five = Duration::seconds(5);
+        assert_eq!(
+            pod_step(&pod(i64::MAX), now, soon, five),
+            PodStep::Delete { grace_seconds: 115 }
+        );
+        assert_eq!(
+            pod_step(&pod(i64::MAX), now, soon, Duration::MAX),
+            PodStep::Delete { grace_seconds: 0 }
+        );
+        assert_eq!(
+            pod_step(&pod(i64::MIN), now, soon, Duration::MIN),
+            PodStep::Evict
+        );
+        assert_eq!(pod_step(&pod(i64::MIN), now, soon, five), PodStep::Evict);
+        // Deadlines at the ends of time.
+        assert_eq!(
+            pod_step(
+                &pod(i64::MAX),
+                DateTime::<Utc>::MAX_UTC,
+                DateTime::<Utc>::MIN_UTC,
+                Duration::MAX
+            ),
+            PodStep::Delete { grace_seconds: 0 }
+        );
+        assert_eq!(
+            pod_step(
+                &pod(30),
+                DateTime::<Utc>::MIN_UTC,
+                DateTime::<Utc>::MAX_UTC,
+                Duration::MIN
+            ),
+            PodStep::Evict
+        );
     }
 
     #[test]

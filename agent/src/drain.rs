@@ -49,12 +49,19 @@ pub fn call_timeout(
     grace_seconds: i64,
     margin: Duration,
 ) -> std::time::Duration {
-    let reserve =
-        std::time::Duration::from_secs((grace_seconds + margin.num_seconds()).max(0) as u64);
+    // Saturating: the grace period comes from the pod's spec, any i64.
+    let reserve = grace_seconds.saturating_add(margin.num_seconds()).max(0);
+    let reserve = std::time::Duration::from_secs(reserve.unsigned_abs());
     left.saturating_sub(reserve).clamp(
         std::time::Duration::from_secs(1),
         std::time::Duration::from_secs(10),
     )
+}
+
+/// The grace period for a delete request, which the API takes as a u32: a longer one (a pod
+/// may ask for up to i64::MAX seconds) is capped, not wrapped to some short value.
+pub fn delete_grace(grace_seconds: i64) -> u32 {
+    u32::try_from(grace_seconds.max(0)).unwrap_or(u32::MAX)
 }
 
 /// What a round did, for logs and tests.
@@ -164,7 +171,7 @@ impl Drainer {
                 PodStep::Delete { grace_seconds } => {
                     let api: Api<Pod> = Api::namespaced(self.client.clone(), &p.namespace);
                     let dp = DeleteParams {
-                        grace_period_seconds: Some(grace_seconds as u32),
+                        grace_period_seconds: Some(delete_grace(grace_seconds)),
                         preconditions: Some(kube::api::Preconditions {
                             uid: Some(p.uid.clone()),
                             resource_version: None,
@@ -206,6 +213,25 @@ mod tests {
         assert_eq!(call_timeout(s(120), 5, Duration::seconds(5)), s(10));
         assert_eq!(call_timeout(s(14), 5, Duration::seconds(5)), s(4));
         assert_eq!(call_timeout(s(3), 5, Duration::seconds(5)), s(1));
+    }
+
+    #[test]
+    fn grace_periods_near_the_integer_limits_are_capped_not_wrapped() {
+        let s = std::time::Duration::from_secs;
+        assert_eq!(call_timeout(s(120), i64::MAX, Duration::MAX), s(1));
+        assert_eq!(call_timeout(s(120), i64::MIN, Duration::MIN), s(10));
+        assert_eq!(
+            call_timeout(std::time::Duration::MAX, i64::MAX, Duration::seconds(5)),
+            s(10)
+        );
+        assert_eq!(delete_grace(i64::MAX), u32::MAX);
+        assert_eq!(delete_grace(1 << 32), u32::MAX);
+        assert_eq!(delete_grace(-1), 0);
+        assert_eq!(delete_grace(30), 30);
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "x"},
+            "spec": {"containers": [], "terminationGracePeriodSeconds": i64::MAX}}))
+        .unwrap();
+        assert_eq!(drain_pod(&pod).grace_seconds, i64::MAX);
     }
 
     #[test]

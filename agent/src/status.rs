@@ -79,7 +79,7 @@ impl Default for Stats {
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Stats {
@@ -92,13 +92,16 @@ impl Stats {
     /// which the probe's initial delay covers).
     pub fn alive(&self, now_ms: u64, stale_after: Duration) -> bool {
         let last = self.last_turn_ms.load(Ordering::Relaxed);
-        last == 0 || now_ms.saturating_sub(last) <= stale_after.as_millis() as u64
+        // A --stale-after beyond u64 milliseconds is "never stale", not a wrapped value.
+        let stale_ms = u64::try_from(stale_after.as_millis()).unwrap_or(u64::MAX);
+        last == 0 || now_ms.saturating_sub(last) <= stale_ms
     }
 
     /// The OpenMetrics text `/metrics` serves.
     pub fn render(&self) -> String {
         let last = self.last_turn_ms.load(Ordering::Relaxed) / 1000;
-        self.last_turn_seconds.set(last as i64);
+        self.last_turn_seconds
+            .set(i64::try_from(last).unwrap_or(i64::MAX));
         adze_metrics::render(&self.registry)
     }
 }
@@ -165,6 +168,15 @@ mod tests {
         s.last_turn_ms.store(1_000_000, Ordering::Relaxed);
         assert!(s.alive(1_030_000, Duration::from_secs(30)));
         assert!(!s.alive(1_030_001, Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn a_stale_after_beyond_u64_milliseconds_never_goes_stale() {
+        let s = Stats::default();
+        s.last_turn_ms.store(1, Ordering::Relaxed);
+        // Duration::MAX in milliseconds wraps to a small number if cast.
+        assert!(s.alive(u64::MAX, Duration::MAX));
+        assert!(s.alive(u64::MAX, Duration::from_secs(u64::MAX / 1000 + 1)));
     }
 
     #[test]

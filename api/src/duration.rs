@@ -120,7 +120,10 @@ pub fn parse_go_duration(input: &str) -> Result<Duration, DurationError> {
         let frac_digits = &frac_part[..frac_part.len().min(20)];
         if !frac_digits.is_empty() {
             let frac: u128 = frac_digits.parse().map_err(|_| overflow())?;
-            nanos += frac * unit_nanos / 10u128.pow(frac_digits.len() as u32);
+            // Checked: `whole` alone may already sit just below u128::MAX.
+            nanos = nanos
+                .checked_add(frac * unit_nanos / 10u128.pow(frac_digits.len() as u32))
+                .ok_or_else(overflow)?;
         }
         total = total.checked_add(nanos).ok_or_else(overflow)?;
         if total > MAX_NANOS {
@@ -354,6 +357,28 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn a_fraction_on_a_number_just_below_u128_max_is_an_overflow_not_a_panic() {
+        // u128::MAX / 1000 microseconds is u128::MAX - 455 nanoseconds; ".9" adds 900 more.
+        let input = format!("{}.9us", u128::MAX / 1000);
+        assert!(matches!(
+            parse_go_duration(&input),
+            Err(DurationError::Overflow { .. })
+        ));
+        assert!(matches!(
+            parse_go_duration(&format!("{}.99999999999999999999999ns", u128::MAX)),
+            Err(DurationError::Overflow { .. })
+        ));
+        assert!(matches!(
+            parse_go_duration(&format!("{}0h", u128::MAX)),
+            Err(DurationError::Overflow { .. })
+        ));
+        assert_eq!(
+            parse_go_duration("2562047h47m16.854775807s"),
+            Ok(Duration::from_nanos(i64::MAX as u64))
+        );
     }
 
     #[test]

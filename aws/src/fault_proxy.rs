@@ -20,6 +20,7 @@
 //! * **idempotency**: a repeated `ClientToken` gets the first call's answer, or
 //!   `IdempotentParameterMismatch` when the request differs (as EC2 does).
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -127,7 +128,7 @@ impl FaultProxy {
 
     /// Launches into this pool fail with `InsufficientInstanceCapacity` from now on.
     pub fn fail(&self, instance_type: &str, zone: &str, capacity_type: &str) {
-        self.state.lock().unwrap().faults.insert((
+        self.state.lock_or_recover().faults.insert((
             instance_type.into(),
             zone.into(),
             capacity_type.into(),
@@ -136,24 +137,23 @@ impl FaultProxy {
 
     /// From now on answers `GetProducts` with these on-demand prices (one product per type).
     pub fn serve_prices(&self, prices: BTreeMap<String, f64>) {
-        self.state.lock().unwrap().price_list = Some(prices);
+        self.state.lock_or_recover().price_list = Some(prices);
     }
 
     /// How many GetProducts pages were answered.
     pub fn price_pages(&self) -> usize {
-        self.state.lock().unwrap().price_pages
+        self.state.lock_or_recover().price_pages
     }
 
     /// From now on behaves as `unkind` says.
     pub fn set_unkind(&self, unkind: Unkind) {
-        self.state.lock().unwrap().unkind = unkind;
+        self.state.lock_or_recover().unkind = unkind;
     }
 
     /// Launches of `instance_type` (`*`: any) are refused with EC2 error `code` from now on.
     pub fn refuse(&self, instance_type: &str, code: &str) {
         self.state
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .refusals
             .insert(instance_type.into(), code.into());
     }
@@ -162,40 +162,38 @@ impl FaultProxy {
     /// error `code` from now on (`UnauthorizedOperation`: not retried by the SDK).
     pub fn refuse_action(&self, action: &str, code: &str) {
         self.state
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .refused_actions
             .insert(action.into(), code.into());
     }
 
     /// How many calls were throttled.
     pub fn throttled(&self) -> usize {
-        self.state.lock().unwrap().throttled
+        self.state.lock_or_recover().throttled
     }
 
     /// How many DescribeInstances answers left out an instance that was still lagging.
     pub fn lagged_answers(&self) -> usize {
-        self.state.lock().unwrap().lagged_answers
+        self.state.lock_or_recover().lagged_answers
     }
 
     /// How many CreateFleet calls were answered from an earlier call with the same ClientToken.
     pub fn replayed(&self) -> usize {
-        self.state.lock().unwrap().replayed
+        self.state.lock_or_recover().replayed
     }
 
     pub fn launched(&self) -> Vec<Pool> {
-        self.state.lock().unwrap().launched.clone()
+        self.state.lock_or_recover().launched.clone()
     }
 
     pub fn fleet_calls(&self) -> usize {
-        self.state.lock().unwrap().fleet_calls
+        self.state.lock_or_recover().fleet_calls
     }
 
     /// How many requests of `action` (`DescribeInstances`, ...) arrived, throttled ones included.
     pub fn calls(&self, action: &str) -> usize {
         self.state
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .calls
             .get(action)
             .copied()
@@ -229,8 +227,7 @@ impl FaultProxy {
                 });
             *self
                 .state
-                .lock()
-                .unwrap()
+                .lock_or_recover()
                 .calls
                 .entry(action.clone())
                 .or_default() += 1;
@@ -242,7 +239,7 @@ impl FaultProxy {
             let ec2 = form
                 .iter()
                 .any(|(k, v)| k == "Version" && v == "2016-11-15");
-            let refused = (self.state.lock().unwrap())
+            let refused = (self.state.lock_or_recover())
                 .refused_actions
                 .get(&action)
                 .cloned();
@@ -272,7 +269,7 @@ impl FaultProxy {
 
     /// Draws a token for an EC2 call; false when its bucket is empty (throttled).
     fn take_token(&self, action: &str) -> bool {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock_or_recover();
         let Some((burst, rate)) = st.unkind.throttle else {
             return true;
         };
@@ -300,7 +297,7 @@ impl FaultProxy {
 
     /// Ids still lagging at `now`.
     fn lagging(&self, now: Instant) -> BTreeSet<String> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock_or_recover();
         st.hidden_until.retain(|_, until| *until > now);
         st.hidden_until.keys().cloned().collect()
     }
@@ -318,7 +315,7 @@ impl FaultProxy {
             .iter()
             .find(|(k, v)| k.starts_with("InstanceId.") && hidden.contains(v))
         {
-            self.state.lock().unwrap().lagged_answers += 1;
+            self.state.lock_or_recover().lagged_answers += 1;
             eprintln!("fault proxy: lagging DescribeInstances: {id} not found yet");
             return Ok(ec2_error(
                 400,
@@ -333,7 +330,7 @@ impl FaultProxy {
         if dropped == 0 {
             return Ok(resp);
         }
-        self.state.lock().unwrap().lagged_answers += 1;
+        self.state.lock_or_recover().lagged_answers += 1;
         eprintln!("fault proxy: lagging DescribeInstances: {dropped} new instance(s) left out");
         let status = head
             .split_whitespace()
@@ -344,7 +341,7 @@ impl FaultProxy {
     }
 
     async fn zone_of(&self, subnet: &str) -> std::io::Result<String> {
-        if let Some(z) = self.state.lock().unwrap().subnet_zones.get(subnet) {
+        if let Some(z) = self.state.lock_or_recover().subnet_zones.get(subnet) {
             return Ok(z.clone());
         }
         let body = format!("Action=DescribeSubnets&Version=2016-11-15&SubnetId.1={subnet}");
@@ -361,8 +358,7 @@ impl FaultProxy {
             .unwrap_or_default()
             .to_string();
         self.state
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .subnet_zones
             .insert(subnet.into(), zone.clone());
         Ok(zone)
@@ -385,7 +381,7 @@ impl FaultProxy {
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
         let size = req["MaxResults"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
-        let mut state = self.state.lock().unwrap();
+        let mut state = self.state.lock_or_recover();
         let Some(prices) = state.price_list.clone() else {
             // As an account without access would: refused at once, not retried. (Moto has no
             // Price List API, and forwarding there sometimes never answers.)
@@ -431,7 +427,7 @@ impl FaultProxy {
             format!("{f:?}")
         };
         if let Some(t) = &token {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.state.lock_or_recover();
             if let Some((fp, answer)) = st.tokens.get(t).cloned() {
                 if fp != fingerprint {
                     return Ok(ec2_error(
@@ -484,7 +480,7 @@ impl FaultProxy {
         let mut errors = String::new();
         let mut healthy = Vec::new();
         let (allocation, lag) = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.state.lock_or_recover();
             st.fleet_calls += 1;
             for (_, i, t, s, z) in &ranked {
                 let error = |code: &str, message: &str| {
@@ -519,7 +515,7 @@ impl FaultProxy {
                     .iter()
                     .filter(|h| healthy.first().is_some_and(|c| c.1 != h.1))
                     .count();
-                let calls = self.state.lock().unwrap().fleet_calls;
+                let calls = self.state.lock_or_recover().fleet_calls;
                 if others == 0 {
                     0
                 } else {
@@ -534,8 +530,7 @@ impl FaultProxy {
             let answer = http_response(200, "text/xml", xml.as_bytes());
             if let Some(t) = token {
                 self.state
-                    .lock()
-                    .unwrap()
+                    .lock_or_recover()
                     .tokens
                     .insert(t, (fingerprint, answer.clone()));
             }
@@ -546,8 +541,7 @@ impl FaultProxy {
             healthy.first().map_or("-", |h| h.1.as_str())
         );
         self.state
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .launched
             .push((t.clone(), z, capacity_type.to_string()));
         let mut kept: Vec<(String, String)> = form
@@ -573,7 +567,7 @@ impl FaultProxy {
         } else {
             add_fleet_errors(&resp, &errors)
         };
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock_or_recover();
         if !lag.is_zero() {
             let text = String::from_utf8_lossy(split_response(&resp).1).into_owned();
             for id in instance_ids(&text) {
@@ -808,11 +802,13 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         };
         let size =
             usize::from_str_radix(String::from_utf8_lossy(&raw[..eol]).trim(), 16).unwrap_or(0);
-        if size == 0 || raw.len() < eol + 2 + size {
+        // Checked: the size is whatever hex the upstream sent.
+        let end = (eol + 2).saturating_add(size);
+        if size == 0 || raw.len() < end {
             return out;
         }
-        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
-        raw = &raw[(eol + 4 + size).min(raw.len())..];
+        out.extend_from_slice(&raw[eol + 2..end]);
+        raw = &raw[end.saturating_add(2).min(raw.len())..];
     }
 }
 
@@ -887,6 +883,29 @@ fn form_encode(pairs: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_size_beyond_usize_ends_the_body_instead_of_panicking() {
+        assert_eq!(dechunk(b"3\r\nabc\r\nffffffffffffffff\r\nxyz\r\n"), b"abc");
+        assert_eq!(dechunk(b"fffffffffffffffff\r\nx"), b"");
+    }
+
+    #[test]
+    fn a_poisoned_proxy_state_does_not_stop_the_next_call() {
+        let proxy = FaultProxy {
+            addr: "127.0.0.1:1".parse().unwrap(),
+            upstream: String::new(),
+            state: Arc::default(),
+        };
+        let state = proxy.state.clone();
+        let panicked = std::thread::spawn(move || {
+            let _held = state.lock();
+            panic!("a bug while holding the proxy state");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert_eq!(proxy.fleet_calls(), 0);
+    }
 
     #[test]
     fn form_round_trips_through_decode_and_encode() {

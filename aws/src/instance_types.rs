@@ -1,6 +1,7 @@
 //! Instance types as EC2 reports them (DescribeInstanceTypes × DescribeInstanceTypeOfferings),
 //! priced and turned into the scheduler's [`InstanceType`], kept in a cache refreshed on a TTL.
 
+use adze_cloud::sync::RwLockExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -381,19 +382,18 @@ impl Catalog {
     }
 
     pub fn get(&self) -> Arc<Vec<Arc<InstanceType>>> {
-        self.inner.read().unwrap().1.clone()
+        self.inner.read_or_recover().1.clone()
     }
 
     pub fn is_stale(&self, now: Instant) -> bool {
         self.inner
-            .read()
-            .unwrap()
+            .read_or_recover()
             .0
             .is_none_or(|at| now.duration_since(at) >= self.ttl)
     }
 
     pub fn set(&self, types: Vec<Arc<InstanceType>>, now: Instant) {
-        *self.inner.write().unwrap() = (Some(now), Arc::new(types));
+        *self.inner.write_or_recover() = (Some(now), Arc::new(types));
     }
 
     /// Refreshes from EC2 (and, when due, the Price List API) if stale; on failure the previous
@@ -426,6 +426,34 @@ impl Catalog {
 mod tests {
     use super::*;
     use adze_scheduling::resources::{EFA, GPU_AMD, GPU_NVIDIA, NEURON, NEURON_CORE};
+
+    #[test]
+    fn a_catalog_poisoned_by_a_panic_still_answers_and_refreshes() {
+        let catalog = Arc::new(Catalog::new(Duration::from_secs(60)));
+        let t0 = Instant::now();
+        let holder = catalog.clone();
+        let panicked = std::thread::spawn(move || {
+            let _held = holder.inner.write();
+            panic!("a bug while holding the catalog");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(catalog.inner.is_poisoned());
+        assert!(catalog.is_stale(t0));
+        assert!(catalog.get().is_empty());
+        let zones = BTreeSet::from(["us-east-1a".to_string()]);
+        let m5 = to_instance_type(
+            &m5_large(),
+            &zones,
+            &BTreeMap::new(),
+            "us-east-1",
+            &Prices::default(),
+        );
+        let m5 = Arc::new(m5);
+        catalog.set(vec![m5], t0);
+        assert_eq!(catalog.get().len(), 1);
+        assert!(!catalog.is_stale(t0));
+    }
 
     fn m5_large() -> TypeFacts {
         TypeFacts {

@@ -3,6 +3,7 @@
 //! NodeClaim and class, which is how a relaunch after a crash finds its earlier instance and
 //! how garbage collection finds strays.
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -554,7 +555,7 @@ impl AwsProvider {
             self.settings.cluster_name,
             hex16(key.as_bytes())
         );
-        if self.templates.lock().unwrap().contains(&name) {
+        if self.templates.lock_or_recover().contains(&name) {
             return Ok(name);
         }
         let exists = self
@@ -693,7 +694,7 @@ impl AwsProvider {
             }
             tracing::info!(template = %name, ami, "launch template created");
         }
-        self.templates.lock().unwrap().insert(name.clone());
+        self.templates.lock_or_recover().insert(name.clone());
         Ok(name)
     }
 
@@ -755,7 +756,7 @@ impl AwsProvider {
             .collect();
         let stale = crate::templates::stale(&found, &now);
         for name in &stale {
-            self.templates.lock().unwrap().remove(name);
+            self.templates.lock_or_recover().remove(name);
             self.clients
                 .ec2
                 .delete_launch_template()

@@ -10,6 +10,9 @@ use adze_scheduling::InstanceType;
 use futures::future::BoxFuture;
 use thiserror::Error;
 
+pub mod sync;
+use sync::MutexExt;
+
 /// A launched instance, as the NodeClaim status records it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Instance {
@@ -178,7 +181,7 @@ impl UnavailableOfferings {
     }
 
     pub fn mark(&self, instance_type: &str, zone: &str, capacity_type: &str, now: Instant) {
-        self.entries.lock().unwrap().insert(
+        self.entries.lock_or_recover().insert(
             (instance_type.into(), zone.into(), capacity_type.into()),
             now + self.ttl,
         );
@@ -186,7 +189,7 @@ impl UnavailableOfferings {
 
     /// The catalog with offerings still in the cache marked unavailable.
     pub fn apply(&self, catalog: &[Arc<InstanceType>], now: Instant) -> Vec<Arc<InstanceType>> {
-        let mut entries = self.entries.lock().unwrap();
+        let mut entries = self.entries.lock_or_recover();
         entries.retain(|_, until| *until > now);
         if entries.is_empty() {
             return catalog.to_vec();

@@ -151,6 +151,12 @@ enum Outcome {
     Following(String),
 }
 
+/// The Lease's `leaseDurationSeconds` (an i32): a longer duration is capped, not wrapped to a
+/// negative number that other replicas would read as "expired" and take the lease at once.
+fn lease_seconds(d: Duration) -> i32 {
+    i32::try_from(d.as_secs().max(1)).unwrap_or(i32::MAX)
+}
+
 async fn try_once(
     api: &Api<Lease>,
     s: &Settings,
@@ -160,7 +166,7 @@ async fn try_once(
     let lease = api.get_opt(&s.name).await?;
     let record = lease.as_ref().map(record_of);
     let stamp = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));
-    let duration_s = Some(s.lease_duration.as_secs().max(1) as i32);
+    let duration_s = Some(lease_seconds(s.lease_duration));
     let written = match (observer.decide(&s.identity, record.as_ref(), now), lease) {
         (Decision::Follow { holder, .. }, _) => return Ok(Outcome::Following(holder)),
         (Decision::Create, _) | (_, None) => {
@@ -219,5 +225,18 @@ pub async fn release(client: Client, s: &Settings) {
     match api.replace(&s.name, &PostParams::default(), &lease).await {
         Ok(_) => tracing::info!(lease = %s.name, "leader lease released"),
         Err(e) => tracing::warn!(error = %e, "leader lease not released"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_duration_beyond_i32_seconds_is_capped_not_wrapped_negative() {
+        assert_eq!(lease_seconds(Duration::from_secs(15)), 15);
+        assert_eq!(lease_seconds(Duration::ZERO), 1);
+        assert_eq!(lease_seconds(Duration::from_secs(1 << 31)), i32::MAX);
+        assert_eq!(lease_seconds(Duration::MAX), i32::MAX);
     }
 }

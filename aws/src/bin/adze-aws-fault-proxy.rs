@@ -47,10 +47,12 @@ async fn main() -> std::io::Result<()> {
             }
             "--describe-lag" => {
                 let v = value("--describe-lag");
-                let secs: f64 = v
+                // try_from: a negative, NaN or huge number is a usage error, not a panic.
+                unkind.describe_lag = v
                     .parse()
-                    .unwrap_or_else(|_| usage(&format!("--describe-lag {v:?}: seconds")));
-                unkind.describe_lag = Duration::from_secs_f64(secs);
+                    .ok()
+                    .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+                    .unwrap_or_else(|| usage(&format!("--describe-lag {v:?}: seconds")));
             }
             "--throttle" => {
                 let v = value("--throttle");

@@ -8,6 +8,7 @@
 //! The Node objects are the cloud's inventory: `get` and `list` read them (plus the instances
 //! still booting in this process), so a restarted provisioner sees every instance there is.
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -271,8 +272,7 @@ impl CloudProvider for Simulated {
             }
             let node = node_object(claim, &instance);
             self.booting
-                .lock()
-                .unwrap()
+                .lock_or_recover()
                 .insert(instance.provider_id.clone(), instance.clone());
             let (client, delay) = (self.client.clone(), self.boot_delay);
             let (booting, pid) = (self.booting.clone(), instance.provider_id.clone());
@@ -281,7 +281,7 @@ impl CloudProvider for Simulated {
                 match boot(client, node, delay).await {
                     // From now on the Node object is the instance.
                     Ok(()) => {
-                        booting.lock().unwrap().remove(&pid);
+                        booting.lock_or_recover().remove(&pid);
                     }
                     Err(e) => tracing::warn!(node = %name, error = %e, "simulated boot failed"),
                 }
@@ -308,7 +308,7 @@ impl CloudProvider for Simulated {
                         .unwrap_or_default();
                     provider_id_for(&claim_name, &zone)
                 });
-            self.booting.lock().unwrap().remove(&provider_id);
+            self.booting.lock_or_recover().remove(&provider_id);
             let name = node_name_of(&provider_id).unwrap_or(claim_name);
             let api: Api<Node> = Api::all(self.client.clone());
             match api.delete(&name, &DeleteParams::default()).await {
@@ -324,7 +324,7 @@ impl CloudProvider for Simulated {
         provider_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Instance>, CloudError>> {
         Box::pin(async move {
-            if let Some(i) = self.booting.lock().unwrap().get(provider_id) {
+            if let Some(i) = self.booting.lock_or_recover().get(provider_id) {
                 return Ok(Some(i.clone()));
             }
             let Some(name) = node_name_of(provider_id) else {
@@ -352,7 +352,7 @@ impl CloudProvider for Simulated {
                 .list(&kube::api::ListParams::default())
                 .await
                 .map_err(|e| CloudError::Other(e.to_string()))?;
-            let mut all: HashMap<String, Instance> = self.booting.lock().unwrap().clone();
+            let mut all: HashMap<String, Instance> = self.booting.lock_or_recover().clone();
             let live = nodes
                 .items
                 .iter()

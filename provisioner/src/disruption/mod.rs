@@ -34,6 +34,7 @@ pub mod drift;
 pub mod input;
 pub mod pdb;
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -170,6 +171,18 @@ fn now_unix() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
 }
 
+/// Takes a decision's names out of the running commands when dropped (see `start`).
+struct Release<'a> {
+    disruption: &'a Disruption,
+    names: &'a [String],
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.disruption.finish(self.names);
+    }
+}
+
 impl Disruption {
     pub async fn new(
         client: Client,
@@ -212,7 +225,7 @@ impl Disruption {
     /// Claims marked Disrupting but not deleted and not in a running command: left by a
     /// process that stopped before deleting them, or by an abort whose un-marking failed.
     async fn recover(&self) -> anyhow::Result<()> {
-        let running = self.commands.lock().unwrap().clone();
+        let running = self.commands.lock_or_recover().clone();
         for c in self.state.claims.state() {
             if c.metadata.deletion_timestamp.is_none()
                 && !running.contains(&c.name_any())
@@ -243,12 +256,12 @@ impl Disruption {
             .collect();
         let cloud_drifted = match self.cloud.drifted_claims(&live).await {
             Ok(set) => {
-                *self.cloud_drifted.lock().unwrap() = set.clone();
+                *self.cloud_drifted.lock_or_recover() = set.clone();
                 set
             }
             Err(e) => {
                 tracing::warn!(error = %e, "drift check failed; keeping the last pass's drifted nodeclaims");
-                self.cloud_drifted.lock().unwrap().clone()
+                self.cloud_drifted.lock_or_recover().clone()
             }
         };
         let catalog = self
@@ -264,7 +277,7 @@ impl Disruption {
             &objects,
             &catalog,
             &extra,
-            &mut self.activity.lock().unwrap(),
+            &mut self.activity.lock_or_recover(),
         );
         for p in &built.problems {
             tracing::debug!(problem = %p, "left out of disruption");
@@ -310,7 +323,7 @@ impl Disruption {
                 "pending pods no NodePool can place; deciding without waiting for them"
             );
         }
-        let running = self.commands.lock().unwrap().clone();
+        let running = self.commands.lock_or_recover().clone();
         let launching = built
             .in_flight
             .iter()
@@ -408,7 +421,7 @@ impl Disruption {
             }
         }
         if started > 0 && !self.settings.dry_run {
-            let running = self.commands.lock().unwrap().len();
+            let running = self.commands.lock_or_recover().len();
             tracing::info!(
                 started,
                 claims_in_commands = running,
@@ -480,8 +493,10 @@ impl Disruption {
             .map(|c| c.name_any())
             .chain(d.plan.new_claims.iter().map(|c| c.name.clone()))
             .collect();
-        self.commands.lock().unwrap().extend(names.iter().cloned());
-        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), commands = self.commands.lock().unwrap().len(), "disrupting: {}", d.message);
+        self.commands
+            .lock_or_recover()
+            .extend(names.iter().cloned());
+        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), commands = self.commands.lock_or_recover().len(), "disrupting: {}", d.message);
         record_decision(&d);
         for c in &claims {
             if let Err(e) = self.mark(c, &d).await {
@@ -492,16 +507,21 @@ impl Disruption {
         }
         let me = Arc::clone(self);
         tokio::spawn(async move {
+            // Released on drop, so a panic while carrying out cannot leave these nodes
+            // "being disrupted" (and out of every later decision) for the process's life.
+            let _release = Release {
+                disruption: &me,
+                names: &names,
+            };
             if let Err(e) = me.carry_out(&d, &claims).await {
                 tracing::warn!(reason = %d.reason, nodes = ?d.node_names(), error = %format!("{e:#}"), "disruption failed; the next pass undoes its marks");
             }
-            me.finish(&names);
         });
         Ok(())
     }
 
     fn finish(&self, names: &[String]) {
-        let mut running = self.commands.lock().unwrap();
+        let mut running = self.commands.lock_or_recover();
         for n in names {
             running.remove(n);
         }

@@ -6,6 +6,7 @@
 pub mod server;
 pub mod startup;
 
+use adze_cloud::sync::MutexExt;
 use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::atomic::AtomicU64;
@@ -102,7 +103,10 @@ impl<L: Clone + Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'st
     }
 
     pub fn replace(&self, values: impl IntoIterator<Item = (L, f64)>) {
-        let mut current = self.current.lock().unwrap();
+        // The caller's iterator runs before the lock is taken: a panic in it leaves the set
+        // as it was, never half replaced.
+        let values: Vec<(L, f64)> = values.into_iter().collect();
+        let mut current = self.current.lock_or_recover();
         let mut fresh = HashSet::new();
         for (labels, v) in values {
             self.family.get_or_create(&labels).set(v);
@@ -384,6 +388,38 @@ pub fn record_nodepools(pools: &[PoolFigures]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_while_replacing_gauges_does_not_break_later_replacements() {
+        let mut r = Registry::default();
+        let set: GaugeSet<NodePoolLabel> = GaugeSet::add(&mut r, "poison_test", "test");
+        set.replace([(nodepool("a"), 1.0)]);
+        // A bug in the caller's iterator: nothing published, nothing poisoned.
+        let holder = set.clone();
+        let panicked = std::thread::spawn(move || {
+            holder.replace((0..2).map(|i| {
+                assert!(i == 0, "a bug in the caller's iterator");
+                (nodepool("b"), 2.0)
+            }))
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(!set.current.is_poisoned());
+        assert_eq!(set.get(&nodepool("b")), None);
+        // A panic while holding the lock poisons it; the next call still works.
+        let holder = set.clone();
+        let panicked = std::thread::spawn(move || {
+            let _held = holder.current.lock();
+            panic!("a bug while holding the lock");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(set.current.is_poisoned());
+        set.replace([(nodepool("c"), 3.0)]);
+        assert_eq!(set.get(&nodepool("c")), Some(3.0));
+        assert_eq!(set.get(&nodepool("a")), None, "the old series is dropped");
+        assert!(!set.current.is_poisoned());
+    }
 
     #[test]
     fn catch_up_adds_only_what_is_new_and_never_goes_down() {

@@ -10,6 +10,7 @@
 
 pub mod requeue;
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -160,7 +161,7 @@ impl Lifecycle {
                 .filter_map(|c| c.metadata.uid.clone())
                 .collect();
             let due: Vec<Arc<NodeClaim>> = {
-                let mut m = memory.lock().unwrap();
+                let mut m = memory.lock_or_recover();
                 m.requeue.retain(&live);
                 m.vanished_check.retain(|uid, _| live.contains(uid));
                 claims
@@ -176,9 +177,9 @@ impl Lifecycle {
                         let name = c.metadata.name.clone().unwrap_or_default();
                         let (uid, version) = (uid_of(&c), version_of(&c));
                         match this.reconcile(&c, &memory).await {
-                            Ok(after) => memory.lock().unwrap().requeue.succeeded(&uid, &version, Instant::now(), after),
+                            Ok(after) => memory.lock_or_recover().requeue.succeeded(&uid, &version, Instant::now(), after),
                             Err(e) => {
-                                let wait = memory.lock().unwrap().requeue.failed(&uid, &version, Instant::now());
+                                let wait = memory.lock_or_recover().requeue.failed(&uid, &version, Instant::now());
                                 tracing::warn!(nodeclaim = %name, error = %format!("{e:#}"), retry_in_ms = wait.as_millis() as u64, "nodeclaim reconcile failed; backing off");
                             }
                         }
@@ -262,7 +263,7 @@ impl Lifecycle {
                 // now and then, not on every look: the node's arrival comes through the watch.
                 let uid = uid_of(claim);
                 let check = {
-                    let mut m = memory.lock().unwrap();
+                    let mut m = memory.lock_or_recover();
                     let last = m.vanished_check.get(&uid).copied();
                     let due = last.is_none_or(|t| t.elapsed() >= VANISHED_CHECK);
                     if due {

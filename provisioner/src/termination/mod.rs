@@ -21,6 +21,7 @@
 pub mod drain;
 pub mod volumes;
 
+use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -170,7 +171,7 @@ impl Termination {
     /// Says `msg` once per claim and step.
     fn first_time(&self, claim: &NodeClaim, step: &'static str) -> bool {
         let uid = claim.uid().unwrap_or_default();
-        self.said.lock().unwrap().insert((uid, step))
+        self.said.lock_or_recover().insert((uid, step))
     }
 
     fn claims(&self) -> Api<NodeClaim> {
@@ -424,7 +425,7 @@ impl Termination {
     async fn evict(&self, claim: &NodeClaim, node: &str, pod: &Pod) {
         let uid = pod.uid().unwrap_or_default();
         let now = Instant::now();
-        let previous = self.backoff.lock().unwrap().get(&uid).copied();
+        let previous = self.backoff.lock_or_recover().get(&uid).copied();
         if previous.is_some_and(|b| now < b.next) {
             return;
         }
@@ -439,7 +440,7 @@ impl Termination {
             Ok::<_, anyhow::Error>(())
         }
         .await;
-        let mut backoff = self.backoff.lock().unwrap();
+        let mut backoff = self.backoff.lock_or_recover();
         match result {
             Ok(()) => {
                 // The watch shows the pod terminating shortly; do not ask again before.
@@ -582,14 +583,12 @@ impl Termination {
         }
         let due = self
             .last_delete
-            .lock()
-            .unwrap()
+            .lock_or_recover()
             .get(&name)
             .is_none_or(|t| t.elapsed() >= DELETE_REPEAT);
         if due {
             self.last_delete
-                .lock()
-                .unwrap()
+                .lock_or_recover()
                 .insert(name.clone(), Instant::now());
             self.cloud.delete(claim).await?;
             if self.first_time(claim, "instance") {

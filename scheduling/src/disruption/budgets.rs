@@ -231,4 +231,18 @@ mod tests {
         assert!(b.is_active(nine + 10));
         assert!(!b.is_active(nine + 3600));
     }
+
+    #[test]
+    fn a_freeze_as_long_as_a_go_duration_is_decided_at_once() {
+        // 2562047h is the longest Go duration (~292 years); leap days are the only ticks.
+        let longest = Duration::from_secs(2_562_047 * 3600);
+        let b = Budget::parse("0", Some("0 0 29 2 *"), Some(longest), vec![]).unwrap();
+        let started = std::time::Instant::now();
+        assert!(b.is_active(1_795_392_000)); // 2026-11-23, since 2024-02-29
+        assert!(b.is_active(i64::MAX));
+        let never = Budget::parse("0", Some("0 0 31 4 *"), Some(longest), vec![]).unwrap();
+        assert!(!never.is_active(1_795_392_000), "April has no 31st");
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(1), "{elapsed:?}");
+    }
 }

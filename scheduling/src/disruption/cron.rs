@@ -87,12 +87,16 @@ impl Schedule {
     /// Whether the schedule fires at the minute containing `t`.
     pub fn fires_at(&self, t: UnixSeconds) -> bool {
         let c = Civil::from_unix(t);
-        let bit = |set: u64, v: u32| set & (1u64 << v) != 0;
-        if !bit(self.minutes, c.minute) || !bit(self.hours, c.hour) || !bit(self.months, c.month) {
-            return false;
-        }
-        let dom = bit(self.days, c.day);
-        let dow = bit(self.weekdays, c.weekday);
+        bit(self.minutes, c.minute)
+            && bit(self.hours, c.hour)
+            && bit(self.months, c.month)
+            && self.day_matches(c.day, c.weekday)
+    }
+
+    /// The day-of-month / day-of-week rule (either matches when both are restricted).
+    fn day_matches(&self, day: u32, weekday: u32) -> bool {
+        let dom = bit(self.days, day);
+        let dow = bit(self.weekdays, weekday);
         match (self.any_day, self.any_weekday) {
             (true, true) => true,
             (true, false) => dow,
@@ -102,21 +106,116 @@ impl Schedule {
     }
 
     /// Whether a window opened by a tick of this schedule and lasting `duration` contains
-    /// `now`: some tick `t` with `t ≤ now < t + duration`.
+    /// `now`: some tick `t` with `t ≤ now < t + duration`. Only the latest tick at or before
+    /// `now` can decide it (an earlier tick's window ends no later), so this is
+    /// [`Schedule::last_tick`] plus one comparison: fast for any duration, ~292-year windows
+    /// included, where walking minute by minute would take 150 million steps.
     pub fn window_open(&self, duration: Duration, now: UnixSeconds) -> bool {
-        let minute = now.div_euclid(60) * 60;
-        let dur = duration.as_secs() as i64;
-        // Walk back one minute at a time over the window's length; a year is 525,600 steps
-        // of a few integer operations, which is fine for a once-per-decision check.
-        let mut t = minute;
-        while t > now - dur {
-            if self.fires_at(t) {
-                return true;
-            }
-            t -= 60;
+        // Whole seconds, as ticks are whole minutes; beyond i64 is "forever".
+        let dur = i64::try_from(duration.as_secs()).unwrap_or(i64::MAX);
+        if dur == 0 {
+            return false;
         }
-        false
+        self.last_tick(now, dur)
+            .is_some_and(|t| i128::from(now) - i128::from(t) < i128::from(dur))
     }
+
+    /// The latest tick `t ≤ now` with `t > now - lookback`, if any. Jumps over months the
+    /// schedule excludes, days that do not match, and hours and minutes by bit masks, so the
+    /// work is at most one step per month and per day of a matching month in the span. The
+    /// span is cut to one 400-year Gregorian cycle (146,097 days, a whole number of weeks):
+    /// the calendar, weekdays included, repeats after it, so a schedule that has not fired in
+    /// that long never fires (e.g. `0 0 30 2 *`).
+    pub fn last_tick(&self, now: UnixSeconds, lookback: i64) -> Option<UnixSeconds> {
+        const CYCLE_SECS: i64 = 146_097 * 86_400;
+        let now_wide = i128::from(now);
+        // Ticks must be strictly after this.
+        let earliest = now_wide - i128::from(lookback.clamp(0, CYCLE_SECS));
+        let c = Civil::from_unix(now);
+        let (mut year, mut month) = (c.year, c.month);
+        let mut first = true;
+        loop {
+            let month_days = days_in_month(year, month);
+            let month_end = i128::from(days_from_civil(year, month, month_days) + 1) * 86_400;
+            if month_end <= earliest + 1 {
+                return None;
+            }
+            if bit(self.months, month) {
+                let last_day = if first { c.day } else { month_days };
+                for day in (1..=last_day).rev() {
+                    let days = days_from_civil(year, month, day);
+                    let day_start = i128::from(days) * 86_400;
+                    if day_start + 86_400 <= earliest + 1 {
+                        return None;
+                    }
+                    let weekday = (days + 4).rem_euclid(7) as u32;
+                    if !self.day_matches(day, weekday) {
+                        continue;
+                    }
+                    let today = first && day == c.day;
+                    let (h, m) = if today { (c.hour, c.minute) } else { (23, 59) };
+                    if let Some((h, m)) = self.last_time_of_day(h, m) {
+                        let t = day_start + i128::from(h * 3600 + m * 60);
+                        return (t > earliest)
+                            .then_some(t)
+                            .and_then(|t| i64::try_from(t).ok());
+                    }
+                }
+            }
+            first = false;
+            (year, month) = if month == 1 {
+                (year - 1, 12)
+            } else {
+                (year, month - 1)
+            };
+        }
+    }
+
+    /// The latest (hour, minute) the schedule fires at, no later than `hour:minute`.
+    fn last_time_of_day(&self, hour: u32, minute: u32) -> Option<(u32, u32)> {
+        if bit(self.hours, hour)
+            && let Some(m) = highest(self.minutes, minute)
+        {
+            return Some((hour, m));
+        }
+        let h = highest(self.hours, hour.checked_sub(1)?)?;
+        Some((h, highest(self.minutes, 59)?))
+    }
+}
+
+fn bit(set: u64, v: u32) -> bool {
+    set & (1u64 << v) != 0
+}
+
+/// The highest value in `set` that is at most `limit` (≤ 62).
+fn highest(set: u64, limit: u32) -> Option<u32> {
+    let masked = set & ((1u64 << (limit + 1)) - 1);
+    (masked != 0).then(|| 63 - masked.leading_zeros())
+}
+
+fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of [`Civil::from_unix`],
+/// after Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 fn field(text: &str, name: &str, min: u32, max: u32, names: &[&str]) -> Result<u64, String> {
@@ -175,6 +274,7 @@ fn field(text: &str, name: &str, min: u32, max: u32, names: &[&str]) -> Result<u
 
 /// A UTC calendar minute.
 struct Civil {
+    year: i64,
     month: u32,
     day: u32,
     hour: u32,
@@ -197,6 +297,7 @@ impl Civil {
         let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
         let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
         Civil {
+            year: yoe + era * 400 + i64::from(month <= 2),
             month,
             day,
             hour: (secs / 3600) as u32,
@@ -209,6 +310,8 @@ impl Civil {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// 2026-11-23 (a Monday) 00:00 UTC.
@@ -267,5 +370,116 @@ mod tests {
         assert!(e.reason.contains("expected 5 fields"), "{e}");
         assert!(Schedule::parse("@often").is_err());
         assert!(Schedule::parse("*/0 * * * *").is_err());
+    }
+
+    /// The definition, one minute at a time: the reference the fast search must agree with.
+    fn window_open_by_walk(s: &Schedule, duration: Duration, now: UnixSeconds) -> bool {
+        let dur = duration.as_secs() as i64;
+        let mut t = now.div_euclid(60) * 60;
+        while t > now - dur {
+            if s.fires_at(t) {
+                return true;
+            }
+            t -= 60;
+        }
+        false
+    }
+
+    const YEAR: u64 = 365 * 86_400;
+
+    #[test]
+    fn a_292_year_window_on_leap_days_answers_at_once_and_correctly() {
+        let s = Schedule::parse("0 0 29 2 *").unwrap();
+        let centuries = Duration::from_secs(292 * YEAR);
+        let started = std::time::Instant::now();
+        // 2026-11-23: the last tick was 2024-02-29 00:00, inside a 292-year window...
+        assert!(s.window_open(centuries, MON));
+        // ...but not inside a one-year one.
+        assert!(!s.window_open(Duration::from_secs(YEAR), MON));
+        let leap_day = 1_709_164_800; // 2024-02-29 00:00 UTC
+        assert_eq!(s.last_tick(MON, i64::MAX), Some(leap_day));
+        // A minute before it, the window of 2020-02-29 is the one open.
+        assert!(s.window_open(centuries, leap_day - 60));
+        assert!(!s.window_open(Duration::from_secs(3 * YEAR), leap_day - 60));
+        assert_eq!(
+            s.last_tick(leap_day - 60, i64::MAX),
+            Some(leap_day - 1461 * 86_400)
+        );
+        // A date that never comes, and a window as long as a Duration can be.
+        let never = Schedule::parse("0 0 30 2 *").unwrap();
+        assert!(!never.window_open(Duration::MAX, MON));
+        assert!(s.window_open(Duration::MAX, MON));
+        assert!(!never.window_open(centuries, i64::MIN));
+        assert!(!never.window_open(centuries, i64::MAX));
+        assert!(s.window_open(Duration::MAX, i64::MAX));
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(1), "{elapsed:?}");
+    }
+
+    #[test]
+    fn a_window_ends_exactly_duration_after_its_tick() {
+        let s = Schedule::parse("30 9 * * *").unwrap();
+        let tick = MON + 9 * 3600 + 30 * 60;
+        let d = Duration::from_secs(90);
+        assert!(!s.window_open(d, tick - 1));
+        assert!(s.window_open(d, tick));
+        assert!(s.window_open(d, tick + 89));
+        assert!(!s.window_open(d, tick + 90));
+        assert!(!s.window_open(Duration::ZERO, tick));
+    }
+
+    fn schedules() -> impl Strategy<Value = Schedule> {
+        (
+            prop::sample::select(vec!["*", "*/15", "0", "59", "5-10", "0,30"]),
+            prop::sample::select(vec!["*", "0", "23", "*/6", "9-17"]),
+            prop::sample::select(vec!["*", "1", "15", "29", "31", "1-7", "*/10"]),
+            prop::sample::select(vec!["*", "2", "1-6", "*/3", "dec"]),
+            prop::sample::select(vec!["*", "mon", "0", "mon-fri", "6", "7"]),
+        )
+            .prop_map(|(mi, h, dom, mo, dow)| {
+                Schedule::parse(&format!("{mi} {h} {dom} {mo} {dow}")).unwrap()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn fast_window_agrees_with_the_minute_walk(
+            s in schedules(),
+            // 1900..2200, where leap centuries and month ends all occur.
+            now in -2_208_988_800i64..7_258_118_400,
+            secs in 0u64..4 * 86_400,
+        ) {
+            let d = Duration::from_secs(secs);
+            prop_assert_eq!(s.window_open(d, now), window_open_by_walk(&s, d, now));
+        }
+
+        #[test]
+        fn last_tick_is_the_latest_firing_minute(
+            s in schedules(),
+            now in -2_208_988_800i64..7_258_118_400,
+        ) {
+            let lookback = 2 * 86_400;
+            let mut walk = None;
+            let mut t = now.div_euclid(60) * 60;
+            while t > now - lookback {
+                if s.fires_at(t) {
+                    walk = Some(t);
+                    break;
+                }
+                t -= 60;
+            }
+            prop_assert_eq!(s.last_tick(now, lookback), walk);
+        }
+    }
+
+    #[test]
+    fn calendar_round_trips_over_four_centuries() {
+        for days in (-146_097 * 2..146_097).step_by(13) {
+            let c = Civil::from_unix(days * 86_400);
+            assert_eq!(days_from_civil(c.year, c.month, c.day), days);
+            assert!(c.day <= days_in_month(c.year, c.month));
+        }
     }
 }
