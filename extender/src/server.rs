@@ -404,49 +404,33 @@ async fn read_body(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    // An error answer closes the connection: the rest of the body is not read.
-    let refuse = |status: StatusCode, why: String| {
-        tracing::debug!(%status, path = %req.uri().path(), %why, "request body refused");
-        (status, [(header::CONNECTION, "close")], why).into_response()
-    };
+    let too_large = || format!("request body is larger than {MAX_BODY_BYTES} bytes");
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body is larger than {MAX_BODY_BYTES} bytes"),
-        );
+        return refuse_body(StatusCode::PAYLOAD_TOO_LARGE, too_large());
     }
     let (parts, body) = req.into_parts();
     let read = http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_BODY_BYTES));
     let bytes = match tokio::time::timeout(timeout, read).await {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                [(header::CONNECTION, "close")],
-                format!("request body is larger than {MAX_BODY_BYTES} bytes"),
-            )
-                .into_response();
+            return refuse_body(StatusCode::PAYLOAD_TOO_LARGE, too_large());
         }
         Ok(Err(e)) => {
-            return (
+            return refuse_body(
                 StatusCode::BAD_REQUEST,
-                [(header::CONNECTION, "close")],
                 format!("reading the request body: {e}"),
-            )
-                .into_response();
+            );
         }
         Err(_) => {
-            return (
+            return refuse_body(
                 StatusCode::REQUEST_TIMEOUT,
-                [(header::CONNECTION, "close")],
                 format!("request body not received within {timeout:?}"),
-            )
-                .into_response();
+            );
         }
     };
     next.run(axum::extract::Request::from_parts(
@@ -454,6 +438,13 @@ async fn read_body(
         axum::body::Body::from(bytes),
     ))
     .await
+}
+
+/// An answer to a body not read to its end; it closes the connection, since the rest of
+/// the body would otherwise be read as the next request.
+fn refuse_body(status: StatusCode, why: String) -> Response {
+    tracing::debug!(%status, %why, "request body refused");
+    (status, [(header::CONNECTION, "close")], why).into_response()
 }
 
 /// The accept loop behind [`serve_http`] and [`serve_https`]: HTTP/1.1 only (hyper's HTTP/2

@@ -181,7 +181,12 @@ async fn bodies_declared_and_never_sent_are_not_waited_for() {
 /// connection are closed the same way.
 #[tokio::test]
 async fn silent_connections_are_closed_after_the_header_timeout() {
-    let addr = serve(SHORT).await;
+    // Long enough that /healthz is surely answered before any of the 50 time out.
+    let limits = Limits {
+        header_read: Duration::from_secs(2),
+        ..SHORT
+    };
+    let addr = serve(limits).await;
     let start = Instant::now();
     let mut silent = Vec::new();
     for _ in 0..50 {
@@ -205,13 +210,13 @@ async fn silent_connections_are_closed_after_the_header_timeout() {
     )
     .await;
     assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     assert!(
-        t.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        t.elapsed()
+        start.elapsed() < limits.header_read,
+        "answered while the 50 were still open"
     );
 
-    let limit = SHORT.header_read + Duration::from_secs(2);
+    let limit = limits.header_read + Duration::from_secs(2);
     for (i, s) in silent.iter_mut().enumerate() {
         let left = limit.saturating_sub(start.elapsed());
         let got = read_until_close(s, left).await;
@@ -224,7 +229,7 @@ async fn silent_connections_are_closed_after_the_header_timeout() {
         .expect("idle connection closed");
     assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
     assert!(
-        start.elapsed() >= SHORT.header_read,
+        start.elapsed() >= limits.header_read,
         "not closed before the timeout"
     );
 }
@@ -247,12 +252,19 @@ async fn connections_beyond_the_cap_are_closed() {
     let got = read_until_close(&mut extra, Duration::from_secs(2)).await;
     assert_eq!(got.as_deref(), Some(""), "closed without an answer");
     drop(held);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let status = status_of(
-        addr,
-        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".into(),
-        Vec::new(),
-    )
-    .await;
-    assert_eq!(status, "HTTP/1.1 200 OK");
+    // The server frees the slots once it sees the three close; allow it a moment.
+    let mut answered = false;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let got = read_until_close(&mut s, Duration::from_secs(2)).await;
+        if got.is_some_and(|g| g.starts_with("HTTP/1.1 200 OK")) {
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "served again once the held connections closed");
 }
