@@ -213,9 +213,14 @@ fn latency(s: &AppState) {
 async fn serve() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     println!("{}", listener.local_addr().unwrap());
-    adze_extender::server::serve_http(listener, router(state()), std::future::pending())
-        .await
-        .unwrap();
+    adze_extender::server::serve_http(
+        listener,
+        router(state()),
+        adze_extender::server::Limits::default(),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
 }
 
 async fn load(

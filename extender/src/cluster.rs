@@ -356,12 +356,15 @@ impl Binder for KubeBinder {
         args: &'a ExtenderBindingArgs,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
         Box::pin(async move {
+            // The server checks first; checked again here because kube-rs puts the names
+            // into the URL unescaped and an empty UID would drop the precondition.
+            args.validate().map_err(|e| e.to_string())?;
             let api: Api<Pod> = Api::namespaced(self.client.clone(), &args.pod_namespace);
             let binding = Binding {
                 metadata: ObjectMeta {
                     name: Some(args.pod_name.clone()),
                     namespace: Some(args.pod_namespace.clone()),
-                    uid: Some(args.pod_uid.clone()).filter(|u| !u.is_empty()),
+                    uid: Some(args.pod_uid.clone()),
                     ..Default::default()
                 },
                 target: ObjectReference {

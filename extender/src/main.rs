@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use adze_extender::cluster::{KubeBinder, watch};
 use adze_extender::ledger::Ledger;
-use adze_extender::server::{AppState, Config, router};
+use adze_extender::server::{AppState, Config, Limits, router};
 use adze_scheduling::preemption::Policy;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
@@ -192,7 +192,7 @@ async fn main() -> anyhow::Result<()> {
             let listener = std::net::TcpListener::bind(args.listen)
                 .with_context(|| format!("listening on {}", args.listen))?;
             tracing::info!(listen = %args.listen, client_auth = args.client_ca.is_some(), "serving HTTPS");
-            adze_extender::server::serve_https(listener, app, tls, shutdown)
+            adze_extender::server::serve_https(listener, app, tls, Limits::default(), shutdown)
                 .await
                 .context("serving")?;
         }
@@ -201,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("listening on {}", args.listen))?;
-            adze_extender::server::serve_http(listener, app, shutdown)
+            adze_extender::server::serve_http(listener, app, Limits::default(), shutdown)
                 .await
                 .context("serving")?;
         }

@@ -126,9 +126,14 @@ impl AppState {
 
     /// A filter answer that passed no node: tell the provisioner (off the request path).
     fn failed_everywhere(&self, pod: &PodInfo, candidates: usize, passed: usize) {
+        // The namespace and name go into the annotation's API path, the UID into its
+        // precondition: a pod from the request that Kubernetes could not have is not reported.
         if candidates > 0
             && passed == 0
             && pod.node.is_none()
+            && !pod.uid.is_empty()
+            && crate::names::dns1123_label(&pod.namespace).is_ok()
+            && crate::names::dns1123_subdomain(&pod.name).is_ok()
             && let Some(s) = &self.unschedulable
         {
             s.send(Unschedulable {
@@ -141,7 +146,7 @@ impl AppState {
 }
 
 /// Whether the connection a request came on presented a client certificate that the
-/// server's client CA verified (set by [`ClientCertAcceptor`]; absent on plain HTTP).
+/// server's client CA verified (set by [`serve_https`]; absent on plain HTTP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientCert(pub bool);
 
@@ -168,28 +173,34 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `app` over HTTPS (rustls, ring) on `listener` until the process ends.
+/// Serves `app` over HTTPS (rustls, ring) on `listener` until `shutdown` completes, with
+/// `limits`. The certificate is read from `tls` for each new connection, so
+/// [`reload_certificate`] takes effect without a restart.
 pub async fn serve_https(
     listener: std::net::TcpListener,
     app: Router,
     tls: axum_server::tls_rustls::RustlsConfig,
+    limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
-    let handle = axum_server::Handle::new();
-    let on_signal = handle.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        // Requests in progress (a bind) finish; new connections are refused.
-        on_signal.graceful_shutdown(Some(SHUTDOWN_GRACE));
-    });
-    axum_server::from_tcp_rustls(listener, tls)
-        .map(|a| ClientCertAcceptor {
-            inner: a.acceptor(axum_server::accept::NoDelayAcceptor::new()),
-        })
-        .handle(handle)
-        .serve(app.into_make_service())
-        .await
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    serve(listener, app, limits, shutdown, move |tcp| {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.get_inner());
+        async move {
+            let stream = tokio::time::timeout(limits.header_read, acceptor.accept(tcp))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+            // The handshake already refused a certificate the client CA did not sign.
+            let verified = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .is_some_and(|c| !c.is_empty());
+            Ok((stream, Some(ClientCert(verified))))
+        }
+    })
+    .await
 }
 
 /// Re-reads the certificate, key and client CA every `every` when one of the files changed
@@ -271,39 +282,6 @@ async fn require_client_cert(
     next.run(req).await
 }
 
-/// TLS with `TCP_NODELAY`, then tells the service whether the client presented a verified
-/// certificate ([`ClientCert`]); the handshake itself refuses a certificate the client CA
-/// did not sign.
-#[derive(Clone)]
-pub struct ClientCertAcceptor {
-    inner: axum_server::tls_rustls::RustlsAcceptor<axum_server::accept::NoDelayAcceptor>,
-}
-
-impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S>
-    for ClientCertAcceptor
-{
-    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Service = axum::middleware::AddExtension<S, ClientCert>;
-    type Future =
-        Pin<Box<dyn Future<Output = std::io::Result<(Self::Stream, Self::Service)>> + Send>>;
-
-    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
-        let handshake = self.inner.accept(stream, service);
-        Box::pin(async move {
-            let (stream, service) = handshake.await?;
-            let verified = stream
-                .get_ref()
-                .1
-                .peer_certificates()
-                .is_some_and(|c| !c.is_empty());
-            Ok((
-                stream,
-                tower_layer::Layer::layer(&axum::Extension(ClientCert(verified)), service),
-            ))
-        })
-    }
-}
-
 /// The server side of TLS: `cert` and `key`, and with `client_ca` a verifier that accepts
 /// clients with a certificate signed by it (kube-scheduler's extender `tlsConfig.certFile`)
 /// and, at the TLS layer, clients with none: the verbs then refuse those with 401
@@ -361,23 +339,197 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// Serves `app` over plain HTTP on `listener` until `shutdown` completes. Connections get
-/// `TCP_NODELAY`: a response larger than one segment must not wait for the client's delayed
-/// ACK of the one before (kube-scheduler waits on every filter and prioritize answer).
+/// Serves `app` over plain HTTP on `listener` until `shutdown` completes, with `limits`.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     app: Router,
+    limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
+    serve(listener, app, limits, shutdown, |tcp| async move {
+        Ok((tcp, None))
+    })
+    .await
+}
+
+/// How long a client may take to send a request's headers, counted from when the server
+/// starts waiting for them. hyper starts the same timer while a kept-alive connection waits
+/// for its next request, so this is also the idle timeout: a connection that sends nothing
+/// (slowloris, or a client that went away) is closed after it. kube-scheduler sends a whole
+/// request at once; Go's client notices the close of an idle connection and opens a new one.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request body may take once the headers are in. The largest body
+/// ([`MAX_BODY_BYTES`]) takes well under a second in-cluster; a body trickled or declared
+/// and never sent gets 408 and the connection is closed instead of being held open.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections open at once; more are closed on accept. kube-scheduler keeps a few, the
+/// kubelet's probes and Prometheus one each: the cap bounds the memory and tasks a
+/// client that opens connections in a loop can take, well above any real use.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// Per-connection and per-request limits of [`serve_http`] and [`serve_https`]. Tests use
+/// short ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// [`HEADER_READ_TIMEOUT`]; also bounds the TLS handshake.
+    pub header_read: Duration,
+    /// [`BODY_TIMEOUT`].
+    pub body: Duration,
+    /// [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read: HEADER_READ_TIMEOUT,
+            body: BODY_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Applies the body limits to every route of `app`, whatever router it came from (the
+/// webhook is merged after [`router`]) and however its handler reads the body: the body is
+/// read here, at most [`MAX_BODY_BYTES`] and within `limits.body`, and handed on buffered.
+pub fn harden(app: Router, limits: Limits) -> Router {
+    app.layer(axum::middleware::from_fn_with_state(limits.body, read_body))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+}
+
+async fn read_body(
+    State(timeout): State<Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let too_large = || format!("request body is larger than {MAX_BODY_BYTES} bytes");
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return refuse_body(StatusCode::PAYLOAD_TOO_LARGE, too_large());
+    }
+    let (parts, body) = req.into_parts();
+    let read = http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_BODY_BYTES));
+    let bytes = match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return refuse_body(StatusCode::PAYLOAD_TOO_LARGE, too_large());
+        }
+        Ok(Err(e)) => {
+            return refuse_body(
+                StatusCode::BAD_REQUEST,
+                format!("reading the request body: {e}"),
+            );
+        }
+        Err(_) => {
+            return refuse_body(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("request body not received within {timeout:?}"),
+            );
+        }
+    };
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
+/// An answer to a body not read to its end; it closes the connection, since the rest of
+/// the body would otherwise be read as the next request.
+fn refuse_body(status: StatusCode, why: String) -> Response {
+    tracing::debug!(%status, %why, "request body refused");
+    (status, [(header::CONNECTION, "close")], why).into_response()
+}
+
+/// The accept loop behind [`serve_http`] and [`serve_https`]: HTTP/1.1 only (hyper's HTTP/2
+/// has no header timeout, and kube-scheduler speaks HTTP/1.1 to extenders), `TCP_NODELAY`
+/// (a response larger than one segment must not wait for the client's delayed ACK of the
+/// one before; kube-scheduler waits on every answer), at most `limits.max_connections`
+/// open, and `handshake` (TLS or nothing) under the header timeout. On `shutdown` it stops
+/// accepting and gives requests in progress (a bind) [`SHUTDOWN_GRACE`] to finish.
+async fn serve<F, Fut, S>(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    handshake: F,
+) -> std::io::Result<()>
+where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: Future<Output = std::io::Result<(S, Option<ClientCert>)>> + Send + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let app = harden(app, limits);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors, usually: wait rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(
+                max = limits.max_connections,
+                "connection refused: too many open"
+            );
+            continue;
+        };
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+        let handshake = handshake(tcp);
+        let app = app.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let (stream, cert) = match handshake.await {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::debug!(error = %e, "handshake failed");
+                    return;
+                }
+            };
+            let service = hyper::service::service_fn(
+                move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+                    if let Some(c) = cert {
+                        req.extensions_mut().insert(c);
+                    }
+                    let mut app = app.clone();
+                    async move { tower_service::Service::call(&mut app, req).await }
+                },
+            );
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_read)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
+        .is_err()
+    {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still in progress at shutdown were cut off");
+    }
+    Ok(())
 }
 
 /// Installs ring as rustls's process-wide crypto provider (once; later calls are no-ops).
@@ -757,14 +909,10 @@ async fn bind_body(s: &AppState, body: &[u8]) -> ExtenderBindingResult {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
-    for (field, value) in [
-        ("PodName", &args.pod_name),
-        ("PodNamespace", &args.pod_namespace),
-        ("Node", &args.node),
-    ] {
-        if value.is_empty() {
-            return fail(format!("ExtenderBindingArgs.{field} is empty"));
-        }
+    // Before the ledger or the API server sees anything.
+    if let Err(e) = args.validate() {
+        tracing::warn!(error = %e, "bind refused");
+        return fail(e.to_string());
     }
     let (ns, name, node) = (&args.pod_namespace, &args.pod_name, &args.node);
     // Record the binding before calling the API so a filter call for the next pod, which

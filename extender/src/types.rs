@@ -119,6 +119,49 @@ pub struct ExtenderBindingArgs {
     pub node: String,
 }
 
+/// Why a bind request is refused before anything is sent to the API server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidBinding {
+    #[error("ExtenderBindingArgs.{0} is empty")]
+    Empty(&'static str),
+    #[error("ExtenderBindingArgs.{field} {value} {reason}")]
+    Name {
+        field: &'static str,
+        /// Quoted and cut short.
+        value: String,
+        reason: crate::names::NameError,
+    },
+}
+
+impl ExtenderBindingArgs {
+    /// Refuses what the API call must not be made with: an empty `PodUID` (the binding's
+    /// UID precondition would be dropped, so a same-named successor pod could be bound) and
+    /// names Kubernetes would not accept (they go into the request path unescaped).
+    pub fn validate(&self) -> Result<(), InvalidBinding> {
+        use crate::names::{dns1123_label, dns1123_subdomain, quoted};
+        type Check = fn(&str) -> Result<(), crate::names::NameError>;
+        let fields: [(&'static str, &String, Check); 4] = [
+            ("PodName", &self.pod_name, dns1123_subdomain),
+            ("PodNamespace", &self.pod_namespace, dns1123_label),
+            ("PodUID", &self.pod_uid, |_| Ok(())),
+            ("Node", &self.node, dns1123_subdomain),
+        ];
+        for (field, value, _) in &fields {
+            if value.is_empty() {
+                return Err(InvalidBinding::Empty(field));
+            }
+        }
+        for (field, value, check) in fields {
+            check(value).map_err(|reason| InvalidBinding::Name {
+                field,
+                value: quoted(value),
+                reason,
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// Result of `bind` (`ExtenderBindingResult`): empty `Error` means bound.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtenderBindingResult {

@@ -514,3 +514,99 @@ async fn pod_failing_on_every_node_is_signalled_once_others_are_not() {
     );
     assert_eq!(patch["metadata"]["uid"], "uid-b-1");
 }
+
+/// Names that would change the API path (kube-rs does not escape them) or that Kubernetes
+/// would never give an object, and an empty UID (the binding's precondition would be
+/// dropped), are refused naming the field; neither the binder nor the ledger sees them.
+#[tokio::test]
+async fn bind_refuses_an_empty_uid_and_invalid_names_before_any_api_call() {
+    let (s, binder) = cluster();
+    let long = "a".repeat(254);
+    let good =
+        json!({"PodName": "a-0", "PodNamespace": "default", "PodUID": "uid-a-0", "Node": "n1"});
+    let cases: [(&str, &str, &str); 9] = [
+        ("PodUID", "", "ExtenderBindingArgs.PodUID is empty"),
+        (
+            "PodName",
+            "x?dryRun=All",
+            "ExtenderBindingArgs.PodName \"x?dryRun=All\" is not a DNS-1123 subdomain",
+        ),
+        (
+            "PodName",
+            "../x",
+            "ExtenderBindingArgs.PodName \"../x\" is not a DNS-1123 subdomain",
+        ),
+        (
+            "PodName",
+            "A-0",
+            "ExtenderBindingArgs.PodName \"A-0\" is not a DNS-1123 subdomain",
+        ),
+        (
+            "PodName",
+            &long,
+            "is 254 characters long; at most 253 are allowed",
+        ),
+        (
+            "PodNamespace",
+            "x?dryRun=All",
+            "ExtenderBindingArgs.PodNamespace \"x?dryRun=All\" is not a DNS-1123 label",
+        ),
+        (
+            "PodNamespace",
+            "a.b",
+            "ExtenderBindingArgs.PodNamespace \"a.b\" is not a DNS-1123 label",
+        ),
+        (
+            "Node",
+            "../x",
+            "ExtenderBindingArgs.Node \"../x\" is not a DNS-1123 subdomain",
+        ),
+        ("Node", &long, "ExtenderBindingArgs.Node \"aaaa"),
+    ];
+    for (field, value, needle) in cases {
+        let mut args = good.clone();
+        args[field] = json!(value);
+        let (status, bytes) = call(&s, "POST", "/bind", args.to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{field}={value}");
+        let r: ExtenderBindingResult = serde_json::from_slice(&bytes).unwrap();
+        assert!(r.error.contains(needle), "{field}={value}: {}", r.error);
+        assert!(r.error.contains(field), "{field}={value}: {}", r.error);
+        assert!(r.error.len() < 400, "the value is cut short: {}", r.error);
+    }
+    assert!(
+        binder.calls.lock().unwrap().is_empty(),
+        "no binding request reached the API"
+    );
+    assert_eq!(
+        s.ledger.read().unwrap().pod("default", "a-0").unwrap().node,
+        None,
+        "nothing was assumed"
+    );
+    let r: ExtenderBindingResult = post(&s, "/bind", good).await;
+    assert_eq!(r.error, "", "a valid bind still goes through");
+    assert_eq!(binder.calls.lock().unwrap().len(), 1);
+}
+
+/// A filter request whose pod has a name Kubernetes would not accept still gets its answer,
+/// but is not reported for the unschedulable annotation (whose API path it would become).
+#[tokio::test]
+async fn a_pod_with_an_invalid_name_is_not_signalled() {
+    let (s, _) = cluster();
+    let (signal, mut rx) = adze_extender::signal::Signal::new();
+    let s = s.with_signal(signal);
+    let r: ExtenderFilterResult = post(
+        &s,
+        "/filter",
+        json!({"Pod": pod("x?dryRun=All", "1"), "NodeNames": ["n1"]}),
+    )
+    .await;
+    assert_eq!(r.node_names.unwrap(), Vec::<String>::new());
+    assert!(rx.try_recv().is_err());
+    let _: ExtenderFilterResult = post(
+        &s,
+        "/filter",
+        json!({"Pod": pod("b-1", "1"), "NodeNames": ["n1"]}),
+    )
+    .await;
+    assert_eq!(rx.try_recv().unwrap().name, "b-1", "a valid one still is");
+}

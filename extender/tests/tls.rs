@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use adze_extender::ledger::Ledger;
 use adze_extender::server::{
-    AppState, Binder, Config, install_crypto_provider, router, serve_https,
+    AppState, Binder, Config, Limits, install_crypto_provider, router, serve_https,
 };
 use adze_extender::types::ExtenderBindingArgs;
 use axum_server::tls_rustls::RustlsConfig;
@@ -46,6 +46,7 @@ fn serve(config: Config, tls: RustlsConfig) -> std::net::SocketAddr {
         listener,
         router(state(config)),
         tls,
+        Limits::default(),
         std::future::pending(),
     ));
     addr
@@ -144,9 +145,15 @@ async fn https_server_returns_once_shutdown_completes() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve_https(listener, router(state), tls, async move {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(serve_https(
+        listener,
+        router(state),
+        tls,
+        Limits::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     assert!(
         tls_connect(addr, client_config(Some(cert.cert.der().clone())))
             .await
@@ -338,4 +345,47 @@ async fn with_a_client_ca_the_verbs_need_a_client_certificate_it_signed() {
     let r = status_of(addr, stranger, "POST", "/bind", bind).await;
     assert!(r.is_err(), "a certificate from another CA got {r:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The limits hold over TLS too: a connection that completes the handshake and sends
+/// nothing is closed after the header timeout, and one that never starts the handshake
+/// likewise.
+#[tokio::test]
+async fn silent_tls_connections_are_closed_after_the_header_timeout() {
+    use tokio::io::AsyncReadExt;
+    let (cert, tls) = self_signed().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = Limits {
+        header_read: std::time::Duration::from_millis(500),
+        ..Limits::default()
+    };
+    tokio::spawn(serve_https(
+        listener,
+        router(state(Config::default())),
+        tls,
+        limits,
+        std::future::pending(),
+    ));
+    let start = std::time::Instant::now();
+    let mut after_handshake = tls_connect(addr, client_config(Some(cert.cert.der().clone())))
+        .await
+        .unwrap();
+    let mut no_handshake = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        after_handshake.read(&mut buf),
+    )
+    .await
+    .expect("closed within the header timeout");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        no_handshake.read(&mut buf),
+    )
+    .await
+    .expect("closed within the header timeout");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    assert!(start.elapsed() >= limits.header_read);
 }
