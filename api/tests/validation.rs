@@ -202,7 +202,7 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             edit: |o| {
                 requirement(
                     o,
-                    json!({"key": "node.kubernetes.io/foo", "operator": "Exists"}),
+                    json!({"key": "example.kubernetes.io/foo", "operator": "Exists"}),
                 )
             },
             path: "spec.template.spec.requirements[0].key",
@@ -266,11 +266,11 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             edit: |o| {
                 set(
                     o,
-                    "/spec/template/metadata/labels/kops.k8s.io~1x",
+                    "/spec/template/metadata/labels/sub.k8s.io~1x",
                     json!("a"),
                 )
             },
-            path: "spec.template.metadata.labels[kops.k8s.io/x]",
+            path: "spec.template.metadata.labels[sub.k8s.io/x]",
             message: "label domain \"k8s.io\" is restricted",
         },
         BadCase {
