@@ -115,7 +115,7 @@ const RENAMED: [(&str, &str); 9] = [
 ];
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let mut config = adze_cli::kube_config(kubeconfig.map(|p| p.as_path())).await?;
+    let mut config = adze_cli::kube_config(kubeconfig.map(|p| p.as_path()), "adze-agent").await?;
     // kube's default retry repeats 429s honouring Retry-After (15 times): a PDB refusal would
     // hold one eviction for minutes. The drain asks again every round instead.
     config.default_retry = false;

@@ -61,7 +61,9 @@ pub struct Requirement {
     #[schemars(length(max = 100), inner(length(max = patterns::LABEL_VALUE_MAX_LEN), pattern(patterns::LABEL_VALUE)))]
     pub values: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 50))]
+    // The apiserver knows int32/int64 formats only and warns about uint32 on every apply
+    // (Kubernetes 1.36 does); 1..=50 fits either way.
+    #[schemars(range(min = 1, max = 50), extend("format" = "int32"))]
     pub min_values: Option<u32>,
 }
 

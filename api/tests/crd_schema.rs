@@ -411,3 +411,32 @@ fn transition_rules_protect_identity_fields() {
         "{failures:?}"
     );
 }
+
+/// Formats the apiserver knows for integers and strings; any other (`uint32`, say) makes
+/// newer apiservers warn on every apply.
+#[test]
+fn crds_use_only_formats_the_apiserver_knows() {
+    const KNOWN: &[&str] = &[
+        "int32",
+        "int64",
+        "float",
+        "double",
+        "byte",
+        "date",
+        "date-time",
+        "int-or-string",
+    ];
+    for crd in crds::all() {
+        let value = serde_json::to_value(&crd).unwrap();
+        let schema = &value["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let mut unknown = Vec::new();
+        walk(schema, "", &mut |path, node| {
+            if let Some(f) = node.get("format").and_then(Value::as_str)
+                && !KNOWN.contains(&f)
+            {
+                unknown.push(format!("{path}: {f}"));
+            }
+        });
+        assert!(unknown.is_empty(), "{}: {unknown:?}", crd.spec.names.kind);
+    }
+}

@@ -175,9 +175,26 @@ pub enum KubeconfigError {
     Infer(#[from] kube::config::InferConfigError),
 }
 
+/// `component/version`: how Adze's requests are named in the API server's audit log.
+pub fn user_agent(component: &str) -> String {
+    format!("{component}/{}", env!("CARGO_PKG_VERSION"))
+}
+
 /// The client configuration: the `--kubeconfig` file when given, else KUBECONFIG,
-/// `~/.kube/config` or the in-cluster service account (kube's inference).
-pub async fn kube_config(path: Option<&Path>) -> Result<kube::Config, KubeconfigError> {
+/// `~/.kube/config` or the in-cluster service account (kube's inference). Every request
+/// carries `User-Agent: component/version`, so audit logs can attribute it.
+pub async fn kube_config(
+    path: Option<&Path>,
+    component: &str,
+) -> Result<kube::Config, KubeconfigError> {
+    let mut config = read_kube_config(path).await?;
+    if let Ok(value) = http::HeaderValue::from_str(&user_agent(component)) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    Ok(config)
+}
+
+async fn read_kube_config(path: Option<&Path>) -> Result<kube::Config, KubeconfigError> {
     match path {
         Some(path) => {
             let read = |source| KubeconfigError::Read {
@@ -197,6 +214,31 @@ pub async fn kube_config(path: Option<&Path>) -> Result<kube::Config, Kubeconfig
 mod tests {
     use super::*;
     use clap::{CommandFactory, Parser};
+
+    #[tokio::test]
+    async fn every_client_names_its_component_and_version() {
+        let dir = std::env::temp_dir().join(format!("adze-ua-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+        )
+        .unwrap();
+        let config = kube_config(Some(&path), "adze-extender").await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let ua: Vec<&http::HeaderValue> = config
+            .headers
+            .iter()
+            .filter(|(k, _)| k == http::header::USER_AGENT)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(ua.len(), 1);
+        assert_eq!(
+            ua[0].to_str().unwrap(),
+            format!("adze-extender/{}", env!("CARGO_PKG_VERSION"))
+        );
+    }
 
     #[derive(Parser)]
     #[command(name = "t")]

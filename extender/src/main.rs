@@ -111,7 +111,7 @@ async fn main() -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     args.log.init();
 
-    let mut kube_config = adze_cli::kube_config(args.kubeconfig.as_deref())
+    let mut kube_config = adze_cli::kube_config(args.kubeconfig.as_deref(), "adze-extender")
         .await
         .context("reading the Kubernetes client configuration")?;
     // kube's client retries 429/503/504 up to 15 times by default; a bind held that long

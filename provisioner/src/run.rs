@@ -74,7 +74,8 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let readiness = crate::metrics::server::Readiness::default();
     let addr = crate::metrics::server::serve(config.metrics_addr, readiness.clone()).await?;
     tracing::info!("serving /metrics, /healthz and /readyz on http://{addr}");
-    let kube_config = adze_cli::kube_config(config.kubeconfig.as_deref()).await?;
+    let kube_config =
+        adze_cli::kube_config(config.kubeconfig.as_deref(), "adze-provisioner").await?;
     let client = Client::try_from(kube_config.clone())?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
