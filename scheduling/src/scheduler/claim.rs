@@ -32,17 +32,25 @@ pub(super) struct Claim {
     pub hostname: DomainId,
     pub pool: usize,
     pub reqs: Requirements,
-    /// Indices into the pool's types, cheapest first; every one fits `requests`.
+    /// Indices into the pool's types, cheapest first. The options proper are those that fit
+    /// `requests` (see [`Claim::options`]): a pod that only adds requests does not filter
+    /// this long list, the entries it outgrows are skipped when read.
     pub options: Vec<u32>,
+    /// Position in `options` of the first (cheapest) entry that fits `requests`: requests
+    /// only grow, so it only moves forward.
+    pub first: usize,
     /// The options the claim may still grow within (efficient types of the ideal shape, and
-    /// anything cheaper): packing fills a claim only as far as one of these holds it.
+    /// anything cheaper): packing fills a claim only as far as one of these holds it. Like
+    /// `options`, only the entries that fit `requests` count.
     pub growth: Vec<u32>,
     /// Requests of the placed pods (DaemonSet overhead is already out of `usable`).
     pub requests: Resources,
     /// Per-resource maximum of the growth types' room: a cheap first rejection test.
     pub max_usable: Resources,
     /// The growth types no other growth type dominates in every resource: a pod fits some
-    /// growth type exactly when it fits one of these, and there are only a handful.
+    /// growth type exactly when it fits one of these, and there are only a handful. Kept
+    /// while the claim outgrows growth types: a type that no longer fits dominates none
+    /// that does.
     pub frontier: Vec<u32>,
     /// Capacity of the claim's cheapest option, and one node: what the claim holds of its
     /// pool's limits.
@@ -66,23 +74,61 @@ const MARGINAL_LIMIT: f64 = 2.0;
 /// What accepting a pod changes.
 pub(super) struct ClaimUpdate {
     reqs: Option<Requirements>,
-    options: Vec<u32>,
-    growth: Vec<u32>,
+    lists: Lists,
+}
+
+/// The options and growth types after accepting a pod.
+enum Lists {
+    /// Filtered anew (requirements narrowed, limits, minValues or a co-located group's
+    /// room): the lists themselves.
+    Filtered { options: Vec<u32>, growth: Vec<u32> },
+    /// Only the pod's requests drop types: the lists stay (their readers skip what the
+    /// claim outgrew), and the first fitting option is at this position.
+    Lazy { first: usize },
 }
 
 impl Claim {
+    /// The instance types that still hold the claim's pods, cheapest first.
+    pub(super) fn options<'s>(&'s self, types: &'s [TypeInfo]) -> impl Iterator<Item = u32> + 's {
+        self.options[self.first..]
+            .iter()
+            .copied()
+            .filter(|&o| self.requests.fits_in(&types[o as usize].usable))
+    }
+
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
         }
-        let changed = u.options.len() != self.options.len() || u.growth.len() != self.growth.len();
-        self.options = u.options;
-        self.growth = u.growth;
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
-        if changed {
-            self.refresh(types);
+        match u.lists {
+            Lists::Filtered { options, growth } => {
+                let changed =
+                    options.len() != self.options.len() || growth.len() != self.growth.len();
+                self.options = options;
+                self.first = 0;
+                self.growth = growth;
+                if changed {
+                    self.refresh(types);
+                }
+            }
+            Lists::Lazy { first } => {
+                // Every growth type that still fits is within a frontier type that does.
+                let mut max_usable = Resources::default();
+                for &f in &self.frontier {
+                    let room = &types[f as usize].usable;
+                    if self.requests.fits_in(room) {
+                        max_usable.max_with(room);
+                    }
+                }
+                self.max_usable = max_usable;
+                if first != self.first {
+                    self.first = first;
+                    self.reserve(types);
+                }
+            }
         }
     }
 
@@ -111,9 +157,13 @@ impl Claim {
                 self.frontier.push(o);
             }
         }
+        self.reserve(types);
+    }
+
+    fn reserve(&mut self, types: &[TypeInfo]) {
         // Against limits a claim holds what it plans to launch: its cheapest option. Larger
         // options are trimmed to the pool's leftover room when the claim is finished.
-        self.reserved = self.options.first().map_or_else(Resources::default, |&o| {
+        self.reserved = self.options.get(self.first).map_or_else(Resources::default, |&o| {
             crate::nodepool::limit_usage(&types[o as usize].it.capacity)
         });
     }
@@ -300,18 +350,33 @@ impl Solver<'_> {
                     .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
                 && room_ok(&room, &t.it.capacity)
         };
-        // The growth set is small: most rejections end here, before the full option list
-        // is filtered.
-        let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
-        if growth.is_empty() {
-            return None;
-        }
-        // Options are cheapest first: the first one kept is what the claim would cost.
-        let first = claim.options.iter().copied().find(|&o| keeps(o))?;
+        // Only requirements, limits, minValues and a co-location leader's room (larger than
+        // its own requests) filter by more than the requests the claim will have; without
+        // them the lists are not filtered, and the frontier test above showed that a growth
+        // type holds the pod.
+        let lazy = new_reqs.is_none() && room.is_none() && !ps.has_min_values && self.gang.is_none();
+        let growth: Vec<u32> = if lazy {
+            Vec::new()
+        } else {
+            // The growth set is small: most rejections end here, before the full option
+            // list is filtered.
+            let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
+            if growth.is_empty() {
+                return None;
+            }
+            growth
+        };
+        // Options are cheapest first: the first one kept is what the claim would cost. The
+        // entries before `claim.first` no longer fit the claim, let alone with this pod.
+        let first_at = claim.first
+            + claim.options[claim.first..]
+                .iter()
+                .position(|&o| keeps(o))?;
+        let first = claim.options[first_at];
         // Joining must not cost more than a node of its own: a pod that would push the claim
         // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
         // CPU-shaped claim) goes elsewhere.
-        let before = ps.types[claim.options[0] as usize].min_price;
+        let before = ps.types[claim.options[claim.first] as usize].min_price;
         let after = ps.types[first as usize].min_price;
         if after > before + 1e-12 {
             let compute = || {
@@ -340,8 +405,13 @@ impl Solver<'_> {
                 return None;
             }
         }
-        let options: Vec<u32> = claim
-            .options
+        if lazy {
+            return Some(ClaimUpdate {
+                reqs: None,
+                lists: Lists::Lazy { first: first_at },
+            });
+        }
+        let options: Vec<u32> = claim.options[first_at..]
             .iter()
             .copied()
             .filter(|&o| keeps(o))
@@ -349,7 +419,8 @@ impl Solver<'_> {
         if ps.has_min_values {
             let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
             let short = if self.opts.min_values_policy == super::MinValuesPolicy::BestEffort {
-                best_effort_short(reqs, &options, &claim.options, &ps.types)
+                let before: Vec<u32> = claim.options(&ps.types).collect();
+                best_effort_short(reqs, &options, &before, &ps.types)
             } else {
                 min_values_short(reqs, &options, &ps.types).is_some()
             };
@@ -359,8 +430,7 @@ impl Solver<'_> {
         }
         Some(ClaimUpdate {
             reqs: new_reqs,
-            options,
-            growth,
+            lists: Lists::Filtered { options, growth },
         })
     }
 
@@ -492,6 +562,7 @@ impl Solver<'_> {
             pool: pi,
             reqs,
             options,
+            first: 0,
             growth,
             requests: pod.requests.clone(),
             max_usable: Resources::default(),
@@ -606,9 +677,7 @@ impl Solver<'_> {
             || (ps.has_min_values && min_values_short(&c.reqs, &all, &ps.types).is_some())
         {
             all = c
-                .options
-                .iter()
-                .copied()
+                .options(&ps.types)
                 .filter(|&o| within_slack(&ps.types[o as usize].it.capacity))
                 .collect();
         }
