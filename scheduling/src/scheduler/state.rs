@@ -821,7 +821,7 @@ pub(super) fn producible_values<'t>(
                         labels::ZONE_ID => o.zone_id.as_ref(),
                         _ => Some(&o.capacity_type),
                     };
-                    if let Some(v) = v.filter(|v| allowed(v)) {
+                    if let Some(v) = v.filter(|v| allowed(v) && !out.contains(*v)) {
                         out.insert(v.clone());
                     }
                 }
@@ -870,7 +870,7 @@ pub(super) fn type_compatible(
         ),
         None => (reqs.iter().all(check), true),
     };
-    ok && (!offerings_matter || it.cheapest_offering(reqs).is_some())
+    ok && (!offerings_matter || it.any_offering(reqs))
 }
 
 fn prepare_pool<'a>(
