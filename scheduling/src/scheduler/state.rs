@@ -108,6 +108,8 @@ pub struct Solver<'a> {
     pub(super) pools: Vec<PoolState<'a>>,
     pub(super) nodes: Vec<NodeState>,
     pub(super) claims: Vec<Claim>,
+    /// Per claim, what choosing among claims reads, packed: every pod scores every claim.
+    briefs: Vec<Brief>,
     pub(super) groups: Vec<PodGroup>,
     pub(super) group_of: Vec<usize>,
     pub(super) taken_names: HashSet<String>,
@@ -121,6 +123,40 @@ pub struct Solver<'a> {
     /// (pod, pool) → price of the cheapest type that holds the pod alone, for the
     /// marginal-cost rule.
     pub(super) alone_price: std::cell::RefCell<HashMap<(usize, usize), Option<f64>>>,
+    /// (pool, topology keys) → the fit of a variant without node requirements: the same
+    /// for every group with those keys, and there are many groups (one per Deployment).
+    open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
+}
+
+/// A claim's requests, the room of its largest growth types and its pool's ideal shape, as
+/// [`Solver::try_claims`] reads them for every claim and every pod.
+#[derive(Clone, Copy)]
+struct Brief {
+    requests: [i64; 4],
+    max_usable: [i64; 4],
+    ideal_cpu: i64,
+    ideal_memory: i64,
+    /// Extended resources on either side: the plain arrays do not tell whether a pod fits.
+    extended: bool,
+}
+
+impl Brief {
+    fn of(claim: &Claim, ideal: &Resources) -> Brief {
+        let plain = |r: &Resources| [r.cpu, r.memory, r.ephemeral_storage, r.pods];
+        Brief {
+            requests: plain(&claim.requests),
+            max_usable: plain(&claim.max_usable),
+            ideal_cpu: ideal.cpu,
+            ideal_memory: ideal.memory,
+            extended: !claim.requests.extended.is_empty() || !claim.max_usable.extended.is_empty(),
+        }
+    }
+
+    /// [`Resources::fits_with`] of `need` beside the requests in the largest growth room,
+    /// for a claim and a need without extended resources.
+    fn fits(&self, need: &[i64; 4]) -> bool {
+        (0..4).all(|i| self.requests[i].saturating_add(need[i]) <= self.max_usable[i])
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,6 +340,7 @@ impl<'a> Solver<'a> {
             pools,
             nodes,
             claims: Vec::new(),
+            briefs: Vec::new(),
             groups,
             group_of,
             taken_names,
@@ -311,6 +348,7 @@ impl<'a> Solver<'a> {
             gang: None,
             members: Vec::new(),
             alone_price: Default::default(),
+            open_fits: Default::default(),
         }
     }
 
@@ -437,6 +475,8 @@ impl<'a> Solver<'a> {
             }
             match self.new_claim(p, g, vi) {
                 Ok(claim) => {
+                    let ideal = &self.pools[claim.pool].ideal_room;
+                    self.briefs.push(Brief::of(&claim, ideal));
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
                     let pool = self.claims[c].pool;
@@ -524,29 +564,37 @@ impl<'a> Solver<'a> {
     /// tried in score order; ties go to the older claim.
     fn try_claims(&mut self, p: usize, g: usize, vi: usize) -> Option<(usize, ClaimUpdate)> {
         let need = self.need(p).clone();
+        let plain = [need.cpu, need.memory, need.ephemeral_storage, need.pods];
         let mut candidates: Vec<(u64, usize)> = Vec::new();
-        for (c, claim) in self.claims.iter().enumerate() {
-            if !claim.requests.fits_with(&need, &claim.max_usable) {
+        for (c, b) in self.briefs.iter().enumerate() {
+            let fits = if b.extended || !need.extended.is_empty() {
+                let claim = &self.claims[c];
+                claim.requests.fits_with(&need, &claim.max_usable)
+            } else {
+                b.fits(&plain)
+            };
+            if !fits {
                 continue;
             }
-            let ideal = &self.pools[claim.pool].ideal_room;
-            let score = if ideal.cpu > 0 && ideal.memory > 0 {
-                let fc = (claim.requests.cpu + need.cpu) as f64 / ideal.cpu as f64;
-                let fm = (claim.requests.memory + need.memory) as f64 / ideal.memory as f64;
+            let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
+                let fc = (b.requests[0] + need.cpu) as f64 / b.ideal_cpu as f64;
+                let fm = (b.requests[1] + need.memory) as f64 / b.ideal_memory as f64;
                 ((fc - fm).abs() * 1e6) as u64
             } else {
                 0
             };
             candidates.push((score, c));
         }
-        // Usually the best candidate takes the pod: try it before sorting the rest.
+        // Usually the best candidate takes the pod: try it before ordering the rest.
         let best = (0..candidates.len()).min_by_key(|&i| candidates[i])?;
         let (_, c) = candidates.swap_remove(best);
         if let Some(u) = self.claim_accepts(p, g, vi, c) {
             return Some((c, u));
         }
-        candidates.sort_unstable();
-        for (_, c) in candidates {
+        // The rest in (score, claim) order; a heap, as often only a few are tried.
+        let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+            candidates.into_iter().map(std::cmp::Reverse).collect();
+        while let Some(std::cmp::Reverse((_, c))) = rest.pop() {
             if let Some(u) = self.claim_accepts(p, g, vi, c) {
                 return Some((c, u));
             }
@@ -560,6 +608,7 @@ impl<'a> Solver<'a> {
         self.pools[pool].reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
+        self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.record(p, g, Placement::Claim(c));
     }
@@ -687,14 +736,20 @@ impl<'a> Solver<'a> {
         }
         if v.requirements.is_empty() {
             // Nothing to narrow: every type the pool offers, where the pool offers it.
+            let key = (pi, self.groups[g].keys.clone());
+            if let Some(fit) = self.open_fits.borrow().get(&key) {
+                return Ok(fit.clone());
+            }
             let types: Vec<u32> = (0..ps.types.len() as u32).collect();
             let mut reqs = ps.reqs.clone();
             self.add_topology_domains(g, pi, &types, &mut reqs);
-            return Ok(PoolFit {
+            let fit = PoolFit {
                 reqs,
                 types,
                 zones: ps.zones.iter().cloned().collect(),
-            });
+            };
+            self.open_fits.borrow_mut().insert(key, fit.clone());
+            return Ok(fit);
         }
         let mut reqs = ps.reqs.clone();
         reqs.add_all(&v.requirements);
