@@ -1,17 +1,21 @@
 //! NodeClaims under construction: which instance types still fit the pods given so far,
 //! and how a finished claim becomes a [`NewClaim`] in the plan.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::state::{Solver, Target, type_compatible};
-use crate::instance_type::InstanceType;
+use crate::instance_type::{InstanceType, Offering};
 use crate::labels;
 use crate::plan::NewClaim;
 use crate::pod::{HostPort, Pod};
 use crate::requirements::{Requirement, Requirements, Undefined};
 use crate::resources::Resources;
 use crate::topology::DomainId;
+
+/// (pool, a claim's requirements without its names) → per type of the pool: whether it is
+/// compatible, and its cheapest allowed offering.
+type TypeOffers<'s> = HashMap<(usize, Requirements), Vec<(bool, Option<&'s Offering>)>>;
 
 /// An instance type as one pool sees it.
 pub(super) struct TypeInfo {
@@ -649,14 +653,38 @@ impl Solver<'_> {
             .iter()
             .map(|ps| ps.room_for(&Resources::default()))
             .collect();
+        let mut offers = HashMap::new();
         self.claims
             .iter()
-            .map(|c| self.finish(c, &mut slack[c.pool]))
+            .map(|c| self.finish(c, &mut slack[c.pool], &mut offers))
             .collect()
     }
 
-    fn finish(&self, c: &Claim, slack: &mut Option<BTreeMap<String, i64>>) -> NewClaim {
+    fn finish<'s>(
+        &'s self,
+        c: &Claim,
+        slack: &mut Option<BTreeMap<String, i64>>,
+        offers: &mut TypeOffers<'s>,
+    ) -> NewClaim {
         let ps = &self.pools[c.pool];
+        // Claims of a pool mostly share their requirements but for their own names, which
+        // types do not decide: compatibility and offerings are worked out once for them.
+        let mut shared = c.reqs.clone();
+        shared.remove(labels::HOSTNAME);
+        shared.remove(labels::NODECLAIM);
+        let offer: &[(bool, Option<&Offering>)] = offers
+            .entry((c.pool, shared))
+            .or_insert_with(|| {
+                ps.types
+                    .iter()
+                    .map(|t| {
+                        (
+                            type_compatible(&t.it, &c.reqs, None),
+                            t.it.cheapest_offering(&c.reqs),
+                        )
+                    })
+                    .collect()
+            });
         let base = &c.reserved;
         let within_slack = |cap: &Resources| {
             slack
@@ -670,7 +698,7 @@ impl Solver<'_> {
                 let t = &ps.types[o as usize];
                 c.requests.fits_in(&t.usable)
                     && within_slack(&t.it.capacity)
-                    && type_compatible(&t.it, &c.reqs, None)
+                    && offer[o as usize].0
             })
             .collect();
         if all.is_empty()
@@ -685,7 +713,8 @@ impl Solver<'_> {
             .iter()
             .filter_map(|&o| {
                 let it = &ps.types[o as usize].it;
-                it.cheapest_offering(&c.reqs)
+                offer[o as usize]
+                    .1
                     .map(|off| (off.price, it.name.as_str(), o))
             })
             .collect();
