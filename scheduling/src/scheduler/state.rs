@@ -188,6 +188,10 @@ impl<'a> Solver<'a> {
             .bound
             .iter()
             .map(|b| {
+                if b.pod.anti_affinity.is_empty() {
+                    // Nothing to register (most bound pods): no copy of the pod.
+                    return PodTerms::default();
+                }
                 let mut p = b.pod.clone();
                 p.spread.clear();
                 p.affinity.clear();
@@ -291,6 +295,8 @@ impl<'a> Solver<'a> {
         // Bound pods: charge their nodes and count them in every group they match.
         let mut match_cache: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
             HashMap::new();
+        // Per node, its single-valued labels as domains: the same for all its pods.
+        let mut node_ids: Vec<Option<Vec<(String, DomainId)>>> = vec![None; snap.nodes.len()];
         for (b, bt) in snap.bound.iter().zip(&bound_terms) {
             let Some(&ni) = node_index.get(b.node.as_str()) else {
                 continue;
@@ -303,16 +309,20 @@ impl<'a> Solver<'a> {
                 .entry((b.pod.namespace.as_str(), &b.pod.labels))
                 .or_insert_with(|| topo.matching_groups(&b.pod))
                 .clone();
+            if matches.is_empty() && bt.anti_affinity.is_empty() {
+                continue; // counts nowhere
+            }
             let node = &snap.nodes[ni];
-            let ids: Vec<(String, DomainId)> = node
-                .requirements
-                .iter()
-                .filter_map(|r| r.single_value().map(|v| (r.key.clone(), v.to_string())))
-                .map(|(k, v)| {
-                    let id = topo.intern(&v);
-                    (k, id)
-                })
-                .collect();
+            let ids = node_ids[ni].get_or_insert_with(|| {
+                node.requirements
+                    .iter()
+                    .filter_map(|r| r.single_value().map(|v| (r.key.clone(), v.to_string())))
+                    .map(|(k, v)| {
+                        let id = topo.intern(&v);
+                        (k, id)
+                    })
+                    .collect()
+            });
             let hostname = nodes[ni].hostname;
             topo.record(&matches, &bt.anti_affinity, |key| {
                 if key == labels::HOSTNAME {
