@@ -159,6 +159,19 @@ impl Brief {
     }
 }
 
+/// A hostname term of a pod that a node or claim already holding matching pods fails:
+/// checked on every candidate before the full topology check, which most of them fail.
+#[derive(Clone, Copy)]
+enum HostTerm {
+    /// Anti-affinity: no matching pod on the node.
+    Anti(usize),
+    /// A placed pod's anti-affinity selects this one: none of its owners on the node.
+    InverseAnti(usize),
+    /// Spread: at most this many matching pods on the node (a new node is always a domain
+    /// with none, so the minimum is 0).
+    Spread(usize, u32),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Placement {
     Node(usize),
@@ -529,6 +542,47 @@ impl<'a> Solver<'a> {
         &self.snap.pending[self.groups[g].rep]
     }
 
+    /// The variant's hostname terms (see [`HostTerm`]).
+    fn host_terms(&self, g: usize, vi: usize) -> Vec<HostTerm> {
+        let group = &self.groups[g];
+        if !group.any_topology {
+            return Vec::new();
+        }
+        let v = &group.variants[vi].variant;
+        let on_host = |t: usize| self.topo.group(t).key == labels::HOSTNAME;
+        let mut out: Vec<HostTerm> = Vec::new();
+        for &s in v.spread.iter().filter(|&&s| on_host(s)) {
+            let crate::topology::Kind::Spread { max_skew, .. } = self.topo.group(s).kind else {
+                continue;
+            };
+            let self_match = u32::from(group.matches.contains(&s));
+            match max_skew.checked_sub(self_match) {
+                Some(limit) => out.push(HostTerm::Spread(s, limit)),
+                // Exceeded on every node, new ones included: the full check says so.
+                None => return Vec::new(),
+            }
+        }
+        out.extend(v.anti_affinity.iter().filter(|&&a| on_host(a)).map(|&a| HostTerm::Anti(a)));
+        out.extend(
+            group
+                .inverse_anti
+                .iter()
+                .filter(|&&a| on_host(a))
+                .map(|&a| HostTerm::InverseAnti(a)),
+        );
+        out
+    }
+
+    /// Whether a hostname term rules out the node (or claim) with hostname domain `host`:
+    /// then [`Self::topology_fit`] fails there too.
+    fn host_blocked(&self, terms: &[HostTerm], host: DomainId) -> bool {
+        terms.iter().any(|t| match *t {
+            HostTerm::Anti(a) => self.topo.group(a).count(host) > 0,
+            HostTerm::InverseAnti(a) => self.topo.group(a).owners_in(host) > 0,
+            HostTerm::Spread(s, limit) => self.topo.group(s).count(host) > limit,
+        })
+    }
+
     fn try_nodes(
         &mut self,
         p: usize,
@@ -536,8 +590,12 @@ impl<'a> Solver<'a> {
         vi: usize,
     ) -> Option<(usize, Option<Requirements>)> {
         let pod = &self.snap.pending[p];
+        let host_terms = self.host_terms(g, vi);
         for n in 0..self.nodes.len() {
             if !self.need(p).fits_in(&self.nodes[n].remaining) {
+                continue;
+            }
+            if self.host_blocked(&host_terms, self.nodes[n].hostname) {
                 continue;
             }
             if !self.node_static_ok(g, vi, n) {
@@ -575,6 +633,7 @@ impl<'a> Solver<'a> {
     fn try_claims(&mut self, p: usize, g: usize, vi: usize) -> Option<(usize, ClaimUpdate)> {
         let need = self.need(p).clone();
         let plain = [need.cpu, need.memory, need.ephemeral_storage, need.pods];
+        let host_terms = self.host_terms(g, vi);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
         for (c, b) in self.briefs.iter().enumerate() {
             let fits = if b.extended || !need.extended.is_empty() {
@@ -583,7 +642,7 @@ impl<'a> Solver<'a> {
             } else {
                 b.fits(&plain)
             };
-            if !fits {
+            if !fits || self.host_blocked(&host_terms, self.claims[c].hostname) {
                 continue;
             }
             let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
