@@ -2,6 +2,7 @@
 //! and how a finished claim becomes a [`NewClaim`] in the plan.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::state::{Solver, Target, type_compatible};
@@ -346,12 +347,13 @@ impl Solver<'_> {
         let ps = &self.pools[pool];
         let need = self.need(p);
         let room = ps.room_for(&claim.reserved);
+        let compatible = new_reqs
+            .as_ref()
+            .map(|r| self.compatible_types(pool, r, &changed));
         let keeps = |o: u32| {
             let t = &ps.types[o as usize];
             claim.requests.fits_with(need, &t.usable)
-                && new_reqs
-                    .as_ref()
-                    .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
+                && compatible.as_ref().is_none_or(|c| c[o as usize])
                 && room_ok(&room, &t.it.capacity)
         };
         // Only requirements, limits, minValues and a co-location leader's room (larger than
@@ -436,6 +438,40 @@ impl Solver<'_> {
             reqs: new_reqs,
             lists: Lists::Filtered { options, growth },
         })
+    }
+
+    /// Per type of pool `pi`: whether it can satisfy `reqs` on the `changed` keys
+    /// ([`type_compatible`]). Claims narrowed the same way (to a zone, mostly) share the
+    /// answer, so it is worked out once for all of the pool's types and kept.
+    fn compatible_types(&self, pi: usize, reqs: &Requirements, changed: &[&str]) -> Rc<Vec<bool>> {
+        // What type_compatible reads: the changed keys' requirements, and the offering keys'
+        // when one of those changed.
+        let offering_keys = [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE];
+        let read = changed.iter().copied().chain(
+            changed
+                .iter()
+                .any(|k| offering_keys.contains(k))
+                .then_some(offering_keys)
+                .into_iter()
+                .flatten(),
+        );
+        let key = (
+            pi,
+            read.map(|k| (k.to_string(), reqs.get(k).cloned()))
+                .collect::<Vec<_>>(),
+        );
+        if let Some(hit) = self.compatible.borrow().get(&key) {
+            return Rc::clone(hit);
+        }
+        let types = &self.pools[pi].types;
+        let answer: Rc<Vec<bool>> = Rc::new(
+            types
+                .iter()
+                .map(|t| type_compatible(&t.it, reqs, Some(changed)))
+                .collect(),
+        );
+        self.compatible.borrow_mut().insert(key, Rc::clone(&answer));
+        answer
     }
 
     /// A new claim for pod `p` from the first NodePool (by weight) that can hold it, or

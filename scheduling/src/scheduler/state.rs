@@ -126,7 +126,13 @@ pub struct Solver<'a> {
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
     open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
+    /// See [`Solver::compatible_types`].
+    pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
 }
+
+/// (pool, the requirements a narrowing changed) → per type: compatible with them.
+pub(super) type CompatibleTypes =
+    HashMap<(usize, Vec<(String, Option<Requirement>)>), std::rc::Rc<Vec<bool>>>;
 
 /// A claim's requests, the room of its largest growth types and its pool's ideal shape, as
 /// [`Solver::try_claims`] reads them for every claim and every pod.
@@ -372,6 +378,7 @@ impl<'a> Solver<'a> {
             members: Vec::new(),
             alone_price: Default::default(),
             open_fits: Default::default(),
+            compatible: Default::default(),
         }
     }
 
