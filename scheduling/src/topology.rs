@@ -6,11 +6,34 @@
 //! integers so the per-candidate checks are map lookups on integers.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::labels;
 use crate::pod::{AffinityTerm, Namespaces, Pod, PodSelector, TopologySpread};
 
 pub type DomainId = u32;
+
+/// Counts per domain. Placement looks them up for every candidate of every pod; the keys
+/// are small integers this module hands out, so a multiplicative hash is enough (and, with
+/// no random seed, iteration order would be deterministic too, though nothing iterates).
+type PerDomain = HashMap<DomainId, u32, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -41,12 +64,12 @@ pub struct Group {
     pub honor_node_affinity: bool,
     pub honor_taints: bool,
     /// Pods matching the selector, per domain.
-    counts: HashMap<DomainId, u32>,
+    counts: PerDomain,
     /// Pods matching the selector anywhere.
     total: u32,
     /// For anti-affinity: pods that *carry* this term, per domain (the inverse direction:
     /// a pod matching the selector may not join them).
-    owners: HashMap<DomainId, u32>,
+    owners: PerDomain,
 }
 
 impl Group {
@@ -138,9 +161,9 @@ impl Topology {
             namespaces: key.namespaces.clone(),
             honor_node_affinity: key.honor_node_affinity,
             honor_taints: key.honor_taints,
-            counts: HashMap::new(),
+            counts: PerDomain::default(),
             total: 0,
-            owners: HashMap::new(),
+            owners: PerDomain::default(),
         });
         self.index.insert(key, g);
         g

@@ -144,12 +144,10 @@ impl Claim {
         }
         self.max_usable = max_usable;
         let mut by_size = self.growth.clone();
-        by_size.sort_by(|a, b| {
-            let (ra, rb) = (&types[*a as usize].usable, &types[*b as usize].usable);
-            rb.cpu
-                .cmp(&ra.cpu)
-                .then(rb.memory.cmp(&ra.memory))
-                .then(a.cmp(b))
+        // Largest first; the index breaks ties, so no two keys are equal.
+        by_size.sort_unstable_by_key(|&o| {
+            let r = &types[o as usize].usable;
+            (std::cmp::Reverse(r.cpu), std::cmp::Reverse(r.memory), o)
         });
         self.frontier.clear();
         for o in by_size {
