@@ -38,7 +38,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-use adze_scheduling::fixtures::{bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term};
+use adze_scheduling::fixtures::{
+    bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
+};
 use adze_scheduling::{BoundPod, Options, Pod, Snapshot, schedule};
 
 fn snapshot(pods: Vec<adze_scheduling::Pod>) -> Snapshot {
@@ -132,10 +134,7 @@ fn main() {
     }
     rows.push(("cluster", 100_000));
     for (kind, n) in rows {
-        if only
-            .as_ref()
-            .is_some_and(|o| *o != format!("{kind}:{n}"))
-        {
+        if only.as_ref().is_some_and(|o| *o != format!("{kind}:{n}")) {
             continue;
         }
         let (snap, pending, label) = match kind {

@@ -158,7 +158,9 @@ impl InstanceType {
     /// ([`Self::cheapest_offering`] without comparing prices).
     pub fn any_offering(&self, reqs: &Requirements) -> bool {
         let allowed = OfferingReqs::of(reqs);
-        self.offerings.iter().any(|o| o.available && allowed.allow(o))
+        self.offerings
+            .iter()
+            .any(|o| o.available && allowed.allow(o))
     }
 
     /// The label value this type gives `key`, if it is single-valued.

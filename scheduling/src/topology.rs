@@ -273,7 +273,8 @@ impl Topology {
         }
         candidates.sort_unstable();
         candidates.dedup();
-        candidates.retain(|g| pod.matched_by(&self.groups[*g].selector, &self.groups[*g].namespaces));
+        candidates
+            .retain(|g| pod.matched_by(&self.groups[*g].selector, &self.groups[*g].namespaces));
         candidates
     }
 

@@ -166,9 +166,12 @@ impl Claim {
     fn reserve(&mut self, types: &[TypeInfo]) {
         // Against limits a claim holds what it plans to launch: its cheapest option. Larger
         // options are trimmed to the pool's leftover room when the claim is finished.
-        self.reserved = self.options.get(self.first).map_or_else(Resources::default, |&o| {
-            crate::nodepool::limit_usage(&types[o as usize].it.capacity)
-        });
+        self.reserved = self
+            .options
+            .get(self.first)
+            .map_or_else(Resources::default, |&o| {
+                crate::nodepool::limit_usage(&types[o as usize].it.capacity)
+            });
     }
 }
 
@@ -358,7 +361,8 @@ impl Solver<'_> {
         // its own requests) filter by more than the requests the claim will have; without
         // them the lists are not filtered, and the frontier test above showed that a growth
         // type holds the pod.
-        let lazy = new_reqs.is_none() && room.is_none() && !ps.has_min_values && self.gang.is_none();
+        let lazy =
+            new_reqs.is_none() && room.is_none() && !ps.has_min_values && self.gang.is_none();
         let growth: Vec<u32> = if lazy {
             Vec::new()
         } else {
@@ -706,9 +710,8 @@ impl Solver<'_> {
         let mut shared = c.reqs.clone();
         shared.remove(labels::HOSTNAME);
         shared.remove(labels::NODECLAIM);
-        let offer: &[(bool, Option<&Offering>)] = offers
-            .entry((c.pool, shared))
-            .or_insert_with(|| {
+        let offer: &[(bool, Option<&Offering>)] =
+            offers.entry((c.pool, shared)).or_insert_with(|| {
                 ps.types
                     .iter()
                     .map(|t| {
@@ -730,9 +733,7 @@ impl Solver<'_> {
         let mut all: Vec<u32> = (0..ps.types.len() as u32)
             .filter(|&o| {
                 let t = &ps.types[o as usize];
-                c.requests.fits_in(&t.usable)
-                    && within_slack(&t.it.capacity)
-                    && offer[o as usize].0
+                c.requests.fits_in(&t.usable) && within_slack(&t.it.capacity) && offer[o as usize].0
             })
             .collect();
         if all.is_empty()

@@ -569,7 +569,12 @@ impl<'a> Solver<'a> {
                 None => return Vec::new(),
             }
         }
-        out.extend(v.anti_affinity.iter().filter(|&&a| on_host(a)).map(|&a| HostTerm::Anti(a)));
+        out.extend(
+            v.anti_affinity
+                .iter()
+                .filter(|&&a| on_host(a))
+                .map(|&a| HostTerm::Anti(a)),
+        );
         out.extend(
             group
                 .inverse_anti
@@ -1046,7 +1051,7 @@ fn prepare_pool<'a>(
     let type_keys: BTreeSet<String> = types
         .iter()
         .flat_map(|t| t.it.requirements.keys())
-        .filter(|k| !labels::is_well_known(k) && !reqs.get(k).is_some())
+        .filter(|k| !labels::is_well_known(k) && reqs.get(k).is_none())
         .map(str::to_string)
         .collect();
     let priced: Vec<(Resources, f64)> = types
