@@ -403,11 +403,8 @@ impl Solver<'_> {
             let alone = if self.gang.is_some() {
                 compute()
             } else {
-                *self
-                    .alone_price
-                    .borrow_mut()
-                    .entry((p, pool))
-                    .or_insert_with(compute)
+                *self.alone_price.borrow_mut()[p * self.pools.len() + pool]
+                    .get_or_insert_with(compute)
             };
             if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
                 return None;

@@ -120,9 +120,9 @@ pub struct Solver<'a> {
     pub(super) gang: Option<Resources>,
     /// Pending pods per group, in placement order.
     members: Vec<Vec<usize>>,
-    /// (pod, pool) → price of the cheapest type that holds the pod alone, for the
-    /// marginal-cost rule.
-    pub(super) alone_price: std::cell::RefCell<HashMap<(usize, usize), Option<f64>>>,
+    /// At `pod * pools + pool`: price of the cheapest type that holds the pod alone, for
+    /// the marginal-cost rule, once known (a flat table: it is read for most candidates).
+    pub(super) alone_price: std::cell::RefCell<Vec<Option<Option<f64>>>>,
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
     open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
@@ -376,7 +376,10 @@ impl<'a> Solver<'a> {
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
-            alone_price: Default::default(),
+            alone_price: std::cell::RefCell::new(vec![
+                None;
+                snap.pending.len() * snap.nodepools.len()
+            ]),
             open_fits: Default::default(),
             compatible: Default::default(),
         }
