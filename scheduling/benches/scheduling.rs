@@ -2,7 +2,13 @@
 //! pods) at growing pod counts, plus plan quality against the LP lower bound on generic
 //! pods. Prints a Markdown table; README.md quotes it.
 //!
-//! `cargo bench -p adze-scheduling --bench scheduling` (add `-- --quick` for fewer runs).
+//! The last row is a large cluster: 95,000 pods already bound to about 2,000 nodes (packed
+//! by the scheduler itself, chunk by chunk, like a cluster that grew), and 5,000 more
+//! diverse pods pending.
+//!
+//! `cargo bench -p adze-scheduling --bench scheduling` (add `-- --quick` for fewer runs,
+//! `-- --only diverse:20000` for one row, e.g. under a profiler; `-- --digest` prints a
+//! fingerprint of each plan to stderr, to check that a change keeps the plans).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,8 +38,10 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-use adze_scheduling::fixtures::{bench_catalog, bench_pods, generic_pods, pool};
-use adze_scheduling::{Options, Snapshot, schedule};
+use adze_scheduling::fixtures::{
+    bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
+};
+use adze_scheduling::{BoundPod, Options, Pod, Snapshot, schedule};
 
 fn snapshot(pods: Vec<adze_scheduling::Pod>) -> Snapshot {
     Snapshot {
@@ -43,59 +51,143 @@ fn snapshot(pods: Vec<adze_scheduling::Pod>) -> Snapshot {
     }
 }
 
+/// Gives a self-affinity app (hostname or zone) a name of its own per chunk: a later
+/// chunk's replicas are another Deployment, not followers of pods on full nodes.
+fn own_affinity_apps(pods: &mut [Pod], chunk: &str) {
+    for p in pods {
+        let Some(app) = p.labels.get("app").cloned() else {
+            continue;
+        };
+        if !(app.starts_with("ha-") || app.starts_with("za-")) {
+            continue;
+        }
+        let app = format!("{app}-{chunk}");
+        p.labels.insert("app".to_string(), app.clone());
+        for a in &mut p.affinity {
+            *a = term(&a.topology_key, &app);
+        }
+    }
+}
+
+/// `bound` pods already placed (chunks of 5,000 diverse pods, each packed by the scheduler
+/// onto new nodes that then count as registered) and `pending` diverse pods.
+fn cluster(bound: usize, pending: usize) -> Snapshot {
+    let mut snap = snapshot(Vec::new());
+    let chunk = 5000;
+    for k in 0..bound.div_ceil(chunk) {
+        let n = chunk.min(bound - k * chunk);
+        let mut pods = bench_pods(n, 1000 + k as u64);
+        for p in &mut pods {
+            p.name = format!("b{k:02}-{}", p.name);
+        }
+        own_affinity_apps(&mut pods, &format!("b{k:02}"));
+        let plan = schedule(
+            &snapshot(pods.clone()),
+            &Options {
+                name_seed: k as u64,
+                reserved_names: snap.nodes.iter().map(|n| n.name.clone()).collect(),
+                ..Options::default()
+            },
+        );
+        assert!(plan.unschedulable.is_empty());
+        let by_key: std::collections::HashMap<String, &Pod> =
+            pods.iter().map(|p| (p.key(), p)).collect();
+        for c in &plan.new_claims {
+            snap.nodes.push(node_from_claim(c));
+            snap.bound.extend(c.pods.iter().map(|p| BoundPod {
+                node: c.name.clone(),
+                pod: by_key[p].clone(),
+                daemon: false,
+            }));
+        }
+    }
+    let mut pods = bench_pods(pending, 42);
+    own_affinity_apps(&mut pods, "new");
+    snap.pending = pods;
+    snap
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // `--only kind:n` runs one row.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let opts = Options::default();
     println!(
         "| pods | kind | median time | pods/s | nodeclaims | unschedulable | $/h | lower bound | cost / bound | peak heap |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (kind, sizes) in [
-        ("diverse", [1usize, 100, 1000, 5000, 20000]),
-        ("generic", [1, 100, 1000, 5000, 20000]),
-    ] {
-        for n in sizes {
-            let pods = if kind == "diverse" {
-                bench_pods(n, 42)
-            } else {
-                generic_pods(n, 42)
-            };
-            let snap = snapshot(pods);
-            let runs = if quick || n >= 20000 {
-                3
-            } else if n >= 5000 {
-                5
-            } else {
-                15
-            };
-            let mut times = Vec::new();
-            let mut plan = None;
-            let base = LIVE.load(Ordering::Relaxed);
-            PEAK.store(base, Ordering::Relaxed);
-            for _ in 0..runs {
-                let t = Instant::now();
-                let p = schedule(&snap, &opts);
-                times.push(t.elapsed());
-                plan = Some(p);
-            }
-            let peak_mib = (PEAK.load(Ordering::Relaxed) - base) as f64 / (1u64 << 20) as f64;
-            let plan = plan.expect("ran at least once");
-            let t = median(times);
-            println!(
-                "| {n} | {kind} | {:.1} ms | {:.0} | {} | {} | {:.2} | {:.2} | {:.3} | {peak_mib:.1} MiB |",
-                t.as_secs_f64() * 1000.0,
-                n as f64 / t.as_secs_f64(),
-                plan.new_claims.len(),
-                plan.unschedulable.len(),
-                plan.total_price_per_hour,
-                plan.cost_lower_bound,
-                plan.total_price_per_hour / plan.cost_lower_bound.max(1e-9),
-            );
+    let mut rows: Vec<(&str, usize)> = Vec::new();
+    for kind in ["diverse", "generic"] {
+        for n in [1usize, 100, 1000, 5000, 20000] {
+            rows.push((kind, n));
         }
+    }
+    rows.push(("cluster", 100_000));
+    for (kind, n) in rows {
+        if only.as_ref().is_some_and(|o| *o != format!("{kind}:{n}")) {
+            continue;
+        }
+        let (snap, pending, label) = match kind {
+            "diverse" => (snapshot(bench_pods(n, 42)), n, kind.to_string()),
+            "generic" => (snapshot(generic_pods(n, 42)), n, kind.to_string()),
+            _ => {
+                let snap = cluster(n - 5000, 5000);
+                let label = format!(
+                    "cluster: {} bound on {} nodes, {} diverse pending",
+                    snap.bound.len(),
+                    snap.nodes.len(),
+                    snap.pending.len()
+                );
+                (snap, 5000, label)
+            }
+        };
+        let runs = if quick || n >= 20000 {
+            3
+        } else if n >= 5000 {
+            5
+        } else {
+            15
+        };
+        let mut times = Vec::new();
+        let mut plan = None;
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        for _ in 0..runs {
+            let t = Instant::now();
+            let p = schedule(&snap, &opts);
+            times.push(t.elapsed());
+            plan = Some(p);
+        }
+        if args.iter().any(|a| a == "--digest") {
+            // A fingerprint of the whole plan, to compare builds: same input, same plan?
+            let text = format!("{:?}", plan.as_ref().expect("ran at least once"));
+            let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+            });
+            eprintln!("{kind}:{n} plan digest {h:016x}");
+        }
+        let peak_mib = (PEAK.load(Ordering::Relaxed) - base) as f64 / (1u64 << 20) as f64;
+        let plan = plan.expect("ran at least once");
+        let t = median(times);
+        println!(
+            "| {n} | {label} | {:.1} ms | {:.0} | {} | {} | {:.2} | {:.2} | {:.3} | {peak_mib:.1} MiB |",
+            t.as_secs_f64() * 1000.0,
+            pending as f64 / t.as_secs_f64(),
+            plan.new_claims.len(),
+            plan.unschedulable.len(),
+            plan.total_price_per_hour,
+            plan.cost_lower_bound,
+            plan.total_price_per_hour / plan.cost_lower_bound.max(1e-9),
+        );
     }
 }

@@ -26,16 +26,36 @@ impl Offering {
     /// not checked). An offering without a zone ID meets a zone-ID requirement only as an
     /// absent label would (`NotIn`, `DoesNotExist`).
     pub fn allowed_by(&self, reqs: &Requirements) -> bool {
-        reqs.get(labels::ZONE).is_none_or(|r| r.allows(&self.zone))
-            && reqs
-                .get(labels::CAPACITY_TYPE)
-                .is_none_or(|r| r.allows(&self.capacity_type))
-            && reqs
-                .get(labels::ZONE_ID)
-                .is_none_or(|r| match &self.zone_id {
-                    Some(id) => r.allows(id),
-                    None => r.allows_absent(),
-                })
+        OfferingReqs::of(reqs).allow(self)
+    }
+}
+
+/// The requirements an offering is checked against, looked up once for all of a type's
+/// offerings (placement checks hundreds of types per claim).
+struct OfferingReqs<'r> {
+    zone: Option<&'r Requirement>,
+    capacity_type: Option<&'r Requirement>,
+    zone_id: Option<&'r Requirement>,
+}
+
+impl<'r> OfferingReqs<'r> {
+    fn of(reqs: &'r Requirements) -> Self {
+        OfferingReqs {
+            zone: reqs.get(labels::ZONE),
+            capacity_type: reqs.get(labels::CAPACITY_TYPE),
+            zone_id: reqs.get(labels::ZONE_ID),
+        }
+    }
+
+    fn allow(&self, o: &Offering) -> bool {
+        self.zone.is_none_or(|r| r.allows(&o.zone))
+            && self
+                .capacity_type
+                .is_none_or(|r| r.allows(&o.capacity_type))
+            && self.zone_id.is_none_or(|r| match &o.zone_id {
+                Some(id) => r.allows(id),
+                None => r.allows_absent(),
+            })
     }
 }
 
@@ -122,15 +142,25 @@ impl InstanceType {
 
     /// The cheapest available offering whose zone, zone ID and capacity type `reqs` allow.
     pub fn cheapest_offering(&self, reqs: &Requirements) -> Option<&Offering> {
+        let allowed = OfferingReqs::of(reqs);
         self.offerings
             .iter()
-            .filter(|o| o.available && o.allowed_by(reqs))
+            .filter(|o| o.available && allowed.allow(o))
             .min_by(|a, b| {
                 a.price
                     .total_cmp(&b.price)
                     .then_with(|| a.zone.cmp(&b.zone))
                     .then_with(|| a.capacity_type.cmp(&b.capacity_type))
             })
+    }
+
+    /// Whether some available offering's zone, zone ID and capacity type `reqs` allow
+    /// ([`Self::cheapest_offering`] without comparing prices).
+    pub fn any_offering(&self, reqs: &Requirements) -> bool {
+        let allowed = OfferingReqs::of(reqs);
+        self.offerings
+            .iter()
+            .any(|o| o.available && allowed.allow(o))
     }
 
     /// The label value this type gives `key`, if it is single-valued.

@@ -6,11 +6,34 @@
 //! integers so the per-candidate checks are map lookups on integers.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::labels;
 use crate::pod::{AffinityTerm, Namespaces, Pod, PodSelector, TopologySpread};
 
 pub type DomainId = u32;
+
+/// Counts per domain. Placement looks them up for every candidate of every pod; the keys
+/// are small integers this module hands out, so a multiplicative hash is enough (and, with
+/// no random seed, iteration order would be deterministic too, though nothing iterates).
+type PerDomain = HashMap<DomainId, u32, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -41,12 +64,12 @@ pub struct Group {
     pub honor_node_affinity: bool,
     pub honor_taints: bool,
     /// Pods matching the selector, per domain.
-    counts: HashMap<DomainId, u32>,
+    counts: PerDomain,
     /// Pods matching the selector anywhere.
     total: u32,
     /// For anti-affinity: pods that *carry* this term, per domain (the inverse direction:
     /// a pod matching the selector may not join them).
-    owners: HashMap<DomainId, u32>,
+    owners: PerDomain,
 }
 
 impl Group {
@@ -97,6 +120,41 @@ pub struct Topology {
     index: HashMap<GroupKey, usize>,
     domain_ids: HashMap<String, DomainId>,
     domain_names: Vec<String>,
+    /// Built on first use after the last group was added; see [`LabelIndex`].
+    label_index: std::cell::RefCell<Option<LabelIndex>>,
+}
+
+/// Groups by a label their selector demands (a key with an `In` set, absent not allowed):
+/// a pod can match only the groups under its own labels, and the few with no such
+/// requirement. Every Deployment brings its own groups, so scanning them all for every pod
+/// grows with the square of the workload.
+#[derive(Debug, Default)]
+struct LabelIndex {
+    /// key → value → groups.
+    by_label: HashMap<String, HashMap<String, Vec<usize>>>,
+    rest: Vec<usize>,
+}
+
+impl LabelIndex {
+    fn new(groups: &[Group]) -> LabelIndex {
+        let mut idx = LabelIndex::default();
+        for (g, group) in groups.iter().enumerate() {
+            let demanded = group
+                .selector
+                .iter()
+                .find(|r| !r.allows_absent() && r.finite_values().is_some());
+            match demanded.and_then(|r| r.finite_values().map(|v| (&r.key, v))) {
+                Some((key, values)) => {
+                    let by_value = idx.by_label.entry(key.clone()).or_default();
+                    for v in values {
+                        by_value.entry(v.clone()).or_default().push(g);
+                    }
+                }
+                None => idx.rest.push(g),
+            }
+        }
+        idx
+    }
 }
 
 impl Topology {
@@ -131,6 +189,7 @@ impl Topology {
             return *g;
         }
         let g = self.groups.len();
+        *self.label_index.get_mut() = None;
         self.groups.push(Group {
             kind: key.kind.clone(),
             key: key.key.clone(),
@@ -138,9 +197,9 @@ impl Topology {
             namespaces: key.namespaces.clone(),
             honor_node_affinity: key.honor_node_affinity,
             honor_taints: key.honor_taints,
-            counts: HashMap::new(),
+            counts: PerDomain::default(),
             total: 0,
-            owners: HashMap::new(),
+            owners: PerDomain::default(),
         });
         self.index.insert(key, g);
         g
@@ -204,9 +263,19 @@ impl Topology {
 
     /// Groups whose selector picks this pod: placing it changes their counts.
     pub fn matching_groups(&self, pod: &Pod) -> Vec<usize> {
-        (0..self.groups.len())
-            .filter(|g| pod.matched_by(&self.groups[*g].selector, &self.groups[*g].namespaces))
-            .collect()
+        let mut index = self.label_index.borrow_mut();
+        let idx = index.get_or_insert_with(|| LabelIndex::new(&self.groups));
+        let mut candidates: Vec<usize> = idx.rest.clone();
+        for (k, v) in &pod.labels {
+            if let Some(gs) = idx.by_label.get(k).and_then(|by_value| by_value.get(v)) {
+                candidates.extend_from_slice(gs);
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
+            .retain(|g| pod.matched_by(&self.groups[*g].selector, &self.groups[*g].namespaces));
+        candidates
     }
 
     /// Records a pod in `domain` for the groups it matches and the anti-affinity groups it

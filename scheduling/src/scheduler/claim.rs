@@ -1,17 +1,22 @@
 //! NodeClaims under construction: which instance types still fit the pods given so far,
 //! and how a finished claim becomes a [`NewClaim`] in the plan.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::state::{Solver, Target, type_compatible};
-use crate::instance_type::InstanceType;
+use crate::instance_type::{InstanceType, Offering};
 use crate::labels;
 use crate::plan::NewClaim;
 use crate::pod::{HostPort, Pod};
 use crate::requirements::{Requirement, Requirements, Undefined};
 use crate::resources::Resources;
 use crate::topology::DomainId;
+
+/// (pool, a claim's requirements without its names) → per type of the pool: whether it is
+/// compatible, and its cheapest allowed offering.
+type TypeOffers<'s> = HashMap<(usize, Requirements), Vec<(bool, Option<&'s Offering>)>>;
 
 /// An instance type as one pool sees it.
 pub(super) struct TypeInfo {
@@ -32,17 +37,25 @@ pub(super) struct Claim {
     pub hostname: DomainId,
     pub pool: usize,
     pub reqs: Requirements,
-    /// Indices into the pool's types, cheapest first; every one fits `requests`.
+    /// Indices into the pool's types, cheapest first. The options proper are those that fit
+    /// `requests` (see [`Claim::options`]): a pod that only adds requests does not filter
+    /// this long list, the entries it outgrows are skipped when read.
     pub options: Vec<u32>,
+    /// Position in `options` of the first (cheapest) entry that fits `requests`: requests
+    /// only grow, so it only moves forward.
+    pub first: usize,
     /// The options the claim may still grow within (efficient types of the ideal shape, and
-    /// anything cheaper): packing fills a claim only as far as one of these holds it.
+    /// anything cheaper): packing fills a claim only as far as one of these holds it. Like
+    /// `options`, only the entries that fit `requests` count.
     pub growth: Vec<u32>,
     /// Requests of the placed pods (DaemonSet overhead is already out of `usable`).
     pub requests: Resources,
     /// Per-resource maximum of the growth types' room: a cheap first rejection test.
     pub max_usable: Resources,
     /// The growth types no other growth type dominates in every resource: a pod fits some
-    /// growth type exactly when it fits one of these, and there are only a handful.
+    /// growth type exactly when it fits one of these, and there are only a handful. Kept
+    /// while the claim outgrows growth types: a type that no longer fits dominates none
+    /// that does.
     pub frontier: Vec<u32>,
     /// Capacity of the claim's cheapest option, and one node: what the claim holds of its
     /// pool's limits.
@@ -66,23 +79,61 @@ const MARGINAL_LIMIT: f64 = 2.0;
 /// What accepting a pod changes.
 pub(super) struct ClaimUpdate {
     reqs: Option<Requirements>,
-    options: Vec<u32>,
-    growth: Vec<u32>,
+    lists: Lists,
+}
+
+/// The options and growth types after accepting a pod.
+enum Lists {
+    /// Filtered anew (requirements narrowed, limits, minValues or a co-located group's
+    /// room): the lists themselves.
+    Filtered { options: Vec<u32>, growth: Vec<u32> },
+    /// Only the pod's requests drop types: the lists stay (their readers skip what the
+    /// claim outgrew), and the first fitting option is at this position.
+    Lazy { first: usize },
 }
 
 impl Claim {
+    /// The instance types that still hold the claim's pods, cheapest first.
+    pub(super) fn options<'s>(&'s self, types: &'s [TypeInfo]) -> impl Iterator<Item = u32> + 's {
+        self.options[self.first..]
+            .iter()
+            .copied()
+            .filter(|&o| self.requests.fits_in(&types[o as usize].usable))
+    }
+
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
         }
-        let changed = u.options.len() != self.options.len() || u.growth.len() != self.growth.len();
-        self.options = u.options;
-        self.growth = u.growth;
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
-        if changed {
-            self.refresh(types);
+        match u.lists {
+            Lists::Filtered { options, growth } => {
+                let changed =
+                    options.len() != self.options.len() || growth.len() != self.growth.len();
+                self.options = options;
+                self.first = 0;
+                self.growth = growth;
+                if changed {
+                    self.refresh(types);
+                }
+            }
+            Lists::Lazy { first } => {
+                // Every growth type that still fits is within a frontier type that does.
+                let mut max_usable = Resources::default();
+                for &f in &self.frontier {
+                    let room = &types[f as usize].usable;
+                    if self.requests.fits_in(room) {
+                        max_usable.max_with(room);
+                    }
+                }
+                self.max_usable = max_usable;
+                if first != self.first {
+                    self.first = first;
+                    self.reserve(types);
+                }
+            }
         }
     }
 
@@ -93,12 +144,10 @@ impl Claim {
         }
         self.max_usable = max_usable;
         let mut by_size = self.growth.clone();
-        by_size.sort_by(|a, b| {
-            let (ra, rb) = (&types[*a as usize].usable, &types[*b as usize].usable);
-            rb.cpu
-                .cmp(&ra.cpu)
-                .then(rb.memory.cmp(&ra.memory))
-                .then(a.cmp(b))
+        // Largest first; the index breaks ties, so no two keys are equal.
+        by_size.sort_unstable_by_key(|&o| {
+            let r = &types[o as usize].usable;
+            (std::cmp::Reverse(r.cpu), std::cmp::Reverse(r.memory), o)
         });
         self.frontier.clear();
         for o in by_size {
@@ -111,11 +160,18 @@ impl Claim {
                 self.frontier.push(o);
             }
         }
+        self.reserve(types);
+    }
+
+    fn reserve(&mut self, types: &[TypeInfo]) {
         // Against limits a claim holds what it plans to launch: its cheapest option. Larger
         // options are trimmed to the pool's leftover room when the claim is finished.
-        self.reserved = self.options.first().map_or_else(Resources::default, |&o| {
-            crate::nodepool::limit_usage(&types[o as usize].it.capacity)
-        });
+        self.reserved = self
+            .options
+            .get(self.first)
+            .map_or_else(Resources::default, |&o| {
+                crate::nodepool::limit_usage(&types[o as usize].it.capacity)
+            });
     }
 }
 
@@ -292,26 +348,43 @@ impl Solver<'_> {
         let ps = &self.pools[pool];
         let need = self.need(p);
         let room = ps.room_for(&claim.reserved);
+        let compatible = new_reqs
+            .as_ref()
+            .map(|r| self.compatible_types(pool, r, &changed));
         let keeps = |o: u32| {
             let t = &ps.types[o as usize];
             claim.requests.fits_with(need, &t.usable)
-                && new_reqs
-                    .as_ref()
-                    .is_none_or(|r| type_compatible(&t.it, r, Some(&changed)))
+                && compatible.as_ref().is_none_or(|c| c[o as usize])
                 && room_ok(&room, &t.it.capacity)
         };
-        // The growth set is small: most rejections end here, before the full option list
-        // is filtered.
-        let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
-        if growth.is_empty() {
-            return None;
-        }
-        // Options are cheapest first: the first one kept is what the claim would cost.
-        let first = claim.options.iter().copied().find(|&o| keeps(o))?;
+        // Only requirements, limits, minValues and a co-location leader's room (larger than
+        // its own requests) filter by more than the requests the claim will have; without
+        // them the lists are not filtered, and the frontier test above showed that a growth
+        // type holds the pod.
+        let lazy =
+            new_reqs.is_none() && room.is_none() && !ps.has_min_values && self.gang.is_none();
+        let growth: Vec<u32> = if lazy {
+            Vec::new()
+        } else {
+            // The growth set is small: most rejections end here, before the full option
+            // list is filtered.
+            let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
+            if growth.is_empty() {
+                return None;
+            }
+            growth
+        };
+        // Options are cheapest first: the first one kept is what the claim would cost. The
+        // entries before `claim.first` no longer fit the claim, let alone with this pod.
+        let first_at = claim.first
+            + claim.options[claim.first..]
+                .iter()
+                .position(|&o| keeps(o))?;
+        let first = claim.options[first_at];
         // Joining must not cost more than a node of its own: a pod that would push the claim
         // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
         // CPU-shaped claim) goes elsewhere.
-        let before = ps.types[claim.options[0] as usize].min_price;
+        let before = ps.types[claim.options[claim.first] as usize].min_price;
         let after = ps.types[first as usize].min_price;
         if after > before + 1e-12 {
             let compute = || {
@@ -330,18 +403,20 @@ impl Solver<'_> {
             let alone = if self.gang.is_some() {
                 compute()
             } else {
-                *self
-                    .alone_price
-                    .borrow_mut()
-                    .entry((p, pool))
-                    .or_insert_with(compute)
+                *self.alone_price.borrow_mut()[p * self.pools.len() + pool]
+                    .get_or_insert_with(compute)
             };
             if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
                 return None;
             }
         }
-        let options: Vec<u32> = claim
-            .options
+        if lazy {
+            return Some(ClaimUpdate {
+                reqs: None,
+                lists: Lists::Lazy { first: first_at },
+            });
+        }
+        let options: Vec<u32> = claim.options[first_at..]
             .iter()
             .copied()
             .filter(|&o| keeps(o))
@@ -349,7 +424,8 @@ impl Solver<'_> {
         if ps.has_min_values {
             let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
             let short = if self.opts.min_values_policy == super::MinValuesPolicy::BestEffort {
-                best_effort_short(reqs, &options, &claim.options, &ps.types)
+                let before: Vec<u32> = claim.options(&ps.types).collect();
+                best_effort_short(reqs, &options, &before, &ps.types)
             } else {
                 min_values_short(reqs, &options, &ps.types).is_some()
             };
@@ -359,9 +435,42 @@ impl Solver<'_> {
         }
         Some(ClaimUpdate {
             reqs: new_reqs,
-            options,
-            growth,
+            lists: Lists::Filtered { options, growth },
         })
+    }
+
+    /// Per type of pool `pi`: whether it can satisfy `reqs` on the `changed` keys
+    /// ([`type_compatible`]). Claims narrowed the same way (to a zone, mostly) share the
+    /// answer, so it is worked out once for all of the pool's types and kept.
+    fn compatible_types(&self, pi: usize, reqs: &Requirements, changed: &[&str]) -> Rc<Vec<bool>> {
+        // What type_compatible reads: the changed keys' requirements, and the offering keys'
+        // when one of those changed.
+        let offering_keys = [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE];
+        let read = changed.iter().copied().chain(
+            changed
+                .iter()
+                .any(|k| offering_keys.contains(k))
+                .then_some(offering_keys)
+                .into_iter()
+                .flatten(),
+        );
+        let key = (
+            pi,
+            read.map(|k| (k.to_string(), reqs.get(k).cloned()))
+                .collect::<Vec<_>>(),
+        );
+        if let Some(hit) = self.compatible.borrow().get(&key) {
+            return Rc::clone(hit);
+        }
+        let types = &self.pools[pi].types;
+        let answer: Rc<Vec<bool>> = Rc::new(
+            types
+                .iter()
+                .map(|t| type_compatible(&t.it, reqs, Some(changed)))
+                .collect(),
+        );
+        self.compatible.borrow_mut().insert(key, Rc::clone(&answer));
+        answer
     }
 
     /// A new claim for pod `p` from the first NodePool (by weight) that can hold it, or
@@ -492,6 +601,7 @@ impl Solver<'_> {
             pool: pi,
             reqs,
             options,
+            first: 0,
             growth,
             requests: pod.requests.clone(),
             max_usable: Resources::default(),
@@ -578,14 +688,37 @@ impl Solver<'_> {
             .iter()
             .map(|ps| ps.room_for(&Resources::default()))
             .collect();
+        let mut offers = HashMap::new();
         self.claims
             .iter()
-            .map(|c| self.finish(c, &mut slack[c.pool]))
+            .map(|c| self.finish(c, &mut slack[c.pool], &mut offers))
             .collect()
     }
 
-    fn finish(&self, c: &Claim, slack: &mut Option<BTreeMap<String, i64>>) -> NewClaim {
+    fn finish<'s>(
+        &'s self,
+        c: &Claim,
+        slack: &mut Option<BTreeMap<String, i64>>,
+        offers: &mut TypeOffers<'s>,
+    ) -> NewClaim {
         let ps = &self.pools[c.pool];
+        // Claims of a pool mostly share their requirements but for their own names, which
+        // types do not decide: compatibility and offerings are worked out once for them.
+        let mut shared = c.reqs.clone();
+        shared.remove(labels::HOSTNAME);
+        shared.remove(labels::NODECLAIM);
+        let offer: &[(bool, Option<&Offering>)] =
+            offers.entry((c.pool, shared)).or_insert_with(|| {
+                ps.types
+                    .iter()
+                    .map(|t| {
+                        (
+                            type_compatible(&t.it, &c.reqs, None),
+                            t.it.cheapest_offering(&c.reqs),
+                        )
+                    })
+                    .collect()
+            });
         let base = &c.reserved;
         let within_slack = |cap: &Resources| {
             slack
@@ -597,18 +730,14 @@ impl Solver<'_> {
         let mut all: Vec<u32> = (0..ps.types.len() as u32)
             .filter(|&o| {
                 let t = &ps.types[o as usize];
-                c.requests.fits_in(&t.usable)
-                    && within_slack(&t.it.capacity)
-                    && type_compatible(&t.it, &c.reqs, None)
+                c.requests.fits_in(&t.usable) && within_slack(&t.it.capacity) && offer[o as usize].0
             })
             .collect();
         if all.is_empty()
             || (ps.has_min_values && min_values_short(&c.reqs, &all, &ps.types).is_some())
         {
             all = c
-                .options
-                .iter()
-                .copied()
+                .options(&ps.types)
                 .filter(|&o| within_slack(&ps.types[o as usize].it.capacity))
                 .collect();
         }
@@ -616,7 +745,8 @@ impl Solver<'_> {
             .iter()
             .filter_map(|&o| {
                 let it = &ps.types[o as usize].it;
-                it.cheapest_offering(&c.reqs)
+                offer[o as usize]
+                    .1
                     .map(|off| (off.price, it.name.as_str(), o))
             })
             .collect();

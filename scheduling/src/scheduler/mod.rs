@@ -153,17 +153,58 @@ fn any_prefer_no_schedule(snapshot: &Snapshot) -> bool {
 }
 
 /// Pods that share every scheduling-relevant field share one group, so per-constraint work
-/// (variants, pool compatibility, topology terms) happens once per group.
-fn signature(pod: &Pod) -> Pod {
-    let mut k = pod.clone();
-    k.name.clear();
-    k.requests = Default::default();
-    k.priority = 0;
-    k
+/// (variants, pool compatibility, topology terms) happens once per group. A pod's signature
+/// is every field but name, requests and priority, borrowed (not a copy of each pod).
+#[derive(PartialEq, Eq, Hash)]
+struct Signature<'p> {
+    namespace: &'p str,
+    labels: &'p std::collections::BTreeMap<String, String>,
+    node_requirements: &'p [Requirements],
+    preferred_node: &'p [crate::pod::Weighted<Requirements>],
+    tolerations: &'p [crate::taints::Toleration],
+    spread: &'p [crate::pod::TopologySpread],
+    affinity: &'p [crate::pod::AffinityTerm],
+    anti_affinity: &'p [crate::pod::AffinityTerm],
+    preferred_affinity: &'p [crate::pod::Weighted<crate::pod::AffinityTerm>],
+    preferred_anti_affinity: &'p [crate::pod::Weighted<crate::pod::AffinityTerm>],
+    host_ports: &'p [crate::pod::HostPort],
+}
+
+fn signature(pod: &Pod) -> Signature<'_> {
+    // Destructured in full, so a new field of Pod has to be placed here or left out here.
+    let Pod {
+        namespace,
+        name: _,
+        labels,
+        requests: _,
+        node_requirements,
+        preferred_node,
+        tolerations,
+        spread,
+        affinity,
+        anti_affinity,
+        preferred_affinity,
+        preferred_anti_affinity,
+        host_ports,
+        priority: _,
+    } = pod;
+    Signature {
+        namespace,
+        labels,
+        node_requirements,
+        preferred_node,
+        tolerations,
+        spread,
+        affinity,
+        anti_affinity,
+        preferred_affinity,
+        preferred_anti_affinity,
+        host_ports,
+    }
 }
 
 fn group_pods(pods: &[Pod]) -> (Vec<usize>, Vec<usize>) {
-    let mut index: HashMap<Pod, usize> = HashMap::new();
+    let mut index: HashMap<Signature, usize> = HashMap::new();
     let mut reps = Vec::new();
     let group_of = pods
         .iter()

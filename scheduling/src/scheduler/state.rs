@@ -108,6 +108,8 @@ pub struct Solver<'a> {
     pub(super) pools: Vec<PoolState<'a>>,
     pub(super) nodes: Vec<NodeState>,
     pub(super) claims: Vec<Claim>,
+    /// Per claim, what choosing among claims reads, packed: every pod scores every claim.
+    briefs: Vec<Brief>,
     pub(super) groups: Vec<PodGroup>,
     pub(super) group_of: Vec<usize>,
     pub(super) taken_names: HashSet<String>,
@@ -118,9 +120,62 @@ pub struct Solver<'a> {
     pub(super) gang: Option<Resources>,
     /// Pending pods per group, in placement order.
     members: Vec<Vec<usize>>,
-    /// (pod, pool) → price of the cheapest type that holds the pod alone, for the
-    /// marginal-cost rule.
-    pub(super) alone_price: std::cell::RefCell<HashMap<(usize, usize), Option<f64>>>,
+    /// At `pod * pools + pool`: price of the cheapest type that holds the pod alone, for
+    /// the marginal-cost rule, once known (a flat table: it is read for most candidates).
+    pub(super) alone_price: std::cell::RefCell<Vec<Option<Option<f64>>>>,
+    /// (pool, topology keys) → the fit of a variant without node requirements: the same
+    /// for every group with those keys, and there are many groups (one per Deployment).
+    open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
+    /// See [`Solver::compatible_types`].
+    pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
+}
+
+/// (pool, the requirements a narrowing changed) → per type: compatible with them.
+pub(super) type CompatibleTypes =
+    HashMap<(usize, Vec<(String, Option<Requirement>)>), std::rc::Rc<Vec<bool>>>;
+
+/// A claim's requests, the room of its largest growth types and its pool's ideal shape, as
+/// [`Solver::try_claims`] reads them for every claim and every pod.
+#[derive(Clone, Copy)]
+struct Brief {
+    requests: [i64; 4],
+    max_usable: [i64; 4],
+    ideal_cpu: i64,
+    ideal_memory: i64,
+    /// Extended resources on either side: the plain arrays do not tell whether a pod fits.
+    extended: bool,
+}
+
+impl Brief {
+    fn of(claim: &Claim, ideal: &Resources) -> Brief {
+        let plain = |r: &Resources| [r.cpu, r.memory, r.ephemeral_storage, r.pods];
+        Brief {
+            requests: plain(&claim.requests),
+            max_usable: plain(&claim.max_usable),
+            ideal_cpu: ideal.cpu,
+            ideal_memory: ideal.memory,
+            extended: !claim.requests.extended.is_empty() || !claim.max_usable.extended.is_empty(),
+        }
+    }
+
+    /// [`Resources::fits_with`] of `need` beside the requests in the largest growth room,
+    /// for a claim and a need without extended resources.
+    fn fits(&self, need: &[i64; 4]) -> bool {
+        (0..4).all(|i| self.requests[i].saturating_add(need[i]) <= self.max_usable[i])
+    }
+}
+
+/// A hostname term of a pod that a node or claim already holding matching pods fails:
+/// checked on every candidate before the full topology check, which most of them fail.
+#[derive(Clone, Copy)]
+enum HostTerm {
+    /// Anti-affinity: no matching pod on the node.
+    Anti(usize),
+    /// A placed pod's anti-affinity selects this one: none of its owners on the node.
+    InverseAnti(usize),
+    /// Spread: at most this many matching pods on the node (a new node is always a domain
+    /// with none, so the minimum is 0).
+    Spread(usize, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +207,10 @@ impl<'a> Solver<'a> {
             .bound
             .iter()
             .map(|b| {
+                if b.pod.anti_affinity.is_empty() {
+                    // Nothing to register (most bound pods): no copy of the pod.
+                    return PodTerms::default();
+                }
                 let mut p = b.pod.clone();
                 p.spread.clear();
                 p.affinity.clear();
@@ -255,6 +314,8 @@ impl<'a> Solver<'a> {
         // Bound pods: charge their nodes and count them in every group they match.
         let mut match_cache: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
             HashMap::new();
+        // Per node, its single-valued labels as domains: the same for all its pods.
+        let mut node_ids: Vec<Option<Vec<(String, DomainId)>>> = vec![None; snap.nodes.len()];
         for (b, bt) in snap.bound.iter().zip(&bound_terms) {
             let Some(&ni) = node_index.get(b.node.as_str()) else {
                 continue;
@@ -267,16 +328,20 @@ impl<'a> Solver<'a> {
                 .entry((b.pod.namespace.as_str(), &b.pod.labels))
                 .or_insert_with(|| topo.matching_groups(&b.pod))
                 .clone();
+            if matches.is_empty() && bt.anti_affinity.is_empty() {
+                continue; // counts nowhere
+            }
             let node = &snap.nodes[ni];
-            let ids: Vec<(String, DomainId)> = node
-                .requirements
-                .iter()
-                .filter_map(|r| r.single_value().map(|v| (r.key.clone(), v.to_string())))
-                .map(|(k, v)| {
-                    let id = topo.intern(&v);
-                    (k, id)
-                })
-                .collect();
+            let ids = node_ids[ni].get_or_insert_with(|| {
+                node.requirements
+                    .iter()
+                    .filter_map(|r| r.single_value().map(|v| (r.key.clone(), v.to_string())))
+                    .map(|(k, v)| {
+                        let id = topo.intern(&v);
+                        (k, id)
+                    })
+                    .collect()
+            });
             let hostname = nodes[ni].hostname;
             topo.record(&matches, &bt.anti_affinity, |key| {
                 if key == labels::HOSTNAME {
@@ -304,13 +369,19 @@ impl<'a> Solver<'a> {
             pools,
             nodes,
             claims: Vec::new(),
+            briefs: Vec::new(),
             groups,
             group_of,
             taken_names,
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
-            alone_price: Default::default(),
+            alone_price: std::cell::RefCell::new(vec![
+                None;
+                snap.pending.len() * snap.nodepools.len()
+            ]),
+            open_fits: Default::default(),
+            compatible: Default::default(),
         }
     }
 
@@ -437,6 +508,8 @@ impl<'a> Solver<'a> {
             }
             match self.new_claim(p, g, vi) {
                 Ok(claim) => {
+                    let ideal = &self.pools[claim.pool].ideal_room;
+                    self.briefs.push(Brief::of(&claim, ideal));
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
                     let pool = self.claims[c].pool;
@@ -479,6 +552,52 @@ impl<'a> Solver<'a> {
         &self.snap.pending[self.groups[g].rep]
     }
 
+    /// The variant's hostname terms (see [`HostTerm`]).
+    fn host_terms(&self, g: usize, vi: usize) -> Vec<HostTerm> {
+        let group = &self.groups[g];
+        if !group.any_topology {
+            return Vec::new();
+        }
+        let v = &group.variants[vi].variant;
+        let on_host = |t: usize| self.topo.group(t).key == labels::HOSTNAME;
+        let mut out: Vec<HostTerm> = Vec::new();
+        for &s in v.spread.iter().filter(|&&s| on_host(s)) {
+            let crate::topology::Kind::Spread { max_skew, .. } = self.topo.group(s).kind else {
+                continue;
+            };
+            let self_match = u32::from(group.matches.contains(&s));
+            match max_skew.checked_sub(self_match) {
+                Some(limit) => out.push(HostTerm::Spread(s, limit)),
+                // Exceeded on every node, new ones included: the full check says so.
+                None => return Vec::new(),
+            }
+        }
+        out.extend(
+            v.anti_affinity
+                .iter()
+                .filter(|&&a| on_host(a))
+                .map(|&a| HostTerm::Anti(a)),
+        );
+        out.extend(
+            group
+                .inverse_anti
+                .iter()
+                .filter(|&&a| on_host(a))
+                .map(|&a| HostTerm::InverseAnti(a)),
+        );
+        out
+    }
+
+    /// Whether a hostname term rules out the node (or claim) with hostname domain `host`:
+    /// then [`Self::topology_fit`] fails there too.
+    fn host_blocked(&self, terms: &[HostTerm], host: DomainId) -> bool {
+        terms.iter().any(|t| match *t {
+            HostTerm::Anti(a) => self.topo.group(a).count(host) > 0,
+            HostTerm::InverseAnti(a) => self.topo.group(a).owners_in(host) > 0,
+            HostTerm::Spread(s, limit) => self.topo.group(s).count(host) > limit,
+        })
+    }
+
     fn try_nodes(
         &mut self,
         p: usize,
@@ -486,8 +605,12 @@ impl<'a> Solver<'a> {
         vi: usize,
     ) -> Option<(usize, Option<Requirements>)> {
         let pod = &self.snap.pending[p];
+        let host_terms = self.host_terms(g, vi);
         for n in 0..self.nodes.len() {
             if !self.need(p).fits_in(&self.nodes[n].remaining) {
+                continue;
+            }
+            if self.host_blocked(&host_terms, self.nodes[n].hostname) {
                 continue;
             }
             if !self.node_static_ok(g, vi, n) {
@@ -524,29 +647,38 @@ impl<'a> Solver<'a> {
     /// tried in score order; ties go to the older claim.
     fn try_claims(&mut self, p: usize, g: usize, vi: usize) -> Option<(usize, ClaimUpdate)> {
         let need = self.need(p).clone();
+        let plain = [need.cpu, need.memory, need.ephemeral_storage, need.pods];
+        let host_terms = self.host_terms(g, vi);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
-        for (c, claim) in self.claims.iter().enumerate() {
-            if !claim.requests.fits_with(&need, &claim.max_usable) {
+        for (c, b) in self.briefs.iter().enumerate() {
+            let fits = if b.extended || !need.extended.is_empty() {
+                let claim = &self.claims[c];
+                claim.requests.fits_with(&need, &claim.max_usable)
+            } else {
+                b.fits(&plain)
+            };
+            if !fits || self.host_blocked(&host_terms, self.claims[c].hostname) {
                 continue;
             }
-            let ideal = &self.pools[claim.pool].ideal_room;
-            let score = if ideal.cpu > 0 && ideal.memory > 0 {
-                let fc = (claim.requests.cpu + need.cpu) as f64 / ideal.cpu as f64;
-                let fm = (claim.requests.memory + need.memory) as f64 / ideal.memory as f64;
+            let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
+                let fc = (b.requests[0] + need.cpu) as f64 / b.ideal_cpu as f64;
+                let fm = (b.requests[1] + need.memory) as f64 / b.ideal_memory as f64;
                 ((fc - fm).abs() * 1e6) as u64
             } else {
                 0
             };
             candidates.push((score, c));
         }
-        // Usually the best candidate takes the pod: try it before sorting the rest.
+        // Usually the best candidate takes the pod: try it before ordering the rest.
         let best = (0..candidates.len()).min_by_key(|&i| candidates[i])?;
         let (_, c) = candidates.swap_remove(best);
         if let Some(u) = self.claim_accepts(p, g, vi, c) {
             return Some((c, u));
         }
-        candidates.sort_unstable();
-        for (_, c) in candidates {
+        // The rest in (score, claim) order; a heap, as often only a few are tried.
+        let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+            candidates.into_iter().map(std::cmp::Reverse).collect();
+        while let Some(std::cmp::Reverse((_, c))) = rest.pop() {
             if let Some(u) = self.claim_accepts(p, g, vi, c) {
                 return Some((c, u));
             }
@@ -560,6 +692,7 @@ impl<'a> Solver<'a> {
         self.pools[pool].reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
+        self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.record(p, g, Placement::Claim(c));
     }
@@ -687,14 +820,20 @@ impl<'a> Solver<'a> {
         }
         if v.requirements.is_empty() {
             // Nothing to narrow: every type the pool offers, where the pool offers it.
+            let key = (pi, self.groups[g].keys.clone());
+            if let Some(fit) = self.open_fits.borrow().get(&key) {
+                return Ok(fit.clone());
+            }
             let types: Vec<u32> = (0..ps.types.len() as u32).collect();
             let mut reqs = ps.reqs.clone();
             self.add_topology_domains(g, pi, &types, &mut reqs);
-            return Ok(PoolFit {
+            let fit = PoolFit {
                 reqs,
                 types,
                 zones: ps.zones.iter().cloned().collect(),
-            });
+            };
+            self.open_fits.borrow_mut().insert(key, fit.clone());
+            return Ok(fit);
         }
         let mut reqs = ps.reqs.clone();
         reqs.add_all(&v.requirements);
@@ -821,7 +960,7 @@ pub(super) fn producible_values<'t>(
                         labels::ZONE_ID => o.zone_id.as_ref(),
                         _ => Some(&o.capacity_type),
                     };
-                    if let Some(v) = v.filter(|v| allowed(v)) {
+                    if let Some(v) = v.filter(|v| allowed(v) && !out.contains(*v)) {
                         out.insert(v.clone());
                     }
                 }
@@ -870,7 +1009,7 @@ pub(super) fn type_compatible(
         ),
         None => (reqs.iter().all(check), true),
     };
-    ok && (!offerings_matter || it.cheapest_offering(reqs).is_some())
+    ok && (!offerings_matter || it.any_offering(reqs))
 }
 
 fn prepare_pool<'a>(
