@@ -54,9 +54,9 @@ ready_web() {
 pods_on() { # node: web pods still on it (terminating included)
   k get pods -n web --field-selector "spec.nodeName=$1" -o name | wc -l
 }
-has_taint() { k get node "$1" -o json | jq -e --arg k "$2" 'any(.spec.taints[]?; .key == $k)' >/dev/null; }
-agent_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
-agent_not_ready() { k get node "$1" -o json | jq -e 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")' >/dev/null; }
+has_taint() { k get node "$1" -o json | jqe --arg k "$2" 'any(.spec.taints[]?; .key == $k)' >/dev/null; }
+agent_ready() { k get node "$1" -o json | jqe 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
+agent_not_ready() { k get node "$1" -o json | jqe 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "False")' >/dev/null; }
 sim() { curl -sf -X POST "http://127.0.0.1:${port[$1]}/_sim/$2" -d "${3:-{\}}"; }
 imds_stat() { curl -sf "http://127.0.0.1:${port[$1]}/_sim/stats" | jq -r ".$2"; } # node field
 
@@ -189,9 +189,9 @@ wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o nam
 wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
 echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
 check "node tainted adze.sh/interrupted:NoSchedule within 5 s" awk -v a="$t0" -v b="$t_taint" 'BEGIN{exit !(b-a <= 5)}'
-check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.unschedulable == true' >/dev/null"
+check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jqe '.spec.unschedulable == true' >/dev/null"
 check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the message)" bash -c \
-  "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e --arg p \"\$(kubectl --kubeconfig $KUBECONFIG get node $victim -o jsonpath='{.spec.providerID}')\" \
+  "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jqe --arg p \"\$(kubectl --kubeconfig $KUBECONFIG get node $victim -o jsonpath='{.spec.providerID}')\" \
    'any(.items[] | select(.status.providerID == \$p) | .status.conditions[]; .type == \"Interrupted\" and .status == \"True\" and .reason == \"SpotInterruption\" and (.message | test(\"T[0-9:]+Z\")))' >/dev/null"
 check "replacement NodeClaim created within 15 s of the notice" awk -v a="$t0" -v b="$t_claim" 'BEGIN{exit !(b-a <= 15)}'
 check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$DEADLINE" 'BEGIN{exit !(b-a < d)}'
@@ -259,7 +259,7 @@ check "no crash loop: same agent process, started once" bash -c "kill -0 $pid_be
 faulted1=$(imds_stat "$third" faulted)
 echo "IMDS requests answered 503 during the outage: $((faulted1 - faulted0))"
 check "the agent kept polling (with backoff) through the outage" test "$((faulted1 - faulted0))" -ge 5
-check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+check "node not cordoned by an IMDS outage" bash -c "kubectl --kubeconfig $KUBECONFIG get node $third -o json | jqe '.spec.unschedulable != true' >/dev/null"
 
 # ---- 4. footprint of an idle agent (polling every second) ------------------------------
 echo "== footprint of the idle agent on $third over 30 s"
@@ -316,17 +316,17 @@ if [[ -n "$maint" ]]; then
   k taint node "$maint" adze.sh/agent-not-ready=:NoSchedule >/dev/null
   attach "$maint"
   wait_for 30 agent_ready "$maint"
-  wait_for 15 bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
-  check "healthy agent removes the startup taint adze.sh/agent-not-ready" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
+  wait_for 15 bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
+  check "healthy agent removes the startup taint adze.sh/agent-not-ready" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
   sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "active", "not_before_seconds": 300}' >/dev/null
-  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
-  check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable == true' >/dev/null"
-  check "maintenance does not mark the node interrupted" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e 'any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable == true' >/dev/null"
+  check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable == true' >/dev/null"
+  check "maintenance does not mark the node interrupted" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
   wait_for 90 count_is 0 pods_on "$maint"
   check "maintenance drains the node" count_is 0 pods_on "$maint"
   sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "canceled", "not_before_seconds": 300}' >/dev/null
-  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
-  check "canceled maintenance uncordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jq -e '.spec.unschedulable != true' >/dev/null"
+  wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable != true' >/dev/null"
+  check "canceled maintenance uncordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable != true' >/dev/null"
   wait_for 60 count_is 6 ready_web
   check "6 pods Ready after the maintenance drain" count_is 6 ready_web
 else
@@ -363,7 +363,7 @@ if [[ -n "$hung" ]]; then
   attach "$hung"
   wait_for 30 agent_ready "$hung"
   stale() { # node: AdzeAgentReady still True, its heartbeat more than 60 s old
-    k get node "$1" -o json | jq -e --argjson now "$(date +%s)" 'any(.status.conditions[]?;
+    k get node "$1" -o json | jqe --argjson now "$(date +%s)" 'any(.status.conditions[]?;
       .type == "AdzeAgentReady" and .status == "True" and $now - (.lastHeartbeatTime | fromdateiso8601) > 60)' >/dev/null; }
   echo "== agent on $hung hung (SIGSTOP), then its interruption through SQS only"
   kill -STOP "${agent_pid[$hung]}"; t0=$(now)

@@ -202,7 +202,7 @@ check "join settings discovered: service CIDR $SERVICE_CIDR from EKS DescribeClu
            grep 'service_cidr=$SERVICE_CIDR' | grep -q 'version=$K8S_VERSION'"
 
 class_ready() {
-  kj ec2nodeclass default | jq -e --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
+  kj ec2nodeclass default | jqe --arg ami "$ami" --arg sg "$sg" --argjson subnets "$subnets" '
     ([.status.conditions[]? | select(.type=="Ready" and .status=="True")] | length == 1)
     and ([.status.subnets[].id] | sort == $subnets)
     and ([.status.securityGroups[].id] == [$sg])
@@ -283,7 +283,7 @@ t_launched=$(now)
 echo "deployment -> first NodeClaim $(elapsed "$t0" "$t_claims") s; $n NodeClaims launched in moto $(elapsed "$t0" "$t_launched") s"
 check "NodeClaims created for the pending pods ($n)" test "$n" -gt 0
 check "every NodeClaim launched (providerID aws:///ZONE/i-...)" bash -c "
-  kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jq -e '[.items[].status.providerID | test(\"^aws:///us-east-1[ab]/i-[0-9a-f]+$\")] | all' >/dev/null"
+  kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jqe '[.items[].status.providerID | test(\"^aws:///us-east-1[ab]/i-[0-9a-f]+$\")] | all' >/dev/null"
 instances >"$dir/instances.json"
 kj nodeclaims >"$dir/claims.json"
 check "one running moto instance per NodeClaim ($n)" count_is "$n" jq 'length' "$dir/instances.json"
@@ -469,7 +469,7 @@ YAML
 orphan_ready() { k get nodepool orphan -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | "\(.status) \(.reason)"'; }
 wait_for 20 count_is "False NodeClassNotFound" orphan_ready
 check "a NodePool whose EC2NodeClass is missing is Ready=False, NodeClassNotFound ($(orphan_ready))" count_is "False NodeClassNotFound" orphan_ready
-check "... and general, whose class resolved, is Ready=True" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool general -o json | jq -e '.status.conditions[] | select(.type == \"Ready\") | .status == \"True\"' >/dev/null"
+check "... and general, whose class resolved, is Ready=True" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool general -o json | jqe '.status.conditions[] | select(.type == \"Ready\") | .status == \"True\"' >/dev/null"
 k delete nodepool orphan >/dev/null
 
 # ---- a pod with a zonal volume -------------------------------------------------------------------

@@ -132,7 +132,7 @@ check "NodeClaims created for the pending pods ($(claims))" bash -c "[ \$(kubect
 wait_for 120 count_is 10 running
 check "all 10 pods bound and Running on simulated nodes (nodes, node status, pod status writes allowed)" count_is 10 running
 # Pods can run on a node a moment before the lifecycle writes Initialized: wait for it.
-all_initialized() { kj nodeclaims | jq -e '(.items | length) as $n | [.items[] | select(.status.conditions[]? | .type=="Initialized" and .status=="True")] | length == $n and $n > 0' >/dev/null; }
+all_initialized() { kj nodeclaims | jqe '(.items | length) as $n | [.items[] | select(.status.conditions[]? | .type=="Initialized" and .status=="True")] | length == $n and $n > 0' >/dev/null; }
 wait_for 30 all_initialized
 check "every NodeClaim Initialized" all_initialized
 check "Nominated events written by the ServiceAccount" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
@@ -143,14 +143,14 @@ kill "$prov_pid" 2>/dev/null; wait "$prov_pid" 2>/dev/null; prov_pid=
 # ---- upgrade ------------------------------------------------------------------------------
 check "helm upgrade with a changed setting" helmpy upgrade "$release" "$ns" charts/adze "$dir/values.yaml" --set-json '{"provisioner":{"maxInstanceTypes":20,"replicas":3}}'
 check "upgrade reached the cluster (3 replicas, --max-instance-types=20)" bash -c \
-  "kubectl --kubeconfig $KUBECONFIG -n $ns get deploy adze-provisioner -o json | jq -e '.spec.replicas == 3 and (.spec.template.spec.containers[0].args | index(\"--max-instance-types=20\"))'"
+  "kubectl --kubeconfig $KUBECONFIG -n $ns get deploy adze-provisioner -o json | jqe '.spec.replicas == 3 and (.spec.template.spec.containers[0].args | index(\"--max-instance-types=20\"))'"
 check "upgrade to values the schema rejects fails with the field named" bash -c \
   "! '$helm_python' charts/ci/helm.py upgrade $release $ns charts/adze '$dir/values.yaml' --set-json '{\"cloudProvider\":\"gcp\"}' 2>'$dir/bad-upgrade.err' && grep -q cloudProvider '$dir/bad-upgrade.err'"
 
 check "a value renamed by the flag convention (extender.logJson) is refused, named" bash -c \
   "! '$helm_python' charts/ci/helm.py upgrade $release $ns charts/adze '$dir/values.yaml' --set-json '{\"extender\":{\"logJson\":true}}' 2>'$dir/renamed.err' && grep -q logJson '$dir/renamed.err'"
 check "every container is given --log-format (one flag for the three binaries)" bash -c \
-  "kubectl --kubeconfig $KUBECONFIG -n $ns get deploy/adze-provisioner deploy/adze-extender ds/adze-agent -o json | jq -e '[.items[].spec.template.spec.containers[0].args | any(startswith(\"--log-format=\"))] | all and length == 3'"
+  "kubectl --kubeconfig $KUBECONFIG -n $ns get deploy/adze-provisioner deploy/adze-extender ds/adze-agent -o json | jqe '[.items[].spec.template.spec.containers[0].args | any(startswith(\"--log-format=\"))] | all and length == 3'"
 # The upgrade guide's CRD step (docs/upgrade.md): Helm never upgrades crds/, so the CRDs are
 # applied first, server-side, over live objects.
 check "CRD upgrade step: server-side apply over the live CRDs" bash -c \

@@ -128,16 +128,16 @@ pdb drain web 6 | k apply -f - >/dev/null
 deployment drain web 8 1 1Gi drain | k apply -f - >/dev/null
 wait_for 120 count_is 8 ready_pods drain web
 check "8 pods Ready on simulated nodes" count_is 8 ready_pods drain web
-wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get pdb -n drain web -o json | jq -e '.status.disruptionsAllowed == 2'"
+wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get pdb -n drain web -o json | jqe '.status.disruptionsAllowed == 2'"
 victim=$(busiest_node drain)
 on_victim=$(k get pods -n drain -o json | jq --arg n "$victim" '[.items[] | select(.spec.nodeName == $n)] | length')
 echo "deleting nodeclaim $victim (holds $on_victim of the 8 pods)"
-check "the node carries the termination finalizer" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.metadata.finalizers | index(\"adze.sh/termination\")'"
+check "the node carries the termination finalizer" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jqe '.metadata.finalizers | index(\"adze.sh/termination\")'"
 sample drain web "$dir/drain.samples" & samplers+=($!)
 t0=$(now)
 k delete nodeclaim "$victim" --wait=false >/dev/null
-wait_for 20 bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.taints[]? | select(.key==\"adze.sh/disrupted\" and .effect==\"NoSchedule\")'"
-check "node tainted adze.sh/disrupted:NoSchedule" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jq -e '.spec.taints[]? | select(.key==\"adze.sh/disrupted\")' || ! kubectl --kubeconfig $KUBECONFIG get node $victim"
+wait_for 20 bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jqe '.spec.taints[]? | select(.key==\"adze.sh/disrupted\" and .effect==\"NoSchedule\")'"
+check "node tainted adze.sh/disrupted:NoSchedule" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jqe '.spec.taints[]? | select(.key==\"adze.sh/disrupted\")' || ! kubectl --kubeconfig $KUBECONFIG get node $victim"
 wait_for 240 gone nodeclaim "$victim"
 t1=$(now)
 kill "${samplers[-1]}" 2>/dev/null
@@ -317,7 +317,7 @@ check "do-not-disrupt pod untouched (same pod, same node $pinned_node)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol pinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$pinned_uid $pinned_node' ]]"
 check "karpenter.sh/do-not-disrupt pod untouched (same pod, same node: $kpinned_where)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n consol kpinned -o jsonpath='{.metadata.uid} {.spec.nodeName}') == '$kpinned_where' ]]"
-check "disruption events name the reason and the saving" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Disrupting -o json | jq -e '[.items[].message | select(test(\"saves|costs\"))] | length > 0'"
+check "disruption events name the reason and the saving" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Disrupting -o json | jqe '[.items[].message | select(test(\"saves|costs\"))] | length > 0'"
 # The pinned pod's node would be consolidated but for its pod: a DisruptionBlocked event says so.
 pinned_blocked() {
   k get events -A --field-selector reason=DisruptionBlocked -o json | jqe --arg n "$pinned_node" \
@@ -329,14 +329,14 @@ check "a DisruptionBlocked event on $pinned_node names the pinned pod and its an
 wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"
 wait_for 60 count_is 1 ready_pods expire e
 check "expireAfter 60s: node $expire_first replaced despite budget nodes 0 and do-not-disrupt" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $expire_first"
-check "an Expired event names the expiry" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Expired -o json | jq -e '[.items[] | select(.involvedObject.name == \"$expire_first\" and (.message | test(\"expireAfter\")))] | length > 0' >/dev/null"
+check "an Expired event names the expiry" bash -c "kubectl --kubeconfig $KUBECONFIG get events -A --field-selector reason=Expired -o json | jqe '[.items[] | select(.involvedObject.name == \"$expire_first\" and (.message | test(\"expireAfter\")))] | length > 0' >/dev/null"
 check "the expired node's pod Ready on its replacement" count_is 1 ready_pods expire e
 check "closed budget (nodes 0, window open): frozen pool untouched though underutilized" \
   bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=frozen -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" == '$frozen_first' ]]"
 check "frozen pool has no disrupting nodeclaim" count_is 0 disrupting frozen
 # consolidateAfter must survive a restart: the last pod event is kept on each NodeClaim.
 recorded() { kubectl --kubeconfig "$KUBECONFIG" get nodeclaims -l adze.sh/nodepool=frozen -o json |
-  jq -e '.items | length > 0 and all(.status.lastPodEventTime? | type == "string")' >/dev/null; }
+  jqe '.items | length > 0 and all(.status.lastPodEventTime? | type == "string")' >/dev/null; }
 wait_for 30 recorded
 check "NodeClaims record status.lastPodEventTime (what a restarted provisioner starts from)" recorded
 

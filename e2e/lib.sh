@@ -29,7 +29,11 @@ wait_for() {
 }
 # count_is N CMD...: CMD prints exactly N.
 count_is() { [[ "$("${@:2}")" == "$1" ]]; }
-jqe() { jq -e "$@" >/dev/null; }
+# jqe ARGS...: `jq -e` that also fails when jq printed nothing. jq 1.6 (Debian bookworm) exits 0
+# on empty input, so a check fed by a kubectl that failed would otherwise pass on nothing.
+# Exported, so checks run through `bash -c` have it too.
+jqe() { local out; out=$(jq -e "$@") || return 1; [[ -n "$out" ]]; }
+export -f jqe
 
 # cpu_secs PID: CPU seconds (user + system) the process has used so far; 0 when it is gone.
 cpu_secs() {
