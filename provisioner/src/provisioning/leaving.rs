@@ -67,15 +67,12 @@ pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
-    let finished = matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
-    );
+    let finished = crate::rules::is_terminal(pod);
     on_leaving
         && !mirror
         && !finished
         && !owned_by_daemonset(pod)
-        && (pod.metadata.deletion_timestamp.is_none() || owned_by_statefulset(pod))
+        && (!crate::rules::is_terminating(&pod.metadata) || owned_by_statefulset(pod))
 }
 
 fn owned_by_statefulset(pod: &Pod) -> bool {
