@@ -639,7 +639,6 @@ fn selection_no_type_pool_arch_arm_pod_zone_2() {
 
 /// Instance Type Selection > should schedule on an instance with enough resources
 #[test]
-#[ignore = "bug: 3 pods of 8 cpu/8Gi (or 16 cpu/8Gi) get 3 nodes where one holds them (3x16-cpu $9.95/h vs one 32-cpu $6.64/h)"]
 fn selection_enough_resources() {
     let catalog = assorted(|_| true);
     let mut wrong = Vec::new();

@@ -2,7 +2,8 @@
 //! linear in the input whatever exponent is spelled, every accepted value is inside
 //! [`MAX_QUANTITY`], and formatting then parsing gives back the value.
 
-use std::time::{Duration, Instant};
+use cpu_time::ThreadTime as Instant;
+use std::time::Duration;
 
 use adze_scheduling::quantity::{
     MAX_QUANTITY, format_bytes, format_milli, parse_milli, parse_units,

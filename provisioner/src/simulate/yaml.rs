@@ -184,7 +184,8 @@ impl Iterator for Documents<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use cpu_time::ThreadTime as Instant;
+    use std::time::Duration;
 
     use super::*;
 

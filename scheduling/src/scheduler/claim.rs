@@ -547,7 +547,7 @@ impl Solver<'_> {
                 self.need(p).fits_in(&t.usable) && room_ok(&room, &t.it.capacity)
             })
             .collect();
-        let ideal = &ps.ideal_room;
+        let ideal = &ps.ideal_hull;
         let efficient: Vec<u32> = fitting
             .iter()
             .copied()

@@ -38,9 +38,14 @@ pub(super) struct PoolState<'a> {
     pub has_min_values: bool,
     pub seq: u64,
     /// The room of the type an ideal fractional plan spends most on for the pending demand:
-    /// packing fills claims up to this shape, so a claim's pods end up in proportions an
-    /// efficient type matches.
+    /// packing steers pods toward claims whose content approaches this shape, so a claim's
+    /// pods end up in proportions an efficient type matches.
     pub ideal_room: Resources,
+    /// Per resource, the most room of any type the ideal fractional plan spends a material
+    /// share on ([`HULL_SHARE`]): claims grow within types that fit it. When the optimum mixes shapes (a CPU-heavy type for the
+    /// CPU, a memory-heavy one for the memory), whole pods of the average shape need a type
+    /// between them, which the single most-spent type would rule out.
+    pub ideal_hull: Resources,
 }
 
 impl PoolState<'_> {
@@ -1012,6 +1017,9 @@ pub(super) fn type_compatible(
     ok && (!offerings_matter || it.any_offering(reqs))
 }
 
+/// The share of the fractional optimum's spend a type needs to widen [`PoolState::ideal_hull`].
+const HULL_SHARE: f64 = 0.10;
+
 fn prepare_pool<'a>(
     pool: &'a NodePool,
     daemons: &super::daemons::Daemons,
@@ -1083,9 +1091,25 @@ fn prepare_pool<'a>(
         })
         .map(|(i, _)| types[i].usable.clone())
         .unwrap_or_default();
+    // The most-spent type, and the others the optimum spends a material share on: a sliver
+    // of a type bought to round off one resource would otherwise open growth to every shape.
+    let spend: Vec<f64> = prices
+        .purchase
+        .iter()
+        .zip(&types)
+        .map(|(x, t)| x * t.min_price)
+        .collect();
+    let total: f64 = spend.iter().sum();
+    let mut ideal_hull = ideal_room.clone();
+    for (t, s) in types.iter().zip(&spend) {
+        if *s > 1e-12 && *s >= HULL_SHARE * total {
+            ideal_hull.max_with(&t.usable);
+        }
+    }
     PoolState {
         has_min_values,
         ideal_room,
+        ideal_hull,
         pool,
         reqs,
         types,
