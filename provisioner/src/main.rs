@@ -33,9 +33,11 @@ enum Command {
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
     Run(Box<RunArgs>),
-    /// Convert Karpenter v1 NodePools and EC2NodeClasses into Adze's.
+    /// Convert Karpenter NodePools and EC2NodeClasses (and v1alpha5 Provisioners and
+    /// AWSNodeTemplates) into Adze's.
     ///
-    /// Reads what `kubectl get ... -o yaml` or `-o json` prints (a List, several documents or
+    /// Every Karpenter API generation is read: karpenter.sh/v1, v1beta1 and v1alpha5,
+    /// karpenter.k8s.aws/v1, v1beta1 and v1alpha1. Reads what `kubectl get ... -o yaml` or `-o json` prints (a List, several documents or
     /// single objects). Prints the converted YAML on stdout and, on stderr, what was changed
     /// and what could not be carried over (lines marked ACTION need a person). Exits 1 on
     /// unreadable input; 2 when some item needs action, some object was not converted, or
@@ -46,8 +48,8 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct MigrateArgs {
-    /// YAML or JSON files holding karpenter.sh/v1 NodePools and karpenter.k8s.aws/v1
-    /// EC2NodeClasses (`-` reads stdin).
+    /// YAML or JSON files holding Karpenter NodePools and EC2NodeClasses of any API
+    /// generation, or v1alpha5 Provisioners and AWSNodeTemplates (`-` reads stdin).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
     /// Exit 0 even when items need action or were not converted (the output and the report

@@ -13,10 +13,31 @@ pub enum Key {
     Unsupported,
 }
 
-const KARPENTER_DOMAINS: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/"];
+const KARPENTER_DOMAINS: &[&str] = &["karpenter.sh/", "karpenter.k8s.aws/", EKS];
+
+/// EKS Auto Mode's domain: its `instance-*` keys mean what Karpenter's do.
+const EKS: &str = "eks.amazonaws.com/";
+
+/// Keys older Karpenter generations accepted and normalized to the current well-known ones.
+const DEPRECATED: &[(&str, &str)] = &[
+    ("karpenter.sh/provisioner-name", labels::NODEPOOL),
+    ("beta.kubernetes.io/arch", labels::ARCH),
+    ("beta.kubernetes.io/os", labels::OS),
+    ("beta.kubernetes.io/instance-type", labels::INSTANCE_TYPE),
+    ("failure-domain.beta.kubernetes.io/zone", labels::ZONE),
+    ("failure-domain.beta.kubernetes.io/region", labels::REGION),
+];
 
 pub fn map(key: &str) -> Key {
     if let Some(adze) = labels::adze_key_for_karpenter(key) {
+        return Key::Renamed(adze);
+    }
+    if let Some((_, new)) = DEPRECATED.iter().find(|(old, _)| *old == key) {
+        return Key::Renamed(new);
+    }
+    if let Some(rest) = key.strip_prefix(EKS)
+        && let Some(adze) = labels::adze_key_for_karpenter(&format!("karpenter.k8s.aws/{rest}"))
+    {
         return Key::Renamed(adze);
     }
     if KARPENTER_DOMAINS.iter().any(|d| key.starts_with(d)) {
@@ -56,6 +77,23 @@ mod tests {
             Key::Unsupported
         );
         assert_eq!(map("node.kubernetes.io/instance-type"), Key::Same);
+        assert_eq!(
+            map("eks.amazonaws.com/instance-category"),
+            Key::Renamed("aws.adze.sh/instance-category")
+        );
+        assert_eq!(
+            map("eks.amazonaws.com/instance-generation"),
+            Key::Renamed("aws.adze.sh/instance-generation")
+        );
+        assert_eq!(map("eks.amazonaws.com/compute-type"), Key::Unsupported);
+        assert_eq!(
+            map("karpenter.sh/provisioner-name"),
+            Key::Renamed("adze.sh/nodepool")
+        );
+        assert_eq!(
+            map("failure-domain.beta.kubernetes.io/zone"),
+            Key::Renamed("topology.kubernetes.io/zone")
+        );
         assert_eq!(map("team"), Key::Same);
     }
 }

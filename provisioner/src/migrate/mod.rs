@@ -8,11 +8,13 @@
 //! alters behaviour is a [`Note`].
 
 mod labels;
+mod legacy;
 
 use adze_api::{EC2NodeClass, NodePool};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use serde_path_to_error::Segment;
 
 use labels::{CAPACITY_TYPES, Key};
 
@@ -83,7 +85,7 @@ impl Migration {
             self.notes.len() - actions
         );
         if self.objects.is_empty() {
-            out += "  ACTION: nothing converted: the input holds no karpenter.sh/v1 NodePool or karpenter.k8s.aws/v1 EC2NodeClass\n";
+            out += "  ACTION: nothing converted: the input holds no Karpenter NodePool, EC2NodeClass, Provisioner or AWSNodeTemplate\n";
         }
         for action in [true, false] {
             for n in self.notes.iter().filter(|n| n.action == action) {
@@ -146,38 +148,168 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
 }
 
 /// Converts every Karpenter NodePool and EC2NodeClass in what kubectl prints (see
-/// [`objects`]). Other objects are left out of the output with an action note (and listed in
-/// [`Migration::not_converted`]); Adze objects pass through unchanged.
+/// [`objects`]), of every API generation: v1alpha5 Provisioners and v1alpha1 AWSNodeTemplates,
+/// v1beta1 and v1 NodePools and EC2NodeClasses. Older generations are first restated as
+/// Karpenter v1 ([`legacy`]); pool kubelet settings then move to the node class they launch
+/// with, as in Karpenter v1. Other objects are left out of the output with an action note (and
+/// listed in [`Migration::not_converted`]); Adze objects pass through unchanged.
 pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
-    let mut m = Migration::default();
+    enum Item {
+        Pool(Value),
+        Class(Value),
+        Adze(Value),
+        Refused,
+    }
+    let mut items: Vec<(Item, Notes)> = Vec::new();
+    let mut kubelets: Vec<(usize, legacy::Kubelet)> = Vec::new();
     for value in objects(input)? {
         let api_version = value["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let name = value["metadata"]["name"].as_str().unwrap_or("<unnamed>");
         let mut notes = Notes::new(format!("{kind}/{name}"));
-        let converted = match (api_version.as_str(), kind.as_str()) {
-            ("karpenter.sh/v1", "NodePool") => Some(nodepool(value, &mut notes)),
-            ("karpenter.k8s.aws/v1", "EC2NodeClass") => Some(ec2nodeclass(value, &mut notes)),
-            ("karpenter.sh/v1beta1", _) | ("karpenter.k8s.aws/v1beta1", _) => {
-                notes.action(
-                    "apiVersion",
-                    format!("{api_version} is not converted: upgrade to Karpenter v1 objects first (Karpenter's conversion webhook serves them as v1)"),
-                );
-                None
+        let mut generated = None;
+        let mut kubelet = None;
+        let item = match (api_version.as_str(), kind.as_str()) {
+            ("karpenter.sh/v1", "NodePool") => {
+                kubelet = compatibility(&value, &mut notes);
+                Item::Pool(value)
+            }
+            ("karpenter.k8s.aws/v1", "EC2NodeClass") => Item::Class(value),
+            ("karpenter.sh/v1beta1", "NodePool") => {
+                let p = legacy::nodepool_v1beta1(&value, &mut notes);
+                kubelet = p.kubelet;
+                Item::Pool(p.pool)
+            }
+            ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => {
+                Item::Class(legacy::ec2nodeclass_v1beta1(&value, &mut notes))
+            }
+            ("karpenter.sh/v1alpha5", "Provisioner") => {
+                let p = legacy::provisioner(&value, &mut notes);
+                kubelet = p.kubelet;
+                generated = p.class;
+                Item::Pool(p.pool)
+            }
+            ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate") => {
+                Item::Class(legacy::aws_node_template(&value, &mut notes))
             }
             ("adze.sh/v1", _) | ("aws.adze.sh/v1", _) => {
                 notes.change("apiVersion", "already an Adze object; unchanged".into());
-                Some(value)
+                Item::Adze(value)
             }
             _ => {
                 notes.action(
                     "apiVersion",
                     format!(
-                        "{api_version} {kind} is not a Karpenter NodePool or EC2NodeClass; not converted (leave it out of the input)"
+                        "{api_version} {kind} is not a Karpenter NodePool, EC2NodeClass, Provisioner or AWSNodeTemplate; not converted (leave it out of the input)"
                     ),
                 );
-                None
+                Item::Refused
             }
+        };
+        let pool_object = notes.object.clone();
+        items.push((item, notes));
+        if let Some(k) = kubelet {
+            kubelets.push((items.len() - 1, k));
+        }
+        if let Some(class) = generated {
+            let name = class["metadata"]["name"].as_str().unwrap_or_default();
+            let mut notes = Notes::new(format!("EC2NodeClass/{name}"));
+            notes.change(
+                "metadata.name",
+                format!("made from {pool_object} spec.provider"),
+            );
+            items.push((Item::Class(class), notes));
+        }
+    }
+    // Kubelet settings go to the node class; pools sharing a class must agree on them.
+    let class_index = |items: &[(Item, Notes)], name: &str| {
+        items.iter().position(|(item, _)| {
+            matches!(item, Item::Class(c) if c["metadata"]["name"].as_str() == Some(name))
+        })
+    };
+    // Every pool's node class and kubelet settings (none for most), to find disagreements.
+    let pools: Vec<(usize, &str, Option<&Value>)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (item, _))| match item {
+            Item::Pool(p) => Some((
+                i,
+                p["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default(),
+                kubelets
+                    .iter()
+                    .find(|(k, _)| *k == i)
+                    .map(|(_, k)| &k.value),
+            )),
+            _ => None,
+        })
+        .collect();
+    let mut messages = Vec::new();
+    for (pool, k) in &kubelets {
+        let others: Vec<String> = pools
+            .iter()
+            .filter(|(p, class, value)| p != pool && *class == k.class && *value != Some(&k.value))
+            .map(|(p, _, value)| {
+                let what = if value.is_some() { "other" } else { "no" };
+                format!("{} ({what} kubelet settings)", items[*p].1.object)
+            })
+            .collect();
+        messages.push(if k.class.is_empty() {
+            Some("not carried over: the pool names no node class to hold it".to_string())
+        } else if !others.is_empty() {
+            Some(format!(
+                "not carried over: {} use{} EC2NodeClass/{} too, and Adze keeps kubelet settings on the node class; give this pool its own EC2NodeClass",
+                others.join(", "),
+                if others.len() == 1 { "s" } else { "" },
+                k.class
+            ))
+        } else {
+            None
+        });
+    }
+    for ((pool, k), message) in kubelets.iter().zip(messages) {
+        let message = if message.is_some() {
+            message
+        } else if let Some(c) = class_index(&items, &k.class) {
+            let Item::Class(class) = &mut items[c].0 else {
+                unreachable!("class_index finds classes")
+            };
+            match class.pointer("/spec/kubelet") {
+                Some(existing) if existing != &k.value => Some(format!(
+                    "not carried over: EC2NodeClass/{} has other kubelet settings",
+                    k.class
+                )),
+                Some(_) => None,
+                None => {
+                    if let Some(spec) = class.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.insert("kubelet".into(), k.value.clone());
+                    }
+                    None
+                }
+            }
+        } else {
+            Some(format!(
+                "not carried over: EC2NodeClass/{} is not in the input; put these settings in its spec.kubelet",
+                k.class
+            ))
+        };
+        let notes = &mut items[*pool].1;
+        match message {
+            Some(m) => notes.action(&k.field, format!("{m} (was {})", short(&k.value))),
+            None => notes.change(
+                &k.field,
+                format!("moved to EC2NodeClass/{} spec.kubelet", k.class),
+            ),
+        }
+    }
+    let mut m = Migration::default();
+    for (item, mut notes) in items {
+        let converted = match item {
+            Item::Pool(v) => Some(nodepool(v, &mut notes)),
+            Item::Class(v) => Some(ec2nodeclass(v, &mut notes)),
+            Item::Adze(v) => Some(v),
+            Item::Refused => None,
         };
         match converted {
             Some(o) => m.objects.push(o),
@@ -186,6 +318,43 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
         m.notes.extend(notes.list);
     }
     Ok(m)
+}
+
+/// Annotation in which Karpenter 1.0 keeps a converted v1beta1 pool's kubelet settings.
+const KUBELET_ANNOTATION: &str = "compatibility.karpenter.sh/v1beta1-kubelet-conversion";
+/// Prefixes of Karpenter's conversion bookkeeping annotations.
+const COMPATIBILITY: &[&str] = &[
+    "compatibility.karpenter.sh/",
+    "compatibility.karpenter.k8s.aws/",
+];
+
+/// Reads Karpenter's compatibility annotations on a v1 NodePool: the kubelet settings are
+/// returned for the node class; the rest is Karpenter's bookkeeping (removed in [`object`]).
+fn compatibility(v: &Value, notes: &mut Notes) -> Option<legacy::Kubelet> {
+    let ann = v["metadata"]["annotations"].get(KUBELET_ANNOTATION)?;
+    let field = format!("metadata.annotations.{KUBELET_ANNOTATION}");
+    let parsed = ann
+        .as_str()
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+        .filter(Value::is_object);
+    let Some(value) = parsed else {
+        notes.action(
+            &field,
+            format!(
+                "not a JSON object; kubelet settings not carried over (was {})",
+                short(ann)
+            ),
+        );
+        return None;
+    };
+    Some(legacy::Kubelet {
+        field,
+        class: v["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        value,
+    })
 }
 
 struct Notes {
@@ -218,6 +387,7 @@ impl Notes {
 
 fn nodepool(v: Value, notes: &mut Notes) -> Value {
     let mut spec = v.get("spec").cloned().unwrap_or_default();
+    let mut dropped = Removed::new();
     if let Some(labels) = spec
         .pointer_mut("/template/metadata/labels")
         .and_then(Value::as_object_mut)
@@ -233,6 +403,8 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
             let field = format!("spec.template.spec.requirements[{i}]");
             if requirement(&mut r, &field, notes) {
                 reqs.push(r);
+            } else {
+                dropped.push(("spec.template.spec.requirements".to_string(), i));
             }
         }
     }
@@ -242,7 +414,10 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
             Some("aws.adze.sh") => {}
             other => notes.action(
                 "spec.template.spec.nodeClassRef.group",
-                format!("{other:?}: Adze launches only EC2NodeClasses (aws.adze.sh)"),
+                format!(
+                    "{}: Adze launches only EC2NodeClasses (aws.adze.sh); set it to aws.adze.sh and name an EC2NodeClass",
+                    other.unwrap_or("unset")
+                ),
             ),
         }
     }
@@ -253,7 +428,9 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
         );
     }
     let out = object("adze.sh/v1", "NodePool", &v, spec, notes);
-    typed::<NodePool>(out, notes, |p| p.validate().err().map(|e| e.errors))
+    typed::<NodePool>(out, notes, dropped, |p| {
+        p.validate().err().map(|e| e.errors)
+    })
 }
 
 fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
@@ -286,7 +463,9 @@ fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
         }
     }
     let out = object("aws.adze.sh/v1", "EC2NodeClass", &v, spec, notes);
-    typed::<EC2NodeClass>(out, notes, |c| c.validate().err().map(|e| e.errors))
+    typed::<EC2NodeClass>(out, notes, Vec::new(), |c| {
+        c.validate().err().map(|e| e.errors)
+    })
 }
 
 /// Renames Karpenter's label keys in place; drops keys Adze does not know.
@@ -366,15 +545,20 @@ fn object(api_version: &str, kind: &str, v: &Value, spec: Value, notes: &mut Not
         ann.remove("kubectl.kubernetes.io/last-applied-configuration");
         let karpenter: Vec<String> = ann
             .keys()
-            .filter(|k| labels::map(k) != Key::Same)
+            .filter(|k| {
+                labels::map(k) != Key::Same || COMPATIBILITY.iter().any(|p| k.starts_with(p))
+            })
             .cloned()
             .collect();
         for k in karpenter {
             ann.remove(&k);
-            notes.change(
-                &format!("metadata.annotations.{k}"),
-                "Karpenter's own annotation; removed".into(),
-            );
+            // The kubelet annotation has its own note where it was read.
+            if k != KUBELET_ANNOTATION {
+                notes.change(
+                    &format!("metadata.annotations.{k}"),
+                    "Karpenter's own annotation; removed".into(),
+                );
+            }
         }
         if ann.is_empty() {
             meta.remove("annotations");
@@ -391,22 +575,155 @@ fn object(api_version: &str, kind: &str, v: &Value, spec: Value, notes: &mut Not
 fn typed<T: DeserializeOwned + Serialize>(
     out: Value,
     notes: &mut Notes,
+    mut removed: Removed,
     validate: impl Fn(&T) -> Option<Vec<adze_api::validation::FieldError>>,
 ) -> Value {
-    let parsed: T = match serde_json::from_value(out.clone()) {
-        Ok(t) => t,
-        Err(e) => {
-            notes.action("spec", format!("not a valid Adze object: {e}"));
-            return out;
+    // Each field Adze's type refuses is reported at its path and taken out (a list item
+    // whole), and the rest is read again, so every error of an object is reported.
+    let mut out = out;
+    let mut parsed: Option<T> = None;
+    for _ in 0..MAX_FIELD_ERRORS {
+        match serde_path_to_error::deserialize::<_, T>(out.clone()) {
+            Ok(t) => {
+                parsed = Some(t);
+                break;
+            }
+            Err(e) => {
+                let segments: Vec<&Segment> = e.path().iter().collect();
+                // A field of a list item takes the item with it: half an item means nothing.
+                let cut = match segments.as_slice() {
+                    [.., Segment::Seq { .. }, Segment::Map { .. }] => segments.len() - 1,
+                    _ => segments.len(),
+                };
+                let what = match segments.last() {
+                    Some(Segment::Map { key }) if cut < segments.len() => {
+                        format!("{key}: {}; the item removed", e.inner())
+                    }
+                    _ => format!("{}; removed", e.inner()),
+                };
+                let target = &segments[..cut];
+                let at = remap(&path_string(target), &removed);
+                notes.action(&at, format!("not valid for Adze: {what}"));
+                if !remove_at(&mut out, target) {
+                    break;
+                }
+                if let Some(Segment::Seq { .. }) = target.last()
+                    && let Some((array, index)) = at.rsplit_once('[')
+                    && let Ok(index) = index.trim_end_matches(']').parse::<usize>()
+                {
+                    removed.push((array.to_string(), index));
+                }
+            }
+        }
+    }
+    let after_parse = notes.list.len();
+    let result = match parsed {
+        None => {
+            notes.action(
+                "spec",
+                "not a valid Adze object; see the fields above".into(),
+            );
+            out
+        }
+        Some(parsed) => {
+            let round_trip = serde_json::to_value(&parsed).unwrap_or_default();
+            let mut pruned = out;
+            prune(&mut pruned, &round_trip, "", notes);
+            for e in validate(&parsed).unwrap_or_default() {
+                notes.action(&e.path, e.message);
+            }
+            pruned
         }
     };
-    let round_trip = serde_json::to_value(&parsed).unwrap_or_default();
-    let mut pruned = out;
-    prune(&mut pruned, &round_trip, "", notes);
-    for e in validate(&parsed).unwrap_or_default() {
-        notes.action(&e.path, e.message);
+    // Paths name the input's list items, not the positions left after removals.
+    for n in &mut notes.list[after_parse..] {
+        n.field = remap(&n.field, &removed);
     }
-    pruned
+    result
+}
+
+/// List items taken out of an object: (path of the list, index in the input).
+type Removed = Vec<(String, usize)>;
+
+/// `field` with list indices counted as in the input, before the items in `removed` went.
+fn remap(field: &str, removed: &Removed) -> String {
+    let mut field = field.to_string();
+    let mut arrays: Vec<&str> = removed.iter().map(|(p, _)| p.as_str()).collect();
+    arrays.sort_by_key(|p| p.len());
+    arrays.dedup();
+    for array in arrays {
+        let Some((num, tail)) = field
+            .strip_prefix(array)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.split_once(']'))
+        else {
+            continue;
+        };
+        let Ok(mut index) = num.parse::<usize>() else {
+            continue;
+        };
+        let mut gone: Vec<usize> = removed
+            .iter()
+            .filter(|(p, _)| p == array)
+            .map(|(_, i)| *i)
+            .collect();
+        gone.sort_unstable();
+        for g in gone {
+            if g <= index {
+                index += 1;
+            }
+        }
+        field = format!("{array}[{index}]{tail}");
+    }
+    field
+}
+
+/// A deserializer path as the notes write it: `spec.template.spec.requirements[2].operator`.
+fn path_string(segments: &[&Segment]) -> String {
+    let mut out = String::new();
+    for s in segments {
+        match s {
+            Segment::Seq { index } => out += &format!("[{index}]"),
+            Segment::Map { key } => out = join(&out, key),
+            Segment::Enum { variant } => out = join(&out, variant),
+            Segment::Unknown => out = join(&out, "?"),
+        }
+    }
+    out
+}
+
+/// Field errors reported per object before giving up on it.
+const MAX_FIELD_ERRORS: usize = 64;
+
+/// Removes the field at `path` from `v`; false when there is nothing to remove (the error is
+/// about the object itself, e.g. a missing required field of the whole spec).
+fn remove_at(v: &mut Value, segments: &[&Segment]) -> bool {
+    let Some((last, parents)) = segments.split_last() else {
+        return false;
+    };
+    if parents.is_empty() {
+        return false;
+    }
+    let mut at = v;
+    for s in parents {
+        let next = match (s, at) {
+            (Segment::Map { key }, Value::Object(o)) => o.get_mut(key),
+            (Segment::Seq { index }, Value::Array(a)) => a.get_mut(*index),
+            _ => None,
+        };
+        match next {
+            Some(n) => at = n,
+            None => return false,
+        }
+    }
+    match (last, at) {
+        (Segment::Map { key }, Value::Object(o)) => o.remove(key).is_some(),
+        (Segment::Seq { index }, Value::Array(a)) if *index < a.len() => {
+            a.remove(*index);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Removes from `v` every non-empty field `kept` lacks, with a note per field.

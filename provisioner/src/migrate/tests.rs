@@ -149,7 +149,7 @@ fn unsupported_families_capacity_and_static_pools_need_action() {
     assert_eq!(
         m.objects.len(),
         2,
-        "v1beta1 and the ConfigMap are not output"
+        "the Machine and the ConfigMap are not output"
     );
     let pool = &m.objects[0];
     assert!(
@@ -184,11 +184,11 @@ fn unsupported_families_capacity_and_static_pools_need_action() {
         )[0]
         .action
     );
-    let old = notes_about(&m, "NodePool/old", "apiVersion");
-    assert!(old[0].action && old[0].message.contains("v1beta1"));
+    let old = notes_about(&m, "Machine/old", "apiVersion");
+    assert!(old[0].action && old[0].message.contains("karpenter.sh/v1alpha5 Machine"));
     let skipped = notes_about(&m, "ConfigMap/unrelated", "apiVersion");
     assert!(skipped[0].action && skipped[0].message.contains("not converted"));
-    assert_eq!(m.not_converted, ["NodePool/old", "ConfigMap/unrelated"]);
+    assert_eq!(m.not_converted, ["Machine/old", "ConfigMap/unrelated"]);
     assert!(m.incomplete());
 }
 
@@ -359,4 +359,349 @@ spec:
     assert_eq!(reqs[0]["operator"], "Gte");
     assert_eq!(reqs[1]["operator"], "Lte");
     assert_eq!(m.objects[0]["spec"]["limits"]["nodes"], "20");
+}
+
+/// (field, action) of every note about `object`, in order.
+fn fields_of(m: &Migration, object: &str) -> Vec<(String, bool)> {
+    m.notes
+        .iter()
+        .filter(|n| n.object == object)
+        .map(|n| (n.field.clone(), n.action))
+        .collect()
+}
+
+fn owned(list: &[(&str, bool)]) -> Vec<(String, bool)> {
+    list.iter().map(|(f, a)| (f.to_string(), *a)).collect()
+}
+
+#[test]
+fn v1alpha5_inline_provider_becomes_a_pool_and_a_class_named_after_it() {
+    let m = migrate(include_str!("testdata/v1alpha5-inline-provider.yaml")).unwrap();
+    assert_eq!(m.objects.len(), 2, "{}", m.report());
+    let pool = &m.objects[0];
+    let spec = &pool["spec"];
+    assert_eq!(pool["apiVersion"], "adze.sh/v1");
+    assert_eq!(spec["template"]["metadata"]["labels"]["team"], "batch");
+    assert_eq!(spec["template"]["spec"]["taints"][0]["key"], "batch");
+    assert_eq!(
+        spec["template"]["spec"]["startupTaints"][0]["key"],
+        "example.com/agent-not-ready"
+    );
+    assert_eq!(spec["template"]["spec"]["expireAfter"], "86400s");
+    assert_eq!(
+        spec["disruption"]["consolidationPolicy"],
+        "WhenEmptyOrUnderutilized"
+    );
+    assert_eq!(spec["disruption"]["consolidateAfter"], "0s");
+    assert_eq!(spec["limits"]["cpu"], 256);
+    assert_eq!(spec["weight"], 5);
+    assert_eq!(
+        spec["template"]["spec"]["nodeClassRef"],
+        serde_json::json!({"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "batch"})
+    );
+    let reqs = spec["template"]["spec"]["requirements"].as_array().unwrap();
+    let keys: Vec<&str> = reqs.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        ["adze.sh/capacity-type", "topology.kubernetes.io/zone"]
+    );
+    let class = &m.objects[1];
+    assert_eq!(class["apiVersion"], "aws.adze.sh/v1");
+    assert_eq!(class["metadata"]["name"], "batch");
+    assert_eq!(
+        class["spec"],
+        serde_json::json!({
+            "amiSelectorTerms": [{"alias": "bottlerocket@latest"}],
+            "instanceProfile": "KarpenterNodeInstanceProfile-my-cluster",
+            "kubelet": {"maxPods": 50},
+            "metadataOptions": {"httpPutResponseHopLimit": 2},
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "my-cluster"}}],
+            "subnetSelectorTerms": [{"id": "subnet-0aaaaaaaaaaaaaaaa"}, {"id": "subnet-0bbbbbbbbbbbbbbbb"}],
+            "tags": {"cost-center": "batch"},
+        })
+    );
+    assert_eq!(
+        fields_of(&m, "Provisioner/batch"),
+        owned(&[
+            ("spec.provider", false),
+            ("spec.provider.amiFamily", false),
+            ("spec.provider.launchTemplate", true),
+            (
+                "spec.provider.metadataOptions.httpPutResponseHopLimit",
+                false
+            ),
+            ("spec.kubeletConfiguration", false),
+            ("spec.template.spec.requirements[0]", false),
+            ("spec.template.spec.requirements[1]", false),
+            ("spec.template.spec.requirements[2]", true),
+        ])
+    );
+    assert_eq!(
+        fields_of(&m, "EC2NodeClass/batch"),
+        owned(&[
+            ("metadata.name", false),
+            ("spec.kubelet.containerRuntime", true),
+        ])
+    );
+    let pods = notes_about(
+        &m,
+        "Provisioner/batch",
+        "spec.template.spec.requirements[2]",
+    );
+    assert!(pods[0].message.contains("karpenter.k8s.aws/instance-pods"));
+    let class: EC2NodeClass = serde_json::from_value(m.objects[1].clone()).unwrap();
+    class.validate().unwrap();
+    let pool: NodePool = serde_json::from_value(m.objects[0].clone()).unwrap();
+    pool.validate().unwrap();
+}
+
+#[test]
+fn v1alpha5_provisioners_sharing_a_template_with_the_same_kubelet_fold_it_once() {
+    let m = migrate(include_str!("testdata/v1alpha5-awsnodetemplate.yaml")).unwrap();
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    assert_eq!(m.objects.len(), 3);
+    let default = &m.objects[0]["spec"];
+    assert_eq!(default["disruption"]["consolidationPolicy"], "WhenEmpty");
+    assert_eq!(default["disruption"]["consolidateAfter"], "30s");
+    assert_eq!(
+        default["template"]["spec"]["expireAfter"], "Never",
+        "v1alpha5 without ttlSecondsUntilExpired never expired"
+    );
+    assert_eq!(
+        default["template"]["metadata"]["annotations"]["example.com/owner"],
+        "platform"
+    );
+    let quiet = &m.objects[1]["spec"];
+    assert_eq!(quiet["disruption"]["consolidationPolicy"], "WhenEmpty");
+    assert_eq!(
+        quiet["disruption"]["consolidateAfter"], "Never",
+        "no consolidation and no ttlSecondsAfterEmpty: never consolidated"
+    );
+    let class = &m.objects[2]["spec"];
+    assert_eq!(class["amiFamily"], "AL2023");
+    assert_eq!(
+        class["amiSelectorTerms"],
+        serde_json::json!([
+            {"name": "my-golden-al2023-*", "owner": "self"},
+            {"name": "my-golden-al2023-*", "owner": "123456789012"},
+        ])
+    );
+    assert_eq!(
+        class["securityGroupSelectorTerms"],
+        serde_json::json!([{"id": "sg-0123456789abcdef0"}])
+    );
+    assert_eq!(class["kubelet"], serde_json::json!({"maxPods": 110}));
+    assert_eq!(class["metadataOptions"]["httpPutResponseHopLimit"], 3);
+    assert_eq!(class["detailedMonitoring"], true);
+    assert_eq!(class["tags"]["team"], "platform");
+    assert_eq!(
+        class["blockDeviceMappings"][0]["ebs"]["volumeSize"],
+        "100Gi"
+    );
+    assert!(class["userData"].as_str().unwrap().contains("NodeConfig"));
+    assert_eq!(
+        fields_of(&m, "Provisioner/quiet"),
+        owned(&[
+            ("spec.ttlSecondsUntilExpired", false),
+            ("spec.consolidation", false),
+            ("spec.kubeletConfiguration", false),
+        ])
+    );
+    assert!(fields_of(&m, "AWSNodeTemplate/shared").is_empty());
+}
+
+#[test]
+fn v1alpha5_pools_with_different_kubelets_on_one_template_are_refused_by_path() {
+    let input = include_str!("testdata/v1alpha5-awsnodetemplate.yaml").replacen(
+        "maxPods: 110",
+        "maxPods: 30",
+        1,
+    );
+    let m = migrate(&input).unwrap();
+    for (pool, other) in [("default", "quiet"), ("quiet", "default")] {
+        let n = notes_about(
+            &m,
+            &format!("Provisioner/{pool}"),
+            "spec.kubeletConfiguration",
+        );
+        assert_eq!(n.len(), 1, "{}", m.report());
+        assert!(n[0].action);
+        assert!(
+            n[0].message.contains(&format!("Provisioner/{other}"))
+                && n[0].message.contains("EC2NodeClass/shared"),
+            "{}",
+            n[0].message
+        );
+    }
+    assert!(m.objects[2]["spec"].get("kubelet").is_none());
+}
+
+#[test]
+fn v1beta1_pool_and_class_become_v1_meanings() {
+    let m = migrate(include_str!("testdata/v1beta1.yaml")).unwrap();
+    assert_eq!(m.objects.len(), 2, "{}", m.report());
+    let pool = &m.objects[0]["spec"];
+    assert_eq!(
+        pool["disruption"],
+        serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
+    );
+    assert_eq!(pool["template"]["spec"]["expireAfter"], "168h");
+    assert!(pool["template"]["spec"].get("kubelet").is_none());
+    assert_eq!(
+        pool["template"]["spec"]["nodeClassRef"],
+        serde_json::json!({"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "bottlerocket"})
+    );
+    assert_eq!(pool["limits"]["cpu"], 1000);
+    let class = &m.objects[1]["spec"];
+    assert_eq!(
+        class["amiSelectorTerms"],
+        serde_json::json!([{"alias": "bottlerocket@latest"}])
+    );
+    assert!(class.get("amiFamily").is_none());
+    assert_eq!(
+        class["kubelet"],
+        serde_json::json!({"maxPods": 58, "systemReserved": {"cpu": "100m"}})
+    );
+    assert_eq!(class["metadataOptions"]["httpPutResponseHopLimit"], 2);
+    assert_eq!(
+        fields_of(&m, "NodePool/general"),
+        owned(&[
+            ("spec.disruption.consolidationPolicy", false),
+            ("spec.disruption.expireAfter", false),
+            ("spec.template.spec.kubelet", false),
+            ("spec.template.spec.requirements[0]", false),
+        ])
+    );
+    assert_eq!(
+        fields_of(&m, "EC2NodeClass/bottlerocket"),
+        owned(&[
+            ("spec.amiFamily", false),
+            ("spec.metadataOptions.httpPutResponseHopLimit", false),
+            ("spec.kubelet.cpuCFSQuota", true),
+        ])
+    );
+}
+
+#[test]
+fn v1_kubelet_compatibility_annotation_moves_to_the_node_class() {
+    let input = include_str!("testdata/v1-kubelet-annotation.yaml");
+    let m = migrate(input).unwrap();
+    assert_eq!(m.objects.len(), 2);
+    assert!(
+        m.objects[0]["metadata"].get("annotations").is_none(),
+        "both compatibility annotations are Karpenter's: {}",
+        m.objects[0]
+    );
+    assert_eq!(
+        m.objects[1]["spec"]["kubelet"],
+        serde_json::json!({"maxPods": 42})
+    );
+    assert_eq!(
+        fields_of(&m, "NodePool/converted"),
+        owned(&[
+            (
+                "metadata.annotations.compatibility.karpenter.sh/v1beta1-kubelet-conversion",
+                false
+            ),
+            (
+                "metadata.annotations.compatibility.karpenter.sh/v1beta1-nodeclass-reference",
+                false
+            ),
+        ])
+    );
+    assert_eq!(
+        fields_of(&m, "EC2NodeClass/default"),
+        owned(&[("spec.kubelet.evictionMaxPodGracePeriod", true)])
+    );
+
+    // Without the class in the input the settings have nowhere to go: an action, by path.
+    let pool_only = input.split("---").next().unwrap();
+    let m = migrate(pool_only).unwrap();
+    let n = notes_about(
+        &m,
+        "NodePool/converted",
+        "metadata.annotations.compatibility.karpenter.sh/v1beta1-kubelet-conversion",
+    );
+    assert!(
+        n[0].action
+            && n[0]
+                .message
+                .contains("EC2NodeClass/default is not in the input"),
+        "{}",
+        n[0].message
+    );
+
+    // A second pool on the same class without kubelet settings would inherit them: refused.
+    let second = "---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: plain}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n";
+    let m = migrate(&format!("{input}{second}")).unwrap();
+    let n = notes_about(
+        &m,
+        "NodePool/converted",
+        "metadata.annotations.compatibility.karpenter.sh/v1beta1-kubelet-conversion",
+    );
+    assert!(
+        n[0].action
+            && n[0]
+                .message
+                .contains("NodePool/plain (no kubelet settings)"),
+        "{}",
+        n[0].message
+    );
+    assert!(m.objects[1]["spec"].get("kubelet").is_none());
+}
+
+#[test]
+fn eks_auto_mode_keys_are_renamed_and_every_error_has_its_own_path() {
+    let m = migrate(include_str!("testdata/eks-automode.yaml")).unwrap();
+    assert_eq!(m.not_converted, ["NodeClass/default"]);
+    let spec = &m.objects[0]["spec"];
+    let reqs = spec["template"]["spec"]["requirements"].as_array().unwrap();
+    let keys: Vec<(&str, &str)> = reqs
+        .iter()
+        .map(|r| (r["key"].as_str().unwrap(), r["operator"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("aws.adze.sh/instance-category", "In"),
+            ("aws.adze.sh/instance-generation", "Gte"),
+            ("adze.sh/capacity-type", "Exists"),
+        ]
+    );
+    assert!(spec["disruption"].get("consolidationPolicy").is_none());
+    assert_eq!(spec["template"]["spec"]["expireAfter"], "336h");
+    assert_eq!(
+        fields_of(&m, "NodePool/general-purpose"),
+        owned(&[
+            ("spec.template.spec.requirements[0]", false),
+            ("spec.template.spec.requirements[1]", false),
+            ("spec.template.spec.requirements[2]", true),
+            ("spec.template.spec.requirements[3]", false),
+            ("spec.template.spec.nodeClassRef.group", true),
+            ("spec.disruption.consolidationPolicy", true),
+            ("spec.template.spec.requirements[4]", true),
+        ])
+    );
+    let balanced = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.disruption.consolidationPolicy",
+    );
+    assert!(balanced[0].message.contains("Balanced"));
+    let near = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.template.spec.requirements[4]",
+    );
+    assert!(near[0].message.contains("operator: unknown variant `Near`"));
+    let compute = notes_about(
+        &m,
+        "NodePool/general-purpose",
+        "spec.template.spec.requirements[2]",
+    );
+    assert!(
+        compute[0]
+            .message
+            .contains("eks.amazonaws.com/compute-type")
+    );
 }
