@@ -705,3 +705,100 @@ fn eks_auto_mode_keys_are_renamed_and_every_error_has_its_own_path() {
             .contains("eks.amazonaws.com/compute-type")
     );
 }
+
+#[test]
+fn v1alpha5_edge_cases_are_refused_by_path_not_dropped() {
+    // Both empty-node TTL and consolidation (Karpenter refused the pair), a negative TTL, an
+    // unknown field, ids mixed with tags, no amiFamily and no instance profile.
+    let input = r#"
+apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: odd}
+spec:
+  ttlSecondsAfterEmpty: 30
+  consolidation: {enabled: true}
+  ttlSecondsUntilExpired: -5
+  surprise: 1
+  provider:
+    subnetSelector: {aws-ids: subnet-0aaaaaaaaaaaaaaaa, team: a}
+    securityGroupSelector: {aws::mystery: x}
+"#;
+    let m = migrate(input).unwrap();
+    assert_eq!(
+        fields_of(&m, "Provisioner/odd"),
+        owned(&[
+            ("spec.ttlSecondsUntilExpired", true),
+            ("spec.ttlSecondsAfterEmpty", true),
+            ("spec.provider", false),
+            ("spec.provider.subnetSelector", true),
+            ("spec.provider.securityGroupSelector.aws::mystery", true),
+            ("spec.provider.amiFamily", true),
+            ("spec.provider.amiFamily", false),
+            ("spec.provider.instanceProfile", true),
+            (
+                "spec.provider.metadataOptions.httpPutResponseHopLimit",
+                false
+            ),
+            ("spec.surprise", true),
+        ]),
+        "{}",
+        m.report()
+    );
+    let pool = &m.objects[0]["spec"];
+    assert_eq!(
+        pool["disruption"]["consolidationPolicy"],
+        "WhenEmptyOrUnderutilized"
+    );
+    assert!(pool["template"]["spec"].get("expireAfter").is_none());
+    let class = &m.objects[1]["spec"];
+    assert_eq!(
+        class["subnetSelectorTerms"],
+        serde_json::json!([{"id": "subnet-0aaaaaaaaaaaaaaaa"}])
+    );
+    assert_eq!(
+        class["amiSelectorTerms"],
+        serde_json::json!([{"alias": "al2023@latest"}])
+    );
+    assert!(m.incomplete());
+}
+
+#[test]
+fn v1beta1_pool_without_disruption_keeps_v1beta1_defaults() {
+    let input = r#"
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: bare}
+spec:
+  template:
+    spec:
+      nodeClassRef: {name: default}
+"#;
+    let m = migrate(input).unwrap();
+    let spec = &m.objects[0]["spec"];
+    assert_eq!(
+        spec["disruption"],
+        serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
+    );
+    assert_eq!(
+        spec["template"]["spec"]["nodeClassRef"],
+        serde_json::json!({"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"})
+    );
+    assert_eq!(m.actions(), 0, "{}", m.report());
+}
+
+#[test]
+fn paths_count_the_inputs_list_items_after_removals() {
+    let removed: Removed = vec![
+        ("spec.template.spec.requirements".into(), 1),
+        ("spec.template.spec.requirements".into(), 2),
+    ];
+    assert_eq!(
+        remap("spec.template.spec.requirements[1].values", &removed),
+        "spec.template.spec.requirements[3].values"
+    );
+    assert_eq!(
+        remap("spec.template.spec.requirements[0]", &removed),
+        "spec.template.spec.requirements[0]"
+    );
+    assert_eq!(remap("spec.taints[1]", &removed), "spec.taints[1]");
+}
