@@ -51,6 +51,10 @@ fn seconds(v: &Value, field: &str, notes: &mut Notes) -> Option<String> {
     }
 }
 
+fn not_a_map(v: &Value) -> String {
+    format!("not a map; not carried over (was {})", super::short(v))
+}
+
 /// The `karpenter.k8s.aws/v1` EC2NodeClass reference for `name`.
 fn class_ref(name: &str) -> Value {
     json!({"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name})
@@ -79,6 +83,9 @@ pub fn provisioner(v: &Value, notes: &mut Notes) -> Pool {
         }
     }
     if let Some(limits) = take(&mut spec, "limits") {
+        if !limits.is_object() {
+            notes.action("spec.limits", not_a_map(&limits));
+        }
         let mut limits = limits.as_object().cloned().unwrap_or_default();
         if let Some(resources) = take(&mut limits, "resources") {
             out.insert("limits".into(), resources);
@@ -114,6 +121,9 @@ pub fn provisioner(v: &Value, notes: &mut Notes) -> Pool {
         .and_then(|c| c.get("enabled"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    if let Some(c) = consolidation.as_ref().filter(|c| !c.is_object()) {
+        notes.action("spec.consolidation", not_a_map(c));
+    }
     if let Some(c) = consolidation.as_ref().and_then(Value::as_object) {
         for k in c.keys().filter(|k| *k != "enabled") {
             notes.action(
@@ -169,7 +179,17 @@ pub fn provisioner(v: &Value, notes: &mut Notes) -> Pool {
                     notes.action(&format!("spec.providerRef.{k}"), "not carried over".into());
                 }
             }
-            r["name"].as_str().map(str::to_string)
+            let name = r["name"].as_str().map(str::to_string);
+            if name.is_none() {
+                notes.action(
+                    "spec.providerRef.name",
+                    format!(
+                        "missing or not a string: the node class is unknown (was {})",
+                        super::short(&r)
+                    ),
+                );
+            }
+            name
         }
         (None, Some(p)) => {
             notes.change(
@@ -367,6 +387,9 @@ fn family_to_terms(spec: &mut Map<String, Value>, at: &str, notes: &mut Notes) {
 /// An AWSNodeTemplate spec (or an inline provider) as a v1 EC2NodeClass spec. `at` is where
 /// the input fields are, for notes.
 fn node_template_spec(v: &Value, at: &str, notes: &mut Notes) -> Value {
+    if !v.is_object() {
+        notes.action(at, not_a_map(v));
+    }
     let mut spec = v.as_object().cloned().unwrap_or_default();
     // Type markers of an inline provider, not settings.
     spec.remove("apiVersion");
@@ -490,15 +513,24 @@ pub fn nodepool_v1beta1(v: &Value, notes: &mut Notes) -> Pool {
         );
     }
     if let Some(e) = expire {
-        notes.change(
-            "spec.disruption.expireAfter",
-            "moved to spec.template.spec.expireAfter".into(),
-        );
-        if let Some(ts) = spec
+        match spec
             .pointer_mut("/template/spec")
             .and_then(Value::as_object_mut)
         {
-            ts.insert("expireAfter".into(), e);
+            Some(ts) => {
+                ts.insert("expireAfter".into(), e);
+                notes.change(
+                    "spec.disruption.expireAfter",
+                    "moved to spec.template.spec.expireAfter".into(),
+                );
+            }
+            None => notes.action(
+                "spec.disruption.expireAfter",
+                format!(
+                    "not carried over: spec.template.spec is not a map to hold it (was {})",
+                    super::short(&e)
+                ),
+            ),
         }
     }
     Pool {

@@ -603,7 +603,22 @@ fn typed<T: DeserializeOwned + Serialize>(
                 };
                 let target = &segments[..cut];
                 let at = remap(&path_string(target), &removed);
-                notes.action(&at, format!("not valid for Adze: {what}"));
+                // A missing field is named by its own path, not its parent's.
+                let inner = e.inner().to_string();
+                match inner
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split_once('`'))
+                {
+                    Some((missing, _)) if cut == segments.len() => {
+                        // Nothing to take out: the object cannot be read without it.
+                        notes.action(
+                            &join(&at, missing),
+                            "missing: Adze requires this field".into(),
+                        );
+                        break;
+                    }
+                    _ => notes.action(&at, format!("not valid for Adze: {what}")),
+                }
                 if !remove_at(&mut out, target) {
                     break;
                 }

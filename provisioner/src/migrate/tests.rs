@@ -802,3 +802,49 @@ fn paths_count_the_inputs_list_items_after_removals() {
     );
     assert_eq!(remap("spec.taints[1]", &removed), "spec.taints[1]");
 }
+
+#[test]
+fn hostile_older_generation_fields_are_each_refused_by_path() {
+    let m = migrate(include_str!("testdata/hostile-legacy.yaml")).unwrap();
+    let actions = |object: &str| -> Vec<String> {
+        m.notes
+            .iter()
+            .filter(|n| n.object == object && n.action)
+            .map(|n| n.field.clone())
+            .collect()
+    };
+    assert_eq!(
+        actions("Provisioner/hostile"),
+        [
+            "spec.limits",
+            "spec.ttlSecondsUntilExpired",
+            "spec.consolidation",
+            "spec.providerRef.name",
+            "spec.kubeletConfiguration",
+            "spec.disruption.consolidateAfter",
+            "spec.template.spec.requirements",
+            "spec.template.spec.nodeClassRef",
+            "spec",
+        ]
+    );
+    assert_eq!(
+        actions("EC2NodeClass/h2"),
+        ["spec.kubelet.maxPods", "spec.subnetSelectorTerms", "spec"]
+    );
+    assert_eq!(
+        actions("NodePool/h3"),
+        [
+            "metadata.annotations.compatibility.karpenter.sh/v1beta1-kubelet-conversion",
+            "spec",
+            "spec"
+        ]
+    );
+    assert_eq!(
+        actions("NodePool/h4")[..2],
+        [
+            "spec.disruption.expireAfter",
+            "spec.disruption.consolidationPolicy"
+        ]
+    );
+    assert!(m.incomplete());
+}
