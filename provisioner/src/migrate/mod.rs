@@ -304,6 +304,26 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
         }
     }
     let mut m = Migration::default();
+    // Two objects of one kind and name (an inline provider named like an AWSNodeTemplate, or
+    // the same pool of two generations): the second would replace the first when applied.
+    let mut seen = std::collections::BTreeSet::new();
+    for (item, notes) in &mut items {
+        let (kind, v) = match item {
+            Item::Pool(v) => ("NodePool", &*v),
+            Item::Class(v) => ("EC2NodeClass", &*v),
+            _ => continue,
+        };
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !seen.insert((kind, name.clone())) {
+            notes.action(
+                "metadata.name",
+                format!("another {kind} in the output is also named {name}; rename one"),
+            );
+        }
+    }
     for (item, mut notes) in items {
         let converted = match item {
             Item::Pool(v) => Some(nodepool(v, &mut notes)),

@@ -848,3 +848,20 @@ fn hostile_older_generation_fields_are_each_refused_by_path() {
     );
     assert!(m.incomplete());
 }
+
+#[test]
+fn an_inline_provider_named_like_an_awsnodetemplate_is_refused() {
+    let input = format!(
+        "{}---\napiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata: {{name: batch}}\nspec: {{instanceProfile: p}}\n",
+        include_str!("testdata/v1alpha5-inline-provider.yaml")
+    );
+    let m = migrate(&input).unwrap();
+    let n = notes_about(&m, "AWSNodeTemplate/batch", "metadata.name");
+    assert_eq!(n.len(), 1, "{}", m.report());
+    assert!(n[0].action && n[0].message.contains("also named batch"));
+    assert!(
+        notes_about(&m, "EC2NodeClass/batch", "metadata.name")
+            .iter()
+            .all(|n| !n.action)
+    );
+}
