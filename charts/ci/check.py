@@ -568,20 +568,24 @@ def rbac_exact():
 
 
 def rbac_audit_fails():
-    """e2e/rbac.py audit (what every e2e suite ends with) fails on a refused request, on an
-    undeclared call and on a component running under other credentials: fed an audit log with
-    one of each next to a good request, it names all three."""
+    """e2e/rbac.py audit (what every e2e suite ends with) fails on a request the authorizer
+    refused, on an undeclared call and on a component running under other credentials: fed an
+    audit log with one of each next to good requests, it names all three (and not admission's
+    403, which no grant can fix)."""
     sa = "system:serviceaccount:adze-system:adze-provisioner"
 
-    def event(i, user, agent, verb, resource, code, ns=None):
+    def event(i, user, agent, verb, resource, code, ns=None, decision="allow"):
         ref = {"resource": resource, "apiGroup": "", "apiVersion": "v1"}
         if ns:
             ref["namespace"] = ns
         return json.dumps({"auditID": str(i), "stage": "ResponseComplete", "verb": verb,
                            "user": {"username": user}, "userAgent": agent, "objectRef": ref,
-                           "requestURI": f"/api/v1/{resource}", "responseStatus": {"code": code}})
+                           "requestURI": f"/api/v1/{resource}", "responseStatus": {"code": code},
+                           "annotations": {"authorization.k8s.io/decision": decision}})
     lines = [event(1, sa, "adze-provisioner/0.1.0", "list", "nodes", 200),
-             event(2, sa, "adze-provisioner/0.1.0", "delete", "pods", 403, "web"),
+             # admission's 403 (an Event into a terminating namespace): not RBAC's, not named
+             event(5, sa, "adze-provisioner/0.1.0", "create", "events", 403, "gone"),
+             event(2, sa, "adze-provisioner/0.1.0", "delete", "pods", 403, "web", "forbid"),
              event(3, sa, "adze-provisioner/0.1.0", "get", "secrets", 200, "web"),
              event(4, "admin", "adze-agent/0.1.0", "get", "nodes", 200)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -593,6 +597,7 @@ def rbac_audit_fails():
     out = r.stdout + r.stderr
     check("e2e/rbac.py audit fails on a 403, an undeclared call and a component run as admin",
           r.returncode == 1 and "REFUSED: provisioner: delete core/pods" in out
+          and "REFUSED: provisioner: create core/events" not in out
           and "NOT DECLARED in charts/ci/rbac-calls.yaml: provisioner: get core/secrets" in out
           and "WRONG CREDENTIALS: adze-agent made requests as admin" in out, out)
 
