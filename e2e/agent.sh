@@ -83,9 +83,10 @@ check "SQS interruption queue created on moto" test -n "$queue"
 
 "$bin/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
+adze_rbac simulated
 # Consolidation is proven in e2e/disruption.sh; here it would add replacement NodeClaims
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
-"$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s --metrics-addr 127.0.0.1:0 \
+KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s --metrics-addr 127.0.0.1:0 \
   --interruption-queue adze-interruptions --aws-endpoint "$ADZE_AWS_ENDPOINT" --region us-east-1 >>"$dir/provisioner.log" 2>&1 &
 prov_pid=$!
 wait_for 30 grep -q "polling the interruption queue" "$dir/provisioner.log"
@@ -143,7 +144,7 @@ check "several simulated nodes (${#nodes[@]})" test "${#nodes[@]}" -ge 3
 declare -A port agent_pid hport
 start_agent() { # node
   [[ -n "${hport[$1]:-}" ]] || hport[$1]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$bin/adze-agent" --node-name "$1" --kubeconfig "$KUBECONFIG" \
+  "$bin/adze-agent" --node-name "$1" --kubeconfig "$AGENT_KUBECONFIG" \
     --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout 500ms --heartbeat 5s \
     --health-addr "127.0.0.1:${hport[$1]}" \
     >>"$dir/agent-$1.log" 2>&1 &
@@ -405,7 +406,7 @@ fi
 # the names the Rust source registers.
 echo "== metrics the chart's dashboard and PrometheusRule use, against live /metrics"
 ext_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin/adze-extender" --listen "127.0.0.1:$ext_port" >>"$dir/extender.log" 2>&1 &
+KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin/adze-extender" --listen "127.0.0.1:$ext_port" >>"$dir/extender.log" 2>&1 &
 pids+=("$!")
 wait_for 60 curl -sf "http://127.0.0.1:$ext_port/readyz"
 prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
@@ -415,4 +416,5 @@ for n in "${!hport[@]}"; do curl -fsS "http://127.0.0.1:${hport[$n]}/metrics" >"
 check "every metric the dashboard and alerts query is served live (charts/ci/metrics-used.py)" \
   python3 "$root/charts/ci/metrics-used.py" --list --source "$root" "$dir"/scrape-{provisioner,extender,agent}.prom
 
+rbac_audit
 e2e_summary

@@ -118,6 +118,8 @@ control_plane_up "$dir"
 "$bindir/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd ec2nodeclasses.aws.adze.sh
+# After the CRDs: Helm then skips the chart's crds/ (CEL rules a 1.20 API server lacks).
+adze_rbac aws
 
 k apply -f - >/dev/null <<YAML
 apiVersion: aws.adze.sh/v1
@@ -174,6 +176,9 @@ spec:
     metadata: {labels: {e2e-pool: general, node-restriction.kubernetes.io/team: e2e}}
     spec:
       nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      # Section 2 drains a node under a PDB that allows nothing: at this deadline the
+      # provisioner deletes the pods itself (RBAC: pods delete, in AWS mode too).
+      terminationGracePeriod: 20s
       requirements:
         - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
@@ -185,7 +190,7 @@ YAML
 BOTTLEROCKET_IMAGES=$ami_br "$venv/bin/python" "$root/e2e/aws-registrar.py" >"$dir/registrar.log" 2>&1 &
 reg_pid=$!
 # Consolidation is proven in e2e/disruption.sh; here it would replace nodes the checks count.
-"$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
+KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
   --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
   --ssm-prefix "$SSM_PREFIX" --interruption-queue "$QUEUE" --launch-timeout 20s \
   --disruption-dry-run --garbage-collection-grace 10s --metrics-addr 127.0.0.1:0 \
@@ -339,15 +344,38 @@ check "/metrics: on-demand prices from the Price List API (m5.large \$0.0955/h),
   grep -Eq '^adze_cloudprovider_offering_price_dollars\{instance_type=\"m5.large\",zone=\"us-east-1b\",capacity_type=\"spot\"\} 0\.[0-9]+$' '$dir/metrics.txt'"
 
 # ---- 2. deleting a NodeClaim terminates its instance ------------------------------------------
-echo "== delete a NodeClaim"
-victim=$(kj nodeclaims | jq -r '.items[0].metadata.name')
-victim_id=$(kj nodeclaims | jq -r '.items[0].status.providerID | split("/") | last')
-victim_node=$(k get nodeclaim "$victim" -o jsonpath='{.status.nodeName}')
+# Under a PDB that allows no eviction: the drain waits for the NodeClaim's
+# terminationGracePeriod (20 s), then the provisioner deletes the pods (with its
+# ServiceAccount: the chart must grant pods delete in AWS mode).
+echo "== delete a NodeClaim (its pods under a PDB that allows nothing; terminationGracePeriod 20s)"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: policy/v1beta1
+kind: PodDisruptionBudget
+metadata: {name: web-hold, namespace: web}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: web}}
+YAML
+# The node holding most web pods, and its NodeClaim.
+victim_node=$(kj pods -n web | jq -r '[.items[] | select(.spec.nodeName != null) | .spec.nodeName] | group_by(.) | max_by(length) | .[0]')
+victim=$(k get node "$victim_node" -o jsonpath='{.metadata.labels.adze\.sh/nodeclaim}')
+victim_id=$(k get nodeclaim "$victim" -o jsonpath='{.status.providerID}' | awk -F/ '{print $NF}')
+victim_pods=$(k get pods -n web --field-selector "spec.nodeName=$victim_node" -o name | wc -l)
 t0=$(now)
 k delete nodeclaim "$victim" --wait=false >/dev/null
+wait_for 10 bash -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim -o jsonpath='{.metadata.deletionTimestamp}')\" ]"
+vdeleted=$(date -d "$(k get nodeclaim "$victim" -o jsonpath='{.metadata.deletionTimestamp}')" +%s)
 wait_for 90 bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim"
-echo "NodeClaim $victim ($victim_id) gone after $(elapsed "$t0" "$(now)") s"
+t1=$(now)
+echo "NodeClaim $victim ($victim_id, $victim_pods web pods) gone after $(elapsed "$t0" "$t1") s"
 check "the NodeClaim is gone (drained, finalizer removed)" bash -c "! kubectl --kubeconfig $KUBECONFIG get nodeclaim $victim 2>/dev/null"
+if (( victim_pods > 0 )); then
+  check "its $victim_pods pods were deleted by the provisioner at the terminationGracePeriod, not before (20 s from $vdeleted)" \
+    bash -c "grep -q 'force-deleted' '$dir/provisioner.log' && awk -v a=$vdeleted -v b=$t1 'BEGIN{exit !(b-a >= 20)}'"
+else
+  fail "the NodeClaim chosen held no web pods; the terminationGracePeriod deletion was not exercised"
+fi
+k delete pdb -n web web-hold >/dev/null
 check "its moto instance $victim_id is terminated" state_in "$victim_id" terminated shutting-down
 check "its Node $victim_node is gone" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $victim_node 2>/dev/null"
 wait_for 90 count_is 6 running_pods web
@@ -569,4 +597,5 @@ check "provisioner still running" kill -0 "$prov_pid"
 check "registrar still running" kill -0 "$reg_pid"
 check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
 echo "suite time: $(elapsed "$t_start" "$(now)") s"
+rbac_audit
 e2e_summary

@@ -96,10 +96,11 @@ up() {
   ADZE_SCHEDULER_CONFIG="${2:-}" control_plane_up "$dir" "$1"
   "$crdgen" --without-cel | k apply -f - >/dev/null
   wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
+  adze_rbac simulated
 }
 
 start_extender() { # PORT
-  "$ext_bin" --listen "127.0.0.1:$1" >>"$dir/extender.log" 2>&1 &
+  KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$ext_bin" --listen "127.0.0.1:$1" >>"$dir/extender.log" 2>&1 &
   ext_pid=$!
   wait_for 60 curl -sf "http://127.0.0.1:$1/readyz"
 }
@@ -108,7 +109,7 @@ start_provisioner() {
   # ADZE_E2E_PROVISIONER_FLAGS replaces --disruption-dry-run (e.g. empty for a provisioner built
   # before consolidation existed).
   # shellcheck disable=SC2086
-  "$prov_bin" run ${ADZE_E2E_PROVISIONER_FLAGS---disruption-dry-run} --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
+  KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$prov_bin" run ${ADZE_E2E_PROVISIONER_FLAGS---disruption-dry-run} --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
   prov_pid=$!
   wait_for 60 grep -q "cluster state synced" "$dir/provisioner.log"
 }
@@ -286,6 +287,7 @@ check "[without] provisioner started" kill -0 "$prov_pid"
 scenario_a_then_b without
 extra_without=$EXTRA; misplaced_without=$MISPLACED
 kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
+rbac_audit without
 stop_plane
 
 # ================= plane 2: kube-scheduler with the extender =============================
@@ -311,7 +313,7 @@ up with "$work/scheduler-extender.yaml"
 # as a rollout stops it (SIGTERM): it gives the Lease up and the other replica takes over.
 rep_port=([1]=$(free_port) [2]=$(free_port))
 for i in 1 2; do
-  POD_NAME=ext-$i "$ext_bin" --listen "127.0.0.1:${rep_port[$i]}" >>"$dir/extender-$i.log" 2>&1 &
+  KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS POD_NAME=ext-$i "$ext_bin" --listen "127.0.0.1:${rep_port[$i]}" >>"$dir/extender-$i.log" 2>&1 &
   rep_pid[$i]=$!
 done
 python3 "$harness/service-proxy.py" --listen "127.0.0.1:$port" \
@@ -319,7 +321,7 @@ python3 "$harness/service-proxy.py" --listen "127.0.0.1:$port" \
 proxy_pid=$!
 wait_for 60 curl -sf "http://127.0.0.1:$port/readyz"
 check "[with] one of two extender replicas ready behind the Service proxy on 127.0.0.1:$port" curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"
-lease_holder() { k get lease -n default adze-extender -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+lease_holder() { k get lease -n "$ADZE_NS" adze-extender -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 replica_ready() { curl -sf -o /dev/null "http://127.0.0.1:${rep_port[$1]}/readyz"; }
 leader_i=$(lease_holder | sed -n 's/^ext-\([12]\)_.*/\1/p')
 follower_i=$((3 - ${leader_i:-1}))
@@ -552,7 +554,7 @@ pki=$work/pki; mkdir -p "$pki"
 check "test PKI generated (openssl)" test -s "$pki/client.crt" -a -s "$pki/tls.crt"
 kill "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 tls_port=$(free_port)
-"$ext_bin" --listen "127.0.0.1:$tls_port" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$dir/extender-tls.log" 2>&1 &
+KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$ext_bin" --listen "127.0.0.1:$tls_port" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$dir/extender-tls.log" 2>&1 &
 ext_pid=$!
 wait_for 60 curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$tls_port/readyz"
 check "[mTLS] extender ready over HTTPS; probes need no client certificate" curl -sf --cacert "$pki/ca.crt" -o /dev/null "https://127.0.0.1:$tls_port/readyz"
@@ -588,4 +590,5 @@ echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
 echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes): without extender $tput_without pods/s (rounds: ${rounds_without% }), with extender $tput_with pods/s (rounds: ${rounds_with% }); the extender costs $cost % (target < 20 %)"
 check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender*.log $work/*/provisioner.log 2>/dev/null"
+rbac_audit with
 e2e_summary

@@ -60,3 +60,34 @@ control_plane_up() {
   rm -f "$up_log"
   set -a; . "$dir/env"; set +a
 }
+
+# adze_rbac CLOUD: the chart's RBAC (charts/adze, cloudProvider CLOUD, release `adze` in
+# namespace $ADZE_NS) applied to the control plane just brought up (control_plane_up), and one
+# kubeconfig per component holding its ServiceAccount's token:
+#   $PROVISIONER_KUBECONFIG $EXTENDER_KUBECONFIG $AGENT_KUBECONFIG
+# Start adze-provisioner, adze-extender and adze-agent with these (and POD_NAMESPACE=$ADZE_NS,
+# where their Leases are allowed), never with the admin $KUBECONFIG, which stays for what
+# plays the cluster (kubectl, simulated kubelets, the registrar). Exits the suite on failure.
+ADZE_NS=adze-system
+adze_rbac() {
+  local cloud=$1 e2e; e2e="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  # shellcheck source=../charts/ci/helm-venv.sh
+  . "$e2e/../charts/ci/helm-venv.sh"
+  # shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
+  "$helm_python" "$e2e/rbac.py" apply "$cloud" "$ADZE_NS" "$ADZE_CONTROL_PLANE_DIR" \
+    || { echo "FAIL: the chart's RBAC applied to the control plane"; exit 1; }
+  ADZE_RBAC_CLOUD=$cloud
+  PROVISIONER_KUBECONFIG=$ADZE_CONTROL_PLANE_DIR/provisioner.kubeconfig
+  EXTENDER_KUBECONFIG=$ADZE_CONTROL_PLANE_DIR/extender.kubeconfig
+  AGENT_KUBECONFIG=$ADZE_CONTROL_PLANE_DIR/agent.kubeconfig
+  export ADZE_NS PROVISIONER_KUBECONFIG EXTENDER_KUBECONFIG AGENT_KUBECONFIG
+}
+
+# rbac_audit [LABEL]: the dynamic RBAC proof for the current control plane, run before it goes
+# down: its audit log must show requests from Adze's ServiceAccounts, none refused (403), none
+# outside charts/ci/rbac-calls.yaml. The calls used go to $ADZE_CONTROL_PLANE_DIR/rbac-used.txt.
+rbac_audit() {
+  local e2e; e2e="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  check "${1:+[$1] }RBAC: Adze's ServiceAccounts were never refused and made only declared calls (audit log)" \
+    "$helm_python" "$e2e/rbac.py" audit "$ADZE_RBAC_CLOUD" "$ADZE_NS" "$AUDIT_LOG" "$ADZE_CONTROL_PLANE_DIR/rbac-used.txt"
+}

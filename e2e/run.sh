@@ -67,7 +67,7 @@ control_plane_up "$dir"
 # Consolidation is proven in e2e/disruption.sh; here it would add replacement NodeClaims
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
 start_provisioner() { # [LOG]
-  "$bin" run --disruption-dry-run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 --garbage-collection-grace 10s \
+  KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin" run --disruption-dry-run --cloud-provider simulated --boot-delay "$BOOT_DELAY" --metrics-addr 127.0.0.1:0 --garbage-collection-grace 10s \
     --simulated-unavailable 't3a.xlarge:*:*' --karpenter-labels \
     >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
@@ -75,7 +75,7 @@ start_provisioner() { # [LOG]
 metrics_url() { # LOG: the address the last replica logging there serves on
   grep -o 'on http://[0-9.:]*' "$1" | tail -n 1 | sed 's/^on //'
 }
-lease_holder() { k get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}'; }
+lease_holder() { k get lease -n "$ADZE_NS" adze-provisioner -o jsonpath='{.spec.holderIdentity}'; }
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 running_pods() { k get pods -n "$1" --field-selector=status.phase=Running -o name | wc -l; }
 unschedulable_pods() {
@@ -88,6 +88,8 @@ initialized_claims() {
 "$(dirname "$bin")/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd nodeclaims.adze.sh
+# After the CRDs: Helm then skips the chart's crds/ (CEL rules a 1.20 API server lacks).
+adze_rbac simulated
 
 nodepool() { # name cpu-limit
   cat <<YAML
@@ -230,7 +232,7 @@ leader_pid=$prov_pid
 start_provisioner "$dir/provisioner-b.log"
 prov2_pid=$prov_pid; prov_pid=$leader_pid
 wait_for 60 grep -q "following the current leader" "$dir/provisioner-b.log"
-check "second replica follows (lease held by the first, pid $leader_pid)" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$leader_pid ]]"
+check "second replica follows (lease held by the first, pid $leader_pid)" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n $ADZE_NS adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$leader_pid ]]"
 wait_for 30 bash -c "curl -fsS \$(grep -o 'on http://[0-9.:]*' '$dir/provisioner-b.log' | tail -n 1 | sed 's/^on //')/readyz"
 url_b=$(metrics_url "$dir/provisioner-b.log")
 check "follower is ready and reports adze_leader 0" bash -c "curl -fsS '$url_b/readyz' >/dev/null && curl -fsS '$url_b/metrics' | grep -qx 'adze_leader 0'"
@@ -247,7 +249,7 @@ t_lead=$(now)
 echo "leader killed -> follower leads after $(elapsed "$t_kill" "$t_lead") s (lease 15 s, retry 2 s)"
 check "follower took over within lease duration + retry period + 3 s slack" \
   awk -v a="$t_kill" -v b="$t_lead" 'BEGIN{exit !(b-a <= 20.0)}'
-check "lease now held by the second replica" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n default adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$prov_pid ]]"
+check "lease now held by the second replica" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get lease -n $ADZE_NS adze-provisioner -o jsonpath='{.spec.holderIdentity}') == *_$prov_pid ]]"
 wait_for 120 count_is 10 running_pods failover
 check "new pods provisioned by the new leader: all 10 Running" count_is 10 running_pods failover
 check "no pod nominated to two NodeClaims" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o json | jqe '[.items[].metadata.annotations[\"adze.sh/nominated-pods\"] | fromjson | .[] | .namespace + \"/\" + .name] | length == (unique | length)' >/dev/null"
@@ -465,4 +467,5 @@ fi
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in the provisioner logs" bash -c "! grep -q panicked '$dir'/provisioner*.log"
+rbac_audit
 e2e_summary

@@ -26,6 +26,8 @@ from collections import Counter
 import helm_sdkpy as helm
 import yaml
 
+import rbac_calls
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "adze"
 KUBECONFIG = os.environ["KUBECONFIG"]
@@ -87,12 +89,13 @@ def container(obj):
     return obj["spec"]["template"]["spec"]["containers"][0]
 
 
-def rules_allow(role, group, resource, verb):
+def rules_allow(role, group, resource, verb, name=None):
+    """A rule grants verb on resource: on every object, or (name given) on that one."""
     return any(
         group in r.get("apiGroups", [])
         and resource in r.get("resources", [])
         and verb in r.get("verbs", [])
-        and not r.get("resourceNames")
+        and (not r.get("resourceNames") or name in r["resourceNames"])
         for r in role["rules"]
     )
 
@@ -152,7 +155,8 @@ def expect_aws(docs):
     check("aws: provisioner may not create nodes or write pod status (simulated only)",
           not rules_allow(role, "", "nodes", "create") and not rules_allow(role, "", "pods/status", "patch"))
     for g, r, v in [("", "pods/eviction", "create"), ("adze.sh", "nodeclaims", "create"),
-                    ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "watch"),
+                    ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "list"),
+                    ("", "pods", "delete"),
                     ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch")]:
         check(f"aws: provisioner may {v} {g or 'core'}/{r}", rules_allow(role, g, r, v))
     check("aws: provisioner may not bind pods", not rules_allow(role, "", "pods/binding", "create"))
@@ -165,7 +169,11 @@ def expect_aws(docs):
     check("aws: POD_NAME/POD_NAMESPACE for leader election",
           env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace")
     lease = one(docs, "Role", "-provisioner")
-    check("aws: Lease access is namespaced", rules_allow(lease, "coordination.k8s.io", "leases", "update"))
+    lease_name = sa["metadata"]["name"]
+    check("aws: Lease access is namespaced, update only on the Lease the provisioner is given",
+          rules_allow(lease, "coordination.k8s.io", "leases", "update", lease_name)
+          and not rules_allow(lease, "coordination.k8s.io", "leases", "update", "another")
+          and f"--leader-election-name={lease_name}" in args, str(args))
     ds = one(docs, "DaemonSet", "-agent")
     spec = ds["spec"]["template"]["spec"]
     check("agent: hostNetwork", spec.get("hostNetwork") is True)
@@ -189,7 +197,10 @@ def expect_aws(docs):
     eenv = {e["name"]: e for e in container(edep)["env"]}
     check("extender: two replicas, one serving: Lease in the release namespace, ready only while leading",
           edep["spec"]["replicas"] == 2 and "--leader-elect=false" not in container(edep)["args"]
-          and rules_allow(one(docs, "Role", "-extender"), "coordination.k8s.io", "leases", "update")
+          and rules_allow(one(docs, "Role", "-extender"), "coordination.k8s.io", "leases", "update",
+                          one(docs, "ServiceAccount", "-extender")["metadata"]["name"])
+          and f"--leader-election-name={one(docs, 'ServiceAccount', '-extender')['metadata']['name']}"
+          in container(edep)["args"]
           and eenv["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
           and container(edep)["readinessProbe"]["periodSeconds"] == 2, json.dumps(container(edep)))
     check("extender: hold limit left to the binary's default unless set",
@@ -525,6 +536,72 @@ def render_sets():
             check(f"{name}: expected objects present", False, repr(e))
 
 
+def rbac_exact():
+    """The ClusterRoles and Roles grant exactly the calls charts/ci/rbac-calls.yaml declares
+    (every call granted, nothing granted that no code calls), for each cloudProvider."""
+    declared = rbac_calls.Declared()
+    check("rbac-calls.yaml: well-formed, every entry names its code", not declared.errors,
+          "\n      ".join(declared.errors))
+    for cloud, values in [("aws", AWS), ("simulated", {"cloudProvider": "simulated"})]:
+        ns = f"check-rbac-{cloud}"
+        try:
+            r = install(f"rbac-{cloud}", ns, values)
+        except helm.HelmError as e:
+            check(f"RBAC ({cloud}): chart installs", False, str(e))
+            continue
+        docs = docs_of(r["manifest"])
+        problems = rbac_calls.compare(declared, cloud, docs)
+        check(f"RBAC ({cloud}): ClusterRoles/Roles grant exactly the declared calls",
+              not problems, "\n      ".join(problems))
+        # The comparison itself can fail: one grant too many and one missing are both named.
+        bent = copy.deepcopy(docs)
+        role = one(bent, "ClusterRole", "-provisioner")
+        role["rules"] = [x for x in role["rules"] if x["resources"] != ["pods/eviction"]]
+        role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})
+        found = "\n".join(rbac_calls.compare(declared, cloud, bent))
+        check(f"RBAC ({cloud}): a missing and an extra grant are both reported",
+              "declared but not granted: provisioner: create core/pods/eviction" in found
+              and "granted but no code makes the call: provisioner: get core/secrets" in found, found)
+        for c in sorted(declared.excess_calls(cloud)):
+            print(f"  known excess (rbac-calls.yaml knownExcess): {rbac_calls.fmt(c)}")
+        asyncio.run(helm.Uninstall(config(ns)).run(f"rbac-{cloud}", wait=True, timeout=60))
+
+
+def rbac_audit_fails():
+    """e2e/rbac.py audit (what every e2e suite ends with) fails on a request the authorizer
+    refused, on an undeclared call and on a component running under other credentials: fed an
+    audit log with one of each next to good requests, it names all three (and not admission's
+    403, which no grant can fix)."""
+    sa = "system:serviceaccount:adze-system:adze-provisioner"
+
+    def event(i, user, agent, verb, resource, code, ns=None, decision="allow"):
+        ref = {"resource": resource, "apiGroup": "", "apiVersion": "v1"}
+        if ns:
+            ref["namespace"] = ns
+        return json.dumps({"auditID": str(i), "stage": "ResponseComplete", "verb": verb,
+                           "user": {"username": user}, "userAgent": agent, "objectRef": ref,
+                           "requestURI": f"/api/v1/{resource}", "responseStatus": {"code": code},
+                           "annotations": {"authorization.k8s.io/decision": decision}})
+    lines = [event(1, sa, "adze-provisioner/0.1.0", "list", "nodes", 200),
+             # admission's 403 (an Event into a terminating namespace): not RBAC's, not named
+             event(5, sa, "adze-provisioner/0.1.0", "create", "events", 403, "gone"),
+             event(2, sa, "adze-provisioner/0.1.0", "delete", "pods", 403, "web", "forbid"),
+             event(3, sa, "adze-provisioner/0.1.0", "get", "secrets", 200, "web"),
+             event(4, "admin", "adze-agent/0.1.0", "get", "nodes", 200)]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = pathlib.Path(tmp) / "audit.log"
+        log.write_text("\n".join(lines) + "\n")
+        r = subprocess.run([sys.executable, str(ROOT / "e2e" / "rbac.py"), "audit", "simulated",
+                            "adze-system", str(log), str(pathlib.Path(tmp) / "used.txt")],
+                           capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    check("e2e/rbac.py audit fails on a 403, an undeclared call and a component run as admin",
+          r.returncode == 1 and "REFUSED: provisioner: delete core/pods" in out
+          and "REFUSED: provisioner: create core/events" not in out
+          and "NOT DECLARED in charts/ci/rbac-calls.yaml: provisioner: get core/secrets" in out
+          and "WRONG CREDENTIALS: adze-agent made requests as admin" in out, out)
+
+
 def rejections():
     for what, values, needle in BAD:
         try:
@@ -658,6 +735,8 @@ def main():
     metrics_static()
     lint()
     render_sets()
+    rbac_exact()
+    rbac_audit_fails()
     rejections()
     upgrade_uninstall()
     kind_config()

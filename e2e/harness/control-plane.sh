@@ -18,13 +18,18 @@
 #
 # What `up` writes into DIR (DIR must not contain whitespace):
 #   env               KEY=VALUE lines (no quoting): KUBECONFIG, APISERVER, ADZE_TOKEN,
-#                     ADZE_CA_CERT, ETCD_ENDPOINT, *_PORT, *_PID, ADZE_CONTROL_PLANE_DIR
+#                     ADZE_CA_CERT, ETCD_ENDPOINT, *_PORT, *_PID, ADZE_CONTROL_PLANE_DIR,
+#                     AUDIT_LOG
 #   kubeconfig        admin kubeconfig (bearer token of user "admin" in system:masters, CA)
 #   ca.crt ca.key     self-signed CA; apiserver.crt/.key is the serving cert (127.0.0.1, localhost)
 #   front-proxy-*     requestheader CA and the apiserver's proxy client cert (aggregation)
 #   sa.key sa.pub     service-account signing key pair
 #   tokens.csv        token-auth file (admin, system:kube-scheduler, system:kube-controller-manager)
 #   scheduler.yaml    KubeSchedulerConfiguration actually used (kubescheduler.config.k8s.io/v1beta1)
+#   audit-policy.yaml, audit.log
+#                     the apiserver's audit log (audit.k8s.io/v1, JSON lines, Metadata level) of
+#                     every request by the admin or a ServiceAccount outside kube-system: what
+#                     e2e/rbac.py reads to prove Adze's RBAC (403s, calls not declared)
 #   *.pid, *.log      one per process: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 #   etcd/             etcd data
 #
@@ -263,7 +268,7 @@ do_up() {
   done
 
   # fresh state every time (only files this script owns)
-  rm -rf "$DIR/etcd" "$DIR"/*.pid "$DIR/up-failure" "$DIR"/*.log "$DIR"/*.cmdline "$DIR/env" "$DIR/kcm-certs" "$DIR/scheduler-certs" "$DIR/apiserver-certs"
+  rm -rf "$DIR/etcd" "$DIR"/*.pid "$DIR/up-failure" "$DIR"/*.log "$DIR/audit-policy.yaml" "$DIR"/*.cmdline "$DIR/env" "$DIR/kcm-certs" "$DIR/scheduler-certs" "$DIR/apiserver-certs"
   mkdir -p "$DIR"
 
   local ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT
@@ -353,6 +358,26 @@ EOF
   grep -q '^healthzBindAddress:' "$sched_cfg" || printf 'healthzBindAddress: 127.0.0.1:%s\n' "$SCHEDULER_INSECURE_PORT" >>"$sched_cfg"
   grep -q '^metricsBindAddress:' "$sched_cfg" || printf 'metricsBindAddress: 127.0.0.1:%s\n' "$SCHEDULER_INSECURE_PORT" >>"$sched_cfg"
 
+  # --- audit policy -------------------------------------------------------------
+  # ServiceAccount requests outside kube-system (where the components run under their chart
+  # ServiceAccounts) and the admin's (so a component started with admin credentials shows, by
+  # its User-Agent). The controller-manager's kube-system ServiceAccounts and the scheduler
+  # would drown the log. Metadata level says who did what to which resource and the response
+  # code, without bodies. RequestReceived is dropped (no response code yet).
+  cat >"$DIR/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: None
+    userGroups: ["system:serviceaccounts:kube-system"]
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: Metadata
+    users: ["admin"]
+  - level: None
+EOF
+
   # --- etcd -------------------------------------------------------------------
   start etcd "$ETCD_BIN" \
     --name adze-e2e \
@@ -399,6 +424,10 @@ EOF
     --endpoint-reconciler-type none \
     --allow-privileged=true \
     --profiling=false \
+    --audit-policy-file "$DIR/audit-policy.yaml" \
+    --audit-log-path "$DIR/audit.log" \
+    --audit-log-format json \
+    --audit-log-mode blocking \
     --v "$VERBOSITY" \
     ${ADZE_APISERVER_EXTRA_ARGS:-}
   wait_for kube-apiserver "kube-apiserver /readyz" bash -c "curl -fsS --max-time 5 --cacert '$DIR/ca.crt' -H 'Authorization: Bearer $ADMIN_TOKEN' '$APISERVER/readyz' | grep -qx ok"
@@ -455,6 +484,7 @@ KUBECONFIG=$DIR/kubeconfig
 APISERVER=$APISERVER
 ADZE_TOKEN=$ADMIN_TOKEN
 ADZE_CA_CERT=$DIR/ca.crt
+AUDIT_LOG=$DIR/audit.log
 ETCD_ENDPOINT=$ETCD_ENDPOINT
 APISERVER_PORT=$APISERVER_PORT
 ETCD_CLIENT_PORT=$ETCD_CLIENT_PORT
