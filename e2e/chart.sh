@@ -6,7 +6,10 @@
 # No kubelet runs containers here, so the chart's Deployments never start. Instead the
 # locally built adze-provisioner runs with a kubeconfig holding the chart's provisioner
 # ServiceAccount token and the chart Deployment's own arguments, and must provision a
-# pending Deployment with nothing but that ServiceAccount's permissions.
+# pending Deployment with nothing but that ServiceAccount's permissions. Likewise the
+# extender, with the TLS Secret the install generated (the chart's TLS values untouched):
+# an anonymous /bind is refused, and the plane's kube-scheduler, configured with the
+# chart-rendered stanza and client certificate, binds pods through it.
 #
 #   ADZE_E2E=1 e2e/chart.sh
 #
@@ -25,13 +28,17 @@ release=adze
 
 . charts/ci/helm-venv.sh
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
-"$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+# ADZE_E2E_NO_BUILD=1 runs the binaries already in $target/release (as e2e/extender.sh).
+if [[ "${ADZE_E2E_NO_BUILD:-0}" != 1 ]]; then
+  "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
+fi
 bin=$target/release/adze-provisioner
 
 dir=$(mktemp -d /tmp/adze-chart-e2e.XXXXXX)
-prov_pid=
+prov_pid=; ext_pid=
 cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null && wait "$prov_pid" 2>/dev/null
+  [[ -n "$ext_pid" ]] && kill "$ext_pid" 2>/dev/null && wait "$ext_pid" 2>/dev/null
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
@@ -139,6 +146,137 @@ check "Nominated events written by the ServiceAccount" bash -c "kubectl --kubeco
 check "no RBAC denial in the provisioner log" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/provisioner.log'"
 check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
 kill "$prov_pid" 2>/dev/null; wait "$prov_pid" 2>/dev/null; prov_pid=
+
+# ---- the extender as a default install configures it: HTTPS, client certificates ---------
+# The chart's TLS values are untouched above, so the install generated a CA, the extender's
+# serving certificate and kube-scheduler's client certificate. The locally built extender
+# runs with the chart Deployment's own arguments, the files of the Secret the Deployment
+# mounts, and its ServiceAccount's token.
+ext_bin=$target/release/adze-extender
+tls=$dir/tls; mkdir -p "$tls/extender" "$tls/scheduler"; chmod -R go-rwx "$tls"
+ext_secret=$(k -n "$ns" get deploy adze-extender -o json | jq -r '.spec.template.spec.volumes[] | select(.name == "tls") | .secret.secretName')
+for f in ca.crt tls.crt tls.key; do
+  k -n "$ns" get secret "$ext_secret" -o json | jq -r --arg f "$f" '.data[$f] // empty' | base64 -d >"$tls/extender/$f"
+  k -n "$ns" get secret adze-scheduler-client-tls -o json | jq -r --arg f "$f" '.data[$f] // empty' | base64 -d >"$tls/scheduler/$f"
+done
+check "default install: the extender mounts the generated Secret $ext_secret (ca.crt, tls.crt, tls.key) and adze-scheduler-client-tls holds kube-scheduler's" \
+  bash -c "[ '$ext_secret' = adze-extender-tls ] && for f in $tls/extender/ca.crt $tls/extender/tls.crt $tls/extender/tls.key $tls/scheduler/tls.crt $tls/scheduler/tls.key; do [ -s \$f ] || exit 1; done"
+mapfile -t ext_chart_args < <(k -n "$ns" get deploy adze-extender -o json | jq -r '.spec.template.spec.containers[0].args[]')
+has_ext_args() { local a; for a in "$@"; do printf '%s\n' "${ext_chart_args[@]}" | grep -qx -- "$a" || return 1; done; }
+check "default install: the extender's args are --tls-cert, --tls-key and --client-ca from that Secret" \
+  has_ext_args --tls-cert=/etc/adze/tls/tls.crt --tls-key=/etc/adze/tls/tls.key --client-ca=/etc/adze/tls/ca.crt
+ext_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ext_args=()
+for a in "${ext_chart_args[@]}"; do
+  case "$a" in
+    --listen=*) ext_args+=("--listen=127.0.0.1:$ext_port") ;;
+    *) ext_args+=("${a//\/etc\/adze\/tls\//$tls/extender/}") ;;
+  esac
+done
+# The extender's ServiceAccount token, as the provisioner's above.
+wait_for 30 bash -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG -n $ns get sa adze-extender -o jsonpath='{.secrets[0].name}')\" ]"
+ext_token=$(k -n "$ns" get secret "$(k -n "$ns" get sa adze-extender -o jsonpath='{.secrets[0].name}')" -o jsonpath='{.data.token}' | base64 -d)
+ext_kubeconfig=$dir/extender.kubeconfig
+cat >"$ext_kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: "$APISERVER", certificate-authority: "$dir/ca.crt"}}]
+users: [{name: adze-extender, user: {token: "$ext_token"}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: adze-extender, namespace: $ns}}]
+current-context: e2e
+YAML
+chmod 600 "$ext_kubeconfig"
+echo "running: adze-extender ${ext_args[*]}"
+POD_NAME=adze-extender-e2e POD_NAMESPACE=$ns KUBECONFIG=$ext_kubeconfig "$ext_bin" "${ext_args[@]}" >>"$dir/extender.log" 2>&1 &
+ext_pid=$!
+# The serving certificate names the Service, not 127.0.0.1: clients resolve its name here.
+svc_host=adze-extender.$ns.svc
+ext_url=https://$svc_host:$ext_port
+ext_curl() { curl -s --max-time 5 --resolve "$svc_host:$ext_port:127.0.0.1" --cacert "$tls/extender/ca.crt" "$@"; }
+wait_for 60 ext_curl -f -o /dev/null "$ext_url/readyz"
+check "the extender serves HTTPS with the generated certificate, verified for $svc_host against the generated CA (ready: it leads)" \
+  ext_curl -f -o /dev/null "$ext_url/readyz"
+check "... and the certificate is not accepted for another name (hostname checking is real)" \
+  bash -c "! curl -s --max-time 5 --resolve other.$ns.svc:$ext_port:127.0.0.1 --cacert '$tls/extender/ca.crt' -o /dev/null https://other.$ns.svc:$ext_port/readyz"
+anon=$(ext_curl -o /dev/null -w '%{http_code}' -X POST -H 'content-type: application/json' \
+  -d '{"PodName": "web-x", "PodNamespace": "web", "PodUID": "6f1c9f0e-0000-4000-8000-000000000000", "Node": "n"}' "$ext_url/bind")
+check "an anonymous /bind (no client certificate) is refused: HTTP $anon" test "$anon" = 401
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=stranger \
+  -keyout "$tls/stranger.key" -out "$tls/stranger.crt" >/dev/null 2>&1
+stranger=$(ext_curl --cert "$tls/stranger.crt" --key "$tls/stranger.key" -o /dev/null -w '%{http_code}' -X POST -d '{}' "$ext_url/bind"); stranger_rc=$?
+check "a client certificate of another CA fails the TLS handshake (curl exit $stranger_rc, HTTP ${stranger:-none})" \
+  bash -c "[ $stranger_rc -ne 0 ] && [ '${stranger:-000}' = 000 ]"
+check "no RBAC denial in the extender log (its ServiceAccount suffices)" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/extender.log'"
+
+# kube-scheduler with the stanza the chart rendered for a control plane
+# (scheduler-config-v1beta1.yaml of the ConfigMap), the files copied as its comments say,
+# only the URL pointed at 127.0.0.1 (serverName keeps the certificate's name checked).
+# The chart renders no bindVerb for kube-scheduler 1.20 (it does not skip a down ignorable
+# extender's bind); bindVerb is added here as the chart renders it for 1.30+, so that the
+# binding itself goes through the extender and its client-certificate check.
+sched_cfg=$(k -n "$ns" get configmap adze-scheduler-config -o json | jq -r '.data["scheduler-config-v1beta1.yaml"]')
+stanza=$(awk '/^extenders:/ {on=1} on' <<<"$sched_cfg" \
+  | sed -e "s#urlPrefix: .*#urlPrefix: https://127.0.0.1:$ext_port#" \
+        -e "s#/etc/kubernetes/adze/ca.crt#$tls/scheduler/ca.crt#" \
+        -e "s#/etc/kubernetes/adze/client.crt#$tls/scheduler/tls.crt#" \
+        -e "s#/etc/kubernetes/adze/client.key#$tls/scheduler/tls.key#" \
+        -e "s#^\( *\)tlsConfig:#\1tlsConfig:\n\1  serverName: $svc_host#" \
+        -e "s#^\( *\)filterVerb: filter#\1filterVerb: filter\n\1bindVerb: bind#")
+stanza_has() { local l; for l in "$@"; do grep -qx " *$l" <<<"$sched_cfg" || return 1; done; }
+check "the chart's stanza: HTTPS with caFile, certFile and keyFile" stanza_has 'enableHTTPS: true' \
+  'caFile: /etc/kubernetes/adze/ca.crt' 'certFile: /etc/kubernetes/adze/client.crt' 'keyFile: /etc/kubernetes/adze/client.key'
+cp "$dir/scheduler.yaml" "$dir/scheduler-plain.yaml"
+{ cat "$dir/scheduler-plain.yaml"; echo "$stanza"; } >"$dir/scheduler-tls.yaml"
+restart_scheduler() { # CONFIG: the plane's kube-scheduler restarted on CONFIG
+  local old; old=$(cat "$dir/kube-scheduler.pid")
+  kill "$old"; wait_for 30 bash -c "! kill -0 $old"
+  cp "$1" "$dir/scheduler.yaml"
+  eval "setsid $(cat "$dir/kube-scheduler.cmdline") </dev/null >>'$dir/kube-scheduler.log' 2>&1 &"
+  echo $! >"$dir/kube-scheduler.pid"
+  wait_for 60 bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
+}
+restart_scheduler "$dir/scheduler-tls.yaml"
+check "kube-scheduler restarted with the chart's stanza and client certificate" \
+  bash -c "curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
+verb() { ext_curl "$ext_url/metrics" | awk -v v="$1" '$1 == "adze_extender_requests_total{verb=\""v"\"}" {print $2}'; }
+binds_before=$(verb bind)
+k create namespace tls >/dev/null
+cat <<YAML | k create -f - >/dev/null
+apiVersion: v1
+kind: Node
+metadata: {name: tls-1, labels: {kubernetes.io/hostname: tls-1, e2e-tls: "yes"}}
+status:
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: simulated}]
+YAML
+k taint nodes tls-1 node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
+k apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tls, namespace: tls}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: tls}}
+  template:
+    metadata: {labels: {app: tls}}
+    spec:
+      nodeSelector: {e2e-tls: "yes"}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - {name: pause, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: 100m, memory: 100Mi}}}
+YAML
+tls_bound() { k get pods -n tls -o json | jq '[.items[] | select(.spec.nodeName == "tls-1")] | length'; }
+wait_for 90 count_is 3 tls_bound
+check "kube-scheduler placed 3 pods on tls-1 through the extender ($(tls_bound)/3)" count_is 3 tls_bound
+binds=$(( $(verb bind) - ${binds_before:-0} ))
+check "... every binding went through the extender's /bind, authenticated ($binds binds answered; filter calls: $(verb filter))" test "$binds" -ge 3
+refused=$(grep -c 'refused: no verified client certificate' "$dir/extender.log")
+check "the only refused request is the anonymous /bind, none of kube-scheduler's ($refused)" test "$refused" = 1
+bind_errors() { ext_curl "$ext_url/metrics" | awk '$1 == "adze_extender_errors_total{verb=\"bind\"}" {print $2}'; }
+check "no errors answered to kube-scheduler's binds ($(bind_errors))" count_is 0 bind_errors
+restart_scheduler "$dir/scheduler-plain.yaml"
+kill "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; ext_pid=
 
 # ---- upgrade ------------------------------------------------------------------------------
 check "helm upgrade with a changed setting" helmpy upgrade "$release" "$ns" charts/adze "$dir/values.yaml" --set-json '{"provisioner":{"maxInstanceTypes":20,"replicas":3}}'

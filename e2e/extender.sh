@@ -16,13 +16,17 @@
 # launched beyond the plan for A then B ("extra"), and A pods not on their nominated node.
 # On the "with" plane the extender runs as two replicas behind a Service-like proxy, and the
 # leading replica is stopped midway (see below): still no pod off its node.
-# Then throughput, side by side on the "with" plane: ADZE_E2E_TPUT_ROUNDS (default 4) rounds
-# alternate kube-scheduler with the extender and without it (the extender stopped, kube-scheduler
-# restarted with the shipped configuration) in the order with, without, without, with, ... so
-# drift in the machine's load falls on both arms alike. Each round releases
+# Then throughput, side by side on the "with" plane: ADZE_E2E_TPUT_ROUNDS (default 12, 6 per
+# arm) rounds alternate kube-scheduler with the extender and without it (the extender stopped,
+# kube-scheduler restarted with the shipped configuration) in the order with, without,
+# without, with, ... so drift in the machine's load falls on both arms alike. The extender
+# runs as the chart deploys it by default: HTTPS, kube-scheduler's client certificate
+# required (a CA and both certificates made here with openssl). Each round releases
 # ADZE_E2E_TPUT_PODS (default 500) pending pods onto 10 fresh roomy nodes at once and times
-# their binding; pods bound per second is reported per round and per arm (all pods / all time),
-# with the extender's cost as 1 - with/without. Reported, not gated (2 shared cores).
+# their binding; pods bound per second is reported per round, and per arm as the median
+# round with the spread (min-max) and pooled (all pods / all time). The extender's cost,
+# 1 - median with / median without, is held to ADZE_E2E_TPUT_BUDGET (default 5 %): printed
+# as within or OVER the budget, a failing check only with ADZE_E2E_TPUT_GATE=1.
 # Then, on the "with" plane: kube-scheduler is restarted with the extender stanza shipped for
 # 1.20 (manifests/scheduler/kube-scheduler-config-v1beta1.yaml: ignorable, preemptVerb, no
 # bindVerb), the extender is killed, pods still get scheduled; it is started again and is
@@ -48,7 +52,8 @@ harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-20s}
 TPUT_PODS=${ADZE_E2E_TPUT_PODS:-500}
-TPUT_ROUNDS=${ADZE_E2E_TPUT_ROUNDS:-4}
+TPUT_ROUNDS=${ADZE_E2E_TPUT_ROUNDS:-12}
+TPUT_BUDGET=${ADZE_E2E_TPUT_BUDGET:-5}
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
 # ADZE_E2E_NO_BUILD=1 runs the binaries already in $target/release (e.g. built with
@@ -356,21 +361,48 @@ kill "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
 # From here on one extender at a time on $port, started by start_extender.
 kill "${rep_pid[$follower_i]}" "$proxy_pid" 2>/dev/null; wait "${rep_pid[$follower_i]}" "$proxy_pid" 2>/dev/null
 
+# ---- the suite's PKI: a CA, the extender's serving certificate, kube-scheduler's client one --
+pki=$work/pki; mkdir -p "$pki"
+(
+  cd "$pki" || exit 1
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=e2e-extender-ca \
+    -keyout ca.key -out ca.crt
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 -keyout tls.key -out tls.csr
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile server.ext -out tls.crt
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=e2e-scheduler -keyout client.key -out client.csr
+  printf 'extendedKeyUsage=clientAuth\n' >client.ext
+  openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile client.ext -out client.crt
+) >"$work/pki.log" 2>&1
+check "test PKI generated (openssl)" test -s "$pki/client.crt" -a -s "$pki/tls.crt"
+
 # ---- throughput, with and without the extender, alternating on this plane ----------------
-echo "== throughput: $TPUT_ROUNDS rounds of $TPUT_PODS pods, alternating with / without the extender"
+# The extender as the chart deploys it by default: HTTPS, kube-scheduler's client
+# certificate required (--client-ca), one process (ext_pid, so its CPU is reported).
+echo "== throughput: $TPUT_ROUNDS rounds of $TPUT_PODS pods, alternating with (HTTPS, client certificates) / without the extender"
+tput_port=$(free_port)
 cp "$dir/scheduler.yaml" "$work/scheduler-with.run.yaml"
+# The same stanza over HTTPS with kube-scheduler's client certificate.
+sed -e "s#urlPrefix: http://127.0.0.1:$port#urlPrefix: https://127.0.0.1:$tput_port#" \
+    -e "s#^\( *\)httpTimeout: \(.*\)#\1httpTimeout: \2\n\1enableHTTPS: true\n\1tlsConfig: {caFile: $pki/ca.crt, certFile: $pki/client.crt, keyFile: $pki/client.key}#" \
+  "$work/scheduler-with.run.yaml" >"$work/scheduler-with-tls.run.yaml"
 # The same configuration without the extenders block: kube-scheduler as shipped.
 awk '/^extenders:/ {skip=1; next} skip && /^[ -]/ {next} {skip=0; print}' \
   "$work/scheduler-with.run.yaml" >"$work/scheduler-without.run.yaml"
-check "throughput: configuration without the extender has no extenders" \
-  bash -c "! grep -q urlPrefix '$work/scheduler-without.run.yaml' && grep -q urlPrefix '$work/scheduler-with.run.yaml'"
+check "throughput: configuration without the extender has no extenders; with it, HTTPS with a client certificate" \
+  bash -c "! grep -q urlPrefix '$work/scheduler-without.run.yaml' && grep -q 'urlPrefix: https://127.0.0.1:$tput_port' '$work/scheduler-with-tls.run.yaml' && grep -q 'certFile: $pki/client.crt' '$work/scheduler-with-tls.run.yaml'"
+start_tls_extender() { # PORT LOG
+  "$ext_bin" --listen "127.0.0.1:$1" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$2" 2>&1 &
+  ext_pid=$!
+  wait_for 60 curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$1/readyz"
+}
 arm_with_n=0; arm_with_s=0; arm_without_n=0; arm_without_s=0; rounds_with=; rounds_without=
 for r in $(seq 1 "$TPUT_ROUNDS"); do
   # with, without, without, with, with, without, ...
   if (( (r / 2) % 2 == 0 )); then arm=with; else arm=without; fi
   if [[ "$arm" == with ]]; then
-    [[ -n "$ext_pid" ]] || start_extender "$port"
-    restart_scheduler "$work/scheduler-with.run.yaml"
+    [[ -n "$ext_pid" ]] || start_tls_extender "$tput_port" "$dir/extender-tput.log"
+    restart_scheduler "$work/scheduler-with-tls.run.yaml"
   else
     if [[ -n "$ext_pid" ]]; then kill "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=; fi
     restart_scheduler "$work/scheduler-without.run.yaml"
@@ -385,10 +417,19 @@ for r in $(seq 1 "$TPUT_ROUNDS"); do
 done
 tput_with=$(awk -v n="$arm_with_n" -v s="$arm_with_s" 'BEGIN{if (s>0) printf "%.1f", n/s; else print 0}')
 tput_without=$(awk -v n="$arm_without_n" -v s="$arm_without_s" 'BEGIN{if (s>0) printf "%.1f", n/s; else print 0}')
-cost=$(awk -v w="$tput_with" -v o="$tput_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
-# Back to the exact set-up for what follows.
-[[ -n "$ext_pid" ]] || start_extender "$port"
-grep -q urlPrefix "$dir/scheduler.yaml" || restart_scheduler "$work/scheduler-with.run.yaml"
+# Per arm: the median round and the spread (min-max); the cost is 1 - median with / median
+# without, held to ADZE_E2E_TPUT_BUDGET percent (default 5, the issue's budget).
+stats() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END {m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.1f %.1f %.1f %d", m, v[1], v[NR], NR}'; }
+read -r med_with min_with max_with n_with <<<"$(stats "$rounds_with")"
+read -r med_without min_without max_without n_without <<<"$(stats "$rounds_without")"
+cost=$(awk -v w="$med_with" -v o="$med_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
+pooled_cost=$(awk -v w="$tput_with" -v o="$tput_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
+kill "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; ext_pid=
+check "throughput: the HTTPS extender answered kube-scheduler with no client-certificate refusal" \
+  bash -c "! grep -q 'refused: no verified client certificate' '$dir/extender-tput.log'"
+# Back to the exact set-up for what follows: the plain-HTTP extender of the scenario.
+start_extender "$port"
+cmp -s "$dir/scheduler.yaml" "$work/scheduler-with.run.yaml" || restart_scheduler "$work/scheduler-with.run.yaml"
 
 # ---- the shipped configuration, extender killed -> pods still scheduled --------------------
 # kube-scheduler 1.20 skips an ignorable extender's filter, prioritize and preempt when it is
@@ -535,23 +576,10 @@ check "[hold] a high-priority pod no NodePool can serve still preempts ($(evicte
 check "[hold] ... and the served pod still evicted nothing of its own: it is still pending" unbound hold-high served
 
 # ---- client certificates: kube-scheduler authenticates, anyone else is refused -------------
-# A CA, the extender's serving certificate and kube-scheduler's client certificate (openssl);
-# the extender restarted with --client-ca; kube-scheduler restarted with the shipped stanza
-# over HTTPS with tlsConfig certFile/keyFile, as the chart renders it with TLS.
+# The suite's PKI (made before the throughput rounds); the extender restarted with
+# --client-ca; kube-scheduler restarted with the shipped stanza over HTTPS with tlsConfig
+# certFile/keyFile, as the chart renders it.
 echo "== client certificates: kube-scheduler's accepted, an anonymous /bind refused"
-pki=$work/pki; mkdir -p "$pki"
-(
-  cd "$pki" || exit 1
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=e2e-extender-ca \
-    -keyout ca.key -out ca.crt
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 -keyout tls.key -out tls.csr
-  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile server.ext -out tls.crt
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=e2e-scheduler -keyout client.key -out client.csr
-  printf 'extendedKeyUsage=clientAuth\n' >client.ext
-  openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile client.ext -out client.crt
-) >"$work/pki.log" 2>&1
-check "test PKI generated (openssl)" test -s "$pki/client.crt" -a -s "$pki/tls.crt"
 kill "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 tls_port=$(free_port)
 KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$ext_bin" --listen "127.0.0.1:$tls_port" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$dir/extender-tls.log" 2>&1 &
@@ -588,7 +616,15 @@ check "[mTLS] the only refusal logged is the anonymous /bind, none of kube-sched
 
 echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with extender $extra_with"
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
-echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes): without extender $tput_without pods/s (rounds: ${rounds_without% }), with extender $tput_with pods/s (rounds: ${rounds_with% }); the extender costs $cost % (target < 20 %)"
+echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes; $n_with with the extender over HTTPS with client certificates, $n_without without): with median $med_with pods/s (min-max $min_with-$max_with; rounds: ${rounds_with% }), without median $med_without pods/s (min-max $min_without-$max_without; rounds: ${rounds_without% }); the extender costs $cost % by the medians (budget $TPUT_BUDGET %); pooled (all pods / all time) $tput_with vs $tput_without pods/s, $pooled_cost %"
+check "throughput: at least 6 rounds per arm ($n_with with, $n_without without)" test "$n_with" -ge 6 -a "$n_without" -ge 6
+# The budget gates only with ADZE_E2E_TPUT_GATE=1: on 2 shared cores one arm's rounds spread
+# wider than the budget itself (e.g. 93-182 pods/s), so the verdict is printed either way.
+within_budget() { awk -v c="$cost" -v b="$TPUT_BUDGET" 'BEGIN{exit !(c != "n/a" && c + 0 <= b + 0)}'; }
+if [[ "${ADZE_E2E_TPUT_GATE:-0}" == 1 ]]; then
+  check "throughput: the extender's cost by the medians, $cost %, within the budget of $TPUT_BUDGET %" within_budget
+elif within_budget; then echo "RESULT: throughput: within the budget of $TPUT_BUDGET % ($cost %; not gating, ADZE_E2E_TPUT_GATE=1 gates)"
+else echo "RESULT: throughput: OVER the budget of $TPUT_BUDGET % ($cost %; not gating, ADZE_E2E_TPUT_GATE=1 gates)"; fi
 check "no panics in the extender or provisioner logs" bash -c "! grep -q panicked $work/*/extender*.log $work/*/provisioner.log 2>/dev/null"
 rbac_audit with
 e2e_summary

@@ -40,19 +40,41 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end }}
 
-{{- define "adze.extender.scheme" -}}
-{{ if .Values.extender.tls.enabled }}https{{ else }}http{{ end }}
+{{/* "true" unless extender.tls.insecurePlainHTTP: the extender serves HTTPS. */}}
+{{- define "adze.extender.tls" -}}
+{{- if not .Values.extender.tls.insecurePlainHTTP -}}true{{- end -}}
 {{- end }}
 
-{{- define "adze.extender.tlsSecret" -}}
-{{- if .Values.extender.tls.certManager.enabled -}}
-{{ include "adze.fullname" . }}-extender-tls
-{{- else -}}
-{{ .Values.extender.tls.secretName }}
+{{/* Where the extender's certificates come from: certManager, secret or generated (the
+chart's own CA, see adze.extender.pki); none with insecurePlainHTTP. */}}
+{{- define "adze.extender.tlsSource" -}}
+{{- $t := .Values.extender.tls -}}
+{{- if $t.insecurePlainHTTP -}}none
+{{- else if $t.certManager.enabled -}}certManager
+{{- else if $t.secretName -}}secret
+{{- else -}}generated
 {{- end -}}
 {{- end }}
 
-{{/* "true" when the extender requires client certificates (TLS on, clientAuth on). */}}
+{{- define "adze.extender.scheme" -}}
+{{ if include "adze.extender.tls" . }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/* The Secret with the extender's tls.crt, tls.key and ca.crt. */}}
+{{- define "adze.extender.tlsSecret" -}}
+{{- if eq (include "adze.extender.tlsSource" .) "secret" -}}
+{{ .Values.extender.tls.secretName }}
+{{- else -}}
+{{ include "adze.fullname" . }}-extender-tls
+{{- end -}}
+{{- end }}
+
+{{/* "true" when the extender requires client certificates (TLS, and client auth not
+turned off with insecureSkipClientAuth). */}}
+{{- define "adze.extender.clientAuth" -}}
+{{- if and (include "adze.extender.tls" .) (not .Values.extender.tls.insecureSkipClientAuth) -}}true{{- end -}}
+{{- end }}
+
 {{/* kube-scheduler's paths for the extender's CA and its own client certificate: the
 values, else files in /etc/kubernetes/adze. Set while unused (no TLS, no client auth) they
 are refused in scheduler-config.yaml rather than ignored. */}}
@@ -60,16 +82,45 @@ are refused in scheduler-config.yaml rather than ignored. */}}
 {{- define "adze.sc.clientCertFile" -}}{{ .Values.schedulerConfig.clientCertFile | default "/etc/kubernetes/adze/client.crt" }}{{- end -}}
 {{- define "adze.sc.clientKeyFile" -}}{{ .Values.schedulerConfig.clientKeyFile | default "/etc/kubernetes/adze/client.key" }}{{- end -}}
 
-{{- define "adze.extender.clientAuth" -}}
-{{- if and .Values.extender.tls.enabled .Values.extender.tls.clientAuth -}}true{{- end -}}
+{{/* The Secret holding kube-scheduler's client certificate (tls.crt, tls.key; ca.crt too
+when the chart or cert-manager issues it). */}}
+{{- define "adze.scheduler.clientSecret" -}}
+{{- if eq (include "adze.extender.tlsSource" .) "secret" -}}
+{{ .Values.extender.tls.clientSecretName }}
+{{- else -}}
+{{ include "adze.fullname" . }}-scheduler-client-tls
+{{- end -}}
 {{- end }}
 
-{{/* The Secret holding the chart scheduler's client certificate. */}}
-{{- define "adze.scheduler.clientSecret" -}}
-{{- if .Values.extender.tls.certManager.enabled -}}
-{{ include "adze.fullname" . }}-scheduler-client-tls
+{{/*
+The chart's own PKI (tlsSource "generated"), made once per render and kept in .Values under
+a key no values file can set (the schema refuses unknown keys): every template that needs
+it (the Secrets, the webhook's caBundle) sees the same CA. The CA is read back from its
+Secret when one exists (an upgrade), so the CA kube-scheduler trusts stays; the serving and
+client certificates are issued anew from it on every render (1 year each).
+Returns nothing; read it with (index .Values "_adzeGeneratedPKI").
+*/}}
+{{- define "adze.extender.pki" -}}
+{{- if not (hasKey .Values "_adzeGeneratedPKI") -}}
+{{- $fullname := include "adze.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $caName := printf "%s-extender-ca" $fullname -}}
+{{- $existing := lookup "v1" "Secret" $ns $caName -}}
+{{- $data := dict -}}
+{{- if $existing }}{{ $data = $existing.data | default dict }}{{ end -}}
+{{- $ca := dict -}}
+{{- if and (index $data "tls.crt") (index $data "tls.key") -}}
+{{- $ca = buildCustomCert (index $data "tls.crt") (index $data "tls.key") -}}
 {{- else -}}
-{{ .Values.extender.tls.clientSecretName }}
+{{- $ca = genCA $caName 3650 -}}
+{{- end -}}
+{{- $svc := printf "%s-extender" $fullname -}}
+{{- $dns := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) -}}
+{{- $ips := list -}}
+{{- with .Values.extender.service.clusterIP }}{{ $ips = list . }}{{ end -}}
+{{- $server := genSignedCert (printf "%s.%s.svc" $svc $ns) $ips $dns 365 $ca -}}
+{{- $client := genSignedCert (printf "%s-scheduler" $fullname) nil nil 365 $ca -}}
+{{- $_ := set .Values "_adzeGeneratedPKI" (dict "caCert" $ca.Cert "caKey" $ca.Key "tlsCert" $server.Cert "tlsKey" $server.Key "clientCert" $client.Cert "clientKey" $client.Key) -}}
 {{- end -}}
 {{- end }}
 
@@ -119,8 +170,8 @@ The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1
   nodeCacheCapable: true
   httpTimeout: {{ $ctx.Values.schedulerConfig.httpTimeout }}
   ignorable: {{ $ctx.Values.schedulerConfig.ignorable }}
-  enableHTTPS: {{ $ctx.Values.extender.tls.enabled }}
-  {{- if $ctx.Values.extender.tls.enabled }}
+  enableHTTPS: {{ include "adze.extender.tls" $ctx | eq "true" }}
+  {{- if include "adze.extender.tls" $ctx }}
   tlsConfig:
     caFile: {{ include "adze.sc.caFile" $ctx }}
     {{- if include "adze.extender.clientAuth" $ctx }}
@@ -128,6 +179,30 @@ The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1
     keyFile: {{ include "adze.sc.clientKeyFile" $ctx }}
     {{- end }}
   {{- end }}
+{{- end }}
+
+{{/* Comment lines for a control plane's kube-scheduler: where the files of tlsConfig come
+from, as commands. */}}
+{{- define "adze.schedulerConfig.certHelp" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $src := include "adze.extender.tlsSource" . -}}
+{{- if ne $src "none" }}
+{{- $secret := include "adze.scheduler.clientSecret" . }}
+{{- if or (eq $src "secret") (not (include "adze.extender.clientAuth" .)) }}{{ $secret = include "adze.extender.tlsSecret" . }}{{ end }}
+# The extender serves HTTPS{{ if include "adze.extender.clientAuth" . }} and answers only clients presenting a certificate of its CA{{ end }}.
+# Put the files of tlsConfig below on every control-plane node, readable by kube-scheduler only:
+#   umask 077; mkdir -p {{ dir (include "adze.sc.caFile" .) }}
+#   kubectl -n {{ $ns }} get secret {{ $secret }} -o jsonpath='{.data.ca\.crt}' | base64 -d >{{ include "adze.sc.caFile" . }}
+{{- if include "adze.extender.clientAuth" . }}
+{{- if eq $src "secret" }}
+# and kube-scheduler's client certificate, signed by that CA, as
+#   {{ include "adze.sc.clientCertFile" . }} and {{ include "adze.sc.clientKeyFile" . }}
+{{- else }}
+#   kubectl -n {{ $ns }} get secret {{ $secret }} -o jsonpath='{.data.tls\.crt}' | base64 -d >{{ include "adze.sc.clientCertFile" . }}
+#   kubectl -n {{ $ns }} get secret {{ $secret }} -o jsonpath='{.data.tls\.key}' | base64 -d >{{ include "adze.sc.clientKeyFile" . }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -153,6 +228,7 @@ clientConnection:
   kubeconfig: /etc/kubernetes/scheduler.conf
 profiles:
   - schedulerName: default-scheduler
+{{- include "adze.schedulerConfig.certHelp" $ctx }}
 {{- end }}
 {{- with $ctx.Values.schedulerConfig }}
 {{- if not (kindIs "invalid" .podInitialBackoffSeconds) }}
