@@ -209,7 +209,7 @@ check "PDB respected (never fewer than 5 Ready)" test "$min_ready" -ge 5
 sleep 3
 check "exactly one replacement NodeClaim ($((c0+1)))" count_is "$((c0+1))" claims
 check "the notice was acted on once" count_is 1 grep -c "notice: tainting" "$dir/agent-$victim.log"
-check "evictions, not deletions, emptied the node" bash -c "! grep -q 'deleted without waiting' $dir/agent-$victim.log"
+check "evictions emptied the node ($(grep -c 'evicted' "$dir/agent-$victim.log") logged; the agent has no pod delete)" grep -q 'evicted' "$dir/agent-$victim.log"
 
 # ---- 2. agent killed mid-drain, token expired, then restarted ---------------------------
 second=""
@@ -334,21 +334,27 @@ else
   fail "no replacement node with web pods for the maintenance scenario"
 fi
 
-# ---- 7. a PDB that never allows an eviction: pods are deleted as the deadline nears ------
+# ---- 7. a PDB that never allows an eviction: the agent evicts, never deletes ---------------
+# The agent has no pod delete (issue 25): a pod its PDB still holds at the deadline stops with
+# the instance. Here the simulated instance outlives the deadline, so the pods stay, the agent
+# keeps asking, and once the PDB allows it the evictions go through.
 last=$(fresh_node)
 if [[ -n "$last" ]]; then
   attach "$last"
   wait_for 30 agent_ready "$last"
   short=25
-  echo "== PDB blocks every eviction (minAvailable 6); spot notice on $last with a ${short}s deadline"
+  before=$(pods_on "$last")
+  echo "== PDB blocks every eviction (minAvailable 6); spot notice on $last ($before web pods) with a ${short}s deadline"
   k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 6}}' >/dev/null
   t0=$(now)
   sim "$last" spot "{\"deadline_seconds\": $short}" >/dev/null
-  wait_for 60 count_is 0 pods_on "$last"; t_gone=$(now)
-  echo "notice -> last pod gone: $(elapsed "$t0" "$t_gone") s (deadline ${short} s, grace 5 s, margin 5 s)"
-  check "pods refused by the PDB are deleted before the deadline" awk -v a="$t0" -v b="$t_gone" -v d="$short" 'BEGIN{exit !(b-a < d)}'
-  check "evictions were tried first and refused (PDB), then deletions cut the grace" grep -q "deadline near: deleted" "$dir/agent-$last.log"
+  sleep $((short + 10))
+  check "pods the PDB holds are not deleted at the deadline: $(pods_on "$last") of $before still on $last $(elapsed "$t0" "$(now)") s after the notice" \
+    bash -c "[ $before -gt 0 ] && [ \$(kubectl --kubeconfig $KUBECONFIG get pods -n web --field-selector spec.nodeName=$last -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length') = $before ]"
+  check "the agent said the deadline passed with the PDB still refusing" grep -q "deadline passed and a PodDisruptionBudget still refuses" "$dir/agent-$last.log"
   k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 5}}' >/dev/null
+  wait_for 90 count_is 0 pods_on "$last"
+  check "once the PDB allows it, evictions empty $last" count_is 0 pods_on "$last"
   wait_for 60 count_is 6 ready_web
   check "6 pods Ready again" count_is 6 ready_web
 else

@@ -307,4 +307,75 @@ check "the old ServiceAccount token no longer reads NodeClaims" bash -c "! kubec
 # The audit log's view of the provisioner run above (the chart installed as release `adze`
 # in $ns, simulated cloud): nothing refused, nothing undeclared.
 ADZE_RBAC_CLOUD=simulated ADZE_NS=$ns rbac_audit
+
+# ---- least privilege (issue 25): what the extender's and the agent's identities may not do --
+# A second release of the chart, in its own namespace, so these checks stand apart from the
+# install/upgrade/uninstall above. Permissions are asked two ways: `kubectl auth can-i --as`
+# (admin impersonation: what RBAC says) and real requests with each ServiceAccount's own token
+# (what the apiserver does: 403). The agent's own-node admission policy needs 1.30+: here it is
+# proven only that `agent.admissionPolicy` takes effect (auto leaves it out on 1.20, enabled
+# renders it and the 1.20 apiserver refuses the kind); its CEL runs in
+# api/tests/agent_admission_policy.rs.
+lp_ns=adze-lp
+lp=lp
+check "[least privilege] chart installs with agent.admissionPolicy=auto on 1.20 (no ValidatingAdmissionPolicy rendered)" \
+  helmpy install "$lp" "$lp_ns" charts/adze "$dir/values.yaml"
+check "[least privilege] agent.admissionPolicy=enabled renders the policy: a 1.20 apiserver refuses the kind, named" bash -c \
+  "! '$helm_python' charts/ci/helm.py install lp-vap adze-lp-vap charts/adze '$dir/values.yaml' --set-json '{\"agent\":{\"admissionPolicy\":\"enabled\"}}' >'$dir/vap.err' 2>&1 && grep -q ValidatingAdmissionPolicy '$dir/vap.err'"
+check "[least privilege] agent.admissionPolicy=bogus is refused, named" bash -c \
+  "! '$helm_python' charts/ci/helm.py install lp-bad adze-lp-bad charts/adze '$dir/values.yaml' --set-json '{\"agent\":{\"admissionPolicy\":\"bogus\"}}' >'$dir/vap-bad.err' 2>&1 && grep -q admissionPolicy '$dir/vap-bad.err'"
+can() { k auth can-i --as="system:serviceaccount:$lp_ns:$lp-adze-$1" "${@:2}" 2>/dev/null; }
+check_can() { local who=$1 want=$2; shift 2; local got; got=$(can "$who" "$@"); [[ "$got" == "$want" ]] || { echo "      $who: can-i $* said '$got', want '$want'"; return 1; }; }
+for verb in patch update delete; do
+  check "[least privilege] extender: may not $verb pods (any namespace)" check_can extender no "$verb" pods -A
+done
+check "[least privilege] extender: may still create Events" check_can extender yes create events -n web
+check "[least privilege] extender: may still bind pods" check_can extender yes create pods --subresource=binding -n web
+check "[least privilege] extender: may still watch pods" check_can extender yes watch pods -A
+check "[least privilege] provisioner: may watch Events (the extender's signal)" check_can provisioner yes watch events -A
+check "[least privilege] agent: may not delete pods (any namespace)" check_can agent no delete pods -A
+check "[least privilege] agent: may still evict pods" check_can agent yes create pods --subresource=eviction -A
+check "[least privilege] agent: may still patch Nodes (its own only with the 1.30+ policy)" check_can agent yes patch nodes
+check "[least privilege] agent: may still write NodeClaim status (its own only with the 1.30+ policy)" check_can agent yes patch nodeclaims.adze.sh --subresource=status
+# Real requests with each ServiceAccount's token (1.20 creates token Secrets for them).
+sa_token() {
+  local s
+  s=$(k -n "$lp_ns" get sa "$lp-adze-$1" -o jsonpath='{.secrets[0].name}')
+  [[ -n "$s" ]] && k -n "$lp_ns" get secret "$s" -o jsonpath='{.data.token}' | base64 -d
+}
+as_sa() { local who=$1; shift; kubectl --server "$APISERVER" --certificate-authority "$dir/ca.crt" --token "$(sa_token "$who")" "$@"; }
+wait_for 30 bash -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG -n $lp_ns get sa $lp-adze-agent -o jsonpath='{.secrets[0].name}')\" ]"
+victim=$(k get pods -n web -o jsonpath='{.items[0].metadata.name}')
+victim_uid=$(k get pods -n web -o jsonpath='{.items[0].metadata.uid}')
+victim_node=$(k get pods -n web -o jsonpath='{.items[0].spec.nodeName}')
+echo "victim pod: web/$victim (uid $victim_uid) on node ${victim_node:-none}"
+check "[least privilege] a pod to aim at exists" test -n "$victim"
+as_sa extender -n web patch pod "$victim" --type merge -p '{"metadata":{"annotations":{"pwned":"yes"}}}' >"$dir/lp-patch.out" 2>&1
+check "[least privilege] extender token: patching an arbitrary pod is refused with 403 Forbidden" \
+  grep -q 'Forbidden' "$dir/lp-patch.out"
+check "[least privilege] ... and the pod is unchanged" \
+  bash -c "kubectl --kubeconfig $KUBECONFIG -n web get pod $victim -o json | jqe '.metadata.annotations.pwned == null'"
+as_sa extender -n web create -f - >"$dir/lp-event.out" 2>&1 <<YAML
+apiVersion: v1
+kind: Event
+metadata: {name: "$victim.$victim_uid", namespace: web}
+involvedObject: {apiVersion: v1, kind: Pod, namespace: web, name: "$victim", uid: "$victim_uid"}
+reason: FailedEveryNode
+message: least-privilege check
+type: Normal
+source: {component: adze-extender}
+YAML
+check "[least privilege] extender token: the FailedEveryNode Event on a pod is created (its signal needs no pod write)" \
+  grep -q created "$dir/lp-event.out"
+check "[least privilege] provisioner token: lists it by the field selector it watches with" bash -c \
+  "kubectl --server '$APISERVER' --certificate-authority '$dir/ca.crt' --token '$(sa_token provisioner)' get events -A --field-selector reason=FailedEveryNode,source=adze-extender -o json | jqe '[.items[] | select(.involvedObject.uid == \"$victim_uid\")] | length == 1'"
+as_sa agent -n web delete pod "$victim" --wait=false >"$dir/lp-delete.out" 2>&1
+check "[least privilege] agent token: deleting a pod (on any node, its own or not) is refused with 403 Forbidden" \
+  grep -q 'Forbidden' "$dir/lp-delete.out"
+check "[least privilege] ... and the pod is still there, not terminating" bash -c \
+  "kubectl --kubeconfig $KUBECONFIG -n web get pod $victim -o json | jqe '.metadata.deletionTimestamp == null and .metadata.uid == \"$victim_uid\"'"
+check "[least privilege] agent token: cordoning a node is allowed by RBAC (its own node only with the 1.30+ policy)" bash -c \
+  "[ -z '$victim_node' ] || kubectl --server '$APISERVER' --certificate-authority '$dir/ca.crt' --token '$(sa_token agent)' patch node '$victim_node' --type merge -p '{\"metadata\":{\"annotations\":{\"adze.sh/lp-check\":\"1\"}}}' >/dev/null"
+check "[least privilege] uninstall the second release" helmpy uninstall "$lp" "$lp_ns"
+
 e2e_summary

@@ -350,10 +350,17 @@ served_after=$(grep -c " -> 127.0.0.1:${rep_port[$follower_i]} 200" "$dir/servic
 check "[replicas] the new leader answered kube-scheduler after the handover ($served_after requests)" test "$served_after" -gt 0
 check "[with] zero extra NodeClaims (got $extra_with)" test "$extra_with" = 0
 check "[with] every A pod on the node launched for it (misplaced: $misplaced_with)" test "$misplaced_with" = 0
-# While only A's nodes were up, B's pods were turned away from every node: the extender marks
-# them for the provisioner (the "fails everywhere" signal).
-annotated=$(k get pods -n b -o json | jq '[.items[] | select(.metadata.annotations["adze.sh/unschedulable-at"] != null)] | length')
-check "[with] B pods that failed filter on every node carry adze.sh/unschedulable-at ($annotated of 20)" test "$annotated" -gt 0
+# While only A's nodes were up, B's pods were turned away from every node: the extender records
+# an Event on each for the provisioner (the "fails everywhere" signal), found by the same field
+# selector the provisioner watches with (reason and source, served by this 1.20 apiserver), and
+# matched by UID to pods that exist. It no longer writes pods: no B pod carries the old annotation.
+signalled=$(k get events -n b --field-selector reason=FailedEveryNode,source=adze-extender -o json \
+  | jq -r --argjson pods "$(kj pods -n b)" '[$pods.items[].metadata.uid] as $u
+      | [.items[] | select(.involvedObject.kind == "Pod" and (.involvedObject.uid as $x | $u | any(. == $x)))
+         | .involvedObject.uid] | unique | length')
+check "[with] B pods that failed filter on every node have the extender's FailedEveryNode Event (${signalled:-none} of 20)" test "${signalled:-0}" -gt 0
+check "[with] no pod was patched by the extender (no adze.sh/unschedulable-at annotation)" \
+  bash -c "kubectl --kubeconfig '$KUBECONFIG' get pods -A -o json | jqe '[.items[] | select(.metadata.annotations[\"adze.sh/unschedulable-at\"] != null)] | length == 0'"
 binds=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^adze_extender_requests_total\{verb="bind"\}/ {print $2}')
 echo "extender answered ${binds:-0} bind requests"
 check "[with] kube-scheduler bound through the extender (bind verb used)" test "${binds:-0}" -ge 40

@@ -212,7 +212,7 @@ impl Agent {
                         Ok(r) => {
                             drained_at = None;
                             tracing::debug!(node = %self.ops.node_name, remaining = r.remaining, evicted = r.evicted,
-                                blocked = r.blocked, deleted = r.deleted, "drain round");
+                                blocked = r.blocked, "drain round");
                         }
                         Err(e) => tracing::warn!(error = %e, "drain round failed; retrying"),
                     }

@@ -28,7 +28,7 @@ pub struct DrainRecord {
     pub event: String,
     /// `SpotInterruption`, `RebalanceRecommendation` or `ScheduledMaintenance`.
     pub reason: String,
-    /// Pods must be gone by then; grace periods are cut to fit.
+    /// The instance's end: evictions go on until then.
     pub deadline: DateTime<Utc>,
     /// Whether the node carries `adze.sh/interrupted` and its NodeClaim `Interrupted` for this.
     pub interrupted: bool,
@@ -157,42 +157,27 @@ pub struct DrainPod {
     pub terminating: bool,
     /// Succeeded or Failed.
     pub finished: bool,
-    pub grace_seconds: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodStep {
     /// Ask the Eviction API (honours PDBs; 429 → try again next round).
     Evict,
-    /// No time left for PDBs: delete with the grace period cut to what remains.
-    Delete { grace_seconds: i64 },
     /// Nothing to do (stays, finished, or already terminating).
     Leave,
 }
 
-/// One drain round's step for `pod`. Evictions go on while the time left exceeds the pod's
-/// grace period plus `margin`; after that the pod is deleted with grace cut to the time left
-/// less `margin`, so it is gone before the instance is.
-pub fn pod_step(
-    pod: &DrainPod,
-    now: DateTime<Utc>,
-    deadline: DateTime<Utc>,
-    margin: Duration,
-) -> PodStep {
+/// One drain round's step for `pod`: evict until it is gone, up to the instance's end. The
+/// agent never deletes a pod past its PodDisruptionBudget, however near the deadline: that
+/// would need `delete` on every pod in the cluster for every node's agent (RBAC cannot narrow
+/// it to the agent's node), and a central component doing it on a node's word would hand that
+/// power to the node by proxy. A pod a budget still holds at the deadline stops with its
+/// instance, as with aws-node-termination-handler (see docs/agent.md).
+pub fn pod_step(pod: &DrainPod) -> PodStep {
     if pod.stays || pod.finished || pod.terminating {
-        return PodStep::Leave;
-    }
-    // Saturating: a pod's grace period is whatever its spec says (up to i64::MAX).
-    let left = (deadline - now).num_seconds();
-    let margin = margin.num_seconds();
-    if left > pod.grace_seconds.saturating_add(margin) {
-        PodStep::Evict
+        PodStep::Leave
     } else {
-        PodStep::Delete {
-            grace_seconds: left
-                .saturating_sub(margin)
-                .clamp(0, pod.grace_seconds.max(0)),
-        }
+        PodStep::Evict
     }
 }
 
@@ -426,55 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn grace_periods_near_the_integer_limits_neither_panic_nor_go_negative() {
-        let pod = |grace_seconds| DrainPod {
-            namespace: "d".into(),
-            name: "p".into(),
-            uid: "u".into(),
-            stays: false,
-            terminating: false,
-            finished: false,
-            grace_seconds,
-        };
-        let now = t("2026-01-01T00:00:00Z");
-        let soon = t("2026-01-01T00:02:00Z");
-        let five = Duration::seconds(5);
-        assert_eq!(
-            pod_step(&pod(i64::MAX), now, soon, five),
-            PodStep::Delete { grace_seconds: 115 }
-        );
-        assert_eq!(
-            pod_step(&pod(i64::MAX), now, soon, Duration::MAX),
-            PodStep::Delete { grace_seconds: 0 }
-        );
-        assert_eq!(
-            pod_step(&pod(i64::MIN), now, soon, Duration::MIN),
-            PodStep::Evict
-        );
-        assert_eq!(pod_step(&pod(i64::MIN), now, soon, five), PodStep::Evict);
-        // Deadlines at the ends of time.
-        assert_eq!(
-            pod_step(
-                &pod(i64::MAX),
-                DateTime::<Utc>::MAX_UTC,
-                DateTime::<Utc>::MIN_UTC,
-                Duration::MAX
-            ),
-            PodStep::Delete { grace_seconds: 0 }
-        );
-        assert_eq!(
-            pod_step(
-                &pod(30),
-                DateTime::<Utc>::MIN_UTC,
-                DateTime::<Utc>::MAX_UTC,
-                Duration::MIN
-            ),
-            PodStep::Evict
-        );
-    }
-
-    #[test]
-    fn pods_are_evicted_while_time_allows_then_deleted_with_grace_cut_to_fit() {
+    fn pods_are_evicted_until_gone_never_deleted() {
         let pod = DrainPod {
             namespace: "d".into(),
             name: "p".into(),
@@ -482,31 +419,24 @@ mod tests {
             stays: false,
             terminating: false,
             finished: false,
-            grace_seconds: 30,
         };
-        let deadline = t("2026-01-01T00:02:00Z");
-        let margin = Duration::seconds(5);
-        assert_eq!(
-            pod_step(&pod, t("2026-01-01T00:00:00Z"), deadline, margin),
-            PodStep::Evict
-        );
-        assert_eq!(
-            pod_step(&pod, t("2026-01-01T00:01:40Z"), deadline, margin),
-            PodStep::Delete { grace_seconds: 15 }
-        );
-        assert_eq!(
-            pod_step(&pod, t("2026-01-01T00:02:30Z"), deadline, margin),
-            PodStep::Delete { grace_seconds: 0 }
-        );
+        assert_eq!(pod_step(&pod), PodStep::Evict);
         let ds = DrainPod {
             stays: true,
             ..pod.clone()
         };
-        assert_eq!(
-            pod_step(&ds, t("2026-01-01T00:00:00Z"), deadline, margin),
-            PodStep::Leave
-        );
-        assert!(drained(&[ds]));
+        assert_eq!(pod_step(&ds), PodStep::Leave);
+        let leaving = DrainPod {
+            terminating: true,
+            ..pod.clone()
+        };
+        assert_eq!(pod_step(&leaving), PodStep::Leave);
+        let done = DrainPod {
+            finished: true,
+            ..pod.clone()
+        };
+        assert_eq!(pod_step(&done), PodStep::Leave);
+        assert!(drained(&[ds, done]));
         assert!(!drained(&[pod]));
     }
 }

@@ -1,11 +1,12 @@
-//! One drain round against the apiserver: list the node's pods, then evict or delete each as
+//! One drain round against the apiserver: list the node's pods, then evict each as
 //! [`decide::pod_step`] says. Rounds repeat every poll until the node is drained, so a PDB that
-//! refuses now (429) is asked again next round, and a restarted agent simply carries on.
+//! refuses now (429) is asked again next round, and a restarted agent simply carries on. The
+//! agent never deletes pods (its role has no pod `delete`; see [`decide::pod_step`]).
 
 use adze_api::eviction::{self, Outcome};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 
 use crate::decide::{self, DrainPod, PodStep};
@@ -34,34 +35,16 @@ pub fn drain_pod(p: &Pod) -> DrainPod {
             p.status.as_ref().and_then(|s| s.phase.as_deref()),
             Some("Succeeded") | Some("Failed")
         ),
-        grace_seconds: p
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds)
-            .unwrap_or(30),
     }
 }
 
-/// How long one eviction may take: a request the apiserver holds must not eat the time left
-/// for deleting the pod before the deadline.
-pub fn call_timeout(
-    left: std::time::Duration,
-    grace_seconds: i64,
-    margin: Duration,
-) -> std::time::Duration {
-    // Saturating: the grace period comes from the pod's spec, any i64.
-    let reserve = grace_seconds.saturating_add(margin.num_seconds()).max(0);
-    let reserve = std::time::Duration::from_secs(reserve.unsigned_abs());
-    left.saturating_sub(reserve).clamp(
+/// How long one eviction may take: at most 10 s, and never past the deadline (at least 1 s, so
+/// a round after the deadline still asks once).
+pub fn call_timeout(left: std::time::Duration) -> std::time::Duration {
+    left.clamp(
         std::time::Duration::from_secs(1),
         std::time::Duration::from_secs(10),
     )
-}
-
-/// The grace period for a delete request, which the API takes as a u32: a longer one (a pod
-/// may ask for up to i64::MAX seconds) is capped, not wrapped to some short value.
-pub fn delete_grace(grace_seconds: i64) -> u32 {
-    u32::try_from(grace_seconds.max(0)).unwrap_or(u32::MAX)
 }
 
 /// What a round did, for logs and tests.
@@ -70,7 +53,6 @@ pub struct Round {
     pub remaining: usize,
     pub evicted: usize,
     pub blocked: usize,
-    pub deleted: usize,
     pub drained: bool,
 }
 
@@ -79,16 +61,14 @@ pub struct Drainer {
     pub node_name: String,
     /// `policy/v1` or `policy/v1beta1`, found by discovery once.
     eviction_version: Option<String>,
-    pub margin: Duration,
 }
 
 impl Drainer {
-    pub fn new(client: Client, node_name: String, margin: Duration) -> Self {
+    pub fn new(client: Client, node_name: String) -> Self {
         Self {
             client,
             node_name,
             eviction_version: None,
-            margin,
         }
     }
 
@@ -146,20 +126,21 @@ impl Drainer {
         };
         for p in &views {
             let key = format!("{}/{}", p.namespace, p.name);
-            match decide::pod_step(p, now, deadline, self.margin) {
+            match decide::pod_step(p) {
                 PodStep::Leave => {}
-                PodStep::Evict => match tokio::time::timeout(
-                    call_timeout(left, p.grace_seconds, self.margin),
-                    self.evict(p),
-                )
-                .await
-                .unwrap_or_else(|_| {
-                    tracing::warn!(pod = %key, "eviction request timed out; retrying");
-                    Ok(Outcome::Failed)
-                }) {
+                PodStep::Evict => match tokio::time::timeout(call_timeout(left), self.evict(p))
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::warn!(pod = %key, "eviction request timed out; retrying");
+                        Ok(Outcome::Failed)
+                    }) {
                     Ok(Outcome::Evicted | Outcome::Gone) => {
                         round.evicted += 1;
                         tracing::info!(pod = %key, node = %self.node_name, "evicted");
+                    }
+                    Ok(Outcome::Blocked) if left.is_zero() => {
+                        round.blocked += 1;
+                        tracing::warn!(pod = %key, "deadline passed and a PodDisruptionBudget still refuses the eviction; the pod stops with the instance");
                     }
                     Ok(Outcome::Blocked) => {
                         round.blocked += 1;
@@ -168,34 +149,6 @@ impl Drainer {
                     Ok(Outcome::Failed) => {}
                     Err(e) => tracing::warn!(pod = %key, error = %e, "eviction failed; retrying"),
                 },
-                PodStep::Delete { grace_seconds } => {
-                    let api: Api<Pod> = Api::namespaced(self.client.clone(), &p.namespace);
-                    let dp = DeleteParams {
-                        grace_period_seconds: Some(delete_grace(grace_seconds)),
-                        preconditions: Some(kube::api::Preconditions {
-                            uid: Some(p.uid.clone()),
-                            resource_version: None,
-                        }),
-                        ..DeleteParams::default()
-                    };
-                    let deleted = tokio::time::timeout(
-                        std::time::Duration::from_secs(5),
-                        api.delete(&p.name, &dp),
-                    )
-                    .await;
-                    let Ok(deleted) = deleted else {
-                        tracing::warn!(pod = %key, "delete timed out; retrying");
-                        continue;
-                    };
-                    match deleted {
-                        Ok(_) => {
-                            round.deleted += 1;
-                            tracing::warn!(pod = %key, grace_seconds, "deadline near: deleted without waiting for PDBs");
-                        }
-                        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                        Err(e) => tracing::warn!(pod = %key, error = %e, "delete failed; retrying"),
-                    }
-                }
             }
         }
         Ok(round)
@@ -208,30 +161,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn an_eviction_never_waits_into_the_time_reserved_for_deletion() {
+    fn an_eviction_never_waits_past_the_deadline_nor_longer_than_ten_seconds() {
         let s = std::time::Duration::from_secs;
-        assert_eq!(call_timeout(s(120), 5, Duration::seconds(5)), s(10));
-        assert_eq!(call_timeout(s(14), 5, Duration::seconds(5)), s(4));
-        assert_eq!(call_timeout(s(3), 5, Duration::seconds(5)), s(1));
-    }
-
-    #[test]
-    fn grace_periods_near_the_integer_limits_are_capped_not_wrapped() {
-        let s = std::time::Duration::from_secs;
-        assert_eq!(call_timeout(s(120), i64::MAX, Duration::MAX), s(1));
-        assert_eq!(call_timeout(s(120), i64::MIN, Duration::MIN), s(10));
-        assert_eq!(
-            call_timeout(std::time::Duration::MAX, i64::MAX, Duration::seconds(5)),
-            s(10)
-        );
-        assert_eq!(delete_grace(i64::MAX), u32::MAX);
-        assert_eq!(delete_grace(1 << 32), u32::MAX);
-        assert_eq!(delete_grace(-1), 0);
-        assert_eq!(delete_grace(30), 30);
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "x"},
-            "spec": {"containers": [], "terminationGracePeriodSeconds": i64::MAX}}))
-        .unwrap();
-        assert_eq!(drain_pod(&pod).grace_seconds, i64::MAX);
+        assert_eq!(call_timeout(s(120)), s(10));
+        assert_eq!(call_timeout(s(4)), s(4));
+        assert_eq!(call_timeout(s(0)), s(1));
+        assert_eq!(call_timeout(std::time::Duration::MAX), s(10));
     }
 
     #[test]
@@ -250,10 +185,9 @@ mod tests {
         ));
         assert!(done.finished && !done.stays);
         let web = drain_pod(&pod(
-            json!({"metadata": {"name": "d"}, "spec": {"containers": [],
-            "terminationGracePeriodSeconds": 5}}),
+            json!({"metadata": {"name": "d"}, "spec": {"containers": []}}),
         ));
-        assert_eq!(web.grace_seconds, 5);
+        assert!(!web.stays && !web.finished && !web.terminating);
         assert!(!decide::drained(&[ds, mirror, done, web]));
     }
 }

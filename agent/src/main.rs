@@ -48,10 +48,6 @@ struct Args {
     /// Maintenance drains start this long before the event's NotBefore.
     #[arg(long, env = "ADZE_MAINTENANCE_LEAD", value_parser = adze_cli::duration, default_value = "10m")]
     maintenance_lead: Duration,
-    /// Pods still on the node this long (plus their grace period) before the deadline are
-    /// deleted instead of evicted.
-    #[arg(long, env = "ADZE_DEADLINE_MARGIN", value_parser = adze_cli::duration, default_value = "5s")]
-    deadline_margin: Duration,
     /// How often the AdzeAgentReady condition is posted.
     #[arg(long, env = "ADZE_HEARTBEAT", value_parser = adze_cli::duration, default_value = "10s")]
     heartbeat: Duration,
@@ -81,7 +77,7 @@ struct Args {
 }
 
 /// Flags renamed when the binaries agreed on one convention (Go durations, quantities).
-const RENAMED: [(&str, &str); 9] = [
+const RENAMED: [(&str, &str); 8] = [
     (
         "--imds-timeout-ms",
         "--imds-timeout (a Go duration, e.g. 2s)",
@@ -91,10 +87,6 @@ const RENAMED: [(&str, &str); 9] = [
     (
         "--maintenance-lead-seconds",
         "--maintenance-lead (a Go duration, e.g. 10m)",
-    ),
-    (
-        "--deadline-margin-seconds",
-        "--deadline-margin (a Go duration, e.g. 5s)",
     ),
     (
         "--heartbeat-seconds",
@@ -113,6 +105,28 @@ const RENAMED: [(&str, &str); 9] = [
         "--min-available-disk (a quantity, e.g. 512Mi)",
     ),
 ];
+
+/// The agent no longer deletes pods at the deadline (its role has no pod `delete`), so the
+/// margin that timed those deletes is gone; given anyway, it is refused rather than ignored.
+const REMOVED_FLAGS: [&str; 2] = ["--deadline-margin", "--deadline-margin-seconds"];
+const REMOVED_ENV: &str = "ADZE_DEADLINE_MARGIN";
+
+/// The refusal for a removed flag among `args` or the removed variable in the environment.
+fn removed_in(args: impl IntoIterator<Item = String>, env_set: bool) -> Option<String> {
+    let why = "the agent no longer deletes pods at the deadline, it only evicts (docs/agent.md)";
+    for arg in args {
+        if arg == "--" {
+            break;
+        }
+        if let Some(flag) = REMOVED_FLAGS
+            .iter()
+            .find(|f| arg == **f || arg.starts_with(&format!("{f}=")))
+        {
+            return Some(format!("{flag} was removed: {why}"));
+        }
+    }
+    env_set.then(|| format!("{REMOVED_ENV} was removed: {why}"))
+}
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
     let mut config = adze_cli::kube_config(kubeconfig.map(|p| p.as_path()), "adze-agent").await?;
@@ -133,6 +147,14 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     adze_cli::refuse_renamed(Args::command(), &RENAMED);
+    if let Some(msg) = removed_in(
+        std::env::args().skip(1),
+        std::env::var_os(REMOVED_ENV).is_some(),
+    ) {
+        Args::command()
+            .error(clap::error::ErrorKind::UnknownArgument, msg)
+            .exit();
+    }
     let args = Args::parse();
     args.log.init();
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -162,11 +184,7 @@ async fn run() -> anyhow::Result<()> {
             client: client.clone(),
             node_name: args.node_name.clone(),
         },
-        drainer: Drainer::new(
-            client,
-            args.node_name.clone(),
-            chrono::Duration::from_std(args.deadline_margin).context("--deadline-margin")?,
-        ),
+        drainer: Drainer::new(client, args.node_name.clone()),
         checker: Checker::new(HealthConfig {
             kubelet_healthz: args.kubelet_healthz,
             runtime_socket: args.runtime_socket,
@@ -209,5 +227,36 @@ mod tests {
     #[test]
     fn every_flag_follows_the_convention() {
         adze_cli::assert_follows_convention(Args::command());
+    }
+
+    #[test]
+    fn the_removed_deadline_margin_is_refused_naming_it() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (given, named) in [
+            (
+                &["--deadline-margin", "5s"][..],
+                "--deadline-margin was removed",
+            ),
+            (
+                &["--deadline-margin=5s"][..],
+                "--deadline-margin was removed",
+            ),
+            (
+                &["--deadline-margin-seconds=5"][..],
+                "--deadline-margin-seconds was removed",
+            ),
+        ] {
+            let msg = removed_in(args(given), false).expect("refused");
+            assert!(msg.starts_with(named), "{msg}");
+        }
+        let msg = removed_in(args(&["--node-name", "n"]), true).expect("refused");
+        assert!(msg.starts_with("ADZE_DEADLINE_MARGIN was removed"), "{msg}");
+        assert_eq!(removed_in(args(&["--node-name", "n"]), false), None);
+        assert_eq!(removed_in(args(&["--", "--deadline-margin"]), false), None);
+        // clap itself knows no such flag any more.
+        assert!(
+            Args::try_parse_from(["adze-agent", "--node-name", "n", "--deadline-margin", "5s"])
+                .is_err()
+        );
     }
 }

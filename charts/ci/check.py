@@ -215,6 +215,9 @@ def expect_aws(docs):
           and rules_allow(arole, "adze.sh", "nodeclaims/status", "patch"))
     check("agent: may not create NodeClaims or delete nodes",
           not rules_allow(arole, "adze.sh", "nodeclaims", "create") and not rules_allow(arole, "", "nodes", "delete"))
+    check("agent: may not delete pods (drains by eviction only)", not rules_allow(arole, "", "pods", "delete"))
+    check("agent: no ValidatingAdmissionPolicy on 1.20 with agent.admissionPolicy=auto",
+          not any(d["kind"].startswith("ValidatingAdmissionPolicy") for d in docs))
     edep = one(docs, "Deployment", "-extender")
     eenv = {e["name"]: e for e in container(edep)["env"]}
     check("extender: two replicas, one serving: Lease in the release namespace, ready only while leading",
@@ -231,6 +234,10 @@ def expect_aws(docs):
     check("extender: may bind pods and read NodeClaims, nothing more on NodeClaims",
           rules_allow(erole, "", "pods/binding", "create") and rules_allow(erole, "adze.sh", "nodeclaims", "watch")
           and not rules_allow(erole, "adze.sh", "nodeclaims", "patch"))
+    check("extender: may not write pods (its signal is an Event), may create Events",
+          not any(rules_allow(erole, "", "pods", v) for v in ("patch", "update", "delete"))
+          and rules_allow(erole, "", "events", "create"))
+    check("provisioner: may watch Events (the extender's signal)", rules_allow(role, "", "events", "watch"))
     cm = one(docs, "ConfigMap", "-scheduler-config")
     for key, version in [("scheduler-config-v1.yaml", "kubescheduler.config.k8s.io/v1"),
                          ("scheduler-config-v1beta1.yaml", "kubescheduler.config.k8s.io/v1beta1")]:
@@ -707,6 +714,9 @@ VALUE_SETS_BY_NAME = {name: values for name, values, _ in VALUE_SETS}
 # (name, values, text the error must contain)
 BAD = [
     ("unknown cloud provider", {"cloudProvider": "gcp"}, "cloudProvider"),
+    ("unknown agent.admissionPolicy", {"cloudProvider": "simulated", "agent": {"admissionPolicy": "on"}}, "admissionPolicy"),
+    ("agent.admissionPolicy=enabled on a cluster without ValidatingAdmissionPolicy (1.20)",
+     {"cloudProvider": "simulated", "agent": {"admissionPolicy": "enabled"}}, "ValidatingAdmissionPolicy"),
     ("aws without clusterName", {"cloudProvider": "aws", "clusterEndpoint": "https://x"}, "clusterName"),
     ("aws endpoint not https", merge(AWS, {"clusterEndpoint": "http://x"}), "clusterEndpoint"),
     ("service CIDR not a CIDR", merge(AWS, {"serviceCIDR": "10.100.0.0"}), "serviceCIDR"),

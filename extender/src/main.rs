@@ -137,10 +137,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let (signal, unschedulable) = adze_extender::signal::Signal::new();
     let state = state.with_signal(signal);
-    tokio::spawn(adze_extender::signal::annotate(
-        client.clone(),
-        unschedulable,
-    ));
+    tokio::spawn(adze_extender::signal::record(client.clone(), unschedulable));
     tokio::spawn(watch(
         client.clone(),
         ledger,

@@ -126,8 +126,9 @@ impl AppState {
 
     /// A filter answer that passed no node: tell the provisioner (off the request path).
     fn failed_everywhere(&self, pod: &PodInfo, candidates: usize, passed: usize) {
-        // The namespace and name go into the annotation's API path, the UID into its
-        // precondition: a pod from the request that Kubernetes could not have is not reported.
+        // The namespace goes into the Event's API path, the name and UID into the Event's name
+        // and the UID is what the provisioner matches: a pod from the request that Kubernetes
+        // could not have is not reported.
         if candidates > 0
             && passed == 0
             && pod.node.is_none()

@@ -1,19 +1,36 @@
 //! The "fails everywhere" signal: a pod that `filter` turns away from every candidate node
-//! needs new capacity, so the extender tells the provisioner at once by annotating the pod
-//! [`UNSCHEDULABLE_AT`](adze_scheduling::labels::UNSCHEDULABLE_AT) rather than leaving it to
+//! needs new capacity, so the extender tells the provisioner at once rather than leaving it to
 //! wait for kube-scheduler's `PodScheduled=False/Unschedulable` condition.
+//!
+//! The channel is a core/v1 Event on the pod (reason
+//! [`FAILED_EVERY_NODE_REASON`](adze_scheduling::labels::FAILED_EVERY_NODE_REASON), source
+//! [`EXTENDER_COMPONENT`](adze_scheduling::labels::EXTENDER_COMPONENT)), which the provisioner
+//! watches by those two fields. Why an Event and not a pod annotation: writing an annotation
+//! needs `patch` on every pod in the cluster, and pod patch can change a pod's image or command
+//! (a compromised extender would run code as any workload). Events need only `create`, which
+//! the extender's role already had, and change nothing a kubelet acts on. Why not a ConfigMap
+//! of UIDs in the release namespace: one object rewritten by every signal needs pruning,
+//! conflict retries between replicas and a size cap, where Events are one small object per pod
+//! that the apiserver deletes after `--event-ttl` (1 h by default): no growth to manage.
+//!
+//! Each Event is named after the pod's UID, so a second replica or a restarted process
+//! recording the same pod gets 409 AlreadyExists (taken as done) instead of a second object,
+//! and a deleted pod's same-named successor (a new UID) never matches it. Anyone who may create
+//! Events in a namespace can forge one; the worst it does is make the provisioner plan an unbound
+//! pod of that namespace a few seconds before kube-scheduler's condition would (capacity
+//! nothing uses is removed by emptiness consolidation).
 //!
 //! Off the request path: `filter` only drops the pod into a bounded queue (a full queue drops
 //! the signal; the condition still comes). A task drains the queue after a short debounce
-//! and writes each pod once per process.
+//! and records each pod once per process (the memory of recorded UIDs is bounded).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use adze_scheduling::labels::UNSCHEDULABLE_AT;
-use k8s_openapi::api::core::v1::Pod;
+use adze_scheduling::labels::{EXTENDER_COMPONENT, FAILED_EVERY_NODE_REASON};
+use k8s_openapi::api::core::v1::Event;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PostParams};
 use tokio::sync::mpsc;
 
 /// A pod that failed on every candidate node.
@@ -34,11 +51,14 @@ pub struct Signal {
 const QUEUE: usize = 4096;
 /// How long the task waits after the first signal to gather others.
 const DEBOUNCE: Duration = Duration::from_millis(100);
-/// Pods remembered as already annotated before the memory is cleared.
+/// Pods remembered as already recorded before the memory is cleared.
 const REMEMBERED: usize = 50_000;
+/// Longest pod-name prefix in an Event's name: with "." and a 36-character UID the name stays
+/// within the 253 characters of a DNS subdomain.
+const NAME_PREFIX: usize = 200;
 
 impl Signal {
-    /// A signal and the receiving end to give to [`annotate`] (or read in tests).
+    /// A signal and the receiving end to give to [`record`] (or read in tests).
     pub fn new() -> (Signal, mpsc::Receiver<Unschedulable>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         (Signal { tx }, rx)
@@ -50,14 +70,38 @@ impl Signal {
     }
 }
 
-/// The merge patch that marks a pod, with `at` as an RFC 3339 time.
-pub fn patch_for(uid: &str, at: &str) -> serde_json::Value {
-    // The uid precondition keeps a signal for a deleted pod off its same-named successor.
-    serde_json::json!({"metadata": {"uid": uid, "annotations": {UNSCHEDULABLE_AT: at}}})
+/// The Event's name: the pod's name (cut to fit, never ending in `.` or `-`) and its UID, so
+/// one pod UID has one Event whoever records it.
+pub fn event_name(pod: &Unschedulable) -> String {
+    let cut = pod
+        .name
+        .char_indices()
+        .nth(NAME_PREFIX)
+        .map_or(pod.name.as_str(), |(i, _)| &pod.name[..i]);
+    let cut = cut.trim_end_matches(['.', '-']);
+    format!("{cut}.{}", pod.uid)
 }
 
-/// Drains the queue, annotating each pod once. Runs until every [`Signal`] is dropped.
-pub async fn annotate(client: Client, mut rx: mpsc::Receiver<Unschedulable>) {
+/// The Event that tells the provisioner `pod` fits on no node, at `at` (RFC 3339).
+pub fn event_for(pod: &Unschedulable, at: &str) -> Event {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": event_name(pod), "namespace": pod.namespace},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
+            "name": pod.name, "uid": pod.uid},
+        "reason": FAILED_EVERY_NODE_REASON,
+        "message": "failed the Adze extender's filter on every candidate node: needs new capacity",
+        "type": "Normal",
+        "source": {"component": EXTENDER_COMPONENT},
+        "reportingComponent": EXTENDER_COMPONENT,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    }))
+    .expect("a well-formed Event")
+}
+
+/// Drains the queue, recording each pod once. Runs until every [`Signal`] is dropped.
+pub async fn record(client: Client, mut rx: mpsc::Receiver<Unschedulable>) {
     let mut done: HashSet<String> = HashSet::new();
     while let Some(first) = rx.recv().await {
         tokio::time::sleep(DEBOUNCE).await;
@@ -75,21 +119,20 @@ pub async fn annotate(client: Client, mut rx: mpsc::Receiver<Unschedulable>) {
             if !done.insert(p.uid.clone()) {
                 continue;
             }
-            let api: Api<Pod> = Api::namespaced(client.clone(), &p.namespace);
+            let key = format!("{}/{}", p.namespace, p.name);
+            let api: Api<Event> = Api::namespaced(client.clone(), &p.namespace);
             match api
-                .patch(
-                    &p.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(patch_for(&p.uid, &at)),
-                )
+                .create(&PostParams::default(), &event_for(&p, &at))
                 .await
             {
                 Ok(_) => {
-                    tracing::info!(pod = %format!("{}/{}", p.namespace, p.name), "failed filter on every node; annotated for the provisioner")
+                    tracing::info!(pod = %key, "failed filter on every node; Event recorded for the provisioner")
                 }
+                // Another replica, or this process before a restart, recorded it already.
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => {
                     done.remove(&p.uid);
-                    tracing::warn!(pod = %format!("{}/{}", p.namespace, p.name), error = %e, "could not annotate unschedulable pod");
+                    tracing::warn!(pod = %key, error = %e, "could not record the unschedulable pod's Event");
                 }
             }
         }

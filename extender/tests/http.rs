@@ -507,12 +507,44 @@ async fn pod_failing_on_every_node_is_signalled_once_others_are_not() {
         (got.namespace.as_str(), got.name.as_str(), got.uid.as_str()),
         ("default", "b-1", "uid-b-1")
     );
-    let patch = adze_extender::signal::patch_for(&got.uid, "2026-11-22T23:50:00Z");
+    let event = adze_extender::signal::event_for(&got, "2026-11-22T23:50:00Z");
+    let event = serde_json::to_value(&event).unwrap();
+    assert_eq!(event["metadata"]["name"], "b-1.uid-b-1");
+    assert_eq!(event["metadata"]["namespace"], "default");
     assert_eq!(
-        patch["metadata"]["annotations"]["adze.sh/unschedulable-at"],
-        "2026-11-22T23:50:00Z"
+        event["involvedObject"],
+        json!({"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "b-1", "uid": "uid-b-1"})
     );
-    assert_eq!(patch["metadata"]["uid"], "uid-b-1");
+    assert_eq!(event["reason"], "FailedEveryNode");
+    assert_eq!(event["source"]["component"], "adze-extender");
+    assert_eq!(event["firstTimestamp"], "2026-11-22T23:50:00Z");
+}
+
+#[test]
+fn event_names_are_one_per_pod_uid_and_always_valid() {
+    use adze_extender::signal::{Unschedulable, event_name};
+    let pod = |name: &str, uid: &str| Unschedulable {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: uid.into(),
+    };
+    // A same-named successor (new UID) gets its own Event, never its predecessor's.
+    assert_ne!(event_name(&pod("web", "u1")), event_name(&pod("web", "u2")));
+    // The longest pod name Kubernetes allows, cut where it would leave "-." or "..".
+    let uid = "0123abcd-0000-4000-8000-0123456789ab";
+    for name in [
+        "a".repeat(253),
+        format!("{}-{}", "a".repeat(199), "b".repeat(53)),
+        format!("{}.{}", "a".repeat(199), "b".repeat(53)),
+    ] {
+        let n = event_name(&pod(&name, uid));
+        assert!(n.len() <= 253, "{} characters", n.len());
+        assert!(
+            adze_extender::names::dns1123_subdomain(&n).is_ok(),
+            "{n:?} is not a DNS subdomain"
+        );
+        assert!(n.ends_with(uid));
+    }
 }
 
 /// Names that would change the API path (kube-rs does not escape them) or that Kubernetes

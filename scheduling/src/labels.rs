@@ -248,10 +248,16 @@ pub fn is_well_known(key: &str) -> bool {
 /// creates the claim; the extender reads it to keep the claim's capacity for those pods.
 pub const NOMINATED_PODS: &str = "adze.sh/nominated-pods";
 
-/// Annotation the extender puts on a pod (RFC 3339 time) when `filter` turned it away from
-/// every candidate node: the provisioner treats the pod as pending at once, without waiting
-/// for kube-scheduler's `PodScheduled=False/Unschedulable` condition.
-pub const UNSCHEDULABLE_AT: &str = "adze.sh/unschedulable-at";
+/// Reason of the core/v1 Event the extender records on a pod when `filter` turned it away from
+/// every candidate node: the provisioner treats a pod with such an Event (matched by the pod's
+/// UID) as pending at once, without waiting for kube-scheduler's
+/// `PodScheduled=False/Unschedulable` condition. An Event rather than a pod annotation so that
+/// the extender needs no `patch` on pods (see extender/src/signal.rs).
+pub const FAILED_EVERY_NODE_REASON: &str = "FailedEveryNode";
+
+/// `source.component` of the extender's Events; with [`FAILED_EVERY_NODE_REASON`] the field
+/// selector the provisioner watches Events by.
+pub const EXTENDER_COMPONENT: &str = "adze-extender";
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@
 //!   never pending: capacity is not created twice for the same pod.
 //! * Pending ([`is_pending`]): no `nodeName`, not owned by a DaemonSet, not terminating, not
 //!   in a terminal phase, and either kube-scheduler has said it fits nowhere
-//!   (`PodScheduled=False` reason `Unschedulable`, or the extender's `adze.sh/unschedulable-at`
-//!   annotation, which comes sooner) or it is a fresh pod of the default scheduler
+//!   (`PodScheduled=False` reason `Unschedulable`, or the extender's `FailedEveryNode` Event
+//!   on the pod's UID, which comes sooner) or it is a fresh pod of the default scheduler
 //!   ([`awaits_default_scheduler`]): demand from the first watch event, without waiting for
 //!   kube-scheduler's verdict.
 //! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
@@ -54,6 +54,9 @@ pub struct Objects {
     /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's, so
     /// pods selecting Karpenter's keys are planned as if they selected Adze's.
     pub karpenter_labels: bool,
+    /// UIDs (→ namespace) of pods the extender's filter turned away from every node
+    /// ([`crate::state::signals`]): pending without waiting for kube-scheduler's condition.
+    pub failed_every_node: Arc<HashMap<String, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -78,21 +81,25 @@ pub fn owned_by_daemonset(pod: &Pod) -> bool {
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
 /// Pending in the provisioning sense (see the module docs), nominations aside.
-pub fn is_pending(pod: &Pod) -> bool {
-    crate::rules::wants_node(pod) && (scheduler_found_no_room(pod) || awaits_default_scheduler(pod))
+/// `failed_every_node`: UIDs the extender signalled ([`Objects::failed_every_node`]).
+pub fn is_pending(pod: &Pod, failed_every_node: &HashMap<String, String>) -> bool {
+    crate::rules::wants_node(pod)
+        && (scheduler_found_no_room(pod, failed_every_node) || awaits_default_scheduler(pod))
 }
 
 /// kube-scheduler tried the pod against every node and none fits: its `PodScheduled=False`
-/// reason `Unschedulable` condition, or the extender's `adze.sh/unschedulable-at`
-/// annotation (set when its filter turned the pod away from every node). This is all
+/// reason `Unschedulable` condition, or the extender's `FailedEveryNode` Event naming this
+/// pod's UID in the pod's namespace (recorded when its filter turned the pod away from every
+/// node; by UID, so a deleted pod's same-named successor does not inherit it). This is all
 /// Karpenter waits for, whatever the pod's scheduler.
-pub fn scheduler_found_no_room(pod: &Pod) -> bool {
+pub fn scheduler_found_no_room(pod: &Pod, failed_every_node: &HashMap<String, String>) -> bool {
     let unschedulable = pod_scheduled_false_reasons(pod).any(|r| r == Some("Unschedulable"));
     let failed_everywhere = pod
         .metadata
-        .annotations
+        .uid
         .as_ref()
-        .is_some_and(|a| a.contains_key(labels::UNSCHEDULABLE_AT));
+        .and_then(|u| failed_every_node.get(u))
+        .is_some_and(|ns| pod.metadata.namespace.as_ref() == Some(ns));
     unschedulable || failed_everywhere
 }
 
@@ -385,14 +392,14 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                 .cloned()
         } else {
             bound_to.clone().or_else(|| {
-                if is_pending(p) {
+                if is_pending(p, &objects.failed_every_node) {
                     nominated.get(&uid).cloned()
                 } else {
                     None
                 }
             })
         };
-        if target.is_none() && !is_pending(p) && !displaced {
+        if target.is_none() && !is_pending(p, &objects.failed_every_node) && !displaced {
             continue;
         }
         let mut pod = match convert::pod(p) {
@@ -534,11 +541,14 @@ pub fn unplaced_demand(objects: &Objects) -> BTreeMap<String, bool> {
         .iter()
         .filter_map(|p| {
             let displaced = super::leaving::is_displaced(p, &leaving);
-            if !(displaced || is_pending(p)) {
+            if !(displaced || is_pending(p, &objects.failed_every_node)) {
                 return None;
             }
             let uid = p.metadata.uid.clone()?;
-            Some((uid, displaced || scheduler_found_no_room(p)))
+            Some((
+                uid,
+                displaced || scheduler_found_no_room(p, &objects.failed_every_node),
+            ))
         })
         .filter(|(u, _)| !nominated.contains_key(u))
         .collect()
@@ -788,9 +798,9 @@ mod tests {
         gone.metadata.deletion_timestamp =
             Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
         for p in [&bound, &ds, &gone] {
-            assert!(!is_pending(p));
+            assert!(!is_pending(p, &HashMap::new()));
         }
-        assert!(is_pending(&pending_pod("p", "u-p")));
+        assert!(is_pending(&pending_pod("p", "u-p"), &HashMap::new()));
     }
 
     fn node(name: &str, provider_id: &str, taints: serde_json::Value) -> Arc<Node> {
@@ -945,25 +955,42 @@ mod tests {
     }
 
     #[test]
-    fn pod_the_extender_marked_unschedulable_is_pending_before_the_condition() {
+    fn pod_the_extender_signalled_is_pending_before_the_condition_by_uid_only() {
         // The chart's second scheduler: its pods wait for a verdict, and the extender's
-        // annotation is the earliest one.
+        // Event is the earliest one.
         let mut p = (*pending_pod("x", "u-x")).clone();
         p.status = None;
         p.spec.as_mut().unwrap().scheduler_name = Some("adze-scheduler".into());
-        assert!(!is_pending(&p));
-        p.metadata.annotations = Some(
-            [(
-                labels::UNSCHEDULABLE_AT.to_string(),
-                "2026-11-22T23:50:00Z".to_string(),
-            )]
-            .into(),
-        );
-        assert!(is_pending(&p));
+        let none = HashMap::new();
+        let signalled = HashMap::from([("u-x".to_string(), "default".to_string())]);
+        assert!(!is_pending(&p, &none));
+        assert!(is_pending(&p, &signalled));
+        // A deleted pod's same-named successor: a new UID, no signal.
+        let mut successor = p.clone();
+        successor.metadata.uid = Some("u-x2".into());
+        assert!(!is_pending(&successor, &signalled));
+        // An Event of another namespace naming this pod's UID: not this pod's signal.
+        let elsewhere = HashMap::from([("u-x".to_string(), "other".to_string())]);
+        assert!(!is_pending(&p, &elsewhere));
         p.spec.as_mut().unwrap().node_name = Some("n1".into());
         assert!(
-            !is_pending(&p),
-            "a bound pod is not pending whatever its annotation"
+            !is_pending(&p, &signalled),
+            "a bound pod is not pending whatever was signalled"
+        );
+        // Through the snapshot, as the provisioning loop sees it.
+        let mut q = (*pending_pod("q", "u-q")).clone();
+        q.status = None;
+        q.spec.as_mut().unwrap().scheduler_name = Some("adze-scheduler".into());
+        let mut objects = Objects {
+            pods: vec![Arc::new(q)],
+            ..Objects::default()
+        };
+        assert!(unplaced_demand(&objects).is_empty());
+        objects.failed_every_node =
+            Arc::new(HashMap::from([("u-q".to_string(), "default".to_string())]));
+        assert_eq!(
+            unplaced_demand(&objects),
+            BTreeMap::from([("u-q".to_string(), true)])
         );
     }
 
@@ -987,41 +1014,47 @@ mod tests {
     fn fresh_unbound_pod_of_the_default_scheduler_is_demand_without_the_condition() {
         let fresh = fresh_pod("a", "u-a");
         assert!(
-            is_pending(&fresh),
+            is_pending(&fresh, &HashMap::new()),
             "no schedulerName: the default scheduler"
         );
-        assert!(!scheduler_found_no_room(&fresh));
+        assert!(!scheduler_found_no_room(&fresh, &HashMap::new()));
         let mut named = (*fresh).clone();
         named.spec.as_mut().unwrap().scheduler_name = Some(DEFAULT_SCHEDULER.into());
-        assert!(is_pending(&named));
+        assert!(is_pending(&named, &HashMap::new()));
         // kube-scheduler has looked and written nothing yet, or has said Unschedulable.
-        assert!(is_pending(&with_scheduled_false(&fresh, "Unschedulable")));
+        assert!(is_pending(
+            &with_scheduled_false(&fresh, "Unschedulable"),
+            &HashMap::new()
+        ));
 
         // Another scheduler's pod waits for its verdict, as in Karpenter.
         let mut other = (*fresh).clone();
         other.spec.as_mut().unwrap().scheduler_name = Some("volcano".into());
-        assert!(!is_pending(&other));
-        assert!(is_pending(&with_scheduled_false(&other, "Unschedulable")));
+        assert!(!is_pending(&other, &HashMap::new()));
+        assert!(is_pending(
+            &with_scheduled_false(&other, "Unschedulable"),
+            &HashMap::new()
+        ));
 
         // Gated pods, and pods kube-scheduler holds back for another reason, are not demand.
         let mut gated = (*fresh).clone();
         gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![
             serde_json::from_value(json!({"name": "example.com/wait"})).unwrap(),
         ]);
-        assert!(!is_pending(&gated));
-        assert!(!is_pending(&with_scheduled_false(
-            &fresh,
-            "SchedulingGated"
-        )));
+        assert!(!is_pending(&gated, &HashMap::new()));
+        assert!(!is_pending(
+            &with_scheduled_false(&fresh, "SchedulingGated"),
+            &HashMap::new()
+        ));
 
         // Unbound but finished (a pod that failed admission, say): not demand.
         let mut failed = (*fresh).clone();
         failed.status = serde_json::from_value(json!({"phase": "Failed"})).unwrap();
-        assert!(!is_pending(&failed));
+        assert!(!is_pending(&failed, &HashMap::new()));
         let mut gone = (*fresh).clone();
         gone.metadata.deletion_timestamp =
             Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
-        assert!(!is_pending(&gone));
+        assert!(!is_pending(&gone, &HashMap::new()));
 
         let objects = Objects {
             pods: vec![fresh.clone(), pending_pod("b", "u-b")],

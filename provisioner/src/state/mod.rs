@@ -3,6 +3,7 @@
 //! every reader works level-based from whatever they hold.
 
 pub mod nomination;
+pub mod signals;
 
 use std::fmt::Debug;
 
@@ -32,6 +33,8 @@ pub struct ClusterState {
     pub nodeclasses: Option<Store<EC2NodeClass>>,
     /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's.
     pub karpenter_labels: bool,
+    /// Pods the extender found no node for ([`signals`]).
+    pub failed_every_node: signals::FailedEveryNode,
 }
 
 fn watch<K>(api: Api<K>) -> Store<K>
@@ -69,8 +72,9 @@ impl ClusterState {
             pvcs: watch(Api::all(client.clone())),
             pvs: watch(Api::all(client.clone())),
             storage_classes: watch(Api::all(client.clone())),
-            nodeclasses: nodeclasses.then(|| watch(Api::all(client))),
+            nodeclasses: nodeclasses.then(|| watch(Api::all(client.clone()))),
             karpenter_labels: false,
+            failed_every_node: signals::FailedEveryNode::start(client),
         };
         if let Some(classes) = &s.nodeclasses {
             classes.wait_until_ready().await?;
@@ -98,6 +102,7 @@ impl ClusterState {
             storage_classes: self.storage_classes.state(),
             nodeclasses: self.nodeclasses.as_ref().map(|s| s.state()),
             karpenter_labels: self.karpenter_labels,
+            failed_every_node: self.failed_every_node.snapshot(),
         }
     }
 }
