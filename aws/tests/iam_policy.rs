@@ -1,10 +1,11 @@
 //! The controller policy in deploy/aws/adze.yaml (the one users deploy; docs/install.md points
-//! to it) must allow every AWS API call this crate makes, and nothing that lets the role touch
-//! what is not the cluster's. AWS is not reachable here (moto does not enforce IAM), so the
-//! checks are static: collect the SDK operations called in `src/` and look each one up in the
-//! policy; judge every statement's conditions with `rules` (whose own tests feed it bad
-//! policies). A new call without a policy line fails here instead of as
-//! `UnauthorizedOperation` on a user's cluster.
+//! to it) must allow every AWS API call this crate makes, no action it does not make, and
+//! nothing that lets the role touch what Adze did not create or leave the stack's region. AWS
+//! is not reachable here (moto does not enforce IAM), so the checks are static: collect the SDK
+//! operations called in `src/`, add those IAM checks on their behalf ([`IMPLIED`]), and compare
+//! with the policy's actions both ways; judge every statement's conditions with `rules` (whose
+//! own tests feed it bad policies). A new call without a policy line fails here instead of as
+//! `UnauthorizedOperation` on a user's cluster; a dropped call leaves no permission behind.
 
 #[path = "iam_policy/rules.rs"]
 mod rules;
