@@ -405,6 +405,22 @@ target=$(kj nodeclaims | jq -r '[.items[] | select(.status.nodeName != null)][0]
 target_id=$(k get nodeclaim "$target" -o jsonpath='{.status.providerID}' | sed 's#.*/##')
 target_node=$(k get nodeclaim "$target" -o jsonpath='{.status.nodeName}')
 on_target=$(k get pods -n web --field-selector spec.nodeName="$target_node" -o name | wc -l)
+# First the same warning as another account would send it: the provisioner checks each event's
+# account (from the queue URL) and region, drops it and counts it, and the NodeClaim stays as it is.
+awspy <<PY
+url = sqs.get_queue_url(QueueName='$QUEUE')['QueueUrl']
+t = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+sqs.send_message(QueueUrl=url, MessageBody=json.dumps({
+    'version': '0', 'id': 'e2e-foreign', 'detail-type': 'EC2 Spot Instance Interruption Warning', 'source': 'aws.ec2',
+    'account': '210987654321', 'time': t, 'region': 'us-east-1', 'resources': ['arn:aws:ec2:us-east-1b:instance/$target_id'],
+    'detail': {'instance-id': '$target_id', 'instance-action': 'terminate'}}))
+PY
+foreign_metric() { local body; body=$(curl -fsS "$url/metrics") && grep -qx 'adze_interruption_messages_total{result="foreign"} 1' <<<"$body"; }
+wait_for 30 foreign_metric
+check "/metrics: the other account's event counted as adze_interruption_messages_total{result=\"foreign\"} 1" foreign_metric
+check "the provisioner logged why it dropped it" grep -q "dropping an interruption event of another account or region" "$dir/provisioner.log"
+not_interrupted() { k get nodeclaim "$target" -o json | jqe '[.status.conditions[]? | select(.type=="Interrupted")] | length == 0'; }
+check "NodeClaim $target is not Interrupted by the other account's event" not_interrupted
 t0=$(now)
 awspy <<PY
 url = sqs.get_queue_url(QueueName='$QUEUE')['QueueUrl']

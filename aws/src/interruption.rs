@@ -4,6 +4,9 @@
 //! [`Queue`] long-polls and deletes; [`run`] marks the NodeClaim of each affected instance
 //! `Interrupted` (the shared contract: the provisioner pre-launches a replacement and drains).
 //! A message that cannot be parsed is logged, counted and deleted: it would never parse later.
+//! So is an event from another account or region than the provisioner's ([`Origin`]): the
+//! queue's policy admits only the stack's own EventBridge rules, and this check holds even
+//! where the queue was made by hand with a looser policy.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -67,8 +70,52 @@ impl Notice {
     }
 }
 
+/// The account and region whose events this provisioner acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub account: String,
+    pub region: String,
+}
+
+impl Origin {
+    /// The account from the queue's URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`,
+    /// as GetQueueUrl answers; the same shape from moto): no STS call, so no permission beyond
+    /// the queue's. `region` is the provisioner's own (`--region`).
+    pub fn from_queue_url(url: &str, region: &str) -> Result<Origin, String> {
+        let path = url
+            .split_once("://")
+            .map_or(url, |(_, rest)| rest)
+            .split_once('/')
+            .map(|(_, path)| path)
+            .unwrap_or_default();
+        let account = path.split('/').next().unwrap_or_default();
+        if account.len() != 12 || !account.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "--interruption-queue: the queue URL {url:?} does not name an account \
+                 (expected https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
+            ));
+        }
+        if region.is_empty() {
+            return Err("--region: empty; interruption events are checked against it".into());
+        }
+        Ok(Origin {
+            account: account.to_string(),
+            region: region.to_string(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum ParseError {
+    #[error(
+        "event from account {account} in {region}, not this cluster's account {expected_account} in {expected_region}"
+    )]
+    Foreign {
+        account: String,
+        region: String,
+        expected_account: String,
+        expected_region: String,
+    },
     #[error("message body is not JSON: {0}")]
     NotJson(String),
     #[error("message has no field {0}")]
@@ -80,14 +127,24 @@ pub enum ParseError {
     },
 }
 
-/// Parses one EventBridge event (the SQS message body).
-pub fn parse(body: &str) -> Result<Notice, ParseError> {
+/// Parses one EventBridge event (the SQS message body), refusing events of another account
+/// or region than `origin`.
+pub fn parse(body: &str, origin: &Origin) -> Result<Notice, ParseError> {
     let v: Value = serde_json::from_str(body).map_err(|e| ParseError::NotJson(e.to_string()))?;
     let s = |key: &'static str| -> Result<&str, ParseError> {
         v.get(key)
             .and_then(Value::as_str)
             .ok_or(ParseError::Missing(key))
     };
+    let (account, region) = (s("account")?, s("region")?);
+    if account != origin.account || region != origin.region {
+        return Err(ParseError::Foreign {
+            account: account.into(),
+            region: region.into(),
+            expected_account: origin.account.clone(),
+            expected_region: origin.region.clone(),
+        });
+    }
     let source = s("source")?;
     let detail_type = s("detail-type")?;
     let detail = v.get("detail").ok_or(ParseError::Missing("detail"))?;
@@ -209,16 +266,19 @@ pub struct QueueStats {
     pub no_action: AtomicU64,
     /// Could not be handled now; left on the queue to come back.
     pub failed: AtomicU64,
+    /// An event of another account or region: logged and deleted, never acted on.
+    pub foreign: AtomicU64,
 }
 
 impl QueueStats {
     /// (result label, count) pairs.
-    pub fn snapshot(&self) -> [(&'static str, u64); 4] {
+    pub fn snapshot(&self) -> [(&'static str, u64); 5] {
         [
             ("malformed", self.malformed.load(Ordering::Relaxed)),
             ("acted", self.acted.load(Ordering::Relaxed)),
             ("no_action", self.no_action.load(Ordering::Relaxed)),
             ("failed", self.failed.load(Ordering::Relaxed)),
+            ("foreign", self.foreign.load(Ordering::Relaxed)),
         ]
     }
 }
@@ -228,19 +288,24 @@ impl QueueStats {
 pub struct Queue {
     pub sqs: aws_sdk_sqs::Client,
     pub url: String,
+    /// Events of any other account or region are dropped.
+    pub origin: Origin,
     /// Long-poll wait (at most 20 s in SQS).
     pub wait: Duration,
     pub stats: std::sync::Arc<QueueStats>,
 }
 
 impl Queue {
-    pub fn new(sqs: aws_sdk_sqs::Client, url: String) -> Self {
-        Queue {
+    /// Fails when `url` names no account (see [`Origin::from_queue_url`]).
+    pub fn new(sqs: aws_sdk_sqs::Client, url: String, region: &str) -> Result<Self, String> {
+        let origin = Origin::from_queue_url(&url, region)?;
+        Ok(Queue {
             sqs,
             url,
+            origin,
             wait: Duration::from_secs(20),
             stats: Default::default(),
-        }
+        })
     }
 
     /// Long-polls once; malformed messages are counted, logged and deleted here.
@@ -264,10 +329,15 @@ impl Queue {
             let Some(receipt) = m.receipt_handle else {
                 continue;
             };
-            let notice = parse(m.body.as_deref().unwrap_or_default());
+            let notice = parse(m.body.as_deref().unwrap_or_default(), &self.origin);
             if let Err(e) = &notice {
-                self.stats.malformed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(message_id = ?m.message_id, error = %e, "dropping malformed interruption message");
+                if matches!(e, ParseError::Foreign { .. }) {
+                    self.stats.foreign.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(message_id = ?m.message_id, error = %e, "dropping an interruption event of another account or region");
+                } else {
+                    self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(message_id = ?m.message_id, error = %e, "dropping malformed interruption message");
+                }
                 self.delete(&receipt).await?;
                 continue;
             }
@@ -383,6 +453,70 @@ mod tests {
     const HEALTH: &str = r#"{"version":"0","id":"3","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["i-0abc"],"detail":{"eventArn":"arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_STOP_SCHEDULED/x","service":"EC2","eventTypeCode":"AWS_EC2_INSTANCE_STOP_SCHEDULED","eventTypeCategory":"scheduledChange","startTime":"Sat, 28 Nov 2026 04:00:00 GMT","eventDescription":[{"language":"en_US","latestDescription":"retire"}],"affectedEntities":[{"entityValue":"i-0abc"},{"entityValue":"i-0def"}]}}"#;
     const STATE: &str = r#"{"version":"0","id":"4","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-0abc"],"detail":{"instance-id":"i-0abc","state":"stopping"}}"#;
 
+    fn ours() -> Origin {
+        Origin {
+            account: "123456789012".into(),
+            region: "us-east-1".into(),
+        }
+    }
+
+    fn parse(body: &str) -> Result<Notice, ParseError> {
+        super::parse(body, &ours())
+    }
+
+    #[test]
+    fn events_of_another_account_or_region_are_refused() {
+        for (from, to) in [
+            (r#""account":"123456789012""#, r#""account":"210987654321""#),
+            (r#""region":"us-east-1""#, r#""region":"eu-west-1""#),
+        ] {
+            for body in [SPOT, REBALANCE, HEALTH, STATE] {
+                let foreign = body.replace(from, to);
+                assert_ne!(foreign, body, "the fixture has {from}");
+                let e = parse(&foreign).unwrap_err();
+                assert!(matches!(e, ParseError::Foreign { .. }), "{e:?}");
+                assert!(
+                    e.to_string()
+                        .contains("not this cluster's account 123456789012 in us-east-1")
+                );
+            }
+        }
+        // Without them the event cannot be judged: refused as malformed.
+        let bare = SPOT.replace(r#""account":"123456789012","#, "");
+        assert_eq!(parse(&bare), Err(ParseError::Missing("account")));
+        let bare = SPOT.replace(r#""region":"us-east-1","#, "");
+        assert_eq!(parse(&bare), Err(ParseError::Missing("region")));
+    }
+
+    #[test]
+    fn the_account_comes_from_the_queue_url() {
+        let o = Origin::from_queue_url(
+            "https://sqs.eu-west-1.amazonaws.com/210987654321/my-cluster",
+            "eu-west-1",
+        )
+        .unwrap();
+        assert_eq!(o.account, "210987654321");
+        assert_eq!(o.region, "eu-west-1");
+        // moto's shape.
+        let o =
+            Origin::from_queue_url("http://127.0.0.1:5000/123456789012/q", "us-east-1").unwrap();
+        assert_eq!(o, ours());
+        for bad in [
+            "https://sqs.eu-west-1.amazonaws.com/my-cluster",
+            "https://sqs.eu-west-1.amazonaws.com/",
+            "my-cluster",
+            "https://sqs.eu-west-1.amazonaws.com/12345678901x/q",
+        ] {
+            let e = Origin::from_queue_url(bad, "eu-west-1").unwrap_err();
+            assert!(e.contains("--interruption-queue"), "{bad}: {e}");
+        }
+        assert!(
+            Origin::from_queue_url("http://h/123456789012/q", "")
+                .unwrap_err()
+                .contains("--region")
+        );
+    }
+
     #[test]
     fn spot_warning_has_a_two_minute_deadline() {
         let n = parse(SPOT).unwrap();
@@ -422,12 +556,14 @@ mod tests {
         assert!(matches!(parse("not json"), Err(ParseError::NotJson(_))));
         assert_eq!(
             parse(
-                r#"{"source":"aws.ec2","detail-type":"EC2 Spot Instance Interruption Warning","detail":{}}"#
+                r#"{"account":"123456789012","region":"us-east-1","source":"aws.ec2","detail-type":"EC2 Spot Instance Interruption Warning","detail":{}}"#
             ),
             Err(ParseError::Missing("detail.instance-id"))
         );
         assert!(matches!(
-            parse(r#"{"source":"aws.s3","detail-type":"Object Created","detail":{}}"#),
+            parse(
+                r#"{"account":"123456789012","region":"us-east-1","source":"aws.s3","detail-type":"Object Created","detail":{}}"#
+            ),
             Err(ParseError::Unsupported { .. })
         ));
     }

@@ -616,8 +616,9 @@ impl AwsProvider {
                 ),
                 None => data.set_security_group_ids(Some(groups)),
             };
-            // Everything a launch creates carries the cluster tag: the documented IAM policy
-            // only allows creating resources that do (deploy/aws/adze.yaml, tests/iam_policy.rs).
+            // Everything a launch creates carries the cluster tag and the class tag: the IAM
+            // policy allows creating only what does, and the cluster tag alone is also on nodes
+            // Adze did not launch (deploy/aws/adze.yaml, tests/iam_policy.rs).
             for kind in [
                 ResourceType::Volume,
                 ResourceType::NetworkInterface,
@@ -914,6 +915,8 @@ impl AwsProvider {
                 .and_then(|l| l.get(labels::NODEPOOL))
                 .cloned()
                 .unwrap_or_default();
+            // The NodePool and NodeClaim tags are what the IAM policy checks before
+            // TerminateInstances; the class tag what it checks on every launch.
             let mut tags: Vec<Tag> = class.spec.tags.iter().map(|(k, v)| tag(k, v)).collect();
             tags.extend([
                 tag(&self.cluster_tag(), "owned"),

@@ -123,8 +123,9 @@ pub async fn start(
 }
 
 /// Resolves the queue URL and spawns [`interruption::run`], which marks the NodeClaims of
-/// interrupted instances `Interrupted`. Fails when the queue cannot be found, so a typo in
-/// `--interruption-queue` stops the provisioner instead of silently ignoring notices. Returns
+/// interrupted instances `Interrupted`. Fails when the queue cannot be found, or its URL names
+/// no account to check events against, so a typo in `--interruption-queue` stops the
+/// provisioner instead of silently ignoring notices. Returns
 /// the loop's counters for `/metrics`.
 pub async fn start_interruption_queue(
     client: kube::Client,
@@ -150,8 +151,9 @@ pub async fn start_interruption_queue(
             .queue_url
             .unwrap_or_default()
     };
-    tracing::info!(queue = %url, "polling the interruption queue");
-    let queue = Queue::new(clients.sqs, url);
+    let queue = Queue::new(clients.sqs, url, &options.region)?;
+    tracing::info!(queue = %queue.url, account = %queue.origin.account, region = %queue.origin.region,
+        "polling the interruption queue");
     let stats = queue.stats.clone();
     tokio::spawn(interruption::run(queue, client));
     Ok(stats)

@@ -1,10 +1,11 @@
 //! The controller policy in deploy/aws/adze.yaml (the one users deploy; docs/install.md points
-//! to it) must allow every AWS API call this crate makes, and nothing that lets the role touch
-//! what is not the cluster's. AWS is not reachable here (moto does not enforce IAM), so the
-//! checks are static: collect the SDK operations called in `src/` and look each one up in the
-//! policy; judge every statement's conditions with `rules` (whose own tests feed it bad
-//! policies). A new call without a policy line fails here instead of as
-//! `UnauthorizedOperation` on a user's cluster.
+//! to it) must allow every AWS API call this crate makes, no action it does not make, and
+//! nothing that lets the role touch what Adze did not create or leave the stack's region. AWS
+//! is not reachable here (moto does not enforce IAM), so the checks are static: collect the SDK
+//! operations called in `src/`, add those IAM checks on their behalf ([`IMPLIED`]), and compare
+//! with the policy's actions both ways; judge every statement's conditions with `rules` (whose
+//! own tests feed it bad policies). A new call without a policy line fails here instead of as
+//! `UnauthorizedOperation` on a user's cluster; a dropped call leaves no permission behind.
 
 #[path = "iam_policy/rules.rs"]
 mod rules;
@@ -51,9 +52,43 @@ fn operations_in(source: &str) -> BTreeSet<String> {
         .replace(" .", ".")
         .replace(". ", ".");
     let bytes = squashed.as_bytes();
+    // Besides the usual names, any binding typed as an SDK client (`client: &aws_sdk_pricing::Client`).
+    let mut clients: Vec<(String, String)> = CLIENTS
+        .iter()
+        .map(|(c, s)| (c.to_string(), s.to_string()))
+        .collect();
+    for (at, _) in squashed.match_indices("aws_sdk_") {
+        let service: String = squashed[at + "aws_sdk_".len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if !squashed[at..].starts_with(&format!("aws_sdk_{service}::Client")) {
+            continue;
+        }
+        assert!(
+            CLIENTS.iter().any(|(_, s)| *s == service),
+            "a client of {service}, which CLIENTS does not list"
+        );
+        let before = squashed[..at].trim_end_matches('&').trim_end();
+        let Some(head) = before.strip_suffix(':') else {
+            continue;
+        };
+        let name: String = head
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !name.is_empty() {
+            clients.push((name, service));
+        }
+    }
     let mut found = BTreeSet::new();
-    for &(client, service) in CLIENTS {
+    for (client, service) in &clients {
         let needle = format!("{client}.");
+        let service = service.as_str();
         for (at, _) in squashed.match_indices(&needle) {
             let before = at.checked_sub(1).map(|i| bytes[i]);
             if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -91,11 +126,17 @@ fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
 #[test]
 fn the_scanner_finds_calls_split_over_lines_and_skips_non_operations() {
     let src = "let r = self\n    .clients\n    .ec2\n    .create_fleet()\n    .send();\n\
-               ec2.describe_subnets(); clients.sqs.clone(); aws_sdk_ec2.x(); match ssm.get_parameter().name(n)";
+               ec2.describe_subnets(); clients.sqs.clone(); aws_sdk_ec2.x(); match ssm.get_parameter().name(n)\n\
+               fn f(prices: &aws_sdk_pricing::Client) { prices\n  .get_products().send() }";
     let found: Vec<String> = operations_in(src).into_iter().collect();
     assert_eq!(
         found,
-        ["ec2:CreateFleet", "ec2:DescribeSubnets", "ssm:GetParameter"]
+        [
+            "ec2:CreateFleet",
+            "ec2:DescribeSubnets",
+            "pricing:GetProducts",
+            "ssm:GetParameter"
+        ]
     );
 }
 
@@ -133,6 +174,7 @@ fn the_policy_allows_every_aws_call_the_provider_makes() {
         "ssm:GetParameter",
         "sqs:ReceiveMessage",
         "eks:DescribeCluster",
+        "pricing:GetProducts",
     ] {
         assert!(
             names.contains(must),
@@ -174,10 +216,151 @@ fn the_policy_allows_every_aws_call_the_provider_makes() {
     );
 }
 
+/// Actions IAM checks that the code does not call by name: `(action, the call that needs it,
+/// why)`. Each row must still be needed (its call is made), so a row cannot outlive its reason.
+const IMPLIED: &[(&str, &str, &str)] = &[
+    (
+        "ec2:RunInstances",
+        "ec2:CreateFleet",
+        "an instant fleet launches its instances as RunInstances, authorized as the caller",
+    ),
+    (
+        "ec2:CreateTags",
+        "ec2:CreateFleet",
+        "TagSpecifications are authorized as CreateTags with ec2:CreateAction",
+    ),
+    (
+        "ec2:CreateTags",
+        "ec2:CreateLaunchTemplate",
+        "TagSpecifications are authorized as CreateTags with ec2:CreateAction",
+    ),
+    (
+        "iam:PassRole",
+        "ec2:CreateFleet",
+        "the launch template names an instance profile: its role is passed to EC2",
+    ),
+    (
+        "iam:TagInstanceProfile",
+        "iam:CreateInstanceProfile",
+        "tags given to CreateInstanceProfile are authorized as TagInstanceProfile",
+    ),
+];
+
+#[test]
+fn the_policy_allows_exactly_the_calls_the_code_makes() {
+    let called: BTreeSet<String> = calls_in_src().into_iter().map(|(op, _)| op).collect();
+    let mut needed = called.clone();
+    for (action, by, why) in IMPLIED {
+        assert!(
+            called.contains(*by),
+            "IMPLIED row {action} ({why}) names {by}, which the code no longer calls"
+        );
+        needed.insert(action.to_string());
+    }
+    let policy = template::controller_policy(&template::load());
+    let statements = rules::Statement::all(&policy);
+    let mut allowed = BTreeSet::new();
+    for s in &statements {
+        for a in s.actions() {
+            assert!(
+                !a.contains('*'),
+                "{}: action pattern {a}: list the calls instead",
+                s.sid()
+            );
+            allowed.insert(a.to_string());
+        }
+    }
+    let extra: Vec<&String> = allowed.difference(&needed).collect();
+    let missing: Vec<&String> = needed.difference(&allowed).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "deploy/aws/adze.yaml's ControllerPolicy allows actions nothing calls: {extra:?}; \
+         and misses: {missing:?}"
+    );
+}
+
+#[test]
+fn the_price_list_statement_allows_the_region_every_stack_region_asks() {
+    let policy = template::controller_policy(&template::load());
+    let statements = rules::Statement::all(&policy);
+    let prices = statements
+        .iter()
+        .find(|s| s.covers("pricing:GetProducts"))
+        .expect("a statement allows pricing:GetProducts");
+    let allowed: BTreeSet<&str> = prices.regions().unwrap_or_default().into_iter().collect();
+    // One region of every prefix AWS uses, and some it may use next.
+    let asked: BTreeSet<&str> = [
+        "us-east-1",
+        "us-west-2",
+        "us-gov-west-1",
+        "ca-central-1",
+        "sa-east-1",
+        "mx-central-1",
+        "eu-west-1",
+        "eu-south-2",
+        "il-central-1",
+        "ap-northeast-1",
+        "ap-southeast-5",
+        "me-central-1",
+        "af-south-1",
+        "cn-north-1",
+        "cn-northwest-1",
+    ]
+    .into_iter()
+    .map(adze_aws::pricing::pricing_region)
+    .collect();
+    assert_eq!(
+        allowed, asked,
+        "Prices' aws:RequestedRegion vs pricing_region()"
+    );
+    let rule_set: BTreeSet<&str> = rules::PRICE_LIST_REGIONS.iter().copied().collect();
+    assert_eq!(
+        rule_set, asked,
+        "rules::PRICE_LIST_REGIONS vs pricing_region()"
+    );
+}
+
+#[test]
+fn the_tags_the_policy_requires_are_the_ones_the_code_sets() {
+    // The policy's Null conditions name Adze's tags through rules::OWNERSHIP; the launch code
+    // must set each on the resource types that row covers, in the creating call. (tests/moto.rs
+    // reads them back from what moto created.)
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/provider.rs")).unwrap();
+    let squashed: String = source.split_whitespace().collect();
+    for needle in [
+        "tag(EC2NODECLASS_TAG,",
+        "tag(labels::NODEPOOL,",
+        "tag(labels::NODECLAIM,",
+    ] {
+        assert!(
+            squashed.contains(needle),
+            "provider.rs no longer sets {needle}"
+        );
+    }
+    for kind in [
+        "ResourceType::Instance",
+        "ResourceType::Fleet",
+        "ResourceType::Volume",
+        "ResourceType::NetworkInterface",
+        "ResourceType::SpotInstancesRequest",
+        "ResourceType::LaunchTemplate",
+    ] {
+        assert!(
+            squashed.contains(&format!(".resource_type({kind})"))
+                || squashed.contains(&format!("{kind},")),
+            "provider.rs no longer tags {kind} at creation"
+        );
+    }
+    assert_eq!(rules::CLASS_TAG, "aws.adze.sh/ec2nodeclass");
+    assert_eq!(rules::NODEPOOL_TAG, "adze.sh/nodepool");
+    assert_eq!(rules::NODECLAIM_TAG, "adze.sh/nodeclaim");
+}
+
 #[test]
 fn the_policy_is_least_privilege() {
     let policy = template::controller_policy(&template::load());
-    let v = rules::violations(&policy, template::CLUSTER);
+    let v = rules::violations(&policy, template::CLUSTER, template::REGION);
     assert!(v.is_empty(), "ControllerPolicy breaks: {v:#?}");
     // The rules look at these statements; make sure they are there to be looked at.
     for action in [
@@ -257,10 +440,41 @@ fn the_interruption_queue_takes_events_over_tls_from_the_four_rules() {
         &template::resource(&t, "InterruptionQueuePolicy")["Properties"]["PolicyDocument"],
     );
     let statements = policy["Statement"].as_array().unwrap();
-    assert!(statements.iter().any(|s| s["Effect"] == "Allow"
-        && s["Action"] == "sqs:SendMessage"
-        && s["Principal"]["Service"]
-            == serde_json::json!(["events.amazonaws.com", "sqs.amazonaws.com"])));
+    // Only EventBridge may send, and only for this stack's own rules.
+    let allows: Vec<&serde_json::Value> = statements
+        .iter()
+        .filter(|s| s["Effect"] == "Allow")
+        .collect();
+    let [send] = allows.as_slice() else {
+        panic!("one Allow statement: {policy}");
+    };
+    assert_eq!(send["Action"], "sqs:SendMessage");
+    assert_eq!(
+        send["Principal"],
+        serde_json::json!({"Service": "events.amazonaws.com"})
+    );
+    let mut rules_in_template: BTreeSet<String> = BTreeSet::new();
+    for (name, r) in t["Resources"].as_mapping().unwrap() {
+        if r["Type"].as_str() == Some("AWS::Events::Rule") {
+            rules_in_template.insert(name.as_str().unwrap().to_string());
+        }
+    }
+    let sources: BTreeSet<String> = send["Condition"]["ArnEquals"]["aws:SourceArn"]
+        .as_array()
+        .expect("aws:SourceArn lists the rules")
+        .iter()
+        .map(|arn| {
+            let att = &arn["Fn::GetAtt"];
+            assert_eq!(att[1], "Arn", "{arn}");
+            att[0].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(sources, rules_in_template);
+    assert_eq!(
+        send["Condition"].as_object().unwrap().len(),
+        1,
+        "only the source condition: {send}"
+    );
     assert!(statements.iter().any(|s| s["Effect"] == "Deny"
         && s["Principal"] == "*"
         && s["Condition"]["Bool"]["aws:SecureTransport"] == "false"));

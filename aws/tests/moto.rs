@@ -423,6 +423,11 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
     );
     assert_eq!(tags.get("team").map(String::as_str), Some("adze"));
     assert_eq!(i.image_id.as_deref(), Some(e.ami.as_str()));
+    // The tags deploy/aws/adze.yaml's policy requires on each creating request and checks
+    // before TerminateInstances/DeleteLaunchTemplate (tests/iam_policy/rules.rs OWNERSHIP):
+    // the cluster tag, and Adze's own, which EKS managed node groups and eksctl nodes lack.
+    let class_tag = adze_api::ec2nodeclass::EC2NODECLASS_TAG;
+    assert_eq!(tags.get(class_tag).map(String::as_str), Some("default"));
 
     let templates = e
         .clients
@@ -476,6 +481,50 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
         .launch_template_data
         .clone()
         .unwrap();
+    let template_tags: BTreeMap<String, String> = ours[0]
+        .tags
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| Some((t.key?, t.value?)))
+        .collect();
+    for (k, want) in [
+        ("kubernetes.io/cluster/launch", "owned"),
+        (class_tag, "default"),
+    ] {
+        assert_eq!(
+            template_tags.get(k).map(String::as_str),
+            Some(want),
+            "{template_tags:?}"
+        );
+    }
+    // What the template tags at launch (volumes, interfaces, spot requests) carries them too.
+    let specs = v.tag_specifications.clone().unwrap_or_default();
+    let kinds: Vec<&str> = specs
+        .iter()
+        .filter_map(|s| s.resource_type.as_ref().map(|r| r.as_str()))
+        .collect();
+    // (moto also lists the template's own tags here, as a `launch-template` entry.)
+    for kind in ["volume", "network-interface", "spot-instances-request"] {
+        assert!(
+            kinds.contains(&kind),
+            "{kind} not tagged at launch: {specs:?}"
+        );
+    }
+    for spec in &specs {
+        let keys: BTreeMap<&str, &str> = spec
+            .tags
+            .iter()
+            .flatten()
+            .filter_map(|t| Some((t.key.as_deref()?, t.value.as_deref()?)))
+            .collect();
+        assert_eq!(
+            keys.get("kubernetes.io/cluster/launch"),
+            Some(&"owned"),
+            "{spec:?}"
+        );
+        assert_eq!(keys.get(class_tag), Some(&"default"), "{spec:?}");
+    }
     assert_eq!(
         v.iam_instance_profile.and_then(|p| p.name),
         Some(e.profiles().name_for("default")),
@@ -734,7 +783,10 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
         .queue_url
         .unwrap();
     let spot = r#"{"version":"0","id":"1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":[],"detail":{"instance-id":"i-0123456789abcdef0","instance-action":"terminate"}}"#;
-    for body in [spot, "{not json"] {
+    // The same event from another account and from another region: dropped, counted apart.
+    let other_account = spot.replace("123456789012", "210987654321");
+    let other_region = spot.replace(r#""region":"us-east-1""#, r#""region":"eu-west-1""#);
+    for body in [spot, "{not json", &other_account, &other_region] {
         clients
             .sqs
             .send_message()
@@ -744,24 +796,28 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
             .await
             .unwrap();
     }
-    let mut queue = adze_aws::interruption::Queue::new(clients.sqs.clone(), url.clone());
+    let mut queue =
+        adze_aws::interruption::Queue::new(clients.sqs.clone(), url.clone(), REGION).unwrap();
+    assert_eq!(
+        queue.origin.account, "123456789012",
+        "moto's account, from {url}"
+    );
     queue.wait = Duration::from_secs(1);
     let mut notices = Vec::new();
-    for _ in 0..5 {
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    for _ in 0..8 {
         for r in queue.receive().await.unwrap() {
             notices.push(r.notice.clone().unwrap());
             queue.delete(&r.receipt_handle).await.unwrap();
         }
         if notices.len() == 1
-            && queue
-                .stats
-                .malformed
-                .load(std::sync::atomic::Ordering::Relaxed)
-                == 1
+            && count(&queue.stats.malformed) == 1
+            && count(&queue.stats.foreign) == 2
         {
             break;
         }
     }
+    assert_eq!(count(&queue.stats.foreign), 2);
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].instance_ids, ["i-0123456789abcdef0"]);
     assert_eq!(notices[0].deadline.as_deref(), Some("2026-11-22T23:02:00Z"));

@@ -109,6 +109,15 @@ def main():
     assert by_sid["Interruptions"]["Resource"] == arn, by_sid["Interruptions"]
     assert by_sid["PassNodeRole"]["Resource"] == node["Arn"], by_sid["PassNodeRole"]
     assert "ec2:CreateAction" in by_sid["TagOnCreate"]["Condition"]["StringEquals"]
+    # Fn::Sub put the stack's region into every regional statement's condition.
+    region = arn.split(":")[3]
+    for sid in ("Discover", "TerminateOwnedInstances", "Images", "ClusterSettings", "Interruptions"):
+        got = by_sid[sid]["Condition"]["StringEquals"]["aws:RequestedRegion"]
+        assert got == region, (sid, got, region)
+    assert by_sid["TerminateOwnedInstances"]["Condition"]["Null"] == {
+        "aws:ResourceTag/adze.sh/nodepool": "false",
+        "aws:ResourceTag/adze.sh/nodeclaim": "false",
+    }, by_sid["TerminateOwnedInstances"]
     print(f"moto_stack.py: stack adze-ci: queue, {len(seen)} rules, roles and policy as declared")
 
 

@@ -1,7 +1,9 @@
 //! Least-privilege rules for the controller policy, judged from the policy's JSON alone (no
 //! IAM here to evaluate it). What they prevent: tagging a resource that is not the cluster's
-//! (and then deleting it as if it were), deleting or changing what is not tagged as the
-//! cluster's, launching without the cluster tag, and passing any role but named ones.
+//! (and then deleting it as if it were), deleting or changing what Adze did not create (the
+//! cluster tag alone is not enough: EKS managed node groups and eksctl nodes carry it too),
+//! launching without Adze's tags, passing any role but named ones, and calls outside the
+//! stack's region.
 
 use serde_json::Value;
 
@@ -23,6 +25,83 @@ const DESTRUCTIVE: &[&str] = &[
 const USED_NOT_CREATED: &[&str] = &["image/", "snapshot/", "subnet/", "security-group/"];
 /// The creating calls tags may be set in (values of `ec2:CreateAction`).
 const CREATE_ACTIONS: &[&str] = &["CreateFleet", "RunInstances", "CreateLaunchTemplate"];
+
+/// Adze's own tags, as the code names them: the class tag on everything a launch creates, the
+/// NodePool and NodeClaim tags on instances and fleets (provider.rs sets them; tests/moto.rs
+/// reads them back from what moto created).
+pub const CLASS_TAG: &str = adze_api::ec2nodeclass::EC2NODECLASS_TAG;
+pub const NODEPOOL_TAG: &str = adze_scheduling::labels::NODEPOOL;
+pub const NODECLAIM_TAG: &str = adze_scheduling::labels::NODECLAIM;
+
+/// Whether a tag condition is about the request (what is being created) or the resource
+/// (what exists).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum On {
+    Request,
+    Resource,
+}
+
+/// What every statement allowing an EC2 write needs, by action and resource type (empty: any
+/// type): the cluster tag = owned and each listed Adze tag present (`Null: false`), `On` the
+/// request or the resource. A statement naming `*` (or an ARN without a type) answers to every
+/// row of its actions.
+pub const OWNERSHIP: &[(&str, &[&str], On, &[&str])] = &[
+    (
+        "ec2:CreateFleet",
+        &["instance/", "fleet/"],
+        On::Request,
+        &[CLASS_TAG, NODEPOOL_TAG, NODECLAIM_TAG],
+    ),
+    (
+        "ec2:RunInstances",
+        &["instance/", "fleet/"],
+        On::Request,
+        &[CLASS_TAG, NODEPOOL_TAG, NODECLAIM_TAG],
+    ),
+    (
+        "ec2:CreateFleet",
+        &["volume/", "network-interface/", "spot-instances-request/"],
+        On::Request,
+        &[CLASS_TAG],
+    ),
+    (
+        "ec2:RunInstances",
+        &["volume/", "network-interface/", "spot-instances-request/"],
+        On::Request,
+        &[CLASS_TAG],
+    ),
+    (
+        "ec2:CreateFleet",
+        &["launch-template/"],
+        On::Resource,
+        &[CLASS_TAG],
+    ),
+    (
+        "ec2:RunInstances",
+        &["launch-template/"],
+        On::Resource,
+        &[CLASS_TAG],
+    ),
+    ("ec2:CreateLaunchTemplate", &[], On::Request, &[CLASS_TAG]),
+    (
+        "ec2:TerminateInstances",
+        &[],
+        On::Resource,
+        &[NODEPOOL_TAG, NODECLAIM_TAG],
+    ),
+    ("ec2:DeleteLaunchTemplate", &[], On::Resource, &[CLASS_TAG]),
+];
+
+/// Services whose calls go to the stack's region: their statements need
+/// `aws:RequestedRegion` = that region.
+pub const REGIONAL: &[&str] = &["ec2", "ssm", "sqs", "eks"];
+/// Global services: IAM answers in us-east-1 whatever the stack's region, so a region
+/// condition would refuse every call elsewhere.
+pub const GLOBAL: &[&str] = &["iam"];
+/// The Price List API answers only in these regions (`pricing::pricing_region`); its statement
+/// is held to them instead of the stack's region.
+pub const PRICE_LIST_REGIONS: &[&str] =
+    &["us-east-1", "eu-central-1", "ap-south-1", "cn-northwest-1"];
 
 /// One policy statement, with the accessors the rules need.
 pub struct Statement<'a> {
@@ -81,6 +160,60 @@ impl<'a> Statement<'a> {
         })
     }
 
+    /// `Null: {"<prefix>:<kind>/<key>": "false"}`: the tag is present.
+    fn tag_present(&self, on: On, key: &str) -> bool {
+        let kind = match on {
+            On::Request => "RequestTag",
+            On::Resource => "ResourceTag",
+        };
+        let prefixes: &[&str] = if on == On::Request {
+            &["aws:"]
+        } else {
+            &["aws:", "ec2:"]
+        };
+        prefixes.iter().any(|p| {
+            self.condition("Null", &format!("{p}{kind}/{key}"))
+                .is_some_and(|v| v == ["false"])
+        })
+    }
+
+    /// Any condition on request or resource tags.
+    fn has_tag_condition(&self) -> bool {
+        self.json["Condition"].as_object().is_some_and(|ops| {
+            ops.values().any(|keys| {
+                keys.as_object().is_some_and(|k| {
+                    k.keys()
+                        .any(|k| k.contains("RequestTag/") || k.contains("ResourceTag/"))
+                })
+            })
+        })
+    }
+
+    /// The values of `aws:RequestedRegion` under `StringEquals`, if any.
+    pub fn regions(&self) -> Option<Vec<&'a str>> {
+        self.condition("StringEquals", "aws:RequestedRegion")
+    }
+
+    /// The IAM service prefixes of this statement's actions (`ec2`, `iam`, ...).
+    pub fn services(&self) -> Vec<&'a str> {
+        let mut s: Vec<&str> = self
+            .actions()
+            .iter()
+            .filter_map(|a| a.split_once(':').map(|(p, _)| p))
+            .collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// Whether the statement's resources include `kind` (`instance/`), counting `*` and typeless
+    /// ARNs as every kind.
+    fn names_kind(&self, kind: &str) -> bool {
+        self.resources()
+            .iter()
+            .any(|r| !r.contains('/') || r.contains(&format!(":{kind}")))
+    }
+
     /// `ForAllValues:StringEquals` on `aws:TagKeys` with a fixed list of keys (no wildcard).
     fn tag_keys_limited(&self) -> bool {
         self.condition("ForAllValues:StringEquals", "aws:TagKeys")
@@ -93,11 +226,22 @@ impl<'a> Statement<'a> {
             .is_some_and(|v| !v.is_empty() && v.iter().all(|a| CREATE_ACTIONS.contains(a)))
     }
 
-    /// The narrow form of retagging: only resources already the cluster's, only listed keys.
+    /// The narrow form of retagging: only resources Adze created (cluster tag and class tag on
+    /// them), only listed keys, and none of those keys Adze's or the cluster's own (which would
+    /// let it mark more resources as its own).
     pub fn retags_owned_only(&self, cluster: &str) -> bool {
+        let cluster_key = format!("kubernetes.io/cluster/{cluster}");
         self.condition("StringEquals", "ec2:CreateAction").is_none()
             && self.cluster_tag("ResourceTag", cluster)
+            && self.tag_present(On::Resource, CLASS_TAG)
             && self.tag_keys_limited()
+            && self
+                .condition("ForAllValues:StringEquals", "aws:TagKeys")
+                .is_some_and(|keys| {
+                    keys.iter().all(|k| {
+                        *k != cluster_key && ![CLASS_TAG, NODEPOOL_TAG, NODECLAIM_TAG].contains(k)
+                    })
+                })
     }
 }
 
@@ -121,8 +265,17 @@ pub fn glob(pattern: &str, action: &str) -> bool {
     }
 }
 
+/// Read-only by its name (`Describe*`, `Get*`, `List*`).
+fn read_only(action: &str) -> bool {
+    let name = action.split_once(':').map_or(action, |(_, n)| n);
+    ["Describe", "Get", "List"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 /// Every way `policy` breaks the rules, one line each naming the statement; empty is good.
-pub fn violations(policy: &Value, cluster: &str) -> Vec<String> {
+/// `region` is the stack's region as the policy spells it.
+pub fn violations(policy: &Value, cluster: &str, region: &str) -> Vec<String> {
     let mut out = Vec::new();
     let profile_path = format!(":instance-profile/adze/{cluster}/");
     for s in Statement::all(policy).iter().filter(|s| s.allows()) {
@@ -136,13 +289,15 @@ pub fn violations(policy: &Value, cluster: &str) -> Vec<String> {
         }
         let any_of = |list: &[&str]| list.iter().any(|a| s.covers(a));
         if s.covers("ec2:CreateTags")
-            && !(s.create_action_only() && s.cluster_tag("RequestTag", cluster))
+            && !(s.create_action_only()
+                && s.cluster_tag("RequestTag", cluster)
+                && s.tag_present(On::Request, CLASS_TAG))
             && !s.retags_owned_only(cluster)
         {
             bad(
                 "ec2:CreateTags must be limited to creating calls (ec2:CreateAction) with the \
-                 cluster tag in the request, or to resources already tagged as the cluster's \
-                 with aws:TagKeys listed",
+                 cluster and class tags in the request, or to resources already tagged as \
+                 Adze's with aws:TagKeys listed and none of them Adze's own",
             );
         }
         if any_of(CREATING)
@@ -186,6 +341,62 @@ pub fn violations(policy: &Value, cluster: &str) -> Vec<String> {
         if s.covers("sqs:DeleteMessage") && s.resources().iter().any(|r| r.contains('*')) {
             bad("sqs:DeleteMessage must name the interruption queue");
         }
+        for (action, kinds, on, keys) in OWNERSHIP {
+            if !s.covers(action) || !(kinds.is_empty() || kinds.iter().any(|k| s.names_kind(k))) {
+                continue;
+            }
+            let kind = match on {
+                On::Request => "RequestTag",
+                On::Resource => "ResourceTag",
+            };
+            if !s.cluster_tag(kind, cluster) {
+                bad(&format!(
+                    "{action} on {kinds:?} needs aws:{kind}/<cluster tag> = owned"
+                ));
+            }
+            for key in *keys {
+                if !s.tag_present(*on, key) {
+                    bad(&format!(
+                        "{action} on {kinds:?} needs Adze's tag: Null aws:{kind}/{key} = false \
+                         (the cluster tag alone is also on nodes Adze did not launch)"
+                    ));
+                }
+            }
+        }
+        if s.resources().contains(&"*")
+            && s.actions().iter().any(|a| !read_only(a))
+            && !s.has_tag_condition()
+        {
+            bad("a write on Resource \"*\" needs a tag condition");
+        }
+        let services = s.services();
+        let regional = services.iter().any(|p| REGIONAL.contains(p));
+        let global = services.iter().any(|p| GLOBAL.contains(p));
+        if regional && global {
+            bad("mixes regional and global services; they need different region conditions");
+        }
+        if regional && s.regions().is_none_or(|r| r != [region]) {
+            bad(&format!(
+                "a regional statement needs StringEquals aws:RequestedRegion = {region}"
+            ));
+        }
+        if global && s.regions().is_some() {
+            bad("IAM is global (answered in us-east-1): aws:RequestedRegion would refuse it");
+        }
+        if services.contains(&"pricing") {
+            match s.regions() {
+                Some(r) if !r.is_empty() && r.iter().all(|r| PRICE_LIST_REGIONS.contains(r)) => {}
+                _ => bad(&format!(
+                    "the Price List statement needs aws:RequestedRegion within {PRICE_LIST_REGIONS:?}"
+                )),
+            }
+        }
+        if services
+            .iter()
+            .any(|p| !REGIONAL.contains(p) && !GLOBAL.contains(p) && *p != "pricing")
+        {
+            bad("a service the rules do not know: say whether it is regional");
+        }
     }
     out
 }
@@ -197,11 +408,13 @@ mod bad_policies {
     use serde_json::json;
 
     const C: &str = "demo";
+    const R: &str = "eu-west-1";
 
     fn one(statement: Value) -> Vec<String> {
         violations(
             &json!({"Version": "2012-10-17", "Statement": [statement]}),
             C,
+            R,
         )
     }
 
@@ -263,23 +476,47 @@ mod bad_policies {
             one(
                 json!({"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
                        "Condition": {"StringEquals": {
+                           "aws:RequestedRegion": R,
                            "ec2:CreateAction": ["CreateFleet", "RunInstances"],
-                           "aws:RequestTag/kubernetes.io/cluster/demo": "owned"}}})
+                           "aws:RequestTag/kubernetes.io/cluster/demo": "owned"},
+                           "Null": {"aws:RequestTag/aws.adze.sh/ec2nodeclass": "false"}}})
             ),
             Vec::<String>::new()
         );
-        assert_eq!(
-            one(
-                json!({"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
-                       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/demo": "owned"},
-                                     "ForAllValues:StringEquals": {"aws:TagKeys": ["Name"]}}})
-            ),
-            Vec::<String>::new()
-        );
+        let retag = json!({"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
+                       "Condition": {"StringEquals": {"aws:RequestedRegion": R,
+                                                      "aws:ResourceTag/kubernetes.io/cluster/demo": "owned"},
+                                     "Null": {"aws:ResourceTag/aws.adze.sh/ec2nodeclass": "false"},
+                                     "ForAllValues:StringEquals": {"aws:TagKeys": ["Name"]}}});
+        assert_eq!(one(retag.clone()), Vec::<String>::new());
         // Retagging owned resources with any key is not narrow enough.
         rejected(
             json!({"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
                    "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/demo": "owned"}}}),
+            "ec2:CreateTags",
+        );
+        // Nor is retagging what carries only the cluster tag (an EKS managed node group's).
+        let mut cluster_only = retag.clone();
+        cluster_only["Condition"]
+            .as_object_mut()
+            .unwrap()
+            .remove("Null");
+        rejected(cluster_only, "ec2:CreateTags");
+        // Nor adding Adze's own tags, which would make a resource terminable.
+        let mut adze_keys = retag;
+        adze_keys["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"] =
+            json!(["Name", "adze.sh/nodepool"]);
+        rejected(adze_keys, "ec2:CreateTags");
+    }
+
+    #[test]
+    fn tag_on_create_without_the_class_tag_is_rejected() {
+        rejected(
+            json!({"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
+                   "Condition": {"StringEquals": {
+                       "aws:RequestedRegion": R,
+                       "ec2:CreateAction": "CreateFleet",
+                       "aws:RequestTag/kubernetes.io/cluster/demo": "owned"}}}),
             "ec2:CreateTags",
         );
     }
@@ -301,9 +538,154 @@ mod bad_policies {
                    "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/demo": "owned"}}}),
             "aws:ResourceTag",
         );
-        assert!(one(json!({"Sid": "D", "Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": "*",
-                           "Condition": {"StringEquals": {"ec2:ResourceTag/kubernetes.io/cluster/demo": "owned"}}}))
-        .is_empty());
+        // The cluster tag alone is on EKS managed node groups' and eksctl's nodes too.
+        let cluster_only = json!({"Sid": "D", "Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": "*",
+                   "Condition": {"StringEquals": {"aws:RequestedRegion": R,
+                                                  "ec2:ResourceTag/kubernetes.io/cluster/demo": "owned"}}});
+        rejected(
+            cluster_only.clone(),
+            "Null aws:ResourceTag/adze.sh/nodepool",
+        );
+        rejected(
+            cluster_only.clone(),
+            "Null aws:ResourceTag/adze.sh/nodeclaim",
+        );
+        let mut ours = cluster_only;
+        ours["Condition"]["Null"] = json!({"aws:ResourceTag/adze.sh/nodepool": "false",
+                                           "ec2:ResourceTag/adze.sh/nodeclaim": "false"});
+        assert_eq!(one(ours.clone()), Vec::<String>::new());
+        // A request tag is not the resource's.
+        ours["Condition"]["Null"] = json!({"aws:RequestTag/adze.sh/nodepool": "false",
+                                           "aws:ResourceTag/adze.sh/nodeclaim": "false"});
+        rejected(ours.clone(), "Null aws:ResourceTag/adze.sh/nodepool");
+        // "true" means the tag is absent.
+        ours["Condition"]["Null"] = json!({"aws:ResourceTag/adze.sh/nodepool": "true",
+                                           "aws:ResourceTag/adze.sh/nodeclaim": "false"});
+        rejected(ours, "Null aws:ResourceTag/adze.sh/nodepool");
+        rejected(
+            json!({"Sid": "D", "Effect": "Allow", "Action": "ec2:DeleteLaunchTemplate",
+                   "Resource": "arn:aws:ec2:eu-west-1:1:launch-template/*",
+                   "Condition": {"StringEquals": {"aws:RequestedRegion": R,
+                                                  "aws:ResourceTag/kubernetes.io/cluster/demo": "owned"}}}),
+            "Null aws:ResourceTag/aws.adze.sh/ec2nodeclass",
+        );
+    }
+
+    #[test]
+    fn creating_instances_needs_adze_tags_on_the_request_by_resource_type() {
+        let launch = |resources: Value, present: Value| {
+            json!({"Sid": "L", "Effect": "Allow", "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                   "Resource": resources,
+                   "Condition": {"StringEquals": {"aws:RequestedRegion": R,
+                                                  "aws:RequestTag/kubernetes.io/cluster/demo": "owned"},
+                                 "Null": present}})
+        };
+        let class_only = json!({"aws:RequestTag/aws.adze.sh/ec2nodeclass": "false"});
+        let all = json!({"aws:RequestTag/aws.adze.sh/ec2nodeclass": "false",
+                         "aws:RequestTag/adze.sh/nodepool": "false",
+                         "aws:RequestTag/adze.sh/nodeclaim": "false"});
+        let volumes = json!([
+            "arn:aws:ec2:eu-west-1:1:volume/*",
+            "arn:aws:ec2:eu-west-1:1:network-interface/*"
+        ]);
+        let instances = json!([
+            "arn:aws:ec2:eu-west-1:1:instance/*",
+            "arn:aws:ec2:eu-west-1:1:fleet/*"
+        ]);
+        assert_eq!(
+            one(launch(volumes.clone(), class_only.clone())),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            one(launch(instances.clone(), all.clone())),
+            Vec::<String>::new()
+        );
+        rejected(
+            launch(instances, class_only.clone()),
+            "Null aws:RequestTag/adze.sh/nodepool",
+        );
+        rejected(
+            launch(volumes, json!({})),
+            "Null aws:RequestTag/aws.adze.sh/ec2nodeclass",
+        );
+        // `*` answers to every row: the instance rows too.
+        rejected(
+            launch(json!("*"), class_only),
+            "Null aws:RequestTag/adze.sh/nodeclaim",
+        );
+        // ... and the launch template rows, whose tags are the resource's, not the request's.
+        rejected(launch(json!("*"), all), "launch-template");
+    }
+
+    #[test]
+    fn regional_statements_need_the_stacks_region_and_global_ones_none() {
+        let describe = |cond: Value| {
+            json!({"Sid": "R", "Effect": "Allow", "Action": "ec2:DescribeSubnets", "Resource": "*",
+                   "Condition": cond})
+        };
+        assert_eq!(
+            one(describe(
+                json!({"StringEquals": {"aws:RequestedRegion": R}})
+            )),
+            Vec::<String>::new()
+        );
+        rejected(describe(json!({})), "aws:RequestedRegion");
+        rejected(
+            describe(json!({"StringEquals": {"aws:RequestedRegion": [R, "us-east-1"]}})),
+            "aws:RequestedRegion",
+        );
+        rejected(
+            json!({"Sid": "R", "Effect": "Allow", "Action": "sqs:ReceiveMessage",
+                   "Resource": "arn:aws:sqs:eu-west-1:1:q"}),
+            "aws:RequestedRegion",
+        );
+        rejected(
+            json!({"Sid": "G", "Effect": "Allow", "Action": "iam:GetInstanceProfile",
+                   "Resource": "arn:aws:iam::1:instance-profile/*",
+                   "Condition": {"StringEquals": {"aws:RequestedRegion": R}}}),
+            "IAM is global",
+        );
+        rejected(
+            json!({"Sid": "G", "Effect": "Allow", "Action": ["iam:GetInstanceProfile", "ec2:DescribeImages"],
+                   "Resource": "*", "Condition": {"StringEquals": {"aws:RequestedRegion": R}}}),
+            "mixes regional and global",
+        );
+        let prices = |cond: Value| {
+            json!({"Sid": "P", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*",
+                   "Condition": cond})
+        };
+        assert_eq!(
+            one(prices(
+                json!({"StringEquals": {"aws:RequestedRegion": ["us-east-1", "ap-south-1"]}})
+            )),
+            Vec::<String>::new()
+        );
+        rejected(prices(json!({})), "Price List");
+        rejected(
+            prices(json!({"StringEquals": {"aws:RequestedRegion": ["us-east-1", R]}})),
+            "Price List",
+        );
+        rejected(
+            json!({"Sid": "S", "Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}),
+            "a service the rules do not know",
+        );
+    }
+
+    #[test]
+    fn writes_on_every_resource_need_a_tag_condition() {
+        rejected(
+            json!({"Sid": "W", "Effect": "Allow", "Action": "ec2:DeleteVolume", "Resource": "*",
+                   "Condition": {"StringEquals": {"aws:RequestedRegion": R}}}),
+            "Resource \"*\"",
+        );
+        // Reads on * are fine.
+        assert_eq!(
+            one(
+                json!({"Sid": "W", "Effect": "Allow", "Action": "ec2:DescribeVolumes", "Resource": "*",
+                       "Condition": {"StringEquals": {"aws:RequestedRegion": R}}})
+            ),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -333,12 +715,13 @@ mod bad_policies {
                    "Resource": "*"}),
             "launches",
         );
-        assert!(
+        assert_eq!(
             one(
                 json!({"Sid": "L", "Effect": "Allow", "Action": "ec2:RunInstances",
-                           "Resource": ["arn:aws:ec2:r::image/*", "arn:aws:ec2:r:*:subnet/*"]})
-            )
-            .is_empty()
+                           "Resource": ["arn:aws:ec2:r::image/*", "arn:aws:ec2:r:*:subnet/*"],
+                           "Condition": {"StringEquals": {"aws:RequestedRegion": R}}})
+            ),
+            Vec::<String>::new()
         );
     }
 

@@ -5,10 +5,11 @@ use serde_yaml::Value as Yaml;
 
 /// Placeholder values for the template's parameters and pseudo-parameters.
 pub const CLUSTER: &str = "CLUSTER_NAME";
+pub const REGION: &str = "REGION";
 const VARIABLES: &[(&str, &str)] = &[
     ("ClusterName", CLUSTER),
     ("AWS::Partition", "aws"),
-    ("AWS::Region", "REGION"),
+    ("AWS::Region", REGION),
     ("AWS::AccountId", "ACCOUNT_ID"),
     ("AWS::URLSuffix", "amazonaws.com"),
     (

@@ -227,7 +227,7 @@ impl Provisioner {
             interruption_messages: add(
                 r,
                 "adze_interruption_messages_total",
-                "Interruption queue (SQS) messages by result: acted, no_action, malformed (logged and deleted), failed (left for a retry).",
+                "Interruption queue (SQS) messages by result: acted, no_action, malformed (logged and deleted), foreign (another account or region; logged and deleted), failed (left for a retry).",
                 Family::default(),
             ),
             cloud_duration: add(
