@@ -4,8 +4,13 @@
 //! plane is 1.20, which has no ValidatingAdmissionPolicy: this test is the only place these
 //! expressions run (docs/security.md says so).
 
+// The helpers cel_rules.rs uses; this file needs only the JSON-to-CEL conversion.
+#[allow(dead_code)]
+mod cel_harness;
+
 use std::collections::HashMap;
 
+use cel_harness::to_cel;
 use kube::core::cel::{KubeCelExt, cel};
 use serde_json::{Value, json};
 
@@ -16,27 +21,6 @@ fn policy() -> Value {
     let text = std::fs::read_to_string(root.join("charts/adze/files/agent-admission-policy.yaml"))
         .unwrap();
     serde_yaml::from_str(&text).unwrap()
-}
-
-/// JSON as the apiserver hands it to CEL.
-fn to_cel(value: &Value) -> cel::Value {
-    match value {
-        Value::Null => cel::Value::Null,
-        Value::Bool(b) => cel::Value::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => cel::Value::Int(i),
-            None => cel::Value::Float(n.as_f64().unwrap()),
-        },
-        Value::String(s) => cel::Value::String(s.clone().into()),
-        Value::Array(items) => {
-            cel::Value::List(items.iter().map(to_cel).collect::<Vec<_>>().into())
-        }
-        Value::Object(map) => {
-            let map: HashMap<String, cel::Value> =
-                map.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
-            cel::Value::Map(map.into())
-        }
-    }
 }
 
 /// What the policy answers: None when every validation passes, else the first failing one's
