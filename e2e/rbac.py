@@ -51,7 +51,7 @@ def values(cloud):
     v = {
         "cloudProvider": cloud,
         "provisioner": {"nodeSelector": NOWHERE},
-        "extender": {"nodeSelector": NOWHERE, "tls": {"enabled": False}},
+        "extender": {"nodeSelector": NOWHERE},
         "agent": {"nodeSelector": NOWHERE},
     }
     if cloud == "aws":
