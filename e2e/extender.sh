@@ -399,7 +399,7 @@ awk '/^extenders:/ {skip=1; next} skip && /^[ -]/ {next} {skip=0; print}' \
 check "throughput: configuration without the extender has no extenders; with it, HTTPS with a client certificate" \
   bash -c "! grep -q urlPrefix '$work/scheduler-without.run.yaml' && grep -q 'urlPrefix: https://127.0.0.1:$tput_port' '$work/scheduler-with-tls.run.yaml' && grep -q 'certFile: $pki/client.crt' '$work/scheduler-with-tls.run.yaml'"
 start_tls_extender() { # PORT LOG
-  "$ext_bin" --listen "127.0.0.1:$1" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$2" 2>&1 &
+  KUBECONFIG=$EXTENDER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$ext_bin" --listen "127.0.0.1:$1" --tls-cert "$pki/tls.crt" --tls-key "$pki/tls.key" --client-ca "$pki/ca.crt" >>"$2" 2>&1 &
   ext_pid=$!
   wait_for 60 curl -sf --cacert "$pki/ca.crt" "https://127.0.0.1:$1/readyz"
 }
