@@ -246,8 +246,8 @@ def expect_aws(docs):
         check(f"scheduler config {key}: {version} with the extender's verbs",
               cfg["apiVersion"] == version and cfg["kind"] == "KubeSchedulerConfiguration"
               and ext["urlPrefix"].startswith("https://") and ext["urlPrefix"].endswith(".svc:8443")
-              and [ext[v] for v in ("filterVerb", "prioritizeVerb", "preemptVerb")]
-              == ["filter", "prioritize", "preempt"] and ext["nodeCacheCapable"] is True,
+              and [ext.get(v) for v in ("filterVerb", "prioritizeVerb", "preemptVerb", "weight")]
+              == ["filter", None, "preempt", None] and ext["nodeCacheCapable"] is True,
               json.dumps(cfg))
         # 1.20's kube-scheduler does not skip a down ignorable extender's bind.
         check(f"scheduler config {key}: ignorable, so kube-scheduler binds on 1.20 (no bindVerb)",
@@ -499,6 +499,8 @@ def expect_simulated(docs):
     ext = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1.yaml"])["extenders"][0]
     check("simulated: schedulerConfig.bind=scheduler leaves bindVerb out even with ignorable: false",
           ext["ignorable"] is False and "bindVerb" not in ext, json.dumps(ext))
+    check("simulated: schedulerConfig.prioritize=true, weight=7 adds the prioritize verb with that weight",
+          ext.get("prioritizeVerb") == "prioritize" and ext.get("weight") == 7, json.dumps(ext))
     v1beta1 = one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1beta1.yaml"]
     for key in ["scheduler-config-v1.yaml", "scheduler-config-v1beta1.yaml"]:
         cfg = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"][key])
@@ -681,7 +683,7 @@ def expect_minimal(docs):
 VALUE_SETS = [
     ("aws", AWS, expect_aws),
     ("simulated", {"cloudProvider": "simulated", "simulated": {"bootDelay": "3s"},
-                   "schedulerConfig": {"ignorable": False, "bind": "scheduler",
+                   "schedulerConfig": {"ignorable": False, "bind": "scheduler", "prioritize": True, "weight": 7,
                                        "podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 4}}, expect_simulated),
     ("eks", merge(AWS, {
         "extender": {"tls": {"certManager": {"enabled": True}},
@@ -732,6 +734,8 @@ BAD = [
     ("binding through an ignorable extender on 1.20",
      {"cloudProvider": "simulated", "schedulerConfig": {"bind": "extender"}}, "schedulerConfig.bind=extender"),
     ("unknown schedulerConfig.bind", {"cloudProvider": "simulated", "schedulerConfig": {"bind": "always"}}, "bind"),
+    ("a prioritize weight without prioritize", {"cloudProvider": "simulated", "schedulerConfig": {"weight": 5}},
+     "schedulerConfig.weight has no effect without schedulerConfig.prioritize: true"),
     ("second scheduler with client auth but no client certificate",
      {"cloudProvider": "simulated", "scheduler": {"enabled": True},
       "extender": {"tls": {"secretName": "s"}}}, "extender.tls.clientSecretName"),

@@ -362,8 +362,11 @@ EOF
   # ServiceAccount requests outside kube-system (where the components run under their chart
   # ServiceAccounts) and the admin's (so a component started with admin credentials shows, by
   # its User-Agent). The controller-manager's kube-system ServiceAccounts and the scheduler
-  # would drown the log. Metadata level says who did what to which resource and the response
-  # code, without bodies. RequestReceived is dropped (no response code yet).
+  # would drown the log, except the scheduler's bindings: with them every binding is in the log
+  # whoever makes it (kube-scheduler, or the extender's ServiceAccount), so both arms of the
+  # extender's throughput comparison pay the same audit cost and are timed from the same clock
+  # (e2e/harness/bind-rate.py). Metadata level says who did what to which resource and the
+  # response code, without bodies. RequestReceived is dropped (no response code yet).
   cat >"$DIR/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -375,6 +378,10 @@ rules:
     userGroups: ["system:serviceaccounts"]
   - level: Metadata
     users: ["admin"]
+  - level: Metadata
+    users: ["system:kube-scheduler"]
+    verbs: ["create"]
+    resources: [{group: "", resources: ["pods/binding"]}]
   - level: None
 EOF
 

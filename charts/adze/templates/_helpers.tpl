@@ -156,17 +156,24 @@ true
 {{/*
 The extender stanza of a KubeSchedulerConfiguration; identical in v1beta1 and v1.
 (dict "ctx" $ "version" "<the kube-scheduler's version>")
+No prioritizeVerb unless schedulerConfig.prioritize: the extender's filter already places a
+pod on the node launched for it, and each verb is one more HTTP exchange inside
+kube-scheduler's serial scheduling cycle.
 */}}
 {{- define "adze.schedulerExtender" -}}
 {{- $ctx := .ctx -}}
 - urlPrefix: {{ include "adze.extender.url" $ctx }}
   filterVerb: filter
+  {{- if $ctx.Values.schedulerConfig.prioritize }}
   prioritizeVerb: prioritize
+  weight: {{ $ctx.Values.schedulerConfig.weight | default 5 }}
+  {{- else if not (kindIs "invalid" $ctx.Values.schedulerConfig.weight) }}
+  {{- fail "schedulerConfig.weight has no effect without schedulerConfig.prioritize: true (weight scales the prioritize score, which kube-scheduler is not asked for)" }}
+  {{- end }}
   preemptVerb: preempt
   {{- if include "adze.extenderBinds" . }}
   bindVerb: bind
   {{- end }}
-  weight: {{ $ctx.Values.schedulerConfig.weight }}
   nodeCacheCapable: true
   httpTimeout: {{ $ctx.Values.schedulerConfig.httpTimeout }}
   ignorable: {{ $ctx.Values.schedulerConfig.ignorable }}
