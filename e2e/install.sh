@@ -93,7 +93,8 @@ pass "node $node registered by a kubelet with its own certificate (system:node:$
 node_exec() { nsenter --net="/var/run/netns/$NODE_NETNS" "$@"; }
 
 # imds-sim on the node's loopback: the agent (hostNetwork) polls it as it would EC2's IMDS.
-node_exec "$target/release/imds-sim" --port-file "$dir/imds.port" >"$dir/imds.log" 2>&1 &
+# nsenter execs imds-sim, so $! is imds-sim itself (a function in the background would be a subshell).
+nsenter --net="/var/run/netns/$NODE_NETNS" "$target/release/imds-sim" --port-file "$dir/imds.port" >"$dir/imds.log" 2>&1 &
 imds_pid=$!
 wait_for 10 test -s "$dir/imds.port" || { echo "FAIL: imds-sim did not start"; exit 1; }
 imds_port=$(cat "$dir/imds.port")
@@ -129,14 +130,18 @@ adze_pods >"$dir/pods.json"
 jq -r '.items[] | "\(.metadata.name) \(.status.phase) sa=\(.spec.serviceAccountName) node=\(.spec.nodeName) restarts=\([.status.containerStatuses[]?.restartCount] | add)"' "$dir/pods.json"
 check "provisioner, extender and agent pods Running and Ready on the real node" all_ready
 for c in provisioner extender agent; do
-  check "$c pod runs under the chart's ServiceAccount adze-$c, image $adze_image, never pulled" jqe --arg c "$c" --arg img "$adze_image" \
+  check "$c pod runs under the chart's ServiceAccount adze-$c, image $adze_image (imported; no registry is reachable)" jqe --arg c "$c" --arg img "$adze_image" \
     'any(.items[]; (.metadata.labels["app.kubernetes.io/component"] == $c) and .spec.serviceAccountName == "adze-\($c)"
        and .spec.nodeName == "'"$node"'" and (.status.containerStatuses[0].image | test($img)))' "$dir/pods.json"
 done
+check "the chart's probes are in the pods: readiness+liveness (provisioner, extender), liveness (agent)" jqe \
+  'all(.items[]; .spec.containers[0].livenessProbe != null and (.spec.containers[0].readinessProbe != null or .metadata.labels["app.kubernetes.io/component"] == "agent"))' "$dir/pods.json"
 check "readiness probes passed (provisioner /readyz, extender's Lease): Ready, no restarts (liveness never failed)" jqe \
   'all(.items[]; all(.status.containerStatuses[]; .ready == true and .restartCount == 0))' "$dir/pods.json"
-check "the containers run as the chart's non-root user 65532" bash -c \
-  "for p in \$(pgrep -f '/usr/local/bin/adze-(provisioner|extender|agent)'); do [ \"\$(stat -c %u /proc/\$p)\" = 65532 ] || exit 1; done; [ -n \"\$(pgrep -f /usr/local/bin/adze-agent)\" ]"
+# By process name (comm, 15 characters): a command-line pattern would match this check's shell.
+as_65532() { local c p; for c in adze-provisione adze-extender adze-agent; do
+  p=$(pgrep -x "$c") || return 1; for p in $p; do [[ "$(stat -c %u "/proc/$p")" == 65532 ]] || return 1; done; done; }
+check "the three containers run as the chart's non-root user 65532" as_65532
 agent_log() { cat /var/log/pods/"${ns}"_adze-agent-*/agent/*.log 2>/dev/null; }
 check "agent found its node via the downward API (ADZE_NODE_NAME=spec.nodeName=$node)" bash -c \
   "$(declare -f agent_log); ns=$ns; agent_log | grep 'adze-agent starting' | grep -q '$node'"
@@ -182,9 +187,19 @@ check "the pod bound to the new Node ($bn), not to $node" bash -c "[ -n '$bn' ] 
 prov_log() { cat /var/log/pods/"${ns}"_adze-provisioner-*/provisioner/*.log 2>/dev/null; }
 check "the in-cluster provisioner launched it (its container log)" bash -c "$(declare -f prov_log); ns=$ns; prov_log | grep -qi 'nodeclaim'"
 
+# Capacity goes before the drain below evicts the provisioner (its pod then stays Pending on
+# the cordoned node), as with Karpenter before an uninstall: the NodePool and NodeClaims are
+# deleted and the in-cluster provisioner releases their finalizers.
+k -n web delete pod big --wait=false >/dev/null 2>&1
+k delete nodepool default --wait=false >/dev/null 2>&1
+k delete nodeclaims --all --wait=false >/dev/null 2>&1
+wait_for 120 count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l"
+check "NodeClaims removed by the in-cluster provisioner before the uninstall (finalizers released)" count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l"
+
 # ---- 3. SIGTERM grace on the real kubelet, through the agent's drain ---------------------
 # graceful: traps SIGTERM, writes a marker, works N s more, exits 0 (grace 30 > N).
-# stubborn: ignores SIGTERM (the trap only notes it) and is killed at its grace, G s.
+# stubborn: ignores SIGTERM (the trap only notes it, then "alive" every second) and is killed
+# at its grace, G s. Markers go to a hostPath; the shell's traps run between 1 s sleeps.
 N=5; G=8
 mkdir -p "$dir/markers"
 grace_pod() { # NAME GRACE SCRIPT
@@ -205,24 +220,29 @@ spec:
 ---
 YAML
 }
-{
-  grace_pod graceful 30 "trap \"echo term \$(date +%s) >>/m/graceful; sleep $N; echo exit \$(date +%s) >>/m/graceful; exit 0\" TERM; echo up >/m/graceful; while true; do sleep 1 & wait \$!; done"
-  grace_pod stubborn "$G" "trap \"echo term \$(date +%s) >>/m/stubborn\" TERM; echo up >/m/stubborn; while true; do sleep 1 & wait \$!; done"
-} | k apply -f - >/dev/null
+# shellcheck disable=SC2016 # expanded by the container's shell
+graceful_sh='on_term() { echo term $(date +%s) >>/m/graceful; sleep @N@; echo exit $(date +%s) >>/m/graceful; exit 0; }; trap on_term TERM; echo up >/m/graceful; while true; do sleep 1 & wait $!; done'
+# shellcheck disable=SC2016
+stubborn_sh='t=0; on_term() { echo term $(date +%s) >>/m/stubborn; t=1; }; trap on_term TERM; echo up >/m/stubborn; while true; do sleep 1 & wait $!; [ $t = 1 ] && echo alive $(date +%s) >>/m/stubborn; done'
+{ grace_pod graceful 30 "${graceful_sh//@N@/$N}"; grace_pod stubborn "$G" "$stubborn_sh"; } | k apply -f - >/dev/null
 running() { kj pod -n web "$1" | jqe '.status.phase == "Running"' >/dev/null; }
 wait_for 60 running graceful; wait_for 60 running stubborn
 check "busybox pods (graceful, stubborn) Running on $node" bash -c "grep -qx up $dir/markers/graceful && grep -qx up $dir/markers/stubborn"
 uid_g=$(k -n web get pod graceful -o jsonpath='{.metadata.uid}'); uid_s=$(k -n web get pod stubborn -o jsonpath='{.metadata.uid}')
-gone() { ! k -n web get pod "$1" >/dev/null 2>&1 || [[ "$(k -n web get pod "$1" -o jsonpath='{.metadata.uid}')" != "$2" ]]; }
 t0=$(date +%s.%N)
 sim spot '{"deadline_seconds": 120}' >/dev/null
-# Poll every 0.2 s: the moment each pod is evicted (deletionTimestamp set) and gone.
+# Poll every 0.2 s: when each pod is evicted (deletionTimestamp set) and gone, and the last
+# status the kubelet reported for it (its container's exit code and finish time).
 t_del_g=; t_del_s=; t_gone_g=; t_gone_s=; end=$(( $(date +%s) + 90 ))
 while (( $(date +%s) < end )) && [[ -z "$t_gone_g" || -z "$t_gone_s" ]]; do
-  pj=$(kj pods -n web 2>/dev/null)
+  pj=$(kj pods -n web 2>/dev/null) || { sleep 0.2; continue; }
   for p in graceful stubborn; do
     u=$([[ $p == graceful ]] && echo "$uid_g" || echo "$uid_s")
-    st=$(jq -r --arg u "$u" '[.items[] | select(.metadata.uid == $u)] | if length == 0 then "gone" elif .[0].metadata.deletionTimestamp then "terminating" else "running" end' <<<"$pj")
+    one=$(jq -c --arg u "$u" '.items[] | select(.metadata.uid == $u)' <<<"$pj")
+    if [[ -z "$one" ]]; then st=gone; else
+      printf '%s\n' "$one" >"$dir/last-$p.json"
+      st=$(jq -r 'if .metadata.deletionTimestamp then "terminating" else "running" end' <<<"$one")
+    fi
     if [[ $p == graceful ]]; then
       [[ $st != running && -z "$t_del_g" ]] && t_del_g=$(date +%s.%N)
       [[ $st == gone && -z "$t_gone_g" ]] && t_gone_g=$(date +%s.%N)
@@ -235,34 +255,42 @@ while (( $(date +%s) < end )) && [[ -z "$t_gone_g" || -z "$t_gone_s" ]]; do
 done
 echo "spot notice -> graceful evicted $(elapsed "$t0" "${t_del_g:-0}") s, gone $(elapsed "${t_del_g:-0}" "${t_gone_g:-0}") s after; stubborn evicted $(elapsed "$t0" "${t_del_s:-0}") s, gone $(elapsed "${t_del_s:-0}" "${t_gone_s:-0}") s after"
 echo "markers: graceful: $(tr '\n' ' ' <"$dir/markers/graceful"); stubborn: $(tr '\n' ' ' <"$dir/markers/stubborn")"
+term_state() { jq -c '.status.containerStatuses[0].state.terminated // .status.containerStatuses[0].lastState.terminated // {} | {exitCode, finishedAt}' "$dir/last-$1.json" 2>/dev/null; }
+echo "last container state: graceful $(term_state graceful); stubborn $(term_state stubborn)"
+marker() { awk -v k="$2" '$1 == k {v = $2} END {print v}' "$dir/markers/$1"; } # last value of key
+finished() { date -d "$(jq -r '(.status.containerStatuses[0].state.terminated // {}).finishedAt // empty' "$dir/last-$1.json")" +%s 2>/dev/null; }
 check "the agent drained the real node (tainted adze.sh/interrupted, cordoned)" bash -c \
   "kubectl --kubeconfig $KUBECONFIG get node $node -o json | jqe '.spec.unschedulable == true and any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
-check "graceful: the container got SIGTERM (marker written) and exited after its ${N} s of work" bash -c \
-  "t=\$(awk '/^term/{print \$2}' $dir/markers/graceful); x=\$(awk '/^exit/{print \$2}' $dir/markers/graceful); [ -n \"\$t\" ] && [ -n \"\$x\" ] && [ \$((x - t)) -ge $N ]"
-check "graceful: the pod took >= ${N} s from eviction to gone, well under its 30 s grace" awk -v a="${t_del_g:-0}" -v b="${t_gone_g:-0}" -v n="$N" \
-  'BEGIN{d=b-a; exit !(a > 0 && b > 0 && d >= n && d < 25)}'
-check "stubborn: SIGTERM arrived and was ignored (term marker, the container kept running)" grep -q '^term' "$dir/markers/stubborn"
-check "stubborn: killed at its ${G} s grace (gone between ${G} and $((G + 10)) s after eviction)" awk -v a="${t_del_s:-0}" -v b="${t_gone_s:-0}" -v g="$G" \
-  'BEGIN{d=b-a; exit !(a > 0 && b > 0 && d >= g - 0.5 && d < g + 10)}'
+tg=$(marker graceful term); xg=$(marker graceful exit)
+check "graceful: SIGTERM reached the container (marker) and it finished its ${N} s of work (term $tg, exit $xg)" \
+  test -n "$tg" -a -n "$xg" -a "$(( ${xg:-0} - ${tg:-0} ))" -ge "$N"
+check "graceful: exited 0 on its own (last status the kubelet reported)" bash -c "[ \"\$(jq -r '.status.containerStatuses[0].state.terminated.exitCode' $dir/last-graceful.json)\" = 0 ]"
+check "graceful: the pod took >= ${N} s from eviction to gone, under its 30 s grace" awk -v a="${t_del_g:-0}" -v b="${t_gone_g:-0}" -v n="$N" \
+  'BEGIN{d=b-a; exit !(a > 0 && b > 0 && d >= n && d < 30)}'
+ts=$(marker stubborn term); as=$(marker stubborn alive); fs=$(finished stubborn)
+check "stubborn: SIGTERM reached it and was ignored (term $ts, still alive at $as)" \
+  test -n "$ts" -a -n "$as" -a "$(( ${as:-0} - ${ts:-0} ))" -ge "$(( G - 2 ))"
+check "stubborn: SIGKILLed at its ${G} s grace (exit 137, finished $(( ${fs:-0} - ${ts:-0} )) s after SIGTERM)" bash -c \
+  "[ \"\$(jq -r '.status.containerStatuses[0].state.terminated.exitCode' $dir/last-stubborn.json)\" = 137 ] && [ -n '$fs' ] && [ -n '$ts' ] && d=\$(( $fs - $ts )) && [ \$d -ge $(( G - 1 )) ] && [ \$d -le $(( G + 2 )) ]"
 check "the agent evicted them (its container log)" bash -c "$(declare -f agent_log); ns=$ns; agent_log | grep -q 'evicted'"
 
 # ---- 4. uninstall ---------------------------------------------------------------------------
-# As with Karpenter: capacity goes first (NodePool deleted -> the provisioner removes its
-# NodeClaims and their finalizers), then the release.
-k -n web delete pod big --wait=false >/dev/null 2>&1
-k delete nodepool default --wait=false >/dev/null 2>&1
-k delete nodeclaims --all --wait=false >/dev/null 2>&1
-wait_for 120 count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l"
-check "NodeClaims removed by the in-cluster provisioner before the uninstall (finalizers released)" count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l"
 check "helm uninstall" helmpy uninstall "$release" "$ns"
 wait_for 90 count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name | wc -l"
 check "no Adze pods left (containers stopped on the node)" bash -c \
-  "[ \$(kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name | wc -l) = 0 ] && ! pgrep -f '/usr/local/bin/adze-(provisioner|extender|agent)' >/dev/null"
+  "[ \$(kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name | wc -l) = 0 ] && ! pgrep -x adze-provisione >/dev/null && ! pgrep -x adze-extender >/dev/null && ! pgrep -x adze-agent >/dev/null"
 sel=app.kubernetes.io/instance=$release
 left=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,priorityclasses -l "$sel" -o name 2>&1;
   k -n "$ns" get all,roles,rolebindings,serviceaccounts,secrets,configmaps,leases,poddisruptionbudgets -l "$sel" -o name 2>&1)
 echo "left with label $sel: ${left:-nothing}"
-check "no RBAC, webhooks, workloads, Secrets or ConfigMaps of the release left" test -z "$left"
+check "no RBAC, webhooks, workloads, Secrets or ConfigMaps of the release left (by label)" test -z "$left"
+# By name too (a resource the chart forgot to label would escape the selector): only what the
+# namespace and the control plane create themselves, and the components' Leases, remain.
+left=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations -o name | grep -i adze;
+  k -n "$ns" get all,roles,rolebindings,serviceaccounts,secrets,configmaps,poddisruptionbudgets.v1beta1.policy -o name \
+    | grep -Ev '^(serviceaccount/default|secret/default-token-[a-z0-9]+|configmap/kube-root-ca.crt)$')
+echo "left in $ns or cluster-wide named adze: ${left:-nothing}"
+check "nothing of the release left by name either" test -z "$left"
 check "no NodeClaims or NodePools left (no finalizer stuck)" bash -c \
   "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims,nodepools -o name | wc -l) = 0 ]"
 echo "left by design: the CRDs ($(k get crd -o name | grep -c 'adze.sh') adze.sh CRDs; Helm never deletes crds/), the namespace $ns, the Leases the components took ($(k -n "$ns" get leases -o name | tr '\n' ' '))"
