@@ -73,6 +73,10 @@ cleanup() {
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
 }
 trap cleanup EXIT
+# A CI timeout (TERM) or Ctrl-C must still tear the node down: containers, mounts and the
+# network namespace outlive this script otherwise.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 t_img=$(date +%s.%N)
 e2e/node/build-images.sh "$dir/images" "$target/release" "$kbin/pause" >"$dir/images.log" 2>&1 \
