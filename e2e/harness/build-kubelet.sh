@@ -75,10 +75,31 @@ ensure_pkgs "${BUILD_PKGS[@]}"
 upstream_dir_version="${K8S_DEB_VERSION%-*}"
 SRC="$SRC_PARENT/kubernetes-${upstream_dir_version}"
 if [[ ! -f "$SRC/.adze-extracted" ]]; then
-  # build-control-plane.sh adds the deb-src entry when it is missing; it runs first in CI.
   apt-cache showsrc kubernetes 2>/dev/null | grep -q "^Version: ${K8S_DEB_VERSION}\$" || apt-get update -qq
-  apt-cache showsrc kubernetes 2>/dev/null | grep -q "^Version: ${K8S_DEB_VERSION}\$" \
-    || die "kubernetes=${K8S_DEB_VERSION} not in deb-src; run e2e/harness/build-control-plane.sh first (it adds the source entry)"
+  if ! apt-cache showsrc kubernetes 2>/dev/null | grep -q "^Version: ${K8S_DEB_VERSION}\$"; then
+    # The same source-only entry build-control-plane.sh adds on its cold build (when its
+    # binaries are cached, it never added one on this machine).
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
+    srcfile=/etc/apt/sources.list.d/adze-deb-src.sources
+    log "no deb-src for kubernetes=${K8S_DEB_VERSION}; adding $srcfile ($codename)"
+    cat >"$srcfile" <<SRC
+# Added by Adze e2e/harness/build-kubelet.sh (source packages only).
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: ${codename} ${codename}-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: ${codename}-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    apt-get update -qq
+    apt-cache showsrc kubernetes 2>/dev/null | grep -q "^Version: ${K8S_DEB_VERSION}\$" \
+      || die "kubernetes=${K8S_DEB_VERSION} not found in deb-src (apt-cache showsrc kubernetes)"
+  fi
   log "apt-get source kubernetes=${K8S_DEB_VERSION} into $SRC_PARENT"
   rm -rf "$SRC"
   (cd "$SRC_PARENT" && nice -n "$NICE" apt-get source -qq "kubernetes=${K8S_DEB_VERSION}" </dev/null) \
