@@ -149,9 +149,9 @@ check "the three containers run as the chart's non-root user 65532" as_65532
 agent_log() { cat /var/log/pods/"${ns}"_adze-agent-*/agent/*.log 2>/dev/null; }
 check "agent found its node via the downward API (ADZE_NODE_NAME=spec.nodeName=$node)" bash -c \
   "$(declare -f agent_log); ns=$ns; agent_log | grep 'adze-agent starting' | grep -q '$node'"
-wait_for 30 bash -c "curl -sf http://127.0.0.1:$imds_port/_sim/stats 2>/dev/null | jq -e '.token_requests > 0' || nsenter --net=/var/run/netns/$NODE_NETNS curl -sf http://127.0.0.1:$imds_port/_sim/stats | jq -e '.token_requests > 0'"
-check "agent polls IMDS (imds-sim on the node) with IMDSv2 tokens" bash -c \
-  "nsenter --net=/var/run/netns/$NODE_NETNS curl -sf http://127.0.0.1:$imds_port/_sim/stats | jq -e '.token_requests > 0' >/dev/null"
+imds_polled() { node_exec curl -sf "http://127.0.0.1:$imds_port/_sim/stats" | jqe '.token_requests > 0' >/dev/null; }
+wait_for 30 imds_polled
+check "agent polls IMDS (imds-sim on the node) with IMDSv2 tokens" imds_polled
 
 # ---- 2. provisioning by the in-cluster provisioner ---------------------------------------
 cpus=$(kj node "$node" | jq -r '.status.allocatable.cpu')
