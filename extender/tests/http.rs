@@ -154,7 +154,12 @@ async fn filter_with_node_names_keeps_the_reserved_node_for_its_pods() {
         json!({"Pod": pod("a-0", "1"), "NodeNames": ["n1", "n2"]}),
     )
     .await;
-    assert_eq!(owner.node_names.unwrap(), ["n1", "n2"]);
+    // Its own node only: filter, not a prioritize score, places it there.
+    assert_eq!(owner.node_names.unwrap(), ["n1"]);
+    assert_eq!(
+        owner.failed_nodes.unwrap()["n2"],
+        "node n1 was launched for this pod"
+    );
 }
 
 #[tokio::test]
