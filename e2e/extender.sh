@@ -245,7 +245,7 @@ YAML
   k label nodes -l "e2e-tput-round=$r" "$key=yes" >/dev/null
   wait_for 300 bindings_at_least "$TPUT_PODS" "$ns" "$offset"
   cpu1=$(cpu_snapshot)
-  read -r TPUT_BOUND TPUT_SECS <<<"$(python3 "$harness/bind-rate.py" "$AUDIT_LOG" "$ns" "tput-$r-")"
+  read -r TPUT_BOUND TPUT_SECS <<<"$(python3 "$harness/bind-rate.py" "$AUDIT_LOG" "$offset" "$ns" "tput-$r-")"
   TPUT=$(awk -v n="$TPUT_BOUND" -v s="$TPUT_SECS" 'BEGIN{if (s > 0) printf "%.1f", n/s; else print 0}')
   echo "RESULT: [round $r, $label] $TPUT_BOUND of $TPUT_PODS pods bound $TPUT_SECS s after the nodes were labelled: $TPUT pods/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "$cpu0 $cpu1" | awk -v n="$TPUT_BOUND" -v r="$r" -v l="$label" '{ printf "RESULT: [round %s, %s] CPU seconds during the round: kube-scheduler %.2f, kube-apiserver %.2f, etcd %.2f, extender %.2f (extender %.0f us per pod)\n", r, l, $5-$1, $6-$2, $7-$3, $8-$4, (n > 0 ? 1e6*($8-$4)/n : 0) }'

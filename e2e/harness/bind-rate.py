@@ -8,7 +8,9 @@ NODE_PREFIX* (the label that releases the pending pods) to the completion of the
 successful binding in NAMESPACE. Polling `kubectl get pods` to time a round of a few seconds
 both loaded the machine under test and quantised the end to the poll interval.
 
-Usage: bind-rate.py AUDIT_LOG NAMESPACE NODE_PREFIX
+Usage: bind-rate.py AUDIT_LOG OFFSET NAMESPACE NODE_PREFIX
+Only the log from byte OFFSET on is read (its size just before the label), so earlier PATCHes
+of the same nodes (their not-ready taint removed at creation) do not count as the start.
 Prints "BOUND SECONDS": successful bindings in NAMESPACE and the seconds from the first node
 label to the last binding; exit 1 (and "0 0") when either end is missing.
 """
@@ -24,29 +26,31 @@ def stamp(text):
 
 
 def main():
-    log, namespace, node_prefix = sys.argv[1:4]
+    log, offset, namespace, node_prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     start = end = None
     bound = set()
-    with open(log) as f:
-        for line in f:
-            # Cheap filter before parsing: the log holds every call of the suite.
-            if namespace not in line and node_prefix not in line:
-                continue
-            ev = json.loads(line)
-            if ev.get("stage") != "ResponseComplete":
-                continue
-            ref = ev.get("objectRef") or {}
-            code = (ev.get("responseStatus") or {}).get("code")
-            if (ev.get("verb") == "patch" and ref.get("resource") == "nodes"
-                    and ref.get("name", "").startswith(node_prefix)):
-                t = stamp(ev["requestReceivedTimestamp"])
-                start = t if start is None else min(start, t)
-            elif (ev.get("verb") == "create" and ref.get("resource") == "pods"
-                  and ref.get("subresource") == "binding" and ref.get("namespace") == namespace
-                  and code == 201):
-                bound.add(ref.get("name"))
-                t = stamp(ev["stageTimestamp"])
-                end = t if end is None else max(end, t)
+    with open(log, "rb") as raw:
+        raw.seek(offset)
+        lines = raw.read().decode("utf-8", "replace").splitlines()
+    for line in lines:
+        # Cheap filter before parsing: the log holds every call of the suite.
+        if namespace not in line and node_prefix not in line:
+            continue
+        ev = json.loads(line)
+        if ev.get("stage") != "ResponseComplete":
+            continue
+        ref = ev.get("objectRef") or {}
+        code = (ev.get("responseStatus") or {}).get("code")
+        if (ev.get("verb") == "patch" and ref.get("resource") == "nodes"
+                and ref.get("name", "").startswith(node_prefix)):
+            t = stamp(ev["requestReceivedTimestamp"])
+            start = t if start is None else min(start, t)
+        elif (ev.get("verb") == "create" and ref.get("resource") == "pods"
+              and ref.get("subresource") == "binding" and ref.get("namespace") == namespace
+              and code == 201):
+            bound.add(ref.get("name"))
+            t = stamp(ev["stageTimestamp"])
+            end = t if end is None else max(end, t)
     if start is None or end is None or end <= start:
         print("0 0")
         return 1
