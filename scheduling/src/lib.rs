@@ -15,6 +15,7 @@ pub mod node;
 pub mod node_class;
 pub mod nodepool;
 pub mod overhead;
+pub mod overlay;
 pub mod plan;
 pub mod pod;
 pub mod preemption;
