@@ -283,6 +283,9 @@ pub fn class_catalog(
     Ok(adze_scheduling::node_class::instance_types(catalog, &facts))
 }
 
+/// Instance types by NodePool name.
+pub type PoolTypes = HashMap<String, Vec<Arc<InstanceType>>>;
+
 /// Each pool's instance types by pool name: the catalog as its node class shapes it
 /// ([`pool_catalog`]), then as the NodeOverlays adjust it ([`crate::rules::apply_overlays`]),
 /// with what became of each overlay. In-flight claims are sized from these too, so a type an
@@ -291,10 +294,7 @@ pub fn pool_types(
     objects: &Objects,
     catalog: &[Arc<InstanceType>],
     problems: &mut Vec<String>,
-) -> (
-    HashMap<String, Vec<Arc<InstanceType>>>,
-    BTreeMap<String, crate::rules::OverlayVerdict>,
-) {
+) -> (PoolTypes, BTreeMap<String, crate::rules::OverlayVerdict>) {
     let mut out = HashMap::new();
     let mut pools = Vec::new();
     for np in &objects.nodepools {
