@@ -226,6 +226,58 @@ sleep 3
 check "no NodeClaim launched for the invalid pool" bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=badpool -o json | jqe '.items | length == 0'"
 k delete namespace badpool --wait=false >/dev/null; k delete nodepool badpool >/dev/null
 
+# ---- 3c. a NodeOverlay changes the type of the next NodeClaim ------------------------------
+echo "== NodeOverlay: a 50% discount on m5.large makes the next NodeClaim an m5.large"
+k create namespace overlay >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: overlay}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: overlay}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large, m5.large]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+YAML
+# 1.5 cpu: one pod per 2-vCPU node, so each replica needs a NodeClaim of its own.
+deployment overlay app 1 1500m 512Mi overlay | k apply -f - >/dev/null
+overlay_types() { k get nodeclaims -l adze.sh/nodepool=overlay -o jsonpath='{.items[*].metadata.labels.node\.kubernetes\.io/instance-type}'; }
+wait_for 30 count_is 1 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=overlay -o name | wc -l"
+check "without an overlay the cheaper c5.large is chosen ($(overlay_types))" test "$(overlay_types)" = c5.large
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: m5-discount}
+spec:
+  requirements:
+    - {key: adze.sh/nodepool, operator: In, values: [overlay]}
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+  priceAdjustment: "-50%"
+---
+apiVersion: adze.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: both-prices}
+spec:
+  requirements:
+    - {key: adze.sh/nodepool, operator: In, values: [overlay]}
+  price: "0.01"
+  priceAdjustment: "+1"
+YAML
+overlay_ready() { k get nodeoverlay "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}:{.status.conditions[?(@.type=="Ready")].reason}'; }
+wait_for 15 count_is True:Ready overlay_ready m5-discount
+check "NodeOverlay m5-discount Ready ($(overlay_ready m5-discount))" count_is True:Ready overlay_ready m5-discount
+wait_for 15 count_is False:RuntimeValidation overlay_ready both-prices
+check "NodeOverlay with price and priceAdjustment (no CEL on 1.20) refused: Ready False, RuntimeValidation ($(overlay_ready both-prices))" \
+  count_is False:RuntimeValidation overlay_ready both-prices
+k scale -n overlay deployment/app --replicas=2 >/dev/null
+wait_for 30 count_is 2 bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=overlay -o name | wc -l"
+has_m5() { [[ " $(overlay_types) " == *" m5.large "* ]]; }
+check "with the overlay the next NodeClaim is an m5.large ($(overlay_types))" has_m5
+k delete nodeoverlay m5-discount both-prices >/dev/null
+
 # ---- 4. two replicas: one leader; kill it, the other takes over ---------------------------
 echo "== leader election: a second replica, then kill -9 the leader"
 leader_pid=$prov_pid

@@ -41,6 +41,13 @@ pub mod nodepool {
     pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 }
 
+/// NodeOverlay conditions (Karpenter's): `ValidationSucceeded` is False with reason
+/// `RuntimeValidation` (the spec fails [`crate::validation`]) or `Conflict` (another overlay of
+/// the same weight changes the same price or resource and wins); the overlay is then not applied.
+pub mod nodeoverlay {
+    pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+}
+
 /// EC2NodeClass conditions.
 pub mod ec2nodeclass {
     pub const SUBNETS_READY: &str = "SubnetsReady";

@@ -5,14 +5,19 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use serde_json::Value;
 
-use crate::{EC2NodeClass, NodeClaim, NodePool};
+use crate::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool};
 
 /// How to refresh the committed CRDs (run from the workspace root).
 pub const REGENERATE_COMMAND: &str = "cargo run -p adze-api --bin crdgen -- --out manifests/crds";
 
 /// Every CRD Adze needs, in install order.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![NodePool::crd(), NodeClaim::crd(), EC2NodeClass::crd()]
+    vec![
+        NodePool::crd(),
+        NodeClaim::crd(),
+        EC2NodeClass::crd(),
+        NodeOverlay::crd(),
+    ]
 }
 
 /// `<group>_<plural>.yaml`, the layout controller-gen and Karpenter use.

@@ -1,4 +1,4 @@
-//! Adze's Kubernetes API: the NodePool, NodeClaim and EC2NodeClass custom resources, their
+//! Adze's Kubernetes API: the NodePool, NodeClaim, EC2NodeClass and NodeOverlay custom resources, their
 //! CRDs, and the validation shared by the apiserver (as CEL rules) and Adze itself.
 //!
 //! The types are plain serde structs; field names follow Karpenter v1 so manifests port over.
@@ -14,6 +14,7 @@ pub mod eviction;
 pub mod label_keys;
 pub mod node_class_ref;
 pub mod nodeclaim;
+pub mod nodeoverlay;
 pub mod nodepool;
 pub mod patterns;
 pub mod requirement;
@@ -25,6 +26,7 @@ pub use duration::{DurationError, DurationOrNever, GoDuration};
 pub use ec2nodeclass::{EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus};
 pub use node_class_ref::NodeClassRef;
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
+pub use nodeoverlay::{NodeOverlay, NodeOverlaySpec, NodeOverlayStatus};
 pub use nodepool::{NodePool, NodePoolSpec, NodePoolStatus};
 pub use requirement::{Operator, Requirement};
 pub use taint::{Taint, TaintEffect};

@@ -19,6 +19,12 @@ pub const QUALIFIED_NAME: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([
 pub const QUALIFIED_NAME_MAX_LEN: usize = 317;
 /// A Kubernetes resource quantity ("100m", "4Gi", "1.5", "2e3").
 pub const QUANTITY: &str = r"^(\+|-)?(([0-9]+([.][0-9]*)?)|([.][0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+([.][0-9]*)?)|([.][0-9]+))))?$";
+/// A NodeOverlay `priceAdjustment`: a signed decimal amount, or a signed percentage no lower
+/// than -100%.
+pub const PRICE_ADJUSTMENT: &str =
+    r"^([+-][0-9]*[.]?[0-9]+|[+][0-9]*[.]?[0-9]+%|-([0-9]{1,2}([.][0-9]+)?|100)%)$";
+/// A NodeOverlay `price`: an unsigned decimal.
+pub const PRICE: &str = r"^[0-9]+([.][0-9]+)?$";
 /// A disruption budget: a node count or a percentage of the pool's nodes.
 pub const BUDGET_NODES: &str = r"^((100|[0-9]{1,2})%|[0-9]+)$";
 /// A cron macro or five whitespace-separated cron fields; the disruption controller parses the fields.

@@ -25,6 +25,23 @@ pub fn quantity_map(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// NodeOverlay capacity: quantities of at most 50 extended resources; the instance type's own
+/// shape (cpu, memory, ephemeral-storage, pods) is the cloud's to report.
+pub fn overlay_capacity(_: &mut SchemaGenerator) -> Schema {
+    let restricted = crate::nodeoverlay::RESTRICTED_CAPACITY
+        .map(|name| format!("'{name}'"))
+        .join(", ");
+    json_schema!({
+        "type": "object",
+        "maxProperties": 50,
+        "additionalProperties": quantity_value(),
+        "x-kubernetes-validations": [{
+            "rule": format!("self.all(k, !(k in [{restricted}]))"),
+            "message": "cpu, memory, ephemeral-storage and pods are restricted: an overlay adds extended resources only",
+        }],
+    })
+}
+
 /// Node labels: at most 100, values in label-value syntax.
 pub fn label_map(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

@@ -19,6 +19,7 @@ use crate::{
     label_keys, labels,
     node_class_ref::NodeClassRef,
     nodeclaim::NodeClaimSpec,
+    nodeoverlay::{NodeOverlay, NodeOverlaySpec, RESTRICTED_CAPACITY},
     nodepool::{Budget, Disruption, DisruptionReason, NodePoolSpec, TemplateMetadata},
     patterns,
     requirement::{Operator, Requirement},
@@ -280,6 +281,78 @@ impl EC2NodeClassSpec {
             p.add(
                 &spec.field("instanceStorePolicy"),
                 "instanceStorePolicy is not supported with Bottlerocket",
+            );
+        }
+        problems.0
+    }
+}
+
+impl NodeOverlay {
+    /// Checks the spec against every rule the CRD enforces, and the requirement rules the
+    /// NodePool's requirements follow.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        into_result(
+            "NodeOverlay",
+            self.metadata.name.as_deref(),
+            self.spec.field_errors(),
+        )
+    }
+}
+
+impl NodeOverlaySpec {
+    /// All problems, with paths starting at `spec`.
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        let mut problems = Problems::default();
+        let p = &mut problems;
+        let spec = Path::new("spec");
+        let path = spec.field("requirements");
+        requirements(p, &path, &self.requirements, &[]);
+        for (i, r) in self.requirements.iter().enumerate() {
+            if r.min_values.is_some() {
+                p.add(
+                    &path.index(i).field("minValues"),
+                    crate::nodeoverlay::MIN_VALUES_MESSAGE,
+                );
+            }
+        }
+        if self.price.is_some() && self.price_adjustment.is_some() {
+            p.add(&spec, "cannot set both price and priceAdjustment");
+        }
+        if let Some(adjustment) = &self.price_adjustment
+            && (!patterns::is_match(patterns::PRICE_ADJUSTMENT, adjustment)
+                || adze_scheduling::overlay::PriceChange::adjustment(adjustment).is_err())
+        {
+            p.add(
+                &spec.field("priceAdjustment"),
+                format!("{adjustment:?} must be a signed amount (\"+0.5\", \"-0.01\") or a signed percentage no lower than -100% (\"-10%\", \"+5%\")"),
+            );
+        }
+        if let Some(price) = &self.price
+            && (!patterns::is_match(patterns::PRICE, price)
+                || adze_scheduling::overlay::PriceChange::price(price).is_err())
+        {
+            p.add(
+                &spec.field("price"),
+                format!("{price:?} must be a non-negative decimal such as \"0.25\""),
+            );
+        }
+        let path = spec.field("capacity");
+        count_between(p, &path, self.capacity.len(), 0, 50);
+        for name in self.capacity.keys() {
+            if RESTRICTED_CAPACITY.contains(&name.as_str()) {
+                p.add(
+                    &path.key(name),
+                    format!("{name} is restricted: an overlay adds extended resources only"),
+                );
+            }
+        }
+        quantities(p, &path, &self.capacity);
+        if let Some(weight) = self.weight
+            && !(1..=10000).contains(&weight)
+        {
+            p.add(
+                &spec.field("weight"),
+                format!("must be between 1 and 10000, got {weight}"),
             );
         }
         problems.0

@@ -694,23 +694,71 @@ fn ec2nodeclass_cases() -> Vec<Case> {
     ]
 }
 
+fn nodeoverlay_cases() -> Vec<Case> {
+    let k = "NodeOverlay";
+    let base = fixture_json("nodeoverlay.yaml");
+    let mut cases = vec![
+        case("NodeOverlay fixture", k, base.clone()),
+        case(
+            "NodeOverlay price and priceAdjustment",
+            k,
+            with(base.clone(), &[("/spec/price", json!("0.5"))]),
+        )
+        .fails(".spec", "cannot set both price and priceAdjustment"),
+        case(
+            "NodeOverlay capacity naming memory",
+            k,
+            with(base.clone(), &[("/spec/capacity/memory", json!("1Gi"))]),
+        )
+        .fails(
+            ".spec.capacity",
+            "cpu, memory, ephemeral-storage and pods are restricted: an overlay adds extended resources only",
+        ),
+    ];
+    cases.push(
+        case(
+            "NodeOverlay requirement with minValues",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/requirements/0/minValues", json!(1))],
+            ),
+        )
+        .fails(".spec.requirements", OVERLAY_MIN_VALUES),
+    );
+    let mut requirements = requirement_cases(k, &base, "/spec/requirements", ".spec.requirements");
+    for c in &mut requirements {
+        if c.name.ends_with("minValues above the values") {
+            c.fails
+                .push((".spec.requirements".to_string(), OVERLAY_MIN_VALUES));
+        }
+    }
+    cases.extend(requirements);
+    cases
+}
+
+const OVERLAY_MIN_VALUES: &str =
+    "minValues is a NodePool field; an overlay selects instance types, it asks for no diversity";
+
 fn all_cases() -> Vec<Case> {
     let mut cases = nodepool_cases();
     cases.extend(nodeclaim_cases());
     cases.extend(ec2nodeclass_cases());
+    cases.extend(nodeoverlay_cases());
     cases
 }
 
 #[test]
 fn every_rule_passes_valid_objects_and_fails_the_invalid_one_it_guards() {
-    let crds: BTreeMap<&str, (Value, Evaluator)> = ["NodePool", "NodeClaim", "EC2NodeClass"]
-        .into_iter()
-        .map(|k| {
-            let crd = crd(k);
-            let evaluator = Evaluator::new(&crd);
-            (k, (crd, evaluator))
-        })
-        .collect();
+    let crds: BTreeMap<&str, (Value, Evaluator)> =
+        ["NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay"]
+            .into_iter()
+            .map(|k| {
+                let crd = crd(k);
+                let evaluator = Evaluator::new(&crd);
+                (k, (crd, evaluator))
+            })
+            .collect();
     let mut coverage = Coverage::default();
     let mut problems = Vec::new();
     let cases = all_cases();

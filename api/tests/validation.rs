@@ -3,7 +3,7 @@
 
 mod common;
 
-use adze_api::{EC2NodeClass, NodeClaim, NodePool};
+use adze_api::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool};
 use common::{apiserver_refuses, cel_failures, fixture_json, schema_failures, set};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -869,4 +869,115 @@ fn ec2nodeclass_good_cases_pass_everywhere() {
         }),
     ];
     check_good_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
+}
+
+#[test]
+fn nodeoverlay_bad_cases_are_refused_at_their_field() {
+    let cases = [
+        BadCase {
+            name: "both price and priceAdjustment",
+            edit: |o| set(o, "/spec/price", json!("0.5")),
+            path: "spec",
+            message: "cannot set both price and priceAdjustment",
+        },
+        BadCase {
+            name: "unsigned adjustment",
+            edit: |o| set(o, "/spec/priceAdjustment", json!("10%")),
+            path: "spec.priceAdjustment",
+            message: "must be a signed amount",
+        },
+        BadCase {
+            name: "below -100%",
+            edit: |o| set(o, "/spec/priceAdjustment", json!("-150%")),
+            path: "spec.priceAdjustment",
+            message: "no lower than -100%",
+        },
+        BadCase {
+            name: "negative price",
+            edit: |o| {
+                common::remove(o, "/spec/priceAdjustment");
+                set(o, "/spec/price", json!("-1"))
+            },
+            path: "spec.price",
+            message: "must be a non-negative decimal",
+        },
+        BadCase {
+            name: "capacity naming cpu",
+            edit: |o| set(o, "/spec/capacity/cpu", json!("2")),
+            path: "spec.capacity[cpu]",
+            message: "cpu is restricted",
+        },
+        BadCase {
+            name: "capacity naming pods",
+            edit: |o| set(o, "/spec/capacity/pods", json!("10")),
+            path: "spec.capacity[pods]",
+            message: "pods is restricted",
+        },
+        BadCase {
+            name: "capacity that is no quantity",
+            edit: |o| set(o, "/spec/capacity/example.com~1license", json!("lots")),
+            path: "spec.capacity[example.com/license]",
+            message: "is not a resource quantity",
+        },
+        BadCase {
+            name: "In without values",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/requirements/0",
+                    json!({"key": "kubernetes.io/arch", "operator": "In"}),
+                )
+            },
+            path: "spec.requirements[0].values",
+            message: "operator In needs at least one value",
+        },
+        BadCase {
+            name: "hostname requirement",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/requirements/0",
+                    json!({"key": "kubernetes.io/hostname", "operator": "Exists"}),
+                )
+            },
+            path: "spec.requirements[0].key",
+            message: "is restricted",
+        },
+        BadCase {
+            name: "minValues",
+            edit: |o| set(o, "/spec/requirements/0/minValues", json!(1)),
+            path: "spec.requirements[0].minValues",
+            message: "minValues is a NodePool field",
+        },
+        BadCase {
+            name: "weight above 10000",
+            edit: |o| set(o, "/spec/weight", json!(10001)),
+            path: "spec.weight",
+            message: "must be between 1 and 10000",
+        },
+    ];
+    check_bad_cases::<NodeOverlay>("nodeoverlay.yaml", NodeOverlay::validate, &cases);
+}
+
+#[test]
+fn nodeoverlay_good_cases_pass_everywhere() {
+    let cases: [GoodCase; 5] = [
+        ("the fixture as written", |_| {}),
+        ("an absolute discount", |o| {
+            set(o, "/spec/priceAdjustment", json!("-0.01"))
+        }),
+        ("-100%", |o| set(o, "/spec/priceAdjustment", json!("-100%"))),
+        ("a price override", |o| {
+            common::remove(o, "/spec/priceAdjustment");
+            set(o, "/spec/price", json!("5.00"))
+        }),
+        ("selecting the pool and nothing else", |o| {
+            set(
+                o,
+                "/spec/requirements",
+                json!([{"key": "adze.sh/nodepool", "operator": "In", "values": ["default"]}]),
+            )
+        }),
+    ];
+    check_good_cases::<NodeOverlay>("nodeoverlay.yaml", NodeOverlay::validate, &cases);
 }

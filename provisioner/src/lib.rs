@@ -12,6 +12,7 @@ pub mod kubelet;
 pub mod metrics;
 pub mod migrate;
 pub mod nodeclaim;
+pub mod nodeoverlay;
 pub mod nodepool;
 pub mod provisioning;
 pub mod rules;

@@ -1,8 +1,10 @@
 //! The rules `simulate` and `run` share, so that a scenario file and a live cluster are read
-//! alike: which pods want a node, which NodePools may launch one, and what a DaemonSet's pod
-//! asks of every new node.
+//! alike: which pods want a node, which NodePools may launch one, what a DaemonSet's pod
+//! asks of every new node, and how NodeOverlays change the instance types pools plan with.
 
-use adze_api::NodePool;
+use std::collections::BTreeMap;
+
+use adze_api::{NodeOverlay, NodePool};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -59,6 +61,60 @@ pub fn wants_node(pod: &Pod) -> bool {
 /// Why `pool` may not launch nodes now, or None when it may.
 pub fn nodepool_unusable(pool: &NodePool) -> Option<&'static str> {
     is_terminating(&pool.metadata).then_some("it is being deleted")
+}
+
+/// What became of one NodeOverlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverlayVerdict {
+    /// Applied; it changed this many (NodePool, instance type) pairs (0: it selects nothing).
+    Applied { types: usize },
+    /// Refused by validation or conversion; not applied. The message names the fields.
+    Invalid(String),
+    /// It changes a price or resource that another overlay of the same weight changes, and
+    /// that one won (Karpenter's tie-break: the name later in the alphabet); not applied.
+    Conflict { with: String },
+}
+
+impl OverlayVerdict {
+    pub fn applied(&self) -> bool {
+        matches!(self, Self::Applied { .. })
+    }
+}
+
+/// Applies NodeOverlays to the pools' instance types before placement, by
+/// [`adze_scheduling::overlay::apply`]'s rules. An overlay being deleted is left out; an
+/// invalid one is left out and reported, so one bad overlay never stops provisioning
+/// (Karpenter fails open the same way). Returns a verdict per overlay, by name.
+pub fn apply_overlays<'o>(
+    pools: &mut [adze_scheduling::NodePool],
+    overlays: impl IntoIterator<Item = &'o NodeOverlay>,
+) -> BTreeMap<String, OverlayVerdict> {
+    let mut verdicts = BTreeMap::new();
+    let mut converted = Vec::new();
+    for o in overlays {
+        if is_terminating(&o.metadata) {
+            continue;
+        }
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let parsed = o
+            .validate()
+            .map_err(|e| e.to_string())
+            .and_then(|()| adze_api::convert::overlay(o).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(overlay) => converted.push(overlay),
+            Err(why) => {
+                verdicts.insert(name, OverlayVerdict::Invalid(why));
+            }
+        }
+    }
+    let outcome = adze_scheduling::overlay::apply(pools, &converted);
+    for (name, types) in outcome.applied {
+        verdicts.insert(name, OverlayVerdict::Applied { types });
+    }
+    for (name, with) in outcome.conflicts {
+        verdicts.insert(name, OverlayVerdict::Conflict { with });
+    }
+    verdicts
 }
 
 /// A DaemonSet's pod as placement charges it on new nodes: the template, with the requests
@@ -157,6 +213,45 @@ mod tests {
         daemon["metadata"]["ownerReferences"] =
             json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "u"}]);
         assert!(!wants_node(&pod(daemon)));
+    }
+
+    fn overlay(v: serde_json::Value) -> NodeOverlay {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn invalid_and_deleted_overlays_are_left_out_and_the_rest_applied() {
+        let types = adze_scheduling::fixtures::small_catalog();
+        let mut pools = vec![adze_scheduling::fixtures::pool("default", types.clone())];
+        let good = overlay(json!({
+            "metadata": {"name": "discount"},
+            "spec": {"priceAdjustment": "-50%"}
+        }));
+        let bad = overlay(json!({
+            "metadata": {"name": "bad"},
+            "spec": {"price": "1", "priceAdjustment": "+1", "capacity": {"cpu": "1"}}
+        }));
+        let deleting = overlay(json!({
+            "metadata": {"name": "going", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"price": "100"}
+        }));
+        let verdicts = apply_overlays(&mut pools, [&good, &bad, &deleting]);
+        assert_eq!(
+            verdicts.get("discount"),
+            Some(&OverlayVerdict::Applied { types: types.len() })
+        );
+        let Some(OverlayVerdict::Invalid(why)) = verdicts.get("bad") else {
+            panic!("{verdicts:?}");
+        };
+        assert!(
+            why.contains("spec: cannot set both price and priceAdjustment"),
+            "{why}"
+        );
+        assert!(why.contains("spec.capacity[cpu]"), "{why}");
+        assert!(!verdicts.contains_key("going"));
+        let before = types[0].offerings[0].price;
+        let after = pools[0].instance_types[0].offerings[0].price;
+        assert!((after - before / 2.0).abs() < 1e-12, "{before} -> {after}");
     }
 
     #[test]

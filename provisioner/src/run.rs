@@ -190,6 +190,12 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         state: state.clone(),
         interval: Duration::from_secs(2),
     };
+    let nodeoverlay_status = crate::nodeoverlay::Status {
+        client: client.clone(),
+        state: state.clone(),
+        cloud: cloud.clone(),
+        interval: Duration::from_secs(2),
+    };
     // Termination reads an eviction's 429 (a PodDisruptionBudget says not now) itself and
     // backs off per pod; kube's built-in 429 retry would hold the drain inside one request
     // for minutes, past the claim's terminationGracePeriod.
@@ -212,6 +218,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = disruption.run() => {}
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
+        _ = nodeoverlay_status.run() => {}
         _ = prices => {}
         _ = startup => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),

@@ -661,3 +661,102 @@ fn without_the_aws_feature_run_refuses_the_aws_provider_by_name() {
         "{err}"
     );
 }
+
+/// The example's text without its NodeOverlay documents.
+fn without_overlays(text: &str) -> String {
+    text.split("\n---\n")
+        .filter(|doc| !doc.contains("kind: NodeOverlay"))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+#[test]
+fn node_overlays_change_the_cheapest_type_and_add_a_licence() {
+    let text = std::fs::read_to_string(example("node-overlay.yaml")).unwrap();
+    let bare = Scenario::parse(&without_overlays(&text)).unwrap();
+    let without = adze_provisioner::simulate::run(&bare, 20).plan;
+    let web_types = |plan: &adze_scheduling::Plan| -> BTreeSet<String> {
+        plan.new_claims
+            .iter()
+            .filter(|c| c.pods.iter().any(|p| p.starts_with("default/web-")))
+            .map(|c| c.instance_type.clone())
+            .collect()
+    };
+    assert_eq!(
+        web_types(&without),
+        BTreeSet::from(["c5.large".to_string()])
+    );
+    assert_eq!(
+        without
+            .unschedulable
+            .iter()
+            .map(|u| u.pod.as_str())
+            .collect::<Vec<_>>(),
+        vec!["default/licensed"],
+        "no type has example.com/license without the overlay"
+    );
+
+    let (scenario, report) = plan("node-overlay.yaml", &[]);
+    assert_eq!(scenario.counts.nodeoverlays, 2);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let with = adze_provisioner::simulate::run(&scenario, 20).plan;
+    assert_eq!(web_types(&with), BTreeSet::from(["m5.large".to_string()]));
+    let licensed = with
+        .new_claims
+        .iter()
+        .find(|c| c.pods.iter().any(|p| p == "default/licensed"))
+        .expect("the licensed pod is planned");
+    assert_eq!(licensed.instance_type, "m5.large");
+    assert_eq!(licensed.allocatable.get("example.com/license"), 2);
+    for claim in &with.new_claims {
+        assert!(
+            (claim.price_per_hour - 0.096 * 0.8).abs() < 1e-9,
+            "m5.large at 20% off: {}",
+            claim.price_per_hour
+        );
+    }
+
+    // Every m5 size of the catalog the pool plans from (its requirements narrow placement, not
+    // the catalog).
+    let table = stdout(&simulate(&example("node-overlay.yaml"), &[]));
+    assert!(
+        table.contains("NodeOverlay m5-savings-plan: applied to 9 NodePool instance types"),
+        "{table}"
+    );
+}
+
+#[test]
+fn conflicting_and_invalid_overlays_are_reported() {
+    let text = std::fs::read_to_string(example("node-overlay.yaml")).unwrap();
+    let rival = "apiVersion: adze.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: a-rival}\nspec:\n  priceAdjustment: \"+50%\"\n";
+    let conflicting = format!("{text}\n---\n{rival}");
+    let scenario = Scenario::parse(&conflicting).unwrap();
+    assert_eq!(
+        scenario.overlays.get("a-rival"),
+        Some(&adze_provisioner::rules::OverlayVerdict::Conflict {
+            with: "m5-savings-plan".into()
+        }),
+        "equal weights: the name later in the alphabet wins"
+    );
+    let plan = adze_provisioner::simulate::run(&scenario, 20).plan;
+    assert!(
+        plan.new_claims
+            .iter()
+            .all(|c| c.instance_type == "m5.large")
+    );
+
+    let invalid = format!(
+        "{text}\n---\napiVersion: adze.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {{name: bad}}\nspec: {{price: \"1\", priceAdjustment: \"-1%\", capacity: {{memory: 1Gi}}}}\n"
+    );
+    let err = Scenario::parse(&invalid).unwrap_err().to_string();
+    assert!(err.contains("NodeOverlay bad"), "{err}");
+    assert!(
+        err.contains("spec: cannot set both price and priceAdjustment"),
+        "{err}"
+    );
+    assert!(err.contains("spec.capacity[memory]"), "{err}");
+}

@@ -2,8 +2,9 @@
 //! clients, and the same input always gives the same plan.
 //!
 //! Read in this order: [`requirements`] (label algebra), [`resources`], [`pod`], [`node`],
-//! [`nodepool`] and [`instance_type`] (the inputs), [`topology`] (spread and affinity),
-//! [`scheduler`] (placement), [`plan`] (the output) and [`lower_bound`].
+//! [`nodepool`] and [`instance_type`] (the inputs), [`overlay`] (NodeOverlays adjusting them),
+//! [`topology`] (spread and affinity), [`scheduler`] (placement), [`plan`] (the output) and
+//! [`lower_bound`].
 
 pub mod catalog;
 pub mod disruption;
@@ -15,6 +16,7 @@ pub mod node;
 pub mod node_class;
 pub mod nodepool;
 pub mod overhead;
+pub mod overlay;
 pub mod plan;
 pub mod pod;
 pub mod preemption;

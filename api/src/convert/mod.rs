@@ -1,6 +1,7 @@
 //! Kubernetes objects into the scheduling core's plain model: [`pod`], [`daemonset_pod`] and
 //! [`workload_pod`] give an [`adze_scheduling::Pod`], [`node()`] an
 //! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`],
+//! [`overlay()`] an [`adze_scheduling::overlay::Overlay`],
 //! [`nodeclass()`] the [`adze_scheduling::node_class::NodeClassFacts`] of an EC2NodeClass;
 //! [`with_volume_topology`] adds the zones a pod's persistent volumes tie it to.
 //!
@@ -15,6 +16,7 @@ mod disruption;
 mod node;
 mod nodeclass;
 mod nodepool;
+mod overlay;
 mod pod;
 mod resources;
 mod selector;
@@ -30,6 +32,7 @@ pub use disruption::pool_policy;
 pub use node::node;
 pub use nodeclass::{nodeclass, root_device, root_volume_bytes};
 pub use nodepool::nodepool;
+pub use overlay::overlay;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
 pub use volumes::{
     VolumeError, VolumeObjects, VolumeTopology, volume_topology, with_volume_topology,

@@ -10,7 +10,7 @@
 mod labels;
 mod legacy;
 
-use adze_api::{EC2NodeClass, NodePool};
+use adze_api::{EC2NodeClass, NodeOverlay, NodePool};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -157,6 +157,7 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
     enum Item {
         Pool(Value),
         Class(Value),
+        Overlay(Value),
         Adze(Value),
         Refused,
     }
@@ -192,7 +193,8 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
             ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate") => {
                 Item::Class(legacy::aws_node_template(&value, &mut notes))
             }
-            ("adze.sh/v1", _) | ("aws.adze.sh/v1", _) => {
+            ("karpenter.sh/v1alpha1", "NodeOverlay") => Item::Overlay(value),
+            ("adze.sh/v1", _) | ("aws.adze.sh/v1", _) | ("adze.sh/v1alpha1", "NodeOverlay") => {
                 notes.change("apiVersion", "already an Adze object; unchanged".into());
                 Item::Adze(value)
             }
@@ -200,7 +202,7 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
                 notes.action(
                     "apiVersion",
                     format!(
-                        "{api_version} {kind} is not a Karpenter NodePool, EC2NodeClass, Provisioner or AWSNodeTemplate; not converted (leave it out of the input)"
+                        "{api_version} {kind} is not a Karpenter NodePool, EC2NodeClass, NodeOverlay, Provisioner or AWSNodeTemplate; not converted (leave it out of the input)"
                     ),
                 );
                 Item::Refused
@@ -311,6 +313,7 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
         let (kind, v) = match item {
             Item::Pool(v) => ("NodePool", &*v),
             Item::Class(v) => ("EC2NodeClass", &*v),
+            Item::Overlay(v) => ("NodeOverlay", &*v),
             _ => continue,
         };
         let name = v["metadata"]["name"]
@@ -328,6 +331,7 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
         let converted = match item {
             Item::Pool(v) => Some(nodepool(v, &mut notes)),
             Item::Class(v) => Some(ec2nodeclass(v, &mut notes)),
+            Item::Overlay(v) => Some(nodeoverlay(v, &mut notes)),
             Item::Adze(v) => Some(v),
             Item::Refused => None,
         };
@@ -450,6 +454,35 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
     let out = object("adze.sh/v1", "NodePool", &v, spec, notes);
     typed::<NodePool>(out, notes, dropped, |p| {
         p.validate().err().map(|e| e.errors)
+    })
+}
+
+/// A Karpenter NodeOverlay (`karpenter.sh/v1alpha1`) as Adze's (`adze.sh/v1alpha1`): the same
+/// fields, requirement keys renamed. A requirement on a label Adze does not have is kept, not
+/// dropped: dropping it would widen what a discount or capacity applies to; kept, it selects
+/// nothing until rewritten.
+fn nodeoverlay(v: Value, notes: &mut Notes) -> Value {
+    let mut spec = v.get("spec").cloned().unwrap_or_default();
+    if let Some(reqs) = spec.get_mut("requirements").and_then(Value::as_array_mut) {
+        for (i, r) in reqs.iter_mut().enumerate() {
+            let field = format!("spec.requirements[{i}]");
+            let key = r["key"].as_str().unwrap_or_default().to_string();
+            if matches!(labels::map(&key), Key::Unsupported) {
+                notes.action(
+                    &field,
+                    format!("requirement on {key} kept: Adze has no such label, so this overlay selects nothing until you express it with instance families or sizes"),
+                );
+                continue;
+            }
+            let before = r.clone();
+            if !requirement(r, &field, notes) {
+                *r = before;
+            }
+        }
+    }
+    let out = object("adze.sh/v1alpha1", "NodeOverlay", &v, spec, notes);
+    typed::<NodeOverlay>(out, notes, Removed::new(), |o| {
+        o.validate().err().map(|e| e.errors)
     })
 }
 

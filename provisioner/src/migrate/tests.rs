@@ -865,3 +865,70 @@ fn an_inline_provider_named_like_an_awsnodetemplate_is_refused() {
             .all(|n| !n.action)
     );
 }
+
+const OVERLAYS: &str = r#"
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: savings-plan}
+spec:
+  weight: 10
+  requirements:
+    - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+    - {key: karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz, operator: Gt, values: ["3000"]}
+  priceAdjustment: "-10%"
+  capacity: {example.com/license: "1"}
+status:
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: both}
+spec:
+  price: "1"
+  priceAdjustment: "+1"
+"#;
+
+#[test]
+fn karpenter_node_overlays_are_carried_with_adze_keys() {
+    let m = migrate(OVERLAYS).unwrap();
+    assert_eq!(m.objects.len(), 2, "{:?}", m.notes);
+    let o = &m.objects[0];
+    assert_eq!(o["apiVersion"], "adze.sh/v1alpha1");
+    assert_eq!(o["kind"], "NodeOverlay");
+    assert_eq!(o["spec"]["weight"], 10);
+    assert_eq!(o["spec"]["priceAdjustment"], "-10%");
+    assert_eq!(o["spec"]["capacity"]["example.com/license"], "1");
+    assert!(o.get("status").is_none());
+    let keys: Vec<&str> = o["spec"]["requirements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "aws.adze.sh/instance-family",
+            "adze.sh/capacity-type",
+            "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+        ],
+        "a key Adze lacks is kept (it selects nothing), never dropped (that would widen the discount)"
+    );
+    let kept = notes_about(&m, "NodeOverlay/savings-plan", "spec.requirements[2]");
+    assert!(
+        kept.iter()
+            .any(|n| n.action && n.message.contains("selects nothing")),
+        "{kept:?}"
+    );
+    let parsed: adze_api::NodeOverlay = serde_json::from_value(o.clone()).unwrap();
+    parsed.validate().unwrap();
+    let both = notes_about(&m, "NodeOverlay/both", "spec");
+    assert!(
+        both.iter().any(|n| n.action
+            && n.message
+                .contains("cannot set both price and priceAdjustment")),
+        "{:?}",
+        m.notes
+    );
+}

@@ -23,11 +23,13 @@
 //! * Each NodePool plans from the catalog as its EC2NodeClass shapes it
 //!   ([`adze_scheduling::node_class`]) when classes are watched (the AWS provider); a pool whose
 //!   class is missing or cannot be read keeps its place but can launch nothing, and says why.
+//! * NodeOverlays then adjust each pool's instance types ([`crate::rules::apply_overlays`], the
+//!   rule `simulate` uses too); what became of each overlay is in [`Built::overlays`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use adze_api::{EC2NodeClass, NodeClaim, NodePool, conditions, convert};
+use adze_api::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool, conditions, convert};
 use adze_scheduling::plan::Unschedulable;
 use adze_scheduling::{
     BoundPod, ExistingNode, InstanceType, Requirement, Requirements, Resources, Snapshot, labels,
@@ -45,6 +47,7 @@ pub struct Objects {
     pub pods: Vec<Arc<Pod>>,
     pub claims: Vec<Arc<NodeClaim>>,
     pub nodepools: Vec<Arc<NodePool>>,
+    pub nodeoverlays: Vec<Arc<NodeOverlay>>,
     pub daemonsets: Vec<Arc<DaemonSet>>,
     pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     pub pvs: Vec<Arc<PersistentVolume>>,
@@ -71,6 +74,8 @@ pub struct Built {
     /// Pending pods left out of the snapshot because their volumes cannot be placed yet, with
     /// the reason (an event on the pod). Their uids are in `pending_uids` too.
     pub unschedulable: Vec<Unschedulable>,
+    /// What became of each NodeOverlay, by name (the NodeOverlay status controller writes it).
+    pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
 }
 
 pub fn owned_by_daemonset(pod: &Pod) -> bool {
@@ -278,19 +283,48 @@ pub fn class_catalog(
     Ok(adze_scheduling::node_class::instance_types(catalog, &facts))
 }
 
+/// Instance types by NodePool name.
+pub type PoolTypes = HashMap<String, Vec<Arc<InstanceType>>>;
+
+/// Each pool's instance types by pool name: the catalog as its node class shapes it
+/// ([`pool_catalog`]), then as the NodeOverlays adjust it ([`crate::rules::apply_overlays`]),
+/// with what became of each overlay. In-flight claims are sized from these too, so a type an
+/// overlay gives an extended resource has it before its node reports it.
+pub fn pool_types(
+    objects: &Objects,
+    catalog: &[Arc<InstanceType>],
+    problems: &mut Vec<String>,
+) -> (PoolTypes, BTreeMap<String, crate::rules::OverlayVerdict>) {
+    let mut out = HashMap::new();
+    let mut pools = Vec::new();
+    for np in &objects.nodepools {
+        let types =
+            pool_catalog(np, objects.nodeclasses.as_deref(), catalog).unwrap_or_else(|why| {
+                problems.push(why);
+                Vec::new()
+            });
+        // A pool that does not convert is reported when the snapshot converts it again.
+        match convert::nodepool(np, types.clone()) {
+            Ok(pool) => pools.push(pool),
+            Err(_) => {
+                out.insert(np.metadata.name.clone().unwrap_or_default(), types);
+            }
+        }
+    }
+    let verdicts =
+        crate::rules::apply_overlays(&mut pools, objects.nodeoverlays.iter().map(|o| o.as_ref()));
+    for pool in pools {
+        out.insert(pool.name, pool.instance_types);
+    }
+    (out, verdicts)
+}
+
 /// Builds the snapshot. `catalog` is what the region offers, with offerings known to be
 /// unavailable already marked so; each pool sees it through its node class ([`pool_catalog`]).
 pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     let mut built = Built::default();
-    let mut pool_types: HashMap<String, Vec<Arc<InstanceType>>> = HashMap::new();
-    for np in &objects.nodepools {
-        let types =
-            pool_catalog(np, objects.nodeclasses.as_deref(), catalog).unwrap_or_else(|why| {
-                built.problems.push(why);
-                Vec::new()
-            });
-        pool_types.insert(np.metadata.name.clone().unwrap_or_default(), types);
-    }
+    let (mut pool_types, overlays) = pool_types(objects, catalog, &mut built.problems);
+    built.overlays = overlays;
     let snap = &mut built.snapshot;
 
     // Claims by providerID, and which of them have registered.

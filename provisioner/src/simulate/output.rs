@@ -196,6 +196,25 @@ pub fn summary(plan: &Plan, elapsed: Duration) -> String {
     )
 }
 
+/// One line per NodeOverlay: applied (to how many pool instance types) or why not.
+fn overlay_lines(scenario: &Scenario) -> String {
+    use crate::rules::OverlayVerdict;
+    let mut out = String::new();
+    for (name, verdict) in &scenario.overlays {
+        let line = match verdict {
+            OverlayVerdict::Applied { types } => {
+                format!("NodeOverlay {name}: applied to {types} NodePool instance types\n")
+            }
+            OverlayVerdict::Invalid(why) => format!("NodeOverlay {name}: not applied: {why}\n"),
+            OverlayVerdict::Conflict { with } => format!(
+                "NodeOverlay {name}: not applied: conflicts with NodeOverlay {with} (same weight, same price or resource; {with} wins)\n"
+            ),
+        };
+        out.push_str(&line);
+    }
+    out
+}
+
 /// `simulate --output table`.
 pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
     let c = &scenario.counts;
@@ -222,6 +241,10 @@ pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
             "instance types"
         ),
     );
+    if c.nodeoverlays > 0 {
+        out.push_str(&overlay_lines(scenario));
+        out.push('\n');
+    }
     if !plan.new_claims.is_empty() {
         let mut rows = vec![
             [

@@ -19,6 +19,9 @@
 //! * **PodDisruptionBudget**: read and counted; placement does not use it.
 //! * **InstanceCatalog** (`adze.sh/v1alpha1`): replaces the embedded EC2 catalog. Several
 //!   are concatenated.
+//! * **NodeOverlay** (`adze.sh/v1alpha1`): validated, then applied to every NodePool's
+//!   instance types by the rule `run` uses ([`crate::rules::apply_overlays`]); an overlay that
+//!   conflicts with another is left out and reported in [`Scenario::overlays`].
 //!
 //! Empty documents are skipped. Anything else — an unknown kind, a document that does not
 //! parse, an invalid object, a duplicate name, a pod bound to a missing node — is a
@@ -34,7 +37,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use adze_api::convert::{self, ConvertError};
-use adze_api::{EC2NodeClass, NodePool, ValidationError};
+use adze_api::{EC2NodeClass, NodeOverlay, NodePool, ValidationError};
 use adze_scheduling::catalog::{self, CatalogEntry};
 use adze_scheduling::scheduler::node_fits_pod;
 use adze_scheduling::taints::first_untolerated;
@@ -69,6 +72,8 @@ pub struct Scenario {
     pub instance_types: Vec<Arc<InstanceType>>,
     /// True when an InstanceCatalog replaced the embedded catalog.
     pub custom_catalog: bool,
+    /// What became of each NodeOverlay, by name.
+    pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
 }
 
 /// How many objects of each kind a scenario held.
@@ -76,6 +81,7 @@ pub struct Scenario {
 pub struct Counts {
     pub nodepools: usize,
     pub ec2nodeclasses: usize,
+    pub nodeoverlays: usize,
     pub nodes: usize,
     pub pending_pods: usize,
     /// Pods on existing nodes, DaemonSet pods included.
@@ -118,7 +124,7 @@ pub enum Problem {
     #[error("{0}")]
     Yaml(YamlError),
     #[error(
-        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget or InstanceCatalog)"
+        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget or InstanceCatalog)"
     )]
     UnknownKind { kind: String, api_version: String },
     /// A kind the scenario knows, under another API group or version.
@@ -131,7 +137,8 @@ pub enum Problem {
     /// The document has a known kind but not its shape.
     #[error("malformed: {0}")]
     Malformed(String),
-    /// A NodePool or EC2NodeClass that fails validation; lists every field at fault.
+    /// A NodePool, EC2NodeClass or NodeOverlay that fails validation; lists every field at
+    /// fault.
     #[error("{0}")]
     Invalid(ValidationError),
     #[error("{0}")]
@@ -162,6 +169,7 @@ impl ScenarioError {
 enum Object {
     NodePool(Box<NodePool>),
     EC2NodeClass(Box<EC2NodeClass>),
+    NodeOverlay(Box<NodeOverlay>),
     Node(Box<core::Node>),
     Pod(Box<core::Pod>),
     Deployment(Box<Deployment>),
@@ -292,7 +300,8 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
         "InstanceCatalog" if api_version == ADZE_V1ALPHA1 => {
             Object::InstanceCatalog(typed(doc, value)?)
         }
-        "NodePool" | "EC2NodeClass" | "InstanceCatalog" => {
+        "NodeOverlay" if api_version == ADZE_V1ALPHA1 => Object::NodeOverlay(typed(doc, value)?),
+        "NodePool" | "EC2NodeClass" | "InstanceCatalog" | "NodeOverlay" => {
             let expected = match kind.as_str() {
                 "NodePool" => ADZE_V1,
                 "EC2NodeClass" => AWS_ADZE_V1,
@@ -378,11 +387,17 @@ impl Scenario {
                         .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
                     b.s.counts.ec2nodeclasses += 1;
                 }
+                Object::NodeOverlay(o) => b.overlay(doc, o)?,
                 Object::Node(n) => b.node(doc, n)?,
                 Object::PodDisruptionBudget => b.s.counts.pod_disruption_budgets += 1,
                 _ => {}
             }
         }
+        let overlays = docs.iter().filter_map(|(_, o)| match o {
+            Object::NodeOverlay(o) => Some(o.as_ref()),
+            _ => None,
+        });
+        b.s.overlays = crate::rules::apply_overlays(&mut b.s.snapshot.nodepools, overlays);
         b.drop_startup_taints();
         for (doc, object) in &docs {
             match object {
@@ -423,6 +438,7 @@ struct Builder {
     /// Pod key → document.
     pods: BTreeMap<String, usize>,
     nodepools: BTreeMap<String, usize>,
+    nodeoverlays: BTreeMap<String, usize>,
     /// DaemonSet pods the scenario lists itself: (namespace, daemonset, node).
     listed_daemon_pods: HashSet<(String, String, String)>,
     /// The document of each of `s.snapshot.daemonsets`.
@@ -505,6 +521,25 @@ impl Builder {
             pool.startup_taints.iter().map(|t| t.key.clone()).collect(),
         );
         self.s.snapshot.nodepools.push(pool);
+        Ok(())
+    }
+
+    /// Refuses an overlay `run` would leave out as invalid: in a scenario the user is there to
+    /// fix it.
+    fn overlay(&mut self, doc: &DocRef, o: &NodeOverlay) -> Result<(), ScenarioError> {
+        o.validate()
+            .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
+        let overlay = convert::overlay(o).map_err(Self::convert_err(doc))?;
+        if let Some(first) = self.nodeoverlays.insert(overlay.name.clone(), doc.index) {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("NodeOverlay {:?}", overlay.name),
+                    first,
+                },
+            ));
+        }
+        self.s.counts.nodeoverlays += 1;
         Ok(())
     }
 

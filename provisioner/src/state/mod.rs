@@ -7,7 +7,7 @@ pub mod signals;
 
 use std::fmt::Debug;
 
-use adze_api::{EC2NodeClass, NodeClaim, NodePool};
+use adze_api::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -24,6 +24,7 @@ pub struct ClusterState {
     pub pods: Store<Pod>,
     pub claims: Store<NodeClaim>,
     pub nodepools: Store<NodePool>,
+    pub nodeoverlays: Store<NodeOverlay>,
     pub daemonsets: Store<DaemonSet>,
     /// Claims, volumes and classes: the zones a pod's volumes tie it to.
     pub pvcs: Store<PersistentVolumeClaim>,
@@ -59,15 +60,31 @@ where
     reader
 }
 
+/// Fails with the way out when the NodeOverlay CRD is missing (Helm installs `crds/` on first
+/// install only, so an upgraded release lacks it until the upgrade guide's CRD step), instead
+/// of waiting forever for a watch that cannot start.
+async fn require_nodeoverlay_crd(client: &Client) -> anyhow::Result<()> {
+    let api: Api<NodeOverlay> = Api::all(client.clone());
+    match api.list(&kube::api::ListParams::default().limit(1)).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => anyhow::bail!(
+            "the NodeOverlay CRD (nodeoverlays.adze.sh, v1alpha1) is not installed: apply the CRDs of this release first (docs/upgrade.md)"
+        ),
+        // Anything else (a 403, the apiserver unreachable) surfaces through the watches.
+        _ => Ok(()),
+    }
+}
+
 impl ClusterState {
     /// Starts the watches and waits until each store has its first list. `nodeclasses`: also
     /// watch EC2NodeClasses, so each pool plans with what its class can launch.
     pub async fn start(client: Client, nodeclasses: bool) -> anyhow::Result<ClusterState> {
+        require_nodeoverlay_crd(&client).await?;
         let s = ClusterState {
             nodes: watch(Api::all(client.clone())),
             pods: watch(Api::all(client.clone())),
             claims: watch(Api::all(client.clone())),
             nodepools: watch(Api::all(client.clone())),
+            nodeoverlays: watch(Api::all(client.clone())),
             daemonsets: watch(Api::all(client.clone())),
             pvcs: watch(Api::all(client.clone())),
             pvs: watch(Api::all(client.clone())),
@@ -83,6 +100,7 @@ impl ClusterState {
         s.pods.wait_until_ready().await?;
         s.claims.wait_until_ready().await?;
         s.nodepools.wait_until_ready().await?;
+        s.nodeoverlays.wait_until_ready().await?;
         s.daemonsets.wait_until_ready().await?;
         s.pvcs.wait_until_ready().await?;
         s.pvs.wait_until_ready().await?;
@@ -96,6 +114,7 @@ impl ClusterState {
             pods: self.pods.state(),
             claims: self.claims.state(),
             nodepools: self.nodepools.state(),
+            nodeoverlays: self.nodeoverlays.state(),
             daemonsets: self.daemonsets.state(),
             pvcs: self.pvcs.state(),
             pvs: self.pvs.state(),
