@@ -732,3 +732,23 @@ fn pod_priority_raises_its_disruption_cost_within_bounds() {
     pod.priority = i32::MIN;
     assert_eq!(pod_disruption_cost(&pod), 0.0);
 }
+
+#[test]
+fn a_static_pool_keeps_its_replicas_through_consolidation() {
+    // The idle node would be deleted (see the first test), and an empty one too; in a
+    // static pool neither emptiness nor consolidation touches them.
+    let input = three_nodes()
+        .node("empty", "m.8x", A, false)
+        .policy(|p| p.fixed_size = true)
+        .build();
+    assert!(decide(&input, &opts()).is_none());
+    assert!(decide_all(&input, &opts(), true, 10).is_empty());
+    // Drift still replaces a static pool's node.
+    let drifted = three_nodes()
+        .policy(|p| p.fixed_size = true)
+        .facts("idle", |f| f.drifted = true)
+        .build();
+    let d = decide(&drifted, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Drifted);
+    assert_eq!(d.node_names(), vec!["idle"]);
+}

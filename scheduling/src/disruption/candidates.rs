@@ -124,9 +124,10 @@ pub(super) fn qualifies(
     match reason {
         Reason::Drifted => facts.drifted,
         Reason::Expired => false,
-        Reason::Empty => empty && consolidatable(policy, facts, now),
+        Reason::Empty => !policy.fixed_size && empty && consolidatable(policy, facts, now),
         Reason::Underutilized => {
-            policy.consolidation != ConsolidationPolicy::WhenEmpty
+            !policy.fixed_size
+                && policy.consolidation != ConsolidationPolicy::WhenEmpty
                 && consolidatable(policy, facts, now)
         }
     }

@@ -108,6 +108,9 @@ pub struct PoolPolicy {
     pub consolidate_after: Option<Duration>,
     /// Empty means no limit.
     pub budgets: Vec<Budget>,
+    /// A static pool (`spec.replicas`): its node count is fixed, so neither emptiness nor
+    /// consolidation takes its nodes; drift does (the scaler launches the replacement).
+    pub fixed_size: bool,
 }
 
 impl PoolPolicy {
@@ -118,6 +121,7 @@ impl PoolPolicy {
             consolidation: ConsolidationPolicy::WhenEmptyOrUnderutilized,
             consolidate_after: Some(Duration::ZERO),
             budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
+            fixed_size: false,
         }
     }
 }
