@@ -239,9 +239,9 @@ fn balanced_pools(ctx: &Context, set: &[&Candidate]) -> Vec<String> {
     let mut pools: Vec<String> = set
         .iter()
         .filter(|c| {
-            ctx.input.policy(&c.nodepool).is_some_and(|p| {
-                p.consolidation == super::ConsolidationPolicy::Balanced
-            })
+            ctx.input
+                .policy(&c.nodepool)
+                .is_some_and(|p| p.consolidation == super::ConsolidationPolicy::Balanced)
         })
         .map(|c| c.nodepool.clone())
         .collect();
