@@ -254,6 +254,31 @@ pinned consol pinned consol | k apply -f - >/dev/null
 # only that key, on a node of its own apart from the pinned pod's, so nothing else keeps it.
 pinned consol kpinned consol karpenter.sh/do-not-disrupt pinned | k apply -f - >/dev/null
 deployment consol web 30 1 1Gi consol | k apply -f - >/dev/null
+# A static pool (spec.replicas) beside them: nodes without pods, consolidation on at once with
+# a 100% budget, and it must keep them all.
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: fixed}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {e2e-pool: fixed}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+  disruption: {consolidateAfter: 0s, budgets: [{nodes: "100%"}]}
+  limits: {nodes: "3"}
+YAML
+fixed_nodes() { k get nodepool fixed -o jsonpath='{.status.nodes}'; }
+wait_for 60 count_is 2 fixed_nodes
+check "static pool: replicas 2 -> 2 launched NodeClaims with no pods (status.nodes $(fixed_nodes))" count_is 2 pool_claims fixed
+k scale nodepool/fixed --replicas=3 >/dev/null
+wait_for 60 count_is 3 fixed_nodes
+check "static pool: kubectl scale --replicas=3 -> a third NodeClaim (status.nodes $(fixed_nodes))" count_is 3 pool_claims fixed
+fixed_names=$(pool_claim_names fixed)
 wait_for 240 count_is 30 ready_pods consol web
 wait_for 60 count_is 1 ready_pods consol pinned
 wait_for 60 count_is 1 ready_pods consol kpinned
@@ -327,6 +352,7 @@ pinned_blocked() {
 }
 wait_for 30 pinned_blocked
 check "a DisruptionBlocked event on $pinned_node names the pinned pod and its annotation" pinned_blocked
+check "static pool kept its 3 empty nodes through consolidation (same NodeClaims)" test "$(pool_claim_names fixed)" == "$fixed_names"
 
 wait_for 120 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=expire -o json | jq -r '[.items[].metadata.name] | sort | join(\" \")')\" != '$expire_first' ]]"
 wait_for 60 count_is 1 ready_pods expire e

@@ -32,6 +32,10 @@ use crate::{
     category = "adze",
     derive = "PartialEq",
     doc = "NodePool is the set of nodes Adze may launch for pending pods, and how it may disrupt them.",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.nodes"
+    ),
     printcolumn(
         name = "NodeClass",
         type_ = "string",
@@ -72,6 +76,8 @@ use crate::{
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.replicas) == has(oldSelf.replicas)").message("replicas cannot be added to or removed from an existing NodePool (static and dynamic pools do not convert); create a new NodePool"))]
+#[x_kube(validation = Rule::new("!has(self.replicas) || !has(self.weight)").message("weight cannot be set on a static NodePool (one with replicas)"))]
 pub struct NodePoolSpec {
     /// What every NodeClaim launched from this pool looks like.
     pub template: NodeClaimTemplate,
@@ -87,6 +93,21 @@ pub struct NodePoolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub weight: Option<i32>,
+    /// Makes the pool static (Karpenter's static capacity): Adze keeps exactly this many
+    /// NodeClaims whatever the pods, launching none for pending pods and consolidating none
+    /// away; drift and expiry still replace them. `kubectl scale nodepool/<name> --replicas=N`
+    /// sets it. Only `limits.nodes` applies, no weight, and a pool cannot become static or stop
+    /// being static.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub replicas: Option<i64>,
+}
+
+impl NodePoolSpec {
+    /// Whether the pool keeps a fixed node count (`spec.replicas`).
+    pub fn is_static(&self) -> bool {
+        self.replicas.is_some()
+    }
 }
 
 /// The NodeClaim a pool stamps out: node metadata plus the NodeClaim spec.
@@ -156,6 +177,9 @@ pub enum ConsolidationPolicy {
     /// Also nodes whose pods fit elsewhere or on a cheaper replacement.
     #[default]
     WhenEmptyOrUnderutilized,
+    /// As WhenEmptyOrUnderutilized, but only moves whose savings (as a share of the pool's
+    /// cost) are at least half their disruption (as a share of the pool's), as Karpenter's.
+    Balanced,
 }
 
 /// Why a node is being voluntarily disrupted; budgets may apply to some reasons only.
@@ -304,4 +328,8 @@ pub struct NodePoolStatus {
     /// node class edits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_class_observed_generation: Option<i64>,
+    /// How many launched NodeClaims the pool has (`resources.nodes` as an integer): the scale
+    /// subresource's current replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<i64>,
 }

@@ -118,6 +118,27 @@ impl NodePoolSpec {
                 format!("must be between 1 and 100, got {weight}"),
             );
         }
+        if let Some(replicas) = self.replicas {
+            if replicas < 0 {
+                problems.add(
+                    &spec.field("replicas"),
+                    format!("must be 0 or more, got {replicas}"),
+                );
+            }
+            if self.weight.is_some() {
+                problems.add(
+                    &spec.field("weight"),
+                    "cannot be set on a static NodePool (one with replicas)".to_string(),
+                );
+            }
+            // A static pool's size is its replicas: resource caps have nothing to act on.
+            for key in self.limits.keys().filter(|k| k.as_str() != "nodes") {
+                problems.add(
+                    &spec.field("limits").key(key),
+                    "a static NodePool (one with replicas) takes only limits.nodes".to_string(),
+                );
+            }
+        }
         problems.0
     }
 }

@@ -291,6 +291,7 @@ const KUBERNETES_IO: &str = "label domain \"kubernetes.io\" is restricted";
 const K8S_IO: &str = "label domain \"k8s.io\" is restricted";
 const ADZE_SH: &str = "label domain \"adze.sh\" is restricted";
 const EMPTY_TAGS: &str = "empty tag keys or values aren't supported";
+const STATIC_FOR_LIFE: &str = "replicas cannot be added to or removed from an existing NodePool (static and dynamic pools do not convert); create a new NodePool";
 
 /// The requirement rules, appended as a new requirement at `list` (a JSON pointer).
 fn requirement_cases(kind: &'static str, base: &Value, list: &str, at: &str) -> Vec<Case> {
@@ -518,6 +519,47 @@ fn nodepool_cases() -> Vec<Case> {
         .fails(
             ".spec.template.spec.nodeClassRef",
             "nodeClassRef.kind is immutable",
+        ),
+        case(
+            "NodePool made static by an update",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/replicas", json!(2)), ("/spec/weight", Value::Null)],
+            ),
+        )
+        .updating(with(base.clone(), &[("/spec/weight", Value::Null)]))
+        .fails(".spec", STATIC_FOR_LIFE),
+        case(
+            "NodePool static no more",
+            k,
+            with(base.clone(), &[("/spec/weight", Value::Null)]),
+        )
+        .updating(with(
+            base.clone(),
+            &[("/spec/replicas", json!(2)), ("/spec/weight", Value::Null)],
+        ))
+        .fails(".spec", STATIC_FOR_LIFE),
+        case(
+            "NodePool scaled",
+            k,
+            with(
+                base.clone(),
+                &[("/spec/replicas", json!(5)), ("/spec/weight", Value::Null)],
+            ),
+        )
+        .updating(with(
+            base.clone(),
+            &[("/spec/replicas", json!(2)), ("/spec/weight", Value::Null)],
+        )),
+        case(
+            "NodePool static with a weight",
+            k,
+            with(base.clone(), &[("/spec/replicas", json!(2))]),
+        )
+        .fails(
+            ".spec",
+            "weight cannot be set on a static NodePool (one with replicas)",
         ),
     ];
     cases.extend(requirement_cases(

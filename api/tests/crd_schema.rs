@@ -126,7 +126,7 @@ fn nodepool_crd_carries_enums_patterns_and_cel_rules() {
 
     assert_eq!(
         enum_at(&schema, ".spec.disruption.consolidationPolicy"),
-        ["WhenEmpty", "WhenEmptyOrUnderutilized"]
+        ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
     );
     assert_eq!(
         enum_at(&schema, ".spec.template.spec.taints[].effect"),

@@ -58,9 +58,16 @@ pub fn wants_node(pod: &Pod) -> bool {
         && !is_gated(pod)
 }
 
-/// Why `pool` may not launch nodes now, or None when it may.
+/// Why `pool` may not launch nodes for pods now, or None when it may. A static pool
+/// (`spec.replicas`) never does: its NodeClaims are kept at a fixed count by
+/// [`crate::nodepool::replicas`], whatever the pods (pods still land on its nodes).
 pub fn nodepool_unusable(pool: &NodePool) -> Option<&'static str> {
-    is_terminating(&pool.metadata).then_some("it is being deleted")
+    if is_terminating(&pool.metadata) {
+        return Some("it is being deleted");
+    }
+    pool.spec
+        .is_static()
+        .then_some("it is static (spec.replicas): its node count is fixed")
 }
 
 /// What became of one NodeOverlay.

@@ -171,7 +171,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         client: client.clone(),
         state: state.clone(),
         cloud: cloud.clone(),
-        unavailable,
+        unavailable: unavailable.clone(),
         registration_timeout: config.registration_timeout,
         launch_timeout: config.launch_timeout,
         remove_startup_taints: cloud.name() == "simulated",
@@ -185,6 +185,14 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         interval: Duration::from_secs(5),
     };
     let startup = crate::metrics::startup::run(state.clone(), Duration::from_secs(2));
+    let static_pools = crate::nodepool::replicas::Replicas {
+        client: client.clone(),
+        state: state.clone(),
+        cloud: cloud.clone(),
+        unavailable: unavailable.clone(),
+        max_instance_types: config.max_instance_types,
+        interval: Duration::from_secs(2),
+    };
     let nodepool_status = crate::nodepool::Status {
         client: client.clone(),
         state: state.clone(),
@@ -219,6 +227,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
         _ = nodeoverlay_status.run() => {}
+        _ = static_pools.run() => {}
         _ = prices => {}
         _ = startup => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),

@@ -442,6 +442,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Marks pod "default/`name`" do-not-disrupt until `until` (the duration form).
+    pub fn do_not_disrupt_pod_until(mut self, name: &str, until: i64) -> Self {
+        self.pod_facts(name).do_not_disrupt_until = Some(until);
+        self
+    }
+
     /// Puts pod "default/`name`" under PDB `pdb`.
     pub fn pdb_pod(mut self, name: &str, pdb: &str) -> Self {
         self.pod_facts(name).pdbs.push(pdb.to_string());
@@ -469,6 +475,7 @@ impl ClusterBuilder {
         self.input.pods.push(crate::disruption::PodFacts {
             pod: key,
             do_not_disrupt: false,
+            do_not_disrupt_until: None,
             pdbs: Vec::new(),
         });
         self.input.pods.last_mut().expect("just pushed")

@@ -24,6 +24,7 @@ pub mod quantity;
 pub mod requirements;
 pub mod resources;
 pub mod scheduler;
+pub mod static_pool;
 pub mod taints;
 pub mod topology;
 

@@ -645,3 +645,110 @@ fn consolidation_is_decided_once_per_call_and_only_when_asked() {
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].reason, Reason::Drifted);
 }
+
+#[test]
+fn do_not_disrupt_duration_keeps_the_node_only_until_it_runs_out() {
+    let now = 1_000_000;
+    let pinned = three_nodes()
+        .now(now)
+        .do_not_disrupt_pod_until("b1", now + 1)
+        .build();
+    let d = decide(&pinned, &opts());
+    assert!(
+        d.as_ref().is_none_or(|d| !d.node_names().contains(&"idle")),
+        "{d:?}"
+    );
+    assert_eq!(
+        blocked(&pinned)[0].blocker,
+        Blocker::DoNotDisruptPod("default/b1".into())
+    );
+    // At the instant it runs out the pin is gone: the idle node is taken as without it.
+    let lapsed = three_nodes()
+        .now(now)
+        .do_not_disrupt_pod_until("b1", now)
+        .build();
+    let d = decide(&lapsed, &opts()).expect("a decision");
+    assert_eq!(d.node_names(), vec!["idle"], "{}", d.message);
+    assert_eq!(blocked(&lapsed), vec![]);
+}
+
+/// Two m.8x nodes, each with eight 750m pods: neither can take the other's pods, and each
+/// (or both together) can move to a cheaper c-family node, saving 14% of what is removed
+/// while evicting every pod of the pool or half of them.
+fn two_busy_nodes() -> ClusterBuilder {
+    let mut b = cluster()
+        .node("a", "m.8x", A, false)
+        .node("b", "m.8x", A, false);
+    for i in 0..8 {
+        b = b
+            .pod("a", p(&format!("a{i}"), 750))
+            .pod("b", p(&format!("b{i}"), 750));
+    }
+    b
+}
+
+#[test]
+fn balanced_refuses_a_marginal_replacement_that_disrupts_many_pods() {
+    use adze_scheduling::disruption::ConsolidationPolicy;
+    // Under WhenEmptyOrUnderutilized any saving is taken.
+    let d = decide(&two_busy_nodes().build(), &opts()).expect("a decision");
+    assert_eq!(d.action(), Action::Replace, "{}", d.message);
+    // Balanced: the best move saves at most 14% of the pool's cost for at least 50% of its
+    // disruption, a score of about 0.14 against the 0.5 needed.
+    let balanced = two_busy_nodes()
+        .policy(|p| p.consolidation = ConsolidationPolicy::Balanced)
+        .build();
+    let d = decide(&balanced, &opts());
+    assert!(d.is_none(), "{d:?}");
+}
+
+#[test]
+fn balanced_takes_a_delete_whose_savings_match_its_disruption() {
+    use adze_scheduling::disruption::ConsolidationPolicy;
+    // Deleting the idle node saves a third of the pool's cost and causes a third of its
+    // disruption (per node 1 + 1 per pod, 2 of 6): score 1.0.
+    let input = three_nodes()
+        .policy(|p| p.consolidation = ConsolidationPolicy::Balanced)
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.node_names(), vec!["idle"], "{}", d.message);
+    assert!(
+        d.message
+            .contains("Balanced NodePool default: score 1.00 >= 0.50 (saves 33.3% of the pool's cost, disrupts 33.3%"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn pod_priority_raises_its_disruption_cost_within_bounds() {
+    use adze_scheduling::disruption::consolidation::pod_disruption_cost;
+    let mut pod = p("x", 100);
+    assert_eq!(pod_disruption_cost(&pod), 1.0);
+    pod.priority = 1 << 25;
+    assert_eq!(pod_disruption_cost(&pod), 2.0);
+    pod.priority = i32::MAX;
+    assert_eq!(pod_disruption_cost(&pod), 10.0);
+    pod.priority = i32::MIN;
+    assert_eq!(pod_disruption_cost(&pod), 0.0);
+}
+
+#[test]
+fn a_static_pool_keeps_its_replicas_through_consolidation() {
+    // The idle node would be deleted (see the first test), and an empty one too; in a
+    // static pool neither emptiness nor consolidation touches them.
+    let input = three_nodes()
+        .node("empty", "m.8x", A, false)
+        .policy(|p| p.fixed_size = true)
+        .build();
+    assert!(decide(&input, &opts()).is_none());
+    assert!(decide_all(&input, &opts(), true, 10).is_empty());
+    // Drift still replaces a static pool's node.
+    let drifted = three_nodes()
+        .policy(|p| p.fixed_size = true)
+        .facts("idle", |f| f.drifted = true)
+        .build();
+    let d = decide(&drifted, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Drifted);
+    assert_eq!(d.node_names(), vec!["idle"]);
+}

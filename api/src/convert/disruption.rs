@@ -52,9 +52,11 @@ pub fn pool_policy(np: &crate::NodePool) -> Result<PoolPolicy, ConvertError> {
         consolidation: match d.consolidation_policy {
             ApiPolicy::WhenEmpty => ConsolidationPolicy::WhenEmpty,
             ApiPolicy::WhenEmptyOrUnderutilized => ConsolidationPolicy::WhenEmptyOrUnderutilized,
+            ApiPolicy::Balanced => ConsolidationPolicy::Balanced,
         },
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
+        fixed_size: np.spec.is_static(),
     })
 }
 

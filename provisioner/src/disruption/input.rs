@@ -54,9 +54,11 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
             adze_api::nodepool::ConsolidationPolicy::WhenEmptyOrUnderutilized => {
                 ConsolidationPolicy::WhenEmptyOrUnderutilized
             }
+            adze_api::nodepool::ConsolidationPolicy::Balanced => ConsolidationPolicy::Balanced,
         },
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
+        fixed_size: pool.spec.is_static(),
     })
 }
 
@@ -65,12 +67,68 @@ fn unix(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> UnixSeconds
 }
 
 /// Adze's key or Karpenter's, so workloads annotated for Karpenter keep their protection.
+/// On a node or NodeClaim only "true" counts (Karpenter gives the duration form to pods only).
 fn do_not_disrupt(a: Option<&std::collections::BTreeMap<String, String>>) -> bool {
     a.is_some_and(|a| {
         labels::DO_NOT_DISRUPT_KEYS
             .iter()
             .any(|k| a.get(*k).is_some_and(|v| v == "true"))
     })
+}
+
+/// How long a pod's do-not-disrupt annotation keeps its node, ordered from weakest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PodProtection {
+    None,
+    Until(UnixSeconds),
+    Indefinite,
+}
+
+/// A pod's do-not-disrupt (either key), read as Karpenter v1.x reads it: "true" protects
+/// indefinitely; a positive Go duration ("30m", "4h") protects until that long after the pod
+/// started (`status.startTime`; indefinitely while there is none: not knowing is not
+/// permission); "false" protects nothing. Any other value protects nothing, as in Karpenter,
+/// and comes back as a problem naming the annotation so it is not dropped silently.
+pub fn pod_protection(pod: &Pod) -> (PodProtection, Vec<String>) {
+    let mut out = PodProtection::None;
+    let mut problems = Vec::new();
+    let Some(annotations) = pod.metadata.annotations.as_ref() else {
+        return (out, problems);
+    };
+    let started = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map(unix);
+    for key in labels::DO_NOT_DISRUPT_KEYS {
+        let Some(value) = annotations.get(key) else {
+            continue;
+        };
+        let this = match value.as_str() {
+            "true" => PodProtection::Indefinite,
+            "false" => PodProtection::None,
+            v => match adze_api::duration::parse_go_duration(v) {
+                Ok(d) if !d.is_zero() => {
+                    let until = started.and_then(|s| {
+                        i64::try_from(d.as_secs())
+                            .ok()
+                            .and_then(|secs| s.checked_add(secs))
+                    });
+                    until.map_or(PodProtection::Indefinite, PodProtection::Until)
+                }
+                _ => {
+                    problems.push(format!(
+                        "pod {}/{}: metadata.annotations[{key}]: {v:?} is neither \"true\" nor a positive duration (e.g. \"30m\"); it protects nothing",
+                        pod.metadata.namespace.as_deref().unwrap_or("default"),
+                        pod.metadata.name.as_deref().unwrap_or_default()
+                    ));
+                    PodProtection::None
+                }
+            },
+        };
+        out = out.max(this);
+    }
+    (out, problems)
 }
 
 fn going_away(node: &Node) -> bool {
@@ -319,7 +377,7 @@ pub fn build(
         if c.metadata.deletion_timestamp.is_none() {
             let consolidatable = pool_name
                 .and_then(|p| policies.iter().find(|pol| &pol.nodepool == p))
-                .filter(|pol| pure::consolidatable(pol, &f, extra.now))
+                .filter(|pol| !pol.fixed_size && pure::consolidatable(pol, &f, extra.now))
                 .map(|pol| {
                     format!(
                         "no pod scheduled to or removed from the node for consolidateAfter ({}s)",
@@ -353,11 +411,18 @@ pub fn build(
             .filter(|b| b.selects(&ns, &pod_labels, extra.pdb_empty_selects_all))
             .map(pdb::Budget::key)
             .collect();
-        let dnd = do_not_disrupt(p.metadata.annotations.as_ref());
-        if dnd || !pdbs.is_empty() {
+        let (protection, invalid) = pod_protection(p);
+        problems.extend(invalid);
+        let (dnd, until) = match protection {
+            PodProtection::None => (false, None),
+            PodProtection::Until(t) => (false, Some(t)),
+            PodProtection::Indefinite => (true, None),
+        };
+        if dnd || until.is_some() || !pdbs.is_empty() {
             pod_facts.push(PodFacts {
                 pod: format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or_default()),
                 do_not_disrupt: dnd,
+                do_not_disrupt_until: until,
                 pdbs,
             });
         }
@@ -406,6 +471,62 @@ mod tests {
             ann("example.com/do-not-disrupt", "true").as_ref()
         ));
         assert!(!do_not_disrupt(None));
+        // The duration form is a pod's only (Karpenter): on a node it protects nothing.
+        assert!(!do_not_disrupt(
+            ann("karpenter.sh/do-not-disrupt", "1h").as_ref()
+        ));
+    }
+
+    fn annotated(value: &str, started: Option<&str>) -> Pod {
+        let mut v = json!({"metadata": {"name": "job", "namespace": "ci",
+            "annotations": {"karpenter.sh/do-not-disrupt": value}}});
+        if let Some(t) = started {
+            v["status"] = json!({"startTime": t});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn pod_do_not_disrupt_duration_runs_from_the_pods_start() {
+        // 2026-01-01T00:00:00Z
+        let start = 1_767_225_600;
+        let p = annotated("1h30m", Some("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            pod_protection(&p),
+            (PodProtection::Until(start + 5400), vec![])
+        );
+        assert_eq!(
+            pod_protection(&annotated("true", None)),
+            (PodProtection::Indefinite, vec![])
+        );
+        // No start time yet: kept, as Karpenter does, rather than guessed.
+        assert_eq!(
+            pod_protection(&annotated("4h", None)),
+            (PodProtection::Indefinite, vec![])
+        );
+        assert_eq!(
+            pod_protection(&annotated("false", None)),
+            (PodProtection::None, vec![])
+        );
+    }
+
+    #[test]
+    fn invalid_do_not_disrupt_values_protect_nothing_and_are_reported() {
+        for bad in ["yes", "0s", "-5m", "1d", ""] {
+            let (protection, problems) =
+                pod_protection(&annotated(bad, Some("2026-01-01T00:00:00Z")));
+            assert_eq!(protection, PodProtection::None, "{bad:?}");
+            assert_eq!(problems.len(), 1, "{bad:?}");
+            assert!(
+                problems[0]
+                    .contains("pod ci/job: metadata.annotations[karpenter.sh/do-not-disrupt]"),
+                "{}",
+                problems[0]
+            );
+        }
+        // Go's largest duration does not overflow the deadline.
+        let (protection, _) = pod_protection(&annotated("2562047h", Some("2026-01-01T00:00:00Z")));
+        assert!(matches!(protection, PodProtection::Until(t) if t > 1_767_225_600));
     }
 
     use super::*;
@@ -692,6 +813,7 @@ mod tests {
             vec![PodFacts {
                 pod: "shop/web-1".into(),
                 do_not_disrupt: true,
+                do_not_disrupt_until: None,
                 pdbs: vec!["shop/web".into()],
             }]
         );

@@ -445,12 +445,8 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
             ),
         }
     }
-    if let Some(replicas) = spec.as_object_mut().and_then(|s| s.remove("replicas")) {
-        notes.action(
-            "spec.replicas",
-            format!("static NodePools (a fixed count, here {replicas}) are not supported; removed, the pool will scale with pending pods"),
-        );
-    }
+    // `spec.replicas` (a static pool) is carried as is; validation below refuses what a static
+    // pool may not have (weight, limits other than nodes), each at its path.
     let out = object("adze.sh/v1", "NodePool", &v, spec, notes);
     typed::<NodePool>(out, notes, dropped, |p| {
         p.validate().err().map(|e| e.errors)

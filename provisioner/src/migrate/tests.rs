@@ -144,7 +144,7 @@ fn fields_adze_does_not_have_are_reported_not_silently_lost() {
 }
 
 #[test]
-fn unsupported_families_capacity_and_static_pools_need_action() {
+fn unsupported_families_and_capacity_need_action_static_pools_are_carried() {
     let m = migrate(LEGACY).unwrap();
     assert_eq!(
         m.objects.len(),
@@ -169,9 +169,9 @@ fn unsupported_families_capacity_and_static_pools_need_action() {
             .iter()
             .any(|n| n.action && n.message.contains("reserved"))
     );
-    let replicas = notes_about(&m, "NodePool/reserved-only", "spec.replicas");
-    assert_eq!(replicas.len(), 1, "one note per field: {replicas:#?}");
-    assert!(replicas[0].action && replicas[0].message.contains("here 3"));
+    // A static pool is carried: Adze keeps its replicas too.
+    assert_eq!(pool["spec"]["replicas"], 3);
+    assert!(notes_about(&m, "NodePool/reserved-only", "spec.replicas").is_empty());
     let family = notes_about(&m, "EC2NodeClass/windows", "spec.amiFamily");
     assert!(family[0].action && family[0].message.contains("Windows2022"));
     let alias = notes_about(&m, "EC2NodeClass/windows", "spec.amiSelectorTerms[0].alias");
@@ -668,7 +668,8 @@ fn eks_auto_mode_keys_are_renamed_and_every_error_has_its_own_path() {
             ("adze.sh/capacity-type", "Exists"),
         ]
     );
-    assert!(spec["disruption"].get("consolidationPolicy").is_none());
+    // Karpenter's Balanced is carried as is: Adze scores moves the same way.
+    assert_eq!(spec["disruption"]["consolidationPolicy"], "Balanced");
     assert_eq!(spec["template"]["spec"]["expireAfter"], "336h");
     assert_eq!(
         fields_of(&m, "NodePool/general-purpose"),
@@ -678,16 +679,17 @@ fn eks_auto_mode_keys_are_renamed_and_every_error_has_its_own_path() {
             ("spec.template.spec.requirements[2]", true),
             ("spec.template.spec.requirements[3]", false),
             ("spec.template.spec.nodeClassRef.group", true),
-            ("spec.disruption.consolidationPolicy", true),
             ("spec.template.spec.requirements[4]", true),
         ])
     );
-    let balanced = notes_about(
-        &m,
-        "NodePool/general-purpose",
-        "spec.disruption.consolidationPolicy",
+    assert!(
+        notes_about(
+            &m,
+            "NodePool/general-purpose",
+            "spec.disruption.consolidationPolicy"
+        )
+        .is_empty()
     );
-    assert!(balanced[0].message.contains("Balanced"));
     let near = notes_about(
         &m,
         "NodePool/general-purpose",

@@ -6,6 +6,8 @@
 //! status is what people and dashboards read, and so are `adze_nodepool_usage` and
 //! `adze_nodepool_limit`, published from the same figures on every pass.
 
+pub mod replicas;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -210,7 +212,8 @@ impl Status {
                             && (w.status || c.message == w.message)
                     })
                 });
-                if current == resources && unchanged {
+                let node_count = nodes.parse::<i64>().ok();
+                if current == resources && unchanged && status.nodes == node_count {
                     continue;
                 }
                 let mut written = status.conditions.clone();
@@ -225,7 +228,9 @@ impl Status {
                     .into_iter()
                     .map(|(k, v)| (k, Quantity(v)))
                     .collect();
-                let patch = json!({"status": {"resources": quantities, "conditions": conditions}});
+                // `nodes` is what `kubectl scale` reads back (the scale subresource's
+                // statusReplicasPath).
+                let patch = json!({"status": {"resources": quantities, "conditions": conditions, "nodes": node_count}});
                 if let Err(e) = api
                     .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await

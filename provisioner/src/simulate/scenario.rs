@@ -500,6 +500,17 @@ impl Builder {
     fn nodepool(&mut self, doc: &DocRef, np: &NodePool) -> Result<(), ScenarioError> {
         np.validate()
             .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
+        // `run` keeps a static pool at its replicas whatever the pods; a scenario plans for
+        // pods, so it has nothing to show for one: refused rather than skipped.
+        if np.spec.is_static() {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Field {
+                    field: "spec.replicas".into(),
+                    message: "static NodePools launch nothing for pods and are not simulated; give their nodes as Nodes instead".into(),
+                },
+            ));
+        }
         let pool =
             convert::nodepool(np, self.s.instance_types.clone()).map_err(Self::convert_err(doc))?;
         if let Some(first) = self.nodepools.insert(pool.name.clone(), doc.index) {

@@ -15,7 +15,8 @@
 //! evicted: they stay until their deletion time (Karpenter v1). Without one they are evicted
 //! like any other pod, so a deleted node is never held forever.
 
-use adze_scheduling::labels::{DO_NOT_DISRUPT_KEYS, TAINT_DISRUPTED};
+use crate::disruption::input::PodProtection;
+use adze_scheduling::labels::TAINT_DISRUPTED;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 /// Pods at or above this priority are system-critical (`system-cluster-critical` is 2e9).
@@ -45,7 +46,8 @@ pub struct DrainPod {
     pub terminating: bool,
     /// `spec.terminationGracePeriodSeconds` (30 when unset).
     pub grace_seconds: i64,
-    /// Annotated `adze.sh/do-not-disrupt` or `karpenter.sh/do-not-disrupt`: "true".
+    /// Annotated `adze.sh/do-not-disrupt` or `karpenter.sh/do-not-disrupt`: "true", or a
+    /// duration that has not run out since the pod started.
     pub do_not_disrupt: bool,
 }
 
@@ -71,7 +73,7 @@ fn tolerates_disrupted(t: &Toleration) -> bool {
 }
 
 /// How the drain treats `pod`.
-pub fn classify(pod: &Pod) -> DrainPod {
+pub fn classify(pod: &Pod, now: i64) -> DrainPod {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref();
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -120,11 +122,11 @@ pub fn classify(pod: &Pod) -> DrainPod {
         grace_seconds: spec
             .and_then(|s| s.termination_grace_period_seconds)
             .unwrap_or(DEFAULT_POD_GRACE),
-        do_not_disrupt: meta.annotations.as_ref().is_some_and(|a| {
-            DO_NOT_DISRUPT_KEYS
-                .iter()
-                .any(|k| a.get(*k).is_some_and(|v| v == "true"))
-        }),
+        do_not_disrupt: match crate::disruption::input::pod_protection(pod).0 {
+            PodProtection::Indefinite => true,
+            PodProtection::Until(until) => now < until,
+            PodProtection::None => false,
+        },
     }
 }
 
@@ -180,7 +182,7 @@ mod tests {
     use serde_json::json;
 
     fn pod(v: serde_json::Value) -> DrainPod {
-        classify(&serde_json::from_value(v).unwrap())
+        classify(&serde_json::from_value(v).unwrap(), 0)
     }
 
     fn regular(name: &str) -> DrainPod {
@@ -327,6 +329,19 @@ mod tests {
         );
         // No deadline: evicted like any pod, so the node is never held forever.
         assert_eq!(keys(&plan(&[pinned], None).evict), vec!["web/p"]);
+    }
+
+    #[test]
+    fn a_do_not_disrupt_duration_pins_the_pod_only_until_it_runs_out() {
+        let v = json!({"metadata": {"name": "p", "namespace": "web", "uid": "p",
+            "annotations": {"adze.sh/do-not-disrupt": "10m"}},
+            "spec": {"containers": []}, "status": {"startTime": "2026-01-01T00:00:00Z"}});
+        let started = 1_767_225_600;
+        let pod: Pod = serde_json::from_value(v).unwrap();
+        assert!(classify(&pod, started + 599).do_not_disrupt);
+        assert!(!classify(&pod, started + 600).do_not_disrupt);
+        let lapsed = classify(&pod, started + 600);
+        assert_eq!(keys(&plan(&[lapsed], Some(3600)).evict), vec!["web/p"]);
     }
 
     #[test]

@@ -362,7 +362,10 @@ impl Termination {
             .into_iter()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&node_name))
             .collect();
-        let classified: Vec<drain::DrainPod> = pods.iter().map(|p| drain::classify(p)).collect();
+        let classified: Vec<drain::DrainPod> = pods
+            .iter()
+            .map(|p| drain::classify(p, now.as_second()))
+            .collect();
         let step = drain::plan(&classified, remaining);
         for (p, grace) in &step.delete {
             self.delete_for_deadline(claim, &node_name, p, *grace, remaining.unwrap_or(0))
@@ -405,7 +408,10 @@ impl Termination {
     async fn kept_volumes(&self, pods: &[Arc<Pod>]) -> anyhow::Result<BTreeSet<String>> {
         let mut out = BTreeSet::new();
         for p in pods {
-            if drain::classify(p).stays.is_none() {
+            if drain::classify(p, k8s_openapi::jiff::Timestamp::now().as_second())
+                .stays
+                .is_none()
+            {
                 continue;
             }
             let ns = p.namespace().unwrap_or_default();

@@ -3,7 +3,7 @@
 //!
 //! A candidate is an initialized node of a NodePool that has a policy, not in flight, not
 //! already disrupting, without do-not-disrupt (any of [`labels::DO_NOT_DISRUPT_KEYS`]) on the
-//! node or any of its pods, and whose pods' PodDisruptionBudgets each allow at least one
+//! node or any of its pods (a pod's duration form protects only until it runs out), and whose pods' PodDisruptionBudgets each allow at least one
 //! eviction now. (A decision that takes several nodes also keeps, per PDB, the pods it evicts
 //! within what the PDB allows; see [`super::consolidation`].)
 
@@ -124,9 +124,10 @@ pub(super) fn qualifies(
     match reason {
         Reason::Drifted => facts.drifted,
         Reason::Expired => false,
-        Reason::Empty => empty && consolidatable(policy, facts, now),
+        Reason::Empty => !policy.fixed_size && empty && consolidatable(policy, facts, now),
         Reason::Underutilized => {
-            policy.consolidation == ConsolidationPolicy::WhenEmptyOrUnderutilized
+            !policy.fixed_size
+                && policy.consolidation != ConsolidationPolicy::WhenEmpty
                 && consolidatable(policy, facts, now)
         }
     }
@@ -239,7 +240,7 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
                 let Some(pf) = pod_facts.get(key.as_str()) else {
                     continue;
                 };
-                if pf.do_not_disrupt {
+                if pf.protected(input.now) {
                     return Some(Blocker::DoNotDisruptPod(key));
                 }
                 for pdb in &pf.pdbs {

@@ -21,6 +21,10 @@
 //! than what is removed (so whichever the cloud launches saves money); a spot node replaced
 //! by spot only when at least [`super::Options::spot_to_spot_min_types`] such cheaper types
 //! remain (fewer options means a higher chance the new spot node is interrupted soon).
+//!
+//! `Balanced` pools ([`super::ConsolidationPolicy::Balanced`]) add one test, Karpenter's:
+//! a move must save a share of its pool's cost at least half the share of its pool's
+//! disruption it causes ([`balanced_score`]).
 
 use std::collections::BTreeMap;
 
@@ -189,7 +193,146 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
         }
         plan.total_price_per_hour = claim.price_per_hour;
     }
-    Ok(ctx.decision(Reason::Underutilized, set, plan))
+    let replacement = plan.new_claims.first().map_or(0.0, |c| c.price_per_hour);
+    let mut scores = Vec::new();
+    for pool in balanced_pools(ctx, set) {
+        let s = balanced_score(ctx.input, &pool, set, replacement);
+        if !s.passes() {
+            return Err(Invalidated::NotWorthIt(s.to_string()));
+        }
+        scores.push(s.to_string());
+    }
+    let mut d = ctx.decision(Reason::Underutilized, set, plan);
+    for s in scores {
+        d.message.push_str("; ");
+        d.message.push_str(&s);
+    }
+    Ok(d)
+}
+
+/// Karpenter's `k` for `Balanced`: a move passes when its score is at least `1/k`. 2 is the
+/// smallest value at which replacing a node by one of half its price passes in a pool of
+/// identical nodes.
+pub const BALANCED_K: f64 = 2.0;
+
+/// What evicting `pod` costs for `Balanced` scoring, after Karpenter's eviction cost: 1,
+/// plus the pod's priority / 2^25, kept within [0, 10]. (Karpenter also adds
+/// `controller.kubernetes.io/pod-deletion-cost` / 2^27; Adze does not read that annotation.)
+pub fn pod_disruption_cost(pod: &crate::Pod) -> f64 {
+    (1.0 + f64::from(pod.priority) / f64::from(1u32 << 25)).clamp(0.0, 10.0)
+}
+
+/// A node's disruption cost: 1 for the node itself (so an empty node costs something and
+/// the pool total is never 0) plus each of its non-DaemonSet pods' [`pod_disruption_cost`].
+fn node_disruption_cost(input: &super::Input, node: &str) -> f64 {
+    1.0 + input
+        .snapshot
+        .bound
+        .iter()
+        .filter(|b| !b.daemon && b.node == node)
+        .map(|b| pod_disruption_cost(&b.pod))
+        .sum::<f64>()
+}
+
+/// The `Balanced` pools among the nodes of `set`, each once, in name order.
+fn balanced_pools(ctx: &Context, set: &[&Candidate]) -> Vec<String> {
+    let mut pools: Vec<String> = set
+        .iter()
+        .filter(|c| {
+            ctx.input
+                .policy(&c.nodepool)
+                .is_some_and(|p| p.consolidation == super::ConsolidationPolicy::Balanced)
+        })
+        .map(|c| c.nodepool.clone())
+        .collect();
+    pools.sort();
+    pools.dedup();
+    pools
+}
+
+/// How a move scores for one `Balanced` pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BalancedScore {
+    pub nodepool: String,
+    /// What the move saves per hour out of the pool's nodes: their prices less their share
+    /// of the replacement (shared by price when the move spans pools).
+    pub savings: f64,
+    /// The move's savings over the hourly price of all the pool's nodes.
+    pub savings_fraction: f64,
+    /// The removed nodes' disruption cost over that of all the pool's nodes.
+    pub disruption_fraction: f64,
+}
+
+impl BalancedScore {
+    /// savings fraction / disruption fraction; 0 when the move saves nothing.
+    pub fn score(&self) -> f64 {
+        if self.savings <= 0.0 || self.disruption_fraction <= 0.0 {
+            return 0.0;
+        }
+        self.savings_fraction / self.disruption_fraction
+    }
+
+    pub fn passes(&self) -> bool {
+        self.savings > 0.0 && self.score() >= 1.0 / BALANCED_K
+    }
+}
+
+impl std::fmt::Display for BalancedScore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Balanced NodePool {}: score {:.2} {} {:.2} (saves {:.1}% of the pool's cost, disrupts {:.1}% of its pods' cost)",
+            self.nodepool,
+            self.score(),
+            if self.passes() { ">=" } else { "<" },
+            1.0 / BALANCED_K,
+            self.savings_fraction * 100.0,
+            self.disruption_fraction * 100.0
+        )
+    }
+}
+
+/// Karpenter's `Balanced` score of removing `set` (and launching a replacement costing
+/// `replacement` per hour) for `pool`: the move's savings as a fraction of the pool's total
+/// node cost, divided by its disruption as a fraction of the pool's total disruption cost
+/// (per node: 1 + its pods' [`pod_disruption_cost`]). Both are fractions of the same pool,
+/// so the score does not change with the pool's size. Pure and deterministic.
+pub fn balanced_score(
+    input: &super::Input,
+    pool: &str,
+    set: &[&Candidate],
+    replacement: f64,
+) -> BalancedScore {
+    let pool_nodes = input
+        .snapshot
+        .nodes
+        .iter()
+        .filter(|n| n.nodepool.as_deref() == Some(pool));
+    let (mut total_cost, mut total_disruption) = (0.0, 0.0);
+    for n in pool_nodes {
+        total_cost += super::candidates::node_price(input, n);
+        total_disruption += node_disruption_cost(input, &n.name);
+    }
+    let removed_all: f64 = set.iter().map(|c| c.price).sum();
+    let here: Vec<&&Candidate> = set.iter().filter(|c| c.nodepool == pool).collect();
+    let removed_here: f64 = here.iter().map(|c| c.price).sum();
+    let share = if removed_all > 0.0 {
+        removed_here / removed_all
+    } else {
+        0.0
+    };
+    let savings = removed_here - replacement * share;
+    let disruption: f64 = here
+        .iter()
+        .map(|c| node_disruption_cost(input, &c.name))
+        .sum();
+    let frac = |x: f64, total: f64| if total > 0.0 { x / total } else { 0.0 };
+    BalancedScore {
+        nodepool: pool.to_string(),
+        savings,
+        savings_fraction: frac(savings, total_cost),
+        disruption_fraction: frac(disruption, total_disruption),
+    }
 }
 
 /// A resource-only necessary-ish test for removing one node, so the scheduler runs only for

@@ -9,9 +9,10 @@
 //!    drifted means).
 //! 2. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
 //!    `consolidateAfter`) the budgets allow.
-//! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized`): the
-//!    largest-saving set of nodes whose pods fit on the other nodes plus at most one cheaper
-//!    replacement, multi-node first, then single-node. See [`consolidation`].
+//! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized` or
+//!    `Balanced`): the largest-saving set of nodes whose pods fit on the other nodes plus at
+//!    most one cheaper replacement, multi-node first, then single-node; under `Balanced` only
+//!    moves whose savings justify their disruption. See [`consolidation`].
 //!
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
 //! do-not-disrupt, and the controller carries it out before asking for a decision.
@@ -91,6 +92,9 @@ pub enum ConsolidationPolicy {
     /// Also nodes whose pods fit elsewhere, or on one cheaper replacement.
     #[default]
     WhenEmptyOrUnderutilized,
+    /// As `WhenEmptyOrUnderutilized`, but a move is taken only when what it saves justifies
+    /// the pods it disrupts (Karpenter v1.x; see [`consolidation::balanced_score`]).
+    Balanced,
 }
 
 /// A NodePool's disruption settings (`spec.disruption`). `expireAfter` is each NodeClaim's
@@ -104,6 +108,9 @@ pub struct PoolPolicy {
     pub consolidate_after: Option<Duration>,
     /// Empty means no limit.
     pub budgets: Vec<Budget>,
+    /// A static pool (`spec.replicas`): its node count is fixed, so neither emptiness nor
+    /// consolidation takes its nodes; drift does (the scaler launches the replacement).
+    pub fixed_size: bool,
 }
 
 impl PoolPolicy {
@@ -114,6 +121,7 @@ impl PoolPolicy {
             consolidation: ConsolidationPolicy::WhenEmptyOrUnderutilized,
             consolidate_after: Some(Duration::ZERO),
             budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
+            fixed_size: false,
         }
     }
 }
@@ -168,8 +176,20 @@ pub struct PodFacts {
     /// The pod carries `adze.sh/do-not-disrupt: "true"` (or `karpenter.sh/do-not-disrupt`):
     /// its node is not disrupted.
     pub do_not_disrupt: bool,
+    /// The annotation's duration form ("4h", Karpenter v1.x): the node is kept only until
+    /// this time (the pod's start plus the duration), so a stuck workload cannot pin a node
+    /// for ever. Ignored when `do_not_disrupt` is set.
+    pub do_not_disrupt_until: Option<UnixSeconds>,
     /// Names of the PodDisruptionBudgets selecting the pod (keys into [`Input::pdbs`]).
     pub pdbs: Vec<String>,
+}
+
+impl PodFacts {
+    /// Whether do-not-disrupt keeps the pod's node at `now`: indefinitely, or until its
+    /// duration has run out since the pod started.
+    pub fn protected(&self, now: UnixSeconds) -> bool {
+        self.do_not_disrupt || self.do_not_disrupt_until.is_some_and(|until| now < until)
+    }
 }
 
 /// A PodDisruptionBudget as its status reports it.
