@@ -151,13 +151,25 @@ mod tests {
 
     #[test]
     fn a_hold_says_how_long_until_its_limit() {
-        let d = decide(HOLD, &pod(1), None, &[pool("default")], Duration::from_secs(280));
+        let d = decide(
+            HOLD,
+            &pod(1),
+            None,
+            &[pool("default")],
+            Duration::from_secs(280),
+        );
         assert_eq!(
             d,
             Decision::Hold("NodePool default can serve it (hold limit reached in 20s)".into())
         );
         let forever = Policy::Hold { limit: None };
-        let d = decide(forever, &pod(1), None, &[pool("default")], Duration::from_secs(280));
+        let d = decide(
+            forever,
+            &pod(1),
+            None,
+            &[pool("default")],
+            Duration::from_secs(280),
+        );
         assert_eq!(d, Decision::Hold("NodePool default can serve it".into()));
     }
 
