@@ -31,6 +31,11 @@ if [[ "${1:-}" != --write-manifests ]]; then
   for script in e2e/*.sh e2e/kind/run.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
     if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -x -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
+  # A check must fail on empty input (`jq -e` on nothing, `! grep` on a missing log, ...).
+  for lint_args in --self-test ""; do
+    # shellcheck disable=SC2086 # "" runs the lint itself
+    python3 e2e/harness/empty-input-lint.py $lint_args || static_failed=$((static_failed+1))
+  done
   grep -q -- '--locked' Dockerfile && grep -q 'nonroot' Dockerfile && echo "PASS: Dockerfile: --locked build, nonroot runtime" \
     || { echo "FAIL: Dockerfile: --locked build, nonroot runtime"; static_failed=$((static_failed+1)); }
 fi
