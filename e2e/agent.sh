@@ -52,7 +52,7 @@ ready_web() {
     and any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
 }
 pods_on() { # node: web pods still on it (terminating included)
-  k get pods -n web --field-selector "spec.nodeName=$1" -o name | wc -l
+  count k get pods -n web --field-selector "spec.nodeName=$1" -o name
 }
 has_taint() { k get node "$1" -o json | jqe --arg k "$2" 'any(.spec.taints[]?; .key == $k)' >/dev/null; }
 agent_ready() { k get node "$1" -o json | jqe 'any(.status.conditions[]?; .type == "AdzeAgentReady" and .status == "True")' >/dev/null; }
@@ -201,7 +201,7 @@ echo "IMDS on $victim during the drain: token requests $tokens0 -> $tokens1, 401
 check "token expired mid-drain: a 401, then a new token" test "$unauth1" -gt "$unauth0" -a "$tokens1" -gt "$tokens0"
 wait_for 60 count_is 6 ready_web
 kill "$sampler" 2>/dev/null; sampler=
-check "all 6 pods Running and Ready again, none on $victim" bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n web --field-selector spec.nodeName=$victim -o name | wc -l) = 0 ]"
+check "all 6 pods Running and Ready again, none on $victim" count_is 0 pods_on "$victim"
 check "6 pods Ready after the drain" count_is 6 ready_web
 min_ready=$(sort -n "$dir/pdb-samples" | head -1)
 echo "PDB minAvailable 5: lowest Ready count sampled during the drain: $min_ready ($(wc -l <"$dir/pdb-samples") samples)"

@@ -143,8 +143,8 @@ all_initialized() { kj nodeclaims | jqe '(.items | length) as $n | [.items[] | s
 wait_for 30 all_initialized
 check "every NodeClaim Initialized" all_initialized
 check "Nominated events written by the ServiceAccount" bash -c "kubectl --kubeconfig $KUBECONFIG get events -n web --field-selector reason=Nominated -o name | grep -q ."
-check "no RBAC denial in the provisioner log" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/provisioner.log'"
-check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
+check "no RBAC denial in the provisioner log" absent -i 'forbidden|is not allowed|Unauthorized' "$dir/provisioner.log"
+check "no panics in the provisioner log" absent panicked "$dir/provisioner.log"
 kill "$prov_pid" 2>/dev/null; wait "$prov_pid" 2>/dev/null; prov_pid=
 
 # ---- the extender as a default install configures it: HTTPS, client certificates ---------
@@ -206,7 +206,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 stranger=$(ext_curl --cert "$tls/stranger.crt" --key "$tls/stranger.key" -o /dev/null -w '%{http_code}' -X POST -d '{}' "$ext_url/bind"); stranger_rc=$?
 check "a client certificate of another CA fails the TLS handshake (curl exit $stranger_rc, HTTP ${stranger:-none})" \
   bash -c "[ $stranger_rc -ne 0 ] && [ '${stranger:-000}' = 000 ]"
-check "no RBAC denial in the extender log (its ServiceAccount suffices)" bash -c "! grep -qiE 'forbidden|is not allowed|Unauthorized' '$dir/extender.log'"
+check "no RBAC denial in the extender log (its ServiceAccount suffices)" absent -i 'forbidden|is not allowed|Unauthorized' "$dir/extender.log"
 
 # kube-scheduler with the stanza the chart rendered for a control plane
 # (scheduler-config-v1beta1.yaml of the ConfigMap), the files copied as its comments say,

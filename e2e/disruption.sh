@@ -153,7 +153,7 @@ check "evictions went through the Eviction API (Evicted events)" bash -c "kubect
 if (( on_victim > 2 )); then
   check "the PDB refused some evictions (429 retried, not forced)" grep -q "refused by a PodDisruptionBudget" "$dir/provisioner.log"
 fi
-check "no pod force-deleted" bash -c "! grep -q force-deleted '$dir/provisioner.log'"
+check "no pod force-deleted" absent force-deleted "$dir/provisioner.log"
 wait_for 120 count_is 8 ready_pods drain web
 check "all 8 pods Ready again elsewhere" count_is 8 ready_pods drain web
 
@@ -170,7 +170,7 @@ t0=$(now)
 k delete nodeclaim "$gvictim" --wait=false >/dev/null
 sleep 10
 check "after 10 s (grace 15 s) the pods are still there, evictions refused" \
-  bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaim $gvictim && ! grep -q 'force-deleted' '$dir/provisioner.log'"
+  bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaim $gvictim && absent force-deleted '$dir/provisioner.log'"
 # The grace period runs from the claim's deletionTimestamp, which the API server records in
 # whole seconds: up to 1 s before the script's t0.
 gdeleted=$(date -d "$(k get nodeclaim "$gvictim" -o jsonpath='{.metadata.deletionTimestamp}')" +%s)
@@ -447,6 +447,6 @@ check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples
 check "50 pods Ready after the rollout" count_is 50 ready_pods fleet f
 
 check "provisioner still running" kill -0 "$prov_pid"
-check "no panics in provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
+check "no panics in provisioner log" absent panicked "$dir/provisioner.log"
 rbac_audit
 e2e_summary

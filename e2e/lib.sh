@@ -32,8 +32,23 @@ count_is() { [[ "$("${@:2}")" == "$1" ]]; }
 # jqe ARGS...: `jq -e` that also fails when jq printed nothing. jq 1.6 (Debian bookworm) exits 0
 # on empty input, so a check fed by a kubectl that failed would otherwise pass on nothing.
 # Exported, so checks run through `bash -c` have it too.
-jqe() { local out; out=$(jq -e "$@") || return 1; [[ -n "$out" ]]; }
+jqe() { local out; out=$(jq -e "$@") || return 1; [[ -n "$out" ]]; }  # empty-input-ok: the definition
 export -f jqe
+# absent [-i] ERE FILE...: no line of the FILEs matches ERE, and every FILE exists and is not
+# empty: `! grep` passes on a log that is missing or was never written.
+absent() {
+  local flags=-qE f
+  if [[ "${1:-}" == -i ]]; then flags=-qiE; shift; fi
+  local pat=$1; shift
+  (( $# > 0 )) || { echo "absent: no file given" >&2; return 1; }
+  for f in "$@"; do [[ -s "$f" ]] || { echo "absent: $f is missing or empty" >&2; return 1; }; done
+  ! grep "$flags" -- "$pat" "$@"  # empty-input-ok: every file was checked above
+}
+export -f absent
+# count CMD...: how many lines CMD printed, or nothing and status 1 when CMD failed, so that
+# `count_is 0` on a kubectl that failed does not pass (`... | wc -l` prints 0 then).
+count() { local out; out=$("$@") || return 1; if [[ -z "$out" ]]; then echo 0; else wc -l <<<"$out"; fi; }
+export -f count
 
 # cpu_secs PID: CPU seconds (user + system) the process has used so far; 0 when it is gone.
 cpu_secs() {

@@ -518,6 +518,6 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
 fi
 
 check "provisioner still running" kill -0 "$prov_pid"
-check "no panics in the provisioner logs" bash -c "! grep -q panicked '$dir'/provisioner*.log"
+check "no panics in the provisioner logs" absent panicked "$dir"/provisioner*.log
 rbac_audit
 e2e_summary

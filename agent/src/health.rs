@@ -93,7 +93,14 @@ impl Checker {
             None => None,
             Some(url) => Some(match url.parse::<hyper::Uri>() {
                 Ok(uri) => tokio::time::timeout(self.cfg.timeout, async {
-                    let resp = self.http.get(uri).await.ok()?;
+                    let req = hyper::Request::get(uri)
+                        .header(
+                            hyper::header::USER_AGENT,
+                            adze_cli::user_agent("adze-agent"),
+                        )
+                        .body(Empty::new())
+                        .ok()?;
+                    let resp = self.http.request(req).await.ok()?;
                     let ok = resp.status().is_success();
                     let _ = resp.into_body().collect().await;
                     Some(ok)

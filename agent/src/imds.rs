@@ -92,6 +92,11 @@ impl Imds {
                 path
             ))
             .header(header.0, header.1)
+            // Names the agent in whatever logs IMDS requests (a proxy, the simulator).
+            .header(
+                hyper::header::USER_AGENT,
+                adze_cli::user_agent("adze-agent"),
+            )
             .body(Full::new(Bytes::new()))
             .map_err(|e| ImdsError::Transport {
                 path: path.into(),

@@ -16,6 +16,13 @@ pub struct Clients {
     pub pricing: aws_sdk_pricing::Client,
 }
 
+/// Every SDK request's User-Agent carries `app/adze-provisioner-<version>` (the SDK's app
+/// name: no `/` allowed), so CloudTrail's userAgent field names Adze and its version.
+fn app_name() -> aws_config::AppName {
+    aws_config::AppName::new(concat!("adze-provisioner-", env!("CARGO_PKG_VERSION")))
+        .expect("a literal of the characters AppName allows")
+}
+
 impl Clients {
     /// With `endpoint`, every service goes there, and credentials come from the environment or
     /// fixed test values (moto accepts any); without it, the SDK's default chain applies.
@@ -38,6 +45,7 @@ impl Clients {
         // adaptive mode also slows this client's own sends once it has been throttled.
         let retries = aws_config::retry::RetryConfig::adaptive().with_max_attempts(8);
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .app_name(app_name())
             .region(Region::new(region.to_string()))
             .timeout_config(timeouts)
             .retry_config(retries)
@@ -71,6 +79,29 @@ impl Clients {
                     )
                     .build(),
             ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_sdk_client_names_adze_and_its_version() {
+        // An endpoint nothing listens on: building the clients makes no request.
+        let c = Clients::new("us-east-1", Some("http://127.0.0.1:9")).await;
+        let want = format!("adze-provisioner-{}", env!("CARGO_PKG_VERSION"));
+        let names = [
+            c.ec2.config().app_name(),
+            c.ssm.config().app_name(),
+            c.sqs.config().app_name(),
+            c.iam.config().app_name(),
+            c.eks.config().app_name(),
+            c.pricing.config().app_name(),
+        ];
+        for name in names {
+            assert_eq!(name.map(|n| n.as_ref()), Some(want.as_str()));
         }
     }
 }

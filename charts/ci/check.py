@@ -8,6 +8,9 @@ namespace of the throwaway control plane, so the API server also validates each 
   check.py                    lint, render value sets, schema rejections, upgrade, uninstall,
                               kind config, manifests/ in sync with the chart
   check.py --write-manifests  regenerate manifests/ from the chart
+  check.py --offline          no cluster: manifests/kubernetes-*/ are what the chart renders
+                              for each Kubernetes version family (charts/ci/offline.py)
+  check.py --write-offline-manifests   regenerate those, no cluster
 """
 
 import asyncio
@@ -30,7 +33,7 @@ import rbac_calls
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "adze"
-KUBECONFIG = os.environ["KUBECONFIG"]
+KUBECONFIG = os.environ.get("KUBECONFIG", "")
 passed = 0
 failed = 0
 
@@ -255,7 +258,8 @@ def expect_aws(docs):
         check(f"scheduler config {key}: kube-scheduler's backoff 1 s doubling to 2 s (chart defaults)",
               cfg.get("podInitialBackoffSeconds") == 1 and cfg.get("podMaxBackoffSeconds") == 2, json.dumps(cfg))
     check("1.20: PodDisruptionBudgets are policy/v1beta1",
-          all(d["apiVersion"] == "policy/v1beta1" for d in docs if d["kind"] == "PodDisruptionBudget"))
+          any(d["kind"] == "PodDisruptionBudget" for d in docs)
+          and all(d["apiVersion"] == "policy/v1beta1" for d in docs if d["kind"] == "PodDisruptionBudget"))
     expect_tls_default(docs, "aws", "aws-adze", "check-aws")
 
 
@@ -371,6 +375,8 @@ def expect_tls_generated(docs):
     """Generated PKI with a fixed ClusterIP, the chart's scheduler and the webhook."""
     expect_tls_default(docs, "tls-generated", "tls-generated-adze", "check-tls-generated", cluster_ip="10.96.200.202")
     sched = one(docs, "Deployment", "-scheduler")
+    check("tls-generated: the 1.33 scheduler retries an unschedulable pod after 60 s at the latest (the hold limit ends on time)",
+          "--pod-max-in-unschedulable-pods-duration=60s" in container(sched)["command"], json.dumps(container(sched)["command"]))
     vols = sched["spec"]["template"]["spec"]["volumes"]
     sources = [src["secret"] for v in vols for src in v.get("projected", {}).get("sources", [])]
     check("tls-generated: the scheduler mounts the generated CA and its client certificate",
@@ -541,6 +547,8 @@ def expect_eks_second_scheduler(docs):
     ext = cfg["extenders"][0]
     check("eks: the second scheduler retries with the chart's backoff (1 s to 2 s)",
           cfg.get("podInitialBackoffSeconds") == 1 and cfg.get("podMaxBackoffSeconds") == 2, json.dumps(cfg))
+    check("eks: scheduler.podMaxInUnschedulablePodsDuration=45s becomes the scheduler's flag",
+          "--pod-max-in-unschedulable-pods-duration=45s" in container(sched)["command"], json.dumps(container(sched)["command"]))
     check("eks: second scheduler profile adze-scheduler, HTTPS extender with a CA file",
           cfg["profiles"][0]["schedulerName"] == "adze-scheduler" and ext["enableHTTPS"] is True
           and ext["urlPrefix"].startswith("https://") and ext["tlsConfig"]["caFile"] == "/etc/kubernetes/adze/ca.crt",
@@ -645,6 +653,9 @@ def expect_v1beta1_secret(docs):
     check("1.20 scheduler: v1beta1 config, single replica without leader election",
           cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1" and cfg["leaderElection"]["leaderElect"] is False)
     check("1.20 scheduler image, ignorable: no bindVerb", "bindVerb" not in cfg["extenders"][0], json.dumps(cfg))
+    cmd = container(one(docs, "Deployment", "-scheduler"))["command"]
+    check("1.20 scheduler image: no --pod-max-in-unschedulable-pods-duration (1.24+; 60 s built in)",
+          not any(a.startswith("--pod-max-in-unschedulable-pods-duration") for a in cmd), json.dumps(cmd))
     svc = one(docs, "Service", "-extender")
     check("fixed ClusterIP for the extender Service", svc["spec"]["clusterIP"] == "10.96.200.201")
     vols = one(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["volumes"]
@@ -689,7 +700,7 @@ VALUE_SETS = [
         "extender": {"tls": {"certManager": {"enabled": True}},
                      "networkPolicy": {"enabled": True, "from": [
                          {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]}},
-        "scheduler": {"enabled": True},
+        "scheduler": {"enabled": True, "podMaxInUnschedulablePodsDuration": "45s"},
         "webhook": {"enabled": True},
         "metrics": {"serviceMonitor": {"enabled": True},
                     "dashboard": {"enabled": True, "annotations": {"grafana_folder": "Adze"}},
@@ -744,6 +755,10 @@ BAD = [
     ("a preemption hold limit with preemption allowed",
      {"cloudProvider": "simulated", "extender": {"preemption": {"policy": "allow", "holdLimit": "1m"}}},
      "extender.preemption.holdLimit has no effect"),
+    ("the unschedulable-pods duration on a scheduler image without the flag",
+     {"cloudProvider": "simulated", "scheduler": {"enabled": True, "replicas": 1, "image": {"tag": "v1.23.9"},
+                                                  "podMaxInUnschedulablePodsDuration": "45s"}},
+     "scheduler.podMaxInUnschedulablePodsDuration needs scheduler.image.tag 1.24"),
     ("a scheduler CA file without TLS", {"cloudProvider": "simulated", "schedulerConfig": {"caFile": "/x/ca.crt"},
                                          "extender": {"tls": {"insecurePlainHTTP": True}}},
      "schedulerConfig.caFile has no effect with extender.tls.insecurePlainHTTP=true"),
@@ -834,11 +849,11 @@ def render_sets():
         docs = docs_of(r["manifest"])
         check(f"{name}: installs into a 1.20 API server ({len(docs)} objects)", r["info"]["status"] == "deployed")
         check(f"{name}: every object has apiVersion, kind, name",
-              all(d.get("apiVersion") and d.get("kind") and d.get("metadata", {}).get("name") for d in docs))
+              bool(docs) and all(d.get("apiVersion") and d.get("kind") and d.get("metadata", {}).get("name") for d in docs))
         namespaced = [d for d in docs if d["kind"] not in
                       ("ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration")]
         check(f"{name}: namespaced objects in the release namespace (kube-system for the auth reader)",
-              all(d["metadata"].get("namespace") in (ns, "kube-system") for d in namespaced))
+              bool(namespaced) and all(d["metadata"].get("namespace") in (ns, "kube-system") for d in namespaced))
         try:
             expect(docs)
         except (AssertionError, KeyError, TypeError) as e:
@@ -995,10 +1010,10 @@ MANIFEST_FILES = {
 }
 
 
-def manifests_from_chart():
-    r = install("adze", "adze-system", MANIFEST_VALUES)
+def split_manifest(manifest, files):
+    """Helm's manifest as {path under manifests/: [object texts]}, by source template."""
     parts = {}
-    for chunk in r["manifest"].split("\n---\n"):
+    for chunk in manifest.split("\n---\n"):
         m = re.search(r"^# Source: adze/templates/(\S+)$", chunk, re.M)
         if not m:
             continue
@@ -1006,8 +1021,15 @@ def manifests_from_chart():
             line for line in chunk.strip("\n-").splitlines()
             if not re.search(r"helm\.sh/chart:|app\.kubernetes\.io/managed-by:|^# Source:", line)
         )
-        text = text.replace("apiVersion: policy/v1beta1", "apiVersion: policy/v1  # policy/v1beta1 on 1.20")
-        parts.setdefault(MANIFEST_FILES[m.group(1)], []).append(text.strip() + "\n")
+        parts.setdefault(files.get(m.group(1), m.group(1)), []).append(text.strip() + "\n")
+    return parts
+
+
+def manifests_from_chart():
+    r = install("adze", "adze-system", MANIFEST_VALUES)
+    parts = {path: [t.replace("apiVersion: policy/v1beta1", "apiVersion: policy/v1  # policy/v1beta1 on 1.20")
+                    for t in texts]
+             for path, texts in split_manifest(r["manifest"], MANIFEST_FILES).items()}
     header = ("# Generated from charts/adze by `charts/ci/check.sh --write-manifests`; do not edit.\n"
               "# Replace CLUSTER_NAME, CLUSTER_ENDPOINT, ACCOUNT_ID and the region (us-west-2); prefer\n"
               "# the chart, which also sets --cluster-ca and --kubernetes-version.\n")
@@ -1037,7 +1059,82 @@ def manifests(write):
               crd.read_text() == (base / "crds" / crd.name).read_text())
 
 
+# Kubernetes version families the chart renders differently (.Capabilities: policy/v1beta1
+# PodDisruptionBudgets and the v1beta1 scheduler config before 1.25, the agent's
+# ValidatingAdmissionPolicy and binding through the extender from 1.30), and the version
+# each is rendered at: the oldest of the family, whose API versions the newer ones serve too.
+VERSION_FAMILIES = [("1.20", "1.20-1.24", "1.20.0"), ("1.25", "1.25-1.29", "1.25.0"), ("1.30", "1.30+", "1.30.0")]
+
+
+def offline_manifests():
+    import offline
+    out = {}
+    files = dict(MANIFEST_FILES, **{"agent-admission-policy.yaml": "agent-admission-policy.yaml"})
+    for short, family, version in VERSION_FAMILIES:
+        manifest = offline.render(version, MANIFEST_VALUES)
+        header = (f"# Kubernetes {family}: rendered from charts/adze as for a {version} API server, with no\n"
+                  f"# cluster (`charts/ci/check.py --write-offline-manifests`); do not edit.\n"
+                  "# Replace CLUSTER_NAME, CLUSTER_ENDPOINT, ACCOUNT_ID and the region (us-west-2); prefer\n"
+                  "# the chart, which also sets --cluster-ca and --kubernetes-version. Certificates: cert-manager\n"
+                  "# issues the extender's and kube-scheduler's (extender.tls.certManager.enabled), so nothing\n"
+                  "# here depends on `lookup` or on keys generated at render time.\n")
+        base = f"kubernetes-{short}"
+        for path, texts in split_manifest(manifest, files).items():
+            out[f"{base}/{path}"] = header + "---\n".join(texts)
+        for chunk in manifest.split("\n---\n"):
+            doc = yaml.safe_load(chunk) if "-scheduler-config" in chunk else None
+            if doc and doc.get("kind") == "ConfigMap" and doc["metadata"]["name"].endswith("-scheduler-config"):
+                for key in sorted(doc["data"]):
+                    if key.startswith("scheduler-config-"):
+                        out[f"{base}/scheduler/kube-{key}"] = (
+                            f"# kube-scheduler --config for a self-managed Kubernetes {family} control plane: the\n"
+                            f"# default scheduler with the Adze extender. Rendered from charts/adze as for {version}; do not edit.\n"
+                            + doc["data"][key])
+    return out
+
+
+def offline(write):
+    out = offline_manifests()
+    base = ROOT / "manifests"
+    if write:
+        for short, _, _ in VERSION_FAMILIES:
+            shutil.rmtree(base / f"kubernetes-{short}", ignore_errors=True)
+        for path, text in out.items():
+            (base / path).parent.mkdir(parents=True, exist_ok=True)
+            (base / path).write_text(text)
+        print(f"wrote {len(out)} files under manifests/kubernetes-*/")
+        return
+    committed = {str(p.relative_to(base)) for short, _, _ in VERSION_FAMILIES
+                 for p in (base / f"kubernetes-{short}").rglob("*") if p.is_file()}
+    stale = sorted(p for p, t in out.items() if not (base / p).is_file() or (base / p).read_text() != t)
+    extra = sorted(committed - set(out))
+    check(f"manifests/kubernetes-*/ are what the chart renders per version family ({len(out)} files; "
+          "charts/ci/check.py --write-offline-manifests)", bool(out) and not stale and not extra,
+          f"stale: {stale}, not rendered any more: {extra}")
+    by_family = {short: {p.split("/", 1)[1]: t for p, t in out.items() if p.startswith(f"kubernetes-{short}/")}
+                 for short, _, _ in VERSION_FAMILIES}
+    for short, family, _ in VERSION_FAMILIES:
+        docs = [d for t in by_family[short].values() for d in yaml.safe_load_all(t) if d]
+        pdbs = {d["apiVersion"] for d in docs if d["kind"] == "PodDisruptionBudget"}
+        want = {"policy/v1beta1"} if short == "1.20" else {"policy/v1"}
+        check(f"offline {family}: PodDisruptionBudgets are {sorted(want)[0]}", pdbs == want, str(pdbs))
+        vap = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+        check(f"offline {family}: the agent's ValidatingAdmissionPolicy {'rendered' if short == '1.30' else 'absent'}",
+              bool(vap) == (short == "1.30"), str(len(vap)))
+        cfg = yaml.safe_load(by_family[short].get("scheduler/kube-scheduler-config-v1.yaml", "{}")) or {}
+        ext = (cfg.get("extenders") or [{}])[0]
+        check(f"offline {family}: the control plane's config binds through the extender only on 1.30+ (ignorable)",
+              bool(ext) and ("bindVerb" in ext) == (short == "1.30"), json.dumps(ext))
+        check(f"offline {family}: a v1beta1 scheduler config only before 1.25",
+              ("scheduler/kube-scheduler-config-v1beta1.yaml" in by_family[short]) == (short == "1.20"))
+
+
 def main():
+    if "--offline" in sys.argv or "--write-offline-manifests" in sys.argv:
+        offline("--write-offline-manifests" in sys.argv)
+        if "--offline" in sys.argv:
+            print(f"{passed} passed, {failed} failed")
+        return 0 if failed == 0 else 1
     if "--write-manifests" in sys.argv:
         manifests(True)
         return 0

@@ -3,6 +3,8 @@
 #
 #   charts/ci/check.sh                    # all checks; prints PASS:/FAIL: and "N passed, N failed"
 #   charts/ci/check.sh --write-manifests  # regenerate manifests/ from the chart
+#   charts/ci/check.sh --offline          # only what needs no cluster (static checks, and
+#                                         # manifests/kubernetes-*/ per version family)
 #
 # Uses Helm's own library from PyPI (helm-sdkpy, in a venv under ~/.cache/adze) and a
 # throwaway Kubernetes 1.20 control plane (e2e/harness): helm-sdkpy has no `template`, so
@@ -31,8 +33,26 @@ if [[ "${1:-}" != --write-manifests ]]; then
   for script in e2e/*.sh e2e/kind/run.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
     if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -x -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
+  # A check must fail on empty input (`jq -e` on nothing, `! grep` on a missing log, ...).
+  for lint_args in --self-test ""; do
+    # shellcheck disable=SC2086 # "" runs the lint itself
+    python3 e2e/harness/empty-input-lint.py $lint_args || static_failed=$((static_failed+1))
+  done
   grep -q -- '--locked' Dockerfile && grep -q 'nonroot' Dockerfile && echo "PASS: Dockerfile: --locked build, nonroot runtime" \
     || { echo "FAIL: Dockerfile: --locked build, nonroot runtime"; static_failed=$((static_failed+1)); }
+fi
+
+# No cluster needed: manifests/kubernetes-*/, the chart rendered for each Kubernetes version
+# family by a stand-in API server (charts/ci/offline.py).
+# shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
+if [[ "${1:-}" == --write-manifests ]]; then
+  "$helm_python" charts/ci/check.py --write-offline-manifests || exit 1
+elif ! "$helm_python" charts/ci/check.py --offline; then
+  static_failed=$((static_failed+1))
+fi
+if [[ "${1:-}" == --offline ]]; then
+  if [[ "$static_failed" -gt 0 ]]; then echo "($static_failed static check(s) failed above)"; exit 1; fi
+  exit 0
 fi
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }

@@ -216,7 +216,7 @@ fi
 # The preempt fix: hand the extenders create() builds to the profiles as well, so the
 # preemption plugin (and anything else asking the framework for them) sees them.
 factory="$SRC/pkg/scheduler/factory.go"
-if ! grep -q 'frameworkruntime.WithExtenders(extenders)' "$factory"; then
+if ! grep -q 'frameworkruntime.WithExtenders(extenders)' "$factory"; then  # empty-input-ok: the patch step below greps the same file and fails when it is missing
   grep -qF 'frameworkruntime.WithPodNominator(nominator),' "$factory" \
     || die "pkg/scheduler/factory.go has no WithPodNominator option line to add WithExtenders beside"
   sed -i 's/^\t\tframeworkruntime.WithPodNominator(nominator),$/&\n\t\tframeworkruntime.WithExtenders(extenders),/' "$factory"

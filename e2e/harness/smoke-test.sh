@@ -275,7 +275,7 @@ else
   fail "create CRD"
 fi
 established() { api GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.smoke.adze.dev |
-  jq -e '.status.conditions[]? | select(.type=="Established" and .status=="True")' >/dev/null; }
+  jq '[.status.conditions[]? | select(.type=="Established" and .status=="True")] | length > 0' | grep -qx true; }
 if retry 30 established; then pass "CRD Established"; else fail "CRD not Established"; fi
 
 obj='{"apiVersion": "smoke.adze.dev/v1", "kind": "Widget",

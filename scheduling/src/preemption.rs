@@ -104,7 +104,13 @@ pub fn decide(
             age.as_secs(),
             limit.as_secs()
         )),
-        _ => Decision::Hold(format!("NodePool {pool} can serve it")),
+        // The time left is logged because kube-scheduler, not the extender, decides when
+        // the pod is asked about again (docs/extender.md: the hold limit on 1.28+).
+        Some(limit) => Decision::Hold(format!(
+            "NodePool {pool} can serve it (hold limit reached in {}s)",
+            limit.saturating_sub(age).as_secs()
+        )),
+        None => Decision::Hold(format!("NodePool {pool} can serve it")),
     }
 }
 
@@ -137,6 +143,33 @@ mod tests {
     #[test]
     fn holds_for_a_pod_a_plain_pool_can_serve() {
         let d = decide(HOLD, &pod(1000), None, &[pool("default")], Duration::ZERO);
+        assert_eq!(
+            d,
+            Decision::Hold("NodePool default can serve it (hold limit reached in 300s)".into())
+        );
+    }
+
+    #[test]
+    fn a_hold_says_how_long_until_its_limit() {
+        let d = decide(
+            HOLD,
+            &pod(1),
+            None,
+            &[pool("default")],
+            Duration::from_secs(280),
+        );
+        assert_eq!(
+            d,
+            Decision::Hold("NodePool default can serve it (hold limit reached in 20s)".into())
+        );
+        let forever = Policy::Hold { limit: None };
+        let d = decide(
+            forever,
+            &pod(1),
+            None,
+            &[pool("default")],
+            Duration::from_secs(280),
+        );
         assert_eq!(d, Decision::Hold("NodePool default can serve it".into()));
     }
 

@@ -236,6 +236,11 @@ clientConnection:
 profiles:
   - schedulerName: default-scheduler
 {{- include "adze.schedulerConfig.certHelp" $ctx }}
+{{- if eq $ctx.Values.extender.preemption.policy "hold" }}
+# On 1.24+ also run kube-scheduler with --pod-max-in-unschedulable-pods-duration=60s: from
+# 1.28 a pod whose preemption the extender holds is retried only after a cluster event that
+# could free room for it or after that duration (default 5m), so the hold limit would end late.
+{{- end }}
 {{- end }}
 {{- with $ctx.Values.schedulerConfig }}
 {{- if not (kindIs "invalid" .podInitialBackoffSeconds) }}
