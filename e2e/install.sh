@@ -139,9 +139,9 @@ for c in provisioner extender agent; do
        and .spec.nodeName == "'"$node"'" and (.status.containerStatuses[0].image | test($img)))' "$dir/pods.json"
 done
 check "the chart's probes are in the pods: readiness+liveness (provisioner, extender), liveness (agent)" jqe \
-  'all(.items[]; .spec.containers[0].livenessProbe != null and (.spec.containers[0].readinessProbe != null or .metadata.labels["app.kubernetes.io/component"] == "agent"))' "$dir/pods.json"
+  '(.items | length) == 3 and all(.items[]; .spec.containers[0].livenessProbe != null and (.spec.containers[0].readinessProbe != null or .metadata.labels["app.kubernetes.io/component"] == "agent"))' "$dir/pods.json"
 check "readiness probes passed (provisioner /readyz, extender's Lease): Ready, no restarts (liveness never failed)" jqe \
-  'all(.items[]; all(.status.containerStatuses[]; .ready == true and .restartCount == 0))' "$dir/pods.json"
+  '(.items | length) == 3 and all(.items[]; (.status.containerStatuses | length) > 0 and all(.status.containerStatuses[]; .ready == true and .restartCount == 0))' "$dir/pods.json"
 # By process name (comm, 15 characters): a command-line pattern would match this check's shell.
 as_65532() { local c p; for c in adze-provisione adze-extender adze-agent; do
   p=$(pgrep -x "$c") || return 1; for p in $p; do [[ "$(stat -c %u "/proc/$p")" == 65532 ]] || return 1; done; done; }
@@ -280,9 +280,9 @@ check "the agent evicted them (its container log)" bash -c "$(declare -f agent_l
 
 # ---- 4. uninstall ---------------------------------------------------------------------------
 check "helm uninstall" helmpy uninstall "$release" "$ns"
-wait_for 90 count_is 0 bash -c "kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name | wc -l"
+wait_for 90 count_is 0 count k -n "$ns" get pods -o name
 check "no Adze pods left (containers stopped on the node)" bash -c \
-  "[ \$(kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name | wc -l) = 0 ] && ! pgrep -x adze-provisione >/dev/null && ! pgrep -x adze-extender >/dev/null && ! pgrep -x adze-agent >/dev/null"
+  "[ \"\$(count kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name)\" = 0 ] && ! pgrep -x adze-provisione >/dev/null && ! pgrep -x adze-extender >/dev/null && ! pgrep -x adze-agent >/dev/null"
 sel=app.kubernetes.io/instance=$release
 left=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,priorityclasses -l "$sel" -o name 2>&1;
   k -n "$ns" get all,roles,rolebindings,serviceaccounts,secrets,configmaps,leases,poddisruptionbudgets -l "$sel" -o name 2>&1)
@@ -296,7 +296,7 @@ left=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,vali
 echo "left in $ns or cluster-wide named adze: ${left:-nothing}"
 check "nothing of the release left by name either" test -z "$left"
 check "no NodeClaims or NodePools left (no finalizer stuck)" bash -c \
-  "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims,nodepools -o name | wc -l) = 0 ]"
+  "[ \"\$(count kubectl --kubeconfig $KUBECONFIG get nodeclaims,nodepools -o name)\" = 0 ]"
 echo "left by design: the CRDs ($(k get crd -o name | grep -c 'adze.sh') adze.sh CRDs; Helm never deletes crds/), the namespace $ns, the Leases the components took ($(k -n "$ns" get leases -o name | tr '\n' ' '))"
 
 e2e_summary

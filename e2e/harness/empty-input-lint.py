@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GLOBS = ["e2e/*.sh", "e2e/*/*.sh", "charts/ci/*.sh", "aws/ci/*.sh", "deploy/ci/*.sh", "agent/scripts/*.sh"]
-GUARD = re.compile(r"length\s*(>\s*0|>=\s*[1-9]|==\s*[1-9])")
+GUARD = re.compile(r"length\)?\s*(>\s*0|>=\s*[1-9]|==\s*[1-9])")
 JQ_ALL = re.compile(r"(\ball\(|\|\s*all\b|\band all\b)")
 
 
@@ -65,6 +65,7 @@ SAFE = [
     "check x jqe '.items | length == 0' f.json",
     "check x absent panicked \"$dir/p.log\"",
     "check x jqe 'length >= 1 and all(.[]; .image == $ami)' f.json",
+    "check x jqe '(.items | length) == 3 and all(.items[]; .ready)' f.json",
     "check x bash -c \"! grep -q y <<<'$t'\"  # empty-input-ok: t was matched above",
     "claims() { k get nodeclaims -o name | wc -l; }\ncheck x count_is 3 claims",
 ]

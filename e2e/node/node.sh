@@ -189,7 +189,8 @@ EOF
   # nodes), so nothing lifts the not-ready taint admission put on the new Node: lift it
   # here once, as that controller would for a Ready node.
   kubectl --kubeconfig "$KUBECONFIG" taint node "$name" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
-  kubectl --kubeconfig "$KUBECONFIG" get node "$name" -o json | jq -e '[.spec.taints[]? | select(.key | startswith("node.kubernetes.io/"))] | length == 0' >/dev/null \
+  [[ "$(kubectl --kubeconfig "$KUBECONFIG" get node "$name" -o json \
+        | jq '.metadata.name != null and ([.spec.taints[]? | select(.key | startswith("node.kubernetes.io/"))] | length == 0)')" == true ]] \
     || die "node $name still has a node.kubernetes.io taint"
 
   # --- kube-proxy --------------------------------------------------------------------------
