@@ -220,4 +220,48 @@ mod tests {
             Some("label domain \"adze.sh\" is restricted")
         );
     }
+
+    /// What kubelet (and NodeRestriction) refuses but a template may set reaches the Node only
+    /// through registration, which copies every claim label (e2e/kubelet.sh shows it on a real
+    /// kubelet). Everything else kubelet refuses is refused here, so no node lacks a label the
+    /// plan counted on.
+    #[test]
+    fn template_labels_kubelet_refuses_are_only_those_registration_sets() {
+        let keys = [
+            "team",
+            "example.com/team",
+            labels::ZONE,
+            labels::CAPACITY_TYPE,
+            "node.kubernetes.io/lifecycle",
+            "node-restriction.kubernetes.io/team",
+            "x.node-restriction.kubernetes.io/y",
+            "kops.k8s.io/instancegroup",
+            "node-role.kubernetes.io/worker",
+            "kubernetes.io/role",
+            "sub.k8s.io/x",
+            "kubelet.kubernetes.io/x",
+        ];
+        let mut via_registration = Vec::new();
+        for key in keys {
+            if template_label_problem(key).is_none() && !labels::kubelet_may_set(key) {
+                via_registration.push(key);
+            }
+        }
+        assert_eq!(
+            via_registration,
+            [
+                "node-restriction.kubernetes.io/team",
+                "x.node-restriction.kubernetes.io/y",
+                "kops.k8s.io/instancegroup"
+            ]
+        );
+        for refused in [
+            "node-role.kubernetes.io/worker",
+            "kubernetes.io/role",
+            "sub.k8s.io/x",
+        ] {
+            assert!(!labels::kubelet_may_set(refused), "{refused}");
+            assert!(template_label_problem(refused).is_some(), "{refused}");
+        }
+    }
 }

@@ -262,6 +262,20 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             message: "label domain \"adze.sh\" is restricted",
         },
         BadCase {
+            // kubelet refuses it in --node-labels and NodeRestriction refuses it from a node
+            // (e2e/kubelet.sh): refused here rather than a node that silently lacks it.
+            name: "template label kubelet may not set and no exception allows",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/template/metadata/labels/node-role.kubernetes.io~1worker",
+                    json!(""),
+                )
+            },
+            path: "spec.template.metadata.labels[node-role.kubernetes.io/worker]",
+            message: "label domain \"kubernetes.io\" is restricted",
+        },
+        BadCase {
             name: "template label in k8s.io",
             edit: |o| {
                 set(

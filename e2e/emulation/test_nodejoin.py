@@ -3,7 +3,7 @@ Run: python3 -m unittest discover -s e2e/emulation (needs PyYAML; the moto venv 
 import base64
 import unittest
 
-from nodejoin import Refused, join
+from nodejoin import Refused, join, kubelet_may_set
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CA = base64.b64encode(PEM.encode()).decode()
@@ -69,6 +69,16 @@ class AL2023(unittest.TestCase):
         other = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nOTHER\n-----END CERTIFICATE-----\n").decode()
         with self.assertRaisesRegex(Refused, "unknown authority"):
             join("al2023", mime(node_config(ca=other)), CLUSTER)
+
+    def test_kubelet_label_rule_agrees_with_adze(self):
+        # The same keys as scheduling/src/labels.rs kubelet_refuses_kubernetes_io_labels_outside_its_own.
+        for ok in ["team", "example.com/tier", "kubernetes.io/arch", "topology.kubernetes.io/zone",
+                   "node.kubernetes.io/instance-type", "node.kubernetes.io/lifecycle",
+                   "kubelet.kubernetes.io/x", "adze.sh/nodepool"]:
+            self.assertTrue(kubelet_may_set(ok), ok)
+        for refused in ["node-restriction.kubernetes.io/team", "node-role.kubernetes.io/worker",
+                        "kubernetes.io/role", "k8s.io/x", "example.k8s.io/x"]:
+            self.assertFalse(kubelet_may_set(refused), refused)
 
     def test_kubelet_refuses_restricted_labels(self):
         flags = '["--node-labels=node-restriction.kubernetes.io/team=a"]'

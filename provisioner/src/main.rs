@@ -163,11 +163,38 @@ struct RunArgs {
         value_delimiter = ','
     )]
     simulated_unavailable: Vec<adze_provisioner::cloud::simulated::OfferingPattern>,
+    /// Simulated cloud: launch an instance by writing its record (size, reservations, labels,
+    /// taints for its kubelet) to DIR/NAME.json and terminate it by removing the file; no Node
+    /// is created and the simulated kubelet does not run. Something else boots a kubelet per
+    /// record (the e2e's kubemark hollow nodes); it registers the Node by providerID.
+    #[arg(long, env = "ADZE_SIMULATED_INSTANCE_DIR", value_name = "DIR")]
+    simulated_instance_dir: Option<PathBuf>,
     // The controllers run only on the replica holding the Lease.
     #[command(flatten)]
     leader: adze_lease::cli::LeaderArgs,
     #[command(flatten)]
     aws: AwsArgs,
+}
+
+impl RunArgs {
+    /// `--simulated-instance-dir` belongs to the simulated cloud, and with it the simulated
+    /// node's boot delay and heartbeat mean nothing: refused by name rather than ignored.
+    fn instance_dir_conflict(&self, matches: &clap::ArgMatches) -> Option<String> {
+        self.simulated_instance_dir.as_ref()?;
+        if self.cloud_provider != CloudProviderKind::Simulated {
+            return Some(
+                "--simulated-instance-dir needs --cloud-provider simulated (it is where the simulated cloud keeps its instances)".into(),
+            );
+        }
+        ["boot_delay", "heartbeat"].iter().find_map(|id| {
+            let flag = format!("--{}", id.replace('_', "-"));
+            matches!(
+                matches.value_source(id),
+                Some(clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable)
+            )
+            .then(|| format!("{flag} has no effect with --simulated-instance-dir: the kubelet booted for each instance record registers and heartbeats the Node"))
+        })
+    }
 }
 
 /// `--cloud-provider aws` settings.
@@ -279,6 +306,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         garbage_grace: args.garbage_collection_grace,
         karpenter_labels: args.karpenter_labels,
         simulated_unavailable: args.simulated_unavailable.clone(),
+        simulated_instance_dir: args.simulated_instance_dir.clone(),
         disruption: adze_provisioner::disruption::Settings {
             poll: args.disruption_poll_period,
             validation: args.disruption_validation_period,
@@ -375,7 +403,10 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
     if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
-        && let Some(msg) = args.leader.unused_flag(run)
+        && let Some(msg) = args
+            .leader
+            .unused_flag(run)
+            .or_else(|| args.instance_dir_conflict(run))
     {
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, msg)
@@ -401,6 +432,42 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_conflict(argv: &[&str]) -> Option<String> {
+        let matches = Cli::command().get_matches_from(argv);
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        let Command::Run(args) = &cli.command else {
+            panic!("not run")
+        };
+        args.instance_dir_conflict(matches.subcommand_matches("run").unwrap())
+    }
+
+    #[test]
+    fn instance_dir_refuses_the_flags_it_makes_meaningless() {
+        let base = [
+            "adze-provisioner",
+            "run",
+            "--simulated-instance-dir",
+            "/tmp/x",
+        ];
+        assert_eq!(run_conflict(&base), None);
+        let with = |extra: &[&'static str]| -> Vec<&str> {
+            base.iter().copied().chain(extra.iter().copied()).collect()
+        };
+        let msg = run_conflict(&with(&["--boot-delay", "5s"])).unwrap();
+        assert!(
+            msg.contains("--boot-delay") && msg.contains("--simulated-instance-dir"),
+            "{msg}"
+        );
+        let msg = run_conflict(&with(&["--heartbeat", "5s"])).unwrap();
+        assert!(msg.contains("--heartbeat"), "{msg}");
+        let msg = run_conflict(&with(&["--cloud-provider", "aws"])).unwrap();
+        assert!(msg.contains("--cloud-provider simulated"), "{msg}");
+        assert_eq!(
+            run_conflict(&["adze-provisioner", "run", "--boot-delay", "5s"]),
+            None
+        );
+    }
 
     #[test]
     fn every_flag_follows_the_convention() {

@@ -55,6 +55,9 @@ pub struct Config {
     pub karpenter_labels: bool,
     /// Simulated cloud: offerings whose launch fails with InsufficientCapacity.
     pub simulated_unavailable: Vec<crate::cloud::simulated::OfferingPattern>,
+    /// Simulated cloud: launch by writing instance records here; a kubelet outside this
+    /// process registers each Node, so the simulated kubelet does not run.
+    pub simulated_instance_dir: Option<std::path::PathBuf>,
     pub disruption: crate::disruption::Settings,
     /// `--preference-policy`, `--min-values-policy`.
     pub policies: crate::rules::Policies,
@@ -115,6 +118,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         }
     };
     let unavailable = UnavailableOfferings::new(Duration::from_secs(180));
+    let instance_dir = config.simulated_instance_dir.clone();
     let cloud: Arc<dyn CloudProvider> = Metered::wrap(match config.aws.take() {
         #[cfg(feature = "aws")]
         Some(options) => adze_aws::runtime::start(client.clone(), options, unavailable.clone())
@@ -122,14 +126,18 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
         #[cfg(not(feature = "aws"))]
         Some(never) => match never {},
-        None => Arc::new(
-            Simulated::new(
+        None => {
+            let sim = Simulated::new(
                 client.clone(),
                 adze_scheduling::catalog::embedded(),
                 config.boot_delay,
             )
-            .with_unavailable(config.simulated_unavailable.clone()),
-        ),
+            .with_unavailable(config.simulated_unavailable.clone());
+            Arc::new(match instance_dir.clone() {
+                Some(dir) => sim.with_instance_dir(dir),
+                None => sim,
+            })
+        }
     });
     if let Some(queue) = config.interruption.take() {
         #[cfg(feature = "aws")]
@@ -217,11 +225,20 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         state,
         heartbeat: config.heartbeat,
     };
+    // With an instance directory real kubelets own the nodes (and their providerIDs look
+    // alike), so the simulated one must not touch them.
+    let kubelet = async move {
+        if instance_dir.is_some() {
+            std::future::pending::<()>().await
+        } else {
+            kubelet.run().await
+        }
+    };
     let prices = publish_prices(cloud.clone());
     tokio::select! {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
-        _ = kubelet.run() => {}
+        _ = kubelet => {}
         _ = termination.run() => {}
         _ = disruption.run() => {}
         _ = garbage.run() => {}

@@ -3,6 +3,7 @@
 //! which creates Node objects through this process's client, lives here, and so does
 //! [`metered::Metered`], which records the calls of whichever provider runs.
 
+pub mod instance_record;
 pub mod metered;
 pub mod simulated;
 

@@ -7,9 +7,14 @@
 //!
 //! The Node objects are the cloud's inventory: `get` and `list` read them (plus the instances
 //! still booting in this process), so a restarted provisioner sees every instance there is.
+//!
+//! With an instance directory ([`Simulated::with_instance_dir`], `--simulated-instance-dir`)
+//! the files there are the inventory instead and no Node is created here: a real kubelet
+//! started for each record registers it (see [`super::instance_record`]).
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +26,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
+use super::instance_record::{InstanceRecord, record_for};
 use super::{CloudError, CloudProvider, Instance};
 use crate::provisioning::snapshot::NOT_READY_TAINT;
 
@@ -60,6 +66,8 @@ pub struct Simulated {
     booting: Arc<Mutex<HashMap<String, Instance>>>,
     /// Offerings whose launch fails with InsufficientCapacity (fault injection for tests).
     unavailable: Vec<OfferingPattern>,
+    /// Instances are records in this directory, booted by someone else's kubelet.
+    instance_dir: Option<PathBuf>,
 }
 
 /// `TYPE:ZONE:CAPACITYTYPE`, each part a value or `*`.
@@ -127,7 +135,14 @@ impl Simulated {
             boot_delay,
             booting: Arc::default(),
             unavailable: Vec::new(),
+            instance_dir: None,
         }
+    }
+
+    /// Launch by writing a record to `dir` instead of creating the Node (see the module docs).
+    pub fn with_instance_dir(mut self, dir: PathBuf) -> Self {
+        self.instance_dir = Some(dir);
+        self
     }
 
     /// Launches of offerings matching any pattern fail with InsufficientCapacity.
@@ -253,6 +268,57 @@ async fn boot(client: Client, node: Node, delay: Duration) -> Result<(), kube::E
     Ok(())
 }
 
+fn record_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Written to a temporary name and renamed, so a reader never sees half a record.
+fn write_record(dir: &Path, record: &InstanceRecord) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{}.json.tmp", record.name));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(record)?)?;
+    std::fs::rename(&tmp, record_path(dir, &record.name))
+}
+
+fn remove_record(dir: &Path, name: &str) -> std::io::Result<()> {
+    match std::fs::remove_file(record_path(dir, name)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Every record in `dir`; a file that is not a record is an error naming it (someone wrote
+/// into the cloud's inventory).
+fn read_records(dir: &Path) -> std::io::Result<Vec<InstanceRecord>> {
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        r => r?,
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        let is_record = path.extension().is_some_and(|e| e == "json")
+            && !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if !is_record {
+            continue;
+        }
+        let bytes = match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            r => r?,
+        };
+        let record = serde_json::from_slice(&bytes).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: not an instance record: {e}", path.display()),
+            )
+        })?;
+        out.push(record);
+    }
+    Ok(out)
+}
+
 impl CloudProvider for Simulated {
     fn name(&self) -> &'static str {
         "simulated"
@@ -260,7 +326,7 @@ impl CloudProvider for Simulated {
 
     fn create<'a>(&'a self, claim: &'a NodeClaim) -> BoxFuture<'a, Result<Instance, CloudError>> {
         Box::pin(async move {
-            let (instance, _) = self.instance_for(claim)?;
+            let (instance, it) = self.instance_for(claim)?;
             if self.unavailable.iter().any(|p| p.matches(&instance)) {
                 return Err(CloudError::InsufficientCapacity {
                     instance_type: instance.instance_type,
@@ -269,6 +335,13 @@ impl CloudProvider for Simulated {
                     message: "simulated: offering marked unavailable by --simulated-unavailable"
                         .into(),
                 });
+            }
+            if let Some(dir) = &self.instance_dir {
+                let record = record_for(claim, &instance, &it)
+                    .map_err(|e| CloudError::Other(e.to_string()))?;
+                write_record(dir, &record).map_err(|e| CloudError::Other(e.to_string()))?;
+                tracing::info!(nodeclaim = %record.name, provider_id = %record.provider_id, "simulated instance launched; its kubelet is booted outside the provisioner");
+                return Ok(instance);
             }
             let node = node_object(claim, &instance);
             self.booting
@@ -310,6 +383,11 @@ impl CloudProvider for Simulated {
                 });
             self.booting.lock_or_recover().remove(&provider_id);
             let name = node_name_of(&provider_id).unwrap_or(claim_name);
+            if let Some(dir) = &self.instance_dir {
+                // Terminating the instance stops its kubelet; the Node goes the way it does on
+                // EC2 (termination deletes it once drained).
+                return remove_record(dir, &name).map_err(|e| CloudError::Other(e.to_string()));
+            }
             let api: Api<Node> = Api::all(self.client.clone());
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => Ok(()),
@@ -330,6 +408,13 @@ impl CloudProvider for Simulated {
             let Some(name) = node_name_of(provider_id) else {
                 return Ok(None);
             };
+            if let Some(dir) = &self.instance_dir {
+                return Ok(read_records(dir)
+                    .map_err(|e| CloudError::Other(e.to_string()))?
+                    .into_iter()
+                    .find(|r| r.name == name && r.provider_id == provider_id)
+                    .map(|r| r.instance()));
+            }
             let api: Api<Node> = Api::all(self.client.clone());
             let node = api
                 .get_opt(&name)
@@ -347,6 +432,10 @@ impl CloudProvider for Simulated {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<Instance>, CloudError>> {
         Box::pin(async move {
+            if let Some(dir) = &self.instance_dir {
+                let records = read_records(dir).map_err(|e| CloudError::Other(e.to_string()))?;
+                return Ok(records.iter().map(InstanceRecord::instance).collect());
+            }
             let api: Api<Node> = Api::all(self.client.clone());
             let nodes = api
                 .list(&kube::api::ListParams::default())

@@ -14,6 +14,12 @@
 //! is deleted with grace 0. While a deadline exists, pods annotated do-not-disrupt are not
 //! evicted: they stay until their deletion time (Karpenter v1). Without one they are evicted
 //! like any other pod, so a deleted node is never held forever.
+//!
+//! A pod still terminating a minute after its deletion time ([`STUCK_AFTER_SECONDS`], as in
+//! Karpenter) is *stuck*: its kubelet is not confirming the deletion (the machine died or
+//! lost the network mid-drain). It no longer holds the drain back; pod garbage collection
+//! removes it once the Node is gone, and its controller already replaced it when it was
+//! deleted.
 
 use crate::disruption::input::PodProtection;
 use adze_scheduling::labels::TAINT_DISRUPTED;
@@ -23,6 +29,9 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 pub const CRITICAL_PRIORITY: i32 = 2_000_000_000;
 /// Kubernetes' default `terminationGracePeriodSeconds`.
 pub const DEFAULT_POD_GRACE: i64 = 30;
+/// A terminating pod this long past its deletion time (which already includes its grace)
+/// is stuck: nobody on the node is going to finish it.
+pub const STUCK_AFTER_SECONDS: i64 = 60;
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// Why a pod stays on a draining node.
@@ -44,6 +53,8 @@ pub struct DrainPod {
     pub critical: bool,
     /// Already has a deletionTimestamp: evicted or deleted, waiting for the kubelet.
     pub terminating: bool,
+    /// `metadata.deletionTimestamp` (deletion time + grace), in Unix seconds.
+    pub deletion_deadline: Option<i64>,
     /// `spec.terminationGracePeriodSeconds` (30 when unset).
     pub grace_seconds: i64,
     /// Annotated `adze.sh/do-not-disrupt` or `karpenter.sh/do-not-disrupt`: "true", or a
@@ -119,6 +130,7 @@ pub fn classify(pod: &Pod, now: i64) -> DrainPod {
         stays,
         critical,
         terminating: meta.deletion_timestamp.is_some(),
+        deletion_deadline: meta.deletion_timestamp.as_ref().map(|t| t.0.as_second()),
         grace_seconds: spec
             .and_then(|s| s.termination_grace_period_seconds)
             .unwrap_or(DEFAULT_POD_GRACE),
@@ -139,6 +151,8 @@ pub struct DrainStep {
     pub delete: Vec<(DrainPod, i64)>,
     /// Evicted or deleted, waiting for their containers to stop.
     pub terminating: usize,
+    /// Terminating past [`STUCK_AFTER_SECONDS`]: no longer waited for.
+    pub stuck: Vec<DrainPod>,
     /// Critical pods held back until the regular ones are gone.
     pub held_back: usize,
     /// Do-not-disrupt pods left alone until their deletion time.
@@ -147,12 +161,24 @@ pub struct DrainStep {
     pub done: bool,
 }
 
-/// The next wave for a node holding `pods`; `remaining` is the time in seconds to the
-/// node's deadline (its claim's deletion plus `terminationGracePeriod`), `None` without one.
-pub fn plan(pods: &[DrainPod], remaining: Option<i64>) -> DrainStep {
-    let to_drain: Vec<&DrainPod> = pods.iter().filter(|p| p.stays.is_none()).collect();
+/// Whether `p` is stuck terminating at `now` (Unix seconds).
+pub fn stuck(p: &DrainPod, now: i64) -> bool {
+    p.terminating
+        && p.deletion_deadline
+            .is_some_and(|d| now.saturating_sub(d) > STUCK_AFTER_SECONDS)
+}
+
+/// The next wave for a node holding `pods` at `now` (Unix seconds); `remaining` is the time
+/// in seconds to the node's deadline (its claim's deletion plus `terminationGracePeriod`),
+/// `None` without one.
+pub fn plan(pods: &[DrainPod], remaining: Option<i64>, now: i64) -> DrainStep {
+    let (stuck_pods, to_drain): (Vec<&DrainPod>, Vec<&DrainPod>) = pods
+        .iter()
+        .filter(|p| p.stays.is_none())
+        .partition(|p| stuck(p, now));
     let mut step = DrainStep {
         done: to_drain.is_empty(),
+        stuck: stuck_pods.into_iter().cloned().collect(),
         ..DrainStep::default()
     };
     if remaining.is_some_and(|r| r <= 0) {
@@ -196,6 +222,9 @@ mod tests {
         )
     }
 
+    /// A fixed "now" for plans; deletion deadlines in tests are relative to it.
+    const NOW: i64 = 1_800_000_000;
+
     fn keys(v: &[DrainPod]) -> Vec<&str> {
         v.iter().map(|p| p.key.as_str()).collect()
     }
@@ -203,7 +232,7 @@ mod tests {
     #[test]
     fn regular_pods_are_evicted_before_critical_ones() {
         let pods = vec![regular("a"), critical("dns"), regular("b")];
-        let step = plan(&pods, None);
+        let step = plan(&pods, None, NOW);
         assert_eq!(keys(&step.evict), vec!["web/a", "web/b"]);
         assert_eq!(step.held_back, 1);
         assert!(!step.done);
@@ -213,14 +242,14 @@ mod tests {
     fn critical_pods_wait_while_regular_pods_are_still_terminating() {
         let mut a = regular("a");
         a.terminating = true;
-        let step = plan(&[a, critical("dns")], None);
+        let step = plan(&[a, critical("dns")], None, NOW);
         assert!(step.evict.is_empty());
         assert_eq!((step.terminating, step.held_back), (1, 1));
     }
 
     #[test]
     fn critical_pods_are_evicted_once_the_regular_ones_are_gone() {
-        let step = plan(&[critical("dns")], None);
+        let step = plan(&[critical("dns")], None, NOW);
         assert_eq!(keys(&step.evict), vec!["kube-system/dns"]);
     }
 
@@ -250,7 +279,7 @@ mod tests {
         assert_eq!(done.stays, Some(Stays::Finished));
         assert_eq!(tol.stays, Some(Stays::ToleratesDisruption));
         assert_eq!(all.stays, Some(Stays::ToleratesDisruption));
-        let step = plan(&[ds, mirror, done, tol, all], None);
+        let step = plan(&[ds, mirror, done, tol, all], None, NOW);
         assert!(step.done && step.evict.is_empty());
     }
 
@@ -268,7 +297,7 @@ mod tests {
     fn at_the_deadline_every_pod_left_is_deleted_with_no_grace() {
         let mut a = regular("a");
         a.terminating = true;
-        let step = plan(&[a, regular("b"), critical("dns")], Some(0));
+        let step = plan(&[a, regular("b"), critical("dns")], Some(0), NOW);
         let got: Vec<(&str, i64)> = step
             .delete
             .iter()
@@ -304,11 +333,11 @@ mod tests {
         assert_eq!(regular("a").grace_seconds, DEFAULT_POD_GRACE);
         // 55 minutes into a 1h terminationGracePeriod: the slow pod is deleted with its full
         // 300 s; the default-grace pod is still asked through the Eviction API.
-        let step = plan(&[slow.clone(), regular("a")], Some(300));
+        let step = plan(&[slow.clone(), regular("a")], Some(300), NOW);
         assert_eq!(step.delete, vec![(slow.clone(), 300)]);
         assert_eq!(keys(&step.evict), vec!["web/a"]);
         // Too late for its full grace (a restart, or it arrived late): what remains.
-        let step = plan(std::slice::from_ref(&slow), Some(100));
+        let step = plan(std::slice::from_ref(&slow), Some(100), NOW);
         assert_eq!(step.delete, vec![(slow, 100)]);
     }
 
@@ -320,15 +349,15 @@ mod tests {
             "spec": {"containers": [], "terminationGracePeriodSeconds": 60}}),
         );
         assert!(pinned.do_not_disrupt);
-        let step = plan(std::slice::from_ref(&pinned), Some(3600));
+        let step = plan(std::slice::from_ref(&pinned), Some(3600), NOW);
         assert!(step.evict.is_empty() && step.delete.is_empty());
         assert_eq!(step.pinned, 1);
         assert_eq!(
-            plan(std::slice::from_ref(&pinned), Some(60)).delete,
+            plan(std::slice::from_ref(&pinned), Some(60), NOW).delete,
             vec![(pinned.clone(), 60)]
         );
         // No deadline: evicted like any pod, so the node is never held forever.
-        assert_eq!(keys(&plan(&[pinned], None).evict), vec!["web/p"]);
+        assert_eq!(keys(&plan(&[pinned], None, NOW).evict), vec!["web/p"]);
     }
 
     #[test]
@@ -346,7 +375,30 @@ mod tests {
 
     #[test]
     fn empty_node_is_drained() {
-        assert!(plan(&[], None).done);
-        assert!(plan(&[], Some(0)).done);
+        assert!(plan(&[], None, NOW).done);
+        assert!(plan(&[], Some(0), NOW).done);
+    }
+
+    #[test]
+    fn a_pod_terminating_a_minute_past_its_deletion_time_no_longer_holds_the_drain() {
+        let mut a = regular("a");
+        a.terminating = true;
+        a.deletion_deadline = Some(NOW - STUCK_AFTER_SECONDS);
+        let step = plan(std::slice::from_ref(&a), None, NOW);
+        assert_eq!(
+            (step.terminating, step.done),
+            (1, false),
+            "within the minute: waited for"
+        );
+        a.deletion_deadline = Some(NOW - STUCK_AFTER_SECONDS - 1);
+        let step = plan(&[a.clone(), regular("b")], None, NOW);
+        assert_eq!(keys(&step.stuck), vec!["web/a"]);
+        assert_eq!((step.terminating, keys(&step.evict)), (0, vec!["web/b"]));
+        assert!(!step.done, "b still has to go");
+        let step = plan(&[a], Some(0), NOW);
+        assert!(
+            step.done && step.delete.is_empty(),
+            "a stuck pod is not deleted again: {step:?}"
+        );
     }
 }

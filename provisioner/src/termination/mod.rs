@@ -366,7 +366,18 @@ impl Termination {
             .iter()
             .map(|p| drain::classify(p, now.as_second()))
             .collect();
-        let step = drain::plan(&classified, remaining);
+        let step = drain::plan(&classified, remaining, now.as_second());
+        if !step.stuck.is_empty() && self.first_time(claim, "stuck") {
+            let stuck: Vec<&str> = step.stuck.iter().map(|p| p.key.as_str()).collect();
+            tracing::warn!(nodeclaim = %name, node = %node_name, pods = ?stuck, "pods terminating over {}s past their deletion time: their kubelet is not finishing them; the drain goes on without them", drain::STUCK_AFTER_SECONDS);
+            let msg = format!(
+                "not waiting for {} pod(s) stuck terminating on node {node_name} (the kubelet is not confirming their deletion): {}",
+                stuck.len(),
+                stuck.join(", ")
+            );
+            self.recorder
+                .publish(reference(claim), "Warning", "StuckTerminatingPods", &msg);
+        }
         for (p, grace) in &step.delete {
             self.delete_for_deadline(claim, &node_name, p, *grace, remaining.unwrap_or(0))
                 .await;
