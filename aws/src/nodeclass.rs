@@ -593,6 +593,7 @@ mod tests {
                 requirements: vec![],
             }],
             instance_profile: None,
+            capacity_reservations: vec![],
             conditions: vec![],
         };
         let conds = readiness(
