@@ -115,6 +115,31 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::drop_null_from_enum)]
     pub instance_store_policy: Option<InstanceStorePolicy>,
+    /// On-Demand Capacity Reservations and Capacity Blocks this class may launch into. Their
+    /// remaining slots become `karpenter.sh/capacity-type: reserved` offerings, used before
+    /// on-demand; none selected, none used (open matching is not relied on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 30))]
+    pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
+}
+
+/// Selects capacity reservations by ID, or by tags (optionally only those an account owns,
+/// for reservations shared from another account).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("has(self.tags) || has(self.id)").message("a capacityReservationSelectorTerm needs tags or id"))]
+#[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.ownerID))").message("id cannot be combined with other fields in a capacityReservationSelectorTerm"))]
+pub struct CapacityReservationSelectorTerm {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::schema::selector_tags")]
+    #[x_kube(validation = selector_tags_rule())]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::CAPACITY_RESERVATION_ID))]
+    pub id: Option<String>,
+    /// The account that owns the reservation; with `tags` only.
+    #[serde(rename = "ownerID", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::ACCOUNT_ID))]
+    pub owner_id: Option<String>,
 }
 
 /// How the instance's local (instance-store) disks are used.
@@ -470,9 +495,52 @@ pub struct EC2NodeClassStatus {
     /// The instance profile Adze created for `role`, or the one named in the spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_profile: Option<String>,
+    /// Selected reservations that are active, with the slots EC2 last reported free.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservations: Vec<CapacityReservation>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// One active capacity reservation a class selected, as DescribeCapacityReservations said.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityReservation {
+    pub id: String,
+    pub instance_type: String,
+    pub availability_zone: String,
+    /// Instances that can still be launched into it.
+    pub available_instance_count: i64,
+    /// `default` or `capacity-block`.
+    pub reservation_type: ReservationType,
+    /// `targeted` (only launches naming it use it) or `open`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance_match_criteria: String,
+    #[serde(rename = "ownerID", default, skip_serializing_if = "String::is_empty")]
+    pub owner_id: String,
+    /// RFC 3339; a Capacity Block's nodes are drained before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+}
+
+/// EC2's `ReservationType`; also the `karpenter.k8s.aws/capacity-reservation-type` label.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ReservationType {
+    #[default]
+    #[serde(rename = "default")]
+    Default,
+    #[serde(rename = "capacity-block")]
+    CapacityBlock,
+}
+
+impl ReservationType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationType::Default => "default",
+            ReservationType::CapacityBlock => "capacity-block",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

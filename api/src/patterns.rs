@@ -34,6 +34,9 @@ pub const INTEGER_VALUE: &str = r"^[0-9]{1,18}$";
 pub const SUBNET_ID: &str = r"^subnet-[0-9a-z]+$";
 pub const SECURITY_GROUP_ID: &str = r"^sg-[0-9a-z]+$";
 pub const AMI_ID: &str = r"^ami-[0-9a-z]+$";
+pub const CAPACITY_RESERVATION_ID: &str = r"^cr-[0-9a-z]+$";
+/// A 12-digit AWS account ID.
+pub const ACCOUNT_ID: &str = r"^[0-9]{12}$";
 /// `family@version`, e.g. "al2023@latest" or "bottlerocket@v1.26.0".
 pub const AMI_ALIAS: &str = r"^[a-z0-9]+@[A-Za-z0-9._-]+$";
 /// EBS sizes are whole gibibytes or tebibytes (or their decimal cousins).

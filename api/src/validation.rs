@@ -12,9 +12,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use crate::{
     EC2NodeClass, NodeClaim, NodePool,
     ec2nodeclass::{
-        AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping, EC2NodeClassSpec,
-        EVICTION_SIGNALS, KubeletConfiguration, RESERVED_RESOURCES, RESERVED_TAG_KEYS,
-        RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm, SubnetSelectorTerm, VolumeType,
+        AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping,
+        CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS, KubeletConfiguration,
+        RESERVED_RESOURCES, RESERVED_TAG_KEYS, RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm,
+        SubnetSelectorTerm, VolumeType,
     },
     label_keys, labels,
     node_class_ref::NodeClassRef,
@@ -241,6 +242,17 @@ impl EC2NodeClassSpec {
             _ => {}
         }
 
+        let reservations = spec.field("capacityReservationSelectorTerms");
+        count_between(
+            p,
+            &reservations,
+            self.capacity_reservation_selector_terms.len(),
+            0,
+            30,
+        );
+        for (i, term) in self.capacity_reservation_selector_terms.iter().enumerate() {
+            capacity_reservation_term(p, &reservations.index(i), term);
+        }
         match (&self.role, &self.instance_profile) {
             (Some(_), Some(_)) | (None, None) => {
                 p.add(&spec, "must specify exactly one of role or instanceProfile")
@@ -692,6 +704,39 @@ fn subnet_term(p: &mut Problems, path: &Path, term: &SubnetSelectorTerm) {
         p.add(
             path,
             "id cannot be combined with tags in a subnetSelectorTerm",
+        );
+    }
+}
+
+fn capacity_reservation_term(
+    p: &mut Problems,
+    path: &Path,
+    term: &CapacityReservationSelectorTerm,
+) {
+    selector_tags(p, &path.field("tags"), &term.tags);
+    id_matches(
+        p,
+        &path.field("id"),
+        &term.id,
+        patterns::CAPACITY_RESERVATION_ID,
+        "cr-0123abcd",
+    );
+    if let Some(owner) = &term.owner_id
+        && !patterns::is_match(patterns::ACCOUNT_ID, owner)
+    {
+        p.add(
+            &path.field("ownerID"),
+            format!("{owner:?} is not a 12-digit account ID"),
+        );
+    }
+    let (tags, id) = (!term.tags.is_empty(), term.id.is_some());
+    if !tags && !id {
+        p.add(path, "a capacityReservationSelectorTerm needs tags or id");
+    }
+    if id && (tags || term.owner_id.is_some()) {
+        p.add(
+            path,
+            "id cannot be combined with other fields in a capacityReservationSelectorTerm",
         );
     }
 }

@@ -723,6 +723,14 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         edit("security group tag with an empty key", &[("/spec/securityGroupSelectorTerms/0/tags", json!({"": "x"}))])
             .fails(".spec.securityGroupSelectorTerms[0].tags", EMPTY_TAGS),
         edit("security group by id", &[("/spec/securityGroupSelectorTerms/1", json!({"id": "sg-0123456789abcdef0"}))]),
+        edit("capacity reservation by id", &[("/spec/capacityReservationSelectorTerms", json!([{"id": "cr-0123456789abcdef0"}]))]),
+        edit("capacity reservation by tags and owner", &[("/spec/capacityReservationSelectorTerms", json!([{"tags": {"team": "ml"}, "ownerID": "012345678901"}]))]),
+        edit("empty capacity reservation term", &[("/spec/capacityReservationSelectorTerms", json!([{}]))])
+            .fails(".spec.capacityReservationSelectorTerms[0]", "a capacityReservationSelectorTerm needs tags or id"),
+        edit("capacity reservation tag with an empty value", &[("/spec/capacityReservationSelectorTerms", json!([{"tags": {"a": ""}}]))])
+            .fails(".spec.capacityReservationSelectorTerms[0].tags", EMPTY_TAGS),
+        edit("capacity reservation id with owner", &[("/spec/capacityReservationSelectorTerms", json!([{"id": "cr-0123", "ownerID": "012345678901"}]))])
+            .fails(".spec.capacityReservationSelectorTerms[0]", "id cannot be combined with other fields in a capacityReservationSelectorTerm"),
         edit("empty subnet term", &[("/spec/subnetSelectorTerms/1", json!({}))])
             .fails(".spec.subnetSelectorTerms[1]", "a subnetSelectorTerm needs tags or id"),
         edit("subnet id with tags", &[("/spec/subnetSelectorTerms/1/tags", json!({"a": "b"}))])

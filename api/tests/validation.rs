@@ -686,6 +686,48 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             message: "needs alias, tags, id, name or ssmParameter",
         },
         BadCase {
+            name: "empty capacity reservation term",
+            edit: |o| set(o, "/spec/capacityReservationSelectorTerms", json!([{}])),
+            path: "spec.capacityReservationSelectorTerms[0]",
+            message: "a capacityReservationSelectorTerm needs tags or id",
+        },
+        BadCase {
+            name: "capacity reservation id with tags",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/capacityReservationSelectorTerms",
+                    json!([{"id": "cr-0123", "tags": {"a": "b"}}]),
+                )
+            },
+            path: "spec.capacityReservationSelectorTerms[0]",
+            message: "id cannot be combined with other fields",
+        },
+        BadCase {
+            name: "capacity reservation id not like cr-",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/capacityReservationSelectorTerms",
+                    json!([{"id": "sg-0123"}]),
+                )
+            },
+            path: "spec.capacityReservationSelectorTerms[0].id",
+            message: "is not an ID like",
+        },
+        BadCase {
+            name: "capacity reservation owner not an account",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/capacityReservationSelectorTerms",
+                    json!([{"tags": {"a": "b"}, "ownerID": "12"}]),
+                )
+            },
+            path: "spec.capacityReservationSelectorTerms[0].ownerID",
+            message: "is not a 12-digit account ID",
+        },
+        BadCase {
             name: "empty subnet term",
             edit: |o| set(o, "/spec/subnetSelectorTerms/0", json!({})),
             path: "spec.subnetSelectorTerms[0]",

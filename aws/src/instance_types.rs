@@ -244,6 +244,7 @@ pub fn to_instance_type(
             capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.into(),
             price: od,
             available: true,
+            reservation: None,
         });
         if facts.spot {
             let spot = prices
@@ -259,6 +260,7 @@ pub fn to_instance_type(
                 capacity_type: labels::CAPACITY_TYPE_SPOT.into(),
                 price: spot,
                 available: true,
+                reservation: None,
             });
         }
     }

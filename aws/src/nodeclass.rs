@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use adze_api::conditions::{self, ec2nodeclass as cond};
 use adze_api::ec2nodeclass::{
-    Ami, AmiFamily, AmiSelectorTerm, EC2NodeClassSpec, EC2NodeClassStatus, SecurityGroup, Subnet,
+    Ami, AmiFamily, AmiSelectorTerm, CapacityReservation, EC2NodeClassSpec, EC2NodeClassStatus,
+    ReservationType, SecurityGroup, Subnet,
 };
 use adze_api::{Operator, Requirement};
 use adze_scheduling::labels;
@@ -140,6 +141,8 @@ pub async fn resolve(
         security_groups: security_groups(ec2, spec).await?,
         amis: amis(ec2, ssm, params, spec).await?,
         instance_profile: profile.as_ref().ok().cloned(),
+        capacity_reservations: capacity_reservations(ec2, spec, std::time::SystemTime::now())
+            .await?,
         conditions: Vec::new(),
     };
     let invalid: Vec<String> = spec.field_errors().iter().map(|e| e.to_string()).collect();
@@ -225,6 +228,83 @@ async fn security_groups(
         }
     }
     Ok(out.into_values().collect())
+}
+
+/// The reservations the class's terms select that can take a launch now: active and not past
+/// their end. Paginated (an account may hold hundreds); terms are ORed, a reservation two
+/// terms select is listed once.
+async fn capacity_reservations(
+    ec2: &aws_sdk_ec2::Client,
+    spec: &EC2NodeClassSpec,
+    now: std::time::SystemTime,
+) -> Result<Vec<CapacityReservation>, AwsError> {
+    let mut out: BTreeMap<String, CapacityReservation> = BTreeMap::new();
+    for term in &spec.capacity_reservation_selector_terms {
+        let mut req = ec2
+            .describe_capacity_reservations()
+            .filters(Filter::builder().name("state").values("active").build());
+        if let Some(id) = &term.id {
+            req = req.capacity_reservation_ids(id);
+        }
+        if let Some(owner) = &term.owner_id {
+            req = req.filters(Filter::builder().name("owner-id").values(owner).build());
+        }
+        for f in tag_filters(&term.tags) {
+            req = req.filters(f);
+        }
+        let mut pages = req.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(ec2_err("DescribeCapacityReservations"))?;
+            for r in page.capacity_reservations.unwrap_or_default() {
+                if let Some(r) = usable_reservation(&r, now) {
+                    out.insert(r.id.clone(), r);
+                }
+            }
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// One DescribeCapacityReservations entry as the class status lists it, or None when it
+/// cannot take a launch: not active, past its end date, or missing what a launch needs.
+pub fn usable_reservation(
+    r: &aws_sdk_ec2::types::CapacityReservation,
+    now: std::time::SystemTime,
+) -> Option<CapacityReservation> {
+    use aws_sdk_ec2::types::{CapacityReservationState, CapacityReservationType};
+    if r.state.as_ref() != Some(&CapacityReservationState::Active) {
+        return None;
+    }
+    let end = r
+        .end_date
+        .and_then(|d| std::time::SystemTime::try_from(d).ok());
+    if end.is_some_and(|end| end <= now) {
+        return None;
+    }
+    Some(CapacityReservation {
+        id: r
+            .capacity_reservation_id
+            .clone()
+            .filter(|s| !s.is_empty())?,
+        instance_type: r.instance_type.clone().filter(|s| !s.is_empty())?,
+        availability_zone: r.availability_zone.clone().filter(|s| !s.is_empty())?,
+        // EC2 sends an i32; a negative count is read as none left.
+        available_instance_count: i64::from(r.available_instance_count.unwrap_or(0).max(0)),
+        reservation_type: match r.reservation_type {
+            Some(CapacityReservationType::CapacityBlock) => ReservationType::CapacityBlock,
+            _ => ReservationType::Default,
+        },
+        instance_match_criteria: r
+            .instance_match_criteria
+            .as_ref()
+            .map(|c| c.as_str().to_string())
+            .unwrap_or_default(),
+        owner_id: r.owner_id.clone().unwrap_or_default(),
+        end_time: r.end_date.and_then(|d| {
+            d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+                .ok()
+        }),
+    })
 }
 
 /// Kubernetes' spelling of an EC2 architecture.
@@ -431,6 +511,47 @@ pub fn readiness(
 mod tests {
     use super::*;
 
+    fn described(
+        state: &str,
+        end_secs: Option<i64>,
+        count: i32,
+    ) -> aws_sdk_ec2::types::CapacityReservation {
+        use aws_sdk_ec2::types::{
+            CapacityReservationState, CapacityReservationType, InstanceMatchCriteria,
+        };
+        aws_sdk_ec2::types::CapacityReservation::builder()
+            .capacity_reservation_id("cr-0123")
+            .instance_type("p5.48xlarge")
+            .availability_zone("us-east-1a")
+            .available_instance_count(count)
+            .state(CapacityReservationState::from(state))
+            .reservation_type(CapacityReservationType::CapacityBlock)
+            .instance_match_criteria(InstanceMatchCriteria::Targeted)
+            .owner_id("012345678901")
+            .set_end_date(end_secs.map(aws_sdk_ec2::primitives::DateTime::from_secs))
+            .build()
+    }
+
+    #[test]
+    fn only_active_unexpired_reservations_are_listed() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let r = usable_reservation(&described("active", Some(2_000), 3), now).unwrap();
+        assert_eq!(r.id, "cr-0123");
+        assert_eq!(r.instance_type, "p5.48xlarge");
+        assert_eq!(r.availability_zone, "us-east-1a");
+        assert_eq!(r.available_instance_count, 3);
+        assert_eq!(r.reservation_type, ReservationType::CapacityBlock);
+        assert_eq!(r.instance_match_criteria, "targeted");
+        assert_eq!(r.end_time.as_deref(), Some("1970-01-01T00:33:20Z"));
+        assert!(usable_reservation(&described("expired", Some(2_000), 3), now).is_none());
+        assert!(
+            usable_reservation(&described("active", Some(1_000), 3), now).is_none(),
+            "ended"
+        );
+        let negative = usable_reservation(&described("active", None, -4), now).unwrap();
+        assert_eq!(negative.available_instance_count, 0);
+    }
+
     #[test]
     fn ready_names_the_first_selector_that_resolved_to_nothing() {
         let status = EC2NodeClassStatus {
@@ -472,6 +593,7 @@ mod tests {
                 requirements: vec![],
             }],
             instance_profile: None,
+            capacity_reservations: vec![],
             conditions: vec![],
         };
         let conds = readiness(

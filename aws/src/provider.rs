@@ -13,19 +13,20 @@ use adze_api::ec2nodeclass::{
     AmiFamily, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
 };
 use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
+use adze_scheduling::instance_type::Reservation;
 use adze_scheduling::{InstanceType, labels, node_class};
 use aws_sdk_ec2::types::{
-    DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
+    CapacityReservationTarget, DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
     FleetOnDemandAllocationStrategy, FleetType, LaunchTemplateBlockDeviceMappingRequest,
-    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
-    LaunchTemplateIamInstanceProfileSpecificationRequest,
-    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6,
+    LaunchTemplateCapacityReservationSpecificationRequest, LaunchTemplateEbsBlockDeviceRequest,
+    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
+    LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
-    LaunchTemplateTagSpecificationRequest, OnDemandOptionsRequest, RequestLaunchTemplateData,
-    ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
-    TargetCapacitySpecificationRequest,
+    LaunchTemplateTagSpecificationRequest, MarketType, OnDemandOptionsRequest,
+    RequestLaunchTemplateData, ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag,
+    TagSpecification, TargetCapacitySpecificationRequest,
 };
 use base64::Engine;
 use futures::future::BoxFuture;
@@ -506,25 +507,27 @@ impl AwsProvider {
             .as_ref()
             .map(|t| t.as_str().to_string())
             .unwrap_or_default();
-        let spot = i
+        let capacity_type = if i
             .instance_lifecycle
             .as_ref()
-            .is_some_and(|l| l.as_str() == "spot");
+            .is_some_and(|l| l.as_str() == "spot")
+        {
+            labels::CAPACITY_TYPE_SPOT
+        } else if i.capacity_reservation_id.is_some() {
+            labels::CAPACITY_TYPE_RESERVED
+        } else {
+            labels::CAPACITY_TYPE_ON_DEMAND
+        };
         self.instance_of(
             i.instance_id.as_deref().unwrap_or_default(),
             &type_name,
             &zone,
-            spot,
+            capacity_type,
         )
     }
 
     /// An instance as the NodeClaim records it, capacity from the catalog's type.
-    fn instance_of(&self, id: &str, type_name: &str, zone: &str, spot: bool) -> Instance {
-        let capacity_type = if spot {
-            labels::CAPACITY_TYPE_SPOT
-        } else {
-            labels::CAPACITY_TYPE_ON_DEMAND
-        };
+    fn instance_of(&self, id: &str, type_name: &str, zone: &str, capacity_type: &str) -> Instance {
         let catalog = self.catalog.get();
         let t = catalog.iter().find(|t| t.name == type_name);
         Instance {
@@ -546,10 +549,14 @@ impl AwsProvider {
         status: &EC2NodeClassStatus,
         ami: &str,
         user_data: &str,
+        reservation: Option<&Reservation>,
     ) -> Result<String, AwsError> {
         let spec = &class.spec;
         let class_name = class.metadata.name.clone().unwrap_or_default();
-        let key = format!("{ami}\n{class_name}\n{}\n{user_data}", spec_hash(spec));
+        let mut key = format!("{ami}\n{class_name}\n{}\n{user_data}", spec_hash(spec));
+        if let Some(r) = reservation {
+            key.push_str(&format!("\n{}", r.id));
+        }
         let name = format!(
             "adze-{}-{}",
             self.settings.cluster_name,
@@ -631,6 +638,26 @@ impl AwsProvider {
                         .build(),
                 );
             }
+            // Into this reservation and no other: a targeted ODCR takes only launches naming
+            // it, and a Capacity Block also needs its market type.
+            if let Some(r) = reservation {
+                data = data.capacity_reservation_specification(
+                    LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                        .capacity_reservation_target(
+                            CapacityReservationTarget::builder()
+                                .capacity_reservation_id(&r.id)
+                                .build(),
+                        )
+                        .build(),
+                );
+                if r.kind == labels::RESERVATION_TYPE_CAPACITY_BLOCK {
+                    data = data.instance_market_options(
+                        LaunchTemplateInstanceMarketOptionsRequest::builder()
+                            .market_type(MarketType::CapacityBlock)
+                            .build(),
+                    );
+                }
+            }
             if let Some(profile) = &status.instance_profile {
                 data = data.iam_instance_profile(
                     LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
@@ -669,6 +696,9 @@ impl AwsProvider {
             // What cleanup judges the template by (crate::templates::stale).
             tags.push(tag(CLASS_HASH_TAG, &spec_hash(spec)));
             tags.push(tag(crate::templates::IMAGE_TAG, ami));
+            if let Some(r) = reservation {
+                tags.push(tag(labels::CAPACITY_RESERVATION_ID, &r.id));
+            }
             let created = self
                 .clients
                 .ec2
@@ -693,7 +723,7 @@ impl AwsProvider {
                     });
                 }
             }
-            tracing::info!(template = %name, ami, "launch template created");
+            tracing::info!(template = %name, ami, reservation = ?reservation.map(|r| &r.id), "launch template created");
         }
         self.templates.lock_or_recover().insert(name.clone());
         Ok(name)
@@ -840,18 +870,21 @@ impl AwsProvider {
                 });
             }
             let capacity_type = cands[0].capacity_type.clone();
-            // One launch template per (image, max pods): user data carries max pods, which the
-            // class-shaped type already holds (overhead::max_pods).
-            let mut groups: BTreeMap<(String, i64), Vec<&Candidate>> = BTreeMap::new();
+            // One launch template per (image, max pods, reservation): user data carries max
+            // pods, which the class-shaped type already holds (overhead::max_pods); a
+            // reservation is targeted from the template.
+            let mut groups: BTreeMap<(String, i64, Option<String>), Vec<&Candidate>> =
+                BTreeMap::new();
             for c in &cands {
                 let ami = ami_for(&c.instance_type).unwrap_or_default();
+                let reservation = c.reservation.as_ref().map(|r| r.id.clone());
                 groups
-                    .entry((ami, c.instance_type.capacity.pods))
+                    .entry((ami, c.instance_type.capacity.pods, reservation))
                     .or_default()
                     .push(c);
             }
             let mut configs = Vec::new();
-            for ((ami, max_pods), members) in &groups {
+            for ((ami, max_pods, _), members) in &groups {
                 let boot = Bootstrap {
                     cluster_name: self.settings.cluster_name.clone(),
                     cluster_endpoint: self.settings.cluster_endpoint.clone(),
@@ -884,7 +917,10 @@ impl AwsProvider {
                         .collect(),
                 };
                 let ud = userdata::render(family, &boot, class.spec.user_data.as_deref());
-                let template = self.ensure_template(&class, &status, ami, &ud).await?;
+                let reservation = members[0].reservation.as_ref();
+                let template = self
+                    .ensure_template(&class, &status, ami, &ud, reservation)
+                    .await?;
                 let overrides: Vec<_> = members
                     .iter()
                     .map(|c| {
@@ -934,10 +970,17 @@ impl AwsProvider {
                 ),
             ]);
             let spot = capacity_type == labels::CAPACITY_TYPE_SPOT;
+            // Candidates share one reservation type (selection::candidates).
+            let capacity_block = cands[0]
+                .reservation
+                .as_ref()
+                .is_some_and(|r| r.kind == labels::RESERVATION_TYPE_CAPACITY_BLOCK);
             let target = TargetCapacitySpecificationRequest::builder()
                 .total_target_capacity(1)
                 .default_target_capacity_type(if spot {
                     DefaultTargetCapacityType::Spot
+                } else if capacity_block {
+                    DefaultTargetCapacityType::CapacityBlock
                 } else {
                     DefaultTargetCapacityType::OnDemand
                 })
@@ -1056,7 +1099,12 @@ impl AwsProvider {
                     Some((id, type_name, zone, spot))
                 });
             if let Some((id, type_name, zone, spot)) = launched {
-                let mut out = self.instance_of(&id, &type_name, &zone, spot);
+                let launched_as = if spot {
+                    labels::CAPACITY_TYPE_SPOT
+                } else {
+                    capacity_type.as_str()
+                };
+                let mut out = self.instance_of(&id, &type_name, &zone, launched_as);
                 // Capacity as this class shapes it (kubelet settings, root volume).
                 if let Some(t) = catalog.iter().find(|t| t.name == out.instance_type) {
                     out.capacity = t.capacity.to_quantities();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use adze_api::NodeClaim;
 use adze_api::ec2nodeclass::Subnet;
+use adze_scheduling::instance_type::Reservation;
 use adze_scheduling::{InstanceType, Operator, Requirement, Requirements, Resources, labels};
 
 /// One launchable pool.
@@ -18,6 +19,8 @@ pub struct Candidate {
     pub zone_id: Option<String>,
     pub capacity_type: String,
     pub price: f64,
+    /// The reservation a `reserved` candidate launches into.
+    pub reservation: Option<Reservation>,
 }
 
 /// The claim's requirements in the scheduler's form; bad entries are errors naming the field.
@@ -49,8 +52,10 @@ pub fn claim_requests(claim: &NodeClaim) -> Result<Resources, String> {
     .map_err(|e| format!("spec.resources.requests: {e}"))
 }
 
-/// Every available pool the claim allows, cheapest first, restricted to one capacity type: spot
-/// when the claim allows it and some spot pool qualifies, else on-demand.
+/// Every available pool the claim allows, cheapest first, restricted to one capacity type:
+/// reserved when the claim allows a reservation with a slot (and then one reservation type,
+/// as CreateFleet launches into ODCRs or Capacity Blocks, not both), else spot when the claim
+/// allows it and some spot pool qualifies, else on-demand.
 pub fn candidates(
     reqs: &Requirements,
     requests: &Resources,
@@ -60,10 +65,12 @@ pub fn candidates(
     let zone_req = reqs.get(labels::ZONE);
     let zone_id_req = reqs.get(labels::ZONE_ID);
     let ct_req = reqs.get(labels::CAPACITY_TYPE);
+    let rid_req = reqs.get(labels::CAPACITY_RESERVATION_ID);
+    let rtype_req = reqs.get(labels::CAPACITY_RESERVATION_TYPE);
     let mut out = Vec::new();
     for t in catalog {
         let type_ok = reqs.iter().all(|r| {
-            if [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE].contains(&r.key.as_str()) {
+            if labels::OFFERING_KEYS.contains(&r.key.as_str()) {
                 return true;
             }
             match t.requirements.get(&r.key) {
@@ -76,8 +83,12 @@ pub fn candidates(
             continue;
         }
         for o in t.offerings.iter().filter(|o| o.available) {
+            let res = o.reservation.as_ref();
             if zone_req.is_some_and(|z| !z.allows(&o.zone))
                 || ct_req.is_some_and(|c| !c.allows(&o.capacity_type))
+                || rid_req.is_some_and(|r| !r.allows_label(res.map(|r| r.id.as_str())))
+                || rtype_req.is_some_and(|r| !r.allows_label(res.map(|r| r.kind.as_str())))
+                || res.is_some_and(|r| r.remaining == 0)
             {
                 continue;
             }
@@ -92,25 +103,32 @@ pub fn candidates(
                     zone_id: s.zone_id.clone(),
                     capacity_type: o.capacity_type.clone(),
                     price: o.price,
+                    reservation: o.reservation.clone(),
                 });
             }
         }
     }
-    let spot = out
-        .iter()
-        .any(|c| c.capacity_type == labels::CAPACITY_TYPE_SPOT);
-    let chosen = if spot {
-        labels::CAPACITY_TYPE_SPOT
-    } else {
-        labels::CAPACITY_TYPE_ON_DEMAND
-    };
-    out.retain(|c| c.capacity_type == chosen);
     out.sort_by(|a, b| {
         a.price
             .total_cmp(&b.price)
             .then_with(|| a.instance_type.name.cmp(&b.instance_type.name))
             .then_with(|| a.subnet_id.cmp(&b.subnet_id))
     });
+    let has = |ct: &str| out.iter().any(|c| c.capacity_type == ct);
+    let chosen = if has(labels::CAPACITY_TYPE_RESERVED) {
+        labels::CAPACITY_TYPE_RESERVED
+    } else if has(labels::CAPACITY_TYPE_SPOT) {
+        labels::CAPACITY_TYPE_SPOT
+    } else {
+        labels::CAPACITY_TYPE_ON_DEMAND
+    };
+    out.retain(|c| c.capacity_type == chosen);
+    // The cheapest candidate's reservation type decides; the others go.
+    let kind = out
+        .first()
+        .and_then(|c| c.reservation.as_ref())
+        .map(|r| r.kind.clone());
+    out.retain(|c| c.reservation.as_ref().map(|r| &r.kind) == kind.as_ref());
     out
 }
 
@@ -121,6 +139,8 @@ fn value_of<'a>(c: &'a Candidate, key: &str) -> Option<&'a str> {
         labels::ZONE => Some(&c.zone),
         labels::ZONE_ID => c.zone_id.as_deref(),
         labels::CAPACITY_TYPE => Some(&c.capacity_type),
+        labels::CAPACITY_RESERVATION_ID => c.reservation.as_ref().map(|r| r.id.as_str()),
+        labels::CAPACITY_RESERVATION_TYPE => c.reservation.as_ref().map(|r| r.kind.as_str()),
         _ => c.instance_type.label(key),
     }
 }
@@ -193,6 +213,8 @@ pub fn is_capacity_error(code: &str) -> bool {
     matches!(
         code,
         "InsufficientInstanceCapacity"
+            // A targeted capacity reservation with no slot left (or no longer active).
+            | "ReservationCapacityExceeded"
             | "InsufficientCapacity"
             | "VcpuLimitExceeded"
             | "InstanceLimitExceeded"

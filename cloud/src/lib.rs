@@ -200,7 +200,25 @@ impl UnavailableOfferings {
                 let hit = |o: &adze_scheduling::Offering| {
                     entries.contains_key(&(t.name.clone(), o.zone.clone(), o.capacity_type.clone()))
                 };
-                if !t.offerings.iter().any(hit) {
+                // Reserved offerings come from a node class, after this: a failed reservation
+                // is left here as an unavailable `reserved` offering, which the class's
+                // reservations of that type and zone then take their availability from
+                // (adze_scheduling::node_class).
+                let reserved_failed: Vec<String> = entries
+                    .keys()
+                    .filter(|(name, _, ct)| {
+                        *name == t.name && ct == adze_scheduling::labels::CAPACITY_TYPE_RESERVED
+                    })
+                    .map(|(_, zone, _)| zone.clone())
+                    .filter(|zone| {
+                        !t.offerings.iter().any(|o| {
+                            &o.zone == zone
+                                && o.capacity_type
+                                    == adze_scheduling::labels::CAPACITY_TYPE_RESERVED
+                        })
+                    })
+                    .collect();
+                if !t.offerings.iter().any(hit) && reserved_failed.is_empty() {
                     return t.clone();
                 }
                 let mut t2 = InstanceType::clone(t);
@@ -208,6 +226,16 @@ impl UnavailableOfferings {
                     if hit(o) {
                         o.available = false;
                     }
+                }
+                for zone in reserved_failed {
+                    t2.offerings.push(adze_scheduling::Offering {
+                        zone,
+                        zone_id: None,
+                        capacity_type: adze_scheduling::labels::CAPACITY_TYPE_RESERVED.into(),
+                        price: 0.0,
+                        available: false,
+                        reservation: None,
+                    });
                 }
                 t2.refresh_offering_requirements();
                 Arc::new(t2)

@@ -79,6 +79,7 @@ pub fn offerings(price: f64) -> Vec<Offering> {
                     capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
                     price,
                     available: true,
+                    reservation: None,
                 },
                 Offering {
                     zone: z.to_string(),
@@ -86,6 +87,7 @@ pub fn offerings(price: f64) -> Vec<Offering> {
                     capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
                     price: price * 0.4,
                     available: true,
+                    reservation: None,
                 },
             ]
         })

@@ -19,6 +19,30 @@ pub struct Offering {
     pub price: f64,
     /// False while the cloud reports no capacity here (or a launch just failed here).
     pub available: bool,
+    /// Set on `reserved` offerings: the capacity reservation a launch here goes into.
+    pub reservation: Option<Reservation>,
+}
+
+/// A capacity reservation (an ODCR or a Capacity Block) behind a `reserved` offering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub id: String,
+    /// [`labels::RESERVATION_TYPE_DEFAULT`] or [`labels::RESERVATION_TYPE_CAPACITY_BLOCK`].
+    pub kind: String,
+    /// Instances that can still be launched into it; placement never plans more claims into
+    /// it than this, less the in-flight claims already headed there.
+    pub remaining: u32,
+}
+
+fn reservation_id(o: &Offering) -> Option<&str> {
+    o.reservation.as_ref().map(|r| r.id.as_str())
+}
+
+/// What a reserved slot is priced at: already paid for, so below every on-demand and spot
+/// offering, yet still ordered by the type's on-demand price so a small reserved type is
+/// preferred to a big one when both fit.
+pub fn reserved_price(on_demand: f64) -> f64 {
+    on_demand / 1_000_000.0
 }
 
 impl Offering {
@@ -36,6 +60,8 @@ struct OfferingReqs<'r> {
     zone: Option<&'r Requirement>,
     capacity_type: Option<&'r Requirement>,
     zone_id: Option<&'r Requirement>,
+    reservation_id: Option<&'r Requirement>,
+    reservation_type: Option<&'r Requirement>,
 }
 
 impl<'r> OfferingReqs<'r> {
@@ -44,6 +70,8 @@ impl<'r> OfferingReqs<'r> {
             zone: reqs.get(labels::ZONE),
             capacity_type: reqs.get(labels::CAPACITY_TYPE),
             zone_id: reqs.get(labels::ZONE_ID),
+            reservation_id: reqs.get(labels::CAPACITY_RESERVATION_ID),
+            reservation_type: reqs.get(labels::CAPACITY_RESERVATION_TYPE),
         }
     }
 
@@ -56,6 +84,12 @@ impl<'r> OfferingReqs<'r> {
                 Some(id) => r.allows(id),
                 None => r.allows_absent(),
             })
+            && self
+                .reservation_id
+                .is_none_or(|r| r.allows_label(o.reservation.as_ref().map(|res| res.id.as_str())))
+            && self
+                .reservation_type
+                .is_none_or(|r| r.allows_label(o.reservation.as_ref().map(|res| res.kind.as_str())))
     }
 }
 
@@ -142,15 +176,26 @@ impl InstanceType {
 
     /// The cheapest available offering whose zone, zone ID and capacity type `reqs` allow.
     pub fn cheapest_offering(&self, reqs: &Requirements) -> Option<&Offering> {
+        self.cheapest_offering_where(reqs, |_| true)
+    }
+
+    /// [`Self::cheapest_offering`] among the offerings `usable` keeps (placement leaves out
+    /// reservations it has already planned full).
+    pub fn cheapest_offering_where(
+        &self,
+        reqs: &Requirements,
+        usable: impl Fn(&Offering) -> bool,
+    ) -> Option<&Offering> {
         let allowed = OfferingReqs::of(reqs);
         self.offerings
             .iter()
-            .filter(|o| o.available && allowed.allow(o))
+            .filter(|o| o.available && allowed.allow(o) && usable(o))
             .min_by(|a, b| {
                 a.price
                     .total_cmp(&b.price)
                     .then_with(|| a.zone.cmp(&b.zone))
                     .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+                    .then_with(|| reservation_id(a).cmp(&reservation_id(b)))
             })
     }
 

@@ -63,6 +63,27 @@ pub const INSTANCE_EBS_BANDWIDTH: &str = "aws.adze.sh/instance-ebs-bandwidth";
 
 pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
 pub const CAPACITY_TYPE_SPOT: &str = "spot";
+/// Launched into a capacity reservation the node class selected (an ODCR or a Capacity Block).
+pub const CAPACITY_TYPE_RESERVED: &str = "reserved";
+/// On reserved nodes only: the reservation's ID (`cr-…`) and its EC2 `ReservationType`
+/// (`default` or `capacity-block`).
+pub const CAPACITY_RESERVATION_ID: &str = "aws.adze.sh/capacity-reservation-id";
+pub const CAPACITY_RESERVATION_TYPE: &str = "aws.adze.sh/capacity-reservation-type";
+/// Keys whose value a node gets from the offering it is launched into, not from its type.
+pub const OFFERING_KEYS: [&str; 5] = [
+    ZONE,
+    ZONE_ID,
+    CAPACITY_TYPE,
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+];
+
+/// The keys naming a node's capacity reservation (absent on nodes outside one).
+pub fn is_reservation_key(key: &str) -> bool {
+    key == CAPACITY_RESERVATION_ID || key == CAPACITY_RESERVATION_TYPE
+}
+pub const RESERVATION_TYPE_DEFAULT: &str = "default";
+pub const RESERVATION_TYPE_CAPACITY_BLOCK: &str = "capacity-block";
 
 /// Taints Adze itself places.
 pub const TAINT_DISRUPTED: &str = "adze.sh/disrupted";
@@ -101,6 +122,8 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_CPU_MANUFACTURER,
     INSTANCE_NETWORK_BANDWIDTH,
     INSTANCE_EBS_BANDWIDTH,
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
 ];
 
 /// Karpenter's well-known label keys and Adze's equivalents. `migrate` renames by this table;
@@ -109,6 +132,14 @@ pub const WELL_KNOWN: &[&str] = &[
 pub const KARPENTER_ALIASES: &[(&str, &str)] = &[
     ("karpenter.sh/capacity-type", CAPACITY_TYPE),
     ("karpenter.sh/nodepool", NODEPOOL),
+    (
+        "karpenter.k8s.aws/capacity-reservation-id",
+        CAPACITY_RESERVATION_ID,
+    ),
+    (
+        "karpenter.k8s.aws/capacity-reservation-type",
+        CAPACITY_RESERVATION_TYPE,
+    ),
     ("karpenter.k8s.aws/instance-category", INSTANCE_CATEGORY),
     ("karpenter.k8s.aws/instance-family", INSTANCE_FAMILY),
     ("karpenter.k8s.aws/instance-generation", INSTANCE_GENERATION),

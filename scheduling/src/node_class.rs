@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::instance_type::InstanceType;
+use crate::instance_type::{InstanceType, Offering, Reservation, reserved_price};
 use crate::labels;
 use crate::overhead::{self, KubeletSettings};
 use crate::requirements::Requirements;
@@ -36,6 +36,21 @@ pub struct NodeClassFacts {
     /// `instanceStorePolicy: RAID0`: a type with local NVMe disks backs ephemeral storage
     /// with all of them (the `instance-local-nvme` label); others keep the root volume.
     pub instance_store_raid0: bool,
+    /// Active capacity reservations the class selected; each becomes a `reserved` offering of
+    /// its type in its zone.
+    pub reservations: Vec<ReservationFacts>,
+}
+
+/// One capacity reservation as placement needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReservationFacts {
+    pub id: String,
+    pub instance_type: String,
+    pub zone: String,
+    /// [`labels::RESERVATION_TYPE_DEFAULT`] or [`labels::RESERVATION_TYPE_CAPACITY_BLOCK`].
+    pub kind: String,
+    /// Instances that can still be launched into it.
+    pub remaining: u32,
 }
 
 /// The catalog as a pool of this class can really launch it.
@@ -59,7 +74,7 @@ pub fn image_fits(image: &Requirements, t: &InstanceType) -> bool {
 
 /// One type under `class`; None when no offering is left in the class's zones.
 pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType> {
-    let offerings: Vec<_> = t
+    let mut offerings: Vec<_> = t
         .offerings
         .iter()
         .filter(|o| class.zones.contains(&o.zone))
@@ -71,6 +86,7 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
             o
         })
         .collect();
+    offerings.extend(reserved_offerings(t, class));
     if offerings.is_empty() {
         return None;
     }
@@ -94,6 +110,51 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
         &class.kubelet,
     );
     Some(t.reshaped(capacity, oh, offerings))
+}
+
+/// A `reserved` offering per reservation of `t` in one of the class's zones, priced from the
+/// type's on-demand price there ([`reserved_price`]) so reserved capacity is used first. A
+/// reservation with no slot left is offered as unavailable.
+fn reserved_offerings(t: &InstanceType, class: &NodeClassFacts) -> Vec<Offering> {
+    class
+        .reservations
+        .iter()
+        .filter(|r| r.instance_type == t.name && class.zones.contains(&r.zone))
+        .map(|r| {
+            let on_demand = t
+                .offerings
+                .iter()
+                .filter(|o| o.capacity_type == labels::CAPACITY_TYPE_ON_DEMAND)
+                .min_by_key(|o| o.zone != r.zone)
+                .map_or(0.0, |o| o.price);
+            let zone_id = t
+                .offerings
+                .iter()
+                .find(|o| o.zone == r.zone)
+                .and_then(|o| o.zone_id.clone())
+                .or_else(|| class.zone_ids.get(&r.zone).cloned());
+            // A launch into the type's reservations in this zone failed lately (the catalog
+            // carries that as an unavailable `reserved` offering without a reservation).
+            let failed = t.offerings.iter().any(|o| {
+                o.zone == r.zone
+                    && o.capacity_type == labels::CAPACITY_TYPE_RESERVED
+                    && o.reservation.is_none()
+                    && !o.available
+            });
+            Offering {
+                zone: r.zone.clone(),
+                zone_id,
+                capacity_type: labels::CAPACITY_TYPE_RESERVED.to_string(),
+                price: reserved_price(on_demand),
+                available: r.remaining > 0 && !failed,
+                reservation: Some(Reservation {
+                    id: r.id.clone(),
+                    kind: r.kind.clone(),
+                    remaining: r.remaining,
+                }),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

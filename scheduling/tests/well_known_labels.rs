@@ -40,6 +40,7 @@ fn typed(name: &str, price: f64, own: &[(&str, &str)]) -> Arc<InstanceType> {
             capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
             price,
             available: true,
+            reservation: None,
         })
         .collect();
     Arc::new(InstanceType::new(name, capacity, oh, l, offerings))

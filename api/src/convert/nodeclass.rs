@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use adze_scheduling::node_class::NodeClassFacts;
+use adze_scheduling::node_class::{NodeClassFacts, ReservationFacts};
 use adze_scheduling::overhead::{KubeletSettings, Threshold};
 use adze_scheduling::{Requirement, Requirements, quantity};
 
@@ -52,6 +52,18 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
         kubelet,
         root_volume: root_volume_bytes(&class.spec).and_then(|b| i64::try_from(b).ok()),
         instance_store_raid0: class.spec.instance_store_policy.is_some(),
+        reservations: status
+            .capacity_reservations
+            .iter()
+            .map(|r| ReservationFacts {
+                id: r.id.clone(),
+                instance_type: r.instance_type.clone(),
+                zone: r.availability_zone.clone(),
+                kind: r.reservation_type.as_str().to_string(),
+                // A count outside u32 is not EC2's; none below zero, at most u32::MAX above.
+                remaining: u32::try_from(r.available_instance_count.max(0)).unwrap_or(u32::MAX),
+            })
+            .collect(),
     })
 }
 

@@ -22,7 +22,13 @@ const DESTRUCTIVE: &[&str] = &[
     "iam:DeleteInstanceProfile",
 ];
 /// Resource types a launch uses but does not create: no request tag applies to them.
-const USED_NOT_CREATED: &[&str] = &["image/", "snapshot/", "subnet/", "security-group/"];
+const USED_NOT_CREATED: &[&str] = &[
+    "image/",
+    "snapshot/",
+    "subnet/",
+    "security-group/",
+    "capacity-reservation/",
+];
 /// The creating calls tags may be set in (values of `ec2:CreateAction`).
 const CREATE_ACTIONS: &[&str] = &["CreateFleet", "RunInstances", "CreateLaunchTemplate"];
 
@@ -310,7 +316,7 @@ pub fn violations(policy: &Value, cluster: &str, region: &str) -> Vec<String> {
         {
             bad(
                 "launches may create only what carries the cluster tag (aws:RequestTag); \
-                 untagged statements may name only images, snapshots, subnets, security groups",
+                 untagged statements may name only images, snapshots, subnets, security groups, capacity reservations",
             );
         }
         if any_of(DESTRUCTIVE) && !s.cluster_tag("ResourceTag", cluster) {

@@ -363,6 +363,10 @@ pub fn build(
             node_labels: node.metadata.labels.as_ref().unwrap_or(&no_labels),
             cloud_drifted: extra.cloud_drifted.contains(&name),
         });
+        let capacity_block_end = capacity_block_end(
+            drift::class_named(&c.spec.node_class_ref, objects.nodeclasses.as_deref()),
+            node.metadata.labels.as_ref().unwrap_or(&no_labels),
+        );
         let f = NodeFacts {
             name: node_name,
             initialized: is_initialized(c),
@@ -373,6 +377,7 @@ pub fn build(
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
             disrupting: is_disrupting(c) || going_away(node) || !crate::nodeclaim::node_ready(node),
             last_pod_event,
+            capacity_block_end,
         };
         if c.metadata.deletion_timestamp.is_none() {
             let consolidatable = pool_name
@@ -453,6 +458,25 @@ pub fn build(
         statuses,
         problems,
     }
+}
+
+/// When the Capacity Block a node runs in ends, from its reservation-ID label and the end
+/// time its class's status lists for that reservation; None for any other node (an ODCR
+/// that ends leaves its instances running as on-demand).
+fn capacity_block_end(
+    class: Option<&adze_api::EC2NodeClass>,
+    node_labels: &std::collections::BTreeMap<String, String>,
+) -> Option<UnixSeconds> {
+    use adze_api::ec2nodeclass::ReservationType;
+    let id = node_labels.get(labels::CAPACITY_RESERVATION_ID)?;
+    let r = class?
+        .status
+        .as_ref()?
+        .capacity_reservations
+        .iter()
+        .find(|r| &r.id == id && r.reservation_type == ReservationType::CapacityBlock)?;
+    let end: k8s_openapi::jiff::Timestamp = r.end_time.as_deref()?.parse().ok()?;
+    Some(end.as_second())
 }
 
 #[cfg(test)]
@@ -1066,5 +1090,38 @@ mod tests {
             .find(|c| c.pods.contains(&"shop/db".to_string()))
             .expect("db goes to a replacement");
         assert_eq!(replacement.zone, "us-east-1c", "{}", d.message);
+    }
+
+    #[test]
+    fn a_capacity_block_nodes_end_comes_from_its_class_status() {
+        let class: adze_api::EC2NodeClass = serde_json::from_value(serde_json::json!({
+            "apiVersion": "aws.adze.sh/v1", "kind": "EC2NodeClass", "metadata": {"name": "gpu"},
+            "spec": {"subnetSelectorTerms": [{"id": "subnet-1"}], "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                     "amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"},
+            "status": {"capacityReservations": [
+                {"id": "cr-block", "instanceType": "p5.48xlarge", "availabilityZone": "us-east-1a",
+                 "availableInstanceCount": 0, "reservationType": "capacity-block", "endTime": "2026-01-01T00:00:00Z"},
+                {"id": "cr-odcr", "instanceType": "m5.large", "availabilityZone": "us-east-1a",
+                 "availableInstanceCount": 1, "reservationType": "default", "endTime": "2026-01-01T00:00:00Z"}
+            ]}
+        }))
+        .unwrap();
+        let on = |id: &str| {
+            std::collections::BTreeMap::from([(
+                labels::CAPACITY_RESERVATION_ID.to_string(),
+                id.to_string(),
+            )])
+        };
+        assert_eq!(
+            capacity_block_end(Some(&class), &on("cr-block")),
+            Some(1_767_225_600)
+        );
+        assert_eq!(
+            capacity_block_end(Some(&class), &on("cr-odcr")),
+            None,
+            "an ODCR's end drains nothing"
+        );
+        assert_eq!(capacity_block_end(Some(&class), &on("cr-gone")), None);
+        assert_eq!(capacity_block_end(None, &on("cr-block")), None);
     }
 }

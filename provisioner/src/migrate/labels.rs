@@ -48,7 +48,11 @@ pub fn map(key: &str) -> Key {
 }
 
 /// Capacity types Adze launches.
-pub const CAPACITY_TYPES: &[&str] = &[labels::CAPACITY_TYPE_ON_DEMAND, labels::CAPACITY_TYPE_SPOT];
+pub const CAPACITY_TYPES: &[&str] = &[
+    labels::CAPACITY_TYPE_ON_DEMAND,
+    labels::CAPACITY_TYPE_SPOT,
+    labels::CAPACITY_TYPE_RESERVED,
+];
 
 #[cfg(test)]
 mod tests {

@@ -152,23 +152,17 @@ fn unsupported_families_and_capacity_need_action_static_pools_are_carried() {
         "the Machine and the ConfigMap are not output"
     );
     let pool = &m.objects[0];
-    assert!(
-        pool["spec"]["template"]["spec"]["requirements"]
-            .as_array()
-            .unwrap()
-            .is_empty(),
-        "a requirement left without any capacity type is dropped"
+    assert_eq!(
+        pool["spec"]["template"]["spec"]["requirements"],
+        serde_json::json!([{"key": "adze.sh/capacity-type", "operator": "In", "values": ["reserved"]}]),
+        "reserved capacity is carried (capacity reservations)"
     );
     let reserved = notes_about(
         &m,
         "NodePool/reserved-only",
         "spec.template.spec.requirements[0]",
     );
-    assert!(
-        reserved
-            .iter()
-            .any(|n| n.action && n.message.contains("reserved"))
-    );
+    assert!(reserved.iter().all(|n| !n.action), "{reserved:#?}");
     // A static pool is carried: Adze keeps its replicas too.
     assert_eq!(pool["spec"]["replicas"], 3);
     assert!(notes_about(&m, "NodePool/reserved-only", "spec.replicas").is_empty());
@@ -181,8 +175,13 @@ fn unsupported_families_and_capacity_need_action_static_pools_are_carried() {
             &m,
             "EC2NodeClass/windows",
             "spec.capacityReservationSelectorTerms"
-        )[0]
-        .action
+        )
+        .is_empty(),
+        "carried as it is"
+    );
+    assert_eq!(
+        m.objects[1]["spec"]["capacityReservationSelectorTerms"],
+        serde_json::json!([{"id": "cr-0123456789abcdef0"}])
     );
     let old = notes_about(&m, "Machine/old", "apiVersion");
     assert!(old[0].action && old[0].message.contains("karpenter.sh/v1alpha5 Machine"));

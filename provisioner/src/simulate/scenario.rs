@@ -902,6 +902,7 @@ fn catalog_entry(
             capacity_type: o.capacity_type.clone(),
             price: o.price,
             available: o.available,
+            reservation: None,
         });
     }
     Ok(CatalogEntry {

@@ -173,6 +173,7 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
                     capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
                     price: t.on_demand_usd,
                     available: true,
+                    reservation: None,
                 },
                 Offering {
                     zone: z.to_string(),
@@ -180,6 +181,7 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
                     capacity_type: labels::CAPACITY_TYPE_SPOT.to_string(),
                     price: (spot * 10_000.0).round() / 10_000.0,
                     available: true,
+                    reservation: None,
                 },
             ]
         })

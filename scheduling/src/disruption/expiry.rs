@@ -18,11 +18,30 @@ pub struct Expired {
     /// Seconds since the NodeClaim was created.
     pub age: i64,
     pub expire_after: Duration,
+    /// Set when the node goes because its Capacity Block ends at this time.
+    pub capacity_block_end: Option<UnixSeconds>,
+}
+
+/// EC2 starts terminating a Capacity Block's instances 30 minutes before the block ends (60
+/// for UltraServers); nodes are drained 10 minutes before that, when EC2 sends its warning.
+pub const CAPACITY_BLOCK_DRAIN_BEFORE_END: i64 = 40 * 60;
+
+/// Whether `facts`' node runs in a Capacity Block close enough to its end to be drained now.
+pub fn capacity_block_ending(facts: &NodeFacts, now: UnixSeconds) -> bool {
+    facts
+        .capacity_block_end
+        .is_some_and(|end| now >= end.saturating_sub(CAPACITY_BLOCK_DRAIN_BEFORE_END))
 }
 
 impl Expired {
     /// For the event and log line: why the node goes.
     pub fn message(&self) -> String {
+        if let Some(end) = self.capacity_block_end {
+            return format!(
+                "capacity block ending: it ends at {end} (unix seconds) and EC2 reclaims its instances from 30 minutes before; drained from {}s before the end, regardless of budgets and do-not-disrupt",
+                CAPACITY_BLOCK_DRAIN_BEFORE_END
+            );
+        }
         format!(
             "expired: nodeclaim is {}s old, its expireAfter is {}s; disrupted regardless of budgets and do-not-disrupt",
             self.age,
@@ -45,14 +64,20 @@ pub fn expired(input: &Input) -> Vec<Expired> {
     let mut out: Vec<(UnixSeconds, Expired)> = input
         .nodes
         .iter()
-        .filter(|f| is_expired(f, input.now))
         .filter_map(|f| {
+            let block_end = f
+                .capacity_block_end
+                .filter(|_| capacity_block_ending(f, input.now));
+            if block_end.is_none() && !is_expired(f, input.now) {
+                return None;
+            }
             Some((
                 f.created,
                 Expired {
                     node: f.name.clone(),
                     age: input.now - f.created,
-                    expire_after: f.expire_after?,
+                    expire_after: f.expire_after.unwrap_or_default(),
+                    capacity_block_end: block_end,
                 },
             ))
         })
@@ -92,5 +117,32 @@ mod tests {
             ["b", "a"]
         );
         assert!(e[0].message().contains("200s old"), "{}", e[0].message());
+    }
+
+    #[test]
+    fn a_capacity_block_node_is_drained_forty_minutes_before_the_block_ends() {
+        let end = 10_000;
+        let mut f = NodeFacts::new("gpu", 100);
+        f.expire_after = None;
+        f.capacity_block_end = Some(end);
+        let at = |now| {
+            expired(&Input {
+                nodes: vec![f.clone()],
+                now,
+                ..Input::default()
+            })
+        };
+        assert!(at(end - 40 * 60 - 1).is_empty(), "too early");
+        let e = at(end - 40 * 60);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].capacity_block_end, Some(end));
+        assert!(
+            e[0].message().contains("capacity block ending"),
+            "{}",
+            e[0].message()
+        );
+        let mut plain = NodeFacts::new("cpu", 100);
+        plain.expire_after = None;
+        assert!(!capacity_block_ending(&plain, i64::MAX), "no block, never");
     }
 }

@@ -149,6 +149,9 @@ pub struct NodeFacts {
     /// Last time a pod was bound to or removed from the node (its creation if never): the
     /// node is consolidatable once this is `consolidateAfter` in the past.
     pub last_pod_event: UnixSeconds,
+    /// End of the Capacity Block the node runs in, if it does: EC2 reclaims such instances
+    /// before the block ends, so the node is drained ahead of it ([`expiry`]).
+    pub capacity_block_end: Option<UnixSeconds>,
 }
 
 impl NodeFacts {
@@ -164,6 +167,7 @@ impl NodeFacts {
             do_not_disrupt: false,
             disrupting: false,
             last_pod_event: created,
+            capacity_block_end: None,
         }
     }
 }

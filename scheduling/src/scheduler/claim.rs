@@ -16,7 +16,64 @@ use crate::topology::DomainId;
 
 /// (pool, a claim's requirements without its names) → per type of the pool: whether it is
 /// compatible, and its cheapest allowed offering.
-type TypeOffers<'s> = HashMap<(usize, Requirements), Vec<(bool, Option<&'s Offering>)>>;
+/// Per (pool, claim requirements, reservations planned full so far): each type's compatibility
+/// and cheapest usable offering.
+type TypeOffers<'s> = HashMap<(usize, Requirements, usize), Vec<(bool, Option<&'s Offering>)>>;
+
+/// Slots left in each capacity reservation while claims are finished one by one, so no more
+/// claims are planned into a reservation than it has room for.
+struct ReservedSlots {
+    left: BTreeMap<String, u32>,
+    full: BTreeSet<String>,
+}
+
+impl ReservedSlots {
+    /// Each reservation's remaining count, less the in-flight claims already headed into it
+    /// (a claim launched since the count was read is then counted twice until the count is
+    /// read again: placement errs towards on-demand, never towards a full reservation).
+    fn new<'t>(
+        types: impl Iterator<Item = &'t InstanceType>,
+        nodes: &[crate::ExistingNode],
+    ) -> Self {
+        let mut left = BTreeMap::new();
+        for r in types
+            .flat_map(|t| &t.offerings)
+            .filter_map(|o| o.reservation.as_ref())
+        {
+            left.entry(r.id.clone()).or_insert(r.remaining);
+        }
+        for n in nodes.iter().filter(|n| n.in_flight) {
+            let id = n
+                .requirements
+                .get(labels::CAPACITY_RESERVATION_ID)
+                .and_then(|r| r.single_value());
+            if let Some(l) = id.and_then(|id| left.get_mut(id)) {
+                *l = l.saturating_sub(1);
+            }
+        }
+        let full = left
+            .iter()
+            .filter(|(_, n)| **n == 0)
+            .map(|(id, _)| id.clone())
+            .collect();
+        ReservedSlots { left, full }
+    }
+
+    fn usable(&self, o: &Offering) -> bool {
+        o.reservation
+            .as_ref()
+            .is_none_or(|r| !self.full.contains(&r.id))
+    }
+
+    fn take(&mut self, id: &str) {
+        if let Some(l) = self.left.get_mut(id) {
+            *l = l.saturating_sub(1);
+            if *l == 0 {
+                self.full.insert(id.to_string());
+            }
+        }
+    }
+}
 
 /// An instance type as one pool sees it.
 pub(super) struct TypeInfo {
@@ -445,7 +502,7 @@ impl Solver<'_> {
     fn compatible_types(&self, pi: usize, reqs: &Requirements, changed: &[&str]) -> Rc<Vec<bool>> {
         // What type_compatible reads: the changed keys' requirements, and the offering keys'
         // when one of those changed.
-        let offering_keys = [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE];
+        let offering_keys = labels::OFFERING_KEYS;
         let read = changed.iter().copied().chain(
             changed
                 .iter()
@@ -682,17 +739,40 @@ impl Solver<'_> {
     /// Under NodePool limits, packing guaranteed that the claims' cheapest options fit. The
     /// room left over (`slack`) is shared out claim by claim as the options are widened, so
     /// that whichever option the cloud launches for each claim, the pool stays in limits.
-    pub fn finish_claims(&self) -> Vec<NewClaim> {
+    ///
+    /// Claims are finished in order and each takes a slot of the reservation it is planned
+    /// into; once a reservation is full, later claims fall back to the next cheapest offering
+    /// their requirements allow. A claim left with none (it may only be reserved) is not
+    /// launched: its pods come back with the reason.
+    pub fn finish_claims(&self) -> (Vec<NewClaim>, Vec<(String, String)>) {
         let mut slack: Vec<Option<BTreeMap<String, i64>>> = self
             .pools
             .iter()
             .map(|ps| ps.room_for(&Resources::default()))
             .collect();
         let mut offers = HashMap::new();
-        self.claims
-            .iter()
-            .map(|c| self.finish(c, &mut slack[c.pool], &mut offers))
-            .collect()
+        let mut slots = ReservedSlots::new(
+            self.pools
+                .iter()
+                .flat_map(|ps| ps.types.iter().map(|t| &*t.it)),
+            &self.snap.nodes,
+        );
+        let (mut claims, mut failed) = (Vec::new(), Vec::new());
+        for c in &self.claims {
+            match self.finish(c, &mut slack[c.pool], &mut offers, &mut slots) {
+                Some(claim) => claims.push(claim),
+                None => failed.extend(c.pods.iter().map(|&p| {
+                    (
+                        self.snap.pending[p].key(),
+                        format!(
+                            "every capacity reservation NodePool {} may use for it is planned full, and it may not use other capacity",
+                            self.pools[c.pool].pool.name
+                        ),
+                    )
+                })),
+            }
+        }
+        (claims, failed)
     }
 
     fn finish<'s>(
@@ -700,21 +780,23 @@ impl Solver<'_> {
         c: &Claim,
         slack: &mut Option<BTreeMap<String, i64>>,
         offers: &mut TypeOffers<'s>,
-    ) -> NewClaim {
+        slots: &mut ReservedSlots,
+    ) -> Option<NewClaim> {
         let ps = &self.pools[c.pool];
         // Claims of a pool mostly share their requirements but for their own names, which
         // types do not decide: compatibility and offerings are worked out once for them.
         let mut shared = c.reqs.clone();
         shared.remove(labels::HOSTNAME);
         shared.remove(labels::NODECLAIM);
-        let offer: &[(bool, Option<&Offering>)] =
-            offers.entry((c.pool, shared)).or_insert_with(|| {
+        let offer: &[(bool, Option<&Offering>)] = offers
+            .entry((c.pool, shared, slots.full.len()))
+            .or_insert_with(|| {
                 ps.types
                     .iter()
                     .map(|t| {
                         (
                             type_compatible(&t.it, &c.reqs, None),
-                            t.it.cheapest_offering(&c.reqs),
+                            t.it.cheapest_offering_where(&c.reqs, |o| slots.usable(o)),
                         )
                     })
                     .collect()
@@ -751,10 +833,28 @@ impl Solver<'_> {
             })
             .collect();
         priced.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        if priced.is_empty() {
+            return None;
+        }
+        let chosen = &ps.types[priced[0].2 as usize].it;
+        let offering = offer[priced[0].2 as usize]
+            .1
+            .expect("priced options have an offering");
         let max = self.opts.max_instance_types.max(1);
-        let mut kept: Vec<u32> = priced.iter().take(max).map(|x| x.2).collect();
-        // Truncation must not break minValues: add the next cheapest until it holds.
-        for x in priced.iter().skip(max) {
+        // A reserved claim is pinned to its reservation's type and zone; otherwise the cloud
+        // picks among the cheapest types.
+        let mut kept: Vec<u32> = if offering.reservation.is_some() {
+            vec![priced[0].2]
+        } else {
+            priced.iter().take(max).map(|x| x.2).collect()
+        };
+        // Truncation must not break minValues: add the next cheapest until it holds (a
+        // reserved claim keeps its one type: the reservation decides it).
+        for x in priced
+            .iter()
+            .skip(max)
+            .filter(|_| offering.reservation.is_none())
+        {
             if min_values_short(&c.reqs, &kept, &ps.types).is_none() {
                 break;
             }
@@ -771,10 +871,6 @@ impl Solver<'_> {
                 *left -= widest.max(0);
             }
         }
-        let chosen = &ps.types[priced[0].2 as usize].it;
-        let offering = chosen
-            .cheapest_offering(&c.reqs)
-            .expect("every option has an allowed offering");
 
         let mut labels_out: BTreeMap<String, String> = ps.pool.labels.clone();
         for r in c.reqs.iter() {
@@ -800,6 +896,15 @@ impl Solver<'_> {
             labels::CAPACITY_TYPE.to_string(),
             offering.capacity_type.clone(),
         );
+        labels_out.remove(labels::CAPACITY_RESERVATION_ID);
+        labels_out.remove(labels::CAPACITY_RESERVATION_TYPE);
+        if let Some(r) = &offering.reservation {
+            labels_out.insert(labels::CAPACITY_RESERVATION_ID.to_string(), r.id.clone());
+            labels_out.insert(
+                labels::CAPACITY_RESERVATION_TYPE.to_string(),
+                r.kind.clone(),
+            );
+        }
         labels_out.insert(labels::HOSTNAME.to_string(), c.name.clone());
         labels_out.insert(labels::NODECLAIM.to_string(), c.name.clone());
         labels_out.insert(labels::NODEPOOL.to_string(), ps.pool.name.clone());
@@ -817,9 +922,37 @@ impl Solver<'_> {
             labels::INSTANCE_TYPE,
             kept.iter().map(|&o| ps.types[o as usize].it.name.clone()),
         ));
+        if let Some(r) = &offering.reservation {
+            // The launch must go into this reservation and nowhere else.
+            for (k, v) in [
+                (labels::ZONE, &offering.zone),
+                (labels::CAPACITY_TYPE, &offering.capacity_type),
+                (labels::CAPACITY_RESERVATION_ID, &r.id),
+                (labels::CAPACITY_RESERVATION_TYPE, &r.kind),
+            ] {
+                requirements.remove(k);
+                requirements.add(Requirement::single(k, v));
+            }
+            slots.take(&r.id);
+        } else if !slots.left.is_empty() {
+            // Planned outside every reservation: the launch must not take a slot either (it
+            // may be the one a later claim was planned into).
+            let not_reserved = Requirement::new(
+                labels::CAPACITY_TYPE,
+                crate::requirements::Operator::NotIn,
+                &[labels::CAPACITY_TYPE_RESERVED],
+            )
+            .expect("NotIn with a value is valid");
+            let narrowed = match requirements.get(labels::CAPACITY_TYPE) {
+                Some(r) => r.intersect(&not_reserved),
+                None => not_reserved,
+            };
+            requirements.remove(labels::CAPACITY_TYPE);
+            requirements.add(narrowed);
+        }
         let mut requests = c.requests.clone();
         requests.add(&ps.types[priced[0].2 as usize].daemon);
-        NewClaim {
+        Some(NewClaim {
             name: c.name.clone(),
             nodepool: ps.pool.name.clone(),
             instance_type: chosen.name.clone(),
@@ -837,6 +970,6 @@ impl Solver<'_> {
             requests,
             requirements,
             pods: c.pods.iter().map(|&p| self.snap.pending[p].key()).collect(),
-        }
+        })
     }
 }

@@ -115,9 +115,11 @@ impl Default for Options {
 /// Runs placement and returns the plan. The cost lower bound is filled in too.
 pub fn schedule(snapshot: &Snapshot, options: &Options) -> Plan {
     let mut solver = Solver::new(snapshot, options);
-    let failures = solver.place_all();
+    let mut failures = solver.place_all();
+    let (new_claims, unlaunched) = solver.finish_claims();
+    failures.extend(unlaunched);
     let mut plan = Plan {
-        new_claims: solver.finish_claims(),
+        new_claims,
         ..Default::default()
     };
     plan.existing = solver

@@ -1001,6 +1001,10 @@ pub(super) fn type_compatible(
         if labels::is_per_node(&r.key) || r.key == labels::NODEPOOL {
             return true;
         }
+        // Which reservation, if any, is a fact of the offering, checked below with them.
+        if labels::is_reservation_key(&r.key) {
+            return true;
+        }
         match it.requirements.get(&r.key) {
             Some(mine) => mine.compatible(r),
             None => !labels::is_well_known(&r.key) || r.allows_absent(),
