@@ -370,7 +370,10 @@ mod tests {
         assert!(classify(&pod, started + 599).do_not_disrupt);
         assert!(!classify(&pod, started + 600).do_not_disrupt);
         let lapsed = classify(&pod, started + 600);
-        assert_eq!(keys(&plan(&[lapsed], Some(3600)).evict), vec!["web/p"]);
+        assert_eq!(
+            keys(&plan(&[lapsed], Some(3600), started + 600).evict),
+            vec!["web/p"]
+        );
     }
 
     #[test]
