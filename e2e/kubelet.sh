@@ -194,7 +194,7 @@ echo "  kubelet flags from the record: $rec_args"
 echo "== 3. labels the kubelet / NodeRestriction refuse"
 check "the pool's node-restriction.kubernetes.io/team label is on the Node (set at registration)" \
   bash -c "kubectl --kubeconfig $KUBECONFIG get node $claim -o json | jqe '.metadata.labels[\"node-restriction.kubernetes.io/team\"] == \"a\"'"
-check "... and was not passed to the kubelet (user data leaves it out)" bash -c "! grep -q node-restriction '$dir/hollow/$claim/args'"
+check "... and was not passed to the kubelet (user data leaves it out)" absent node-restriction "$dir/hollow/$claim/args"
 for label in node-restriction.kubernetes.io/team=a node-role.kubernetes.io/worker=; do
   rogue=rogue-$(tr -dc a-z </dev/urandom | head -c 5)
   "$harness/hollow-node.sh" start "$dir" "$rogue" --labels "$label" >/dev/null 2>&1
@@ -270,10 +270,10 @@ after=$(k get pods -n drain -l app=slow -o json | jq -r '[.items[] | .metadata.n
 echo "  pods before: $before; after: $after"
 wait_for 90 bash -c "[[ -z \"\$(kubectl --kubeconfig $KUBECONFIG get pods -n drain -o json | jq -r '.items[] | select(.spec.nodeName == \"$victim\") | .metadata.name')\" ]]"
 check "the stuck pods were cleaned up with their Node (pod GC)" \
-  bash -c "[[ -z \"\$(kubectl --kubeconfig $KUBECONFIG get pods -n drain -o json | jq -r '.items[] | select(.spec.nodeName == \"$victim\") | .metadata.name')\" ]]"
+  bash -c "kubectl --kubeconfig $KUBECONFIG get pods -n drain -o json | jqe '[.items[] | select(.spec.nodeName == \"$victim\")] | length == 0'"
 
 check "provisioner still running" kill -0 "$prov_pid"
-check "no panics in the provisioner log" bash -c "! grep -q panicked '$dir/provisioner.log'"
-check "no hollow kubelet panicked" bash -c "! grep -l 'panic:' '$dir'/hollow/*/kubelet.log"
+check "no panics in the provisioner log" absent panicked "$dir/provisioner.log"
+check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
 rbac_audit
 e2e_summary
