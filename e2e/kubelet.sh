@@ -144,7 +144,7 @@ claim=$(k get nodeclaims -l adze.sh/nodepool=hollow -o jsonpath='{.items[0].meta
 check "a NodeClaim was created for the pending pod ($claim)" test -n "$claim"
 wait_for 30 test -f "$instances/$claim.json"
 check "the simulated cloud wrote the instance record, and created no Node itself" \
-  bash -c "test -f '$instances/$claim.json' && ! grep -q 'simulated instance booted' '$dir/provisioner.log'"
+  bash -c "test -f '$instances/$claim.json' && absent 'simulated instance booted' '$dir/provisioner.log'"
 t_launch=$(now)
 wait_for 90 node_ready "$claim"
 t_ready=$(now)
