@@ -86,11 +86,14 @@ trap cleanup EXIT
 # pods untouched) for the whole series of rounds.
 export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000 --node-monitor-grace-period=15m}"
 
+# A port below the kernel's ephemeral range (32768-60999 here), so no outgoing connection can
+# hold it by the time a server binds it (a CI run lost a round to "Address already in use"),
+# and in use by no socket in any state.
 free_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
-    ss -Htln 2>/dev/null | awk '{print $4}' | grep -Eq "[:.]$p\$" || { echo "$p"; return; }
+    p=$((20000 + RANDOM % 12000))
+    ss -Htan 2>/dev/null | awk '{print $4}' | grep -Eq "[:.]$p\$" || { echo "$p"; return; }
   done
   return 1
 }
