@@ -61,8 +61,9 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = Rule::new("has(self.role) != has(self.instanceProfile)").message("must specify exactly one of role or instanceProfile"))]
 #[x_kube(validation = Rule::new("has(self.role) == has(oldSelf.role)").message("switching between role and instanceProfile is not supported; delete and recreate the EC2NodeClass"))]
 #[x_kube(validation = Rule::new("has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))").message("amiFamily is required unless an amiSelectorTerm sets alias"))]
-#[x_kube(validation = Rule::new("!has(self.instanceStorePolicy) || !((has(self.amiFamily) && self.amiFamily == 'Bottlerocket') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('bottlerocket@')))").message("instanceStorePolicy is not supported with Bottlerocket"))]
-#[x_kube(validation = Rule::new("!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || (self.amiFamily == 'AL2023' && t.alias.startsWith('al2023@')) || (self.amiFamily == 'Bottlerocket' && t.alias.startsWith('bottlerocket@')))").message("amiFamily must match the family of the amiSelectorTerms alias"))]
+#[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
+#[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
+#[x_kube(validation = family_matches_alias_rule())]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
     #[schemars(length(min = 1, max = 30))]
@@ -111,7 +112,7 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
     /// `RAID0`: stripe the instance's local NVMe disks into one array for pods' ephemeral
-    /// storage (AL2023 only); ephemeral capacity is then the disks' total.
+    /// storage (AL2023 and AL2); ephemeral capacity is then the disks' total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::drop_null_from_enum)]
     pub instance_store_policy: Option<InstanceStorePolicy>,
@@ -189,10 +190,13 @@ pub struct SecurityGroupSelectorTerm {
 #[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.name) || has(self.owner) || has(self.ssmParameter))").message("id cannot be combined with other fields in an amiSelectorTerm"))]
 #[x_kube(validation = Rule::new("!has(self.ssmParameter) || !(has(self.tags) || has(self.name) || has(self.owner))").message("ssmParameter cannot be combined with other fields in an amiSelectorTerm"))]
 pub struct AmiSelectorTerm {
-    /// `family@version`; family is al2023 or bottlerocket, version "latest" or a release.
+    /// `family@version`; family is al2, al2023, bottlerocket, windows2019, windows2022 or
+    /// windows2025, version "latest" or a release (Windows: "latest" only, as AWS publishes
+    /// no pinned Windows parameters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), pattern(patterns::AMI_ALIAS))]
     #[x_kube(validation = alias_family_rule())]
+    #[x_kube(validation = windows_latest_rule())]
     pub alias: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::schema::selector_tags")]
@@ -228,29 +232,132 @@ fn alias_family_rule() -> Rule {
     )
 }
 
+/// Windows aliases resolve through `ami-windows-latest` parameters only.
+fn windows_latest_rule() -> Rule {
+    let windows: Vec<String> = AmiFamily::ALL
+        .iter()
+        .filter(|f| f.is_windows())
+        .filter_map(|f| f.alias_name())
+        .map(|a| format!("self.startsWith('{a}@')"))
+        .collect();
+    Rule::new(format!(
+        "!({}) || self.endsWith('@latest')",
+        windows.join(" || ")
+    ))
+    .message(AmiFamily::WINDOWS_LATEST_ONLY)
+}
+
+/// `amiFamily`, when set next to an alias, names the alias's family.
+fn family_matches_alias_rule() -> Rule {
+    let pairs: Vec<String> = AmiFamily::ALL
+        .iter()
+        .filter_map(|f| {
+            let alias = f.alias_name()?;
+            Some(format!(
+                "(self.amiFamily == '{f:?}' && t.alias.startsWith('{alias}@'))"
+            ))
+        })
+        .collect();
+    Rule::new(format!(
+        "!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || {})",
+        pairs.join(" || ")
+    ))
+    .message("amiFamily must match the family of the amiSelectorTerms alias")
+}
+
+/// instanceStorePolicy is refused for families whose bootstrap cannot stripe local disks.
+fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
+    let tests: Vec<String> = families
+        .iter()
+        .map(|f| {
+            let alias = f.alias_name().unwrap_or_default();
+            format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
+        })
+        .collect();
+    Rule::new(format!(
+        "!has(self.instanceStorePolicy) || !({})",
+        tests.join(" || ")
+    ))
+    .message(format!("instanceStorePolicy is not supported with {label}").as_str())
+}
+
 fn selector_tags_rule() -> Rule {
     Rule::new("self.all(k, k != '' && self[k] != '')")
         .message("empty tag keys or values aren't supported")
 }
 
-/// The bootstrap format of the node image.
+/// The bootstrap format of the node image. AL2 boots with `/etc/eks/bootstrap.sh` (EKS
+/// publishes no AL2 images past Kubernetes 1.32); the Windows families are the EKS-optimized
+/// Windows Server Core images, amd64 only, bootstrapped by `Start-EKSBootstrap.ps1` (2025
+/// images from Kubernetes 1.35). Variant docs are kept here: a documented variant would
+/// reorder the CRD's enum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum AmiFamily {
+    AL2,
     AL2023,
     Bottlerocket,
+    Windows2019,
+    Windows2022,
+    Windows2025,
     /// Bring your own image and complete userData; Adze adds nothing.
     Custom,
 }
 
 impl AmiFamily {
+    pub const ALL: [AmiFamily; 7] = [
+        Self::AL2,
+        Self::AL2023,
+        Self::Bottlerocket,
+        Self::Windows2019,
+        Self::Windows2022,
+        Self::Windows2025,
+        Self::Custom,
+    ];
+
     /// Families an `alias` may name, in alias spelling.
-    pub const ALIAS_FAMILIES: &'static [&'static str] = &["al2023", "bottlerocket"];
+    pub const ALIAS_FAMILIES: &'static [&'static str] = &[
+        "al2",
+        "al2023",
+        "bottlerocket",
+        "windows2019",
+        "windows2022",
+        "windows2025",
+    ];
+
+    pub const WINDOWS_LATEST_ONLY: &'static str = "windows aliases may only use version latest (windows2019@latest, windows2022@latest, windows2025@latest)";
+
+    /// The family's alias spelling ("al2023"); Custom has none.
+    pub fn alias_name(self) -> Option<&'static str> {
+        match self {
+            Self::AL2 => Some("al2"),
+            Self::AL2023 => Some("al2023"),
+            Self::Bottlerocket => Some("bottlerocket"),
+            Self::Windows2019 => Some("windows2019"),
+            Self::Windows2022 => Some("windows2022"),
+            Self::Windows2025 => Some("windows2025"),
+            Self::Custom => None,
+        }
+    }
 
     /// The family an alias such as "al2023@latest" names.
     pub fn from_alias(alias: &str) -> Option<Self> {
-        match alias.split_once('@')?.0 {
-            "al2023" => Some(Self::AL2023),
-            "bottlerocket" => Some(Self::Bottlerocket),
+        let family = alias.split_once('@')?.0;
+        Self::ALL
+            .into_iter()
+            .find(|f| f.alias_name() == Some(family))
+    }
+
+    pub fn is_windows(self) -> bool {
+        self.windows_build().is_some()
+    }
+
+    /// `node.kubernetes.io/windows-build` of the family's nodes: the major.minor.build the
+    /// kubelet reports for that Windows Server release.
+    pub fn windows_build(self) -> Option<&'static str> {
+        match self {
+            Self::Windows2019 => Some("10.0.17763"),
+            Self::Windows2022 => Some("10.0.20348"),
+            Self::Windows2025 => Some("10.0.26100"),
             _ => None,
         }
     }
@@ -264,6 +371,28 @@ impl EC2NodeClassSpec {
                 .iter()
                 .find_map(|term| term.alias.as_deref().and_then(AmiFamily::from_alias))
         })
+    }
+
+    /// Why pools of this class plan nothing, when they cannot be priced: Windows on-demand
+    /// prices include the Windows licence, and the embedded catalog and Adze's Price List
+    /// query hold Linux prices only. Planning a Windows node at a Linux price would pick the
+    /// wrong types and understate every cost, so `run` and `simulate` refuse instead. The
+    /// result is (field path, message).
+    pub fn planning_refusal(&self) -> Option<(String, String)> {
+        let family = self.effective_ami_family()?;
+        if !family.is_windows() {
+            return None;
+        }
+        let path = match self.ami_family {
+            Some(_) => "spec.amiFamily".to_string(),
+            None => "spec.amiSelectorTerms[0].alias".to_string(),
+        };
+        Some((
+            path,
+            format!(
+                "{family:?} pools plan nothing: Windows on-demand prices include the licence and Adze has Linux prices only (embedded catalog and Price List query), so it will not price a Windows node as a Linux one"
+            ),
+        ))
     }
 }
 

@@ -308,12 +308,15 @@ impl EC2NodeClassSpec {
         if let Some(kubelet) = &self.kubelet {
             kubelet_configuration(p, &spec.field("kubelet"), kubelet);
         }
-        if self.instance_store_policy.is_some()
-            && self.effective_ami_family() == Some(crate::ec2nodeclass::AmiFamily::Bottlerocket)
-        {
+        let unsupported = match self.effective_ami_family() {
+            Some(AmiFamily::Bottlerocket) => Some("Bottlerocket"),
+            Some(f) if f.is_windows() => Some("Windows"),
+            _ => None,
+        };
+        if let (Some(label), Some(_)) = (unsupported, &self.instance_store_policy) {
             p.add(
                 &spec.field("instanceStorePolicy"),
-                "instanceStorePolicy is not supported with Bottlerocket",
+                format!("instanceStorePolicy is not supported with {label}"),
             );
         }
         problems.0
@@ -783,14 +786,20 @@ fn ami_term(p: &mut Problems, path: &Path, term: &AmiSelectorTerm) {
                 &alias_path,
                 format!("{alias:?} must look like family@version, e.g. \"al2023@latest\""),
             );
-        } else if AmiFamily::from_alias(alias).is_none() {
-            p.add(
-                &alias_path,
-                format!(
-                    "alias family must be one of {}",
-                    AmiFamily::ALIAS_FAMILIES.join(", ")
+        } else {
+            match AmiFamily::from_alias(alias) {
+                None => p.add(
+                    &alias_path,
+                    format!(
+                        "alias family must be one of {}",
+                        AmiFamily::ALIAS_FAMILIES.join(", ")
+                    ),
                 ),
-            );
+                Some(family) if family.is_windows() && !alias.ends_with("@latest") => {
+                    p.add(&alias_path, AmiFamily::WINDOWS_LATEST_ONLY)
+                }
+                Some(_) => {}
+            }
         }
     }
     selector_tags(p, &path.field("tags"), &term.tags);

@@ -672,6 +672,21 @@ fn ec2nodeclass_cases() -> Vec<Case> {
             .fails(".spec", "instanceStorePolicy is not supported with Bottlerocket"),
         raid0(ami("Bottlerocket family with RAID0", json!([{"id": "ami-0123456789abcdef0"}]), Some("Bottlerocket")))
             .fails(".spec", "instanceStorePolicy is not supported with Bottlerocket"),
+        ami("AL2 alias with its family", json!([{"alias": "al2@v20240625"}]), Some("AL2")),
+        raid0(ami("AL2 alias with RAID0", json!([{"alias": "al2@latest"}]), None)),
+        ami("Windows 2019 alias", json!([{"alias": "windows2019@latest"}]), None),
+        ami("Windows 2022 alias with its family", json!([{"alias": "windows2022@latest"}]), Some("Windows2022")),
+        ami("Windows 2025 alias", json!([{"alias": "windows2025@latest"}]), None),
+        raid0(ami("Windows alias with RAID0", json!([{"alias": "windows2022@latest"}]), None))
+            .fails(".spec", "instanceStorePolicy is not supported with Windows"),
+        raid0(ami("Windows family with RAID0", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2025")))
+            .fails(".spec", "instanceStorePolicy is not supported with Windows"),
+        ami("pinned Windows alias", json!([{"alias": "windows2019@v20250101"}]), None)
+            .fails(&format!("{terms}[0].alias"), "windows aliases may only use version latest (windows2019@latest, windows2022@latest, windows2025@latest)"),
+        ami("AL2 family with an al2023 alias", json!([{"alias": "al2023@latest"}]), Some("AL2"))
+            .fails(".spec", "amiFamily must match the family of the amiSelectorTerms alias"),
+        ami("Windows2019 family with a windows2022 alias", json!([{"alias": "windows2022@latest"}]), Some("Windows2019"))
+            .fails(".spec", "amiFamily must match the family of the amiSelectorTerms alias"),
         ami("alias of another family", json!([{"alias": "al2023@latest"}]), Some("Bottlerocket"))
             .fails(".spec", "amiFamily must match the family of the amiSelectorTerms alias"),
         ami("alias with another term", json!([{"alias": "al2023@latest"}, {"id": "ami-0123456789abcdef0"}]), None)
@@ -685,7 +700,7 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         ami("SSM parameter with an owner", json!([{"ssmParameter": "/my/ami", "owner": "self"}]), Some("AL2023"))
             .fails(&format!("{terms}[0]"), "ssmParameter cannot be combined with other fields in an amiSelectorTerm"),
         ami("alias of an unknown family", json!([{"alias": "ubuntu@latest"}]), None)
-            .fails(&format!("{terms}[0].alias"), "alias family must be one of al2023, bottlerocket"),
+            .fails(&format!("{terms}[0].alias"), "alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025"),
         ami("tag with an empty value", json!([{"tags": {"team": ""}}]), Some("AL2023"))
             .fails(&format!("{terms}[0].tags"), EMPTY_TAGS),
         edit("two root volumes", &[("/spec/blockDeviceMappings/1", json!({"deviceName": "/dev/xvdb", "rootVolume": true, "ebs": {"volumeSize": "10Gi"}}))])

@@ -172,7 +172,15 @@ fn ec2nodeclass_crd_carries_enums_and_cel_rules() {
     let schema = schema_of(&crd);
     assert_eq!(
         enum_at(&schema, ".spec.amiFamily"),
-        ["AL2023", "Bottlerocket", "Custom"]
+        [
+            "AL2",
+            "AL2023",
+            "Bottlerocket",
+            "Windows2019",
+            "Windows2022",
+            "Windows2025",
+            "Custom"
+        ]
     );
     assert_eq!(
         enum_at(&schema, ".spec.metadataOptions.httpTokens"),

@@ -651,9 +651,51 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
         },
         BadCase {
             name: "alias of an unknown family",
-            edit: |o| set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest")),
+            edit: |o| set(o, &format!("{AMI}/0/alias"), json!("ubuntu@latest")),
             path: "spec.amiSelectorTerms[0].alias",
-            message: "alias family must be one of al2023, bottlerocket",
+            message: "alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025",
+        },
+        BadCase {
+            name: "a pinned Windows alias",
+            edit: |o| set(o, &format!("{AMI}/0/alias"), json!("windows2022@v20250101")),
+            path: "spec.amiSelectorTerms[0].alias",
+            message: "windows aliases may only use version latest",
+        },
+        BadCase {
+            name: "a Windows 2025 alias pinned too",
+            edit: |o| {
+                set(
+                    o,
+                    &format!("{AMI}/0/alias"),
+                    json!("windows2025@2025.01.01"),
+                )
+            },
+            path: "spec.amiSelectorTerms[0].alias",
+            message: "windows aliases may only use version latest",
+        },
+        BadCase {
+            name: "RAID0 with Windows",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2019@latest"));
+                set(o, "/spec/instanceStorePolicy", json!("RAID0"));
+            },
+            path: "spec.instanceStorePolicy",
+            message: "instanceStorePolicy is not supported with Windows",
+        },
+        BadCase {
+            name: "amiFamily AL2 with an al2023 alias",
+            edit: |o| set(o, "/spec/amiFamily", json!("AL2")),
+            path: "spec.amiFamily",
+            message: "does not match the family of alias",
+        },
+        BadCase {
+            name: "amiFamily Windows2022 with a windows2019 alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2019@latest"));
+                set(o, "/spec/amiFamily", json!("Windows2022"));
+            },
+            path: "spec.amiFamily",
+            message: "does not match the family of alias",
         },
         BadCase {
             name: "alias without a version",
@@ -919,7 +961,7 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 7] = [
+    let cases: [GoodCase; 13] = [
         ("the fixture as written", |_| {}),
         ("RAID0 instance store with AL2023", |o| {
             set(o, "/spec/instanceStorePolicy", json!("RAID0"))
@@ -939,6 +981,28 @@ fn ec2nodeclass_good_cases_pass_everywhere() {
         }),
         ("alias with matching amiFamily", |o| {
             set(o, "/spec/amiFamily", json!("AL2023"))
+        }),
+        ("al2 latest", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("al2@latest"))
+        }),
+        ("al2 pinned, with amiFamily and RAID0", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("al2@v20240625"));
+            set(o, "/spec/amiFamily", json!("AL2"));
+            set(o, "/spec/instanceStorePolicy", json!("RAID0"));
+        }),
+        ("windows2019 latest", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("windows2019@latest"))
+        }),
+        ("windows2022 latest with amiFamily", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
+            set(o, "/spec/amiFamily", json!("Windows2022"));
+        }),
+        ("windows2025 latest", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("windows2025@latest"))
+        }),
+        ("Windows2019 family with an image id", |o| {
+            set(o, "/spec/amiFamily", json!("Windows2019"));
+            set(o, AMI, json!([{"id": "ami-0123"}]));
         }),
         ("bottlerocket pinned", |o| {
             set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@v1.26.0"))

@@ -80,7 +80,9 @@ impl AmiParameters {
 
     /// The parameter naming `variant` of the family image, where AWS publishes one: AL2023
     /// has nvidia (x86_64, arm64) and neuron (x86_64) builds; Bottlerocket an `-nvidia`
-    /// variant of each Kubernetes version and no Neuron one.
+    /// variant of each Kubernetes version and no Neuron one; AL2 one `-gpu` image (x86_64)
+    /// for NVIDIA and Neuron types; Windows only the standard x86_64 Server Core image, and
+    /// only its latest release (`ami-windows-latest`).
     pub fn variant_path(
         &self,
         family: AmiFamily,
@@ -114,7 +116,61 @@ impl AmiParameters {
                     "{p}/bottlerocket/aws-k8s-{k}{suffix}/{arch}/{version}/image_id"
                 ))
             }
+            (AmiFamily::AL2, _) if arch == "x86_64" || variant == ImageVariant::Standard => {
+                let (dir, node) = match (arch, variant) {
+                    (_, ImageVariant::Nvidia | ImageVariant::Neuron) => {
+                        ("amazon-linux-2-gpu", "amazon-eks-gpu-node")
+                    }
+                    ("arm64", _) => ("amazon-linux-2-arm64", "amazon-eks-arm64-node"),
+                    _ => ("amazon-linux-2", "amazon-eks-node"),
+                };
+                let release = if version == "latest" {
+                    "recommended".to_string()
+                } else {
+                    format!("{node}-{k}-{version}")
+                };
+                Some(format!(
+                    "{p}/eks/optimized-ami/{k}/{dir}/{release}/image_id"
+                ))
+            }
+            (AmiFamily::AL2, _) => None,
+            (
+                AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025,
+                ImageVariant::Standard,
+            ) if arch == "x86_64" && version == "latest" => {
+                let year = match family {
+                    AmiFamily::Windows2019 => "2019",
+                    AmiFamily::Windows2022 => "2022",
+                    _ => "2025",
+                };
+                Some(format!(
+                    "{p}/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k}/image_id"
+                ))
+            }
+            (AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025, _) => None,
             (AmiFamily::Custom, _) => None,
+        }
+    }
+
+    /// Why `family`'s alias resolves nothing on this Kubernetes version, when EKS publishes
+    /// no such image: AL2 stops at 1.32, Windows Server 2025 starts at 1.35.
+    pub fn unpublished(&self, family: AmiFamily) -> Option<String> {
+        let minor: u32 = self
+            .kubernetes_version
+            .split('.')
+            .nth(1)?
+            .trim_end_matches('+')
+            .parse()
+            .ok()?;
+        let k = &self.kubernetes_version;
+        match family {
+            AmiFamily::AL2 if minor >= 33 => Some(format!(
+                "EKS publishes no AL2 images for Kubernetes {k} (the last is 1.32); use al2023@ or bottlerocket@"
+            )),
+            AmiFamily::Windows2025 if minor < 35 => Some(format!(
+                "EKS publishes Windows Server 2025 images from Kubernetes 1.35, this cluster runs {k}; use windows2022@latest"
+            )),
+            _ => None,
         }
     }
 }
@@ -145,7 +201,8 @@ pub async fn resolve(
             .await?,
         conditions: Vec::new(),
     };
-    let invalid: Vec<String> = spec.field_errors().iter().map(|e| e.to_string()).collect();
+    let mut invalid: Vec<String> = spec.field_errors().iter().map(|e| e.to_string()).collect();
+    invalid.extend(unpublished_aliases(params, spec));
     status.conditions = readiness(
         &status,
         profile.err().as_deref(),
@@ -343,6 +400,10 @@ async fn amis(
                     "amiSelectorTerms.alias: unknown family in {alias:?}"
                 ))
             })?;
+            if params.unpublished(family).is_some() {
+                // Said in the class's conditions ([`unpublished_aliases`]); nothing to ask SSM.
+                continue;
+            }
             for arch in ["x86_64", "arm64"] {
                 for variant in ImageVariant::ALL {
                     let Some(path) = params.variant_path(family, arch, variant, version) else {
@@ -351,6 +412,7 @@ async fn amis(
                     if let Some(id) = parameter(ssm, &path).await? {
                         let mut image = ami(id, None, arch);
                         image.requirements.extend(variant.requirements());
+                        image.requirements.extend(os_requirements(family));
                         out.push(image);
                     }
                 }
@@ -374,10 +436,39 @@ async fn amis(
         }
         out.extend(describe_images(ec2, term).await?);
     }
-    // Newest first per architecture is what EC2 returns sorted below; keep first per id.
+    // Newest first per architecture is what EC2 returns sorted below; keep the first of each
+    // image and requirements (AL2's one GPU image serves NVIDIA and Neuron types: two entries).
     let mut seen = std::collections::BTreeSet::new();
-    out.retain(|a| seen.insert(a.id.clone()));
+    out.retain(|a| seen.insert((a.id.clone(), format!("{:?}", a.requirements))));
     Ok(out)
+}
+
+/// An alias whose family EKS publishes no image of for this cluster's Kubernetes version, with
+/// the reason at its path: the class is then not Ready (`ValidationFailed`) and says why,
+/// rather than resolving no image in silence.
+pub fn unpublished_aliases(params: &AmiParameters, spec: &EC2NodeClassSpec) -> Vec<String> {
+    spec.ami_selector_terms
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let family = AmiFamily::from_alias(t.alias.as_deref()?)?;
+            let why = params.unpublished(family)?;
+            Some(format!("spec.amiSelectorTerms[{i}].alias: {why}"))
+        })
+        .collect()
+}
+
+/// What a family image requires of the node beyond its architecture: a Windows image makes a
+/// Windows node of its Server build, which pods select by `kubernetes.io/os` and
+/// `node.kubernetes.io/windows-build`.
+pub fn os_requirements(family: AmiFamily) -> Vec<Requirement> {
+    match family.windows_build() {
+        Some(build) => vec![
+            Requirement::new(labels::OS, Operator::In, &["windows"]),
+            Requirement::new(labels::WINDOWS_BUILD, Operator::In, &[build]),
+        ],
+        None => Vec::new(),
+    }
 }
 
 async fn describe_images(
@@ -648,6 +739,101 @@ mod tests {
             "/test/bottlerocket/aws-k8s-1.30/arm64/latest/image_id"
         );
         assert_eq!(p.path(AmiFamily::Custom, "arm64", "latest"), None);
+    }
+
+    #[test]
+    fn al2_and_windows_parameters_follow_the_published_layout() {
+        let p = AmiParameters {
+            prefix: "/aws/service".into(),
+            kubernetes_version: "1.32".into(),
+        };
+        let path = |f, arch, v: ImageVariant, version| p.variant_path(f, arch, v, version);
+        use ImageVariant::*;
+        assert_eq!(
+            path(AmiFamily::AL2, "x86_64", Standard, "latest").unwrap(),
+            "/aws/service/eks/optimized-ami/1.32/amazon-linux-2/recommended/image_id"
+        );
+        assert_eq!(
+            path(AmiFamily::AL2, "arm64", Standard, "v20240625").unwrap(),
+            "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/amazon-eks-arm64-node-1.32-v20240625/image_id"
+        );
+        assert_eq!(
+            path(AmiFamily::AL2, "x86_64", Neuron, "latest"),
+            path(AmiFamily::AL2, "x86_64", Nvidia, "latest"),
+            "one GPU image for both"
+        );
+        assert_eq!(
+            path(AmiFamily::AL2, "x86_64", Nvidia, "latest").unwrap(),
+            "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-gpu/recommended/image_id"
+        );
+        assert_eq!(path(AmiFamily::AL2, "arm64", Nvidia, "latest"), None);
+        assert_eq!(
+            path(AmiFamily::Windows2022, "x86_64", Standard, "latest").unwrap(),
+            "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.32/image_id"
+        );
+        assert_eq!(
+            path(AmiFamily::Windows2019, "x86_64", Standard, "latest").unwrap(),
+            "/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.32/image_id"
+        );
+        for (arch, variant, version) in [
+            ("arm64", Standard, "latest"),
+            ("x86_64", Nvidia, "latest"),
+            ("x86_64", Standard, "v20250101"),
+        ] {
+            assert_eq!(path(AmiFamily::Windows2025, arch, variant, version), None);
+        }
+        assert_eq!(p.unpublished(AmiFamily::AL2), None);
+        assert!(
+            p.unpublished(AmiFamily::Windows2025)
+                .unwrap()
+                .contains("from Kubernetes 1.35")
+        );
+        let newer = AmiParameters {
+            kubernetes_version: "1.35".into(),
+            ..p
+        };
+        assert!(
+            newer
+                .unpublished(AmiFamily::AL2)
+                .unwrap()
+                .contains("no AL2 images for Kubernetes 1.35")
+        );
+        assert_eq!(newer.unpublished(AmiFamily::Windows2025), None);
+        assert_eq!(newer.unpublished(AmiFamily::AL2023), None);
+    }
+
+    #[test]
+    fn an_alias_with_no_image_for_the_clusters_version_is_named_with_its_path() {
+        let spec: EC2NodeClassSpec = serde_json::from_value(serde_json::json!({
+            "subnetSelectorTerms": [{"id": "subnet-1"}],
+            "securityGroupSelectorTerms": [{"id": "sg-1"}],
+            "amiSelectorTerms": [{"alias": "al2@latest"}],
+            "role": "nodes",
+        }))
+        .unwrap();
+        let on = |k: &str| AmiParameters {
+            prefix: "/aws/service".into(),
+            kubernetes_version: k.into(),
+        };
+        assert!(unpublished_aliases(&on("1.32"), &spec).is_empty());
+        assert_eq!(
+            unpublished_aliases(&on("1.33"), &spec),
+            [
+                "spec.amiSelectorTerms[0].alias: EKS publishes no AL2 images for Kubernetes 1.33 (the last is 1.32); use al2023@ or bottlerocket@"
+            ]
+        );
+    }
+
+    #[test]
+    fn windows_images_make_windows_nodes_of_their_build() {
+        let reqs = os_requirements(AmiFamily::Windows2022);
+        assert_eq!(reqs.len(), 2);
+        assert_eq!(
+            (reqs[0].key.as_str(), reqs[0].values.as_slice()),
+            (labels::OS, &["windows".to_string()][..])
+        );
+        assert_eq!(reqs[1].values, vec!["10.0.20348".to_string()]);
+        assert!(os_requirements(AmiFamily::AL2).is_empty());
     }
 
     #[test]

@@ -7,6 +7,13 @@
 //!   `nodeadm` merges ours over it.
 //! * Bottlerocket reads one TOML document. Ours is `[settings.kubernetes]` keys; the user's
 //!   TOML is kept and ours appended where the user did not set the same table.
+//! * AL2 boots with `/etc/eks/bootstrap.sh`, run from a shell part of a MIME multipart
+//!   archive. The user's data (a script, or a MIME archive whose parts are kept) goes first,
+//!   as Karpenter merges it; ours is the last part and passes the join settings as
+//!   bootstrap.sh flags, kubelet settings in `--kubelet-extra-args`.
+//! * Windows (2019, 2022, 2025) runs one `<powershell>` block at boot: the user's PowerShell
+//!   (their own tags removed) first, then `Start-EKSBootstrap.ps1` with the join settings as
+//!   its parameters, kubelet settings in `-KubeletExtraArgs`.
 //! * Custom: the user's data, unchanged.
 
 use std::collections::BTreeMap;
@@ -110,8 +117,163 @@ pub fn render(family: AmiFamily, boot: &Bootstrap, user: Option<&str>) -> String
     match family {
         AmiFamily::AL2023 => al2023(boot, user),
         AmiFamily::Bottlerocket => bottlerocket(boot, user),
+        AmiFamily::AL2 => al2(boot, user),
+        AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025 => {
+            windows(boot, user)
+        }
         AmiFamily::Custom => user.unwrap_or_default().to_string(),
     }
+}
+
+/// The cluster DNS address kubelet is given: the class's first clusterDNS, else the service
+/// CIDR's tenth address (what the EKS images derive themselves).
+fn dns_ip(boot: &Bootstrap) -> String {
+    boot.kubelet
+        .cluster_dns
+        .first()
+        .cloned()
+        .unwrap_or_else(|| crate::cluster::cluster_dns(&boot.service_cidr).unwrap_or_default())
+}
+
+/// Kubelet command-line flags for the families that take them as one string (AL2's
+/// `--kubelet-extra-args`, Windows' `-KubeletExtraArgs`): labels, taints, max pods,
+/// reservations and eviction thresholds, each in kubelet's own flag syntax.
+fn kubelet_flags(boot: &Bootstrap) -> Vec<String> {
+    let mut flags = Vec::new();
+    let l: Vec<String> = kubelet_labels(boot)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !l.is_empty() {
+        flags.push(format!("--node-labels={}", l.join(",")));
+    }
+    if !boot.taints.is_empty() {
+        flags.push(format!("--register-with-taints={}", boot.taints.join(",")));
+    }
+    flags.push(format!("--max-pods={}", boot.max_pods));
+    let k = &boot.kubelet;
+    for (flag, map, sep) in [
+        ("--system-reserved", &k.system_reserved, "="),
+        ("--kube-reserved", &k.kube_reserved, "="),
+        ("--eviction-hard", &k.eviction_hard, "<"),
+        ("--eviction-soft", &k.eviction_soft, "<"),
+        (
+            "--eviction-soft-grace-period",
+            &k.eviction_soft_grace_period,
+            "=",
+        ),
+    ] {
+        if map.is_empty() {
+            continue;
+        }
+        let pairs: Vec<String> = map.iter().map(|(k, v)| format!("{k}{sep}{v}")).collect();
+        flags.push(format!("{flag}={}", pairs.join(",")));
+    }
+    flags
+}
+
+/// A word for a POSIX shell: single-quoted, with each `'` closed, escaped and reopened.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A PowerShell literal string: single quotes, a `'` doubled.
+fn ps_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The user's data as MIME parts for an AL2 archive: the parts of their own MIME archive, or
+/// their text as one part (cloud-config when it says so, a shell script otherwise).
+fn user_mime_parts(user: &str) -> Vec<String> {
+    let trimmed = user.trim();
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    if let Some(parts) = mime_parts(trimmed) {
+        return parts;
+    }
+    let content_type = if trimmed.starts_with("#cloud-config") {
+        "text/cloud-config; charset=\"us-ascii\""
+    } else {
+        "text/x-shellscript; charset=\"us-ascii\""
+    };
+    vec![format!("Content-Type: {content_type}\n\n{}\n", trimmed)]
+}
+
+/// The parts (headers and body) of a MIME multipart document, or None when `doc` is not one.
+fn mime_parts(doc: &str) -> Option<Vec<String>> {
+    let (headers, body) = doc.split_once("\n\n")?;
+    if !headers
+        .lines()
+        .any(|l| l.trim().eq_ignore_ascii_case("MIME-Version: 1.0"))
+    {
+        return None;
+    }
+    let boundary = headers.lines().find_map(|l| {
+        let (_, rest) = l.split_once("boundary=")?;
+        Some(rest.trim().trim_matches('"').to_string())
+    })?;
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    for chunk in body.split(&delimiter).skip(1) {
+        if chunk.starts_with("--") {
+            break;
+        }
+        let part = chunk.trim_start_matches('\n').trim_end();
+        if !part.is_empty() {
+            parts.push(format!("{part}\n"));
+        }
+    }
+    Some(parts)
+}
+
+fn al2(boot: &Bootstrap, user: Option<&str>) -> String {
+    let mut script = format!(
+        "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log | logger -t user-data -s 2>/dev/console) 2>&1\n/etc/eks/bootstrap.sh {} --apiserver-endpoint {} --b64-cluster-ca {} --dns-cluster-ip {} --use-max-pods false",
+        sh_quote(&boot.cluster_name),
+        sh_quote(&boot.cluster_endpoint),
+        sh_quote(&boot.cluster_ca),
+        sh_quote(&dns_ip(boot)),
+    );
+    if boot.instance_store_raid0 {
+        script += " --local-disks raid0";
+    }
+    script += &format!(
+        " --kubelet-extra-args {}\n",
+        sh_quote(&kubelet_flags(boot).join(" "))
+    );
+    let mut out = format!(
+        "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"{MIME_BOUNDARY}\"\n\n"
+    );
+    for part in user_mime_parts(user.unwrap_or_default()) {
+        out += &format!("--{MIME_BOUNDARY}\n{part}\n");
+    }
+    out += &format!(
+        "--{MIME_BOUNDARY}\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n{script}\n--{MIME_BOUNDARY}--\n"
+    );
+    out
+}
+
+fn windows(boot: &Bootstrap, user: Option<&str>) -> String {
+    let user = user
+        .unwrap_or_default()
+        .replace("<powershell>", "")
+        .replace("</powershell>", "");
+    let mut out = String::from("<powershell>\n");
+    if !user.trim().is_empty() {
+        out += user.trim();
+        out += "\n";
+    }
+    out += "[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n";
+    out += &format!(
+        "& $EKSBootstrapScriptFile -EKSClusterName {} -APIServerEndpoint {} -Base64ClusterCA {} -DNSClusterIP {} -KubeletExtraArgs {} 3>&1 4>&1 5>&1 6>&1\n",
+        ps_quote(&boot.cluster_name),
+        ps_quote(&boot.cluster_endpoint),
+        ps_quote(&boot.cluster_ca),
+        ps_quote(&dns_ip(boot)),
+        ps_quote(&kubelet_flags(boot).join(" ")),
+    );
+    out += "</powershell>\n";
+    out
 }
 
 fn al2023(boot: &Bootstrap, user: Option<&str>) -> String {
@@ -376,6 +538,145 @@ mod tests {
             "[settings.kubernetes.eviction-soft-grace-period]\n\"memory.available\" = \"1m\"\n"
         ));
         assert!(!out.contains("system-reserved"));
+    }
+
+    #[test]
+    fn al2_runs_bootstrap_sh_with_the_join_settings_after_the_users_part() {
+        let out = render(
+            AmiFamily::AL2,
+            &with_kubelet(),
+            Some("#!/bin/bash\necho hi"),
+        );
+        assert!(out.starts_with("MIME-Version: 1.0\n"));
+        let user_at = out.find("echo hi").unwrap();
+        let ours_at = out.find("/etc/eks/bootstrap.sh 'prod'").unwrap();
+        assert!(
+            user_at < ours_at,
+            "the user's part runs first, as Karpenter orders it"
+        );
+        assert_eq!(out.matches("Content-Type: text/x-shellscript").count(), 2);
+        assert!(out.contains("--apiserver-endpoint 'https://k8s.example:6443'"));
+        assert!(out.contains("--b64-cluster-ca 'Q0EK'"));
+        assert!(out.contains("--dns-cluster-ip '10.100.0.10'"));
+        assert!(out.contains("--use-max-pods false"));
+        assert!(!out.contains("--local-disks"));
+        let extra = "--kubelet-extra-args '--node-labels=adze.sh/nodepool=default --register-with-taints=dedicated=gpu:NoSchedule --max-pods=29 --kube-reserved=cpu=250m --eviction-hard=memory.available<5% --eviction-soft=memory.available<1Gi --eviction-soft-grace-period=memory.available=1m'";
+        assert!(out.contains(extra), "{out}");
+        assert!(
+            !out.contains("node-restriction"),
+            "kubelet refuses those labels"
+        );
+        assert!(out.trim_end().ends_with(&format!("--{MIME_BOUNDARY}--")));
+    }
+
+    #[test]
+    fn al2_keeps_the_parts_of_a_users_mime_archive_and_quotes_for_the_shell() {
+        let user = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"XX\"\n\n--XX\nContent-Type: text/cloud-config\n\npackages: [jq]\n--XX\nContent-Type: text/x-shellscript\n\n#!/bin/sh\ntouch /x\n--XX--\n";
+        let b = Bootstrap {
+            cluster_name: "it's".into(),
+            instance_store_raid0: true,
+            ..boot()
+        };
+        let out = render(AmiFamily::AL2, &b, Some(user));
+        assert_eq!(
+            out.matches("MIME-Version").count(),
+            1,
+            "one archive, not nested"
+        );
+        assert!(out.contains("Content-Type: text/cloud-config\n\npackages: [jq]\n"));
+        assert!(out.contains("#!/bin/sh\ntouch /x\n"));
+        assert!(!out.contains("--XX"), "the user's boundary is gone");
+        assert!(out.contains("/etc/eks/bootstrap.sh 'it'\\''s'"));
+        assert!(out.contains("--local-disks raid0"));
+        assert!(
+            out.contains("--dns-cluster-ip '10.100.0.10'"),
+            "derived from the service CIDR"
+        );
+    }
+
+    #[test]
+    fn windows_runs_start_eksbootstrap_after_the_users_powershell() {
+        for family in [
+            AmiFamily::Windows2019,
+            AmiFamily::Windows2022,
+            AmiFamily::Windows2025,
+        ] {
+            let out = render(
+                family,
+                &boot(),
+                Some("<powershell>\nWrite-Host 'mine'\n</powershell>"),
+            );
+            assert!(
+                out.starts_with("<powershell>\nWrite-Host 'mine'\n[string]$EKSBootstrapScriptFile")
+            );
+            assert_eq!(out.matches("<powershell>").count(), 1);
+            assert!(out.trim_end().ends_with("</powershell>"));
+            assert!(out.contains("\"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\""));
+            assert!(out.contains("-EKSClusterName 'prod' -APIServerEndpoint 'https://k8s.example:6443' -Base64ClusterCA 'Q0EK' -DNSClusterIP '10.100.0.10'"));
+            assert!(out.contains("-KubeletExtraArgs '--node-labels=adze.sh/nodepool=default --register-with-taints=dedicated=gpu:NoSchedule --max-pods=29'"), "{out}");
+        }
+        let quoted = Bootstrap {
+            cluster_name: "o'brien".into(),
+            ..boot()
+        };
+        assert!(
+            render(AmiFamily::Windows2022, &quoted, None).contains("-EKSClusterName 'o''brien'")
+        );
+    }
+
+    /// User data the boot emulation reads (e2e/emulation/test_nodejoin.py): rendered here for
+    /// the emulation's test cluster, compared with the committed copies, so what the
+    /// emulation accepts is what this code renders. `ADZE_UPDATE_FIXTURES=1` rewrites them.
+    #[test]
+    fn rendered_user_data_matches_what_the_boot_emulation_reads() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/emulation/testdata");
+        let cluster = Bootstrap {
+            cluster_name: "e2e".into(),
+            cluster_endpoint: "https://127.0.0.1:6443".into(),
+            cluster_ca:
+                "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+                    .into(),
+            ..with_kubelet()
+        };
+        let cases = [
+            (
+                "al2.userdata",
+                render(AmiFamily::AL2, &cluster, Some("#!/bin/bash\necho hi")),
+            ),
+            (
+                "al2-user-mime.userdata",
+                render(
+                    AmiFamily::AL2,
+                    &Bootstrap {
+                        instance_store_raid0: true,
+                        ..cluster.clone()
+                    },
+                    Some(
+                        "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"U\"\n\n--U\nContent-Type: text/cloud-config\n\npackages: [jq]\n--U--\n",
+                    ),
+                ),
+            ),
+            (
+                "windows2022.userdata",
+                render(
+                    AmiFamily::Windows2022,
+                    &cluster,
+                    Some("<powershell>\nWrite-Host 'before the join'\n</powershell>"),
+                ),
+            ),
+        ];
+        for (name, rendered) in cases {
+            let path = dir.join(name);
+            if std::env::var_os("ADZE_UPDATE_FIXTURES").is_some() {
+                std::fs::write(&path, &rendered).unwrap();
+            }
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(
+                committed, rendered,
+                "{name} differs from the rendering; rerun with ADZE_UPDATE_FIXTURES=1 and rerun the emulation tests"
+            );
+        }
     }
 
     #[test]

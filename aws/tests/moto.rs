@@ -326,6 +326,68 @@ async fn class_resolves_tagged_subnets_groups_and_family_image_through_ssm_prefi
 
 #[tokio::test]
 #[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn al2_and_windows_aliases_resolve_their_published_parameters() {
+    use adze_api::ec2nodeclass::AmiFamily;
+    let moto = endpoint("families");
+    let e = env("families", &moto).await;
+    let params = AmiParameters {
+        prefix: e.prefix.clone(),
+        kubernetes_version: "1.30".into(),
+    };
+    for family in [AmiFamily::AL2, AmiFamily::Windows2022] {
+        e.clients
+            .ssm
+            .put_parameter()
+            .name(params.path(family, "x86_64", "latest").unwrap())
+            .value(&e.ami)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut spec = e.class().spec;
+    spec.ami_selector_terms[0].alias = Some("al2@latest".into());
+    let al2 = e.resolve("al2", &spec).await;
+    assert_eq!(al2.amis.len(), 1, "{:?}", al2.amis);
+    assert_eq!(al2.amis[0].id, e.ami);
+    assert!(
+        al2.amis[0]
+            .requirements
+            .iter()
+            .all(|r| r.key != "kubernetes.io/os")
+    );
+    spec.ami_selector_terms[0].alias = Some("windows2022@latest".into());
+    let win = e.resolve("windows", &spec).await;
+    assert_eq!(win.amis.len(), 1, "{:?}", win.amis);
+    let reqs: Vec<(&str, &[String])> = win.amis[0]
+        .requirements
+        .iter()
+        .map(|r| (r.key.as_str(), r.values.as_slice()))
+        .collect();
+    assert!(reqs.contains(&("kubernetes.io/arch", &["amd64".to_string()][..])));
+    assert!(reqs.contains(&("kubernetes.io/os", &["windows".to_string()][..])));
+    assert!(reqs.contains(&(
+        "node.kubernetes.io/windows-build",
+        &["10.0.20348".to_string()][..]
+    )));
+    // Windows Server 2025 has no image on 1.30: no image, and the class says why.
+    spec.ami_selector_terms[0].alias = Some("windows2025@latest".into());
+    let w25 = e.resolve("w25", &spec).await;
+    assert!(w25.amis.is_empty());
+    let ready = adze_api::conditions::find(&w25.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "ValidationFailed")
+    );
+    assert!(
+        ready.message.contains("spec.amiSelectorTerms[0].alias: EKS publishes Windows Server 2025 images from Kubernetes 1.35"),
+        "{}",
+        ready.message
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn instance_types_come_from_ec2_with_offerings_per_zone_and_eni_max_pods() {
     let moto = endpoint("instance_types");
     let e = env("types", &moto).await;

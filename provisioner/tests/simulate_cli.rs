@@ -760,3 +760,59 @@ fn conflicting_and_invalid_overlays_are_reported() {
     );
     assert!(err.contains("spec.capacity[memory]"), "{err}");
 }
+
+/// The scenario's classes, with the pool pointing at `class`.
+fn families_scenario(class_alias: &str) -> String {
+    format!(
+        r#"apiVersion: aws.adze.sh/v1
+kind: EC2NodeClass
+metadata: {{name: mixed}}
+spec:
+  role: node
+  amiSelectorTerms: [{{alias: "{class_alias}"}}]
+  subnetSelectorTerms: [{{id: subnet-0123}}]
+  securityGroupSelectorTerms: [{{id: sg-0123}}]
+---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {{name: win}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: mixed}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec: {{containers: [{{name: a, resources: {{requests: {{cpu: "1"}}}}}}]}}
+"#
+    )
+}
+
+#[test]
+fn a_pool_of_a_windows_class_is_refused_naming_the_family_never_priced_as_linux() {
+    for (alias, family) in [
+        ("windows2019@latest", "Windows2019"),
+        ("windows2022@latest", "Windows2022"),
+        ("windows2025@latest", "Windows2025"),
+    ] {
+        let err = Scenario::parse(&families_scenario(alias))
+            .err()
+            .unwrap_or_else(|| panic!("{alias}: a Windows pool was planned"))
+            .to_string();
+        assert!(err.contains("document 2 (NodePool win)"), "{err}");
+        assert!(err.contains("spec.template.spec.nodeClassRef"), "{err}");
+        assert!(
+            err.contains("EC2NodeClass mixed spec.amiSelectorTerms[0].alias"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("{family} pools plan nothing")),
+            "{err}"
+        );
+        assert!(err.contains("Linux prices only"), "{err}");
+    }
+    // AL2 is Linux, priced as such: the pool plans.
+    let s = Scenario::parse(&families_scenario("al2@latest")).unwrap();
+    assert_eq!(s.snapshot.nodepools.len(), 1);
+}

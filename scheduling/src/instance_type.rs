@@ -149,6 +149,17 @@ impl InstanceType {
         it
     }
 
+    /// This type with some labels set to other values (a Windows node class's view of a
+    /// catalog type that describes the Linux node); shape and offerings stay.
+    pub fn relabelled(&self, labels_: &[(&str, &str)]) -> Self {
+        let mut it = self.clone();
+        for (key, value) in labels_ {
+            it.requirements.remove(key);
+            it.requirements.add(Requirement::single(key, value));
+        }
+        it
+    }
+
     /// Re-derives the zone, zone-ID and capacity-type sets after offerings change
     /// availability. Offerings without a zone ID add none (a catalog that knows no IDs gives
     /// its types no zone-ID label).

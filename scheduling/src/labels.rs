@@ -13,6 +13,9 @@ pub const REGION: &str = "topology.kubernetes.io/region";
 /// The AWS zone ID (`use1-az1`) of the node's zone. Zone names (`us-east-1a`) are mapped to
 /// physical zones per account; IDs are the same in every account. Karpenter uses the same key.
 pub const ZONE_ID: &str = "topology.k8s.aws/zone-id";
+/// The Windows Server build of a Windows node ("10.0.20348" for 2022), set by its kubelet;
+/// lets a pod pick the Windows release its container images were built for.
+pub const WINDOWS_BUILD: &str = "node.kubernetes.io/windows-build";
 
 pub const NODEPOOL: &str = "adze.sh/nodepool";
 pub const CAPACITY_TYPE: &str = "adze.sh/capacity-type";
@@ -101,6 +104,7 @@ pub const WELL_KNOWN: &[&str] = &[
     ZONE,
     REGION,
     ZONE_ID,
+    WINDOWS_BUILD,
     NODEPOOL,
     CAPACITY_TYPE,
     INSTANCE_CATEGORY,

@@ -39,6 +39,10 @@ pub struct NodeClassFacts {
     /// Active capacity reservations the class selected; each becomes a `reserved` offering of
     /// its type in its zone.
     pub reservations: Vec<ReservationFacts>,
+    /// The Windows Server build of a Windows class's images ("10.0.20348"), None for Linux.
+    /// The catalog describes Linux nodes; a Windows class's nodes are `kubernetes.io/os:
+    /// windows` of this build, and amd64 only (EKS publishes no arm64 Windows image).
+    pub windows_build: Option<String>,
 }
 
 /// One capacity reservation as placement needs it.
@@ -60,9 +64,25 @@ pub fn instance_types(
 ) -> Vec<Arc<InstanceType>> {
     catalog
         .iter()
+        .filter_map(|t| as_class_os(t, class))
         .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
-        .filter_map(|t| reshape(t, class).map(Arc::new))
+        .filter_map(|t| reshape(&t, class).map(Arc::new))
         .collect()
+}
+
+/// `t` as a node of the class's operating system: unchanged for Linux; for Windows relabelled
+/// `kubernetes.io/os: windows` with the class's build, and None for a type that is not amd64.
+fn as_class_os(t: &Arc<InstanceType>, class: &NodeClassFacts) -> Option<Arc<InstanceType>> {
+    let Some(build) = &class.windows_build else {
+        return Some(t.clone());
+    };
+    if t.label(labels::ARCH) != Some("amd64") {
+        return None;
+    }
+    Some(Arc::new(t.relabelled(&[
+        (labels::OS, "windows"),
+        (labels::WINDOWS_BUILD, build),
+    ])))
 }
 
 /// Whether an image with these requirements boots `t`: each requirement allows the type's
@@ -227,6 +247,51 @@ mod tests {
         assert!(zone.allows("us-east-1b") && !zone.allows("us-east-1a"));
         c.zones = BTreeSet::from(["eu-west-1a".into()]);
         assert!(instance_types(&cat, &c).is_empty(), "no zone, no type");
+    }
+
+    fn windows_class() -> NodeClassFacts {
+        let image = arch_image("amd64")
+            .with(Requirement::single(labels::OS, "windows"))
+            .with(Requirement::single(labels::WINDOWS_BUILD, "10.0.20348"));
+        NodeClassFacts {
+            images: vec![image],
+            windows_build: Some("10.0.20348".into()),
+            ..class()
+        }
+    }
+
+    #[test]
+    fn a_windows_class_makes_windows_nodes_of_amd64_types_only() {
+        let cat = catalog::embedded();
+        let types = instance_types(&cat, &windows_class());
+        assert!(types.iter().any(|t| t.name == "m5.large"));
+        assert!(
+            !types.iter().any(|t| t.name == "m7g.large"),
+            "no arm64 Windows"
+        );
+        for t in &types {
+            assert_eq!(t.label(labels::OS), Some("windows"), "{}", t.name);
+            assert_eq!(t.label(labels::WINDOWS_BUILD), Some("10.0.20348"));
+            assert_eq!(t.label(labels::ARCH), Some("amd64"));
+        }
+        // The same catalog under a Linux class stays Linux, and a Windows image boots nothing there.
+        let linux = instance_types(&cat, &class());
+        assert!(linux.iter().all(|t| t.label(labels::OS) == Some("linux")));
+        assert!(
+            linux
+                .iter()
+                .all(|t| t.label(labels::WINDOWS_BUILD).is_none())
+        );
+        let mut mismatched = class();
+        mismatched.images = windows_class().images;
+        assert!(instance_types(&cat, &mismatched).is_empty());
+    }
+
+    #[test]
+    fn a_windows_class_with_arm64_images_only_has_no_types() {
+        let mut c = windows_class();
+        c.images = vec![arch_image("arm64").with(Requirement::single(labels::OS, "windows"))];
+        assert!(instance_types(&catalog::embedded(), &c).is_empty());
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
         "ec2nodeclass",
         class.metadata.name.as_deref().unwrap_or_default(),
     );
+    if let Some((path, why)) = class.spec.planning_refusal() {
+        return Err(ConvertError::invalid(&object, &path, why));
+    }
     let status = class.status.clone().unwrap_or_default();
     let mut images = Vec::new();
     for (i, ami) in status.amis.iter().enumerate() {
@@ -64,15 +67,24 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
                 remaining: u32::try_from(r.available_instance_count.max(0)).unwrap_or(u32::MAX),
             })
             .collect(),
+        windows_build: class
+            .spec
+            .effective_ami_family()
+            .and_then(AmiFamily::windows_build)
+            .map(str::to_string),
     })
 }
 
 /// The device each family keeps container images and pod data on, when no mapping is marked
-/// `rootVolume`: AL2023's root device, Bottlerocket's data volume.
+/// `rootVolume`: the Amazon Linux root device, Bottlerocket's data volume, Windows' C: drive
+/// (`/dev/sda1` on the EKS Windows images).
 pub fn root_device(family: AmiFamily) -> Option<&'static str> {
     match family {
-        AmiFamily::AL2023 => Some("/dev/xvda"),
+        AmiFamily::AL2 | AmiFamily::AL2023 => Some("/dev/xvda"),
         AmiFamily::Bottlerocket => Some("/dev/xvdb"),
+        AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025 => {
+            Some("/dev/sda1")
+        }
         AmiFamily::Custom => None,
     }
 }
@@ -158,6 +170,33 @@ mod tests {
             "metadata": {"name": "default"}, "spec": spec, "status": status,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_windows_class_is_refused_for_planning_naming_its_family() {
+        let status = json!({
+            "subnets": [{"id": "subnet-1", "zone": "us-east-1b"}],
+            "amis": [{"id": "ami-1", "requirements": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}],
+        });
+        let mut c = class(json!({}), status.clone());
+        c.spec.ami_selector_terms[0].alias = Some("windows2022@latest".into());
+        let err = nodeclass(&c).unwrap_err().to_string();
+        assert!(err.contains("spec.amiSelectorTerms[0].alias"), "{err}");
+        assert!(err.contains("Windows2022 pools plan nothing"), "{err}");
+        c.spec.ami_family = Some(AmiFamily::Windows2022);
+        assert!(
+            nodeclass(&c)
+                .unwrap_err()
+                .to_string()
+                .contains("spec.amiFamily")
+        );
+        // AL2 is Linux: priced like any Linux node, planned.
+        let mut al2 = class(json!({}), status);
+        al2.spec.ami_selector_terms[0].alias = Some("al2@latest".into());
+        let f = nodeclass(&al2).unwrap();
+        assert_eq!(f.windows_build, None);
+        assert_eq!(f.images.len(), 1);
     }
 
     #[test]

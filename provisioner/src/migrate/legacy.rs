@@ -354,6 +354,7 @@ fn alias_for(family: &str) -> Option<String> {
         "Bottlerocket" => "bottlerocket",
         "Windows2019" => "windows2019",
         "Windows2022" => "windows2022",
+        "Windows2025" => "windows2025",
         _ => return None,
     };
     Some(format!("{alias}@latest"))
@@ -417,12 +418,12 @@ fn node_template_spec(v: &Value, at: &str, notes: &mut Notes) -> Value {
             out.insert("amiFamily".into(), f);
         }
         None => {
-            // Unset meant AL2, which Adze does not launch: AL2023 is the nearest.
-            notes.action(
+            // Unset meant AL2, and Adze launches AL2 as Karpenter did: said, not guessed.
+            notes.change(
                 &format!("{at}.amiFamily"),
-                "unset, which Karpenter v1alpha5 reads as AL2 (not supported by Adze): set to AL2023; check any userData, which AL2023 reads as nodeadm configuration".into(),
+                "unset, which Karpenter v1alpha5 reads as AL2: set to AL2".into(),
             );
-            out.insert("amiFamily".into(), "AL2023".into());
+            out.insert("amiFamily".into(), "AL2".into());
         }
     }
     family_to_terms(&mut out, at, notes);

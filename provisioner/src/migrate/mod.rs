@@ -484,15 +484,24 @@ fn nodeoverlay(v: Value, notes: &mut Notes) -> Value {
 
 fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
     let mut spec = v.get("spec").cloned().unwrap_or_default();
-    const FAMILIES: &[&str] = &["AL2023", "Bottlerocket", "Custom"];
-    if let Some(family) = spec.get("amiFamily").and_then(Value::as_str)
-        && !FAMILIES.contains(&family)
+    let family = spec
+        .get("amiFamily")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let known =
+        |f: &str| serde_json::from_value::<adze_api::ec2nodeclass::AmiFamily>(Value::from(f)).ok();
+    if let Some(family) = &family
+        && known(family).is_none()
     {
+        let names: Vec<String> = adze_api::ec2nodeclass::AmiFamily::ALL
+            .iter()
+            .map(|f| format!("{f:?}"))
+            .collect();
         notes.action(
             "spec.amiFamily",
             format!(
                 "{family} is not supported (Adze: {}); removed, choose one",
-                FAMILIES.join(", ")
+                names.join(", ")
             ),
         );
         if let Some(s) = spec.as_object_mut() {
@@ -506,15 +515,40 @@ fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
             {
                 notes.action(
                     &format!("spec.amiSelectorTerms[{i}].alias"),
-                    format!("{alias}: Adze resolves al2023@ and bottlerocket@ aliases only; pick one or select the AMI by id, name or tags"),
+                    format!(
+                        "{alias}: Adze resolves {} aliases only; pick one or select the AMI by id, name or tags",
+                        adze_api::ec2nodeclass::AmiFamily::ALIAS_FAMILIES.join("@, ") + "@"
+                    ),
                 );
             }
         }
     }
+    family_notes(&spec, notes);
     let out = object("aws.adze.sh/v1", "EC2NodeClass", &v, spec, notes);
     typed::<EC2NodeClass>(out, notes, Vec::new(), |c| {
         c.validate().err().map(|e| e.errors)
     })
+}
+
+/// What a converted class's family means in Adze, where it differs from Karpenter: AL2
+/// images end at Kubernetes 1.32; Windows pools are carried but plan nothing yet (the
+/// refusal `run` and `simulate` give, see [`EC2NodeClassSpec::planning_refusal`]).
+///
+/// [`EC2NodeClassSpec::planning_refusal`]: adze_api::ec2nodeclass::EC2NodeClassSpec::planning_refusal
+fn family_notes(spec: &Value, notes: &mut Notes) {
+    let Ok(parsed) =
+        serde_json::from_value::<adze_api::ec2nodeclass::EC2NodeClassSpec>(spec.clone())
+    else {
+        return;
+    };
+    if let Some((path, why)) = parsed.planning_refusal() {
+        notes.action(&path, why);
+    } else if parsed.effective_ami_family() == Some(adze_api::ec2nodeclass::AmiFamily::AL2) {
+        notes.change(
+            "spec.amiFamily",
+            "AL2 carried as AL2 (bootstrap.sh user data); EKS publishes AL2 images up to Kubernetes 1.32 only, al2023@ is the successor".into(),
+        );
+    }
 }
 
 /// Renames Karpenter's label keys in place; drops keys Adze does not know.

@@ -144,7 +144,7 @@ fn fields_adze_does_not_have_are_reported_not_silently_lost() {
 }
 
 #[test]
-fn unsupported_families_and_capacity_need_action_static_pools_are_carried() {
+fn windows_classes_need_action_static_pools_and_reservations_are_carried() {
     let m = migrate(LEGACY).unwrap();
     assert_eq!(
         m.objects.len(),
@@ -166,10 +166,16 @@ fn unsupported_families_and_capacity_need_action_static_pools_are_carried() {
     // A static pool is carried: Adze keeps its replicas too.
     assert_eq!(pool["spec"]["replicas"], 3);
     assert!(notes_about(&m, "NodePool/reserved-only", "spec.replicas").is_empty());
+    // A Windows class converts as it is; the one action says its pools plan nothing yet.
     let family = notes_about(&m, "EC2NodeClass/windows", "spec.amiFamily");
-    assert!(family[0].action && family[0].message.contains("Windows2022"));
-    let alias = notes_about(&m, "EC2NodeClass/windows", "spec.amiSelectorTerms[0].alias");
-    assert!(alias[0].message.contains("al2023@"));
+    assert_eq!(family.len(), 1, "{family:#?}");
+    assert!(family[0].action && family[0].message.contains("Windows2022 pools plan nothing"));
+    assert!(notes_about(&m, "EC2NodeClass/windows", "spec.amiSelectorTerms[0].alias").is_empty());
+    assert_eq!(m.objects[1]["spec"]["amiFamily"], "Windows2022");
+    assert_eq!(
+        m.objects[1]["spec"]["amiSelectorTerms"],
+        serde_json::json!([{"alias": "windows2022@latest"}])
+    );
     assert!(
         notes_about(
             &m,
@@ -733,7 +739,7 @@ spec:
             ("spec.provider", false),
             ("spec.provider.subnetSelector", true),
             ("spec.provider.securityGroupSelector.aws::mystery", true),
-            ("spec.provider.amiFamily", true),
+            ("spec.provider.amiFamily", false),
             ("spec.provider.amiFamily", false),
             ("spec.provider.instanceProfile", true),
             (
@@ -758,9 +764,106 @@ spec:
     );
     assert_eq!(
         class["amiSelectorTerms"],
-        serde_json::json!([{"alias": "al2023@latest"}])
+        serde_json::json!([{"alias": "al2@latest"}]),
+        "an unset v1alpha5 family was AL2, and AL2 is carried"
     );
     assert!(m.incomplete());
+}
+
+#[test]
+fn al2_and_windows_classes_of_every_generation_convert() {
+    let input = r#"
+apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: old-windows}
+spec:
+  amiFamily: Windows2019
+  instanceProfile: KarpenterNodeInstanceProfile
+  subnetSelector: {karpenter.sh/discovery: c}
+  securityGroupSelector: {karpenter.sh/discovery: c}
+  userData: |
+    <powershell>
+    Write-Host "hello"
+    </powershell>
+---
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: beta-al2}
+spec:
+  amiFamily: AL2
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  userData: |
+    #!/bin/bash
+    echo hi
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: v1-windows}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: windows2022@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: v1-al2}
+spec:
+  role: KarpenterNodeRole
+  amiFamily: AL2
+  amiSelectorTerms: [{alias: al2@v20240807}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+"#;
+    let m = migrate(input).unwrap();
+    assert_eq!(m.objects.len(), 4, "{}", m.report());
+    assert!(m.not_converted.is_empty());
+    let spec = |i: usize| &m.objects[i]["spec"];
+    assert_eq!(
+        spec(0)["amiSelectorTerms"],
+        serde_json::json!([{"alias": "windows2019@latest"}])
+    );
+    assert!(spec(0)["userData"].as_str().unwrap().contains("Write-Host"));
+    assert_eq!(
+        spec(1)["amiSelectorTerms"],
+        serde_json::json!([{"alias": "al2@latest"}])
+    );
+    assert!(spec(1)["userData"].as_str().unwrap().contains("echo hi"));
+    assert_eq!(
+        spec(2)["amiSelectorTerms"],
+        serde_json::json!([{"alias": "windows2022@latest"}])
+    );
+    assert_eq!(spec(3)["amiFamily"], "AL2");
+    assert_eq!(
+        spec(3)["amiSelectorTerms"],
+        serde_json::json!([{"alias": "al2@v20240807"}])
+    );
+    // Every converted class is valid Adze.
+    for o in &m.objects {
+        let c: adze_api::EC2NodeClass = serde_json::from_value(o.clone()).unwrap();
+        c.validate().unwrap();
+    }
+    // AL2: carried, with the 1.32 caveat as a change; Windows: the planning refusal as the
+    // one action, at the field that names the family.
+    let al2 = notes_about(&m, "EC2NodeClass/v1-al2", "spec.amiFamily");
+    assert!(!al2[0].action && al2[0].message.contains("up to Kubernetes 1.32"));
+    let win = notes_about(
+        &m,
+        "EC2NodeClass/v1-windows",
+        "spec.amiSelectorTerms[0].alias",
+    );
+    assert!(win[0].action && win[0].message.contains("Windows2022 pools plan nothing"));
+    let actions: Vec<_> = m.notes.iter().filter(|n| n.action).collect();
+    assert!(
+        actions
+            .iter()
+            .all(|n| n.message.contains("pools plan nothing")),
+        "{}",
+        m.report()
+    );
+    assert_eq!(actions.len(), 2, "{}", m.report());
 }
 
 #[test]

@@ -720,6 +720,42 @@ mod tests {
     }
 
     #[test]
+    fn a_windows_class_plans_nothing_and_says_why_an_al2_class_plans_linux_nodes() {
+        let with_alias = |alias: &str| {
+            let mut c = (*class_in(&["us-east-1b"])).clone();
+            c.spec.ami_selector_terms[0].alias = Some(alias.into());
+            Arc::new(c)
+        };
+        let objects = Objects {
+            pods: vec![pending_pod("a", "u-a")],
+            nodepools: vec![pool_of_class("gpu")],
+            nodeclasses: Some(vec![with_alias("windows2022@latest")]),
+            ..Objects::default()
+        };
+        let (built, windows) = plan(&objects);
+        assert!(windows.new_claims.is_empty(), "never priced as Linux");
+        assert_eq!(windows.unschedulable.len(), 1);
+        assert!(
+            built.problems.iter().any(|p| p.contains("nodepool default")
+                && p.contains("spec.amiSelectorTerms[0].alias")
+                && p.contains("Windows2022 pools plan nothing")),
+            "{:?}",
+            built.problems
+        );
+        let objects = Objects {
+            nodeclasses: Some(vec![with_alias("al2@latest")]),
+            ..objects
+        };
+        let (built, al2) = plan(&objects);
+        assert!(built.problems.is_empty(), "{:?}", built.problems);
+        assert_eq!(al2.new_claims.len(), 1);
+        assert_eq!(
+            al2.new_claims[0].labels.get(labels::OS).map(String::as_str),
+            Some("linux")
+        );
+    }
+
+    #[test]
     fn a_pool_whose_class_does_not_exist_plans_nothing_and_says_why() {
         let objects = Objects {
             pods: vec![pending_pod("a", "u-a")],

@@ -5,7 +5,10 @@
 //!
 //! * **NodePool** (`adze.sh/v1`): validated like the apiserver would, then converted with
 //!   the scenario's instance types.
-//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet.
+//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet, except that
+//!   a NodePool whose class is of a Windows family is refused, as `run` refuses to plan it
+//!   ([`adze_api::ec2nodeclass::EC2NodeClassSpec::planning_refusal`]): the catalog's prices
+//!   are Linux prices.
 //! * **Node**: existing capacity.
 //! * **Pod**: with `spec.nodeName`, bound to that node (which must be in the scenario);
 //!   otherwise pending. Pods owned by a DaemonSet are never pending, and `Succeeded` or
@@ -379,9 +382,31 @@ impl Scenario {
         let docs = read_documents(yaml)?;
         let mut b = Builder::default();
         b.catalog(&docs)?;
+        let classes: std::collections::BTreeMap<&str, &EC2NodeClass> = docs
+            .iter()
+            .filter_map(|(_, o)| match o {
+                Object::EC2NodeClass(nc) => Some((nc.metadata.name.as_deref()?, nc.as_ref())),
+                _ => None,
+            })
+            .collect();
         for (doc, object) in &docs {
             match object {
-                Object::NodePool(np) => b.nodepool(doc, np)?,
+                Object::NodePool(np) => {
+                    let class = &np.spec.template.spec.node_class_ref.name;
+                    if let Some((path, why)) = classes
+                        .get(class.as_str())
+                        .and_then(|c| c.spec.planning_refusal())
+                    {
+                        return Err(ScenarioError::new(
+                            doc,
+                            Problem::Field {
+                                field: "spec.template.spec.nodeClassRef".into(),
+                                message: format!("EC2NodeClass {class} {path}: {why}"),
+                            },
+                        ));
+                    }
+                    b.nodepool(doc, np)?
+                }
                 Object::EC2NodeClass(nc) => {
                     nc.validate()
                         .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
