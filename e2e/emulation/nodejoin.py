@@ -1,5 +1,6 @@
 """What a new EC2 instance's boot does with its user data before kubelet joins the cluster,
-as the e2e registrar plays it: nodeadm on AL2023, Bottlerocket's settings API, and kubelet's
+as the e2e registrar plays it: nodeadm on AL2023, Bottlerocket's settings API, cloud-init and
+/etc/eks/bootstrap.sh on AL2, EC2Launch and Start-EKSBootstrap.ps1 on Windows, and kubelet's
 own rules. Each check refuses what the real part refuses (documented behaviour), so user data
 Adze renders wrongly leaves the instance without a Node, as it would on AWS.
 
@@ -9,6 +10,8 @@ No I/O: e2e/aws-registrar.py feeds it; e2e/emulation/test_nodejoin.py proves it 
 import base64
 import email
 import email.policy
+import re
+import shlex
 import tomllib
 
 import yaml
@@ -213,12 +216,244 @@ def bottlerocket(user_data, cluster):
     return Join(k["api-server"], pem, labels, taints, max_pods, k.get("cluster-dns-ip"), reserved)
 
 
+# kubelet flags the EKS bootstraps pass through (--kubelet-extra-args, -KubeletExtraArgs) that
+# this emulation reads; kubelet refuses a flag it does not define ("unknown flag"), and the
+# emulation refuses any other rather than pretend to know it.
+KUBELET_FLAGS = {
+    "--node-labels", "--register-with-taints", "--max-pods", "--kube-reserved", "--system-reserved",
+    "--eviction-hard", "--eviction-soft", "--eviction-soft-grace-period",
+}
+# /etc/eks/bootstrap.sh (amazon-eks-ami, AL2): its getopt long options, each taking a value.
+BOOTSTRAP_SH_OPTIONS = {
+    "--use-max-pods", "--b64-cluster-ca", "--apiserver-endpoint", "--kubelet-extra-args",
+    "--enable-docker-bridge", "--aws-api-retry-attempts", "--docker-config-json",
+    "--containerd-config-file", "--pause-container-account", "--pause-container-version",
+    "--dns-cluster-ip", "--container-runtime", "--ip-family", "--service-ipv6-cidr",
+    "--enable-local-outpost", "--cluster-id", "--mount-bpf-fs", "--local-disks",
+}
+# Start-EKSBootstrap.ps1 (EKS Windows AMIs): its parameters; EKSClusterName is mandatory.
+EKS_PS1_PARAMETERS = [
+    "EKSClusterName", "KubeletExtraArgs", "KubeProxyExtraArgs", "APIServerEndpoint",
+    "Base64ClusterCA", "DNSClusterIP", "ContainerRuntime", "ServiceCIDR", "ExcludedSnatCIDRs",
+]
+
+
+def kubelet_args(args, who):
+    """kubelet's command line as the bootstraps hand it over: --flag=value words."""
+    flags, max_pods, reserved = [], None, {"kube": {}, "system": {}, "eviction": {}}
+    pairs = lambda v, sep: dict(kv.split(sep, 1) for kv in filter(None, v.split(",")))
+    for word in args:
+        name, eq, value = word.partition("=")
+        if name not in KUBELET_FLAGS:
+            raise Refused(f"kubelet ({who}): unknown flag: {name}")
+        if not eq:
+            raise Refused(f"kubelet ({who}): flag needs an argument: {name}")
+        try:
+            if name in ("--node-labels", "--register-with-taints"):
+                flags.append(word)
+            elif name == "--max-pods":
+                max_pods = int(value)
+                if max_pods < 1:
+                    raise ValueError(value)
+            elif name in ("--kube-reserved", "--system-reserved"):
+                reserved["kube" if name == "--kube-reserved" else "system"] = pairs(value, "=")
+            elif name == "--eviction-hard":
+                reserved["eviction"] = pairs(value, "<")
+            else:
+                pairs(value, "<" if name == "--eviction-soft" else "=")
+        except ValueError as e:
+            raise Refused(f"kubelet ({who}): invalid value for {name}: {e}")
+    labels, taints = parse_flags(flags)
+    check_labels(labels)
+    return labels, taints, max_pods, reserved
+
+
+def cloud_init_parts(user_data):
+    """(content type, body) of each part cloud-init handles, in order."""
+    if user_data.lstrip().startswith("MIME-Version"):
+        msg = email.message_from_string(user_data, policy=email.policy.compat32)
+        if not msg.is_multipart():
+            raise Refused("cloud-init: MIME user data without parts")
+        return [(p.get_content_type(), p.get_payload()) for p in msg.get_payload()]
+    return [("text/x-shellscript", user_data)]
+
+
+def bootstrap_sh(words):
+    """Reads bootstrap.sh's arguments as its getopt does; returns (cluster, options)."""
+    opts, positional, i = {}, [], 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name not in BOOTSTRAP_SH_OPTIONS:
+                raise Refused(f"bootstrap.sh: getopt: unrecognized option '{name}'")
+            if not eq:
+                i += 1
+                if i >= len(words):
+                    raise Refused(f"bootstrap.sh: getopt: option '{name}' requires an argument")
+                value = words[i]
+            opts[name] = value
+        else:
+            positional.append(w)
+        i += 1
+    if not positional:
+        raise Refused("bootstrap.sh: You must specify a cluster name")
+    if len(positional) > 1:
+        raise Refused(f"bootstrap.sh: unexpected arguments {positional[1:]}")
+    if opts.get("--use-max-pods", "true") not in ("true", "false"):
+        raise Refused("bootstrap.sh: --use-max-pods must be true or false")
+    if opts.get("--local-disks", "raid0") not in ("raid0", "raid10", "mount"):
+        raise Refused(f"bootstrap.sh: --local-disks must be raid0, raid10 or mount, got {opts['--local-disks']!r}")
+    return positional[0], opts
+
+
+def al2(user_data, cluster):
+    calls = []
+    for ctype, body in cloud_init_parts(user_data):
+        if ctype == "text/cloud-config":
+            try:
+                yaml.safe_load(body)
+            except yaml.YAMLError as e:
+                raise Refused(f"cloud-init: cloud-config is not YAML: {e}")
+            continue
+        if ctype != "text/x-shellscript":
+            continue
+        if not body.startswith("#!"):
+            raise Refused("cloud-init: a shell script part without #! cannot be executed")
+        script = body.replace("\\\n", " ")
+        for line in script.splitlines():
+            words = shlex.split(line, comments=True)
+            if words and words[0] == "/etc/eks/bootstrap.sh":
+                calls.append(words[1:])
+    if not calls:
+        raise Refused("AL2: no /etc/eks/bootstrap.sh call in user data: kubelet never starts")
+    name, opts = bootstrap_sh(calls[-1])
+    endpoint, ca = opts.get("--apiserver-endpoint"), opts.get("--b64-cluster-ca")
+    if not endpoint or not ca:
+        raise Refused("bootstrap.sh: without --apiserver-endpoint and --b64-cluster-ca it calls eks:DescribeCluster, which the node role may not")
+    pem = pem_of(ca, "bootstrap.sh")
+    check_cluster(endpoint, pem, cluster, "bootstrap.sh")
+    labels, taints, max_pods, reserved = kubelet_args(
+        shlex.split(opts.get("--kubelet-extra-args", "")), "bootstrap.sh")
+    if max_pods is None and opts.get("--use-max-pods", "true") == "false":
+        raise Refused("bootstrap.sh: --use-max-pods false and no --max-pods: kubelet would run with 110, not the plan's")
+    j = Join(endpoint, pem, labels, taints, max_pods, opts.get("--dns-cluster-ip"), reserved)
+    j.cluster_name, j.local_disks = name, opts.get("--local-disks")
+    return j
+
+
+def powershell_words(line):
+    """A command line as PowerShell splits it: '' inside single quotes is one quote, words in
+    double quotes keep their spaces; stream redirections (3>&1) are not arguments."""
+    words, i = [], 0
+    while i < len(line):
+        c = line[i]
+        if c.isspace():
+            i += 1
+        elif c == "'":
+            j, buf = i + 1, []
+            while True:
+                if j >= len(line):
+                    raise Refused("powershell: The string is missing the terminator: '.")
+                if line[j] == "'" and line[j + 1:j + 2] == "'":
+                    buf.append("'")
+                    j += 2
+                elif line[j] == "'":
+                    break
+                else:
+                    buf.append(line[j])
+                    j += 1
+            words.append("".join(buf))
+            i = j + 1
+        elif c == '"':
+            j = line.find('"', i + 1)
+            if j < 0:
+                raise Refused('powershell: The string is missing the terminator: ".')
+            words.append(line[i + 1:j])
+            i = j + 1
+        else:
+            j = i
+            while j < len(line) and not line[j].isspace():
+                j += 1
+            word = line[i:j]
+            if not re.fullmatch(r"[1-6*]?>&[12]", word):
+                words.append(word)
+            i = j
+    return words
+
+
+def bind_ps1(words):
+    """Binds words to Start-EKSBootstrap.ps1's parameters the way PowerShell does: -Name
+    value, names case-insensitive and abbreviable while unambiguous."""
+    bound, i = {}, 0
+    while i < len(words):
+        w = words[i]
+        if not w.startswith("-"):
+            raise Refused(f"Start-EKSBootstrap.ps1: A positional parameter cannot be found that accepts argument '{w}'.")
+        name = w[1:].rstrip(":")
+        matches = [p for p in EKS_PS1_PARAMETERS if p.lower() == name.lower()] or \
+            [p for p in EKS_PS1_PARAMETERS if p.lower().startswith(name.lower())]
+        if not matches:
+            raise Refused(f"Start-EKSBootstrap.ps1: A parameter cannot be found that matches parameter name '{name}'.")
+        if len(matches) > 1:
+            raise Refused(f"Start-EKSBootstrap.ps1: Parameter cannot be processed because the parameter name '{name}' is ambiguous.")
+        if i + 1 >= len(words):
+            raise Refused(f"Start-EKSBootstrap.ps1: Missing an argument for parameter '{matches[0]}'.")
+        if matches[0] in bound:
+            raise Refused(f"Start-EKSBootstrap.ps1: Cannot bind parameter because parameter '{matches[0]}' is specified more than once.")
+        bound[matches[0]] = words[i + 1]
+        i += 2
+    if not bound.get("EKSClusterName"):
+        raise Refused("Start-EKSBootstrap.ps1: Cannot process command because of one or more missing mandatory parameters: EKSClusterName.")
+    return bound
+
+
+def windows(user_data, cluster):
+    # EC2Launch runs what is between <powershell> and </powershell>, nothing else.
+    m = re.search(r"<powershell>(.*?)</powershell>", user_data, re.S)
+    if not m:
+        raise Refused("EC2Launch: no <powershell> block in user data: nothing runs")
+    script_vars, calls = {}, []
+    for line in m.group(1).splitlines():
+        line = line.strip()
+        assign = re.fullmatch(r"(?:\[string\])?\$(\w+)\s*=\s*\"(.*)\"", line)
+        if assign:
+            script_vars[assign.group(1).lower()] = assign.group(2).replace("$env:ProgramFiles", r"C:\Program Files")
+            continue
+        if line.startswith("& "):
+            words = powershell_words(line[2:])
+            if not words:
+                continue
+            target = words[0]
+            if target.startswith("$"):
+                target = script_vars.get(target[1:].lower(), "")
+            if target.replace("$env:ProgramFiles", r"C:\Program Files") == r"C:\Program Files\Amazon\EKS\Start-EKSBootstrap.ps1":
+                calls.append(words[1:])
+    if not calls:
+        raise Refused(r"Windows: no call of C:\Program Files\Amazon\EKS\Start-EKSBootstrap.ps1: kubelet never starts")
+    p = bind_ps1(calls[-1])
+    endpoint, ca = p.get("APIServerEndpoint"), p.get("Base64ClusterCA")
+    if not endpoint or not ca:
+        raise Refused("Start-EKSBootstrap.ps1: without -APIServerEndpoint and -Base64ClusterCA it calls eks:DescribeCluster, which the node role may not")
+    pem = pem_of(ca, "Start-EKSBootstrap.ps1")
+    check_cluster(endpoint, pem, cluster, "Start-EKSBootstrap.ps1")
+    labels, taints, max_pods, reserved = kubelet_args(
+        shlex.split(p.get("KubeletExtraArgs", "")), "Start-EKSBootstrap.ps1")
+    j = Join(endpoint, pem, labels, taints, max_pods, p.get("DNSClusterIP"), reserved)
+    j.cluster_name = p["EKSClusterName"]
+    return j
+
+
 def join(family, user_data, cluster):
     """cluster: {"endpoint": URL, "ca_pem": PEM}."""
     if not user_data:
         raise Refused("no user data: nothing on the instance knows the cluster")
     if family == "bottlerocket":
         return bottlerocket(user_data, cluster)
+    if family == "al2":
+        return al2(user_data, cluster)
+    if family.startswith("windows"):
+        return windows(user_data, cluster)
     return al2023(user_data, cluster)
 
 

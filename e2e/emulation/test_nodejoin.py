@@ -1,6 +1,8 @@
-"""The node-join emulation refuses what nodeadm, Bottlerocket and kubelet refuse.
+"""The node-join emulation refuses what nodeadm, Bottlerocket, bootstrap.sh (AL2),
+Start-EKSBootstrap.ps1 (Windows) and kubelet refuse.
 Run: python3 -m unittest discover -s e2e/emulation (needs PyYAML; the moto venv has it)."""
 import base64
+import os
 import unittest
 
 from nodejoin import Refused, join, kubelet_may_set
@@ -119,6 +121,120 @@ class Bottlerocket(unittest.TestCase):
     def test_mime_user_data_is_not_toml(self):
         with self.assertRaisesRegex(Refused, "not TOML"):
             join("bottlerocket", mime(node_config()), CLUSTER)
+
+
+TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+
+
+def rendered(name):
+    """User data as Adze renders it (aws/src/userdata.rs keeps these copies equal to its output)."""
+    with open(os.path.join(TESTDATA, name)) as f:
+        return f.read()
+
+
+def al2_script(args, user=None):
+    parts = ""
+    if user:
+        parts += f"--B\nContent-Type: text/x-shellscript\n\n{user}\n"
+    parts += f"--B\nContent-Type: text/x-shellscript\n\n#!/bin/bash\n/etc/eks/bootstrap.sh {args}\n--B--\n"
+    return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n{parts}'
+
+
+AL2_OK = f"e2e --apiserver-endpoint https://127.0.0.1:6443 --b64-cluster-ca {CA} --dns-cluster-ip 10.100.0.10 --use-max-pods false --kubelet-extra-args '--node-labels=team=web --max-pods=29'"
+
+
+class AL2(unittest.TestCase):
+    def test_adzes_rendering_joins_with_labels_taints_max_pods_and_reservations(self):
+        j = join("al2", rendered("al2.userdata"), CLUSTER)
+        self.assertEqual(j.cluster_name, "e2e")
+        self.assertEqual(j.labels, {"adze.sh/nodepool": "default"})
+        self.assertEqual(j.taints, [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+        self.assertEqual(j.max_pods, 29)
+        self.assertEqual(j.dns, "10.100.0.10")
+        self.assertEqual(j.reserved["kube"], {"cpu": "250m"})
+        self.assertEqual(j.reserved["eviction"], {"memory.available": "5%"})
+        self.assertIsNone(j.local_disks)
+
+    def test_adzes_rendering_with_the_users_mime_parts_and_raid0_joins(self):
+        j = join("al2", rendered("al2-user-mime.userdata"), CLUSTER)
+        self.assertEqual(j.local_disks, "raid0")
+        self.assertEqual(j.max_pods, 29)
+
+    def test_bootstrap_sh_refuses_what_its_getopt_and_checks_refuse(self):
+        with self.assertRaisesRegex(Refused, "unrecognized option '--bogus'"):
+            join("al2", al2_script(AL2_OK + " --bogus 1"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "You must specify a cluster name"):
+            join("al2", al2_script(AL2_OK.replace("e2e ", "", 1)), CLUSTER)
+        with self.assertRaisesRegex(Refused, "requires an argument"):
+            join("al2", al2_script(AL2_OK + " --dns-cluster-ip"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "--use-max-pods must be true or false"):
+            join("al2", al2_script(AL2_OK.replace("--use-max-pods false", "--use-max-pods no")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "eks:DescribeCluster"):
+            join("al2", al2_script("e2e --use-max-pods false --kubelet-extra-args '--max-pods=29'"), CLUSTER)
+
+    def test_kubelet_refuses_unknown_flags_and_restricted_labels_from_extra_args(self):
+        with self.assertRaisesRegex(Refused, "unknown flag: --bogus"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --bogus=1")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "unknown 'kubernetes.io' or 'k8s.io' labels"):
+            join("al2", al2_script(AL2_OK.replace("team=web", "node-role.kubernetes.io/x=y")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "unknown authority"):
+            other = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nOTHER\n-----END CERTIFICATE-----\n").decode()
+            join("al2", al2_script(AL2_OK.replace(CA, other)), CLUSTER)
+
+    def test_no_bootstrap_call_or_a_script_without_shebang_never_joins(self):
+        with self.assertRaisesRegex(Refused, "no /etc/eks/bootstrap.sh call"):
+            join("al2", "#!/bin/bash\necho hi\n", CLUSTER)
+        ud = al2_script(AL2_OK).replace("#!/bin/bash\n", "")
+        with self.assertRaisesRegex(Refused, "without #!"):
+            join("al2", ud, CLUSTER)
+
+
+def ps(call, before=""):
+    return ("<powershell>\n" + before +
+            '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"\n'
+            f"& $EKSBootstrapScriptFile {call} 3>&1 4>&1\n</powershell>\n")
+
+
+WIN_OK = f"-EKSClusterName 'e2e' -APIServerEndpoint 'https://127.0.0.1:6443' -Base64ClusterCA '{CA}' -DNSClusterIP '10.100.0.10' -KubeletExtraArgs '--node-labels=team=web --max-pods=29'"
+
+
+class Windows(unittest.TestCase):
+    def test_adzes_rendering_joins_with_labels_taints_and_max_pods(self):
+        j = join("windows2022", rendered("windows2022.userdata"), CLUSTER)
+        self.assertEqual(j.cluster_name, "e2e")
+        self.assertEqual(j.labels, {"adze.sh/nodepool": "default"})
+        self.assertEqual(j.taints, [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+        self.assertEqual(j.max_pods, 29)
+        self.assertEqual(j.dns, "10.100.0.10")
+        self.assertEqual(j.reserved["kube"], {"cpu": "250m"})
+
+    def test_powershell_binds_parameters_case_blind_and_by_unambiguous_prefix(self):
+        j = join("windows2019", ps(WIN_OK.replace("-EKSClusterName", "-eksclustern").replace("-DNSClusterIP", "-DNS")), CLUSTER)
+        self.assertEqual((j.cluster_name, j.dns), ("e2e", "10.100.0.10"))
+        quoted = join("windows2019", ps(WIN_OK.replace("'e2e'", "'o''brien'")), {**CLUSTER})
+        self.assertEqual(quoted.cluster_name, "o'brien")
+
+    def test_start_eksbootstrap_refuses_unknown_ambiguous_and_missing_parameters(self):
+        with self.assertRaisesRegex(Refused, "cannot be found that matches parameter name 'Bogus'"):
+            join("windows2022", ps(WIN_OK + " -Bogus 1"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "'E' is ambiguous"):
+            join("windows2022", ps(WIN_OK.replace("-EKSClusterName", "-E")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "missing mandatory parameters: EKSClusterName"):
+            join("windows2022", ps(WIN_OK.replace("-EKSClusterName 'e2e' ", "")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "Missing an argument for parameter 'KubeletExtraArgs'"):
+            join("windows2022", ps(WIN_OK + " -KubeletExtraArgs"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "eks:DescribeCluster"):
+            join("windows2022", ps("-EKSClusterName 'e2e'"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "unknown flag: --bogus"):
+            join("windows2022", ps(WIN_OK.replace("--max-pods=29", "--bogus=1")), CLUSTER)
+
+    def test_without_a_powershell_block_or_a_bootstrap_call_nothing_joins(self):
+        with self.assertRaisesRegex(Refused, "no <powershell> block"):
+            join("windows2022", ps(WIN_OK).replace("<powershell>", "").replace("</powershell>", ""), CLUSTER)
+        with self.assertRaisesRegex(Refused, "no call of"):
+            join("windows2022", "<powershell>\nWrite-Host hi\n</powershell>", CLUSTER)
+        with self.assertRaisesRegex(Refused, "missing the terminator"):
+            join("windows2022", ps(WIN_OK[:-1]), CLUSTER)
 
 
 class Resources(unittest.TestCase):
