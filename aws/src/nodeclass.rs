@@ -281,6 +281,18 @@ pub fn usable_reservation(
     if end.is_some_and(|end| end <= now) {
         return None;
     }
+    let capacity_block = r.reservation_type == Some(CapacityReservationType::CapacityBlock);
+    // A Capacity Block's nodes are drained from 40 minutes before its end (EC2 takes the
+    // instances from 30): a launch then would be drained at once, and the slot a drained node
+    // gives back would take its own pods again. It stays listed, with no slot, so the drain
+    // still knows its end.
+    let ending = capacity_block
+        && end.is_some_and(|end| {
+            let lead = std::time::Duration::from_secs(
+                adze_scheduling::disruption::expiry::CAPACITY_BLOCK_DRAIN_BEFORE_END.unsigned_abs(),
+            );
+            end.duration_since(now).is_ok_and(|left| left <= lead)
+        });
     Some(CapacityReservation {
         id: r
             .capacity_reservation_id
@@ -289,10 +301,15 @@ pub fn usable_reservation(
         instance_type: r.instance_type.clone().filter(|s| !s.is_empty())?,
         availability_zone: r.availability_zone.clone().filter(|s| !s.is_empty())?,
         // EC2 sends an i32; a negative count is read as none left.
-        available_instance_count: i64::from(r.available_instance_count.unwrap_or(0).max(0)),
-        reservation_type: match r.reservation_type {
-            Some(CapacityReservationType::CapacityBlock) => ReservationType::CapacityBlock,
-            _ => ReservationType::Default,
+        available_instance_count: if ending {
+            0
+        } else {
+            i64::from(r.available_instance_count.unwrap_or(0).max(0))
+        },
+        reservation_type: if capacity_block {
+            ReservationType::CapacityBlock
+        } else {
+            ReservationType::Default
         },
         instance_match_criteria: r
             .instance_match_criteria
@@ -535,14 +552,14 @@ mod tests {
     #[test]
     fn only_active_unexpired_reservations_are_listed() {
         let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
-        let r = usable_reservation(&described("active", Some(2_000), 3), now).unwrap();
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
         assert_eq!(r.id, "cr-0123");
         assert_eq!(r.instance_type, "p5.48xlarge");
         assert_eq!(r.availability_zone, "us-east-1a");
         assert_eq!(r.available_instance_count, 3);
         assert_eq!(r.reservation_type, ReservationType::CapacityBlock);
         assert_eq!(r.instance_match_criteria, "targeted");
-        assert_eq!(r.end_time.as_deref(), Some("1970-01-01T00:33:20Z"));
+        assert_eq!(r.end_time.as_deref(), Some("1970-01-01T02:46:40Z"));
         assert!(usable_reservation(&described("expired", Some(2_000), 3), now).is_none());
         assert!(
             usable_reservation(&described("active", Some(1_000), 3), now).is_none(),
@@ -550,6 +567,31 @@ mod tests {
         );
         let negative = usable_reservation(&described("active", None, -4), now).unwrap();
         assert_eq!(negative.available_instance_count, 0);
+    }
+
+    #[test]
+    fn a_capacity_block_in_its_last_40_minutes_is_listed_with_no_slot() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(100_000);
+        let at = |end: i64| usable_reservation(&described("active", Some(end), 3), now).unwrap();
+        assert_eq!(at(100_000 + 40 * 60 + 1).available_instance_count, 3);
+        let ending = at(100_000 + 40 * 60);
+        assert_eq!(
+            ending.available_instance_count, 0,
+            "drained from 40 minutes before"
+        );
+        assert!(
+            ending.end_time.is_some(),
+            "the drain reads the end from the status"
+        );
+        // An ODCR that ends leaves its instances as on-demand: its slots count to the end.
+        let mut odcr = described("active", Some(100_000 + 60), 3);
+        odcr.reservation_type = Some(aws_sdk_ec2::types::CapacityReservationType::Default);
+        assert_eq!(
+            usable_reservation(&odcr, now)
+                .unwrap()
+                .available_instance_count,
+            3
+        );
     }
 
     #[test]
