@@ -324,6 +324,46 @@ pub fn usable_reservation(
     })
 }
 
+/// Whether a freshly resolved status differs from the one the class shows, so that it is
+/// written: every resolved field, conditions compared without their timestamps. The
+/// reservations count too — their free slots and end times change while the selectors do not,
+/// and placement and the Capacity Block drain read them from the status.
+pub fn status_changed(old: &EC2NodeClassStatus, new: &EC2NodeClassStatus) -> bool {
+    let same_conditions = old.conditions.len() == new.conditions.len()
+        && old
+            .conditions
+            .iter()
+            .zip(&new.conditions)
+            .all(|(x, y)| x.type_ == y.type_ && x.status == y.status && x.reason == y.reason);
+    !(old.subnets == new.subnets
+        && old.security_groups == new.security_groups
+        && old.amis == new.amis
+        && old.instance_profile == new.instance_profile
+        && old.capacity_reservations == new.capacity_reservations
+        && same_conditions)
+}
+
+/// The merge patch that writes `status` whole. The status type leaves empty fields out, and a
+/// merge patch without a field keeps the old value: a reservation that ended (or a selector that
+/// now matches nothing) would stay listed. Empty lists and a missing profile are written out.
+pub fn status_patch(status: &EC2NodeClassStatus) -> serde_json::Value {
+    let mut s = serde_json::to_value(status).unwrap_or_default();
+    if let Some(obj) = s.as_object_mut() {
+        for key in [
+            "subnets",
+            "securityGroups",
+            "amis",
+            "capacityReservations",
+            "conditions",
+        ] {
+            obj.entry(key).or_insert_with(|| serde_json::json!([]));
+        }
+        obj.entry("instanceProfile")
+            .or_insert(serde_json::Value::Null);
+    }
+    serde_json::json!({ "status": s })
+}
+
 /// Kubernetes' spelling of an EC2 architecture.
 pub fn kube_arch(ec2_arch: &str) -> &str {
     match ec2_arch {
@@ -567,6 +607,45 @@ mod tests {
         );
         let negative = usable_reservation(&described("active", None, -4), now).unwrap();
         assert_eq!(negative.available_instance_count, 0);
+    }
+
+    #[test]
+    fn a_reservations_new_count_or_end_is_a_status_change_to_write() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
+        let old = EC2NodeClassStatus {
+            capacity_reservations: vec![r.clone()],
+            ..Default::default()
+        };
+        assert!(!status_changed(&old, &old.clone()));
+        let mut fewer = old.clone();
+        fewer.capacity_reservations[0].available_instance_count = 2;
+        assert!(status_changed(&old, &fewer), "a slot was taken");
+        let mut moved = old.clone();
+        moved.capacity_reservations[0].end_time = Some("1970-01-01T01:00:00Z".into());
+        assert!(status_changed(&old, &moved), "the end moved");
+        assert!(
+            status_changed(&old, &EC2NodeClassStatus::default()),
+            "it ended"
+        );
+    }
+
+    #[test]
+    fn the_status_patch_clears_what_resolved_to_nothing() {
+        let patch = status_patch(&EC2NodeClassStatus::default());
+        assert_eq!(
+            patch["status"]["capacityReservations"],
+            serde_json::json!([])
+        );
+        assert_eq!(patch["status"]["subnets"], serde_json::json!([]));
+        assert!(patch["status"]["instanceProfile"].is_null());
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
+        let listed = status_patch(&EC2NodeClassStatus {
+            capacity_reservations: vec![r],
+            ..Default::default()
+        });
+        assert_eq!(listed["status"]["capacityReservations"][0]["id"], "cr-0123");
     }
 
     #[test]

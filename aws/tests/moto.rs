@@ -1926,3 +1926,74 @@ async fn a_capacity_block_launches_with_its_market_type_and_ec2_takes_it_back_be
         "{s:?}"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservation() {
+    let moto = endpoint("open_match");
+    let e = env("open-match", &moto).await;
+    let open = e
+        .clients
+        .ec2
+        .create_capacity_reservation()
+        .instance_type("m5.large")
+        .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
+        .availability_zone("us-east-1a")
+        .instance_count(2)
+        .instance_match_criteria(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::CapacityReservation)
+                .tags(
+                    Tag::builder()
+                        .key(format!("adze.test/{}", e.cluster))
+                        .value("owned")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .capacity_reservation
+        .unwrap()
+        .capacity_reservation_id
+        .unwrap();
+    let on_demand = |name: &str| -> NodeClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "labels": {"adze.sh/nodepool": "general"}},
+            "spec": {
+                "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
+                    {"key": "adze.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                ],
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            }
+        }))
+        .unwrap()
+    };
+    // EC2's open matching, as the stand-in plays it: a class that selects no reservation
+    // launches with the default preference, and its instance lands in the open ODCR.
+    let (plain, _) = e.provider(e.class());
+    let got = plain.create(&on_demand("open-match-1")).await.unwrap();
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(
+        instance(&e.clients, id)
+            .await
+            .capacity_reservation_id
+            .as_deref(),
+        Some(open.as_str())
+    );
+    assert_eq!(e.available(&open).await.0, 1);
+    // A class that selects it keeps its on-demand launches out: the slot is left for the
+    // reserved claims placement planned into it.
+    let (reserving, _) = e.provider(e.reserving_class());
+    let got = reserving.create(&on_demand("open-match-2")).await.unwrap();
+    assert_eq!(got.capacity_type, "on-demand");
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(instance(&e.clients, id).await.capacity_reservation_id, None);
+    assert_eq!(e.available(&open).await.0, 1);
+}
