@@ -4,7 +4,9 @@
 # the project's fault proxy, run as unkind as EC2 documents itself: fleets that launch another
 # override than the cheapest, new instances missing from DescribeInstances for a while,
 # RequestLimitExceeded throttling, and one instance type whose launches are refused
-# (UnauthorizedOperation). Skips unless ADZE_E2E=1.
+# (UnauthorizedOperation). Section 6 runs a Capacity Block through aws/ci/capacity_reservations.py
+# (EC2 reservations, which moto lacks): used before on-demand, full, drained ahead of its end.
+# Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/aws.sh
 #
@@ -571,23 +573,6 @@ check "the pod with a volume in $vol_zone runs on a node in $vol_zone (under a f
 # them as EC2 documents them. A Capacity Block of one m5.large in us-east-1a, ending in 3 hours.
 echo "== a Capacity Block of 1 m5.large: used first, full, then drained ahead of its end"
 t_rsv=$(now)
-# Disruption acts only without --disruption-dry-run: the provisioner restarts without it, every
-# NodePool first set to consolidateAfter: Never so that nothing but the block's end disrupts
-# the nodes the later checks count. Its garbage-collection grace is 30 s: above the proxy's
-# DescribeInstances lag plus the 10 s the instance sweep is reused, which at 10 s let it take
-# a just-registered node's instance for gone.
-for pool in general br refused; do
-  k patch nodepool "$pool" --type merge -p '{"spec":{"disruption":{"consolidateAfter":"Never"}}}' >/dev/null
-done
-kill "$prov_pid"; wait "$prov_pid" 2>/dev/null
-KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
-  --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
-  --ssm-prefix "$SSM_PREFIX" --interruption-queue "$QUEUE" --launch-timeout 20s \
-  --garbage-collection-grace 30s --metrics-addr 127.0.0.1:0 \
-  >"$dir/provisioner-2.log" 2>&1 &
-prov_pid=$!
-wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner-2.log"
-check "provisioner restarted without --disruption-dry-run and leads" grep -q "polling the interruption queue" "$dir/provisioner-2.log"
 adze_test() { # ACTION PARAM=VALUE... : a stand-in test lever, straight to moto; prints the reservation id
   local args=(-fsS "$MOTO_URL/" -H "Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=x"
     --data-urlencode "Action=$1" --data-urlencode "Version=2016-11-15")
@@ -625,6 +610,24 @@ spec:
         - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
   limits: {cpu: "10"}
 YAML
+# Disruption acts only without --disruption-dry-run: the provisioner restarts without it (and
+# resolves the new class at once, not at its status loop's next turn, up to 30 s later), every
+# NodePool first set to consolidateAfter: Never so that nothing but the block's end disrupts
+# the nodes the later checks count. Its garbage-collection grace is 30 s: above the proxy's
+# DescribeInstances lag plus the 10 s the instance sweep is reused, which at 10 s let it take
+# a just-registered node's instance for gone.
+for pool in general br refused; do
+  k patch nodepool "$pool" --type merge -p '{"spec":{"disruption":{"consolidateAfter":"Never"}}}' >/dev/null
+done
+kill "$prov_pid"; wait "$prov_pid" 2>/dev/null
+KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
+  --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
+  --ssm-prefix "$SSM_PREFIX" --interruption-queue "$QUEUE" --launch-timeout 20s \
+  --garbage-collection-grace 30s --metrics-addr 127.0.0.1:0 \
+  >"$dir/provisioner-2.log" 2>&1 &
+prov_pid=$!
+wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner-2.log"
+check "provisioner restarted without --disruption-dry-run and leads" grep -q "polling the interruption queue" "$dir/provisioner-2.log"
 block_listed() { # AVAILABLE [END]: the class's status lists the block with that many free slots (and that end)
   kj ec2nodeclass reserved | jqe --arg id "$block" --argjson n "$1" --arg until "${2:-}" \
     '[.status.capacityReservations[]? | select(.id == $id and .reservationType == "capacity-block" and .availableInstanceCount == $n

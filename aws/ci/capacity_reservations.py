@@ -18,7 +18,7 @@ it. This module adds, to moto's EC2 backend, reservations that behave as EC2 doc
   nothing. A Capacity Block also needs the `capacity-block` market type. An untargeted launch
   (preference `open`, the default) lands in a matching `open` ODCR with a free slot, as EC2's
   open matching does. The instance carries `CapacityReservationId`; terminating it gives the
-  slot back.
+  slot back. RunInstances is left as moto has it (Adze launches only through CreateFleet).
 
 Two test levers EC2 has no equivalent for (its Capacity Blocks are bought from offerings that
 start on a schedule and last days, and no clock can be moved): `AdzeTestCreateCapacityBlock`
@@ -198,6 +198,8 @@ def _tick(backend):
                 if i.id in r.instances:
                     i.capacity_reservation_id = None
             r.instances.clear()
+    if not doomed:
+        return
     live = [i.id for i in backend.all_instances() if i.id in doomed and i.state != "terminated"]
     if live:
         _original_terminate(backend, live)
