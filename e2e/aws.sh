@@ -4,7 +4,9 @@
 # the project's fault proxy, run as unkind as EC2 documents itself: fleets that launch another
 # override than the cheapest, new instances missing from DescribeInstances for a while,
 # RequestLimitExceeded throttling, and one instance type whose launches are refused
-# (UnauthorizedOperation). Skips unless ADZE_E2E=1.
+# (UnauthorizedOperation). Section 6 runs a Capacity Block through aws/ci/capacity_reservations.py
+# (EC2 reservations, which moto lacks): used before on-demand, full, drained ahead of its end.
+# Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/aws.sh
 #
@@ -566,9 +568,140 @@ echo "pod with the zonal volume Running after $(elapsed "$t0" "$(now)") s on $vo
 check "the pod with a volume in $vol_zone runs on a node in $vol_zone (under a fleet that skips the cheapest pool)" \
   bash -c "[[ '$vol_node_zone' == '$vol_zone' ]] && kubectl --kubeconfig $KUBECONFIG get pod -n vol db -o jsonpath='{.status.phase}' | grep -qx Running"
 
+# ---- 6. a capacity reservation: used before on-demand, its pods survive its end ---------------
+# Moto has no reservations: aws/ci/capacity_reservations.py (loaded by moto_server.py) plays
+# them as EC2 documents them. A Capacity Block of one m5.large in us-east-1a, ending in 3 hours.
+echo "== a Capacity Block of 1 m5.large: used first, full, then drained ahead of its end"
+t_rsv=$(now)
+adze_test() { # ACTION PARAM=VALUE... : a stand-in test lever, straight to moto; prints the reservation id
+  local args=(-fsS "$MOTO_URL/" -H "Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=x"
+    --data-urlencode "Action=$1" --data-urlencode "Version=2016-11-15")
+  local a; shift
+  for a; do args+=(--data-urlencode "$a"); done
+  curl "${args[@]}" | sed -n 's:.*<capacityReservationId>\(cr-[0-9a-f]*\)</capacityReservationId>.*:\1:p'
+}
+block=$(adze_test AdzeTestCreateCapacityBlock InstanceType=m5.large AvailabilityZone=us-east-1a InstanceCount=1 \
+  "EndDate=$(date -u -d '+3 hours' +%Y-%m-%dT%H:%M:%SZ)" TagSpecification.1.ResourceType=capacity-reservation \
+  TagSpecification.1.Tag.1.Key=adze.sh/reservation TagSpecification.1.Tag.1.Value=e2e)
+echo "capacity block: $block"
+k apply -f - >/dev/null <<YAML
+apiVersion: aws.adze.sh/v1
+kind: EC2NodeClass
+metadata: {name: reserved}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  securityGroupSelectorTerms: [{tags: {adze.sh/discovery: $CLUSTER_NAME}}]
+  capacityReservationSelectorTerms: [{tags: {adze.sh/reservation: e2e}}]
+  role: $CLUSTER_NAME-nodes
+---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: reserve}
+spec:
+  disruption: {consolidateAfter: Never}
+  template:
+    metadata: {labels: {e2e-pool: reserve}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: reserved}
+      requirements:
+        - {key: adze.sh/capacity-type, operator: In, values: [reserved, on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+  limits: {cpu: "10"}
+YAML
+# Disruption acts only without --disruption-dry-run: the provisioner restarts without it (and
+# resolves the new class at once, not at its status loop's next turn, up to 30 s later), every
+# NodePool first set to consolidateAfter: Never so that nothing but the block's end disrupts
+# the nodes the later checks count. Its garbage-collection grace is 30 s: above the proxy's
+# DescribeInstances lag plus the 10 s the instance sweep is reused, which at 10 s let it take
+# a just-registered node's instance for gone.
+for pool in general br refused; do
+  k patch nodepool "$pool" --type merge -p '{"spec":{"disruption":{"consolidateAfter":"Never"}}}' >/dev/null
+done
+kill "$prov_pid"; wait "$prov_pid" 2>/dev/null
+KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bindir/adze-provisioner" run --cloud-provider aws --aws-endpoint "$proxy_url" --region us-east-1 \
+  --cluster-name "$CLUSTER_NAME" --cluster-endpoint "$APISERVER" --cluster-ca "$(base64 -w0 "$ADZE_CA_CERT")" \
+  --ssm-prefix "$SSM_PREFIX" --interruption-queue "$QUEUE" --launch-timeout 20s \
+  --garbage-collection-grace 30s --metrics-addr 127.0.0.1:0 \
+  >"$dir/provisioner-2.log" 2>&1 &
+prov_pid=$!
+wait_for 60 grep -q "polling the interruption queue" "$dir/provisioner-2.log"
+check "provisioner restarted without --disruption-dry-run and leads" grep -q "polling the interruption queue" "$dir/provisioner-2.log"
+block_listed() { # AVAILABLE [END]: the class's status lists the block with that many free slots (and that end)
+  kj ec2nodeclass reserved | jqe --arg id "$block" --argjson n "$1" --arg until "${2:-}" \
+    '[.status.capacityReservations[]? | select(.id == $id and .reservationType == "capacity-block" and .availableInstanceCount == $n
+      and .endTime != null and ($until == "" or .endTime == $until))] | length == 1' >/dev/null
+}
+wait_for 45 block_listed 1
+check "EC2NodeClass reserved lists the Capacity Block $block (1 free, its end time) from DescribeCapacityReservations" block_listed 1
+k create namespace rsv >/dev/null
+# 1.5 CPU: one pod per m5.large.
+deployment rsv rsv 1 1500m | sed 's/e2e-pool: general/e2e-pool: reserve/' | k apply -f - >/dev/null
+wait_for 90 count_is 1 running_pods rsv
+node_of() { k get pod -n rsv "$1" -o jsonpath='{.spec.nodeName}'; }
+first=$(k get pods -n rsv -o jsonpath='{.items[0].metadata.name}')
+first_node=$(node_of "$first")
+first_claim=$(k get node "$first_node" -o jsonpath='{.metadata.labels.adze\.sh/nodeclaim}' 2>/dev/null)
+first_id=$(k get nodeclaim "$first_claim" -o jsonpath='{.status.providerID}' 2>/dev/null | sed 's#.*/##')
+echo "first pod Running after $(elapsed "$t_rsv" "$(now)") s on $first_node ($first_claim, $first_id)"
+labels_are() { # NODE CAPACITY_TYPE RESERVATION_ID (empty: none)
+  k get node "$1" -o json | jqe --arg ct "$2" --arg id "$3" '.metadata.labels | .["adze.sh/capacity-type"] == $ct
+    and (.["aws.adze.sh/capacity-reservation-id"] // "") == $id
+    and (if $id == "" then true else .["aws.adze.sh/capacity-reservation-type"] == "capacity-block" end)' >/dev/null
+}
+check "the first pod's node is reserved capacity in the block (adze.sh/capacity-type=reserved, capacity-reservation-id=$block, type capacity-block)" \
+  labels_are "$first_node" reserved "$block"
+reservation_of() { # INSTANCE: its CapacityReservationId in EC2
+  awspy <<PY
+print(ec2.describe_instances(InstanceIds=['$1'])['Reservations'][0]['Instances'][0].get('CapacityReservationId', 'none'))
+PY
+}
+block_free() {
+  awspy <<PY
+print(ec2.describe_capacity_reservations(CapacityReservationIds=['$block'])['CapacityReservations'][0]['AvailableInstanceCount'])
+PY
+}
+check "its instance $first_id runs in the block (CapacityReservationId), which has 0 free slots left" \
+  bash -c "[[ \$1 == '$block' && \$2 == 0 ]]" _ "$(reservation_of "$first_id")" "$(block_free)"
+t0=$(now)
+k scale deployment -n rsv rsv --replicas=2 >/dev/null
+wait_for 90 count_is 2 running_pods rsv
+second=$(k get pods -n rsv -o json | jq -r --arg f "$first" '[.items[].metadata.name | select(. != $f)][0]')
+second_node=$(node_of "$second")
+second_id=$(k get node "$second_node" -o jsonpath='{.spec.providerID}' | sed 's#.*/##')
+echo "second pod Running after $(elapsed "$t0" "$(now)") s on $second_node ($second_id)"
+check "the second pod goes on-demand (the block is full): its node is adze.sh/capacity-type=on-demand, no reservation" \
+  labels_are "$second_node" on-demand ""
+check "... and its instance $second_id is in no reservation" count_is none reservation_of "$second_id"
+# Time passes for the block: 39 minutes before its end, Adze drains its nodes (40 minutes
+# ahead; EC2 takes them from 30).
+block_end=$(date -u -d '+39 minutes' +%Y-%m-%dT%H:%M:%SZ)
+adze_test AdzeTestSetCapacityReservationEndDate "CapacityReservationId=$block" "EndDate=$block_end" >/dev/null
+t0=$(now)
+first_moved() { # the first pod Running again, on another node than the block's
+  local n; n=$(k get pods -n rsv -o json | jq -r --arg old "$first_node" --arg second "$second_node" '
+    [.items[] | select(.status.phase == "Running" and .metadata.deletionTimestamp == null
+      and .spec.nodeName != $old and .spec.nodeName != $second)] | length')
+  [[ "$n" == 1 ]]
+}
+wait_for 120 first_moved
+echo "block's node drained and its pod Running on a replacement $(elapsed "$t0" "$(now)") s after the end moved to $block_end"
+check "the provisioner drained the block's node ahead of the end, saying why" \
+  bash -c "sed 's/\x1b\[[0-9;]*m//g' '$dir/provisioner-2.log' | grep -q 'capacity block ending'"
+check "its pod survives the block's end: Running on a replacement node" first_moved
+check "2 pods Running in rsv" count_is 2 running_pods rsv
+replacement_node=$(k get pods -n rsv -o json | jq -r --arg second "$second_node" '[.items[] | select(.spec.nodeName != $second) | .spec.nodeName][0]')
+check "the replacement $replacement_node is on-demand: the ending block offers no slot" labels_are "$replacement_node" on-demand ""
+check "EC2NodeClass reserved lists the ending block (end $block_end) with 0 free slots" block_listed 0 "$block_end"
+wait_for 30 state_in "$first_id" terminated shutting-down
+check "the block's instance $first_id was terminated by Adze (before EC2's 30-minute mark)" state_in "$first_id" terminated shutting-down
+check "the second pod's node was not disrupted" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pod -n rsv $second -o jsonpath='{.spec.nodeName}') == '$second_node' ]]"
+echo "reservation section: $(elapsed "$t_rsv" "$(now)") s"
+
 # ---- the cloud, checked against the cluster ------------------------------------------------------
 echo "== instances, NodeClaims and Nodes agree"
-sleep 12   # past the garbage-collection grace (10 s), so a stray would be gone by now
+sleep 12   # past the first garbage-collection grace (10 s; 30 s since the restart in section 6)
 awspy >"$dir/final-instances.json" <<PY
 out = []
 for r in ec2.describe_instances(Filters=[{'Name': 'tag:kubernetes.io/cluster/$CLUSTER_NAME', 'Values': ['owned']},
@@ -612,6 +745,7 @@ check "the unkind modes were exercised (launches off the cheapest pool, a laggin
 check "provisioner still running" kill -0 "$prov_pid"
 check "registrar still running" kill -0 "$reg_pid"
 check "no panics in the provisioner log" absent panicked "$dir/provisioner.log"
+check "no panics in the restarted provisioner's log" absent panicked "$dir/provisioner-2.log"
 echo "suite time: $(elapsed "$t_start" "$(now)") s"
 rbac_audit
 e2e_summary

@@ -8,9 +8,13 @@ method with a direct read of moto's own tag table. The answer is the same: the r
 filter moto used is `fnmatch.translate` of the id, an anchored exact match (ids hold no
 wildcards), and the result keeps moto's order and shape. Nothing else in moto changes.
 
+It also loads capacity_reservations.py (next to this file): EC2 Capacity Reservations, which
+moto lacks, with the launch side (consumed and refused slots) as EC2 documents it.
+
 Usage: python aws/ci/moto_server.py [moto_server's arguments]   (aws/ci/moto-server.sh)
 """
 
+import os
 import sys
 
 from moto.ec2.models.core import TaggedEC2Resource
@@ -32,6 +36,9 @@ def _tags_of_this_resource(self):
 
 
 TaggedEC2Resource.get_tags = _tags_of_this_resource
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capacity_reservations  # noqa: E402,F401  (patches moto's EC2 on import)
 
 if __name__ == "__main__":
     sys.argv[0] = "moto_server"

@@ -338,6 +338,18 @@ pub fn usable_reservation(
     if end.is_some_and(|end| end <= now) {
         return None;
     }
+    let capacity_block = r.reservation_type == Some(CapacityReservationType::CapacityBlock);
+    // A Capacity Block's nodes are drained from 40 minutes before its end (EC2 takes the
+    // instances from 30): a launch then would be drained at once, and the slot a drained node
+    // gives back would take its own pods again. It stays listed, with no slot, so the drain
+    // still knows its end.
+    let ending = capacity_block
+        && end.is_some_and(|end| {
+            let lead = std::time::Duration::from_secs(
+                adze_scheduling::disruption::expiry::CAPACITY_BLOCK_DRAIN_BEFORE_END.unsigned_abs(),
+            );
+            end.duration_since(now).is_ok_and(|left| left <= lead)
+        });
     Some(CapacityReservation {
         id: r
             .capacity_reservation_id
@@ -346,10 +358,15 @@ pub fn usable_reservation(
         instance_type: r.instance_type.clone().filter(|s| !s.is_empty())?,
         availability_zone: r.availability_zone.clone().filter(|s| !s.is_empty())?,
         // EC2 sends an i32; a negative count is read as none left.
-        available_instance_count: i64::from(r.available_instance_count.unwrap_or(0).max(0)),
-        reservation_type: match r.reservation_type {
-            Some(CapacityReservationType::CapacityBlock) => ReservationType::CapacityBlock,
-            _ => ReservationType::Default,
+        available_instance_count: if ending {
+            0
+        } else {
+            i64::from(r.available_instance_count.unwrap_or(0).max(0))
+        },
+        reservation_type: if capacity_block {
+            ReservationType::CapacityBlock
+        } else {
+            ReservationType::Default
         },
         instance_match_criteria: r
             .instance_match_criteria
@@ -362,6 +379,46 @@ pub fn usable_reservation(
                 .ok()
         }),
     })
+}
+
+/// Whether a freshly resolved status differs from the one the class shows, so that it is
+/// written: every resolved field, conditions compared without their timestamps. The
+/// reservations count too — their free slots and end times change while the selectors do not,
+/// and placement and the Capacity Block drain read them from the status.
+pub fn status_changed(old: &EC2NodeClassStatus, new: &EC2NodeClassStatus) -> bool {
+    let same_conditions = old.conditions.len() == new.conditions.len()
+        && old
+            .conditions
+            .iter()
+            .zip(&new.conditions)
+            .all(|(x, y)| x.type_ == y.type_ && x.status == y.status && x.reason == y.reason);
+    !(old.subnets == new.subnets
+        && old.security_groups == new.security_groups
+        && old.amis == new.amis
+        && old.instance_profile == new.instance_profile
+        && old.capacity_reservations == new.capacity_reservations
+        && same_conditions)
+}
+
+/// The merge patch that writes `status` whole. The status type leaves empty fields out, and a
+/// merge patch without a field keeps the old value: a reservation that ended (or a selector that
+/// now matches nothing) would stay listed. Empty lists and a missing profile are written out.
+pub fn status_patch(status: &EC2NodeClassStatus) -> serde_json::Value {
+    let mut s = serde_json::to_value(status).unwrap_or_default();
+    if let Some(obj) = s.as_object_mut() {
+        for key in [
+            "subnets",
+            "securityGroups",
+            "amis",
+            "capacityReservations",
+            "conditions",
+        ] {
+            obj.entry(key).or_insert_with(|| serde_json::json!([]));
+        }
+        obj.entry("instanceProfile")
+            .or_insert(serde_json::Value::Null);
+    }
+    serde_json::json!({ "status": s })
 }
 
 /// Kubernetes' spelling of an EC2 architecture.
@@ -626,14 +683,14 @@ mod tests {
     #[test]
     fn only_active_unexpired_reservations_are_listed() {
         let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
-        let r = usable_reservation(&described("active", Some(2_000), 3), now).unwrap();
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
         assert_eq!(r.id, "cr-0123");
         assert_eq!(r.instance_type, "p5.48xlarge");
         assert_eq!(r.availability_zone, "us-east-1a");
         assert_eq!(r.available_instance_count, 3);
         assert_eq!(r.reservation_type, ReservationType::CapacityBlock);
         assert_eq!(r.instance_match_criteria, "targeted");
-        assert_eq!(r.end_time.as_deref(), Some("1970-01-01T00:33:20Z"));
+        assert_eq!(r.end_time.as_deref(), Some("1970-01-01T02:46:40Z"));
         assert!(usable_reservation(&described("expired", Some(2_000), 3), now).is_none());
         assert!(
             usable_reservation(&described("active", Some(1_000), 3), now).is_none(),
@@ -641,6 +698,70 @@ mod tests {
         );
         let negative = usable_reservation(&described("active", None, -4), now).unwrap();
         assert_eq!(negative.available_instance_count, 0);
+    }
+
+    #[test]
+    fn a_reservations_new_count_or_end_is_a_status_change_to_write() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
+        let old = EC2NodeClassStatus {
+            capacity_reservations: vec![r.clone()],
+            ..Default::default()
+        };
+        assert!(!status_changed(&old, &old.clone()));
+        let mut fewer = old.clone();
+        fewer.capacity_reservations[0].available_instance_count = 2;
+        assert!(status_changed(&old, &fewer), "a slot was taken");
+        let mut moved = old.clone();
+        moved.capacity_reservations[0].end_time = Some("1970-01-01T01:00:00Z".into());
+        assert!(status_changed(&old, &moved), "the end moved");
+        assert!(
+            status_changed(&old, &EC2NodeClassStatus::default()),
+            "it ended"
+        );
+    }
+
+    #[test]
+    fn the_status_patch_clears_what_resolved_to_nothing() {
+        let patch = status_patch(&EC2NodeClassStatus::default());
+        assert_eq!(
+            patch["status"]["capacityReservations"],
+            serde_json::json!([])
+        );
+        assert_eq!(patch["status"]["subnets"], serde_json::json!([]));
+        assert!(patch["status"]["instanceProfile"].is_null());
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
+        let listed = status_patch(&EC2NodeClassStatus {
+            capacity_reservations: vec![r],
+            ..Default::default()
+        });
+        assert_eq!(listed["status"]["capacityReservations"][0]["id"], "cr-0123");
+    }
+
+    #[test]
+    fn a_capacity_block_in_its_last_40_minutes_is_listed_with_no_slot() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(100_000);
+        let at = |end: i64| usable_reservation(&described("active", Some(end), 3), now).unwrap();
+        assert_eq!(at(100_000 + 40 * 60 + 1).available_instance_count, 3);
+        let ending = at(100_000 + 40 * 60);
+        assert_eq!(
+            ending.available_instance_count, 0,
+            "drained from 40 minutes before"
+        );
+        assert!(
+            ending.end_time.is_some(),
+            "the drain reads the end from the status"
+        );
+        // An ODCR that ends leaves its instances as on-demand: its slots count to the end.
+        let mut odcr = described("active", Some(100_000 + 60), 3);
+        odcr.reservation_type = Some(aws_sdk_ec2::types::CapacityReservationType::Default);
+        assert_eq!(
+            usable_reservation(&odcr, now)
+                .unwrap()
+                .available_instance_count,
+            3
+        );
     }
 
     #[test]

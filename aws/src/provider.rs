@@ -16,11 +16,12 @@ use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
 use adze_scheduling::instance_type::Reservation;
 use adze_scheduling::{InstanceType, labels, node_class};
 use aws_sdk_ec2::types::{
-    CapacityReservationTarget, DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
-    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
-    FleetOnDemandAllocationStrategy, FleetType, LaunchTemplateBlockDeviceMappingRequest,
-    LaunchTemplateCapacityReservationSpecificationRequest, LaunchTemplateEbsBlockDeviceRequest,
-    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
+    CapacityReservationPreference, CapacityReservationTarget, DefaultTargetCapacityType, Filter,
+    FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
+    FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType,
+    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
@@ -639,7 +640,16 @@ impl AwsProvider {
                 );
             }
             // Into this reservation and no other: a targeted ODCR takes only launches naming
-            // it, and a Capacity Block also needs its market type.
+            // it, and a Capacity Block also needs its market type. An unreserved launch of a
+            // class that selects reservations opts out of EC2's open matching, which would
+            // otherwise put it into a matching `open` ODCR — a slot planned for a reserved claim.
+            if reservation.is_none() && !spec.capacity_reservation_selector_terms.is_empty() {
+                data = data.capacity_reservation_specification(
+                    LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                        .capacity_reservation_preference(CapacityReservationPreference::None)
+                        .build(),
+                );
+            }
             if let Some(r) = reservation {
                 data = data.capacity_reservation_specification(
                     LaunchTemplateCapacityReservationSpecificationRequest::builder()

@@ -207,23 +207,13 @@ pub async fn resolve_classes_forever(
                     {
                         Ok(mut status) => {
                             let old = class.status.clone().unwrap_or_default();
-                            let same = |a: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-                                        b: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]| {
-                                a.len() == b.len()
-                                    && a.iter().zip(b).all(|(x, y)| x.type_ == y.type_ && x.status == y.status && x.reason == y.reason)
-                            };
-                            if old.subnets == status.subnets
-                                && old.security_groups == status.security_groups
-                                && old.amis == status.amis
-                                && old.instance_profile == status.instance_profile
-                                && same(&old.conditions, &status.conditions)
-                            {
+                            if !nodeclass::status_changed(&old, &status) {
                                 continue;
                             }
                             for c in &mut status.conditions {
                                 c.observed_generation = class.metadata.generation;
                             }
-                            let patch = serde_json::json!({"status": status});
+                            let patch = nodeclass::status_patch(&status);
                             match api
                                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                                 .await

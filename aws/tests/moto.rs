@@ -1602,3 +1602,460 @@ async fn drift_of_many_claims_is_one_shared_describe_instances_sweep() {
     assert!(err.to_string().contains("UnauthorizedOperation"), "{err}");
     assert!(fresh.list().await.is_err());
 }
+
+// ---- Capacity reservations, against the stand-in aws/ci/capacity_reservations.py ----------
+
+/// One of the stand-in's test levers (`AdzeTest…`, see aws/ci/capacity_reservations.py), sent
+/// to moto directly; returns the reservation id it answers with.
+async fn adze_test(moto: &str, action: &str, params: &[(&str, &str)]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut body = format!("Action={action}&Version=2016-11-15");
+    for (k, v) in params {
+        let v: String = v
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        body += &format!("&{k}={v}");
+    }
+    let host = moto.trim_start_matches("http://").trim_end_matches('/');
+    let mut conn = tokio::net::TcpStream::connect(host).await.unwrap();
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\nAuthorization: AWS4-HMAC-SHA256 Credential=testing/20260101/{REGION}/ec2/aws4_request, SignedHeaders=host, Signature=x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = String::new();
+    conn.read_to_string(&mut resp).await.unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200"), "{action}: {resp}");
+    let open = "<capacityReservationId>";
+    let start = resp.find(open).expect(&resp) + open.len();
+    let end = resp[start..].find('<').unwrap() + start;
+    resp[start..end].to_string()
+}
+
+/// An RFC 3339 time `secs` from now (negative: in the past).
+fn from_now(secs: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    aws_sdk_ec2::primitives::DateTime::from_secs(now + secs)
+        .fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
+        .unwrap()
+}
+
+impl Env {
+    /// A targeted ODCR of `count` m5.large in us-east-1a, tagged for this test's class.
+    async fn odcr(&self, count: i32, end: Option<&str>) -> String {
+        let mut req = self
+            .clients
+            .ec2
+            .create_capacity_reservation()
+            .instance_type("m5.large")
+            .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
+            .availability_zone("us-east-1a")
+            .instance_count(count)
+            .instance_match_criteria(aws_sdk_ec2::types::InstanceMatchCriteria::Targeted)
+            .tag_specifications(
+                TagSpecification::builder()
+                    .resource_type(ResourceType::CapacityReservation)
+                    .tags(
+                        Tag::builder()
+                            .key(format!("adze.test/{}", self.cluster))
+                            .value("owned")
+                            .build(),
+                    )
+                    .build(),
+            );
+        if let Some(end) = end {
+            req = req
+                .end_date_type(aws_sdk_ec2::types::EndDateType::Limited)
+                .end_date(
+                    aws_sdk_ec2::primitives::DateTime::from_str(
+                        end,
+                        aws_sdk_ec2::primitives::DateTimeFormat::DateTime,
+                    )
+                    .unwrap(),
+                );
+        }
+        req.send()
+            .await
+            .unwrap()
+            .capacity_reservation
+            .unwrap()
+            .capacity_reservation_id
+            .unwrap()
+    }
+
+    /// The class, selecting this test's reservations by tag.
+    fn reserving_class(&self) -> EC2NodeClass {
+        let mut class = self.class();
+        class.spec.capacity_reservation_selector_terms = vec![
+            serde_json::from_value(
+                json!({"tags": {format!("adze.test/{}", self.cluster): "owned"}}),
+            )
+            .unwrap(),
+        ];
+        class
+    }
+
+    /// What EC2 says is left in `id`.
+    async fn available(&self, id: &str) -> (i32, String) {
+        let r = self
+            .clients
+            .ec2
+            .describe_capacity_reservations()
+            .capacity_reservation_ids(id)
+            .send()
+            .await
+            .unwrap()
+            .capacity_reservations
+            .unwrap()
+            .remove(0);
+        (
+            r.available_instance_count.unwrap(),
+            r.state.unwrap().as_str().to_string(),
+        )
+    }
+}
+
+/// A claim pinned to reservation `id` (as placement pins a reserved claim), or with `id` None a
+/// claim of a pool that allows reserved and on-demand m5.large.
+fn reserved_claim(name: &str, id: Option<&str>) -> NodeClaim {
+    let mut reqs = vec![
+        json!({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}),
+        json!({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}),
+    ];
+    match id {
+        Some(id) => {
+            reqs.push(json!({"key": "adze.sh/capacity-type", "operator": "In", "values": ["reserved"]}));
+            reqs.push(json!({"key": "aws.adze.sh/capacity-reservation-id", "operator": "In", "values": [id]}));
+        }
+        None => reqs.push(
+            json!({"key": "adze.sh/capacity-type", "operator": "In", "values": ["reserved", "on-demand"]}),
+        ),
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "labels": {"adze.sh/nodepool": "general"}},
+        "spec": {
+            "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": reqs,
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn a_reserved_claim_takes_its_reservations_slot_and_a_full_one_is_refused_as_ec2_refuses() {
+    let moto = endpoint("reserve");
+    let e = env("reserve", &moto).await;
+    let cr = e.odcr(1, None).await;
+    // The class as its controller last wrote it: one free slot.
+    let mut class = e.reserving_class();
+    let listed = e.resolve("default", &class.spec).await;
+    assert_eq!(listed.capacity_reservations.len(), 1, "{listed:?}");
+    let r = &listed.capacity_reservations[0];
+    assert_eq!(
+        (
+            r.id.as_str(),
+            r.instance_type.as_str(),
+            r.availability_zone.as_str()
+        ),
+        (cr.as_str(), "m5.large", "us-east-1a")
+    );
+    assert_eq!(r.available_instance_count, 1);
+    assert_eq!(r.instance_match_criteria, "targeted");
+    assert_eq!(
+        r.reservation_type,
+        adze_api::ec2nodeclass::ReservationType::Default
+    );
+    class.status = Some(listed);
+    let (provider, unavailable) = e.provider(class);
+
+    let got = provider
+        .create(&reserved_claim("reserve-1", Some(&cr)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            got.capacity_type.as_str(),
+            got.instance_type.as_str(),
+            got.zone.as_str()
+        ),
+        ("reserved", "m5.large", "us-east-1a")
+    );
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    let i = instance(&e.clients, id).await;
+    assert_eq!(i.capacity_reservation_id.as_deref(), Some(cr.as_str()));
+    assert_eq!(e.available(&cr).await, (0, "active".into()));
+
+    // The status still says one slot (it is refreshed every 30 s): the launch goes to EC2,
+    // which refuses it; the offering is ruled out and nothing is left running.
+    let err = provider
+        .create(&reserved_claim("reserve-2", Some(&cr)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CloudError::InsufficientCapacity { ref capacity_type, .. } if capacity_type == "reserved"),
+        "{err}"
+    );
+    assert!(
+        in_moto(&moto, "reserve-2").await.is_empty(),
+        "no instance for a refused launch"
+    );
+    let marked = unavailable.apply(&provider.instance_types(), std::time::Instant::now());
+    let m5 = marked.iter().find(|t| t.name == "m5.large").unwrap();
+    let reserved: Vec<_> = m5
+        .offerings
+        .iter()
+        .filter(|o| o.capacity_type == "reserved")
+        .collect();
+    assert!(
+        !reserved.is_empty() && reserved.iter().all(|o| !o.available),
+        "{reserved:?}"
+    );
+
+    // A pool allowing reserved and on-demand falls back to on-demand, outside the reservation.
+    let od = provider
+        .create(&reserved_claim("reserve-3", None))
+        .await
+        .unwrap();
+    assert_eq!(od.capacity_type, "on-demand");
+    let od_id = adze_aws::interruption::instance_id_of(&od.provider_id).unwrap();
+    assert_eq!(
+        instance(&e.clients, od_id).await.capacity_reservation_id,
+        None
+    );
+
+    // Terminating the reserved instance gives its slot back.
+    provider
+        .delete(&with_provider_id(
+            reserved_claim("reserve-1", Some(&cr)),
+            &got.provider_id,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(e.available(&cr).await, (1, "active".into()));
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn a_reservation_that_ends_or_is_cancelled_after_the_describe_refuses_the_launch() {
+    let moto = endpoint("reserve_end");
+    let e = env("reserve-end", &moto).await;
+    let ending = e.odcr(2, Some(&from_now(3600))).await;
+    let cancelled = e.odcr(2, None).await;
+    let mut class = e.reserving_class();
+    let listed = e.resolve("default", &class.spec).await;
+    assert_eq!(listed.capacity_reservations.len(), 2, "{listed:?}");
+    assert!(
+        listed
+            .capacity_reservations
+            .iter()
+            .all(|r| r.available_instance_count == 2)
+    );
+    class.status = Some(listed);
+    let (provider, _) = e.provider(class.clone());
+
+    // Between the describe and the launch, one reaches its end and the other is cancelled.
+    adze_test(
+        &moto,
+        "AdzeTestSetCapacityReservationEndDate",
+        &[
+            ("CapacityReservationId", &ending),
+            ("EndDate", &from_now(-1)),
+        ],
+    )
+    .await;
+    e.clients
+        .ec2
+        .cancel_capacity_reservation()
+        .capacity_reservation_id(&cancelled)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(e.available(&ending).await, (0, "expired".into()));
+    assert_eq!(e.available(&cancelled).await, (0, "cancelled".into()));
+    for (name, cr) in [("reserve-end-1", &ending), ("reserve-end-2", &cancelled)] {
+        let err = provider
+            .create(&reserved_claim(name, Some(cr)))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, CloudError::InsufficientCapacity { .. }),
+            "{name}: {err}"
+        );
+        assert!(
+            in_moto(&moto, name).await.is_empty(),
+            "{name}: nothing launched"
+        );
+    }
+    // The next resolve lists neither (DescribeCapacityReservations state=active).
+    let fresh = e.resolve("default", &class.spec).await;
+    assert!(fresh.capacity_reservations.is_empty(), "{fresh:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn a_capacity_block_launches_with_its_market_type_and_ec2_takes_it_back_before_the_end() {
+    let moto = endpoint("block");
+    let e = env("block", &moto).await;
+    let tag = format!("adze.test/{}", e.cluster);
+    let block = adze_test(
+        &moto,
+        "AdzeTestCreateCapacityBlock",
+        &[
+            ("InstanceType", "m5.large"),
+            ("AvailabilityZone", "us-east-1a"),
+            ("InstanceCount", "1"),
+            ("EndDate", &from_now(3 * 3600)),
+            ("TagSpecification.1.ResourceType", "capacity-reservation"),
+            ("TagSpecification.1.Tag.1.Key", &tag),
+            ("TagSpecification.1.Tag.1.Value", "owned"),
+        ],
+    )
+    .await;
+    let class = e.reserving_class();
+    let listed = e.resolve("default", &class.spec).await;
+    let r = &listed.capacity_reservations[0];
+    assert_eq!(r.id, block);
+    assert_eq!(
+        r.reservation_type,
+        adze_api::ec2nodeclass::ReservationType::CapacityBlock
+    );
+    assert!(r.end_time.is_some());
+    assert_eq!(r.available_instance_count, 1);
+    let (provider, _) = e.provider(class.clone());
+    let got = provider
+        .create(&reserved_claim("block-1", Some(&block)))
+        .await
+        .unwrap();
+    assert_eq!(got.capacity_type, "reserved");
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id)
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        instance(&e.clients, &id)
+            .await
+            .capacity_reservation_id
+            .as_deref(),
+        Some(block.as_str())
+    );
+
+    // 35 minutes before its end: the status lists it with no slot (its nodes are being
+    // drained); EC2 has not taken the instance yet.
+    adze_test(
+        &moto,
+        "AdzeTestSetCapacityReservationEndDate",
+        &[
+            ("CapacityReservationId", &block),
+            ("EndDate", &from_now(35 * 60)),
+        ],
+    )
+    .await;
+    let listed = e.resolve("default", &class.spec).await;
+    assert_eq!(listed.capacity_reservations[0].available_instance_count, 0);
+    let state = |i: aws_sdk_ec2::types::Instance| i.state.unwrap().name.unwrap();
+    assert_eq!(
+        state(instance(&e.clients, &id).await),
+        aws_sdk_ec2::types::InstanceStateName::Running
+    );
+    // 29 minutes before: EC2 terminates it.
+    adze_test(
+        &moto,
+        "AdzeTestSetCapacityReservationEndDate",
+        &[
+            ("CapacityReservationId", &block),
+            ("EndDate", &from_now(29 * 60)),
+        ],
+    )
+    .await;
+    let s = state(instance(&e.clients, &id).await);
+    assert!(
+        matches!(
+            s,
+            aws_sdk_ec2::types::InstanceStateName::ShuttingDown
+                | aws_sdk_ec2::types::InstanceStateName::Terminated
+        ),
+        "{s:?}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservation() {
+    let moto = endpoint("open_match");
+    let e = env("open-match", &moto).await;
+    let open = e
+        .clients
+        .ec2
+        .create_capacity_reservation()
+        .instance_type("m5.large")
+        .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
+        .availability_zone("us-east-1a")
+        .instance_count(2)
+        .instance_match_criteria(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::CapacityReservation)
+                .tags(
+                    Tag::builder()
+                        .key(format!("adze.test/{}", e.cluster))
+                        .value("owned")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .capacity_reservation
+        .unwrap()
+        .capacity_reservation_id
+        .unwrap();
+    let on_demand = |name: &str| -> NodeClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "labels": {"adze.sh/nodepool": "general"}},
+            "spec": {
+                "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
+                    {"key": "adze.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                ],
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            }
+        }))
+        .unwrap()
+    };
+    // EC2's open matching, as the stand-in plays it: a class that selects no reservation
+    // launches with the default preference, and its instance lands in the open ODCR.
+    let (plain, _) = e.provider(e.class());
+    let got = plain.create(&on_demand("open-match-1")).await.unwrap();
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(
+        instance(&e.clients, id)
+            .await
+            .capacity_reservation_id
+            .as_deref(),
+        Some(open.as_str())
+    );
+    assert_eq!(e.available(&open).await.0, 1);
+    // A class that selects it keeps its on-demand launches out: the slot is left for the
+    // reserved claims placement planned into it.
+    let (reserving, _) = e.provider(e.reserving_class());
+    let got = reserving.create(&on_demand("open-match-2")).await.unwrap();
+    assert_eq!(got.capacity_type, "on-demand");
+    let id = adze_aws::interruption::instance_id_of(&got.provider_id).unwrap();
+    assert_eq!(instance(&e.clients, id).await.capacity_reservation_id, None);
+    assert_eq!(e.available(&open).await.0, 1);
+}
