@@ -239,19 +239,23 @@ YAML
   deployment "$ns" tput "$TPUT_PODS" 10m 10Mi "$key" yes | k apply -f - >/dev/null
   wait_for 120 count_is "$TPUT_PODS" pods_exist "$ns"
   sleep 3 # every pod has been tried once and is waiting as Unschedulable
-  local cpu0 cpu1 offset
+  local cpu0 cpu1 offset algo0 algo1 ext0 ext1
   # Timed by the apiserver's audit log (e2e/harness/bind-rate.py): first node label to last
   # binding, whoever binds. The wait below only reads the log's new lines, so it neither
   # loads the apiserver nor decides the time.
   offset=$(stat -c %s "$AUDIT_LOG")
-  cpu0=$(cpu_snapshot)
+  cpu0=$(cpu_snapshot); algo0=$(sched_algorithm); ext0=$(filter_handler)
   k label nodes -l "e2e-tput-round=$r" "$key=yes" >/dev/null
   wait_for 300 bindings_at_least "$TPUT_PODS" "$ns" "$offset"
-  cpu1=$(cpu_snapshot)
+  cpu1=$(cpu_snapshot); algo1=$(sched_algorithm); ext1=$(filter_handler)
   read -r TPUT_BOUND TPUT_SECS <<<"$(python3 "$harness/bind-rate.py" "$AUDIT_LOG" "$offset" "$ns" "tput-$r-")"
   TPUT=$(awk -v n="$TPUT_BOUND" -v s="$TPUT_SECS" 'BEGIN{if (s > 0) printf "%.1f", n/s; else print 0}')
   echo "RESULT: [round $r, $label] $TPUT_BOUND of $TPUT_PODS pods bound $TPUT_SECS s after the nodes were labelled: $TPUT pods/s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "$cpu0 $cpu1" | awk -v n="$TPUT_BOUND" -v r="$r" -v l="$label" '{ printf "RESULT: [round %s, %s] CPU seconds during the round: kube-scheduler %.2f, kube-apiserver %.2f, etcd %.2f, extender %.2f (extender %.0f us per pod)\n", r, l, $5-$1, $6-$2, $7-$3, $8-$4, (n > 0 ? 1e6*($8-$4)/n : 0) }'
+  # Where a pod's serial time goes: kube-scheduler's scheduling algorithm (filter plugins, the
+  # extender's exchange, score) per attempt, and the extender's own filter handler per call.
+  TPUT_ALGO_US=$(echo "$algo0 $algo1" | awk '{ n = $4 - $2; printf "%.0f", (n > 0 ? 1e6 * ($3 - $1) / n : 0) }')
+  echo "$algo0 $algo1 $ext0 $ext1" | awk -v r="$r" -v l="$label" '{ n = $4 - $2; m = $8 - $6; printf "RESULT: [round %s, %s] kube-scheduler scheduling algorithm %.0f us per attempt (%d attempts); extender filter handler %.0f us per call (%d calls)\n", r, l, (n > 0 ? 1e6 * ($3 - $1) / n : 0), n, (m > 0 ? 1e6 * ($7 - $5) / m : 0), m }'
   check "[round $r, $label] all $TPUT_PODS throughput pods bound" count_is "$TPUT_PODS" bound_pods "$ns"
 }
 
@@ -261,6 +265,18 @@ bindings_at_least() {
   local n
   n=$(tail -c +"$(($3 + 1))" "$AUDIT_LOG" | grep -F "\"namespace\":\"$2\"" | grep -F '"subresource":"binding"' | grep -cF '"code":201')
   (( n >= $1 ))
+}
+
+# "SUM COUNT" of kube-scheduler's scheduling_algorithm_duration_seconds (the serial part of a
+# scheduling cycle that calls the extender), from its /metrics; "0 0" when unreadable.
+sched_algorithm() {
+  curl -sk --max-time 5 -H "Authorization: Bearer $ADZE_TOKEN" "https://127.0.0.1:$SCHEDULER_PORT/metrics" 2>/dev/null \
+    | awk '$1 == "scheduler_scheduling_algorithm_duration_seconds_sum" {s = $2} $1 == "scheduler_scheduling_algorithm_duration_seconds_count" {c = $2} END {print (s == "" ? 0 : s), (c == "" ? 0 : c)}'
+}
+# "SUM COUNT" of the throughput extender's filter handler durations; "0 0" while it is stopped.
+filter_handler() {
+  curl -sf --max-time 5 --cacert "$pki/ca.crt" "https://127.0.0.1:$tput_port/metrics" 2>/dev/null \
+    | awk '$1 == "adze_extender_request_duration_seconds_sum{verb=\"filter\"}" {s = $2} $1 == "adze_extender_request_duration_seconds_count{verb=\"filter\"}" {c = $2} END {print (s == "" ? 0 : s), (c == "" ? 0 : c)}'
 }
 
 # CPU seconds used by each part during a round, printed with the round's result.
@@ -426,7 +442,7 @@ tput_filters() {
     | awk '/^adze_extender_requests_total\{verb="filter"\}/ {print $2}')
   echo "${n:-0}"
 }
-arm_with_n=0; arm_with_s=0; arm_without_n=0; arm_without_s=0; rounds_with=; rounds_without=
+arm_with_n=0; arm_with_s=0; arm_without_n=0; arm_without_s=0; rounds_with=; rounds_without=; algo_with=; algo_without=
 for r in $(seq 1 "$TPUT_ROUNDS"); do
   # with, without, without, with, with, without, ...
   if (( (r / 2) % 2 == 0 )); then arm=with; else arm=without; fi
@@ -444,9 +460,9 @@ for r in $(seq 1 "$TPUT_ROUNDS"); do
     filters=$(( $(tput_filters) - filters0 ))
     check "[round $r, with] kube-scheduler asked the extender to filter every pod ($filters filter calls for $TPUT_BOUND pods)" \
       test "$filters" -ge "$TPUT_BOUND" -a "$TPUT_BOUND" -gt 0
-    arm_with_n=$((arm_with_n + TPUT_BOUND)); arm_with_s=$(awk -v a="$arm_with_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_with+="$TPUT "
+    arm_with_n=$((arm_with_n + TPUT_BOUND)); arm_with_s=$(awk -v a="$arm_with_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_with+="$TPUT "; algo_with+="$TPUT_ALGO_US "
   else
-    arm_without_n=$((arm_without_n + TPUT_BOUND)); arm_without_s=$(awk -v a="$arm_without_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_without+="$TPUT "
+    arm_without_n=$((arm_without_n + TPUT_BOUND)); arm_without_s=$(awk -v a="$arm_without_s" -v b="$TPUT_SECS" 'BEGIN{print a+b}'); rounds_without+="$TPUT "; algo_without+="$TPUT_ALGO_US "
   fi
 done
 tput_with=$(awk -v n="$arm_with_n" -v s="$arm_with_s" 'BEGIN{if (s>0) printf "%.1f", n/s; else print 0}')
@@ -458,6 +474,8 @@ read -r med_with min_with max_with n_with <<<"$(stats "$rounds_with")"
 read -r med_without min_without max_without n_without <<<"$(stats "$rounds_without")"
 cost=$(awk -v w="$med_with" -v o="$med_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
 pooled_cost=$(awk -v w="$tput_with" -v o="$tput_without" 'BEGIN{if (o>0) printf "%.1f", 100*(1-w/o); else print "n/a"}')
+read -r algo_med_with _ _ _ <<<"$(stats "$algo_with")"
+read -r algo_med_without _ _ _ <<<"$(stats "$algo_without")"
 kill "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; ext_pid=
 check "throughput: the HTTPS extender answered kube-scheduler with no client-certificate refusal" \
   absent 'refused: no verified client certificate' "$dir/extender-tput.log"
@@ -651,7 +669,7 @@ check "[mTLS] the only refusal logged is the anonymous /bind, none of kube-sched
 
 echo "RESULT: extra NodeClaims (A then B): without extender $extra_without, with extender $extra_with"
 echo "RESULT: A pods not on their nominated node: without extender $misplaced_without, with extender $misplaced_with"
-echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes; $n_with with the extender over HTTPS with client certificates, $n_without without): with median $med_with pods/s (min-max $min_with-$max_with; rounds: ${rounds_with% }), without median $med_without pods/s (min-max $min_without-$max_without; rounds: ${rounds_without% }); the extender costs $cost % by the medians (budget $TPUT_BUDGET %); pooled (all pods / all time) $tput_with vs $tput_without pods/s, $pooled_cost %"
+echo "RESULT: kube-scheduler throughput ($TPUT_ROUNDS alternating rounds of $TPUT_PODS pods on 10 nodes; $n_with with the extender over HTTPS with client certificates, $n_without without): with median $med_with pods/s (min-max $min_with-$max_with; rounds: ${rounds_with% }), without median $med_without pods/s (min-max $min_without-$max_without; rounds: ${rounds_without% }); the extender costs $cost % by the medians (budget $TPUT_BUDGET %); pooled (all pods / all time) $tput_with vs $tput_without pods/s, $pooled_cost %; kube-scheduler's scheduling algorithm per attempt, median of rounds: $algo_med_with us with, $algo_med_without us without"
 check "throughput: at least 6 rounds per arm ($n_with with, $n_without without)" test "$n_with" -ge 6 -a "$n_without" -ge 6
 # The budget gates only with ADZE_E2E_TPUT_GATE=1: on 2 shared cores one arm's rounds spread
 # wider than the budget itself (e.g. 93-182 pods/s), so the verdict is printed either way.

@@ -9,7 +9,7 @@
 //!
 //! [`Collector::decide`] is the pure decision; [`Garbage::run`] the thin loop around it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,8 +51,11 @@ impl ClaimView {
 pub enum Action {
     /// No NodeClaim has owned this instance for the whole grace period.
     TerminateInstance { provider_id: String },
-    /// The claim registered, but its instance is no longer in the cloud.
-    DeleteClaim { name: String },
+    /// The claim registered, but its instance has been missing from the list for the whole
+    /// grace period. Carried out only after a fresh lookup of `provider_id` also misses it:
+    /// the list can be a sweep taken before a new instance became visible (EC2 lags), and
+    /// deleting the claim of a running node would evict its pods for nothing.
+    DeleteClaim { name: String, provider_id: String },
 }
 
 /// Remembers since when each unclaimed instance has been seen unclaimed, and each registered
@@ -88,27 +91,32 @@ impl Collector {
                 });
             }
         }
-        let missing: BTreeSet<&str> = claims
+        let missing: BTreeMap<&str, &str> = claims
             .iter()
             .filter(|c| c.registered && !c.deleting)
-            .filter(|c| {
-                c.provider_id
-                    .as_deref()
-                    .is_some_and(|p| !present.contains(p))
+            .filter_map(|c| {
+                let pid = c.provider_id.as_deref()?;
+                (!present.contains(pid)).then_some((c.name.as_str(), pid))
             })
-            .map(|c| c.name.as_str())
             .collect();
         self.missing_since
-            .retain(|name, _| missing.contains(name.as_str()));
-        for name in missing {
+            .retain(|name, _| missing.contains_key(name.as_str()));
+        for (name, pid) in missing {
             let since = *self.missing_since.entry(name.to_string()).or_insert(now);
             if now.duration_since(since) >= grace {
                 actions.push(Action::DeleteClaim {
                     name: name.to_string(),
+                    provider_id: pid.to_string(),
                 });
             }
         }
         actions
+    }
+
+    /// A fresh lookup found the instance of claim `name` after all: the list was stale, so its
+    /// missing clock starts again.
+    pub fn seen(&mut self, name: &str) {
+        self.missing_since.remove(name);
     }
 }
 
@@ -164,7 +172,19 @@ impl Garbage {
                             tracing::warn!(provider_id = %provider_id, error = %e, "terminating orphan failed");
                         }
                     }
-                    Action::DeleteClaim { name } => {
+                    Action::DeleteClaim { name, provider_id } => {
+                        match self.cloud.get(&provider_id).await {
+                            Ok(None) => {}
+                            Ok(Some(_)) => {
+                                tracing::info!(nodeclaim = %name, provider_id = %provider_id, "instance missing from the list but found by a fresh lookup; keeping its nodeclaim");
+                                collector.seen(&name);
+                                continue;
+                            }
+                            Err(e) => {
+                                tracing::warn!(nodeclaim = %name, provider_id = %provider_id, error = %e, "could not confirm the instance is gone; keeping its nodeclaim for now");
+                                continue;
+                            }
+                        }
                         tracing::info!(nodeclaim = %name, "instance is gone; deleting its nodeclaim");
                         let api: Api<NodeClaim> = Api::all(self.client.clone());
                         match api.delete(&name, &DeleteParams::default()).await {
@@ -249,9 +269,24 @@ mod tests {
         assert_eq!(
             c.decide(&[], &claims, t0 + GRACE, GRACE),
             vec![Action::DeleteClaim {
-                name: "gone".into()
+                name: "gone".into(),
+                provider_id: "sim://gone".into(),
             }]
         );
+    }
+
+    #[test]
+    fn instance_found_by_a_fresh_lookup_restarts_the_grace_period() {
+        let mut c = Collector::default();
+        let claims = [claim("stale", Some("sim://stale"), true)];
+        let t0 = Instant::now();
+        assert!(c.decide(&[], &claims, t0, GRACE).is_empty());
+        assert_eq!(c.decide(&[], &claims, t0 + GRACE, GRACE).len(), 1);
+        // The run loop's lookup found it: the list was a stale sweep.
+        c.seen("stale");
+        assert!(c.decide(&[], &claims, t0 + GRACE, GRACE).is_empty());
+        assert!(c.decide(&[], &claims, t0 + 3 * GRACE / 2, GRACE).is_empty());
+        assert_eq!(c.decide(&[], &claims, t0 + 2 * GRACE, GRACE).len(), 1);
     }
 
     #[test]
