@@ -279,6 +279,29 @@ k scale nodepool/fixed --replicas=3 >/dev/null
 wait_for 60 count_is 3 fixed_nodes
 check "static pool: kubectl scale --replicas=3 -> a third NodeClaim (status.nodes $(fixed_nodes))" count_is 3 pool_claims fixed
 fixed_names=$(pool_claim_names fixed)
+# A 1.20 API server does not run the CEL rule against removing spec.replicas: the controller
+# refuses the change (condition and Event naming the field) and keeps treating the pool as
+# static (not consolidated, although its nodes are empty and consolidateAfter is 0s).
+k patch nodepool fixed --type json -p '[{"op":"remove","path":"/spec/replicas"}]' >/dev/null
+fixed_refused() {
+  k get nodepool fixed -o json | jqe '.status.kind == "Static" and any(.status.conditions[]?;
+    .type == "ValidationSucceeded" and .status == "False" and .reason == "ReplicasChanged"
+    and (.message | startswith("spec.replicas: cannot be removed from a static NodePool")))'
+}
+wait_for 30 fixed_refused
+check "static pool: removing spec.replicas is refused (ValidationSucceeded=False ReplicasChanged, naming spec.replicas)" fixed_refused
+fixed_event() {
+  k get events -A --field-selector reason=ReplicasChanged -o json | jqe \
+    '[.items[] | select(.involvedObject.kind == "NodePool" and .involvedObject.name == "fixed" and (.message | test("spec.replicas")))] | length > 0'
+}
+wait_for 30 fixed_event
+check "static pool: a ReplicasChanged Event on the NodePool names spec.replicas" fixed_event
+sleep 8
+check "static pool: refused, its 3 empty nodes are not consolidated as a dynamic pool's would be" test "$(pool_claim_names fixed)" == "$fixed_names"
+k patch nodepool fixed --type merge -p '{"spec":{"replicas":3}}' >/dev/null
+fixed_valid() { k get nodepool fixed -o json | jqe 'any(.status.conditions[]?; .type == "ValidationSucceeded" and .status == "True")'; }
+wait_for 30 fixed_valid
+check "static pool: replicas restored -> accepted again" fixed_valid
 wait_for 240 count_is 30 ready_pods consol web
 wait_for 60 count_is 1 ready_pods consol pinned
 wait_for 60 count_is 1 ready_pods consol kpinned

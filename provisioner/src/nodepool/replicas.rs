@@ -106,6 +106,12 @@ impl Replicas {
             if crate::rules::is_terminating(&pool.metadata) {
                 continue;
             }
+            if let Some(why) = pool.kind_change() {
+                // Acting on it as static now would silently convert it; the status
+                // controller reports the refusal.
+                tracing::debug!(nodepool = %name, reason = %why, "static nodepool not scaled: refused");
+                continue;
+            }
             if let Err(e) = pool.validate() {
                 tracing::debug!(nodepool = %name, error = %e, "static nodepool not scaled: invalid");
                 continue;
