@@ -336,6 +336,7 @@ pub struct NodePoolStatus {
     /// run the CEL rule that forbids adding or removing `spec.replicas`, so the controller
     /// compares the spec with this record and refuses a pool whose kind changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::drop_null_from_enum)]
     pub kind: Option<PoolKind>,
 }
 

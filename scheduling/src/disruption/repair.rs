@@ -215,7 +215,7 @@ pub fn finding(node: &NodeHealth, policies: &[RepairPolicy]) -> Option<Finding> 
 /// How many of `nodes` may be unhealthy for repair to go on: 20 % rounded up.
 pub fn allowed_unhealthy(nodes: usize) -> usize {
     let n = nodes as u64;
-    usize::try_from((n * MAX_UNHEALTHY_PERCENT).div_ceil(100)).unwrap_or(usize::MAX)
+    usize::try_from(n.saturating_mul(MAX_UNHEALTHY_PERCENT).div_ceil(100)).unwrap_or(usize::MAX)
 }
 
 /// Every node reporting an unhealthy condition and what becomes of it, in node order.
