@@ -35,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 control_plane_up "$dir"
 
-PROV_ARGS=(--disruption-poll-period 2s --disruption-validation-period "${ADZE_E2E_VALIDATION:-5s}")
+PROV_ARGS=(--disruption-poll-period 2s --disruption-validation-period "${ADZE_E2E_VALIDATION:-5s}" --metrics-addr 127.0.0.1:0)
 start_provisioner() {
   KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin" run --cloud-provider simulated --boot-delay "$BOOT_DELAY" "${PROV_ARGS[@]}" >>"$dir/provisioner.log" 2>&1 &
   prov_pid=$!
@@ -279,6 +279,29 @@ k scale nodepool/fixed --replicas=3 >/dev/null
 wait_for 60 count_is 3 fixed_nodes
 check "static pool: kubectl scale --replicas=3 -> a third NodeClaim (status.nodes $(fixed_nodes))" count_is 3 pool_claims fixed
 fixed_names=$(pool_claim_names fixed)
+# A 1.20 API server does not run the CEL rule against removing spec.replicas: the controller
+# refuses the change (condition and Event naming the field) and keeps treating the pool as
+# static (not consolidated, although its nodes are empty and consolidateAfter is 0s).
+k patch nodepool fixed --type json -p '[{"op":"remove","path":"/spec/replicas"}]' >/dev/null
+fixed_refused() {
+  k get nodepool fixed -o json | jqe '.status.kind == "Static" and any(.status.conditions[]?;
+    .type == "ValidationSucceeded" and .status == "False" and .reason == "ReplicasChanged"
+    and (.message | startswith("spec.replicas: cannot be removed from a static NodePool")))'
+}
+wait_for 30 fixed_refused
+check "static pool: removing spec.replicas is refused (ValidationSucceeded=False ReplicasChanged, naming spec.replicas)" fixed_refused
+fixed_event() {
+  k get events -A --field-selector reason=ReplicasChanged -o json | jqe \
+    '[.items[] | select(.involvedObject.kind == "NodePool" and .involvedObject.name == "fixed" and (.message | test("spec.replicas")))] | length > 0'
+}
+wait_for 30 fixed_event
+check "static pool: a ReplicasChanged Event on the NodePool names spec.replicas" fixed_event
+sleep 8
+check "static pool: refused, its 3 empty nodes are not consolidated as a dynamic pool's would be" test "$(pool_claim_names fixed)" == "$fixed_names"
+k patch nodepool fixed --type merge -p '{"spec":{"replicas":3}}' >/dev/null
+fixed_valid() { k get nodepool fixed -o json | jqe 'any(.status.conditions[]?; .type == "ValidationSucceeded" and .status == "True")'; }
+wait_for 30 fixed_valid
+check "static pool: replicas restored -> accepted again" fixed_valid
 wait_for 240 count_is 30 ready_pods consol web
 wait_for 60 count_is 1 ready_pods consol pinned
 wait_for 60 count_is 1 ready_pods consol kpinned
@@ -445,6 +468,62 @@ check "the rollout ran in waves of several nodes ($waves waves, widest $widest),
   bash -c "[[ $waves -ge 1 && $waves -le 15 && ${widest:-0} -ge 5 ]]"
 check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples") samples over; max $fmax at once)" test "$over" -eq 0
 check "50 pods Ready after the rollout" count_is 50 ready_pods fleet f
+
+echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; 20 % guard)"
+# KernelReady (the EKS node monitoring agent's condition; tolerated 30m) rather than Ready:
+# the simulated kubelet posts Ready=True every heartbeat and would undo an injected Ready.
+# Set through the status subresource with the admin token (kubectl 1.20 has no --subresource),
+# its lastTransitionTime 31 minutes ago.
+node_condition() { # NODE TYPE STATUS SECONDS-AGO
+  local since; since=$(date -u -d "@$(( $(date +%s) - $4 ))" +%Y-%m-%dT%H:%M:%SZ)
+  curl -fsS --max-time 5 --cacert "$ADZE_CA_CERT" -H "Authorization: Bearer $ADZE_TOKEN" -X PATCH \
+    -H 'Content-Type: application/strategic-merge-patch+json' -o /dev/null "$APISERVER/api/v1/nodes/$1/status" \
+    --data "{\"status\":{\"conditions\":[{\"type\":\"$2\",\"status\":\"$3\",\"reason\":\"E2eInjected\",\"message\":\"e2e/disruption.sh\",\"lastTransitionTime\":\"$since\",\"lastHeartbeatTime\":\"$since\"}]}}"
+}
+k create namespace repair >/dev/null
+nodepool repair | k apply -f - >/dev/null
+# A PDB that allows no eviction: repair is forceful and does not wait for it.
+pdb repair r 5 | k apply -f - >/dev/null
+deployment repair r 5 1 1Gi repair one-per-node | k apply -f - >/dev/null
+wait_for 120 count_is 5 ready_pods repair r
+check "5 pods Ready on 5 nodes of the repair pool" count_is 5 pool_claims repair
+read -r sick_a sick_b _ <<<"$(pool_claim_names repair)"
+check "KernelReady=False (31m ago) set on $sick_a through the status subresource" node_condition "$sick_a" KernelReady False 1860
+kernel_false() { k get node "$1" -o json | jqe '[.status.conditions[] | select(.type == "KernelReady" and .status == "False")] | length == 1'; }
+sleep 10
+check "the injected condition survives the simulated kubelet's heartbeats" kernel_false "$sick_a"
+check "repair is off by default (no --node-repair): $sick_a kept after 10 s" k get nodeclaim "$sick_a"
+node_condition "$sick_b" KernelReady False 1860
+stop_provisioner
+PROV_ARGS+=(--node-repair)
+start_provisioner
+repair_blocked() {
+  k get events -A --field-selector reason=RepairBlocked -o json | jqe --arg a "$sick_a" --arg b "$sick_b" \
+    '[.items[] | select(.involvedObject.kind == "Node" and (.involvedObject.name == $a or .involvedObject.name == $b)
+      and (.message | test("more than 20% of the nodes of nodepool repair are unhealthy \\(2 of 5; at most 1 may be\\)")))] | length > 0'
+}
+wait_for 60 repair_blocked
+check "--node-repair, 2 of 5 unhealthy: a RepairBlocked event names the 20 % guard (2 of 5, 1 allowed)" repair_blocked
+sleep 6
+check "guard: neither unhealthy node repaired ($sick_a, $sick_b kept)" k get nodeclaim "$sick_a" "$sick_b"
+t0=$(now)
+node_condition "$sick_b" KernelReady True 0
+wait_for 60 gone nodeclaim "$sick_a"
+echo "$sick_b healed -> $sick_a's NodeClaim gone $(elapsed "$t0" "$(now)") s later"
+check "1 of 5 unhealthy: $sick_a's NodeClaim deleted" gone nodeclaim "$sick_a"
+repaired_event() {
+  k get events -A --field-selector reason=Unhealthy -o json | jqe --arg a "$sick_a" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
+      and (.message | test("node condition KernelReady has been False for 3[0-9]m.*PodDisruptionBudgets")))] | length > 0'
+}
+check "an Unhealthy event on node $sick_a names the condition and for how long" repaired_event
+wait_for 120 count_is 5 ready_pods repair r
+check "its pod Ready again on a replacement, although the PDB allowed no eviction (5 Ready, 5 NodeClaims)" \
+  bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n repair -l app=r -o json | jq '[.items[] | select(.spec.nodeName == \"$sick_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=repair -o name | wc -l) == 5 ]]"
+check "the healed node $sick_b is kept" k get nodeclaim "$sick_b"
+prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
+check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy} is 1" \
+  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\"} 1'"
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" absent panicked "$dir/provisioner.log"

@@ -27,7 +27,7 @@ pub use ec2nodeclass::{EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus};
 pub use node_class_ref::NodeClassRef;
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 pub use nodeoverlay::{NodeOverlay, NodeOverlaySpec, NodeOverlayStatus};
-pub use nodepool::{NodePool, NodePoolSpec, NodePoolStatus};
+pub use nodepool::{NodePool, NodePoolSpec, NodePoolStatus, PoolKind};
 pub use requirement::{Operator, Requirement};
 pub use taint::{Taint, TaintEffect};
 pub use validation::{FieldError, ValidationError};

@@ -332,4 +332,48 @@ pub struct NodePoolStatus {
     /// subresource's current replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<i64>,
+    /// Static or Dynamic, as the controller first saw the pool: API servers before 1.25 do not
+    /// run the CEL rule that forbids adding or removing `spec.replicas`, so the controller
+    /// compares the spec with this record and refuses a pool whose kind changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::drop_null_from_enum)]
+    pub kind: Option<PoolKind>,
+}
+
+/// Whether a pool keeps a fixed node count (`spec.replicas`) or launches for pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum PoolKind {
+    Static,
+    Dynamic,
+}
+
+impl PoolKind {
+    pub fn of(spec: &NodePoolSpec) -> PoolKind {
+        if spec.is_static() {
+            PoolKind::Static
+        } else {
+            PoolKind::Dynamic
+        }
+    }
+}
+
+impl NodePool {
+    /// Why the pool is refused for having changed kind since the controller recorded it
+    /// (`spec.replicas` added or removed), naming the field; None while it has not, or before
+    /// any kind was recorded.
+    pub fn kind_change(&self) -> Option<String> {
+        let recorded = self.status.as_ref()?.kind?;
+        let now = PoolKind::of(&self.spec);
+        if recorded == now {
+            return None;
+        }
+        let what = match recorded {
+            PoolKind::Static => "removed from a static NodePool",
+            PoolKind::Dynamic => "added to a dynamic NodePool",
+        };
+        Some(format!(
+            "spec.replicas: cannot be {what} (static and dynamic pools do not convert); \
+             restore it as it was, or create a new NodePool"
+        ))
+    }
 }

@@ -111,7 +111,7 @@ AWS = {
     "serviceCIDR": "172.20.0.0/16",
     "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions", "kubernetesVersion": "1.30"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
-    "provisioner": {"karpenterLabels": True},
+    "provisioner": {"karpenterLabels": True, "nodeRepair": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -173,7 +173,8 @@ def expect_aws(docs):
                  "--interruption-queue=demo-interruptions", "--metrics-addr=0.0.0.0:8080",
                  "--batch-idle-duration=1s", "--max-instance-types=60",
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
-                 "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels"]:
+                 "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels",
+                 "--node-repair"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -501,6 +502,8 @@ def expect_simulated(docs):
           "--cloud-provider=simulated" in args and "--boot-delay=3s" in args, str(args))
     check("simulated: no AWS flags", not any(a.startswith("--cluster-name") for a in args))
     check("simulated: no --karpenter-labels unless provisioner.karpenterLabels", "--karpenter-labels" not in args)
+    check("simulated: no --node-repair unless provisioner.nodeRepair (off by default, as Karpenter's gate)",
+          "--node-repair" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
     ext = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1.yaml"])["extenders"][0]
     check("simulated: schedulerConfig.bind=scheduler leaves bindVerb out even with ignorable: false",

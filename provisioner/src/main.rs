@@ -139,6 +139,11 @@ struct RunArgs {
     /// Disruption: log and record decisions (events) without acting on them.
     #[arg(long, env = "ADZE_DISRUPTION_DRY_RUN")]
     disruption_dry_run: bool,
+    /// Node repair (Karpenter's NodeRepair feature gate, off by default as there): replace a
+    /// node whose Ready (False/Unknown) or node-monitoring-agent condition stays unhealthy
+    /// past its toleration, unless over 20 % of its NodePool is unhealthy.
+    #[arg(long, env = "ADZE_NODE_REPAIR")]
+    node_repair: bool,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,
     #[command(flatten)]
@@ -311,6 +316,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             poll: args.disruption_poll_period,
             validation: args.disruption_validation_period,
             dry_run: args.disruption_dry_run,
+            repair: args.node_repair,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
             policies: args.policies,

@@ -65,6 +65,11 @@ pub fn nodepool_unusable(pool: &NodePool) -> Option<&'static str> {
     if is_terminating(&pool.metadata) {
         return Some("it is being deleted");
     }
+    if pool.kind_change().is_some() {
+        return Some(
+            "spec.replicas was added or removed: the pool is refused until it is restored",
+        );
+    }
     pool.spec
         .is_static()
         .then_some("it is static (spec.replicas): its node count is fixed")

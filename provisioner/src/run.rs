@@ -204,6 +204,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let nodepool_status = crate::nodepool::Status {
         client: client.clone(),
         state: state.clone(),
+        recorder: recorder.clone(),
         interval: Duration::from_secs(2),
     };
     let nodeoverlay_status = crate::nodeoverlay::Status {

@@ -58,7 +58,10 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
         },
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
-        fixed_size: pool.spec.is_static(),
+        // A pool whose spec.replicas was added or removed is refused, not converted: while
+        // either kind is in play, its nodes are not consolidated.
+        fixed_size: pool.spec.is_static()
+            || pool.status.as_ref().and_then(|s| s.kind) == Some(adze_api::PoolKind::Static),
     })
 }
 

@@ -33,6 +33,7 @@
 pub mod drift;
 pub mod input;
 pub mod pdb;
+pub mod repair;
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,6 +73,9 @@ pub struct Settings {
     pub max_instance_types: usize,
     /// Placement policies, as provisioning uses them: replacements are planned alike.
     pub policies: crate::rules::Policies,
+    /// Node repair (`--node-repair`, Karpenter's `NodeRepair` feature gate): replace nodes
+    /// whose conditions stay unhealthy past their toleration ([`Self::repair`]).
+    pub repair: bool,
 }
 
 pub struct Disruption {
@@ -120,6 +124,17 @@ fn record_decision(d: &Decision) {
         .get_or_create(&crate::metrics::DecisionLabels {
             decision: decision.into(),
             reason: d.reason.as_str().into(),
+        })
+        .inc();
+}
+
+/// `adze_disruption_decisions_total{decision="delete",reason="Unhealthy"}`: one node repaired.
+fn record_repair() {
+    crate::metrics::provisioner()
+        .disruption_decisions
+        .get_or_create(&crate::metrics::DecisionLabels {
+            decision: "delete".into(),
+            reason: pure::repair::REASON.into(),
         })
         .inc();
 }
@@ -347,6 +362,9 @@ impl Disruption {
         self.record_status(&built.statuses).await;
         if self.expire(&built).await? > 0 {
             // The expired nodes now count as disrupting; decide on the next pass.
+            return Ok(());
+        }
+        if self.settings.repair && self.repair(&built).await? > 0 {
             return Ok(());
         }
         let (any, consolidate) = self.readiness(&built);
@@ -660,6 +678,104 @@ impl Disruption {
             }
             self.recorder
                 .publish(reference(claim.as_ref()), "Normal", "Expired", &message);
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// Node repair: every NodeClaim whose Node has reported an unhealthy condition past that
+    /// condition's toleration ([`pure::repair`]) is marked `Disrupting` (reason `Unhealthy`,
+    /// which termination reads as no grace period: the node is presumed unable to drain)
+    /// and deleted now, whatever budgets, do-not-disrupt and PodDisruptionBudgets say;
+    /// unless more than 20 % of its pool's nodes are unhealthy, when a `RepairBlocked`
+    /// event says so instead. Returns how many claims it deleted.
+    async fn repair(&self, built: &Built) -> anyhow::Result<usize> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let health = repair::health(&self.state.objects());
+        let outcomes =
+            pure::repair::decide(&health, &pure::repair::default_policies(), built.input.now);
+        let mut deleted = 0;
+        for o in outcomes {
+            let message = o.message();
+            let Some(claim) = built.claim_of_node.get(&o.node) else {
+                continue;
+            };
+            let node = self.node_of(claim);
+            let span = tracing::info_span!("repair", nodeclaim = %o.nodeclaim, node = %o.node, nodepool = ?o.nodepool, condition = %o.finding.condition, status = %o.finding.status);
+            let _g = span.enter();
+            match o.verdict {
+                pure::repair::Verdict::Tolerated => {
+                    tracing::debug!("{message}");
+                    continue;
+                }
+                pure::repair::Verdict::Deleting => continue,
+                pure::repair::Verdict::Guarded { .. } => {
+                    tracing::warn!("{message}");
+                    if let Some(node) = &node {
+                        self.recorder.publish(
+                            reference(node.as_ref()),
+                            "Warning",
+                            "RepairBlocked",
+                            &message,
+                        );
+                    }
+                    self.recorder.publish(
+                        reference(claim.as_ref()),
+                        "Warning",
+                        "RepairBlocked",
+                        &message,
+                    );
+                    continue;
+                }
+                pure::repair::Verdict::Repair => {}
+            }
+            let name = claim.name_any();
+            if self.settings.dry_run {
+                tracing::info!(dry_run = true, "would repair: {message}");
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {message}"),
+                );
+                continue;
+            }
+            let conds = set_condition(
+                claim_conditions(claim),
+                cond::DISRUPTING,
+                true,
+                pure::repair::REASON,
+                &message,
+            );
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::warn!(
+                "unhealthy node repaired: nodeclaim deleted; termination drains it without grace: {message}"
+            );
+            if let Some(node) = &node {
+                self.recorder.publish(
+                    reference(node.as_ref()),
+                    "Warning",
+                    pure::repair::REASON,
+                    &message,
+                );
+            }
+            self.recorder.publish(
+                reference(claim.as_ref()),
+                "Warning",
+                pure::repair::REASON,
+                &message,
+            );
+            record_repair();
             deleted += 1;
         }
         Ok(deleted)

@@ -249,7 +249,7 @@ impl Provisioner {
             disruption_decisions: add(
                 r,
                 "adze_disruption_decisions_total",
-                "Disruptions carried out, by decision (delete, replace) and reason (Drifted, Expired, Empty, Underutilized).",
+                "Disruptions carried out, by decision (delete, replace) and reason (Drifted, Expired, Empty, Underutilized, Unhealthy: node repair).",
                 Family::default(),
             ),
             disruption_blocked: add(
@@ -274,6 +274,10 @@ impl Provisioner {
                 });
             }
         }
+        let _ = m.disruption_decisions.get_or_create(&DecisionLabels {
+            decision: "delete".into(),
+            reason: adze_scheduling::disruption::repair::REASON.into(),
+        });
         for b in USER_BLOCKERS {
             let _ = m.disruption_blocked.get_or_create(&self::reason(b));
         }

@@ -13,13 +13,14 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use adze_api::{EC2NodeClass, NodeClaim, NodePool};
+use adze_api::{EC2NodeClass, NodeClaim, NodePool, PoolKind};
 use adze_scheduling::{Resources, labels};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
 
+use crate::events::{Recorder, reference};
 use crate::nodeclaim::set_condition;
 use crate::state::ClusterState;
 
@@ -85,6 +86,10 @@ pub fn pool_limits(pool: &NodePool) -> Option<Resources> {
     .ok()
 }
 
+/// The `ValidationSucceeded=False` reason (and Event reason) of a pool whose `spec.replicas` was
+/// added or removed after the controller recorded its kind.
+pub const REPLICAS_CHANGED: &str = "ReplicasChanged";
+
 /// One condition the status controller writes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolCondition {
@@ -116,19 +121,22 @@ pub fn conditions(
     nodes: &str,
 ) -> [PoolCondition; 3] {
     use adze_api::conditions::{READY, nodepool};
-    let validation = match pool.validate() {
+    let validation = match pool.kind_change() {
+        Some(why) => Err((REPLICAS_CHANGED, why)),
+        None => pool
+            .validate()
+            .map_err(|e| ("ValidationFailed", e.to_string())),
+    };
+    let validation = match validation {
         Ok(()) => PoolCondition::new(
             nodepool::VALIDATION_SUCCEEDED,
             true,
             "ValidationSucceeded",
             String::new(),
         ),
-        Err(e) => PoolCondition::new(
-            nodepool::VALIDATION_SUCCEEDED,
-            false,
-            "ValidationFailed",
-            e.to_string(),
-        ),
+        Err((reason, message)) => {
+            PoolCondition::new(nodepool::VALIDATION_SUCCEEDED, false, reason, message)
+        }
     };
     let class = match crate::provisioning::snapshot::class_catalog(pool, classes, &[]) {
         Ok(_) => PoolCondition::new(nodepool::NODE_CLASS_READY, true, "Ready", String::new()),
@@ -159,6 +167,7 @@ pub fn conditions(
 pub struct Status {
     pub client: Client,
     pub state: ClusterState,
+    pub recorder: Recorder,
     pub interval: Duration,
 }
 
@@ -213,8 +222,33 @@ impl Status {
                     })
                 });
                 let node_count = nodes.parse::<i64>().ok();
-                if current == resources && unchanged && status.nodes == node_count {
+                // The kind is recorded once, when first seen, and never rewritten: it is what
+                // a later spec.replicas is compared with.
+                let kind = status.kind.unwrap_or_else(|| PoolKind::of(&pool.spec));
+                if current == resources
+                    && unchanged
+                    && status.nodes == node_count
+                    && status.kind.is_some()
+                {
                     continue;
+                }
+                let refused = wanted
+                    .iter()
+                    .find(|w| w.reason == REPLICAS_CHANGED)
+                    .filter(|_| {
+                        !status
+                            .conditions
+                            .iter()
+                            .any(|c| c.reason == REPLICAS_CHANGED)
+                    });
+                if let Some(w) = refused {
+                    tracing::warn!(nodepool = %name, message = %w.message, "nodepool refused: static and dynamic pools do not convert");
+                    self.recorder.publish(
+                        reference(pool.as_ref()),
+                        "Warning",
+                        REPLICAS_CHANGED,
+                        &w.message,
+                    );
                 }
                 let mut written = status.conditions.clone();
                 for w in &wanted {
@@ -230,7 +264,7 @@ impl Status {
                     .collect();
                 // `nodes` is what `kubectl scale` reads back (the scale subresource's
                 // statusReplicasPath).
-                let patch = json!({"status": {"resources": quantities, "conditions": conditions, "nodes": node_count}});
+                let patch = json!({"status": {"resources": quantities, "conditions": conditions, "nodes": node_count, "kind": kind}});
                 if let Err(e) = api
                     .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
@@ -343,6 +377,65 @@ mod tests {
         // Provisioning refuses it too, with the same words.
         let err = crate::provisioning::snapshot::pool_catalog(&p, None, &[]).unwrap_err();
         assert!(err.contains("spec.disruption.budgets[0].nodes"), "{err}");
+    }
+
+    fn recorded(mut p: NodePool, kind: PoolKind) -> NodePool {
+        p.status = Some(adze_api::NodePoolStatus {
+            kind: Some(kind),
+            ..Default::default()
+        });
+        p
+    }
+
+    #[test]
+    fn adding_or_removing_replicas_is_refused_naming_the_field_and_stops_the_new_kind() {
+        // Dynamic when first seen, replicas added later (what a 1.20-1.24 apiserver admits).
+        let mut now_static = recorded(pool("default"), PoolKind::Dynamic);
+        now_static.spec.replicas = Some(3);
+        let cs = conditions(&now_static, None, "0");
+        let (v, ready) = (find(&cs, "ValidationSucceeded"), find(&cs, "Ready"));
+        assert!(!v.status && !ready.status, "{cs:?}");
+        assert_eq!(
+            (v.reason, ready.reason),
+            (REPLICAS_CHANGED, REPLICAS_CHANGED)
+        );
+        assert!(
+            v.message
+                .starts_with("spec.replicas: cannot be added to a dynamic NodePool"),
+            "{v:?}"
+        );
+        // Neither provisioning nor disruption treats it as the new kind.
+        assert!(crate::rules::nodepool_unusable(&now_static).is_some());
+
+        // Static when first seen, replicas removed later: provisioning must not start
+        // launching for pods, and disruption must not start consolidating it.
+        let mut now_dynamic = recorded(pool("default"), PoolKind::Static);
+        now_dynamic.spec.replicas = None;
+        let cs = conditions(&now_dynamic, None, "2");
+        let v = find(&cs, "ValidationSucceeded");
+        assert!(!v.status, "{cs:?}");
+        assert!(
+            v.message
+                .starts_with("spec.replicas: cannot be removed from a static NodePool"),
+            "{v:?}"
+        );
+        assert_eq!(
+            crate::rules::nodepool_unusable(&now_dynamic),
+            Some("spec.replicas was added or removed: the pool is refused until it is restored")
+        );
+        let policy = crate::disruption::input::policy(&now_dynamic).unwrap();
+        assert!(
+            policy.fixed_size,
+            "a refused ex-static pool is not consolidated"
+        );
+
+        // Restored: accepted again; unrecorded: the current kind is taken.
+        now_dynamic.spec.replicas = Some(2);
+        assert!(conditions(&now_dynamic, None, "2").iter().all(|c| c.status));
+        let mut fresh = pool("default");
+        fresh.spec.replicas = Some(1);
+        assert!(conditions(&fresh, None, "0").iter().all(|c| c.status));
+        assert_eq!(PoolKind::of(&fresh.spec), PoolKind::Static);
     }
 
     #[test]

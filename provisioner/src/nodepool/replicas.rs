@@ -66,6 +66,11 @@ pub fn members(pool: &str, objects: &Objects) -> Vec<Member> {
 pub fn planning_objects(pool: &NodePool, objects: &Objects) -> Objects {
     let mut launchable = pool.clone();
     launchable.spec.replicas = None;
+    // Its recorded kind (Static) would make this stand-in read as a pool that lost its
+    // replicas, which provisioning refuses ([`NodePool::kind_change`]).
+    if let Some(status) = launchable.status.as_mut() {
+        status.kind = None;
+    }
     // limits.nodes is applied by the scaler, over every claim of the pool.
     launchable.spec.limits.clear();
     Objects {
@@ -104,6 +109,12 @@ impl Replicas {
             };
             let name = pool.name_any();
             if crate::rules::is_terminating(&pool.metadata) {
+                continue;
+            }
+            if let Some(why) = pool.kind_change() {
+                // Acting on it as static now would silently convert it; the status
+                // controller reports the refusal.
+                tracing::debug!(nodepool = %name, reason = %why, "static nodepool not scaled: refused");
                 continue;
             }
             if let Err(e) = pool.validate() {
@@ -193,7 +204,12 @@ mod tests {
 
     #[test]
     fn a_static_pools_claims_are_planned_like_pod_driven_ones_without_pods() {
-        let p = static_pool(2);
+        let mut p = static_pool(2);
+        // As the status controller leaves it after its first pass.
+        p.status = Some(adze_api::NodePoolStatus {
+            kind: Some(adze_api::PoolKind::Static),
+            ..Default::default()
+        });
         assert_eq!(node_limit(&p), Some(4));
         let objects = Objects {
             nodepools: vec![Arc::new(p.clone())],

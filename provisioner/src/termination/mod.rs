@@ -53,12 +53,30 @@ const DELETE_REPEAT: Duration = Duration::from_secs(10);
 
 /// Seconds from `now` to the claim's deadline (its deletion plus its
 /// `terminationGracePeriod`), rounded down; `None` when it has no grace period or is not
-/// being deleted. Zero or less: the deadline has passed.
+/// being deleted. Zero or less: the deadline has passed. A claim deleted by node repair
+/// (`Disrupting`, reason `Unhealthy`) has no grace period, as in Karpenter: its node is
+/// presumed unable to drain, so its deadline is its deletion.
 pub fn remaining(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> Option<i64> {
     let deleted = claim.metadata.deletion_timestamp.as_ref()?;
-    let grace = claim.spec.termination_grace_period.as_ref()?;
+    let grace = if repaired(claim) {
+        0.0
+    } else {
+        claim
+            .spec
+            .termination_grace_period
+            .as_ref()?
+            .as_std()
+            .as_secs_f64()
+    };
     let elapsed = now.duration_since(deleted.0).as_secs_f64();
-    Some((grace.as_std().as_secs_f64() - elapsed).floor() as i64)
+    Some((grace - elapsed).floor() as i64)
+}
+
+/// Whether node repair deleted the claim.
+fn repaired(claim: &NodeClaim) -> bool {
+    conditions::find(claim_conditions(claim), cond::DISRUPTING).is_some_and(|c| {
+        c.status == "True" && c.reason == adze_scheduling::disruption::repair::REASON
+    })
 }
 
 /// Whether the claim's deadline has passed: the drain stops asking and deletes what is left.
@@ -681,6 +699,32 @@ mod tests {
         no_grace.spec.termination_grace_period = None;
         assert!(!grace_over(&no_grace, at("2027-01-01T00:00:00Z")));
         assert_eq!(remaining(&no_grace, at("2027-01-01T00:00:00Z")), None);
+    }
+
+    #[test]
+    fn a_repaired_claim_has_no_grace_whatever_its_termination_grace_period() {
+        let mut v = json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"},
+                     "terminationGracePeriod": "1h"},
+            "status": {"conditions": [{"type": "Disrupting", "status": "True", "reason": "Unhealthy",
+                "message": "unhealthy: node condition Ready has been False for 31m", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        });
+        let at = |s: &str| s.parse::<k8s_openapi::jiff::Timestamp>().unwrap();
+        let repaired = claim(v.clone());
+        assert_eq!(remaining(&repaired, at("2026-01-01T00:00:00Z")), Some(0));
+        assert!(grace_over(&repaired, at("2026-01-01T00:00:00Z")));
+        // Without a terminationGracePeriod too: repair never waits on PodDisruptionBudgets.
+        v["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("terminationGracePeriod");
+        assert!(grace_over(&claim(v.clone()), at("2026-01-01T00:00:01Z")));
+        // Any other reason keeps the claim's own grace.
+        v["status"]["conditions"][0]["reason"] = json!("Drifted");
+        v["spec"]["terminationGracePeriod"] = json!("1h");
+        assert_eq!(remaining(&claim(v), at("2026-01-01T00:00:00Z")), Some(3600));
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!    moves whose savings justify their disruption. See [`consolidation`].
 //!
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
-//! do-not-disrupt, and the controller carries it out before asking for a decision.
+//! do-not-disrupt, and the controller carries it out before asking for a decision. So is
+//! node repair ([`repair`]: unhealthy node conditions past their toleration), when enabled.
 //!
 //! [`decide_all`] repeats this on the cluster as the decisions already taken will leave it
 //! ([`commit`]), so a drift rollout keeps as many replacements in flight as the budgets
@@ -33,6 +34,7 @@ pub mod decision;
 pub mod drift;
 pub mod expiry;
 mod methods;
+pub mod repair;
 mod simulate;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,442 @@
+//! Node repair, Karpenter's meaning (v1.1+, behind its `NodeRepair` feature gate): a node
+//! that has reported an unhealthy condition for longer than that condition's toleration is
+//! replaced. Like expiry it is forceful: disruption budgets, `do-not-disrupt` and
+//! PodDisruptionBudgets are not consulted, and the controller gives the drain no grace
+//! period. One guard holds it back: when more than 20 % of a NodePool's nodes (rounded up,
+//! as a PodDisruptionBudget's percentage) report an unhealthy condition at all, however
+//! briefly, none of that pool is repaired, since a fault that wide is more likely the
+//! cluster's (network, control plane) than the nodes', and replacing them would not help.
+//! Pure: node conditions, policies and `now` in, verdicts out.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::UnixSeconds;
+
+/// The reason repair gives in events, conditions and metrics (Karpenter's `Unhealthy`).
+pub const REASON: &str = "Unhealthy";
+
+/// The share of a pool's nodes that may be unhealthy for repair to go on in that pool.
+pub const MAX_UNHEALTHY_PERCENT: u64 = 20;
+
+/// One condition a node is repaired for: `condition` with `status` for `toleration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairPolicy {
+    pub condition: String,
+    /// "False", "Unknown" or "True", as the Node reports it.
+    pub status: String,
+    pub toleration: Duration,
+}
+
+impl RepairPolicy {
+    fn new(condition: &str, status: &str, minutes: u64) -> RepairPolicy {
+        RepairPolicy {
+            condition: condition.into(),
+            status: status.into(),
+            toleration: Duration::from_secs(minutes * 60),
+        }
+    }
+}
+
+/// The policies Karpenter's AWS provider ships: the kubelet's `Ready` False or Unknown for
+/// 30 minutes, and the EKS node monitoring agent's conditions False (accelerators 10
+/// minutes, storage, networking, kernel and container runtime 30).
+pub fn default_policies() -> Vec<RepairPolicy> {
+    vec![
+        RepairPolicy::new("Ready", "False", 30),
+        RepairPolicy::new("Ready", "Unknown", 30),
+        RepairPolicy::new("AcceleratedHardwareReady", "False", 10),
+        RepairPolicy::new("StorageReady", "False", 30),
+        RepairPolicy::new("NetworkingReady", "False", 30),
+        RepairPolicy::new("KernelReady", "False", 30),
+        RepairPolicy::new("ContainerRuntimeReady", "False", 30),
+    ]
+}
+
+/// One condition as the Node reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeCondition {
+    pub type_: String,
+    pub status: String,
+    /// `lastTransitionTime`; None when the Node does not say.
+    pub since: Option<UnixSeconds>,
+}
+
+/// What repair needs to know of one node with a NodeClaim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHealth {
+    pub node: String,
+    pub nodeclaim: String,
+    /// The NodeClaim's pool; None for a NodeClaim of no pool (guarded over every node).
+    pub nodepool: Option<String>,
+    pub conditions: Vec<NodeCondition>,
+    /// The NodeClaim or Node is already being deleted.
+    pub deleting: bool,
+}
+
+impl NodeHealth {
+    pub fn new(node: &str, nodeclaim: &str, nodepool: &str) -> NodeHealth {
+        NodeHealth {
+            node: node.into(),
+            nodeclaim: nodeclaim.into(),
+            nodepool: Some(nodepool.into()),
+            conditions: Vec::new(),
+            deleting: false,
+        }
+    }
+
+    /// Adds a condition (builder for callers and tests).
+    pub fn with(mut self, type_: &str, status: &str, since: Option<UnixSeconds>) -> NodeHealth {
+        self.conditions.push(NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            since,
+        });
+        self
+    }
+}
+
+/// An unhealthy condition matched by a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub condition: String,
+    pub status: String,
+    pub toleration: Duration,
+    /// When it became unhealthy; None when the Node gives no `lastTransitionTime`.
+    pub since: Option<UnixSeconds>,
+}
+
+impl Finding {
+    /// When the toleration runs out; None without a transition time (never, until it has
+    /// one) or when the sum does not fit.
+    pub fn due(&self) -> Option<UnixSeconds> {
+        let secs = i64::try_from(self.toleration.as_secs()).ok()?;
+        self.since?.checked_add(secs)
+    }
+}
+
+/// What becomes of one node that reports an unhealthy condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Delete its NodeClaim now.
+    Repair,
+    /// Unhealthy, but within the toleration (or without a transition time to count from).
+    Tolerated,
+    /// Past its toleration, but too many of its pool's nodes are unhealthy.
+    Guarded {
+        unhealthy: usize,
+        nodes: usize,
+        allowed: usize,
+    },
+    /// Already being deleted: nothing to do.
+    Deleting,
+}
+
+/// One unhealthy node and what becomes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub node: String,
+    pub nodeclaim: String,
+    pub nodepool: Option<String>,
+    /// The condition whose toleration runs out first.
+    pub finding: Finding,
+    pub verdict: Verdict,
+    pub now: UnixSeconds,
+}
+
+impl Outcome {
+    /// For events and log lines: the condition, for how long, and its toleration.
+    pub fn message(&self) -> String {
+        let f = &self.finding;
+        let held = f.since.map_or_else(
+            || "with no lastTransitionTime".to_string(),
+            |s| format!("for {}", human(self.now.saturating_sub(s))),
+        );
+        let base = format!(
+            "node condition {} has been {} {held} (tolerated for {})",
+            f.condition,
+            f.status,
+            human(i64::try_from(f.toleration.as_secs()).unwrap_or(i64::MAX)),
+        );
+        match &self.verdict {
+            Verdict::Repair => format!(
+                "unhealthy: {base}; repaired regardless of budgets, do-not-disrupt and PodDisruptionBudgets"
+            ),
+            Verdict::Tolerated => format!("unhealthy, not yet repaired: {base}"),
+            Verdict::Guarded {
+                unhealthy,
+                nodes,
+                allowed,
+            } => format!(
+                "repair blocked: {base}, but more than {MAX_UNHEALTHY_PERCENT}% of the nodes of {} are unhealthy ({unhealthy} of {nodes}; at most {allowed} may be)",
+                self.nodepool
+                    .as_deref()
+                    .map_or_else(|| "the cluster".to_string(), |p| format!("nodepool {p}")),
+            ),
+            Verdict::Deleting => format!("unhealthy, already being deleted: {base}"),
+        }
+    }
+}
+
+/// `30m`, `1h5m`, `45s`: Go-style, for messages.
+fn human(secs: i64) -> String {
+    let secs = secs.max(0);
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// The unhealthy condition of `node` whose toleration runs out first (a condition without a
+/// transition time last), or None when every condition is healthy.
+pub fn finding(node: &NodeHealth, policies: &[RepairPolicy]) -> Option<Finding> {
+    policies
+        .iter()
+        .filter_map(|p| {
+            let c = node.conditions.iter().find(|c| c.type_ == p.condition)?;
+            (c.status == p.status).then(|| Finding {
+                condition: p.condition.clone(),
+                status: p.status.clone(),
+                toleration: p.toleration,
+                since: c.since,
+            })
+        })
+        .min_by_key(|f| f.due().unwrap_or(UnixSeconds::MAX))
+}
+
+/// How many of `nodes` may be unhealthy for repair to go on: 20 % rounded up.
+pub fn allowed_unhealthy(nodes: usize) -> usize {
+    let n = nodes as u64;
+    usize::try_from(n.saturating_mul(MAX_UNHEALTHY_PERCENT).div_ceil(100)).unwrap_or(usize::MAX)
+}
+
+/// Every node reporting an unhealthy condition and what becomes of it, in node order.
+/// A node counts as unhealthy for the guard as soon as a condition matches, tolerated or
+/// not, and whether or not it is being deleted; healthy nodes are left out of the result.
+pub fn decide(nodes: &[NodeHealth], policies: &[RepairPolicy], now: UnixSeconds) -> Vec<Outcome> {
+    let findings: Vec<Option<Finding>> = nodes.iter().map(|n| finding(n, policies)).collect();
+    // Per pool (None: the NodeClaims of no pool, guarded over every node): (unhealthy, all).
+    let mut pools: BTreeMap<Option<&str>, (usize, usize)> = BTreeMap::new();
+    for (n, f) in nodes.iter().zip(&findings) {
+        let e = pools.entry(n.nodepool.as_deref()).or_default();
+        e.0 += usize::from(f.is_some());
+        e.1 += 1;
+    }
+    let cluster = (findings.iter().filter(|f| f.is_some()).count(), nodes.len());
+    let mut out: Vec<Outcome> = nodes
+        .iter()
+        .zip(findings)
+        .filter_map(|(n, f)| {
+            let finding = f?;
+            let (unhealthy, all) = match n.nodepool.as_deref() {
+                Some(p) => pools[&Some(p)],
+                None => cluster,
+            };
+            let allowed = allowed_unhealthy(all);
+            let verdict = if n.deleting {
+                Verdict::Deleting
+            } else if finding.due().is_none_or(|due| now < due) {
+                Verdict::Tolerated
+            } else if unhealthy > allowed {
+                Verdict::Guarded {
+                    unhealthy,
+                    nodes: all,
+                    allowed,
+                }
+            } else {
+                Verdict::Repair
+            };
+            Some(Outcome {
+                node: n.node.clone(),
+                nodeclaim: n.nodeclaim.clone(),
+                nodepool: n.nodepool.clone(),
+                finding,
+                verdict,
+                now,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: UnixSeconds = 1_000_000;
+    const MIN: i64 = 60;
+
+    fn healthy(name: &str) -> NodeHealth {
+        NodeHealth::new(name, &format!("{name}-claim"), "web").with("Ready", "True", Some(0))
+    }
+
+    fn not_ready(name: &str, status: &str, for_secs: i64) -> NodeHealth {
+        NodeHealth::new(name, &format!("{name}-claim"), "web").with(
+            "Ready",
+            status,
+            Some(NOW - for_secs),
+        )
+    }
+
+    fn verdicts(nodes: &[NodeHealth]) -> Vec<(String, Verdict)> {
+        decide(nodes, &default_policies(), NOW)
+            .into_iter()
+            .map(|o| (o.node, o.verdict))
+            .collect()
+    }
+
+    #[test]
+    fn ready_false_is_tolerated_just_under_thirty_minutes_and_repaired_at_thirty() {
+        let v = verdicts(&[not_ready("a", "False", 30 * MIN - 1)]);
+        assert_eq!(v, [("a".to_string(), Verdict::Tolerated)]);
+        let out = decide(
+            &[not_ready("a", "False", 30 * MIN)],
+            &default_policies(),
+            NOW,
+        );
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].nodeclaim, "a-claim");
+        let m = out[0].message();
+        assert!(
+            m.starts_with(
+                "unhealthy: node condition Ready has been False for 30m (tolerated for 30m)"
+            ),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn ready_unknown_is_repaired_like_false() {
+        let out = decide(
+            &[not_ready("a", "Unknown", 31 * MIN)],
+            &default_policies(),
+            NOW,
+        );
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.status, "Unknown");
+        assert!(out[0].message().contains("Ready has been Unknown for 31m"));
+    }
+
+    #[test]
+    fn a_node_monitoring_condition_has_its_own_toleration() {
+        let gpu =
+            |for_secs| healthy("g").with("AcceleratedHardwareReady", "False", Some(NOW - for_secs));
+        assert_eq!(verdicts(&[gpu(10 * MIN - 1)])[0].1, Verdict::Tolerated);
+        let out = decide(&[gpu(10 * MIN)], &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.condition, "AcceleratedHardwareReady");
+        // True is the healthy status of these conditions.
+        let fine = healthy("g").with("KernelReady", "True", Some(NOW - 100 * MIN));
+        assert!(verdicts(&[fine]).is_empty());
+    }
+
+    #[test]
+    fn the_condition_due_first_is_the_one_named() {
+        // Ready False for 20 of 30 minutes, storage False for 29 of 30: storage is due first.
+        let n =
+            not_ready("a", "False", 20 * MIN).with("StorageReady", "False", Some(NOW - 29 * MIN));
+        let out = decide(&[n], &default_policies(), NOW);
+        assert_eq!(out[0].finding.condition, "StorageReady");
+        assert_eq!(out[0].verdict, Verdict::Tolerated);
+    }
+
+    #[test]
+    fn healthy_nodes_are_untouched_and_conditions_without_a_time_are_never_due() {
+        assert!(verdicts(&[healthy("a"), healthy("b")]).is_empty());
+        let timeless = NodeHealth::new("t", "t-claim", "web").with("Ready", "False", None);
+        let out = decide(&[timeless], &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Tolerated);
+        assert!(
+            out[0].message().contains("with no lastTransitionTime"),
+            "{}",
+            out[0].message()
+        );
+        // A transition time at the far end of the range does not overflow.
+        let far = NodeHealth::new("f", "f-claim", "web").with("Ready", "False", Some(i64::MAX));
+        assert_eq!(verdicts(&[far])[0].1, Verdict::Tolerated);
+    }
+
+    #[test]
+    fn one_of_five_unhealthy_is_repaired_two_of_five_are_not() {
+        let mut nodes: Vec<NodeHealth> = (0..4).map(|i| healthy(&format!("h{i}"))).collect();
+        nodes.push(not_ready("sick1", "False", 40 * MIN));
+        assert_eq!(verdicts(&nodes), [("sick1".to_string(), Verdict::Repair)]);
+
+        nodes[0] = not_ready("sick0", "Unknown", 40 * MIN);
+        let out = decide(&nodes, &default_policies(), NOW);
+        let guarded = Verdict::Guarded {
+            unhealthy: 2,
+            nodes: 5,
+            allowed: 1,
+        };
+        assert!(out.iter().all(|o| o.verdict == guarded), "{out:?}");
+        assert!(
+            out[0]
+                .message()
+                .contains("more than 20% of the nodes of nodepool web are unhealthy (2 of 5; at most 1 may be)"),
+            "{}",
+            out[0].message()
+        );
+    }
+
+    #[test]
+    fn the_guard_counts_tolerated_and_deleting_nodes_and_rounds_up() {
+        // 20 % of 3 rounds up to 1: one of three may be repaired (as Karpenter, 33 %).
+        assert_eq!(allowed_unhealthy(3), 1);
+        assert_eq!(allowed_unhealthy(10), 2);
+        assert_eq!(allowed_unhealthy(11), 3);
+        assert_eq!(allowed_unhealthy(0), 0);
+        let mut deleting = not_ready("d", "False", 40 * MIN);
+        deleting.deleting = true;
+        let nodes = [
+            not_ready("a", "False", 40 * MIN),
+            // Unhealthy for a minute only: not due, but it counts for the guard.
+            not_ready("b", "False", MIN),
+            healthy("c"),
+        ];
+        let v = verdicts(&nodes);
+        assert!(
+            matches!(
+                v[0].1,
+                Verdict::Guarded {
+                    unhealthy: 2,
+                    nodes: 3,
+                    allowed: 1
+                }
+            ),
+            "{v:?}"
+        );
+        let v = verdicts(&[not_ready("a", "False", 40 * MIN), deleting, healthy("c")]);
+        assert_eq!(v[1], ("d".to_string(), Verdict::Deleting));
+        assert!(
+            matches!(v[0].1, Verdict::Guarded { unhealthy: 2, .. }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_guard_is_per_pool() {
+        let mut other = not_ready("x", "False", 40 * MIN);
+        other.nodepool = Some("batch".into());
+        let nodes = [
+            not_ready("a", "False", 40 * MIN),
+            not_ready("b", "False", 40 * MIN),
+            other,
+            healthy("c"),
+            healthy("d"),
+        ];
+        let v = verdicts(&nodes);
+        // web: 2 of 4 unhealthy, 1 allowed; batch: its only node, 1 of 1 allowed.
+        assert!(matches!(v[0].1, Verdict::Guarded { .. }), "{v:?}");
+        assert_eq!(v[2], ("x".to_string(), Verdict::Repair));
+    }
+}
