@@ -1993,14 +1993,17 @@ async fn a_capacity_block_launches_with_its_market_type_and_ec2_takes_it_back_be
 #[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservation() {
     let moto = endpoint("open_match");
+    // An open reservation takes every matching launch in the account, and the other tests
+    // share this moto server and launch m5.large in us-east-1a: a type and zone none of them
+    // uses keeps them out of it (and it out of them).
     let e = env("open-match", &moto).await;
     let open = e
         .clients
         .ec2
         .create_capacity_reservation()
-        .instance_type("m5.large")
+        .instance_type("c5.xlarge")
         .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
-        .availability_zone("us-east-1a")
+        .availability_zone("us-east-1b")
         .instance_count(2)
         .instance_match_criteria(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
         .tag_specifications(
@@ -2028,8 +2031,8 @@ async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservat
             "spec": {
                 "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"},
                 "requirements": [
-                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
-                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c5.xlarge"]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1b"]},
                     {"key": "adze.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
                 ],
                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
