@@ -9,7 +9,8 @@
 //! `RunInstances:0002`); those rows are the Linux price of [`super::ec2_data`] plus that licence,
 //! and a test holds every one of them to it, so a mistyped row fails. Familiar published prices
 //! agree (m5.large $0.188, c5.large $0.177, g4dn.xlarge $0.71, p3.2xlarge $3.428). The t3/t3a
-//! rows are the pricing page's own figures: their licence is smaller and depends on the size.
+//! rows are the pricing page's own figures (their licence is smaller and depends on the size),
+//! written from the page and not re-checked against a stored copy of it.
 //! Like the Linux prices, these are list prices that drift; refresh the table, not single rows.
 //!
 //! **Not offered for Windows** (no row, so a Windows node class never launches them): Graviton
