@@ -144,7 +144,7 @@ fn fields_adze_does_not_have_are_reported_not_silently_lost() {
 }
 
 #[test]
-fn windows_classes_need_action_static_pools_and_reservations_are_carried() {
+fn windows_classes_carry_a_pricing_note_static_pools_and_reservations_are_carried() {
     let m = migrate(LEGACY).unwrap();
     assert_eq!(
         m.objects.len(),
