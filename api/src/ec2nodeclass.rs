@@ -372,28 +372,6 @@ impl EC2NodeClassSpec {
                 .find_map(|term| term.alias.as_deref().and_then(AmiFamily::from_alias))
         })
     }
-
-    /// Why pools of this class plan nothing, when they cannot be priced: Windows on-demand
-    /// prices include the Windows licence, and the embedded catalog and Adze's Price List
-    /// query hold Linux prices only. Planning a Windows node at a Linux price would pick the
-    /// wrong types and understate every cost, so `run` and `simulate` refuse instead. The
-    /// result is (field path, message).
-    pub fn planning_refusal(&self) -> Option<(String, String)> {
-        let family = self.effective_ami_family()?;
-        if !family.is_windows() {
-            return None;
-        }
-        let path = match self.ami_family {
-            Some(_) => "spec.amiFamily".to_string(),
-            None => "spec.amiSelectorTerms[0].alias".to_string(),
-        };
-        Some((
-            path,
-            format!(
-                "{family:?} pools plan nothing: Windows on-demand prices include the licence and Adze has Linux prices only (embedded catalog and Price List query), so it will not price a Windows node as a Linux one"
-            ),
-        ))
-    }
 }
 
 /// One EBS (or instance-store) device attached at launch.

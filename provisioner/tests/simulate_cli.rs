@@ -790,29 +790,75 @@ spec: {{containers: [{{name: a, resources: {{requests: {{cpu: "1"}}}}}}]}}
 }
 
 #[test]
-fn a_pool_of_a_windows_class_is_refused_naming_the_family_never_priced_as_linux() {
-    for (alias, family) in [
-        ("windows2019@latest", "Windows2019"),
-        ("windows2022@latest", "Windows2022"),
-        ("windows2025@latest", "Windows2025"),
+fn a_windows_pod_gets_a_windows_node_at_the_windows_price_and_the_linux_pod_a_linux_one() {
+    let (_, report) = plan("windows.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    assert_eq!(report.node_claims.len(), 2);
+    let claim = |pool: &str| {
+        report
+            .node_claims
+            .iter()
+            .find(|c| c.node_pool == pool)
+            .unwrap_or_else(|| panic!("no {pool} claim: {report:?}"))
+    };
+    let windows = claim("windows");
+    assert_eq!(windows.pods.len(), 1);
+    assert!(windows.pods[0].starts_with("default/iis-"), "{windows:?}");
+    assert_eq!(windows.instance_type, "m5.large");
+    assert_eq!(windows.price_per_hour, 0.188, "Windows, licence included");
+    assert_eq!(windows.labels[labels::OS], "windows");
+    assert_eq!(windows.labels[labels::WINDOWS_BUILD], "10.0.20348");
+    assert_eq!(windows.allocatable["pods"], "9", "primary interface only");
+    let linux = claim("linux");
+    assert!(linux.pods[0].starts_with("default/web-"), "{linux:?}");
+    assert_eq!(linux.instance_type, "m5.large");
+    assert_eq!(linux.price_per_hour, 0.096);
+    assert_eq!(linux.labels[labels::OS], "linux");
+    assert_eq!(linux.allocatable["pods"], "29");
+    assert!((report.total_price_per_hour - 0.284).abs() < 1e-9);
+}
+
+#[test]
+fn every_windows_family_plans_with_its_own_build_and_al2_stays_linux() {
+    for (alias, build) in [
+        ("windows2019@latest", "10.0.17763"),
+        ("windows2022@latest", "10.0.20348"),
+        ("windows2025@latest", "10.0.26100"),
     ] {
-        let err = Scenario::parse(&families_scenario(alias))
-            .err()
-            .unwrap_or_else(|| panic!("{alias}: a Windows pool was planned"))
-            .to_string();
-        assert!(err.contains("document 2 (NodePool win)"), "{err}");
-        assert!(err.contains("spec.template.spec.nodeClassRef"), "{err}");
-        assert!(
-            err.contains("EC2NodeClass mixed spec.amiSelectorTerms[0].alias"),
-            "{err}"
-        );
-        assert!(
-            err.contains(&format!("{family} pools plan nothing")),
-            "{err}"
-        );
-        assert!(err.contains("Linux prices only"), "{err}");
+        let s = Scenario::parse(&families_scenario(alias)).unwrap();
+        let pool = &s.snapshot.nodepools[0];
+        assert!(!pool.instance_types.is_empty(), "{alias}");
+        for t in &pool.instance_types {
+            assert_eq!(t.label(labels::OS), Some("windows"), "{alias} {}", t.name);
+            assert_eq!(t.label(labels::WINDOWS_BUILD), Some(build));
+            assert_eq!(t.label(labels::ARCH), Some("amd64"));
+        }
+        let m5 = pool
+            .instance_types
+            .iter()
+            .find(|t| t.name == "m5.large")
+            .unwrap();
+        let on_demand = m5
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == "on-demand")
+            .unwrap();
+        assert_eq!(on_demand.price, 0.188, "{alias}");
     }
-    // AL2 is Linux, priced as such: the pool plans.
     let s = Scenario::parse(&families_scenario("al2@latest")).unwrap();
-    assert_eq!(s.snapshot.nodepools.len(), 1);
+    let pool = &s.snapshot.nodepools[0];
+    assert!(
+        pool.instance_types
+            .iter()
+            .any(|t| t.label(labels::ARCH) == Some("arm64"))
+    );
+    assert!(
+        pool.instance_types
+            .iter()
+            .all(|t| t.label(labels::OS) == Some("linux"))
+    );
 }

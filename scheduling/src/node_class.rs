@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::catalog::ec2_windows;
 use crate::instance_type::{InstanceType, Offering, Reservation, reserved_price};
 use crate::labels;
 use crate::overhead::{self, KubeletSettings};
@@ -70,19 +71,62 @@ pub fn instance_types(
         .collect()
 }
 
-/// `t` as a node of the class's operating system: unchanged for Linux; for Windows relabelled
-/// `kubernetes.io/os: windows` with the class's build, and None for a type that is not amd64.
+/// `t` as a node of the class's operating system: unchanged for Linux; for Windows
+/// [`as_windows`] of the class's build.
 fn as_class_os(t: &Arc<InstanceType>, class: &NodeClassFacts) -> Option<Arc<InstanceType>> {
-    let Some(build) = &class.windows_build else {
-        return Some(t.clone());
-    };
+    match &class.windows_build {
+        None => Some(t.clone()),
+        Some(build) => as_windows(t, build).map(Arc::new),
+    }
+}
+
+/// A catalog type (which describes the Linux node) as a Windows Server node of `build`, or
+/// None when it cannot be one: not amd64 (EKS publishes no arm64 Windows image), or no
+/// published Windows price ([`ec2_windows`]: Adze will not price Windows as Linux).
+///
+/// * labels: `kubernetes.io/os: windows` and `node.kubernetes.io/windows-build: <build>`;
+/// * prices: every offering costs the Windows licence more ([`ec2_windows::licence_usd`]),
+///   spot included, so on demand in us-east-1 is the published Windows price;
+/// * pods: the primary interface's addresses ([`overhead::windows_max_pods`]), and the
+///   overhead that follows from them; kubelet settings apply on top, as for Linux.
+///
+/// `run` (through [`instance_types`]) and `simulate` both take Windows types from here.
+pub fn as_windows(t: &InstanceType, build: &str) -> Option<InstanceType> {
     if t.label(labels::ARCH) != Some("amd64") {
         return None;
     }
-    Some(Arc::new(t.relabelled(&[
-        (labels::OS, "windows"),
-        (labels::WINDOWS_BUILD, build),
-    ])))
+    let licence = ec2_windows::licence_usd(&t.name)?;
+    let ipv4 = ec2_windows::primary_eni_ipv4(&t.name)?;
+    let offerings = t
+        .offerings
+        .iter()
+        .map(|o| Offering {
+            price: ec2_windows::round_usd(o.price + licence),
+            ..o.clone()
+        })
+        .collect();
+    let mut capacity = t.capacity.clone();
+    capacity.pods = overhead::windows_max_pods(ipv4);
+    let vcpus = u32::try_from((capacity.cpu + 999) / 1000).unwrap_or(u32::MAX);
+    let oh = overhead::overhead(
+        vcpus,
+        capacity.memory,
+        capacity.pods,
+        capacity.ephemeral_storage,
+        &KubeletSettings::default(),
+    );
+    Some(
+        t.reshaped(capacity, oh, offerings)
+            .relabelled(&[(labels::OS, "windows"), (labels::WINDOWS_BUILD, build)]),
+    )
+}
+
+/// Every type of `catalog` that can be a Windows node of `build`, as [`as_windows`] makes it.
+pub fn windows_types(catalog: &[Arc<InstanceType>], build: &str) -> Vec<Arc<InstanceType>> {
+    catalog
+        .iter()
+        .filter_map(|t| as_windows(t, build).map(Arc::new))
+        .collect()
 }
 
 /// Whether an image with these requirements boots `t`: each requirement allows the type's
@@ -285,6 +329,104 @@ mod tests {
         let mut mismatched = class();
         mismatched.images = windows_class().images;
         assert!(instance_types(&cat, &mismatched).is_empty());
+    }
+
+    #[test]
+    fn a_windows_m5_large_costs_the_published_windows_price_on_demand_and_the_licence_more_on_spot()
+    {
+        let linux = m5_large(&class());
+        let windows = m5_large(&windows_class());
+        let price = |t: &InstanceType, ct: &str| {
+            t.offerings
+                .iter()
+                .find(|o| o.capacity_type == ct && o.zone == "us-east-1a")
+                .unwrap()
+                .price
+        };
+        assert_eq!(price(&linux, "on-demand"), 0.096);
+        assert_eq!(
+            price(&windows, "on-demand"),
+            0.188,
+            "published Windows price"
+        );
+        // The licence (2 vCPUs × $0.046) is not discounted on spot.
+        let spot_gap = price(&windows, "spot") - price(&linux, "spot");
+        assert!((spot_gap - 0.092).abs() < 1e-9, "{spot_gap}");
+        assert_eq!(windows.offerings.len(), linux.offerings.len());
+    }
+
+    #[test]
+    fn a_windows_node_runs_the_primary_interfaces_pods_with_the_overhead_they_imply() {
+        let linux = m5_large(&class());
+        let windows = m5_large(&windows_class());
+        assert_eq!(linux.capacity.pods, 29, "3 ENIs x (10 - 1) + 2");
+        assert_eq!(
+            windows.capacity.pods, 9,
+            "one ENI of 10 addresses, less the node's own"
+        );
+        assert_eq!(
+            windows.overhead.kube_reserved.memory,
+            overhead::kube_reserved_memory(9)
+        );
+        assert_eq!(
+            windows.overhead.kube_reserved.cpu,
+            linux.overhead.kube_reserved.cpu
+        );
+        assert_eq!(windows.capacity.cpu, linux.capacity.cpu);
+        assert_eq!(windows.capacity.memory, linux.capacity.memory);
+        assert!(
+            windows.allocatable().memory > linux.allocatable().memory,
+            "fewer pods, less reserved"
+        );
+        // maxPods still overrides, as on Linux.
+        let mut c = windows_class();
+        c.kubelet.max_pods = Some(4);
+        assert_eq!(m5_large(&c).capacity.pods, 4);
+    }
+
+    #[test]
+    fn types_without_a_windows_price_are_not_offered_to_a_windows_class() {
+        let cat = catalog::embedded();
+        let names: BTreeSet<String> = instance_types(&cat, &windows_class())
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert!(names.contains("g4dn.xlarge") && names.contains("t3.medium"));
+        for absent in ["inf2.xlarge", "trn1.2xlarge", "m5.metal", "c6g.large"] {
+            assert!(!names.contains(absent), "{absent}");
+        }
+        // A custom catalog's type with no EC2 name has no Windows price either.
+        let custom = crate::catalog::CatalogEntry {
+            name: "small".into(),
+            cpu_milli: 2000,
+            memory_bytes: 4 * GIB,
+            pods: 29,
+            arch: "amd64".into(),
+            gpus: 0,
+            labels: Default::default(),
+            offerings: vec![],
+        }
+        .into_instance_type();
+        assert!(as_windows(&custom, "10.0.20348").is_none());
+    }
+
+    #[test]
+    fn a_windows_reservation_is_priced_from_the_windows_on_demand_price() {
+        let mut c = windows_class();
+        c.reservations = vec![ReservationFacts {
+            id: "cr-1".into(),
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            kind: labels::RESERVATION_TYPE_DEFAULT.into(),
+            remaining: 1,
+        }];
+        let t = m5_large(&c);
+        let reserved = t
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == labels::CAPACITY_TYPE_RESERVED)
+            .unwrap();
+        assert_eq!(reserved.price, reserved_price(0.188));
     }
 
     #[test]

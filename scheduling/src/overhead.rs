@@ -13,6 +13,11 @@
 //! * **eviction threshold** (hard): `memory.available < 100 MiB`, `nodefs.available < 10%`.
 //! * **max pods**: the ENI limit `ENIs × (IPv4 per ENI − 1) + 2`, unless kubelet settings
 //!   override it; `pods` is not reduced by overhead.
+//! * **Windows nodes** ([`windows_max_pods`]): a Windows node gives pods addresses of its
+//!   primary network interface only (EKS: one interface per Windows node, pods = its IPv4
+//!   addresses − 1), so max pods is that unless kubelet settings override it. Reservations and
+//!   thresholds follow the same formulas, with that pod count in kube-reserved memory, as
+//!   Karpenter applies them to its Windows families.
 //!
 //! An EC2NodeClass's kubelet settings ([`KubeletSettings`]) change these the way the kubelet
 //! will: `maxPods` replaces the ENI limit and `podsPerCore` caps it (so kube-reserved memory
@@ -114,6 +119,12 @@ pub fn eni_max_pods(enis: u32, ipv4_per_eni: u32) -> i64 {
     i64::from(enis) * (i64::from(ipv4_per_eni) - 1).max(0) + 2
 }
 
+/// Pods a Windows node runs before kubelet settings: the primary interface's IPv4 addresses
+/// less the node's own.
+pub fn windows_max_pods(ipv4_per_eni: u32) -> i64 {
+    (i64::from(ipv4_per_eni) - 1).max(0)
+}
+
 /// kube-reserved CPU in millicores for a node with `vcpus` cores.
 pub fn kube_reserved_cpu(vcpus: u32) -> i64 {
     let cores = i64::from(vcpus);
@@ -180,6 +191,14 @@ mod tests {
         assert_eq!(kube_reserved_memory(29), 574 * MIB);
         assert_eq!(eni_max_pods(3, 10), 29);
         assert_eq!(eni_max_pods(15, 50), 737);
+    }
+
+    #[test]
+    fn windows_pods_come_from_the_primary_interface_alone() {
+        // m5.large: 3 ENIs of 10 addresses; Linux 29 pods, Windows 9.
+        assert_eq!(windows_max_pods(10), 9);
+        assert_eq!(windows_max_pods(50), 49);
+        assert_eq!(windows_max_pods(0), 0, "never negative");
     }
 
     #[test]

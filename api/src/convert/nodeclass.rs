@@ -20,9 +20,6 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
         "ec2nodeclass",
         class.metadata.name.as_deref().unwrap_or_default(),
     );
-    if let Some((path, why)) = class.spec.planning_refusal() {
-        return Err(ConvertError::invalid(&object, &path, why));
-    }
     let status = class.status.clone().unwrap_or_default();
     let mut images = Vec::new();
     for (i, ami) in status.amis.iter().enumerate() {
@@ -173,7 +170,7 @@ mod tests {
     }
 
     #[test]
-    fn a_windows_class_is_refused_for_planning_naming_its_family() {
+    fn a_windows_class_gives_its_build_from_the_alias_or_the_family_and_al2_none() {
         let status = json!({
             "subnets": [{"id": "subnet-1", "zone": "us-east-1b"}],
             "amis": [{"id": "ami-1", "requirements": [
@@ -181,17 +178,15 @@ mod tests {
         });
         let mut c = class(json!({}), status.clone());
         c.spec.ami_selector_terms[0].alias = Some("windows2022@latest".into());
-        let err = nodeclass(&c).unwrap_err().to_string();
-        assert!(err.contains("spec.amiSelectorTerms[0].alias"), "{err}");
-        assert!(err.contains("Windows2022 pools plan nothing"), "{err}");
-        c.spec.ami_family = Some(AmiFamily::Windows2022);
-        assert!(
-            nodeclass(&c)
-                .unwrap_err()
-                .to_string()
-                .contains("spec.amiFamily")
+        let f = nodeclass(&c).unwrap();
+        assert_eq!(f.windows_build.as_deref(), Some("10.0.20348"));
+        assert_eq!(f.zones.len(), 1);
+        c.spec.ami_family = Some(AmiFamily::Windows2019);
+        assert_eq!(
+            nodeclass(&c).unwrap().windows_build.as_deref(),
+            Some("10.0.17763"),
+            "amiFamily wins over the alias"
         );
-        // AL2 is Linux: priced like any Linux node, planned.
         let mut al2 = class(json!({}), status);
         al2.spec.ami_selector_terms[0].alias = Some("al2@latest".into());
         let f = nodeclass(&al2).unwrap();

@@ -531,19 +531,29 @@ fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
 }
 
 /// What a converted class's family means in Adze, where it differs from Karpenter: AL2
-/// images end at Kubernetes 1.32; Windows pools are carried but plan nothing yet (the
-/// refusal `run` and `simulate` give, see [`EC2NodeClassSpec::planning_refusal`]).
-///
-/// [`EC2NodeClassSpec::planning_refusal`]: adze_api::ec2nodeclass::EC2NodeClassSpec::planning_refusal
+/// images end at Kubernetes 1.32; Windows pools are priced with the Windows licence and
+/// offered only the types Adze has a Windows price for
+/// ([`adze_scheduling::catalog::ec2_windows`]), where Karpenter offers every amd64 type.
 fn family_notes(spec: &Value, notes: &mut Notes) {
     let Ok(parsed) =
         serde_json::from_value::<adze_api::ec2nodeclass::EC2NodeClassSpec>(spec.clone())
     else {
         return;
     };
-    if let Some((path, why)) = parsed.planning_refusal() {
-        notes.action(&path, why);
-    } else if parsed.effective_ami_family() == Some(adze_api::ec2nodeclass::AmiFamily::AL2) {
+    let Some(family) = parsed.effective_ami_family() else {
+        return;
+    };
+    if family.is_windows() {
+        let path = if parsed.ami_family.is_some() {
+            "spec.amiFamily"
+        } else {
+            "spec.amiSelectorTerms[0].alias"
+        };
+        notes.change(
+            path,
+            format!("{family:?} carried; its pools plan at Windows (License Included) prices and Windows pod density, on the amd64 types Adze has a Windows price for (no bare metal, inf2 or trn1)"),
+        );
+    } else if family == adze_api::ec2nodeclass::AmiFamily::AL2 {
         notes.change(
             "spec.amiFamily",
             "AL2 carried as AL2 (bootstrap.sh user data); EKS publishes AL2 images up to Kubernetes 1.32 only, al2023@ is the successor".into(),

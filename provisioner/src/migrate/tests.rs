@@ -144,7 +144,7 @@ fn fields_adze_does_not_have_are_reported_not_silently_lost() {
 }
 
 #[test]
-fn windows_classes_need_action_static_pools_and_reservations_are_carried() {
+fn windows_classes_carry_a_pricing_note_static_pools_and_reservations_are_carried() {
     let m = migrate(LEGACY).unwrap();
     assert_eq!(
         m.objects.len(),
@@ -166,10 +166,16 @@ fn windows_classes_need_action_static_pools_and_reservations_are_carried() {
     // A static pool is carried: Adze keeps its replicas too.
     assert_eq!(pool["spec"]["replicas"], 3);
     assert!(notes_about(&m, "NodePool/reserved-only", "spec.replicas").is_empty());
-    // A Windows class converts as it is; the one action says its pools plan nothing yet.
+    // A Windows class converts as it is; one change says how its pools are priced.
     let family = notes_about(&m, "EC2NodeClass/windows", "spec.amiFamily");
     assert_eq!(family.len(), 1, "{family:#?}");
-    assert!(family[0].action && family[0].message.contains("Windows2022 pools plan nothing"));
+    assert!(!family[0].action, "{family:#?}");
+    assert!(family[0].message.contains("Windows2022 carried"));
+    assert!(
+        family[0]
+            .message
+            .contains("Windows (License Included) prices")
+    );
     assert!(notes_about(&m, "EC2NodeClass/windows", "spec.amiSelectorTerms[0].alias").is_empty());
     assert_eq!(m.objects[1]["spec"]["amiFamily"], "Windows2022");
     assert_eq!(
@@ -845,8 +851,8 @@ spec:
         let c: adze_api::EC2NodeClass = serde_json::from_value(o.clone()).unwrap();
         c.validate().unwrap();
     }
-    // AL2: carried, with the 1.32 caveat as a change; Windows: the planning refusal as the
-    // one action, at the field that names the family.
+    // AL2: carried, with the 1.32 caveat as a change; Windows: how its pools are priced, as a
+    // change at the field that names the family.
     let al2 = notes_about(&m, "EC2NodeClass/v1-al2", "spec.amiFamily");
     assert!(!al2[0].action && al2[0].message.contains("up to Kubernetes 1.32"));
     let win = notes_about(
@@ -854,16 +860,14 @@ spec:
         "EC2NodeClass/v1-windows",
         "spec.amiSelectorTerms[0].alias",
     );
-    assert!(win[0].action && win[0].message.contains("Windows2022 pools plan nothing"));
-    let actions: Vec<_> = m.notes.iter().filter(|n| n.action).collect();
-    assert!(
-        actions
-            .iter()
-            .all(|n| n.message.contains("pools plan nothing")),
-        "{}",
-        m.report()
+    assert!(!win[0].action && win[0].message.contains("Windows2022 carried"));
+    let old_windows = notes_about(
+        &m,
+        "AWSNodeTemplate/old-windows",
+        "spec.amiSelectorTerms[0].alias",
     );
-    assert_eq!(actions.len(), 2, "{}", m.report());
+    assert!(!old_windows[0].action && old_windows[0].message.contains("Windows2019 carried"));
+    assert_eq!(m.actions(), 0, "{}", m.report());
 }
 
 #[test]

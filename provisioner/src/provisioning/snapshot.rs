@@ -720,28 +720,48 @@ mod tests {
     }
 
     #[test]
-    fn a_windows_class_plans_nothing_and_says_why_an_al2_class_plans_linux_nodes() {
+    fn a_windows_class_plans_windows_nodes_at_windows_prices_and_an_al2_class_linux_nodes() {
         let with_alias = |alias: &str| {
             let mut c = (*class_in(&["us-east-1b"])).clone();
             c.spec.ami_selector_terms[0].alias = Some(alias.into());
             Arc::new(c)
         };
+        let on = |os: &str| {
+            let mut p = (*pending_pod(os, &format!("u-{os}"))).clone();
+            p.spec.as_mut().unwrap().node_selector =
+                Some([(labels::OS.to_string(), os.to_string())].into());
+            Arc::new(p)
+        };
         let objects = Objects {
-            pods: vec![pending_pod("a", "u-a")],
+            pods: vec![on("windows"), on("linux")],
             nodepools: vec![pool_of_class("gpu")],
             nodeclasses: Some(vec![with_alias("windows2022@latest")]),
             ..Objects::default()
         };
         let (built, windows) = plan(&objects);
-        assert!(windows.new_claims.is_empty(), "never priced as Linux");
-        assert_eq!(windows.unschedulable.len(), 1);
+        assert!(built.problems.is_empty(), "{:?}", built.problems);
+        assert_eq!(windows.new_claims.len(), 1);
+        let claim = &windows.new_claims[0];
+        assert_eq!(claim.pods, vec!["default/windows"]);
+        assert_eq!(claim.labels[labels::OS], "windows");
+        assert_eq!(claim.labels[labels::WINDOWS_BUILD], "10.0.20348");
+        let linux_price = adze_scheduling::catalog::ec2_data::TYPES
+            .iter()
+            .find(|t| t.name == claim.instance_type)
+            .unwrap()
+            .on_demand_usd;
         assert!(
-            built.problems.iter().any(|p| p.contains("nodepool default")
-                && p.contains("spec.amiSelectorTerms[0].alias")
-                && p.contains("Windows2022 pools plan nothing")),
-            "{:?}",
-            built.problems
+            claim.price_per_hour > linux_price,
+            "{} at {} is not above Linux {linux_price}",
+            claim.instance_type,
+            claim.price_per_hour
         );
+        assert_eq!(
+            windows.unschedulable.len(),
+            1,
+            "the Linux pod has no Linux pool"
+        );
+        assert_eq!(windows.unschedulable[0].pod, "default/linux");
         let objects = Objects {
             nodeclasses: Some(vec![with_alias("al2@latest")]),
             ..objects
@@ -749,6 +769,7 @@ mod tests {
         let (built, al2) = plan(&objects);
         assert!(built.problems.is_empty(), "{:?}", built.problems);
         assert_eq!(al2.new_claims.len(), 1);
+        assert_eq!(al2.new_claims[0].pods, vec!["default/linux"]);
         assert_eq!(
             al2.new_claims[0].labels.get(labels::OS).map(String::as_str),
             Some("linux")

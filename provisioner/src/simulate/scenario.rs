@@ -5,10 +5,11 @@
 //!
 //! * **NodePool** (`adze.sh/v1`): validated like the apiserver would, then converted with
 //!   the scenario's instance types.
-//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet, except that
-//!   a NodePool whose class is of a Windows family is refused, as `run` refuses to plan it
-//!   ([`adze_api::ec2nodeclass::EC2NodeClassSpec::planning_refusal`]): the catalog's prices
-//!   are Linux prices.
+//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet, except its
+//!   family: a NodePool whose class is of a Windows family launches the catalog's types as
+//!   Windows nodes of that build, at Windows prices and Windows pod density
+//!   ([`adze_scheduling::node_class::windows_types`]); types with no Windows price are not
+//!   offered to it.
 //! * **Node**: existing capacity.
 //! * **Pod**: with `spec.nodeName`, bound to that node (which must be in the scenario);
 //!   otherwise pending. Pods owned by a DaemonSet are never pending, and `Succeeded` or
@@ -40,6 +41,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use adze_api::convert::{self, ConvertError};
+use adze_api::ec2nodeclass::AmiFamily;
 use adze_api::{EC2NodeClass, NodeOverlay, NodePool, ValidationError};
 use adze_scheduling::catalog::{self, CatalogEntry};
 use adze_scheduling::scheduler::node_fits_pod;
@@ -393,19 +395,11 @@ impl Scenario {
             match object {
                 Object::NodePool(np) => {
                     let class = &np.spec.template.spec.node_class_ref.name;
-                    if let Some((path, why)) = classes
+                    let windows_build = classes
                         .get(class.as_str())
-                        .and_then(|c| c.spec.planning_refusal())
-                    {
-                        return Err(ScenarioError::new(
-                            doc,
-                            Problem::Field {
-                                field: "spec.template.spec.nodeClassRef".into(),
-                                message: format!("EC2NodeClass {class} {path}: {why}"),
-                            },
-                        ));
-                    }
-                    b.nodepool(doc, np)?
+                        .and_then(|c| c.spec.effective_ami_family())
+                        .and_then(AmiFamily::windows_build);
+                    b.nodepool(doc, np, windows_build)?
                 }
                 Object::EC2NodeClass(nc) => {
                     nc.validate()
@@ -522,7 +516,15 @@ impl Builder {
         Ok(())
     }
 
-    fn nodepool(&mut self, doc: &DocRef, np: &NodePool) -> Result<(), ScenarioError> {
+    /// `windows_build`: the build of the pool's EC2NodeClass when it is of a Windows family;
+    /// the pool then launches the catalog's types as Windows nodes
+    /// ([`adze_scheduling::node_class::windows_types`], as `run` does).
+    fn nodepool(
+        &mut self,
+        doc: &DocRef,
+        np: &NodePool,
+        windows_build: Option<&str>,
+    ) -> Result<(), ScenarioError> {
         np.validate()
             .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
         // `run` keeps a static pool at its replicas whatever the pods; a scenario plans for
@@ -536,8 +538,13 @@ impl Builder {
                 },
             ));
         }
-        let pool =
-            convert::nodepool(np, self.s.instance_types.clone()).map_err(Self::convert_err(doc))?;
+        let types = match windows_build {
+            Some(build) => {
+                adze_scheduling::node_class::windows_types(&self.s.instance_types, build)
+            }
+            None => self.s.instance_types.clone(),
+        };
+        let pool = convert::nodepool(np, types).map_err(Self::convert_err(doc))?;
         if let Some(first) = self.nodepools.insert(pool.name.clone(), doc.index) {
             return Err(ScenarioError::new(
                 doc,

@@ -2,6 +2,7 @@
 //! schedulable [`InstanceType`]s with capacity, overhead, labels and offerings.
 
 pub mod ec2_data;
+pub mod ec2_windows;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
