@@ -2,21 +2,20 @@
 //! Windows facts placement derives from them.
 //!
 //! **Source** (written November 2026). [`ON_DEMAND_USD`] holds us-east-1 on-demand prices for
-//! "Windows" (License Included, shared tenancy, no SQL Server), USD per hour. Outside the
-//! burstable t3/t3a families, AWS composes a published Windows price as the Linux price plus the
-//! Windows Server licence it bills per vCPU-hour, [`LICENCE_USD_PER_VCPU_HOUR`] ($0.046, the EC2
-//! User Guide's "Optimize CPUs for License-Included instances" table, usage operation
-//! `RunInstances:0002`); those rows are the Linux price of [`super::ec2_data`] plus that licence,
-//! and a test holds every one of them to it, so a mistyped row fails. Familiar published prices
-//! agree (m5.large $0.188, c5.large $0.177, g4dn.xlarge $0.71, p3.2xlarge $3.428). The t3/t3a
-//! rows are the pricing page's own figures (their licence is smaller and depends on the size),
-//! written from the page and not re-checked against a stored copy of it.
+//! "Windows" (License Included, shared tenancy, no SQL Server), USD per hour. AWS composes a
+//! published Windows price as the Linux price plus the Windows Server licence it bills per
+//! vCPU-hour, [`LICENCE_USD_PER_VCPU_HOUR`] ($0.046, the EC2 User Guide's "Optimize CPUs for
+//! License-Included instances" table, usage operation `RunInstances:0002`); every row is the
+//! Linux price of [`super::ec2_data`] plus that licence, and a test holds every one of them to
+//! it, so a mistyped row fails.
 //! Like the Linux prices, these are list prices that drift; refresh the table, not single rows.
 //!
 //! **Not offered for Windows** (no row, so a Windows node class never launches them): Graviton
 //! (arm64) types, for which EKS publishes no Windows image; `inf2` and `trn1`, whose Neuron
-//! devices have Linux drivers only; and bare-metal sizes, whose Windows prices were not
-//! verified for this table.
+//! devices have Linux drivers only; bare-metal sizes; and the burstable t3/t3a families, whose
+//! Windows licence is priced per size below the per-vCPU rate, by figures this table could not
+//! check against a published copy. A Windows pool that allows only those types plans nothing
+//! and says the type has no Windows price.
 //!
 //! **Other regions, the live catalog and spot.** The licence is billed per vCPU at the same
 //! rate in every region, so a Windows offering is priced as the type's Linux offering there
@@ -181,22 +180,6 @@ pub const ON_DEMAND_USD: &[(&str, f64)] = &[
     ("r7i.16xlarge", 7.1776),
     ("r7i.24xlarge", 10.7664),
     ("r7i.48xlarge", 21.5328),
-    // ---- t3 ----
-    ("t3.nano", 0.0098),
-    ("t3.micro", 0.0196),
-    ("t3.small", 0.0392),
-    ("t3.medium", 0.06),
-    ("t3.large", 0.1108),
-    ("t3.xlarge", 0.2304),
-    ("t3.2xlarge", 0.4608),
-    // ---- t3a ----
-    ("t3a.nano", 0.0093),
-    ("t3a.micro", 0.0186),
-    ("t3a.small", 0.0372),
-    ("t3a.medium", 0.056),
-    ("t3a.large", 0.1028),
-    ("t3a.xlarge", 0.2144),
-    ("t3a.2xlarge", 0.4288),
     // ---- g4dn ----
     ("g4dn.xlarge", 0.71),
     ("g4dn.2xlarge", 1.12),
@@ -281,8 +264,6 @@ mod tests {
         assert_eq!(on_demand_usd("r5.large"), Some(0.218));
         assert_eq!(on_demand_usd("g4dn.xlarge"), Some(0.71));
         assert_eq!(on_demand_usd("p3.2xlarge"), Some(3.428));
-        assert_eq!(on_demand_usd("t3.medium"), Some(0.06));
-        assert_eq!(on_demand_usd("t3.micro"), Some(0.0196));
     }
 
     #[test]
@@ -297,11 +278,8 @@ mod tests {
     }
 
     #[test]
-    fn non_burstable_rows_are_linux_plus_the_per_vcpu_licence() {
+    fn every_row_is_linux_plus_the_per_vcpu_licence() {
         for (name, usd) in ON_DEMAND_USD {
-            if name.starts_with("t3") {
-                continue;
-            }
             let t = linux(name);
             let expected =
                 round_usd(t.on_demand_usd + LICENCE_USD_PER_VCPU_HOUR * f64::from(t.vcpu));
@@ -315,33 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn burstable_licences_grow_with_size_and_stay_below_the_per_vcpu_rate() {
-        for family in ["t3", "t3a"] {
-            let sizes = [
-                "nano", "micro", "small", "medium", "large", "xlarge", "2xlarge",
-            ];
-            let licences: Vec<f64> = sizes
-                .iter()
-                .map(|s| licence_usd(&format!("{family}.{s}")).unwrap())
-                .collect();
-            assert!(
-                licences.windows(2).all(|w| w[0] <= w[1]),
-                "{family}: {licences:?}"
-            );
-            for (s, l) in sizes.iter().zip(&licences) {
-                let vcpu = linux(&format!("{family}.{s}")).vcpu;
-                assert!(
-                    *l < LICENCE_USD_PER_VCPU_HOUR * f64::from(vcpu),
-                    "{family}.{s}"
-                );
-            }
-        }
-        // Both burstable families pay the same licence per size.
-        assert_eq!(licence_usd("t3.large"), licence_usd("t3a.large"));
-    }
-
-    #[test]
-    fn graviton_neuron_and_metal_types_are_not_offered_for_windows() {
+    fn graviton_neuron_metal_and_burstable_types_are_not_offered_for_windows() {
         for name in [
             "m6g.large",
             "c7g.xlarge",
@@ -349,6 +301,8 @@ mod tests {
             "inf2.xlarge",
             "trn1.2xlarge",
             "m5.metal",
+            "t3.medium",
+            "t3a.large",
         ] {
             assert_eq!(on_demand_usd(name), None, "{name}");
             assert_eq!(licence_usd(name), None, "{name}");
