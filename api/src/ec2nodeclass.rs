@@ -124,11 +124,12 @@ pub struct EC2NodeClassSpec {
     pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
 }
 
-/// Selects capacity reservations by ID, or by tags (optionally only those an account owns,
-/// for reservations shared from another account).
+/// Selects capacity reservations by ID, or by tags and/or how they match launches (optionally
+/// only those an account owns, for reservations shared from another account). Fields of one
+/// term are ANDed, terms ORed, as in Karpenter.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
-#[x_kube(validation = Rule::new("has(self.tags) || has(self.id)").message("a capacityReservationSelectorTerm needs tags or id"))]
-#[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.ownerID))").message("id cannot be combined with other fields in a capacityReservationSelectorTerm"))]
+#[x_kube(validation = Rule::new("has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)").message("a capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria"))]
+#[x_kube(validation = Rule::new("!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))").message("id cannot be combined with other fields in a capacityReservationSelectorTerm"))]
 pub struct CapacityReservationSelectorTerm {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::schema::selector_tags")]
@@ -141,6 +142,29 @@ pub struct CapacityReservationSelectorTerm {
     #[serde(rename = "ownerID", default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(patterns::ACCOUNT_ID))]
     pub owner_id: Option<String>,
+    /// Only reservations that accept this kind of launch: `open` ones (any matching launch may
+    /// land in them) or `targeted` ones (only launches naming them). EC2's
+    /// `instance-match-criteria` filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_match_criteria: Option<InstanceMatchCriteria>,
+}
+
+/// How a capacity reservation accepts launches, as EC2 names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceMatchCriteria {
+    Open,
+    Targeted,
+}
+
+impl InstanceMatchCriteria {
+    /// The value of EC2's `instance-match-criteria` filter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Targeted => "targeted",
+        }
+    }
 }
 
 /// How the instance's local (instance-store) disks are used.

@@ -733,10 +733,14 @@ fn capacity_reservation_term(
         );
     }
     let (tags, id) = (!term.tags.is_empty(), term.id.is_some());
-    if !tags && !id {
-        p.add(path, "a capacityReservationSelectorTerm needs tags or id");
+    let criteria = term.instance_match_criteria.is_some();
+    if !tags && !id && !criteria {
+        p.add(
+            path,
+            "a capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria",
+        );
     }
-    if id && (tags || term.owner_id.is_some()) {
+    if id && (tags || criteria || term.owner_id.is_some()) {
         p.add(
             path,
             "id cannot be combined with other fields in a capacityReservationSelectorTerm",

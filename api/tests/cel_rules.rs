@@ -741,7 +741,11 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         edit("capacity reservation by id", &[("/spec/capacityReservationSelectorTerms", json!([{"id": "cr-0123456789abcdef0"}]))]),
         edit("capacity reservation by tags and owner", &[("/spec/capacityReservationSelectorTerms", json!([{"tags": {"team": "ml"}, "ownerID": "012345678901"}]))]),
         edit("empty capacity reservation term", &[("/spec/capacityReservationSelectorTerms", json!([{}]))])
-            .fails(".spec.capacityReservationSelectorTerms[0]", "a capacityReservationSelectorTerm needs tags or id"),
+            .fails(".spec.capacityReservationSelectorTerms[0]", "a capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria"),
+        edit("capacity reservations by match criteria alone", &[("/spec/capacityReservationSelectorTerms", json!([{"instanceMatchCriteria": "open"}]))]),
+        edit("capacity reservations by tags and match criteria", &[("/spec/capacityReservationSelectorTerms", json!([{"tags": {"team": "ml"}, "instanceMatchCriteria": "targeted"}]))]),
+        edit("capacity reservation id with match criteria", &[("/spec/capacityReservationSelectorTerms", json!([{"id": "cr-0123", "instanceMatchCriteria": "open"}]))])
+            .fails(".spec.capacityReservationSelectorTerms[0]", "id cannot be combined with other fields in a capacityReservationSelectorTerm"),
         edit("capacity reservation tag with an empty value", &[("/spec/capacityReservationSelectorTerms", json!([{"tags": {"a": ""}}]))])
             .fails(".spec.capacityReservationSelectorTerms[0].tags", EMPTY_TAGS),
         edit("capacity reservation id with owner", &[("/spec/capacityReservationSelectorTerms", json!([{"id": "cr-0123", "ownerID": "012345678901"}]))])

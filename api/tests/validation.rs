@@ -731,7 +731,19 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             name: "empty capacity reservation term",
             edit: |o| set(o, "/spec/capacityReservationSelectorTerms", json!([{}])),
             path: "spec.capacityReservationSelectorTerms[0]",
-            message: "a capacityReservationSelectorTerm needs tags or id",
+            message: "a capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria",
+        },
+        BadCase {
+            name: "capacity reservation id with match criteria",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/capacityReservationSelectorTerms",
+                    json!([{"id": "cr-0123", "instanceMatchCriteria": "open"}]),
+                )
+            },
+            path: "spec.capacityReservationSelectorTerms[0]",
+            message: "id cannot be combined with other fields",
         },
         BadCase {
             name: "capacity reservation id with tags",
@@ -961,8 +973,15 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 13] = [
+    let cases: [GoodCase; 14] = [
         ("the fixture as written", |_| {}),
+        ("every open capacity reservation, and tagged targeted ones", |o| {
+            set(
+                o,
+                "/spec/capacityReservationSelectorTerms",
+                json!([{"instanceMatchCriteria": "open"}, {"tags": {"team": "ml"}, "instanceMatchCriteria": "targeted"}]),
+            )
+        }),
         ("RAID0 instance store with AL2023", |o| {
             set(o, "/spec/instanceStorePolicy", json!("RAID0"))
         }),

@@ -306,6 +306,14 @@ async fn capacity_reservations(
         if let Some(owner) = &term.owner_id {
             req = req.filters(Filter::builder().name("owner-id").values(owner).build());
         }
+        if let Some(criteria) = term.instance_match_criteria {
+            req = req.filters(
+                Filter::builder()
+                    .name("instance-match-criteria")
+                    .values(criteria.as_str())
+                    .build(),
+            );
+        }
         for f in tag_filters(&term.tags) {
             req = req.filters(f);
         }

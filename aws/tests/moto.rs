@@ -2062,3 +2062,79 @@ async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservat
     assert_eq!(instance(&e.clients, id).await.capacity_reservation_id, None);
     assert_eq!(e.available(&open).await.0, 1);
 }
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn instance_match_criteria_selects_open_or_targeted_reservations_only() {
+    let moto = endpoint("match_criteria");
+    let e = env("match-criteria", &moto).await;
+    // r6i.large in us-east-1b: no other test launches it, so the open reservation made here
+    // takes none of their launches.
+    let create = |criteria: aws_sdk_ec2::types::InstanceMatchCriteria| {
+        e.clients
+            .ec2
+            .create_capacity_reservation()
+            .instance_type("r6i.large")
+            .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
+            .availability_zone("us-east-1b")
+            .instance_count(1)
+            .instance_match_criteria(criteria)
+            .tag_specifications(
+                TagSpecification::builder()
+                    .resource_type(ResourceType::CapacityReservation)
+                    .tags(
+                        Tag::builder()
+                            .key(format!("adze.test/{}", e.cluster))
+                            .value("owned")
+                            .build(),
+                    )
+                    .build(),
+            )
+            .send()
+    };
+    let open = create(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
+        .await
+        .unwrap()
+        .capacity_reservation
+        .unwrap()
+        .capacity_reservation_id
+        .unwrap();
+    let targeted = create(aws_sdk_ec2::types::InstanceMatchCriteria::Targeted)
+        .await
+        .unwrap()
+        .capacity_reservation
+        .unwrap()
+        .capacity_reservation_id
+        .unwrap();
+    let selected = |criteria: &str| {
+        let mut spec = e.class().spec;
+        spec.capacity_reservation_selector_terms = vec![
+            serde_json::from_value(json!({
+                "tags": {format!("adze.test/{}", e.cluster): "owned"},
+                "instanceMatchCriteria": criteria,
+            }))
+            .unwrap(),
+        ];
+        spec
+    };
+    let ids = |status: adze_api::ec2nodeclass::EC2NodeClassStatus| -> Vec<(String, String)> {
+        status
+            .capacity_reservations
+            .into_iter()
+            .map(|r| (r.id, r.instance_match_criteria))
+            .collect()
+    };
+    let only_open = ids(e.resolve("open", &selected("open")).await);
+    let only_targeted = ids(e.resolve("targeted", &selected("targeted")).await);
+    for id in [&open, &targeted] {
+        e.clients
+            .ec2
+            .cancel_capacity_reservation()
+            .capacity_reservation_id(id)
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_eq!(only_open, [(open.clone(), "open".to_string())]);
+    assert_eq!(only_targeted, [(targeted.clone(), "targeted".to_string())]);
+}

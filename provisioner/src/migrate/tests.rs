@@ -1040,3 +1040,44 @@ fn karpenter_node_overlays_are_carried_with_adze_keys() {
         m.notes
     );
 }
+
+#[test]
+fn capacity_reservation_terms_by_match_criteria_carry_over() {
+    // Karpenter v1's reference example selects every open reservation with a term that has
+    // only `instanceMatchCriteria`; it must neither be refused nor left as an empty term.
+    let input = r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: odcr
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags: {karpenter.sh/discovery: demo}
+  securityGroupSelectorTerms:
+    - tags: {karpenter.sh/discovery: demo}
+  capacityReservationSelectorTerms:
+    - tags: {team: ml}
+      ownerID: "012345678901"
+      instanceMatchCriteria: targeted
+    - instanceMatchCriteria: open
+"#;
+    let m = migrate(input).unwrap();
+    assert!(
+        m.notes
+            .iter()
+            .all(|n| !n.field.starts_with("spec.capacityReservationSelectorTerms")),
+        "{:#?}",
+        m.notes
+    );
+    assert_eq!(
+        m.objects[0]["spec"]["capacityReservationSelectorTerms"],
+        serde_json::json!([
+            {"tags": {"team": "ml"}, "ownerID": "012345678901", "instanceMatchCriteria": "targeted"},
+            {"instanceMatchCriteria": "open"}
+        ])
+    );
+    assert!(!m.incomplete(), "{}", m.report());
+}
