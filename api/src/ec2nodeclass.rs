@@ -145,7 +145,11 @@ pub struct CapacityReservationSelectorTerm {
     /// Only reservations that accept this kind of launch: `open` ones (any matching launch may
     /// land in them) or `targeted` ones (only launches naming them). EC2's
     /// `instance-match-criteria` filter.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "instanceMatchCriteria",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub instance_match_criteria: Option<InstanceMatchCriteria>,
 }
 
