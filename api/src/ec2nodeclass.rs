@@ -150,6 +150,7 @@ pub struct CapacityReservationSelectorTerm {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(transform = crate::schema::drop_null_from_enum)]
     pub instance_match_criteria: Option<InstanceMatchCriteria>,
 }
 
