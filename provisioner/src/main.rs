@@ -366,7 +366,12 @@ struct SimulateArgs {
     karpenter_labels: bool,
     /// The AWS region to plan in: its zones, the types it offers and their prices, from the
     /// embedded catalog (an InstanceCatalog in the scenario replaces it).
-    #[arg(long, value_name = "REGION", default_value = adze_scheduling::catalog::regions::DEFAULT_REGION)]
+    #[arg(
+        long,
+        env = "ADZE_REGION",
+        value_name = "REGION",
+        default_value = adze_scheduling::catalog::regions::DEFAULT_REGION
+    )]
     region: String,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,

@@ -100,6 +100,17 @@ fn a_us_west_2_pool_plans_with_region_us_west_2_at_a_us_west_2_price() {
         Some("us-west-2")
     );
 
+    // ADZE_REGION is read as --region is.
+    let by_env = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .arg("simulate")
+        .arg(&path)
+        .args(["--output", "json"])
+        .env("ADZE_REGION", "us-west-2")
+        .output()
+        .expect("the binary runs");
+    assert!(by_env.status.success(), "{}", stderr(&by_env));
+    assert_eq!(json(&by_env).node_claims[0].zone, "us-west-2b");
+
     // The same pool in eu-west-1's zones is planned at eu-west-1's price, which differs.
     let eu = scratch("eu", &pinned(&["eu-west-1a"]));
     let out = simulate(&eu, &["--output", "json", "--region", "eu-west-1"]);
@@ -231,4 +242,25 @@ spec:
         err.contains("--region: \"us-west-2\" has no effect with an InstanceCatalog"),
         "{err}"
     );
+}
+
+#[test]
+fn a_pool_pinned_to_another_region_is_refused_naming_it() {
+    let yaml = pinned(&["us-east-1a"]).replace(
+        "topology.kubernetes.io/zone, operator: In, values: [\"us-east-1a\"]",
+        "topology.kubernetes.io/region, operator: In, values: [\"eu-west-1\"]",
+    );
+    assert!(yaml.contains("eu-west-1"));
+    let path = scratch("region-pin", &yaml);
+    let refused = simulate(&path, &["--output", "json"]);
+    let planned = simulate(&path, &["--output", "json", "--region", "eu-west-1"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert!(
+        err.contains("region eu-west-1, but this simulation plans in us-east-1; run simulate --region eu-west-1"),
+        "{err}"
+    );
+    assert!(planned.status.success(), "{}", stderr(&planned));
+    assert_eq!(json(&planned).node_claims[0].price_per_hour, 0.107);
 }

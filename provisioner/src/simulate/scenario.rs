@@ -592,7 +592,7 @@ impl Builder {
                 }
                 m
             } else if r.key == labels::REGION {
-                if r.values.iter().any(|v| *v == self.s.region) {
+                if r.values.contains(&self.s.region) {
                     continue;
                 }
                 r.values

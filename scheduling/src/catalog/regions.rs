@@ -124,9 +124,9 @@ fn parse(text: &'static str) -> Result<RegionTable, DataError> {
                     return Err(err(format!("{name} is not in ec2_data::TYPES")));
                 }
                 let mut row = vec![None; regions.len()];
-                let mut n = 0;
-                for (w, &col) in words.by_ref().zip(cols) {
-                    n += 1;
+                let expected = || err(format!("{name}: expected {} prices", cols.len()));
+                for &col in cols {
+                    let w = words.next().ok_or_else(expected)?;
                     row[col] = match w {
                         "-" => None,
                         w => {
@@ -141,8 +141,8 @@ fn parse(text: &'static str) -> Result<RegionTable, DataError> {
                         }
                     };
                 }
-                if n != cols.len() || words.next().is_some() {
-                    return Err(err(format!("{name}: expected {} prices", cols.len())));
+                if words.next().is_some() {
+                    return Err(expected());
                 }
                 if prices.insert(name, row).is_some() {
                     return Err(err(format!("{name} listed twice")));
@@ -336,7 +336,10 @@ mod tests {
             let e = embedded_in(bad).unwrap_err();
             let msg = e.to_string();
             assert!(msg.contains("unknown region"), "{msg}");
-            assert!(msg.contains("us-west-2, "), "{msg}");
+            assert!(
+                msg.contains("us-east-1, ") && msg.contains("us-west-2"),
+                "{msg}"
+            );
             assert!(!msg.contains('\u{1b}') && msg.len() < 2_000, "{msg}");
         }
     }
