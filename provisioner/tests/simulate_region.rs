@@ -263,4 +263,13 @@ fn a_pool_pinned_to_another_region_is_refused_naming_it() {
     );
     assert!(planned.status.success(), "{}", stderr(&planned));
     assert_eq!(json(&planned).node_claims[0].price_per_hour, 0.107);
+
+    // A zone of the region planned in that the catalog does not offer is not blamed on
+    // another region: the plan is made, and leaves the pod unschedulable.
+    let path = scratch("home-zone", &pinned(&["us-east-1d"]));
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("run simulate --region"));
+    assert_eq!(json(&out).unschedulable.len(), 1);
 }

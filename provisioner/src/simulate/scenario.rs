@@ -586,7 +586,11 @@ impl Builder {
                 }
                 let mut m: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
                 for z in &r.values {
-                    if let Some(region) = table.region_of_zone(z) {
+                    // A zone of this region the table does not list (us-east-1d) is left
+                    // to the scheduler's own message.
+                    if let Some(region) = table.region_of_zone(z)
+                        && region != self.s.region
+                    {
                         m.entry(region).or_default().push(z);
                     }
                 }
