@@ -22,7 +22,11 @@
 //! * **Spot**: the same deterministic [`ec2_data::spot_fraction`] rule of the region's
 //!   on-demand price, as in us-east-1.
 //!
-//! Not covered: regions launched after the scrape (none of 2025's newest), opt-in Local
+//! Zone letters are mapped per account (us-west-1's two zones are a/b, a/c or b/c by
+//! account); the names here are the common ones, enough to plan and to tell which region a
+//! zone name belongs to ([`RegionTable::region_of_zone`]).
+//!
+//! Not covered: regions opened after the scrape (e.g. ap-east-2, ap-southeast-6), Local
 //! Zones, GovCloud and China.
 
 use std::collections::HashMap;
