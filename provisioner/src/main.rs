@@ -208,6 +208,8 @@ struct AwsArgs {
     /// Send every AWS call here instead of AWS (e.g. a local moto server).
     #[arg(long, env = "ADZE_AWS_ENDPOINT")]
     aws_endpoint: Option<String>,
+    /// The AWS region. With `--cloud-provider simulated`, the region whose embedded catalog
+    /// (zones, offered types, prices) the simulated cloud launches from.
     #[arg(long, env = "ADZE_REGION", default_value = "us-east-1")]
     region: String,
     /// Instances are tagged kubernetes.io/cluster/NAME=owned.
@@ -292,6 +294,13 @@ fn cloud_options(
 fn run(args: &RunArgs) -> anyhow::Result<String> {
     args.log.init();
     let (aws, interruption) = cloud_options(args)?;
+    // The simulated cloud's catalog is the region's embedded one: an unknown region is
+    // refused before anything starts.
+    let simulated_catalog = if args.cloud_provider == CloudProviderKind::Simulated {
+        adze_scheduling::catalog::regions::embedded_in(&args.aws.region).context("--region")?
+    } else {
+        Vec::new()
+    };
     let config = adze_provisioner::run::Config {
         batch_idle: args.batch_idle_duration,
         batch_max: args.batch_max_duration,
@@ -312,6 +321,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         karpenter_labels: args.karpenter_labels,
         simulated_unavailable: args.simulated_unavailable.clone(),
         simulated_instance_dir: args.simulated_instance_dir.clone(),
+        simulated_catalog,
         disruption: adze_provisioner::disruption::Settings {
             poll: args.disruption_poll_period,
             validation: args.disruption_validation_period,
@@ -354,6 +364,15 @@ struct SimulateArgs {
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
     #[arg(long, env = "ADZE_KARPENTER_LABELS")]
     karpenter_labels: bool,
+    /// The AWS region to plan in: its zones, the types it offers and their prices, from the
+    /// embedded catalog (an InstanceCatalog in the scenario replaces it).
+    #[arg(
+        long,
+        env = "ADZE_REGION",
+        value_name = "REGION",
+        default_value = adze_scheduling::catalog::regions::DEFAULT_REGION
+    )]
+    region: String,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,
 }
@@ -372,10 +391,15 @@ enum Format {
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
+    // Refused before the scenario is read, naming the flag.
+    adze_scheduling::catalog::regions::table()
+        .map_err(anyhow::Error::from)
+        .and_then(|t| t.region(&args.region).map(|_| ()).map_err(Into::into))
+        .context("--region")?;
     let yaml = std::fs::read_to_string(&args.scenario)
         .with_context(|| format!("reading {}", args.scenario.display()))?;
-    let mut scenario =
-        Scenario::parse(&yaml).with_context(|| format!("{}", args.scenario.display()))?;
+    let mut scenario = Scenario::parse_in(&yaml, &args.region)
+        .with_context(|| format!("{}", args.scenario.display()))?;
     if args.karpenter_labels {
         simulate::with_karpenter_labels(&mut scenario);
     }

@@ -58,6 +58,8 @@ pub struct Config {
     /// Simulated cloud: launch by writing instance records here; a kubelet outside this
     /// process registers each Node, so the simulated kubelet does not run.
     pub simulated_instance_dir: Option<std::path::PathBuf>,
+    /// The simulated cloud's instance types: the embedded catalog of `--region`.
+    pub simulated_catalog: Vec<std::sync::Arc<adze_scheduling::InstanceType>>,
     pub disruption: crate::disruption::Settings,
     /// `--preference-policy`, `--min-values-policy`.
     pub policies: crate::rules::Policies,
@@ -129,7 +131,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         None => {
             let sim = Simulated::new(
                 client.clone(),
-                adze_scheduling::catalog::embedded(),
+                std::mem::take(&mut config.simulated_catalog),
                 config.boot_delay,
             )
             .with_unavailable(config.simulated_unavailable.clone());

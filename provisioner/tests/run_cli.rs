@@ -76,3 +76,20 @@ fn kubeconfig_is_a_flag_of_run() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("/nonexistent/kc"), "{err}");
 }
+
+#[test]
+fn the_simulated_cloud_refuses_an_unknown_region_naming_the_flag() {
+    let (code, err) = run(&[
+        "--cloud-provider",
+        "simulated",
+        "--region",
+        "mars-1",
+        "--leader-elect=false",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--region"), "{err}");
+    assert!(err.contains("unknown region \"mars-1\""), "{err}");
+    assert!(err.contains("us-west-2"), "known regions listed: {err}");
+}

@@ -219,9 +219,13 @@ fn overlay_lines(scenario: &Scenario) -> String {
 pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
     let c = &scenario.counts;
     let catalog = if scenario.custom_catalog {
-        "InstanceCatalog"
+        "InstanceCatalog".to_string()
+    } else if scenario.region.is_empty()
+        || scenario.region == adze_scheduling::catalog::regions::DEFAULT_REGION
+    {
+        "embedded EC2 catalog".to_string()
     } else {
-        "embedded EC2 catalog"
+        format!("embedded EC2 catalog for {}", scenario.region)
     };
     let mut out = format!(
         "Scenario: {}, {}, {} ({} bound), {}, {}; {catalog} ({}).\n\n",

@@ -22,7 +22,10 @@
 //!   (unless the scenario lists that daemon's pod on the node already).
 //! * **PodDisruptionBudget**: read and counted; placement does not use it.
 //! * **InstanceCatalog** (`adze.sh/v1alpha1`): replaces the embedded EC2 catalog. Several
-//!   are concatenated.
+//!   are concatenated. Without one, the embedded catalog of the region the scenario is
+//!   planned in ([`Scenario::parse_in`], `simulate --region`; us-east-1 by default) is used,
+//!   and a NodePool pinned (`In`) only to zones or a region of another known region is
+//!   refused naming that region, rather than left to plan nothing.
 //! * **NodeOverlay** (`adze.sh/v1alpha1`): validated, then applied to every NodePool's
 //!   instance types by the rule `run` uses ([`crate::rules::apply_overlays`]); an overlay that
 //!   conflicts with another is left out and reported in [`Scenario::overlays`].
@@ -77,6 +80,8 @@ pub struct Scenario {
     pub instance_types: Vec<Arc<InstanceType>>,
     /// True when an InstanceCatalog replaced the embedded catalog.
     pub custom_catalog: bool,
+    /// The region whose embedded catalog was used (when not [`Scenario::custom_catalog`]).
+    pub region: String,
     /// What became of each NodeOverlay, by name.
     pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
 }
@@ -379,10 +384,17 @@ fn namespace(meta: &ObjectMeta) -> &str {
 use crate::rules::daemonset_owner as owned_by_daemonset;
 
 impl Scenario {
-    /// Reads a scenario file's text.
+    /// Reads a scenario file's text, planned in us-east-1.
     pub fn parse(yaml: &str) -> Result<Scenario, ScenarioError> {
+        Self::parse_in(yaml, catalog::regions::DEFAULT_REGION)
+    }
+
+    /// Reads a scenario file's text, planned in `region` (its embedded catalog, unless the
+    /// scenario has an InstanceCatalog). An unknown region is refused.
+    pub fn parse_in(yaml: &str, region: &str) -> Result<Scenario, ScenarioError> {
         let docs = read_documents(yaml)?;
         let mut b = Builder::default();
+        b.s.region = region.to_string();
         b.catalog(&docs)?;
         let classes: std::collections::BTreeMap<&str, &EC2NodeClass> = docs
             .iter()
@@ -479,10 +491,12 @@ impl Builder {
     fn catalog(&mut self, docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
         let mut names: BTreeMap<String, usize> = BTreeMap::new();
         let mut types = Vec::new();
+        let mut first_catalog: Option<&DocRef> = None;
         for (doc, object) in docs {
             let Object::InstanceCatalog(c) = object else {
                 continue;
             };
+            first_catalog.get_or_insert(doc);
             if c.instance_types.is_empty() {
                 return Err(ScenarioError::new(
                     doc,
@@ -507,12 +521,111 @@ impl Builder {
             }
             self.s.custom_catalog = true;
         }
+        // An InstanceCatalog brings its own zones and prices: a region named besides it
+        // would change nothing, so it is refused rather than ignored.
+        if let Some(doc) = first_catalog
+            && self.s.region != catalog::regions::DEFAULT_REGION
+        {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Field {
+                    field: "--region".into(),
+                    message: format!(
+                        "{:?} has no effect with an InstanceCatalog (its types bring their own zones and prices); leave --region out or drop the InstanceCatalog",
+                        self.s.region
+                    ),
+                },
+            ));
+        }
         self.s.instance_types = if self.s.custom_catalog {
             absent_catalog_labels(&mut types);
             types.into_iter().map(Arc::new).collect()
         } else {
-            catalog::embedded()
+            catalog::regions::embedded_in(&self.s.region).map_err(|e| {
+                ScenarioError::new(
+                    &DocRef {
+                        index: 0,
+                        object: None,
+                    },
+                    Problem::Field {
+                        field: "--region".into(),
+                        message: e.to_string(),
+                    },
+                )
+            })?
         };
+        Ok(())
+    }
+
+    /// A NodePool that allows only zones (or a region) of another region than the one
+    /// planned in would plan nothing, and the scheduler could only blame its zone
+    /// requirements; the scenario is refused naming the region those zones are in.
+    fn other_region(&self, doc: &DocRef, np: &NodePool) -> Result<(), ScenarioError> {
+        if self.s.custom_catalog {
+            return Ok(());
+        }
+        let Ok(table) = catalog::regions::table() else {
+            return Ok(());
+        };
+        let Ok(here) = table.region(&self.s.region) else {
+            return Ok(());
+        };
+        for (i, r) in np.spec.template.spec.requirements.iter().enumerate() {
+            if r.operator != adze_api::requirement::Operator::In {
+                continue;
+            }
+            let elsewhere: BTreeMap<&str, Vec<&str>> = if r.key == labels::ZONE {
+                if r.values.iter().any(|z| here.zones.contains(&z.as_str())) {
+                    continue;
+                }
+                let mut m: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+                for z in &r.values {
+                    // A zone of this region the table does not list (us-east-1d) is left
+                    // to the scheduler's own message.
+                    if let Some(region) = table.region_of_zone(z)
+                        && region != self.s.region
+                    {
+                        m.entry(region).or_default().push(z);
+                    }
+                }
+                m
+            } else if r.key == labels::REGION {
+                if r.values.contains(&self.s.region) {
+                    continue;
+                }
+                r.values
+                    .iter()
+                    .filter_map(|v| table.region(v).ok())
+                    .map(|reg| (reg.name, Vec::new()))
+                    .collect()
+            } else {
+                continue;
+            };
+            let Some(first) = elsewhere.keys().next() else {
+                continue;
+            };
+            let what = elsewhere
+                .iter()
+                .map(|(region, zones)| {
+                    if zones.is_empty() {
+                        format!("region {region}")
+                    } else {
+                        format!("zones {} are in {region}", zones.join(", "))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Field {
+                    field: format!("spec.template.spec.requirements[{i}]"),
+                    message: format!(
+                        "{what}, but this simulation plans in {}; run simulate --region {first}",
+                        self.s.region
+                    ),
+                },
+            ));
+        }
         Ok(())
     }
 
@@ -527,6 +640,7 @@ impl Builder {
     ) -> Result<(), ScenarioError> {
         np.validate()
             .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
+        self.other_region(doc, np)?;
         // `run` keeps a static pool at its replicas whatever the pods; a scenario plans for
         // pods, so it has nothing to show for one: refused rather than skipped.
         if np.spec.is_static() {

@@ -22,6 +22,7 @@
 //!   EC2 on-demand pricing page in 2024. They are list prices, not what any
 //!   account is billed, and they drift; refresh the table rather than patch
 //!   individual rows.
+//!   Other regions' offerings, prices and zones: [`super::regions`].
 //! * **Hypervisor**: `"nitro"` for virtualized Nitro types, `""` for bare
 //!   metal (`*.metal`, `*.metal-24xl`, ...) as `DescribeInstanceTypes`
 //!   reports it, and `"xen"` for the older Xen-based p3 family.

@@ -3,6 +3,7 @@
 
 pub mod ec2_data;
 pub mod ec2_windows;
+pub mod regions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -120,9 +121,9 @@ impl CatalogEntry {
     }
 }
 
-/// The embedded catalog: every type in [`ec2_data::TYPES`], offered in each of
+/// The embedded catalog in us-east-1: every type in [`ec2_data::TYPES`], offered in each of
 /// [`ec2_data::ZONES`] on demand at its list price and as spot at
-/// [`ec2_data::spot_fraction`] of it.
+/// [`ec2_data::spot_fraction`] of it. Other regions: [`regions::embedded_in`].
 pub fn embedded() -> Vec<Arc<InstanceType>> {
     ec2_data::TYPES
         .iter()
@@ -131,6 +132,16 @@ pub fn embedded() -> Vec<Arc<InstanceType>> {
 }
 
 pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
+    ec2_instance_type_in(t, ec2_data::REGION, ec2_data::ZONES, t.on_demand_usd)
+}
+
+/// `t` as offered in `region`'s `zones` at the Linux on-demand price `on_demand_usd`.
+pub fn ec2_instance_type_in(
+    t: &ec2_data::Ec2Type,
+    region: &str,
+    zones: &[&str],
+    on_demand_usd: f64,
+) -> InstanceType {
     let max_pods = overhead::eni_max_pods(t.max_enis, t.ipv4_per_eni);
     let mut capacity = Resources::new(
         i64::from(t.vcpu) * 1000,
@@ -144,7 +155,7 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
     };
     put(labels::ARCH, t.arch.to_string());
     put(labels::OS, "linux".to_string());
-    put(labels::REGION, ec2_data::REGION.to_string());
+    put(labels::REGION, region.to_string());
     put(labels::INSTANCE_CPU, t.vcpu.to_string());
     put(labels::INSTANCE_MEMORY, t.memory_mib.to_string());
     put(
@@ -163,8 +174,8 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
         put(labels::INSTANCE_CPU_MANUFACTURER, m.to_string());
     }
     add_accelerators(&ec2_data::accelerators(t), &mut capacity, &mut l);
-    let spot = t.on_demand_usd * ec2_data::spot_fraction(t.name);
-    let offerings = ec2_data::ZONES
+    let spot = on_demand_usd * ec2_data::spot_fraction(t.name);
+    let offerings = zones
         .iter()
         .flat_map(|z| {
             [
@@ -172,7 +183,7 @@ pub fn ec2_instance_type(t: &ec2_data::Ec2Type) -> InstanceType {
                     zone: z.to_string(),
                     zone_id: None,
                     capacity_type: labels::CAPACITY_TYPE_ON_DEMAND.to_string(),
-                    price: t.on_demand_usd,
+                    price: on_demand_usd,
                     available: true,
                     reservation: None,
                 },
