@@ -35,7 +35,8 @@ pub use nodepool::nodepool;
 pub use overlay::overlay;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
 pub use volumes::{
-    VolumeError, VolumeObjects, VolumeTopology, volume_topology, with_volume_topology,
+    DEFAULT_CLASS_ANNOTATION, VolumeError, VolumeObjects, VolumeTopology, csinode_limits,
+    pod_volumes, volume_topology, with_volume_topology, with_volumes,
 };
 
 /// The object a conversion problem is in, printed the way `kubectl` users name it:
