@@ -753,6 +753,159 @@ mod tests {
         assert_eq!(placed.node_requirements, zones(&["us-east-1b"]));
     }
 
+    fn default_class(name: &str, provisioner: &str, created: &str) -> StorageClass {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "creationTimestamp": created,
+            "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+            "provisioner": provisioner, "volumeBindingMode": WAIT_FOR_FIRST_CONSUMER}),
+        )
+        .unwrap()
+    }
+
+    fn drivers(
+        p: &Pod,
+        claims: &[PersistentVolumeClaim],
+        pvs: &[PersistentVolume],
+        classes: &[StorageClass],
+    ) -> Vec<(String, String)> {
+        let objects = VolumeObjects::new(claims, pvs, classes);
+        pod_volumes(p, &objects)
+            .iter()
+            .map(|a| (a.driver.clone(), a.claim.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_claim_without_a_class_takes_the_newest_default_class() {
+        let p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let claims = [pvc("c", json!({}))];
+        let classes = [
+            default_class("old", "old.csi", "2025-01-01T00:00:00Z"),
+            default_class("new", "ebs.csi.aws.com", "2025-06-01T00:00:00Z"),
+        ];
+        assert_eq!(
+            drivers(&p, &claims, &[], &classes),
+            vec![("ebs.csi.aws.com".to_string(), "data/c".to_string())]
+        );
+        // Placeable: the default class binds at first consumer.
+        assert!(convert(&p, &claims, &[], &classes).is_ok());
+        // "" is no class, whatever the default.
+        let empty = [pvc("c", json!({"storageClassName": ""}))];
+        assert!(drivers(&p, &empty, &[], &classes).is_empty());
+        assert!(matches!(
+            convert(&p, &empty, &[], &classes).unwrap_err(),
+            VolumeError::UnboundImmediate { .. }
+        ));
+    }
+
+    #[test]
+    fn claims_resolve_to_the_csi_driver_that_attaches_them() {
+        let p = pod(
+            json!([
+                claim_volume("a", "bound"),
+                claim_volume("b", "in-tree"),
+                claim_volume("c", "nfs"),
+                claim_volume("d", "gone")
+            ]),
+            json!(null),
+        );
+        let claims = [
+            pvc("bound", json!({"volumeName": "pv-csi"})),
+            pvc("in-tree", json!({"storageClassName": "gp2"})),
+            pvc("nfs", json!({"volumeName": "pv-nfs"})),
+        ];
+        let pvs = [
+            pv(
+                "pv-csi",
+                json!({}),
+                json!({"csi": {"driver": "efs.csi.aws.com", "volumeHandle": "h"}}),
+            ),
+            pv(
+                "pv-nfs",
+                json!({}),
+                json!({"nfs": {"server": "s", "path": "/"}}),
+            ),
+        ];
+        let mut gp2 = class("gp2", WAIT_FOR_FIRST_CONSUMER, json!(null));
+        gp2.provisioner = "kubernetes.io/aws-ebs".into();
+        assert_eq!(
+            drivers(&p, &claims, &pvs, &[gp2]),
+            vec![
+                ("ebs.csi.aws.com".to_string(), "data/in-tree".to_string()),
+                ("efs.csi.aws.com".to_string(), "data/bound".to_string()),
+            ],
+            "NFS and a missing claim count nothing; in-tree names are translated"
+        );
+        let ebs = pv(
+            "pv-ebs",
+            json!({}),
+            json!({"awsElasticBlockStore": {"volumeID": "vol-1"}}),
+        );
+        assert_eq!(volume_driver(&ebs), Some("ebs.csi.aws.com"));
+    }
+
+    #[test]
+    fn a_local_volumes_hostname_binds_a_running_pod_but_not_a_pending_one() {
+        let local = pv(
+            "pv-local",
+            json!({}),
+            json!({"local": {"path": "/mnt"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [
+                    {"key": labels::HOSTNAME, "operator": "In", "values": ["gone"]},
+                    {"key": labels::ZONE, "operator": "In", "values": ["us-east-1a"]}]}]}}}),
+        );
+        let claims = [pvc("c", json!({"volumeName": "pv-local"}))];
+        let mut p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let placed = convert(&p, &claims, std::slice::from_ref(&local), &[]).unwrap();
+        assert_eq!(
+            placed.node_requirements,
+            zones(&["us-east-1a"]),
+            "hostname dropped"
+        );
+        p.spec.as_mut().unwrap().node_name = Some("gone".into());
+        let placed = convert(&p, &claims, &[local], &[]).unwrap();
+        assert_eq!(
+            placed.node_requirements[0]
+                .get(labels::HOSTNAME)
+                .and_then(|r| r.single_value()),
+            Some("gone"),
+            "a running pod stays on its disk"
+        );
+    }
+
+    #[test]
+    fn a_running_pods_ephemeral_volume_constrains_nothing() {
+        let mut p = pod(
+            json!([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]),
+            json!(null),
+        );
+        p.spec.as_mut().unwrap().node_name = Some("n1".into());
+        let placed = convert(&p, &[], &[], &[]).unwrap();
+        assert_eq!(placed.node_requirements, vec![Requirements::new()]);
+    }
+
+    #[test]
+    fn csinode_counts_become_limits_and_bad_counts_are_refused() {
+        let c: CSINode =
+            serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 25}},
+            {"name": "efs.csi.aws.com", "nodeID": "i-1"}]}}))
+            .unwrap();
+        let limits = csinode_limits(&c).unwrap();
+        assert_eq!(
+            limits.into_iter().collect::<Vec<_>>(),
+            vec![("ebs.csi.aws.com".to_string(), 25)]
+        );
+        let bad: CSINode =
+            serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "d", "nodeID": "i-1", "allocatable": {"count": -1}}]}}))
+            .unwrap();
+        assert_eq!(
+            csinode_limits(&bad).unwrap_err().to_string(),
+            "csinode n1: spec.drivers[0].allocatable.count: must not be negative, got -1"
+        );
+    }
+
     #[test]
     fn volumes_without_claims_add_nothing() {
         let p = pod(json!([{"name": "tmp", "emptyDir": {}}]), json!(null));

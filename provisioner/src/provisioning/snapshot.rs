@@ -1344,4 +1344,65 @@ mod tests {
         );
         assert!(built.unschedulable.is_empty());
     }
+
+    #[test]
+    fn a_csinodes_count_keeps_a_pending_pods_new_volume_off_a_full_node() {
+        let csi_volume =
+            |claim: &str, pv: &str| -> (Arc<PersistentVolumeClaim>, Arc<PersistentVolume>) {
+                (
+                    Arc::new(
+                        serde_json::from_value(json!({
+                        "metadata": {"name": claim, "namespace": "default"},
+                        "spec": {"volumeName": pv}}))
+                        .unwrap(),
+                    ),
+                    Arc::new(
+                        serde_json::from_value(json!({
+                        "metadata": {"name": pv},
+                        "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": pv}}}))
+                        .unwrap(),
+                    ),
+                )
+            };
+        let (c1, v1) = csi_volume("old", "pv-old");
+        let (c2, v2) = csi_volume("new", "pv-new");
+        let mut small = (*pending_pod("db", "u-db")).clone();
+        small.spec.as_mut().unwrap().containers[0].resources = None;
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![
+                with_claim(running_on("old", "u-old", "n1"), "old"),
+                with_claim(Arc::new(small), "new"),
+            ],
+            nodepools: vec![default_pool()],
+            pvcs: vec![c1, c2],
+            pvs: vec![v1, v2],
+            csinodes: vec![Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+                    {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 1}}]}}))
+                .unwrap(),
+            )],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let n1 = built
+            .snapshot
+            .nodes
+            .iter()
+            .find(|n| n.name == "n1")
+            .unwrap();
+        assert_eq!(n1.volume_limits.get("ebs.csi.aws.com"), Some(&1));
+        let plan = adze_scheduling::schedule(&built.snapshot, &Default::default());
+        assert!(plan.existing.iter().all(|e| e.pods.is_empty()), "{plan:?}");
+        assert_eq!(plan.new_claims.len(), 1, "n1's one slot is taken: {plan:?}");
+
+        // Without the CSINode, n1 takes it.
+        let unlimited = Objects {
+            csinodes: Vec::new(),
+            ..objects
+        };
+        let built = build(&unlimited, &adze_scheduling::catalog::embedded());
+        let plan = adze_scheduling::schedule(&built.snapshot, &Default::default());
+        assert!(plan.new_claims.is_empty(), "{plan:?}");
+    }
 }

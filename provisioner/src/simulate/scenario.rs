@@ -557,6 +557,10 @@ impl Builder {
         };
         let name = |m: &ObjectMeta| m.name.clone().unwrap_or_default();
         let (mut claims, mut pvs, mut classes) = (Vec::new(), Vec::new(), Vec::new());
+        let node_at: std::collections::HashMap<String, usize> = (self.s.snapshot.nodes.iter())
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
         for (doc, object) in docs {
             match object {
                 Object::PersistentVolumeClaim(c) => {
@@ -576,7 +580,7 @@ impl Builder {
                     let node = name(&c.metadata);
                     once(doc, "CSINode", node.clone())?;
                     let limits = convert::csinode_limits(c).map_err(Self::convert_err(doc))?;
-                    let Some(n) = self.s.snapshot.nodes.iter_mut().find(|n| n.name == node) else {
+                    let Some(&at) = node_at.get(&node) else {
                         return Err(ScenarioError::new(
                             doc,
                             Problem::Field {
@@ -587,7 +591,7 @@ impl Builder {
                             },
                         ));
                     };
-                    n.volume_limits = limits;
+                    self.s.snapshot.nodes[at].volume_limits = limits;
                     self.s.counts.csinodes += 1;
                 }
                 _ => {}
