@@ -1843,6 +1843,447 @@ fn nodeclaim_resource_requests_with_daemon() {
     assert_eq!(r.pods, 2);
 }
 
+// Volume Topology Requirements
+
+/// A StorageClass binding at first consumer (a claim of it is created where its pod lands),
+/// allowed in `zones` (none: anywhere), of `provisioner`.
+fn storage_class(name: &str, provisioner: &str, zones: &[&str]) -> String {
+    let topologies = if zones.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "allowedTopologies: [{{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [{}]}}]}}]\n",
+            zones.join(", ")
+        )
+    };
+    format!(
+        "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: {provisioner}\nvolumeBindingMode: WaitForFirstConsumer\n{topologies}"
+    )
+}
+
+/// The suite's class: zones test-zone-2 and -3.
+fn zonal_class() -> String {
+    storage_class("zonal", "test-provisioner", &["test-zone-2", "test-zone-3"])
+}
+
+/// A claim in `default`: of class `class` (`None`: no `storageClassName`; `Some("")`: the
+/// empty class), bound to `volume` if given.
+fn claim(name: &str, class: Option<&str>, volume: Option<&str>) -> String {
+    let mut spec =
+        String::from("accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}");
+    if let Some(c) = class {
+        spec.push_str(&format!(", storageClassName: \"{c}\""));
+    }
+    if let Some(v) = volume {
+        spec.push_str(&format!(", volumeName: {v}"));
+    }
+    format!(
+        "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default}}\nspec: {{{spec}}}\n"
+    )
+}
+
+/// A PersistentVolume of `source` (a flow mapping entry, e.g. `csi: {driver: d, volumeHandle:
+/// h}`), with node affinity `affinity` (flow sequence body of match expressions) if not empty.
+fn volume(name: &str, source: &str, affinity: &str) -> String {
+    let affinity = if affinity.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{affinity}]}}]}}}}"
+        )
+    };
+    format!(
+        "---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec: {{capacity: {{storage: 100Gi}}, accessModes: [ReadWriteOnce], {source}{affinity}}}\n"
+    )
+}
+
+/// A CSI volume (Karpenter's test volume: driver `test.driver`) in `zones`.
+fn csi_volume(name: &str, zones: &[&str]) -> String {
+    let affinity = if zones.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{{key: topology.kubernetes.io/zone, operator: In, values: [{}]}}",
+            zones.join(", ")
+        )
+    };
+    volume(
+        name,
+        "csi: {driver: test.driver, volumeHandle: test-handle}",
+        &affinity,
+    )
+}
+
+/// `, volumes: [...]` naming claims.
+fn claim_volumes(claims: &[&str]) -> String {
+    let v: Vec<String> = claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{{name: v{i}, persistentVolumeClaim: {{claimName: {c}}}}}"))
+        .collect();
+    format!(", volumes: [{}]", v.join(", "))
+}
+
+/// `, volumes: [...]` with one ephemeral volume `data` of class `class` (its claim is
+/// `<pod>-data`).
+fn ephemeral_volume(class: &str) -> String {
+    format!(
+        ", volumes: [{{name: data, ephemeral: {{volumeClaimTemplate: {{spec: {{accessModes: [ReadWriteOnce], storageClassName: {class}, resources: {{requests: {{storage: 1Gi}}}}}}}}}}}}]"
+    )
+}
+
+fn zone_in(zones: &str) -> String {
+    required(&format!(
+        "{{key: topology.kubernetes.io/zone, operator: In, values: [{zones}]}}"
+    ))
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule if invalid pvc
+#[test]
+fn volume_invalid_pvc_not_scheduled() {
+    let p = fake(&format!(
+        "{}{}",
+        default_pool(),
+        pod("p", "", &claim_volumes(&["invalid"]))
+    ));
+    let why = p.expect_unschedulable(&key("p"));
+    assert_eq!(why, "persistentvolumeclaim default/invalid not found");
+    assert!(p.plan.new_claims.is_empty());
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule with an empty storage class if the pvc is bound
+#[test]
+fn volume_empty_class_bound_pvc_scheduled() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        claim("c", Some(""), Some("test-volume")),
+        csi_volume("test-volume", &[]),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    p.expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule with an empty storage class if the pvc is not bound
+#[test]
+fn volume_empty_class_unbound_pvc_not_scheduled() {
+    let p = fake(&format!(
+        "{}{}{}",
+        default_pool(),
+        claim("c", Some(""), None),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    let why = p.expect_unschedulable(&key("p"));
+    assert!(
+        why.contains("unbound immediate persistentvolumeclaim default/c"),
+        "{why}"
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule with a missing storage class if the pvc is bound
+#[test]
+fn volume_missing_class_bound_pvc_scheduled() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        claim("c", Some("missing-storage-class"), Some("test-volume")),
+        csi_volume("test-volume", &[]),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    p.expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule with a missing storage class if the pvc is not bound
+#[test]
+fn volume_missing_class_unbound_pvc_not_scheduled() {
+    let p = fake(&format!(
+        "{}{}{}",
+        default_pool(),
+        claim("c", Some("missing-storage-class"), None),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    assert_eq!(
+        p.expect_unschedulable(&key("p")),
+        "storageclass missing-storage-class of persistentvolumeclaim default/c not found"
+    );
+}
+
+/// The valid pod of the three "invalid pvc is encountered" cases is placed beside the
+/// invalid one, which is left out.
+fn expect_valid_pod_placed(objects: &str) {
+    let p = fake(&format!(
+        "{}{objects}{}{}",
+        default_pool(),
+        pod("invalid", "", &claim_volumes(&["c"])),
+        pod("valid", "", "")
+    ));
+    p.expect_unschedulable(&key("invalid"));
+    p.expect_placed(&key("valid"));
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule valid pods when a pod with an invalid pvc is encountered (pvc)
+#[test]
+fn volume_invalid_pvc_does_not_block_valid_pods() {
+    expect_valid_pod_placed("");
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule valid pods when a pod with an invalid pvc is encountered (storage class)
+#[test]
+fn volume_invalid_class_does_not_block_valid_pods() {
+    expect_valid_pod_placed(&claim("c", Some("invalid-storage-class"), None));
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule valid pods when a pod with an invalid pvc is encountered (volume name)
+#[test]
+fn volume_invalid_volume_name_does_not_block_valid_pods() {
+    expect_valid_pod_placed(&claim("c", None, Some("invalid-volume-name")));
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule to storage class zones if volume does not exist
+#[test]
+fn volume_storage_class_zones() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        claim("c", Some("zonal"), None),
+        pod(
+            "p",
+            "",
+            &format!(
+                "{}{}",
+                claim_volumes(&["c"]),
+                zone_in("test-zone-1, test-zone-3")
+            )
+        )
+    ));
+    assert_eq!(
+        p.claim_label(&key("p"), "topology.kubernetes.io/zone"),
+        Some("test-zone-3")
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule to storage class zones if volume does not exist (ephemeral volume)
+#[test]
+fn volume_storage_class_zones_ephemeral() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        claim("p-data", Some("zonal"), None),
+        pod(
+            "p",
+            "",
+            &format!(
+                "{}{}",
+                ephemeral_volume("zonal"),
+                zone_in("test-zone-1, test-zone-3")
+            )
+        )
+    ));
+    assert_eq!(
+        p.claim_label(&key("p"), "topology.kubernetes.io/zone"),
+        Some("test-zone-3")
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule if storage class zones are incompatible
+#[test]
+fn volume_storage_class_zones_incompatible() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        claim("c", Some("zonal"), None),
+        pod(
+            "p",
+            "",
+            &format!("{}{}", claim_volumes(&["c"]), zone_in("test-zone-1"))
+        )
+    ));
+    let why = p.expect_unschedulable(&key("p"));
+    assert!(
+        why.contains("needs a node with topology.kubernetes.io/zone In [test-zone-2, test-zone-3]"),
+        "{why}"
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule if storage class zones are incompatible (ephemeral volume)
+#[test]
+fn volume_storage_class_zones_incompatible_ephemeral() {
+    let p = fake(&format!(
+        "{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        claim("p-data", Some("zonal"), None),
+        pod(
+            "p",
+            "",
+            &format!("{}{}", ephemeral_volume("zonal"), zone_in("test-zone-1"))
+        )
+    ));
+    p.expect_unschedulable(&key("p"));
+    assert!(p.plan.new_claims.is_empty());
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule to volume zones if volume already bound
+#[test]
+fn volume_bound_volume_zones() {
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        csi_volume("pv", &["test-zone-3"]),
+        claim("c", Some("zonal"), Some("pv")),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    assert_eq!(
+        p.claim_label(&key("p"), "topology.kubernetes.io/zone"),
+        Some("test-zone-3")
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should schedule to volume zones if volume already bound (ephemeral volume)
+#[test]
+fn volume_bound_volume_zones_ephemeral() {
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        csi_volume("pv", &["test-zone-3"]),
+        claim("p-data", Some("zonal"), Some("pv")),
+        pod("p", "", &ephemeral_volume("zonal"))
+    ));
+    assert_eq!(
+        p.claim_label(&key("p"), "topology.kubernetes.io/zone"),
+        Some("test-zone-3")
+    );
+}
+
+/// A volume on one host (`source`: `local` or `hostPath`) with hostname affinity to a node
+/// that does not exist, claimed by pod `p` directly or as its ephemeral volume.
+fn host_volume_case(source: &str, ephemeral: bool) -> Planned {
+    let class = storage_class("local-path", "kubernetes.io/no-provisioner", &[]);
+    let pv = volume(
+        "pv",
+        source,
+        "{key: kubernetes.io/hostname, operator: In, values: [node-that-is-gone]}",
+    );
+    let (claim_name, volumes) = if ephemeral {
+        ("p-data", ephemeral_volume("local-path"))
+    } else {
+        ("c", claim_volumes(&["c"]))
+    };
+    fake(&format!(
+        "{}{class}{pv}{}{}",
+        default_pool(),
+        claim(claim_name, Some("local-path"), Some("pv")),
+        pod("p", "", &volumes)
+    ))
+}
+
+/// Provisioning > Volume Topology Requirements > should ignore hostname affinity scheduling when using local path volumes > when using local volumes
+#[test]
+fn volume_local_hostname_affinity_ignored() {
+    host_volume_case("local: {path: /mnt/disks/ssd1}", false).expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should ignore hostname affinity scheduling when using local path volumes > when using hostpath volumes
+#[test]
+fn volume_hostpath_hostname_affinity_ignored() {
+    host_volume_case("hostPath: {path: /tmp/data}", false).expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should ignore hostname affinity scheduling when using local path volumes (ephemeral volume) > when using local volumes
+#[test]
+fn volume_local_hostname_affinity_ignored_ephemeral() {
+    host_volume_case("local: {path: /mnt/disks/ssd1}", true).expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should ignore hostname affinity scheduling when using local path volumes (ephemeral volume) > when using hostpath volumes
+#[test]
+fn volume_hostpath_hostname_affinity_ignored_ephemeral() {
+    host_volume_case("hostPath: {path: /tmp/data}", true).expect_placed(&key("p"));
+}
+
+/// Provisioning > Volume Topology Requirements > should not ignore hostname affinity when using non-local path volumes
+#[test]
+fn volume_csi_hostname_affinity_kept() {
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        volume(
+            "pv",
+            "csi: {driver: test.driver, volumeHandle: test-handle}",
+            "{key: kubernetes.io/hostname, operator: In, values: [node-that-is-gone]}"
+        ),
+        claim("c", Some("zonal"), Some("pv")),
+        pod("p", "", &claim_volumes(&["c"]))
+    ));
+    p.expect_unschedulable(&key("p"));
+    assert!(p.plan.new_claims.is_empty());
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule if volume zones are incompatible
+#[test]
+fn volume_zones_incompatible() {
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        csi_volume("pv", &["test-zone-3"]),
+        claim("c", Some("zonal"), Some("pv")),
+        pod(
+            "p",
+            "",
+            &format!("{}{}", claim_volumes(&["c"]), zone_in("test-zone-1"))
+        )
+    ));
+    let why = p.expect_unschedulable(&key("p"));
+    assert!(
+        why.contains("volume v0 (persistentvolumeclaim default/c)"),
+        "{why}"
+    );
+}
+
+/// Provisioning > Volume Topology Requirements > should not schedule if volume zones are incompatible (ephemeral volume)
+#[test]
+fn volume_zones_incompatible_ephemeral() {
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        csi_volume("pv", &["test-zone-3"]),
+        claim("p-data", Some("zonal"), Some("pv")),
+        pod(
+            "p",
+            "",
+            &format!("{}{}", ephemeral_volume("zonal"), zone_in("test-zone-1"))
+        )
+    ));
+    p.expect_unschedulable(&key("p"));
+    assert!(p.plan.new_claims.is_empty());
+}
+
+/// Provisioning > Volume Topology Requirements > should not relax an added volume topology zone node-selector away
+#[test]
+fn volume_zone_not_relaxed_away() {
+    let terms = ", affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: example.com/label, operator: In, values: [unsupported]}]}, {matchExpressions: [{key: adze.sh/capacity-type, operator: In, values: [on-demand]}]}]}}}";
+    let p = fake(&format!(
+        "{}{}{}{}{}",
+        default_pool(),
+        zonal_class(),
+        csi_volume("pv", &["test-zone-3"]),
+        claim("c", Some("zonal"), Some("pv")),
+        pod("p", "", &format!("{}{terms}", claim_volumes(&["c"])))
+    ));
+    assert_eq!(
+        p.claim_label(&key("p"), "topology.kubernetes.io/zone"),
+        Some("test-zone-3")
+    );
+}
+
 // Preferential Fallback
 
 /// Provisioning > Preferential Fallback > Required > should not relax the final term

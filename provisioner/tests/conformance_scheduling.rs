@@ -1888,3 +1888,376 @@ fn validation_other_restricted_domain_exceptions_are_allowed() {
         assert_eq!(p.claim_label(P, key), Some("test-value"), "{key}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// VolumeUsage
+// ---------------------------------------------------------------------------------------
+
+/// The VolumeUsage cases' catalog: one type of 1024 vCPU and 1024 pods.
+const VOLUME_CATALOG: &str = r#"apiVersion: adze.sh/v1alpha1
+kind: InstanceCatalog
+metadata:
+  name: volume-usage
+instanceTypes:
+  - name: instance-type
+    cpu: 1024
+    memory: 1024Gi
+    pods: 1024
+    arch: amd64
+    offerings:
+      - {zone: test-zone-1, capacityType: spot, price: 100}
+      - {zone: test-zone-2, capacityType: spot, price: 100}
+      - {zone: test-zone-1, capacityType: on-demand, price: 100}
+      - {zone: test-zone-2, capacityType: on-demand, price: 100}
+      - {zone: test-zone-3, capacityType: on-demand, price: 100}"#;
+
+/// Karpenter's fake CSI driver, which the CSINodes limit.
+const CSI: &str = "fake.csi.provider";
+
+/// The node the first round launched (in test-zone-1), of the catalog's one type.
+fn volume_node() -> String {
+    pool_node(
+        "n1",
+        "instance-type",
+        "cpu: \"1024\", memory: 1024Gi, pods: \"1024\"",
+        "",
+    )
+}
+
+/// A CSINode for `node` with `(driver, count)` limits.
+fn csinode(node: &str, drivers: &[(&str, u32)]) -> String {
+    let d: Vec<String> = drivers
+        .iter()
+        .map(|(name, n)| {
+            format!("    - {{name: {name}, nodeID: fake-node-id, allocatable: {{count: {n}}}}}")
+        })
+        .collect();
+    format!(
+        "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: {node}\nspec:\n  drivers:\n{}\n",
+        d.join("\n")
+    )
+}
+
+/// A StorageClass binding at first consumer, in test-zone-1; `created` sets its creation
+/// time, `default` marks it the cluster's default.
+fn class(name: &str, provisioner: &str, default: bool, created: &str) -> String {
+    let annotations = if default {
+        "\n  annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}"
+    } else {
+        ""
+    };
+    let created = if created.is_empty() {
+        String::new()
+    } else {
+        format!("\n  creationTimestamp: \"{created}\"")
+    };
+    format!(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: {name}{annotations}{created}\nprovisioner: {provisioner}\nvolumeBindingMode: WaitForFirstConsumer\nallowedTopologies: [{{matchLabelExpressions: [{{key: {ZONE}, values: [test-zone-1]}}]}}]\n"
+    )
+}
+
+/// A claim in `default` of class `class` (`None`: no `storageClassName`), bound to `volume`.
+fn pvc(name: &str, class: Option<&str>, volume: Option<&str>) -> String {
+    let mut out = format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n"
+    );
+    if let Some(c) = class {
+        out.push_str(&format!("  storageClassName: \"{c}\"\n"));
+    }
+    if let Some(v) = volume {
+        out.push_str(&format!("  volumeName: {v}\n"));
+    }
+    out
+}
+
+/// A PersistentVolume of `source` (YAML under `spec`, zero-indented), in test-zone-1.
+fn pv(name: &str, source: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {name}\nspec:\n  capacity: {{storage: 100Gi}}\n  accessModes: [ReadWriteOnce]\n{}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms: [{{matchExpressions: [{{key: {ZONE}, operator: In, values: [test-zone-1]}}]}}]\n",
+        indent(source, 2)
+    )
+}
+
+/// Pod spec YAML naming `claims`.
+fn claims(claims: &[&str]) -> String {
+    let v: Vec<String> = claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("  - {{name: v{i}, persistentVolumeClaim: {{claimName: {c}}}}}"))
+        .collect();
+    format!("volumes:\n{}", v.join("\n"))
+}
+
+/// Pod spec YAML with the ephemeral volume `tmp-ephemeral` of `class` (`None`: no class).
+fn ephemeral(class: Option<&str>) -> String {
+    let class = class.map_or(String::new(), |c| format!(", storageClassName: \"{c}\""));
+    format!(
+        "volumes:\n  - {{name: tmp-ephemeral, ephemeral: {{volumeClaimTemplate: {{spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}{class}}}}}}}}}"
+    )
+}
+
+/// A pod on `node` with further spec YAML.
+fn bound_with(name: &str, node: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  nodeName: {node}\n{}\n  containers:\n    - name: app\n      image: nginx\n",
+        indent(spec, 2)
+    )
+}
+
+fn volume_run(docs: &[&str]) -> Planned {
+    let mut all = vec![default_pool()];
+    all.extend(docs.iter().map(|d| d.to_string()));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    run_with(VOLUME_CATALOG, &refs)
+}
+
+/// VolumeUsage > should launch multiple nodes if required due to volume limits
+#[test]
+fn volume_limits_launch_a_second_node() {
+    let mut docs = vec![
+        volume_node(),
+        bound_with("initial", "n1", ""),
+        csinode("n1", &[(CSI, 10)]),
+        class("my-storage-class", CSI, false, ""),
+    ];
+    for i in 0..6 {
+        let (a, b) = (format!("my-claim-a-{i}"), format!("my-claim-b-{i}"));
+        docs.push(pvc(&a, Some("my-storage-class"), None));
+        docs.push(pvc(&b, Some("my-storage-class"), None));
+        docs.push(pod(&format!("p{i}"), "", &claims(&[&a, &b])));
+    }
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let p = volume_run(&refs);
+    let on_n1 = (0..6)
+        .filter(|i| p.node_of(&format!("default/p{i}")) == Some("n1"))
+        .count();
+    assert_eq!(on_n1, 5, "ten attach slots hold five pods of two claims");
+    assert_eq!(p.plan.new_claims.len(), 1, "one more node: {:?}", p.plan);
+    assert!(
+        p.plan.unschedulable.is_empty(),
+        "{:?}",
+        p.plan.unschedulable
+    );
+}
+
+/// VolumeUsage > should launch a single node if all pods use the same PVC
+/// (also with the volume's driver limited to one attachment: one claim is one volume)
+#[test]
+fn volume_shared_pvc_single_node() {
+    for driver in ["test.driver", CSI] {
+        let mut docs = vec![
+            volume_node(),
+            csinode("n1", &[(CSI, 10)]),
+            class("my-storage-class", CSI, false, ""),
+            pv(
+                "my-volume",
+                &format!("csi: {{driver: {driver}, volumeHandle: test-handle}}"),
+            ),
+            pvc("my-claim", Some("my-storage-class"), Some("my-volume")),
+        ];
+        if driver == CSI {
+            docs[1] = csinode("n1", &[(CSI, 1)]);
+        }
+        for i in 0..100 {
+            docs.push(pod(&format!("p{i}"), "", &claims(&["my-claim"])));
+        }
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let p = volume_run(&refs);
+        assert!(
+            p.plan.new_claims.is_empty(),
+            "{driver}: {:?}",
+            p.plan.new_claims
+        );
+        assert_eq!(
+            p.plan.existing.iter().map(|e| e.pods.len()).sum::<usize>(),
+            100
+        );
+    }
+}
+
+/// VolumeUsage > should not fail for NFS volumes
+#[test]
+fn volume_nfs_counts_nothing() {
+    let mut docs = vec![
+        volume_node(),
+        csinode("n1", &[(CSI, 0)]),
+        pv(
+            "my-volume",
+            "storageClassName: nfs\nnfs: {server: fake.server, path: /some/path}",
+        ),
+        pvc("my-claim", Some(""), Some("my-volume")),
+    ];
+    for i in 0..5 {
+        docs.push(pod(
+            &format!("p{i}"),
+            "",
+            &claims(&["my-claim", "my-claim"]),
+        ));
+    }
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let p = volume_run(&refs);
+    assert!(p.plan.new_claims.is_empty(), "{:?}", p.plan);
+    for i in 0..5 {
+        assert_eq!(p.node_of(&format!("default/p{i}")), Some("n1"));
+    }
+}
+
+/// The ephemeral-volume cases: `initial` on n1 and pending `p` each with an ephemeral volume
+/// of `template_class`, their claims of `claim_class`; `p` must not fit n1.
+fn ephemeral_case(extra: &[String], template_class: Option<&str>, claim_class: Option<&str>) {
+    let mut docs = vec![
+        volume_node(),
+        bound_with("initial", "n1", &ephemeral(template_class)),
+        pvc("initial-tmp-ephemeral", claim_class, None),
+        pod("p", "", &ephemeral(template_class)),
+        pvc("p-tmp-ephemeral", claim_class, None),
+    ];
+    docs.extend(extra.iter().cloned());
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let p = volume_run(&refs);
+    let at = p.expect_placed(P);
+    assert_ne!(at, "n1", "n1's one slot is the initial pod's");
+    assert_eq!(p.plan.new_claims.len(), 1);
+}
+
+/// VolumeUsage > should launch nodes for pods with ephemeral volume using the specified storage class name
+#[test]
+fn volume_ephemeral_named_class() {
+    ephemeral_case(
+        &[
+            class("my-storage-class", CSI, false, ""),
+            class("default-storage-class", "other-provider", true, ""),
+            csinode("n1", &[(CSI, 1), ("other-provider", 10)]),
+        ],
+        Some("my-storage-class"),
+        Some("my-storage-class"),
+    );
+}
+
+/// VolumeUsage > should launch nodes for pods with ephemeral volume using a default storage class
+#[test]
+fn volume_ephemeral_default_class() {
+    ephemeral_case(
+        &[
+            class("default-storage-class", CSI, true, ""),
+            csinode("n1", &[(CSI, 1)]),
+        ],
+        None,
+        None,
+    );
+}
+
+/// VolumeUsage > should launch nodes for pods with ephemeral volume using the newest storage class
+#[test]
+fn volume_ephemeral_newest_default_class() {
+    ephemeral_case(
+        &[
+            class(
+                "default-storage-class",
+                "other-provider",
+                true,
+                "2025-01-01T00:00:00Z",
+            ),
+            class(
+                "newer-default-storage-class",
+                CSI,
+                true,
+                "2025-01-01T00:00:02Z",
+            ),
+            csinode("n1", &[(CSI, 1), ("other-provider", 10)]),
+        ],
+        None,
+        None,
+    );
+}
+
+/// A pending pod whose ephemeral volume's class is `class`, its claim bound to a CSI volume.
+fn ephemeral_bound_without_class(class: &str) {
+    let p = volume_run(&[
+        &pod("p", "", &ephemeral(Some(class))),
+        &pvc("p-tmp-ephemeral", Some(class), Some("test-pv")),
+        &pv(
+            "test-pv",
+            "csi: {driver: test.driver, volumeHandle: test-handle}",
+        ),
+    ]);
+    assert!(p.claim_of(P).is_some(), "{:?}", p.plan);
+    assert_eq!(p.plan.new_claims.len(), 1);
+}
+
+/// VolumeUsage > should launch nodes for pods with ephemeral volume without a storage class when the PVC is bound (non-existent storage class)
+#[test]
+fn volume_ephemeral_bound_missing_class() {
+    ephemeral_bound_without_class("non-existent");
+}
+
+/// VolumeUsage > should launch nodes for pods with ephemeral volume without a storage class when the PVC is bound (explicitly disabled storage class (empty string))
+#[test]
+fn volume_ephemeral_bound_empty_class() {
+    ephemeral_bound_without_class("");
+}
+
+/// A pending pod whose ephemeral volume's class is `class`, its claim unbound (and, as in
+/// Karpenter's case, not created at all).
+fn ephemeral_unbound_without_class(class: &str) {
+    let with_claim = volume_run(&[
+        &pod("p", "", &ephemeral(Some(class))),
+        &pvc("p-tmp-ephemeral", Some(class), None),
+    ]);
+    let without = volume_run(&[&pod("p", "", &ephemeral(Some(class)))]);
+    for p in [with_claim, without] {
+        p.expect_unschedulable(P);
+        assert!(p.plan.new_claims.is_empty());
+    }
+}
+
+/// VolumeUsage > should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound (non-existent storage class)
+#[test]
+fn volume_ephemeral_unbound_missing_class() {
+    ephemeral_unbound_without_class("non-existent");
+}
+
+/// VolumeUsage > should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound (explicitly disabled storage class (empty string))
+#[test]
+fn volume_ephemeral_unbound_empty_class() {
+    ephemeral_unbound_without_class("");
+}
+
+/// The in-tree EBS class of the CSIMigration cases (the default class), and n1 limited to
+/// one attachment of the EBS CSI driver.
+fn migrated() -> Vec<String> {
+    vec![
+        class("in-tree-storage-class", "kubernetes.io/aws-ebs", true, ""),
+        csinode("n1", &[("ebs.csi.aws.com", 1)]),
+        pv(
+            "my-volume",
+            "awsElasticBlockStore: {volumeID: vol-0123456789abcdef0, fsType: ext4}",
+        ),
+    ]
+}
+
+/// VolumeUsage > CSIMigration > should launch nodes for pods with non-dynamic PVC using a migrated PVC/PV
+#[test]
+fn volume_migrated_in_tree_pvc() {
+    let mut docs = vec![
+        volume_node(),
+        pvc("c1", Some("in-tree-storage-class"), None),
+        bound_with("initial", "n1", &claims(&["c1"])),
+        pvc("c2", Some("in-tree-storage-class"), None),
+        pod("p", "", &claims(&["c2"])),
+    ];
+    docs.extend(migrated());
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let p = volume_run(&refs);
+    assert!(
+        p.claim_of(P).is_some(),
+        "p does not fit n1: {:?}",
+        p.placed(P)
+    );
+}
+
+/// VolumeUsage > CSIMigration > should launch nodes for pods with ephemeral volume using a migrated PVC/PV
+#[test]
+fn volume_migrated_in_tree_ephemeral() {
+    ephemeral_case(&migrated(), Some("in-tree-storage-class"), None);
+}

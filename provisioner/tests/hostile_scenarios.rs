@@ -251,3 +251,66 @@ proptest! {
         parses_or_errs(&yaml);
     }
 }
+
+const CSINODE_N1: &str = "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\nspec: {drivers: [{name: ebs.csi.aws.com, nodeID: i-1, allocatable: {count: 1}}]}\n";
+
+#[test]
+fn a_csinode_of_a_node_not_in_the_scenario_is_refused() {
+    let yaml = [INFLATE.to_string(), CSINODE_N1.to_string()].join("---\n");
+    let err = refused(&yaml);
+    assert!(err.contains("CSINode n1"), "{err}");
+    assert!(err.contains("node \"n1\" is not in the scenario"), "{err}");
+}
+
+#[test]
+fn a_negative_attach_count_and_a_claim_named_twice_are_refused() {
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"10\"}}\n";
+    let negative = CSINODE_N1.replace("count: 1", "count: -5");
+    let err = refused(&[INFLATE, node, &negative].join("---\n"));
+    assert!(
+        err.contains("spec.drivers[0].allocatable.count: must not be negative"),
+        "{err}"
+    );
+
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {storageClassName: \"\"}\n";
+    let err = refused(&[INFLATE, claim, claim].join("---\n"));
+    assert!(
+        err.contains("PersistentVolumeClaim \"default/data\" is defined twice"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_workloads_ephemeral_volumes_are_each_replicas_own_claims() {
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: db}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: a, resources: {requests: {cpu: 100m}}}]\n      volumes: [{name: scratch, ephemeral: {volumeClaimTemplate: {spec: {storageClassName: \"\"}}}}]\n";
+    let claim_pv = |claim: &str, pv: &str, z: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {claim}}}\nspec: {{storageClassName: \"\", volumeName: {pv}}}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {pv}}}\nspec: {{csi: {{driver: ebs.csi.aws.com, volumeHandle: h}}, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [{z}]}}]}}]}}}}}}\n"
+        )
+    };
+    let yaml = [
+        INFLATE.to_string(),
+        deployment.to_string(),
+        claim_pv("db-0-scratch", "pv-a", "us-west-2a"),
+    ]
+    .join("---\n");
+    let s = Scenario::parse(&yaml).unwrap();
+    let zones: Vec<String> = s
+        .snapshot
+        .pending
+        .iter()
+        .filter(|p| p.name.starts_with("db-"))
+        .map(|p| p.node_requirements[0].to_string())
+        .collect();
+    assert_eq!(
+        zones.len(),
+        1,
+        "db-1's claim is missing: {:?}",
+        s.unschedulable
+    );
+    assert!(zones[0].contains("us-west-2a"), "{zones:?}");
+    assert_eq!(s.unschedulable.len(), 1);
+    assert_eq!(s.unschedulable[0].pod, "default/db-1");
+    let plan = simulate::run(&s, 60).plan;
+    assert!(plan.unschedulable.iter().any(|u| u.pod == "default/db-1"));
+}

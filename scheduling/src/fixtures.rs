@@ -354,6 +354,7 @@ pub fn node_of_type(
         in_flight: false,
         unschedulable: false,
         price,
+        volume_limits: Default::default(),
     }
 }
 

@@ -27,6 +27,7 @@ pub mod scheduler;
 pub mod static_pool;
 pub mod taints;
 pub mod topology;
+pub mod volumes;
 
 pub use instance_type::{InstanceType, Offering};
 pub use node::{BoundPod, ExistingNode};

@@ -26,6 +26,9 @@ pub struct ExistingNode {
     pub unschedulable: bool,
     /// Price per hour, when known (for consolidation).
     pub price: Option<f64>,
+    /// Per CSI driver, how many volumes the node may attach (its CSINode); empty when the
+    /// node has none, as new and in-flight capacity does: then nothing is limited.
+    pub volume_limits: crate::volumes::VolumeLimits,
 }
 
 impl ExistingNode {
@@ -52,6 +55,7 @@ impl ExistingNode {
             in_flight: true,
             unschedulable: false,
             price: Some(claim.price_per_hour),
+            volume_limits: Default::default(),
         }
     }
 }

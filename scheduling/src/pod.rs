@@ -92,6 +92,8 @@ pub struct Pod {
     pub preferred_anti_affinity: Vec<Weighted<AffinityTerm>>,
     pub host_ports: Vec<HostPort>,
     pub priority: i32,
+    /// The CSI volumes the pod attaches (see [`crate::volumes`]); empty for most pods.
+    pub volumes: crate::volumes::PodVolumes,
 }
 
 impl Pod {

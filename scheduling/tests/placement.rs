@@ -118,6 +118,7 @@ fn node(name: &str, zone: &str, cpu_milli: i64, mem: i64) -> ExistingNode {
         in_flight: false,
         unschedulable: false,
         price: None,
+        volume_limits: Default::default(),
     }
 }
 
@@ -1697,4 +1698,90 @@ fn claim_names_follow_the_seed_and_skip_reserved_names() {
         ..Default::default()
     });
     assert!(!avoiding.contains(&first[0]), "{avoiding:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// CSI volume attach limits
+// ---------------------------------------------------------------------------------------
+
+fn with_claims(mut p: Pod, driver: &str, claims: &[&str]) -> Pod {
+    use adze_scheduling::volumes::AttachedVolume;
+    p.volumes = claims
+        .iter()
+        .map(|c| AttachedVolume {
+            driver: driver.to_string(),
+            claim: format!("default/{c}"),
+        })
+        .collect();
+    p
+}
+
+fn limited_node(limit: u32) -> ExistingNode {
+    let mut n = node("n1", ZONES[0], 8000, 32 * GI);
+    n.volume_limits = BTreeMap::from([("ebs.csi.aws.com".to_string(), limit)]);
+    n
+}
+
+#[test]
+fn a_node_whose_csi_driver_is_full_takes_no_pod_adding_a_volume() {
+    let bound_pod = with_claims(pod("old").cpu(100).build(), "ebs.csi.aws.com", &["c-old"]);
+    let pending: Vec<Pod> = (0..3)
+        .map(|i| {
+            with_claims(
+                pod(&format!("db-{i}")).cpu(100).build(),
+                "ebs.csi.aws.com",
+                &[&format!("c-{i}")],
+            )
+        })
+        .collect();
+    let s = Snapshot {
+        nodes: vec![limited_node(3)],
+        bound: vec![bound("n1", bound_pod)],
+        ..snap(pending, vec![default_pool()])
+    };
+    let plan = run(&s);
+    assert_all_placed(&plan, 3);
+    let on_node = (0..3)
+        .filter(|i| where_is(&plan, &format!("db-{i}")) == Some("n1"))
+        .count();
+    assert_eq!(
+        on_node, 2,
+        "one slot taken by the bound pod, two left: {plan:#?}"
+    );
+    assert_eq!(plan.new_claims.len(), 1, "the third pod gets new capacity");
+}
+
+#[test]
+fn pods_sharing_a_claim_attach_it_once() {
+    let pending: Vec<Pod> = (0..5)
+        .map(|i| {
+            with_claims(
+                pod(&format!("web-{i}")).cpu(100).build(),
+                "ebs.csi.aws.com",
+                &["shared"],
+            )
+        })
+        .collect();
+    let s = Snapshot {
+        nodes: vec![limited_node(1)],
+        ..snap(pending, vec![default_pool()])
+    };
+    let plan = run(&s);
+    assert_all_placed(&plan, 5);
+    assert!(plan.new_claims.is_empty(), "{plan:#?}");
+}
+
+#[test]
+fn pods_of_other_drivers_and_without_volumes_ignore_the_limit() {
+    let pending = vec![
+        with_claims(pod("efs").cpu(100).build(), "efs.csi.aws.com", &["a", "b"]),
+        pod("plain").cpu(100).build(),
+    ];
+    let s = Snapshot {
+        nodes: vec![limited_node(0)],
+        ..snap(pending, vec![default_pool()])
+    };
+    let plan = run(&s);
+    assert_eq!(where_is(&plan, "efs"), Some("n1"));
+    assert_eq!(where_is(&plan, "plain"), Some("n1"));
 }

@@ -342,6 +342,7 @@ fn build(sc: &Scenario) -> Snapshot {
             in_flight: n.in_flight,
             unschedulable: n.cordoned,
             price: None,
+            volume_limits: Default::default(),
         });
         for (j, b) in bound_on(sc, n).iter().enumerate() {
             let pb = pod(&format!("bound-{i}-{j}")).cpu(b.cpu).mem(b.mem_mi * MI);

@@ -3,7 +3,8 @@
 //! [`adze_scheduling::ExistingNode`], [`nodepool()`] an [`adze_scheduling::NodePool`],
 //! [`overlay()`] an [`adze_scheduling::overlay::Overlay`],
 //! [`nodeclass()`] the [`adze_scheduling::node_class::NodeClassFacts`] of an EC2NodeClass;
-//! [`with_volume_topology`] adds the zones a pod's persistent volumes tie it to.
+//! [`with_volumes`] adds the zones a pod's persistent volumes tie it to and the CSI volumes it
+//! attaches, [`csinode_limits`] reads a node's attach limits.
 //!
 //! This is the edge where strings become numbers and selectors become
 //! [`adze_scheduling::Requirements`]; nothing past it parses a quantity. Conversion does not
@@ -35,7 +36,8 @@ pub use nodepool::nodepool;
 pub use overlay::overlay;
 pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
 pub use volumes::{
-    VolumeError, VolumeObjects, VolumeTopology, volume_topology, with_volume_topology,
+    DEFAULT_CLASS_ANNOTATION, VolumeError, VolumeObjects, VolumeTopology, csinode_limits,
+    pod_volumes, volume_topology, with_volume_topology, with_volumes,
 };
 
 /// The object a conversion problem is in, printed the way `kubectl` users name it:

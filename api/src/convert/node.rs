@@ -80,6 +80,7 @@ pub fn node(n: &Node) -> Result<ExistingNode, ConvertError> {
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false)
             || n.metadata.deletion_timestamp.is_some(),
         price: None,
+        volume_limits: Default::default(),
     })
 }
 

@@ -14,15 +14,34 @@
 //! * **Claim, volume or class missing**, claim being deleted, ephemeral claim not the pod's:
 //!   not placeable, with kube-scheduler's reason.
 //!
+//! A claim with no `storageClassName` at all (not `""`) is read as the cluster's default
+//! StorageClass (annotated `storageclass.kubernetes.io/is-default-class: "true"`, the newest
+//! if several): the class Kubernetes assigns it.
+//!
+//! Karpenter's exceptions, restated: a PersistentVolume of a `local` or `hostPath` source
+//! drops its `kubernetes.io/hostname` terms for a pod that is not on a node yet (the pod is
+//! being placed anew; a bound pod keeps them, so disruption never moves it off its disk), and
+//! an `ephemeral` volume adds nothing for a pod already on a node (the claim dies with the
+//! pod; a replacement gets a new one wherever it lands).
+//!
+//! [`pod_volumes`] resolves each claim to the CSI driver that attaches it, for the attach
+//! limits of [`adze_scheduling::volumes`]: the PersistentVolume's `csi.driver` (or the CSI
+//! driver an in-tree source migrated to) when bound, else the StorageClass's provisioner
+//! (in-tree names translated). Claims that resolve to nothing (missing, no class, NFS and
+//! other non-CSI volumes) count nothing, as in Karpenter.
+//!
 //! Zone keys the cloud writes under other names (the legacy beta key, the EBS CSI driver's
 //! `topology.ebs.csi.aws.com/zone`) are read as `topology.kubernetes.io/zone`: a node's value
 //! is the same under each, and new nodes are planned with the standard key only.
 
 use std::collections::HashMap;
 
+use adze_scheduling::volumes::{AttachedVolume, PodVolumes, VolumeLimits};
 use adze_scheduling::{Requirement, Requirements, labels, pod as model};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, Volume,
+};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use thiserror::Error;
 
 use super::selector::node_selector_term;
@@ -32,6 +51,21 @@ const LEGACY_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
 const LEGACY_REGION: &str = "failure-domain.beta.kubernetes.io/region";
 const EBS_CSI_ZONE: &str = "topology.ebs.csi.aws.com/zone";
 const WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
+/// The annotation marking a cluster's default StorageClass, and its beta spelling.
+pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+const DEFAULT_CLASS_ANNOTATION_BETA: &str = "storageclass.beta.kubernetes.io/is-default-class";
+
+/// In-tree volume plugins and the CSI drivers they migrated to (Kubernetes' CSI migration):
+/// a class or volume of the in-tree kind attaches through the CSI driver, and counts there.
+const IN_TREE_TO_CSI: [(&str, &str); 7] = [
+    ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
+    ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
+    ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
+    ("kubernetes.io/azure-file", "file.csi.azure.com"),
+    ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
+    ("kubernetes.io/vsphere-volume", "csi.vsphere.vmware.com"),
+    ("kubernetes.io/portworx-volume", "pxd.portworx.com"),
+];
 
 /// The claims, volumes and classes a pod's volumes may name, looked up by name. Built once
 /// per pass from the watched objects.
@@ -40,6 +74,8 @@ pub struct VolumeObjects<'a> {
     claims: HashMap<(&'a str, &'a str), &'a PersistentVolumeClaim>,
     volumes: HashMap<&'a str, &'a PersistentVolume>,
     classes: HashMap<&'a str, &'a StorageClass>,
+    /// The class a claim without `storageClassName` gets.
+    default_class: Option<&'a StorageClass>,
 }
 
 impl<'a> VolumeObjects<'a> {
@@ -51,7 +87,23 @@ impl<'a> VolumeObjects<'a> {
         let name = |m: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
             m.name.as_deref().unwrap_or_default()
         };
+        let classes: HashMap<&'a str, &'a StorageClass> = classes
+            .into_iter()
+            .map(|c| (name(&c.metadata), c))
+            .collect();
+        // Kubernetes picks the newest default class; ties go to the first name.
+        let default_class = classes
+            .values()
+            .filter(|c| is_default_class(c))
+            .max_by(|a, b| {
+                let at = |c: &StorageClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                at(a)
+                    .cmp(&at(b))
+                    .then_with(|| name(&b.metadata).cmp(name(&a.metadata)))
+            })
+            .copied();
         VolumeObjects {
+            default_class,
             claims: claims
                 .into_iter()
                 .map(|c| {
@@ -63,10 +115,7 @@ impl<'a> VolumeObjects<'a> {
                 .into_iter()
                 .map(|v| (name(&v.metadata), v))
                 .collect(),
-            classes: classes
-                .into_iter()
-                .map(|c| (name(&c.metadata), c))
-                .collect(),
+            classes,
         }
     }
 }
@@ -140,13 +189,20 @@ pub fn volume_topology(
         .as_deref()
         .unwrap_or(DEFAULT_NAMESPACE);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let bound = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
     let mut out = Vec::new();
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-        let (claim_name, ephemeral) = match (&v.persistent_volume_claim, &v.ephemeral) {
-            (Some(src), _) => (src.claim_name.clone(), false),
-            (None, Some(_)) => (format!("{pod_name}-{}", v.name), true),
-            (None, None) => continue,
+        let Some((claim_name, ephemeral)) = claim_of(pod_name, v) else {
+            continue;
         };
+        if ephemeral && bound {
+            // Its claim goes with the pod: wherever a replacement lands, it gets a new one.
+            continue;
+        }
         let ids = || (namespace.to_string(), claim_name.clone());
         let Some(claim) = objects.claims.get(&(namespace, claim_name.as_str())) else {
             let (namespace, claim) = ids();
@@ -179,23 +235,21 @@ pub fn volume_topology(
                         volume: pv.to_string(),
                     });
                 };
-                volume_terms(volume)?
+                volume_terms(volume, bound)?
             }
             _ => {
-                // No class (nil or "") binds like an immediate class: to a matching PV, or never.
-                let class_name = spec
-                    .and_then(|s| s.storage_class_name.as_deref())
-                    .unwrap_or_default();
-                let class = match class_name {
-                    "" => None,
-                    c => Some(*objects.classes.get(c).ok_or_else(|| {
+                // No class ("", or none and no default) binds like an immediate class: to a
+                // matching PV, or never.
+                let class = match objects.claim_class(spec) {
+                    Ok(c) => c,
+                    Err(c) => {
                         let (namespace, claim) = ids();
-                        VolumeError::ClassNotFound {
+                        return Err(VolumeError::ClassNotFound {
                             namespace,
                             claim,
                             class: c.to_string(),
-                        }
-                    })?),
+                        });
+                    }
                 };
                 match class {
                     Some(c)
@@ -276,8 +330,142 @@ fn standardised(r: Requirements) -> Requirements {
         .collect()
 }
 
+/// The claim a volume names, and whether it is an ephemeral volume's (`<pod>-<volume>`).
+fn claim_of(pod_name: &str, v: &Volume) -> Option<(String, bool)> {
+    match (&v.persistent_volume_claim, &v.ephemeral) {
+        (Some(src), _) => Some((src.claim_name.clone(), false)),
+        (None, Some(_)) => Some((format!("{pod_name}-{}", v.name), true)),
+        (None, None) => None,
+    }
+}
+
+fn is_default_class(c: &StorageClass) -> bool {
+    let a = c.metadata.annotations.as_ref();
+    [DEFAULT_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATION_BETA]
+        .iter()
+        .any(|k| a.and_then(|a| a.get(*k)).is_some_and(|v| v == "true"))
+}
+
+impl<'a> VolumeObjects<'a> {
+    /// The class of an unbound claim: `Ok(None)` for no class (`""`, or none and no
+    /// default), `Err(name)` for a class that does not exist.
+    fn claim_class<'s>(
+        &self,
+        spec: Option<&'s PersistentVolumeClaimSpec>,
+    ) -> Result<Option<&'a StorageClass>, &'s str> {
+        match spec.and_then(|s| s.storage_class_name.as_deref()) {
+            None => Ok(self.default_class),
+            Some("") => Ok(None),
+            Some(c) => self.classes.get(c).copied().map(Some).ok_or(c),
+        }
+    }
+}
+
+/// The CSI driver of an in-tree plugin name, or the name itself.
+fn csi_name(provisioner: &str) -> &str {
+    IN_TREE_TO_CSI
+        .iter()
+        .find(|(in_tree, _)| *in_tree == provisioner)
+        .map_or(provisioner, |(_, csi)| csi)
+}
+
+/// The CSI driver that attaches a PersistentVolume, if any.
+fn volume_driver(pv: &PersistentVolume) -> Option<&str> {
+    let s = pv.spec.as_ref()?;
+    if let Some(csi) = &s.csi {
+        return Some(csi.driver.as_str());
+    }
+    let in_tree = if s.aws_elastic_block_store.is_some() {
+        "kubernetes.io/aws-ebs"
+    } else if s.gce_persistent_disk.is_some() {
+        "kubernetes.io/gce-pd"
+    } else if s.azure_disk.is_some() {
+        "kubernetes.io/azure-disk"
+    } else if s.azure_file.is_some() {
+        "kubernetes.io/azure-file"
+    } else if s.cinder.is_some() {
+        "kubernetes.io/cinder"
+    } else if s.vsphere_volume.is_some() {
+        "kubernetes.io/vsphere-volume"
+    } else if s.portworx_volume.is_some() {
+        "kubernetes.io/portworx-volume"
+    } else {
+        return None;
+    };
+    Some(csi_name(in_tree))
+}
+
+/// The CSI volumes a pod attaches: each claim-backed volume whose claim resolves to a CSI
+/// driver (see the module docs). Never fails: what cannot be resolved counts nothing.
+pub fn pod_volumes(pod: &Pod, objects: &VolumeObjects<'_>) -> PodVolumes {
+    let namespace = pod
+        .metadata
+        .namespace
+        .as_deref()
+        .unwrap_or(DEFAULT_NAMESPACE);
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    volumes
+        .filter_map(|v| {
+            let (claim_name, _) = claim_of(pod_name, v)?;
+            let claim = objects.claims.get(&(namespace, claim_name.as_str()))?;
+            let spec = claim.spec.as_ref();
+            let driver = match spec.and_then(|s| s.volume_name.as_deref()) {
+                Some(pv) if !pv.is_empty() => volume_driver(objects.volumes.get(pv)?)?,
+                _ => csi_name(&objects.claim_class(spec).ok()??.provisioner),
+            };
+            (!driver.is_empty()).then(|| AttachedVolume {
+                driver: driver.to_string(),
+                claim: format!("{namespace}/{claim_name}"),
+            })
+        })
+        .collect()
+}
+
+/// [`with_volume_topology`], and the pod's CSI volumes ([`pod_volumes`]) recorded for the
+/// attach limits: what placement needs of a pod's volumes, for `run` and `simulate` alike.
+pub fn with_volumes(
+    pod: &Pod,
+    mut placed: model::Pod,
+    objects: &VolumeObjects<'_>,
+) -> Result<model::Pod, VolumeError> {
+    placed.volumes = pod_volumes(pod, objects);
+    with_volume_topology(pod, placed, objects)
+}
+
+/// A CSINode's attach limits: per driver with `allocatable.count`, that count. The node it
+/// describes is the CSINode's name.
+pub fn csinode_limits(c: &CSINode) -> Result<VolumeLimits, ConvertError> {
+    let name = c.metadata.name.as_deref().unwrap_or_default();
+    let object = ObjectRef::cluster("csinode", name);
+    let mut limits = VolumeLimits::new();
+    for (i, d) in c.spec.drivers.iter().enumerate() {
+        let Some(count) = d.allocatable.as_ref().and_then(|a| a.count) else {
+            continue;
+        };
+        let field = format!("spec.drivers[{i}].allocatable.count");
+        let count = u32::try_from(count).map_err(|_| {
+            ConvertError::new(
+                &object,
+                &field,
+                super::Problem::Invalid(format!("must not be negative, got {count}")),
+            )
+        })?;
+        if limits.insert(d.name.clone(), count).is_some() {
+            return Err(ConvertError::new(
+                &object,
+                &format!("spec.drivers[{i}].name"),
+                super::Problem::Invalid(format!("driver {:?} is listed twice", d.name)),
+            ));
+        }
+    }
+    Ok(limits)
+}
+
 /// A PersistentVolume's node constraint: its node affinity, else its legacy zone labels.
-fn volume_terms(pv: &PersistentVolume) -> Result<Vec<Requirements>, VolumeError> {
+/// For a pod not on a node yet, a `local` or `hostPath` volume's hostname terms are dropped
+/// (Karpenter's rule: placing the pod anew cannot keep the old host).
+fn volume_terms(pv: &PersistentVolume, bound: bool) -> Result<Vec<Requirements>, VolumeError> {
     let name = pv.metadata.name.as_deref().unwrap_or_default();
     let object = ObjectRef::cluster("persistentvolume", name);
     let required = pv
@@ -294,6 +482,22 @@ fn volume_terms(pv: &PersistentVolume) -> Result<Vec<Requirements>, VolumeError>
         if let Some(r) = node_selector_term(&object, &f, t).map_err(VolumeError::Invalid)? {
             terms.push(standardised(r));
         }
+    }
+    let on_host = pv
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.local.is_some() || s.host_path.is_some());
+    if on_host && !bound && !terms.is_empty() {
+        let dropped: Vec<Requirements> = terms
+            .iter()
+            .map(|t| {
+                t.iter()
+                    .filter(|r| r.key != labels::HOSTNAME)
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        return Ok(dropped);
     }
     if terms.is_empty() {
         // Only empty terms: no node matches, as for a pod. No node has a hostname in an empty set.
@@ -547,6 +751,159 @@ mod tests {
         )
         .unwrap();
         assert_eq!(placed.node_requirements, zones(&["us-east-1b"]));
+    }
+
+    fn default_class(name: &str, provisioner: &str, created: &str) -> StorageClass {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "creationTimestamp": created,
+            "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+            "provisioner": provisioner, "volumeBindingMode": WAIT_FOR_FIRST_CONSUMER}),
+        )
+        .unwrap()
+    }
+
+    fn drivers(
+        p: &Pod,
+        claims: &[PersistentVolumeClaim],
+        pvs: &[PersistentVolume],
+        classes: &[StorageClass],
+    ) -> Vec<(String, String)> {
+        let objects = VolumeObjects::new(claims, pvs, classes);
+        pod_volumes(p, &objects)
+            .iter()
+            .map(|a| (a.driver.clone(), a.claim.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_claim_without_a_class_takes_the_newest_default_class() {
+        let p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let claims = [pvc("c", json!({}))];
+        let classes = [
+            default_class("old", "old.csi", "2025-01-01T00:00:00Z"),
+            default_class("new", "ebs.csi.aws.com", "2025-06-01T00:00:00Z"),
+        ];
+        assert_eq!(
+            drivers(&p, &claims, &[], &classes),
+            vec![("ebs.csi.aws.com".to_string(), "data/c".to_string())]
+        );
+        // Placeable: the default class binds at first consumer.
+        assert!(convert(&p, &claims, &[], &classes).is_ok());
+        // "" is no class, whatever the default.
+        let empty = [pvc("c", json!({"storageClassName": ""}))];
+        assert!(drivers(&p, &empty, &[], &classes).is_empty());
+        assert!(matches!(
+            convert(&p, &empty, &[], &classes).unwrap_err(),
+            VolumeError::UnboundImmediate { .. }
+        ));
+    }
+
+    #[test]
+    fn claims_resolve_to_the_csi_driver_that_attaches_them() {
+        let p = pod(
+            json!([
+                claim_volume("a", "bound"),
+                claim_volume("b", "in-tree"),
+                claim_volume("c", "nfs"),
+                claim_volume("d", "gone")
+            ]),
+            json!(null),
+        );
+        let claims = [
+            pvc("bound", json!({"volumeName": "pv-csi"})),
+            pvc("in-tree", json!({"storageClassName": "gp2"})),
+            pvc("nfs", json!({"volumeName": "pv-nfs"})),
+        ];
+        let pvs = [
+            pv(
+                "pv-csi",
+                json!({}),
+                json!({"csi": {"driver": "efs.csi.aws.com", "volumeHandle": "h"}}),
+            ),
+            pv(
+                "pv-nfs",
+                json!({}),
+                json!({"nfs": {"server": "s", "path": "/"}}),
+            ),
+        ];
+        let mut gp2 = class("gp2", WAIT_FOR_FIRST_CONSUMER, json!(null));
+        gp2.provisioner = "kubernetes.io/aws-ebs".into();
+        assert_eq!(
+            drivers(&p, &claims, &pvs, &[gp2]),
+            vec![
+                ("ebs.csi.aws.com".to_string(), "data/in-tree".to_string()),
+                ("efs.csi.aws.com".to_string(), "data/bound".to_string()),
+            ],
+            "NFS and a missing claim count nothing; in-tree names are translated"
+        );
+        let ebs = pv(
+            "pv-ebs",
+            json!({}),
+            json!({"awsElasticBlockStore": {"volumeID": "vol-1"}}),
+        );
+        assert_eq!(volume_driver(&ebs), Some("ebs.csi.aws.com"));
+    }
+
+    #[test]
+    fn a_local_volumes_hostname_binds_a_running_pod_but_not_a_pending_one() {
+        let local = pv(
+            "pv-local",
+            json!({}),
+            json!({"local": {"path": "/mnt"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [
+                    {"key": labels::HOSTNAME, "operator": "In", "values": ["gone"]},
+                    {"key": labels::ZONE, "operator": "In", "values": ["us-east-1a"]}]}]}}}),
+        );
+        let claims = [pvc("c", json!({"volumeName": "pv-local"}))];
+        let mut p = pod(json!([claim_volume("data", "c")]), json!(null));
+        let placed = convert(&p, &claims, std::slice::from_ref(&local), &[]).unwrap();
+        assert_eq!(
+            placed.node_requirements,
+            zones(&["us-east-1a"]),
+            "hostname dropped"
+        );
+        p.spec.as_mut().unwrap().node_name = Some("gone".into());
+        let placed = convert(&p, &claims, &[local], &[]).unwrap();
+        assert_eq!(
+            placed.node_requirements[0]
+                .get(labels::HOSTNAME)
+                .and_then(|r| r.single_value()),
+            Some("gone"),
+            "a running pod stays on its disk"
+        );
+    }
+
+    #[test]
+    fn a_running_pods_ephemeral_volume_constrains_nothing() {
+        let mut p = pod(
+            json!([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]),
+            json!(null),
+        );
+        p.spec.as_mut().unwrap().node_name = Some("n1".into());
+        let placed = convert(&p, &[], &[], &[]).unwrap();
+        assert_eq!(placed.node_requirements, vec![Requirements::new()]);
+    }
+
+    #[test]
+    fn csinode_counts_become_limits_and_bad_counts_are_refused() {
+        let c: CSINode =
+            serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 25}},
+            {"name": "efs.csi.aws.com", "nodeID": "i-1"}]}}))
+            .unwrap();
+        let limits = csinode_limits(&c).unwrap();
+        assert_eq!(
+            limits.into_iter().collect::<Vec<_>>(),
+            vec![("ebs.csi.aws.com".to_string(), 25)]
+        );
+        let bad: CSINode =
+            serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+            {"name": "d", "nodeID": "i-1", "allocatable": {"count": -1}}]}}))
+            .unwrap();
+        assert_eq!(
+            csinode_limits(&bad).unwrap_err().to_string(),
+            "csinode n1: spec.drivers[0].allocatable.count: must not be negative, got -1"
+        );
     }
 
     #[test]

@@ -15,11 +15,14 @@
 //!   kube-scheduler's verdict.
 //! * A leaving node ([`super::leaving`]) is unschedulable, and the pods it displaces are pending
 //!   demand — unless a live claim already nominates them, in which case they are bound to it.
-//! * Pods carry the zones their persistent volumes tie them to ([`convert::with_volume_topology`]),
+//! * Pods carry the zones their persistent volumes tie them to, and the CSI volumes they
+//!   attach ([`convert::with_volumes`], the rule `simulate` uses too);
 //!   so new capacity and consolidation both respect them. A pending pod whose volumes cannot be
 //!   placed yet (claim missing, unbound with immediate binding, zones its own affinity rules out)
 //!   is left out, with the reason in [`Built::unschedulable`]. A bound pod whose volumes cannot be
 //!   read stays in the snapshot, pinned to its node: moving it anywhere might strand it.
+//! * A registered node with a CSINode carries its attach limits ([`convert::csinode_limits`]);
+//!   a CSINode that does not convert is a problem and its node is unlimited.
 //! * Each NodePool plans from the catalog as its EC2NodeClass shapes it
 //!   ([`adze_scheduling::node_class`]) when classes are watched (the AWS provider); a pool whose
 //!   class is missing or cannot be read keeps its place but can launch nothing, and says why.
@@ -36,7 +39,7 @@ use adze_scheduling::{
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 
@@ -52,6 +55,8 @@ pub struct Objects {
     pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     pub pvs: Vec<Arc<PersistentVolume>>,
     pub storage_classes: Vec<Arc<StorageClass>>,
+    /// Per-node CSI attach limits, by node name.
+    pub csinodes: Vec<Arc<CSINode>>,
     /// None when EC2NodeClasses are not watched (the simulated cloud): pools use the catalog.
     pub nodeclasses: Option<Vec<Arc<EC2NodeClass>>>,
     /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's, so
@@ -239,6 +244,7 @@ pub fn in_flight_node(claim: &NodeClaim, catalog: &[Arc<InstanceType>]) -> Exist
         in_flight: true,
         unschedulable: claim.metadata.deletion_timestamp.is_some(),
         price: None,
+        volume_limits: Default::default(),
     }
 }
 
@@ -366,11 +372,22 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     }
 
     let leaving = super::leaving::leaving_nodes(objects);
+    let csinodes: HashMap<&str, &CSINode> = objects
+        .csinodes
+        .iter()
+        .filter_map(|c| Some((c.metadata.name.as_deref()?, c.as_ref())))
+        .collect();
     for n in &objects.nodes {
         let name = n.metadata.name.clone().unwrap_or_default();
         built.reserved_names.push(name.clone());
         match convert::node(n) {
             Ok(mut node) => {
+                if let Some(c) = csinodes.get(name.as_str()) {
+                    match convert::csinode_limits(c) {
+                        Ok(limits) => node.volume_limits = limits,
+                        Err(e) => built.problems.push(e.to_string()),
+                    }
+                }
                 if leaving.contains(&name) {
                     node.unschedulable = true;
                 }
@@ -446,12 +463,13 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         if objects.karpenter_labels {
             pod.alias_karpenter_keys();
         }
-        let pod = match (
-            convert::with_volume_topology(p, pod.clone(), &volumes),
-            &target,
-        ) {
+        let pod = match (convert::with_volumes(p, pod.clone(), &volumes), &target) {
             (Ok(placed), _) => placed,
-            (Err(_), Some(node)) => pinned(pod, node),
+            (Err(_), Some(node)) => {
+                let mut pod = pinned(pod, node);
+                pod.volumes = convert::pod_volumes(p, &volumes);
+                pod
+            }
             (Err(e), None) => {
                 built.pending_uids.insert(pod_key(p), uid);
                 built.unschedulable.push(Unschedulable {
@@ -1346,5 +1364,66 @@ mod tests {
             Some("n1")
         );
         assert!(built.unschedulable.is_empty());
+    }
+
+    #[test]
+    fn a_csinodes_count_keeps_a_pending_pods_new_volume_off_a_full_node() {
+        let csi_volume =
+            |claim: &str, pv: &str| -> (Arc<PersistentVolumeClaim>, Arc<PersistentVolume>) {
+                (
+                    Arc::new(
+                        serde_json::from_value(json!({
+                        "metadata": {"name": claim, "namespace": "default"},
+                        "spec": {"volumeName": pv}}))
+                        .unwrap(),
+                    ),
+                    Arc::new(
+                        serde_json::from_value(json!({
+                        "metadata": {"name": pv},
+                        "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": pv}}}))
+                        .unwrap(),
+                    ),
+                )
+            };
+        let (c1, v1) = csi_volume("old", "pv-old");
+        let (c2, v2) = csi_volume("new", "pv-new");
+        let mut small = (*pending_pod("db", "u-db")).clone();
+        small.spec.as_mut().unwrap().containers[0].resources = None;
+        let objects = Objects {
+            nodes: vec![node("n1", "adze-sim://n1", json!([]))],
+            pods: vec![
+                with_claim(running_on("old", "u-old", "n1"), "old"),
+                with_claim(Arc::new(small), "new"),
+            ],
+            nodepools: vec![default_pool()],
+            pvcs: vec![c1, c2],
+            pvs: vec![v1, v2],
+            csinodes: vec![Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "n1"}, "spec": {"drivers": [
+                    {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 1}}]}}))
+                .unwrap(),
+            )],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let n1 = built
+            .snapshot
+            .nodes
+            .iter()
+            .find(|n| n.name == "n1")
+            .unwrap();
+        assert_eq!(n1.volume_limits.get("ebs.csi.aws.com"), Some(&1));
+        let plan = adze_scheduling::schedule(&built.snapshot, &Default::default());
+        assert!(plan.existing.iter().all(|e| e.pods.is_empty()), "{plan:?}");
+        assert_eq!(plan.new_claims.len(), 1, "n1's one slot is taken: {plan:?}");
+
+        // Without the CSINode, n1 takes it.
+        let unlimited = Objects {
+            csinodes: Vec::new(),
+            ..objects
+        };
+        let built = build(&unlimited, &adze_scheduling::catalog::embedded());
+        let plan = adze_scheduling::schedule(&built.snapshot, &Default::default());
+        assert!(plan.new_claims.is_empty(), "{plan:?}");
     }
 }

@@ -59,7 +59,10 @@ pub fn run_with(
     };
     policies.apply(&mut options);
     let start = Instant::now();
-    let plan = schedule(&scenario.snapshot, &options);
+    let mut plan = schedule(&scenario.snapshot, &options);
+    // Pods their volumes kept out of placement, as `run` reports them: unschedulable too.
+    plan.unschedulable
+        .extend(scenario.unschedulable.iter().cloned());
     Outcome {
         plan,
         elapsed: start.elapsed(),

@@ -21,6 +21,18 @@
 //!   existing node whose taints it tolerates and whose labels its node selector matches
 //!   (unless the scenario lists that daemon's pod on the node already).
 //! * **PodDisruptionBudget**: read and counted; placement does not use it.
+//! * **PersistentVolumeClaim**, **PersistentVolume**, **StorageClass**
+//!   (`storage.k8s.io/v1`): the volumes pods name, read by the rules `run` uses
+//!   ([`adze_api::convert::with_volumes`]): a pending pod's claims tie it to their volumes'
+//!   zones (a bound PV's node affinity, an unbound claim's class `allowedTopologies`), and a
+//!   pending pod whose volumes cannot be placed (claim, volume or class missing, an unbound
+//!   claim of an immediate class or of none, zones its own affinity rules out) is left out
+//!   with the reason, listed among the plan's unschedulable pods ([`Scenario::unschedulable`]).
+//!   Each claim also resolves to the CSI driver that attaches it, for the attach limits.
+//! * **CSINode** (`storage.k8s.io/v1`): the attach limits of the Node of the same name (which
+//!   must be in the scenario): per driver, `spec.drivers[].allocatable.count` volumes. Claims
+//!   of the node's pods count once each; a pod whose new claims would pass a driver's count
+//!   goes elsewhere. New capacity has no CSINode yet and no limits.
 //! * **InstanceCatalog** (`adze.sh/v1alpha1`): replaces the embedded EC2 catalog. Several
 //!   are concatenated. Without one, the embedded catalog of the region the scenario is
 //!   planned in ([`Scenario::parse_in`], `simulate --region`; us-east-1 by default) is used,
@@ -47,12 +59,14 @@ use adze_api::convert::{self, ConvertError};
 use adze_api::ec2nodeclass::AmiFamily;
 use adze_api::{EC2NodeClass, NodeOverlay, NodePool, ValidationError};
 use adze_scheduling::catalog::{self, CatalogEntry};
+use adze_scheduling::plan::Unschedulable;
 use adze_scheduling::scheduler::node_fits_pod;
 use adze_scheduling::taints::first_untolerated;
 use adze_scheduling::{BoundPod, InstanceType, Offering, Pod, Snapshot, labels, quantity};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -84,6 +98,9 @@ pub struct Scenario {
     pub region: String,
     /// What became of each NodeOverlay, by name.
     pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
+    /// Pending pods left out before placement because their volumes cannot be placed, with
+    /// the reason; [`super::run`] lists them among the plan's unschedulable pods.
+    pub unschedulable: Vec<Unschedulable>,
 }
 
 /// How many objects of each kind a scenario held.
@@ -100,6 +117,10 @@ pub struct Counts {
     pub replicasets: usize,
     pub daemonsets: usize,
     pub pod_disruption_budgets: usize,
+    pub persistent_volume_claims: usize,
+    pub persistent_volumes: usize,
+    pub storage_classes: usize,
+    pub csinodes: usize,
 }
 
 /// The document a problem is in: its position in the file (from 1; 0 for the input as a
@@ -134,7 +155,7 @@ pub enum Problem {
     #[error("{0}")]
     Yaml(YamlError),
     #[error(
-        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget or InstanceCatalog)"
+        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or InstanceCatalog)"
     )]
     UnknownKind { kind: String, api_version: String },
     /// A kind the scenario knows, under another API group or version.
@@ -186,6 +207,10 @@ enum Object {
     ReplicaSet(Box<ReplicaSet>),
     DaemonSet(Box<DaemonSet>),
     PodDisruptionBudget,
+    PersistentVolumeClaim(Box<core::PersistentVolumeClaim>),
+    PersistentVolume(Box<core::PersistentVolume>),
+    StorageClass(Box<StorageClass>),
+    CSINode(Box<CSINode>),
     InstanceCatalog(InstanceCatalog),
 }
 
@@ -335,6 +360,10 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
             typed::<PodDisruptionBudget>(doc, value)?;
             Object::PodDisruptionBudget
         }
+        "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(doc, value)?),
+        "PersistentVolume" => Object::PersistentVolume(typed(doc, value)?),
+        "StorageClass" => Object::StorageClass(typed(doc, value)?),
+        "CSINode" => Object::CSINode(typed(doc, value)?),
         _ => return Err(unknown()),
     })
 }
@@ -430,27 +459,40 @@ impl Scenario {
         });
         b.s.overlays = crate::rules::apply_overlays(&mut b.s.snapshot.nodepools, overlays);
         b.drop_startup_taints();
+        let volumes = b.volume_objects(&docs)?;
         for (doc, object) in &docs {
             match object {
                 Object::DaemonSet(ds) => b.daemonset(doc, ds)?,
-                Object::Pod(p) => b.pod(doc, p)?,
+                Object::Pod(p) => b.pod(doc, p, &volumes)?,
                 Object::Deployment(d) => {
                     let replicas = d.spec.as_ref().and_then(|s| s.replicas);
                     let template = d.spec.as_ref().map(|s| &s.template);
-                    b.workload(doc, "deployment", &d.metadata, replicas, template)?;
+                    let w = Workload {
+                        kind: "deployment",
+                        meta: &d.metadata,
+                        replicas,
+                        template,
+                    };
+                    b.workload(doc, w, &volumes)?;
                     b.s.counts.deployments += 1;
                 }
                 Object::ReplicaSet(r) => {
                     let replicas = r.spec.as_ref().and_then(|s| s.replicas);
                     let template = r.spec.as_ref().and_then(|s| s.template.as_ref());
-                    b.workload(doc, "replicaset", &r.metadata, replicas, template)?;
+                    let w = Workload {
+                        kind: "replicaset",
+                        meta: &r.metadata,
+                        replicas,
+                        template,
+                    };
+                    b.workload(doc, w, &volumes)?;
                     b.s.counts.replicasets += 1;
                 }
                 _ => {}
             }
         }
         b.charge_daemons()?;
-        b.s.counts.pending_pods = b.s.snapshot.pending.len();
+        b.s.counts.pending_pods = b.s.snapshot.pending.len() + b.s.unschedulable.len();
         b.s.counts.bound_pods = b.s.snapshot.bound.len();
         Ok(b.s)
     }
@@ -483,7 +525,114 @@ struct Builder {
     live_daemon_pods: BTreeMap<(String, String), Vec<Pod>>,
 }
 
+/// A Deployment's or ReplicaSet's pods, as [`Builder::workload`] reads them.
+struct Workload<'a> {
+    kind: &'static str,
+    meta: &'a ObjectMeta,
+    replicas: Option<i32>,
+    template: Option<&'a core::PodTemplateSpec>,
+}
+
+/// Whether a pod spec names any claim (a `persistentVolumeClaim` or `ephemeral` volume).
+fn has_claims(spec: Option<&core::PodSpec>) -> bool {
+    spec.and_then(|s| s.volumes.as_ref()).is_some_and(|v| {
+        v.iter()
+            .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+    })
+}
+
 impl Builder {
+    /// The scenario's claims, volumes and classes (each name once), and each CSINode's limits
+    /// on its Node.
+    fn volume_objects<'d>(
+        &mut self,
+        docs: &'d [(DocRef, Object)],
+    ) -> Result<convert::VolumeObjects<'d>, ScenarioError> {
+        let mut seen: BTreeMap<(&'static str, String), usize> = BTreeMap::new();
+        let mut once = |doc: &DocRef, kind: &'static str, name: String| match seen
+            .insert((kind, name.clone()), doc.index)
+        {
+            Some(first) => Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("{kind} {name:?}"),
+                    first,
+                },
+            )),
+            None => Ok(()),
+        };
+        let name = |m: &ObjectMeta| m.name.clone().unwrap_or_default();
+        let (mut claims, mut pvs, mut classes) = (Vec::new(), Vec::new(), Vec::new());
+        let node_at: std::collections::HashMap<String, usize> = (self.s.snapshot.nodes.iter())
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        for (doc, object) in docs {
+            match object {
+                Object::PersistentVolumeClaim(c) => {
+                    let key = format!("{}/{}", namespace(&c.metadata), name(&c.metadata));
+                    once(doc, "PersistentVolumeClaim", key)?;
+                    claims.push(c.as_ref());
+                }
+                Object::PersistentVolume(v) => {
+                    once(doc, "PersistentVolume", name(&v.metadata))?;
+                    pvs.push(v.as_ref());
+                }
+                Object::StorageClass(c) => {
+                    once(doc, "StorageClass", name(&c.metadata))?;
+                    classes.push(c.as_ref());
+                }
+                Object::CSINode(c) => {
+                    let node = name(&c.metadata);
+                    once(doc, "CSINode", node.clone())?;
+                    let limits = convert::csinode_limits(c).map_err(Self::convert_err(doc))?;
+                    let Some(&at) = node_at.get(&node) else {
+                        return Err(ScenarioError::new(
+                            doc,
+                            Problem::Field {
+                                field: "metadata.name".into(),
+                                message: format!(
+                                    "a CSINode describes the Node of its name, and node {node:?} is not in the scenario"
+                                ),
+                            },
+                        ));
+                    };
+                    self.s.snapshot.nodes[at].volume_limits = limits;
+                    self.s.counts.csinodes += 1;
+                }
+                _ => {}
+            }
+        }
+        self.s.counts.persistent_volume_claims = claims.len();
+        self.s.counts.persistent_volumes = pvs.len();
+        self.s.counts.storage_classes = classes.len();
+        Ok(convert::VolumeObjects::new(claims, pvs, classes))
+    }
+
+    /// A pending pod with its volumes' constraints; `None` when they leave it out (recorded
+    /// in [`Scenario::unschedulable`]).
+    fn pending_with_volumes(
+        &mut self,
+        p: &core::Pod,
+        pod: Pod,
+        volumes: &convert::VolumeObjects<'_>,
+    ) -> Option<Pod> {
+        if !has_claims(p.spec.as_ref()) {
+            return Some(pod);
+        }
+        let key = pod.key();
+        match convert::with_volumes(p, pod, volumes) {
+            Ok(pod) => Some(pod),
+            Err(e) => {
+                self.s.unschedulable.push(Unschedulable {
+                    pod: key,
+                    reason: e.to_string(),
+                });
+                None
+            }
+        }
+    }
+
     fn convert_err(doc: &DocRef) -> impl FnOnce(ConvertError) -> ScenarioError + '_ {
         move |error| ScenarioError::new(doc, Problem::Convert(error))
     }
@@ -792,11 +941,16 @@ impl Builder {
         }
     }
 
-    fn pod(&mut self, doc: &DocRef, p: &core::Pod) -> Result<(), ScenarioError> {
+    fn pod(
+        &mut self,
+        doc: &DocRef,
+        p: &core::Pod,
+        volumes: &convert::VolumeObjects<'_>,
+    ) -> Result<(), ScenarioError> {
         if crate::rules::is_terminal(p) {
             return Ok(());
         }
-        let pod = convert::pod(p).map_err(Self::convert_err(doc))?;
+        let mut pod = convert::pod(p).map_err(Self::convert_err(doc))?;
         self.claim_pod_name(doc, pod.key())?;
         let daemon = owned_by_daemonset(&p.metadata);
         // A DaemonSet's pods, scheduled or not, say what it really asks of a node.
@@ -819,10 +973,15 @@ impl Builder {
                 if crate::provisioning::leaving::is_displaced(p, &self.leaving) {
                     // Its node is going: it needs a new home, now.
                     self.pending_room(doc, None, 1)?;
-                    self.s.snapshot.pending.push(pod);
+                    if let Some(pod) = self.pending_with_volumes(p, pod, volumes) {
+                        self.s.snapshot.pending.push(pod);
+                    }
                     return Ok(());
                 }
                 self.bound_room(doc)?;
+                if has_claims(p.spec.as_ref()) {
+                    pod.volumes = convert::pod_volumes(p, volumes);
+                }
                 if let Some(ds) = daemon {
                     self.listed_daemon_pods.insert((
                         pod.namespace.clone(),
@@ -841,7 +1000,9 @@ impl Builder {
             None if !crate::rules::wants_node(p) => {}
             None => {
                 self.pending_room(doc, None, 1)?;
-                self.s.snapshot.pending.push(pod);
+                if let Some(pod) = self.pending_with_volumes(p, pod, volumes) {
+                    self.s.snapshot.pending.push(pod);
+                }
             }
         }
         Ok(())
@@ -850,11 +1011,15 @@ impl Builder {
     fn workload(
         &mut self,
         doc: &DocRef,
-        kind: &'static str,
-        meta: &ObjectMeta,
-        replicas: Option<i32>,
-        template: Option<&core::PodTemplateSpec>,
+        w: Workload<'_>,
+        volumes: &convert::VolumeObjects<'_>,
     ) -> Result<(), ScenarioError> {
+        let Workload {
+            kind,
+            meta,
+            replicas,
+            template,
+        } = w;
         let Some(template) = template else {
             return Err(ScenarioError::new(
                 doc,
@@ -883,10 +1048,30 @@ impl Builder {
             ));
         }
         self.pending_room(doc, Some("spec.replicas"), replicas as usize)?;
+        let claims = has_claims(template.spec.as_ref());
         for i in 0..replicas {
             let mut p = pod.clone();
             p.name = format!("{}-{i}", pod.name);
             self.claim_pod_name(doc, p.key())?;
+            let p = if claims {
+                // The replica as the apiserver would hold it: its ephemeral claims are named
+                // after it.
+                let replica = core::Pod {
+                    metadata: ObjectMeta {
+                        name: Some(p.name.clone()),
+                        namespace: Some(p.namespace.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: template.spec.clone(),
+                    status: None,
+                };
+                match self.pending_with_volumes(&replica, p, volumes) {
+                    Some(p) => p,
+                    None => continue,
+                }
+            } else {
+                p
+            };
             self.s.snapshot.pending.push(p);
         }
         Ok(())

@@ -11,7 +11,7 @@ use adze_api::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::{WatchStreamExt, reflector, reflector::Store, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -30,6 +30,8 @@ pub struct ClusterState {
     pub pvcs: Store<PersistentVolumeClaim>,
     pub pvs: Store<PersistentVolume>,
     pub storage_classes: Store<StorageClass>,
+    /// Per-node CSI attach limits.
+    pub csinodes: Store<CSINode>,
     /// Watched with the AWS provider only: the simulated cloud may run without the CRD.
     pub nodeclasses: Option<Store<EC2NodeClass>>,
     /// `--karpenter-labels`: new nodes carry Karpenter's well-known labels beside Adze's.
@@ -89,6 +91,7 @@ impl ClusterState {
             pvcs: watch(Api::all(client.clone())),
             pvs: watch(Api::all(client.clone())),
             storage_classes: watch(Api::all(client.clone())),
+            csinodes: watch(Api::all(client.clone())),
             nodeclasses: nodeclasses.then(|| watch(Api::all(client.clone()))),
             karpenter_labels: false,
             failed_every_node: signals::FailedEveryNode::start(client),
@@ -105,6 +108,7 @@ impl ClusterState {
         s.pvcs.wait_until_ready().await?;
         s.pvs.wait_until_ready().await?;
         s.storage_classes.wait_until_ready().await?;
+        s.csinodes.wait_until_ready().await?;
         Ok(s)
     }
 
@@ -119,6 +123,7 @@ impl ClusterState {
             pvcs: self.pvcs.state(),
             pvs: self.pvs.state(),
             storage_classes: self.storage_classes.state(),
+            csinodes: self.csinodes.state(),
             nodeclasses: self.nodeclasses.as_ref().map(|s| s.state()),
             karpenter_labels: self.karpenter_labels,
             failed_every_node: self.failed_every_node.snapshot(),

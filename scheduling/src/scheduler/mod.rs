@@ -189,6 +189,8 @@ fn signature(pod: &Pod) -> Signature<'_> {
         preferred_anti_affinity,
         host_ports,
         priority: _,
+        // Checked per pod and node, like requests: pods sharing everything else share a group.
+        volumes: _,
     } = pod;
     Signature {
         namespace,

@@ -16,6 +16,7 @@ use crate::requirements::{Requirement, Requirements, Undefined};
 use crate::resources::Resources;
 use crate::taints::first_untolerated;
 use crate::topology::{DomainId, PodTerms, Topology};
+use crate::volumes::Attached;
 
 /// A NodePool prepared for placement.
 pub(super) struct PoolState<'a> {
@@ -68,6 +69,8 @@ impl PoolState<'_> {
 pub(super) struct NodeState {
     pub remaining: Resources,
     pub host_ports: Vec<HostPort>,
+    /// Volumes attached, kept only for nodes with CSI limits.
+    pub attached: Option<Box<Attached>>,
     pub hostname: DomainId,
     pub placed: Vec<usize>,
 }
@@ -312,6 +315,7 @@ impl<'a> Solver<'a> {
             .map(|n| NodeState {
                 remaining: n.allocatable.clone(),
                 host_ports: Vec::new(),
+                attached: (!n.volume_limits.is_empty()).then(Box::default),
                 hostname: topo.intern(&n.name),
                 placed: Vec::new(),
             })
@@ -329,6 +333,9 @@ impl<'a> Solver<'a> {
             nodes[ni]
                 .host_ports
                 .extend(b.pod.host_ports.iter().cloned());
+            if let Some(a) = nodes[ni].attached.as_mut() {
+                a.add(&snap.nodes[ni].volume_limits, &b.pod.volumes);
+            }
             let matches = match_cache
                 .entry((b.pod.namespace.as_str(), &b.pod.labels))
                 .or_insert_with(|| topo.matching_groups(&b.pod))
@@ -628,6 +635,13 @@ impl<'a> Solver<'a> {
             {
                 continue;
             }
+            if !pod.volumes.is_empty()
+                && let Some(a) = &self.nodes[n].attached
+                && a.fits(&self.snap.nodes[n].volume_limits, &pod.volumes)
+                    .is_err()
+            {
+                continue;
+            }
             if self.topology_fit(g, vi, Target::Node(n)).is_ok() {
                 return Some((n, None));
             }
@@ -641,6 +655,9 @@ impl<'a> Solver<'a> {
         self.nodes[n]
             .host_ports
             .extend(pod.host_ports.iter().cloned());
+        if let Some(a) = self.nodes[n].attached.as_mut() {
+            a.add(&self.snap.nodes[n].volume_limits, &pod.volumes);
+        }
         self.nodes[n].placed.push(p);
         self.record(p, g, Placement::Node(n));
     }
