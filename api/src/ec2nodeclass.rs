@@ -64,6 +64,7 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
+#[x_kube(validation = windows_cfs_quota_rule())]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
     #[schemars(length(min = 1, max = 30))]
@@ -279,6 +280,26 @@ fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
         tests.join(" || ")
     ))
     .message(format!("instanceStorePolicy is not supported with {label}").as_str())
+}
+
+/// CFS quota is a Linux cgroup control: the Windows kubelet has nothing to enforce it with.
+fn windows_cfs_quota_rule() -> Rule {
+    let tests: Vec<String> = [
+        AmiFamily::Windows2019,
+        AmiFamily::Windows2022,
+        AmiFamily::Windows2025,
+    ]
+    .iter()
+    .map(|f| {
+        let alias = f.alias_name().unwrap_or_default();
+        format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
+    })
+    .collect();
+    Rule::new(format!(
+        "!has(self.kubelet) || !has(self.kubelet.cpuCFSQuota) || !({})",
+        tests.join(" || ")
+    ))
+    .message("kubelet.cpuCFSQuota is not supported with Windows")
 }
 
 fn selector_tags_rule() -> Rule {
@@ -550,6 +571,9 @@ pub const EVICTION_SIGNALS: &[&str] = &[
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))").message("every evictionSoft signal needs an evictionSoftGracePeriod"))]
 #[x_kube(validation = Rule::new("!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))").message("every evictionSoftGracePeriod signal needs an evictionSoft threshold"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCLowThresholdPercent < self.imageGCHighThresholdPercent").message("imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > 80").message("imageGCHighThresholdPercent alone must exceed kubelet's default imageGCLowThresholdPercent (80)"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCLowThresholdPercent) || has(self.imageGCHighThresholdPercent) || self.imageGCLowThresholdPercent < 85").message("imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"))]
 pub struct KubeletConfiguration {
     /// Upper bound on pods per node; otherwise derived from the instance's ENI limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -585,7 +609,44 @@ pub struct KubeletConfiguration {
     #[serde(rename = "clusterDNS", default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 3))]
     pub cluster_dns: Vec<String>,
+    /// Seconds: the longest termination grace a pod is given when a soft eviction threshold
+    /// evicts it (kubelet's default 0 lets each pod keep its own). Karpenter leaves it unbounded;
+    /// a negative value means nothing to kubelet, so Adze refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub eviction_max_pod_grace_period: Option<i32>,
+    /// Disk usage (percent of the image filesystem) at which kubelet always collects unused
+    /// images. Kubelet refuses to start unless it exceeds the low threshold, whose default is 80
+    /// when that one is not set.
+    #[serde(
+        rename = "imageGCHighThresholdPercent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_high_threshold_percent: Option<i32>,
+    /// Disk usage image collection frees down to, and below which it never runs; must stay
+    /// under the high threshold (default 85 when that one is not set).
+    #[serde(
+        rename = "imageGCLowThresholdPercent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_low_threshold_percent: Option<i32>,
+    /// Whether kubelet enforces containers' CPU limits with CFS quota (kubelet's default:
+    /// true). A Linux cgroup feature: refused with the Windows families.
+    #[serde(
+        rename = "cpuCFSQuota",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cpu_cfs_quota: Option<bool>,
 }
+
+/// Kubelet's own defaults for the image GC thresholds, which a lone threshold is checked against.
+pub const KUBELET_IMAGE_GC_HIGH_DEFAULT: i32 = 85;
+pub const KUBELET_IMAGE_GC_LOW_DEFAULT: i32 = 80;
 
 fn reserved_keys_rule(field: &str) -> Rule {
     Rule::new(format!(
