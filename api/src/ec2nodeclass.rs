@@ -123,6 +123,22 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 30))]
     pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
+    /// The EC2 placement group (cluster, partition or spread) every instance launches into,
+    /// by id or by name; resolved with DescribePlacementGroups into `status.placementGroup`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group_selector: Option<PlacementGroupSelector>,
+}
+
+/// One existing placement group, named by exactly one of its id and its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("has(self.id) != has(self.name)").message("placementGroupSelector needs exactly one of id or name"))]
+pub struct PlacementGroupSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::PLACEMENT_GROUP_ID))]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub name: Option<String>,
 }
 
 /// Selects capacity reservations by ID, or by tags (optionally only those an account owns,
@@ -688,9 +704,22 @@ pub struct EC2NodeClassStatus {
     /// Selected reservations that are active, with the slots EC2 last reported free.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capacity_reservations: Vec<CapacityReservation>,
+    /// The group `placementGroupSelector` resolved to; launches name it by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group: Option<PlacementGroup>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// A placement group as DescribePlacementGroups reported it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementGroup {
+    pub id: String,
+    pub name: String,
+    /// `cluster`, `partition` or `spread`.
+    pub strategy: String,
 }
 
 /// One active capacity reservation a class selected, as DescribeCapacityReservations said.

@@ -254,6 +254,25 @@ impl EC2NodeClassSpec {
         for (i, term) in self.capacity_reservation_selector_terms.iter().enumerate() {
             capacity_reservation_term(p, &reservations.index(i), term);
         }
+        if let Some(pg) = &self.placement_group_selector {
+            let path = spec.field("placementGroupSelector");
+            id_matches(
+                p,
+                &path.field("id"),
+                &pg.id,
+                patterns::PLACEMENT_GROUP_ID,
+                "pg-0123abcd",
+            );
+            if let Some(name) = &pg.name {
+                length_between(p, &path.field("name"), name, 1, 255);
+            }
+            if pg.id.is_some() == pg.name.is_some() {
+                p.add(
+                    &path,
+                    "placementGroupSelector needs exactly one of id or name",
+                );
+            }
+        }
         match (&self.role, &self.instance_profile) {
             (Some(_), Some(_)) | (None, None) => {
                 p.add(&spec, "must specify exactly one of role or instanceProfile")

@@ -747,6 +747,11 @@ fn ec2nodeclass_cases() -> Vec<Case> {
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
         cfs_quota(ami("Windows family with cpuCFSQuota", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2022")))
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+        edit("placement group by name", &[("/spec/placementGroupSelector", json!({"name": "training"}))]),
+        edit("placement group by id and name", &[("/spec/placementGroupSelector", json!({"id": "pg-0123", "name": "training"}))])
+            .fails(".spec.placementGroupSelector", "placementGroupSelector needs exactly one of id or name"),
+        edit("empty placement group selector", &[("/spec/placementGroupSelector", json!({}))])
+            .fails(".spec.placementGroupSelector", "placementGroupSelector needs exactly one of id or name"),
         edit("unknown kubeReserved resource", &[("/spec/kubelet/kubeReserved/gpu", json!("1"))])
             .fails(&format!("{kubelet}.kubeReserved"), "valid keys for kubeReserved are cpu, memory, ephemeral-storage, pid"),
         edit("unknown systemReserved resource", &[("/spec/kubelet/systemReserved/gpu", json!("1"))])

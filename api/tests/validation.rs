@@ -993,6 +993,24 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             message: "may not be negative, got -5",
         },
         BadCase {
+            name: "placement group by id and name",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/placementGroupSelector",
+                    json!({"id": "pg-0123", "name": "training"}),
+                )
+            },
+            path: "spec.placementGroupSelector",
+            message: "placementGroupSelector needs exactly one of id or name",
+        },
+        BadCase {
+            name: "placement group id of another resource",
+            edit: |o| set(o, "/spec/placementGroupSelector", json!({"id": "sg-0123"})),
+            path: "spec.placementGroupSelector.id",
+            message: "pg-0123abcd",
+        },
+        BadCase {
             name: "cpuCFSQuota with a Windows alias",
             edit: |o| {
                 set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
@@ -1007,7 +1025,7 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 16] = [
+    let cases: [GoodCase; 18] = [
         ("the fixture as written", |_| {}),
         ("HPC kubelet settings", |o| {
             set(o, "/spec/kubelet/evictionMaxPodGracePeriod", json!(60));
@@ -1021,6 +1039,20 @@ fn ec2nodeclass_good_cases_pass_everywhere() {
                 set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(90));
             },
         ),
+        ("placement group by name", |o| {
+            set(
+                o,
+                "/spec/placementGroupSelector",
+                json!({"name": "training"}),
+            );
+        }),
+        ("placement group by id", |o| {
+            set(
+                o,
+                "/spec/placementGroupSelector",
+                json!({"id": "pg-0123abcd"}),
+            );
+        }),
         ("cpuCFSQuota on Bottlerocket", |o| {
             set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@latest"));
             set(o, "/spec/kubelet/cpuCFSQuota", json!(true));

@@ -1038,6 +1038,35 @@ fn karpenter_node_overlays_are_carried_with_adze_keys() {
     );
 }
 
+/// A v1 class's placementGroupSelector is carried as written; both id and name (which
+/// Karpenter's all-fields example shows) is refused by validation at its path.
+#[test]
+fn placement_group_selector_is_carried_and_checked() {
+    let class = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: hpc}\nspec:\n  role: KarpenterNodeRole-x\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n";
+    let m = migrate(&format!(
+        "{class}  placementGroupSelector: {{name: training}}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        m.objects[0]["spec"]["placementGroupSelector"],
+        serde_json::json!({"name": "training"}),
+        "{}",
+        m.report()
+    );
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    let m = migrate(&format!(
+        "{class}  placementGroupSelector: {{name: training, id: pg-0123}}\n"
+    ))
+    .unwrap();
+    let n = notes_about(&m, "EC2NodeClass/hpc", "spec.placementGroupSelector");
+    assert!(
+        n.iter()
+            .any(|n| n.action && n.message.contains("exactly one of id or name")),
+        "{}",
+        m.report()
+    );
+}
+
 /// The kubelet settings HPC and ML fleets tune (eviction grace, image GC, CFS quota) are carried
 /// from every input version: a v1 EC2NodeClass, a v1beta1 pool's kubelet, and a v1alpha5
 /// Provisioner's kubeletConfiguration, with no note about them.
