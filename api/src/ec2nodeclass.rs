@@ -64,6 +64,7 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
+#[x_kube(validation = windows_cfs_quota_rule())]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
     #[schemars(length(min = 1, max = 30))]
@@ -122,6 +123,22 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 30))]
     pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
+    /// The EC2 placement group (cluster, partition or spread) every instance launches into,
+    /// by id or by name; resolved with DescribePlacementGroups into `status.placementGroup`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group_selector: Option<PlacementGroupSelector>,
+}
+
+/// One existing placement group, named by exactly one of its id and its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("has(self.id) != has(self.name)").message("placementGroupSelector needs exactly one of id or name"))]
+pub struct PlacementGroupSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::PLACEMENT_GROUP_ID))]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub name: Option<String>,
 }
 
 /// Selects capacity reservations by ID, or by tags and/or how they match launches (optionally
@@ -308,6 +325,26 @@ fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
         tests.join(" || ")
     ))
     .message(format!("instanceStorePolicy is not supported with {label}").as_str())
+}
+
+/// CFS quota is a Linux cgroup control: the Windows kubelet has nothing to enforce it with.
+fn windows_cfs_quota_rule() -> Rule {
+    let tests: Vec<String> = [
+        AmiFamily::Windows2019,
+        AmiFamily::Windows2022,
+        AmiFamily::Windows2025,
+    ]
+    .iter()
+    .map(|f| {
+        let alias = f.alias_name().unwrap_or_default();
+        format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
+    })
+    .collect();
+    Rule::new(format!(
+        "!has(self.kubelet) || !has(self.kubelet.cpuCFSQuota) || !({})",
+        tests.join(" || ")
+    ))
+    .message("kubelet.cpuCFSQuota is not supported with Windows")
 }
 
 fn selector_tags_rule() -> Rule {
@@ -557,6 +594,9 @@ pub const EVICTION_SIGNALS: &[&str] = &[
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))").message("every evictionSoft signal needs an evictionSoftGracePeriod"))]
 #[x_kube(validation = Rule::new("!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))").message("every evictionSoftGracePeriod signal needs an evictionSoft threshold"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCLowThresholdPercent < self.imageGCHighThresholdPercent").message("imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > 80").message("imageGCHighThresholdPercent alone must exceed kubelet's default imageGCLowThresholdPercent (80)"))]
+#[x_kube(validation = Rule::new("!has(self.imageGCLowThresholdPercent) || has(self.imageGCHighThresholdPercent) || self.imageGCLowThresholdPercent < 85").message("imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"))]
 pub struct KubeletConfiguration {
     /// Upper bound on pods per node; otherwise derived from the instance's ENI limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -592,7 +632,44 @@ pub struct KubeletConfiguration {
     #[serde(rename = "clusterDNS", default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 3))]
     pub cluster_dns: Vec<String>,
+    /// Seconds: the longest termination grace a pod is given when a soft eviction threshold
+    /// evicts it (kubelet's default 0 lets each pod keep its own). Karpenter leaves it unbounded;
+    /// a negative value means nothing to kubelet, so Adze refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub eviction_max_pod_grace_period: Option<i32>,
+    /// Disk usage (percent of the image filesystem) at which kubelet always collects unused
+    /// images. Kubelet refuses to start unless it exceeds the low threshold, whose default is 80
+    /// when that one is not set.
+    #[serde(
+        rename = "imageGCHighThresholdPercent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_high_threshold_percent: Option<i32>,
+    /// Disk usage image collection frees down to, and below which it never runs; must stay
+    /// under the high threshold (default 85 when that one is not set).
+    #[serde(
+        rename = "imageGCLowThresholdPercent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_low_threshold_percent: Option<i32>,
+    /// Whether kubelet enforces containers' CPU limits with CFS quota (kubelet's default:
+    /// true). A Linux cgroup feature: refused with the Windows families.
+    #[serde(
+        rename = "cpuCFSQuota",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cpu_cfs_quota: Option<bool>,
 }
+
+/// Kubelet's own defaults for the image GC thresholds, which a lone threshold is checked against.
+pub const KUBELET_IMAGE_GC_HIGH_DEFAULT: i32 = 85;
+pub const KUBELET_IMAGE_GC_LOW_DEFAULT: i32 = 80;
 
 fn reserved_keys_rule(field: &str) -> Rule {
     Rule::new(format!(
@@ -634,9 +711,22 @@ pub struct EC2NodeClassStatus {
     /// Selected reservations that are active, with the slots EC2 last reported free.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capacity_reservations: Vec<CapacityReservation>,
+    /// The group `placementGroupSelector` resolved to; launches name it by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_group: Option<PlacementGroup>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// A placement group as DescribePlacementGroups reported it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementGroup {
+    pub id: String,
+    pub name: String,
+    /// `cluster`, `partition` or `spread`.
+    pub strategy: String,
 }
 
 /// One active capacity reservation a class selected, as DescribeCapacityReservations said.

@@ -35,6 +35,7 @@ pub const SUBNET_ID: &str = r"^subnet-[0-9a-z]+$";
 pub const SECURITY_GROUP_ID: &str = r"^sg-[0-9a-z]+$";
 pub const AMI_ID: &str = r"^ami-[0-9a-z]+$";
 pub const CAPACITY_RESERVATION_ID: &str = r"^cr-[0-9a-z]+$";
+pub const PLACEMENT_GROUP_ID: &str = r"^pg-[0-9a-z]+$";
 /// A 12-digit AWS account ID.
 pub const ACCOUNT_ID: &str = r"^[0-9]{12}$";
 /// `family@version`, e.g. "al2023@latest" or "bottlerocket@v1.26.0".

@@ -13,7 +13,8 @@ use crate::{
     EC2NodeClass, NodeClaim, NodePool,
     ec2nodeclass::{
         AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping,
-        CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS, KubeletConfiguration,
+        CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS,
+        KUBELET_IMAGE_GC_HIGH_DEFAULT, KUBELET_IMAGE_GC_LOW_DEFAULT, KubeletConfiguration,
         RESERVED_RESOURCES, RESERVED_TAG_KEYS, RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm,
         SubnetSelectorTerm, VolumeType,
     },
@@ -253,6 +254,25 @@ impl EC2NodeClassSpec {
         for (i, term) in self.capacity_reservation_selector_terms.iter().enumerate() {
             capacity_reservation_term(p, &reservations.index(i), term);
         }
+        if let Some(pg) = &self.placement_group_selector {
+            let path = spec.field("placementGroupSelector");
+            id_matches(
+                p,
+                &path.field("id"),
+                &pg.id,
+                patterns::PLACEMENT_GROUP_ID,
+                "pg-0123abcd",
+            );
+            if let Some(name) = &pg.name {
+                length_between(p, &path.field("name"), name, 1, 255);
+            }
+            if pg.id.is_some() == pg.name.is_some() {
+                p.add(
+                    &path,
+                    "placementGroupSelector needs exactly one of id or name",
+                );
+            }
+        }
         match (&self.role, &self.instance_profile) {
             (Some(_), Some(_)) | (None, None) => {
                 p.add(&spec, "must specify exactly one of role or instanceProfile")
@@ -313,6 +333,17 @@ impl EC2NodeClassSpec {
             Some(f) if f.is_windows() => Some("Windows"),
             _ => None,
         };
+        if self.effective_ami_family().is_some_and(|f| f.is_windows())
+            && self
+                .kubelet
+                .as_ref()
+                .is_some_and(|k| k.cpu_cfs_quota.is_some())
+        {
+            p.add(
+                &spec.field("kubelet").field("cpuCFSQuota"),
+                "kubelet.cpuCFSQuota is not supported with Windows (CFS quota is a Linux cgroup control)",
+            );
+        }
         if let (Some(label), Some(_)) = (unsupported, &self.instance_store_policy) {
             p.add(
                 &spec.field("instanceStorePolicy"),
@@ -993,4 +1024,47 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
         0,
         3,
     );
+    if let Some(v) = kubelet.eviction_max_pod_grace_period
+        && v < 0
+    {
+        p.add(
+            &path.field("evictionMaxPodGracePeriod"),
+            format!("may not be negative, got {v}"),
+        );
+    }
+    let high = kubelet.image_gc_high_threshold_percent;
+    let low = kubelet.image_gc_low_threshold_percent;
+    for (field, value) in [
+        ("imageGCHighThresholdPercent", high),
+        ("imageGCLowThresholdPercent", low),
+    ] {
+        if let Some(v) = value
+            && !(0..=100).contains(&v)
+        {
+            p.add(
+                &path.field(field),
+                format!("must be between 0 and 100, got {v}"),
+            );
+        }
+    }
+    // Kubelet refuses to start unless low < high, filling in its default for the one not set.
+    match (high, low) {
+        (Some(h), Some(l)) if l >= h => p.add(
+            &path.field("imageGCLowThresholdPercent"),
+            format!("must be less than imageGCHighThresholdPercent ({h}), got {l}"),
+        ),
+        (Some(h), None) if h <= KUBELET_IMAGE_GC_LOW_DEFAULT => p.add(
+            &path.field("imageGCHighThresholdPercent"),
+            format!(
+                "must exceed kubelet's default imageGCLowThresholdPercent ({KUBELET_IMAGE_GC_LOW_DEFAULT}) unless that is set too, got {h}"
+            ),
+        ),
+        (None, Some(l)) if l >= KUBELET_IMAGE_GC_HIGH_DEFAULT => p.add(
+            &path.field("imageGCLowThresholdPercent"),
+            format!(
+                "must be below kubelet's default imageGCHighThresholdPercent ({KUBELET_IMAGE_GC_HIGH_DEFAULT}) unless that is set too, got {l}"
+            ),
+        ),
+        _ => {}
+    }
 }

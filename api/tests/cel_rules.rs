@@ -644,6 +644,10 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         set(&mut c.object, "/spec/instanceStorePolicy", json!("RAID0"));
         c
     };
+    let cfs_quota = |mut c: Case| {
+        set(&mut c.object, "/spec/kubelet/cpuCFSQuota", json!(true));
+        c
+    };
     let terms = ".spec.amiSelectorTerms";
     let bdm = ".spec.blockDeviceMappings";
     let kubelet = ".spec.kubelet";
@@ -725,6 +729,29 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         ])
             .fails(&format!("{kubelet}.evictionSoft"), "valid keys for evictionSoft are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available")
             .fails(&format!("{kubelet}.evictionSoftGracePeriod"), "valid keys for evictionSoftGracePeriod are memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"),
+        edit("image GC thresholds in order", &[
+            ("/spec/kubelet/imageGCHighThresholdPercent", json!(70)),
+            ("/spec/kubelet/imageGCLowThresholdPercent", json!(50)),
+        ]),
+        edit("image GC thresholds equal", &[
+            ("/spec/kubelet/imageGCHighThresholdPercent", json!(70)),
+            ("/spec/kubelet/imageGCLowThresholdPercent", json!(70)),
+        ])
+            .fails(kubelet, "imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"),
+        edit("lone image GC high threshold at kubelet's default low one", &[("/spec/kubelet/imageGCHighThresholdPercent", json!(80))])
+            .fails(kubelet, "imageGCHighThresholdPercent alone must exceed kubelet's default imageGCLowThresholdPercent (80)"),
+        edit("lone image GC low threshold at kubelet's default high one", &[("/spec/kubelet/imageGCLowThresholdPercent", json!(85))])
+            .fails(kubelet, "imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"),
+        edit("cpuCFSQuota on AL2023", &[("/spec/kubelet/cpuCFSQuota", json!(false))]),
+        cfs_quota(ami("Windows alias with cpuCFSQuota", json!([{"alias": "windows2019@latest"}]), None))
+            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+        cfs_quota(ami("Windows family with cpuCFSQuota", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2022")))
+            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+        edit("placement group by name", &[("/spec/placementGroupSelector", json!({"name": "training"}))]),
+        edit("placement group by id and name", &[("/spec/placementGroupSelector", json!({"id": "pg-0123", "name": "training"}))])
+            .fails(".spec.placementGroupSelector", "placementGroupSelector needs exactly one of id or name"),
+        edit("empty placement group selector", &[("/spec/placementGroupSelector", json!({}))])
+            .fails(".spec.placementGroupSelector", "placementGroupSelector needs exactly one of id or name"),
         edit("unknown kubeReserved resource", &[("/spec/kubelet/kubeReserved/gpu", json!("1"))])
             .fails(&format!("{kubelet}.kubeReserved"), "valid keys for kubeReserved are cpu, memory, ephemeral-storage, pid"),
         edit("unknown systemReserved resource", &[("/spec/kubelet/systemReserved/gpu", json!("1"))])

@@ -967,13 +967,77 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             path: "spec.kubelet.maxPods",
             message: "may not be negative",
         },
+        BadCase {
+            name: "image GC low threshold not below the high one",
+            edit: |o| {
+                set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(70));
+                set(o, "/spec/kubelet/imageGCLowThresholdPercent", json!(70));
+            },
+            path: "spec.kubelet.imageGCLowThresholdPercent",
+            message: "must be less than imageGCHighThresholdPercent (70), got 70",
+        },
+        BadCase {
+            // Kubelet fills in its default low threshold (80) and refuses to start at 70/80.
+            name: "lone image GC high threshold under kubelet's default low one",
+            edit: |o| set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(70)),
+            path: "spec.kubelet.imageGCHighThresholdPercent",
+            message: "must exceed kubelet's default imageGCLowThresholdPercent (80)",
+        },
+        BadCase {
+            name: "lone image GC low threshold over kubelet's default high one",
+            edit: |o| set(o, "/spec/kubelet/imageGCLowThresholdPercent", json!(90)),
+            path: "spec.kubelet.imageGCLowThresholdPercent",
+            message: "must be below kubelet's default imageGCHighThresholdPercent (85)",
+        },
+        BadCase {
+            name: "image GC threshold above 100",
+            edit: |o| {
+                set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(101));
+                set(o, "/spec/kubelet/imageGCLowThresholdPercent", json!(50));
+            },
+            path: "spec.kubelet.imageGCHighThresholdPercent",
+            message: "must be between 0 and 100, got 101",
+        },
+        BadCase {
+            name: "negative evictionMaxPodGracePeriod",
+            edit: |o| set(o, "/spec/kubelet/evictionMaxPodGracePeriod", json!(-5)),
+            path: "spec.kubelet.evictionMaxPodGracePeriod",
+            message: "may not be negative, got -5",
+        },
+        BadCase {
+            name: "placement group by id and name",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/placementGroupSelector",
+                    json!({"id": "pg-0123", "name": "training"}),
+                )
+            },
+            path: "spec.placementGroupSelector",
+            message: "placementGroupSelector needs exactly one of id or name",
+        },
+        BadCase {
+            name: "placement group id of another resource",
+            edit: |o| set(o, "/spec/placementGroupSelector", json!({"id": "sg-0123"})),
+            path: "spec.placementGroupSelector.id",
+            message: "pg-0123abcd",
+        },
+        BadCase {
+            name: "cpuCFSQuota with a Windows alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
+                set(o, "/spec/kubelet/cpuCFSQuota", json!(false));
+            },
+            path: "spec.kubelet.cpuCFSQuota",
+            message: "kubelet.cpuCFSQuota is not supported with Windows",
+        },
     ];
     check_bad_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
 }
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 14] = [
+    let cases: [GoodCase; 19] = [
         ("the fixture as written", |_| {}),
         ("every open capacity reservation, and tagged targeted ones", |o| {
             set(
@@ -981,6 +1045,36 @@ fn ec2nodeclass_good_cases_pass_everywhere() {
                 "/spec/capacityReservationSelectorTerms",
                 json!([{"instanceMatchCriteria": "open"}, {"tags": {"team": "ml"}, "instanceMatchCriteria": "targeted"}]),
             )
+        }),
+        ("HPC kubelet settings", |o| {
+            set(o, "/spec/kubelet/evictionMaxPodGracePeriod", json!(60));
+            set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(70));
+            set(o, "/spec/kubelet/imageGCLowThresholdPercent", json!(50));
+            set(o, "/spec/kubelet/cpuCFSQuota", json!(false));
+        }),
+        (
+            "lone image GC high threshold above kubelet's default low one",
+            |o| {
+                set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(90));
+            },
+        ),
+        ("placement group by name", |o| {
+            set(
+                o,
+                "/spec/placementGroupSelector",
+                json!({"name": "training"}),
+            );
+        }),
+        ("placement group by id", |o| {
+            set(
+                o,
+                "/spec/placementGroupSelector",
+                json!({"id": "pg-0123abcd"}),
+            );
+        }),
+        ("cpuCFSQuota on Bottlerocket", |o| {
+            set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@latest"));
+            set(o, "/spec/kubelet/cpuCFSQuota", json!(true));
         }),
         ("RAID0 instance store with AL2023", |o| {
             set(o, "/spec/instanceStorePolicy", json!("RAID0"))

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use adze_api::conditions::{self, ec2nodeclass as cond};
 use adze_api::ec2nodeclass::{
     Ami, AmiFamily, AmiSelectorTerm, CapacityReservation, EC2NodeClassSpec, EC2NodeClassStatus,
-    ReservationType, SecurityGroup, Subnet,
+    PlacementGroup, ReservationType, SecurityGroup, Subnet,
 };
 use adze_api::{Operator, Requirement};
 use adze_scheduling::labels;
@@ -199,10 +199,20 @@ pub async fn resolve(
         instance_profile: profile.as_ref().ok().cloned(),
         capacity_reservations: capacity_reservations(ec2, spec, std::time::SystemTime::now())
             .await?,
+        placement_group: placement_group(ec2, spec).await?,
         conditions: Vec::new(),
     };
     let mut invalid: Vec<String> = spec.field_errors().iter().map(|e| e.to_string()).collect();
     invalid.extend(unpublished_aliases(params, spec));
+    // A selector that finds no group would launch nowhere: the class is not Ready, saying which.
+    if let Some(pg) = &spec.placement_group_selector
+        && status.placement_group.is_none()
+    {
+        invalid.push(format!(
+            "spec.placementGroupSelector: no placement group {}",
+            placement_group_words(pg)
+        ));
+    }
     status.conditions = readiness(
         &status,
         profile.err().as_deref(),
@@ -285,6 +295,59 @@ async fn security_groups(
         }
     }
     Ok(out.into_values().collect())
+}
+
+fn placement_group_words(pg: &adze_api::ec2nodeclass::PlacementGroupSelector) -> String {
+    match (&pg.id, &pg.name) {
+        (Some(id), _) => format!("with id {id}"),
+        (None, Some(name)) => format!("named {name:?}"),
+        (None, None) => "(no id or name)".into(),
+    }
+}
+
+/// The placement group the selector names, or None when there is no selector or no such
+/// group. Filters, not GroupIds/GroupNames: those fail the whole call for an unknown group,
+/// where a filter answers with an empty list.
+async fn placement_group(
+    ec2: &aws_sdk_ec2::Client,
+    spec: &EC2NodeClassSpec,
+) -> Result<Option<PlacementGroup>, AwsError> {
+    let Some(pg) = &spec.placement_group_selector else {
+        return Ok(None);
+    };
+    let mut req = ec2.describe_placement_groups();
+    match (&pg.id, &pg.name) {
+        (Some(id), _) => req = req.filters(Filter::builder().name("group-id").values(id).build()),
+        (None, Some(name)) => {
+            req = req.filters(Filter::builder().name("group-name").values(name).build())
+        }
+        (None, None) => return Ok(None),
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(ec2_err("DescribePlacementGroups"))?;
+    Ok(resp
+        .placement_groups
+        .unwrap_or_default()
+        .into_iter()
+        .find_map(placement_group_of))
+}
+
+/// A DescribePlacementGroups entry as the status lists it: only a group that is `available`
+/// (one being created or deleted takes no launch) and has an id and a name.
+pub fn placement_group_of(g: aws_sdk_ec2::types::PlacementGroup) -> Option<PlacementGroup> {
+    if g.state.as_ref().map(|s| s.as_str()) != Some("available") {
+        return None;
+    }
+    Some(PlacementGroup {
+        id: g.group_id?,
+        name: g.group_name?,
+        strategy: g
+            .strategy
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
+    })
 }
 
 /// The reservations the class's terms select that can take a launch now: active and not past
@@ -405,6 +468,7 @@ pub fn status_changed(old: &EC2NodeClassStatus, new: &EC2NodeClassStatus) -> boo
         && old.amis == new.amis
         && old.instance_profile == new.instance_profile
         && old.capacity_reservations == new.capacity_reservations
+        && old.placement_group == new.placement_group
         && same_conditions)
 }
 
@@ -424,6 +488,8 @@ pub fn status_patch(status: &EC2NodeClassStatus) -> serde_json::Value {
             obj.entry(key).or_insert_with(|| serde_json::json!([]));
         }
         obj.entry("instanceProfile")
+            .or_insert(serde_json::Value::Null);
+        obj.entry("placementGroup")
             .or_insert(serde_json::Value::Null);
     }
     serde_json::json!({ "status": s })
@@ -730,6 +796,41 @@ mod tests {
     }
 
     #[test]
+    fn only_an_available_placement_group_is_listed() {
+        use aws_sdk_ec2::types::{PlacementGroupState, PlacementStrategy};
+        let group = |state: PlacementGroupState| {
+            aws_sdk_ec2::types::PlacementGroup::builder()
+                .group_id("pg-0123")
+                .group_name("training")
+                .strategy(PlacementStrategy::Cluster)
+                .state(state)
+                .build()
+        };
+        assert_eq!(
+            placement_group_of(group(PlacementGroupState::Available)),
+            Some(PlacementGroup {
+                id: "pg-0123".into(),
+                name: "training".into(),
+                strategy: "cluster".into(),
+            })
+        );
+        assert_eq!(
+            placement_group_of(group(PlacementGroupState::Pending)),
+            None
+        );
+        assert_eq!(
+            placement_group_of(group(PlacementGroupState::Deleting)),
+            None
+        );
+        let old = EC2NodeClassStatus::default();
+        let new = EC2NodeClassStatus {
+            placement_group: placement_group_of(group(PlacementGroupState::Available)),
+            ..Default::default()
+        };
+        assert!(status_changed(&old, &new), "a resolved group is written");
+    }
+
+    #[test]
     fn the_status_patch_clears_what_resolved_to_nothing() {
         let patch = status_patch(&EC2NodeClassStatus::default());
         assert_eq!(
@@ -738,6 +839,12 @@ mod tests {
         );
         assert_eq!(patch["status"]["subnets"], serde_json::json!([]));
         assert!(patch["status"]["instanceProfile"].is_null());
+        assert!(
+            patch["status"]
+                .get("placementGroup")
+                .is_some_and(|v| v.is_null()),
+            "a selector removed clears the group"
+        );
         let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
         let r = usable_reservation(&described("active", Some(10_000), 3), now).unwrap();
         let listed = status_patch(&EC2NodeClassStatus {
@@ -814,6 +921,7 @@ mod tests {
             }],
             instance_profile: None,
             capacity_reservations: vec![],
+            placement_group: None,
             conditions: vec![],
         };
         let conds = readiness(

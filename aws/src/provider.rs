@@ -558,6 +558,10 @@ impl AwsProvider {
         if let Some(r) = reservation {
             key.push_str(&format!("\n{}", r.id));
         }
+        // A group deleted and made again under the same name has a new id: a new template.
+        if let Some(pg) = &status.placement_group {
+            key.push_str(&format!("\npg:{}", pg.id));
+        }
         let name = format!(
             "adze-{}-{}",
             self.settings.cluster_name,
@@ -667,6 +671,14 @@ impl AwsProvider {
                             .build(),
                     );
                 }
+            }
+            // Into the class's placement group, by the id it resolved to.
+            if let Some(pg) = &status.placement_group {
+                data = data.placement(
+                    aws_sdk_ec2::types::LaunchTemplatePlacementRequest::builder()
+                        .group_id(&pg.id)
+                        .build(),
+                );
             }
             if let Some(profile) = &status.instance_profile {
                 data = data.iam_instance_profile(

@@ -53,6 +53,11 @@ pub struct KubeletConfig {
     pub eviction_soft: BTreeMap<String, String>,
     pub eviction_soft_grace_period: BTreeMap<String, String>,
     pub cluster_dns: Vec<String>,
+    /// Seconds; kubelet's `evictionMaxPodGracePeriod`.
+    pub eviction_max_pod_grace_period: Option<i32>,
+    pub image_gc_high_threshold_percent: Option<i32>,
+    pub image_gc_low_threshold_percent: Option<i32>,
+    pub cpu_cfs_quota: Option<bool>,
 }
 
 impl KubeletConfig {
@@ -71,6 +76,10 @@ impl KubeletConfig {
                 .map(|(s, d)| (s.clone(), d.to_string()))
                 .collect(),
             cluster_dns: k.cluster_dns.clone(),
+            eviction_max_pod_grace_period: k.eviction_max_pod_grace_period,
+            image_gc_high_threshold_percent: k.image_gc_high_threshold_percent,
+            image_gc_low_threshold_percent: k.image_gc_low_threshold_percent,
+            cpu_cfs_quota: k.cpu_cfs_quota,
         }
     }
 
@@ -89,6 +98,45 @@ impl KubeletConfig {
         ]
     }
 
+    /// (KubeletConfiguration key, kubelet flag, Bottlerocket key, value) for each scalar setting
+    /// that is set, the value as kubelet's config, flag and Bottlerocket's TOML all write it.
+    fn scalars(&self) -> Vec<(&'static str, &'static str, &'static str, String)> {
+        let mut out = Vec::new();
+        for (key, flag, br, v) in [
+            (
+                "evictionMaxPodGracePeriod",
+                "--eviction-max-pod-grace-period",
+                "eviction-max-pod-grace-period",
+                self.eviction_max_pod_grace_period,
+            ),
+            (
+                "imageGCHighThresholdPercent",
+                "--image-gc-high-threshold",
+                "image-gc-high-threshold-percent",
+                self.image_gc_high_threshold_percent,
+            ),
+            (
+                "imageGCLowThresholdPercent",
+                "--image-gc-low-threshold",
+                "image-gc-low-threshold-percent",
+                self.image_gc_low_threshold_percent,
+            ),
+        ] {
+            if let Some(v) = v {
+                out.push((key, flag, br, v.to_string()));
+            }
+        }
+        if let Some(b) = self.cpu_cfs_quota {
+            out.push((
+                "cpuCFSQuota",
+                "--cpu-cfs-quota",
+                "cpu-cfs-quota-enforced",
+                b.to_string(),
+            ));
+        }
+        out
+    }
+
     /// Extra `spec.kubelet.config` lines for a NodeConfig, indented to sit under `config:`.
     fn node_config_lines(&self) -> String {
         let mut out = String::new();
@@ -105,6 +153,9 @@ impl KubeletConfig {
                 .map(|(k, v)| format!("{}: {}", yaml_quote(k), yaml_quote(v)))
                 .collect();
             out += &format!("      {key}: {{{}}}\n", entries.join(", "));
+        }
+        for (key, _, _, value) in self.scalars() {
+            out += &format!("      {key}: {value}\n");
         }
         out
     }
@@ -167,6 +218,9 @@ fn kubelet_flags(boot: &Bootstrap) -> Vec<String> {
         }
         let pairs: Vec<String> = map.iter().map(|(k, v)| format!("{k}{sep}{v}")).collect();
         flags.push(format!("{flag}={}", pairs.join(",")));
+    }
+    for (_, flag, _, value) in k.scalars() {
+        flags.push(format!("{flag}={value}"));
     }
     flags
 }
@@ -359,6 +413,10 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
                 out += &format!("cluster-dns-ip = [{}]\n", ips.join(", "));
             }
         }
+        // Integers and booleans as TOML writes them, which is also how they print.
+        for (_, _, key, value) in boot.kubelet.scalars() {
+            out += &format!("{key} = {value}\n");
+        }
     }
     for (_, key, map) in boot.kubelet.maps() {
         let table = format!("settings.kubernetes.{key}");
@@ -488,6 +546,9 @@ mod tests {
                     "1m".into(),
                 )]),
                 cluster_dns: vec!["10.100.0.10".into()],
+                eviction_max_pod_grace_period: Some(60),
+                image_gc_high_threshold_percent: Some(70),
+                image_gc_low_threshold_percent: Some(50),
                 ..Default::default()
             },
             ..boot()
@@ -501,10 +562,10 @@ mod tests {
         assert!(out.contains("      kubeReserved: {\"cpu\": \"250m\"}\n"));
         assert!(out.contains("      evictionHard: {\"memory.available\": \"5%\"}\n"));
         assert!(out.contains("      evictionSoft: {\"memory.available\": \"1Gi\"}\n"));
+        assert!(out.contains("      evictionSoftGracePeriod: {\"memory.available\": \"1m\"}\n      evictionMaxPodGracePeriod: 60\n      imageGCHighThresholdPercent: 70\n      imageGCLowThresholdPercent: 50\n    flags:"), "{out}");
         assert!(
-            out.contains(
-                "      evictionSoftGracePeriod: {\"memory.available\": \"1m\"}\n    flags:"
-            )
+            !out.contains("cpuCFSQuota"),
+            "kubelet's own default unless the class sets it"
         );
         assert!(
             !out.contains("systemReserved"),
@@ -538,6 +599,27 @@ mod tests {
             "[settings.kubernetes.eviction-soft-grace-period]\n\"memory.available\" = \"1m\"\n"
         ));
         assert!(!out.contains("system-reserved"));
+        assert!(
+            out.contains("cluster-dns-ip = \"10.100.0.10\"\neviction-max-pod-grace-period = 60\nimage-gc-high-threshold-percent = 70\nimage-gc-low-threshold-percent = 50\n\n"),
+            "in [settings.kubernetes], before its subtables: {out}"
+        );
+        assert!(!out.contains("cpu-cfs-quota-enforced"));
+    }
+
+    #[test]
+    fn cpu_cfs_quota_reaches_every_linux_family_in_its_own_syntax() {
+        let b = Bootstrap {
+            kubelet: KubeletConfig {
+                cpu_cfs_quota: Some(false),
+                ..Default::default()
+            },
+            ..boot()
+        };
+        assert!(render(AmiFamily::AL2023, &b, None).contains("      cpuCFSQuota: false\n"));
+        assert!(
+            render(AmiFamily::Bottlerocket, &b, None).contains("cpu-cfs-quota-enforced = false\n")
+        );
+        assert!(render(AmiFamily::AL2, &b, None).contains(" --cpu-cfs-quota=false'"));
     }
 
     #[test]
@@ -560,7 +642,7 @@ mod tests {
         assert!(out.contains("--dns-cluster-ip '10.100.0.10'"));
         assert!(out.contains("--use-max-pods false"));
         assert!(!out.contains("--local-disks"));
-        let extra = "--kubelet-extra-args '--node-labels=adze.sh/nodepool=default --register-with-taints=dedicated=gpu:NoSchedule --max-pods=29 --kube-reserved=cpu=250m --eviction-hard=memory.available<5% --eviction-soft=memory.available<1Gi --eviction-soft-grace-period=memory.available=1m'";
+        let extra = "--kubelet-extra-args '--node-labels=adze.sh/nodepool=default --register-with-taints=dedicated=gpu:NoSchedule --max-pods=29 --kube-reserved=cpu=250m --eviction-hard=memory.available<5% --eviction-soft=memory.available<1Gi --eviction-soft-grace-period=memory.available=1m --eviction-max-pod-grace-period=60 --image-gc-high-threshold=70 --image-gc-low-threshold=50'";
         assert!(out.contains(extra), "{out}");
         assert!(
             !out.contains("node-restriction"),
@@ -639,10 +721,17 @@ mod tests {
                     .into(),
             ..with_kubelet()
         };
+        let cfs = Bootstrap {
+            kubelet: KubeletConfig {
+                cpu_cfs_quota: Some(false),
+                ..cluster.kubelet.clone()
+            },
+            ..cluster.clone()
+        };
         let cases = [
             (
                 "al2.userdata",
-                render(AmiFamily::AL2, &cluster, Some("#!/bin/bash\necho hi")),
+                render(AmiFamily::AL2, &cfs, Some("#!/bin/bash\necho hi")),
             ),
             (
                 "al2-user-mime.userdata",

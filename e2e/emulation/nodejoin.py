@@ -33,8 +33,8 @@ NODECONFIG_INSTANCE = {"localStorage"}
 BOTTLEROCKET_KUBERNETES = {
     "cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "cluster-domain", "max-pods",
     "node-labels", "node-taints", "kube-reserved", "system-reserved", "eviction-hard", "eviction-soft",
-    "eviction-soft-grace-period", "pod-pids-limit", "cpu-manager-policy", "topology-manager-policy",
-    "image-gc-high-threshold-percent", "image-gc-low-threshold-percent", "registry-qps", "registry-burst",
+    "eviction-soft-grace-period", "eviction-max-pod-grace-period", "pod-pids-limit", "cpu-manager-policy",
+    "topology-manager-policy", "image-gc-high-threshold-percent", "image-gc-low-threshold-percent", "registry-qps", "registry-burst",
     "event-qps", "event-burst", "kube-api-qps", "kube-api-burst", "shutdown-grace-period",
     "shutdown-grace-period-for-critical-pods", "standalone-mode", "authentication-mode", "bootstrap-token",
     "container-log-max-size", "container-log-max-files", "cpu-cfs-quota-enforced", "allowed-unsafe-sysctls",
@@ -51,10 +51,13 @@ class Join:
     """What kubelet starts with. reserved: {"kube": {...}, "system": {...}, "eviction": {...}}
     resource name -> quantity string (eviction signals as kubelet names them)."""
 
-    def __init__(self, endpoint, ca_pem, labels, taints, max_pods, dns, reserved=None):
+    def __init__(self, endpoint, ca_pem, labels, taints, max_pods, dns, reserved=None, tuning=None):
         self.endpoint, self.ca_pem, self.labels = endpoint, ca_pem, labels
         self.taints, self.max_pods, self.dns = taints, max_pods, dns
         self.reserved = reserved or {}
+        # Kubelet settings that shape no resource: KubeletConfiguration key -> value
+        # (evictionMaxPodGracePeriod, imageGC{High,Low}ThresholdPercent, cpuCFSQuota).
+        self.tuning = tuning or {}
 
 
 def kubelet_may_set(key):
@@ -106,6 +109,33 @@ def parse_flags(flags):
                 k, _, v = kv.partition("=")
                 taints.append({"key": k, "value": v, "effect": effect})
     return labels, taints
+
+
+# Kubelet's defaults for the image GC thresholds, which its validation fills in for an unset one.
+IMAGE_GC_HIGH_DEFAULT, IMAGE_GC_LOW_DEFAULT = 85, 80
+
+
+def check_tuning(tuning, who):
+    """Kubelet's own validation of the settings in `tuning` (KubeletConfiguration keys): it
+    refuses to start on a wrong type, a GC threshold outside 0..100, or low >= high once its
+    defaults fill in the one not set."""
+    for key in ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent"):
+        v = tuning.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise Refused(f"kubelet ({who}): {key} must be an integer, got {v!r}")
+    if "cpuCFSQuota" in tuning and not isinstance(tuning["cpuCFSQuota"], bool):
+        raise Refused(f"kubelet ({who}): cpuCFSQuota must be a boolean, got {tuning['cpuCFSQuota']!r}")
+    high = tuning.get("imageGCHighThresholdPercent", IMAGE_GC_HIGH_DEFAULT)
+    low = tuning.get("imageGCLowThresholdPercent", IMAGE_GC_LOW_DEFAULT)
+    for key, v in (("imageGCHighThresholdPercent", high), ("imageGCLowThresholdPercent", low)):
+        if not 0 <= v <= 100:
+            raise Refused(f"kubelet ({who}): invalid configuration: {key} ({v}) must be between 0 and 100, inclusive")
+    if low >= high:
+        raise Refused(f"kubelet ({who}): invalid configuration: imageGCLowThresholdPercent ({low}) must be less than imageGCHighThresholdPercent ({high})")
+    return {k: v for k, v in tuning.items() if v is not None}
+
+
+TUNING_KEYS = ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota")
 
 
 def merge(a, b):
@@ -174,7 +204,8 @@ def al2023(user_data, cluster):
     cfg = kubelet.get("config") or {}
     reserved = {"kube": cfg.get("kubeReserved") or {}, "system": cfg.get("systemReserved") or {},
                 "eviction": cfg.get("evictionHard") or {}}
-    return Join(c["apiServerEndpoint"], pem, labels, taints, max_pods, dns, reserved)
+    tuning = check_tuning({k: cfg[k] for k in TUNING_KEYS if k in cfg}, "nodeadm")
+    return Join(c["apiServerEndpoint"], pem, labels, taints, max_pods, dns, reserved, tuning)
 
 
 def cidr_dns(cidr):
@@ -213,7 +244,17 @@ def bottlerocket(user_data, cluster):
     max_pods = k.get("max-pods")
     reserved = {"kube": k.get("kube-reserved") or {}, "system": k.get("system-reserved") or {},
                 "eviction": k.get("eviction-hard") or {}}
-    return Join(k["api-server"], pem, labels, taints, max_pods, k.get("cluster-dns-ip"), reserved)
+    tuning = check_tuning({key: k[br] for key, br in BOTTLEROCKET_TUNING.items() if br in k}, "bottlerocket")
+    return Join(k["api-server"], pem, labels, taints, max_pods, k.get("cluster-dns-ip"), reserved, tuning)
+
+
+# Bottlerocket's names for the kubelet settings check_tuning knows.
+BOTTLEROCKET_TUNING = {
+    "evictionMaxPodGracePeriod": "eviction-max-pod-grace-period",
+    "imageGCHighThresholdPercent": "image-gc-high-threshold-percent",
+    "imageGCLowThresholdPercent": "image-gc-low-threshold-percent",
+    "cpuCFSQuota": "cpu-cfs-quota-enforced",
+}
 
 
 # kubelet flags the EKS bootstraps pass through (--kubelet-extra-args, -KubeletExtraArgs) that
@@ -222,7 +263,18 @@ def bottlerocket(user_data, cluster):
 KUBELET_FLAGS = {
     "--node-labels", "--register-with-taints", "--max-pods", "--kube-reserved", "--system-reserved",
     "--eviction-hard", "--eviction-soft", "--eviction-soft-grace-period",
+    "--eviction-max-pod-grace-period", "--image-gc-high-threshold", "--image-gc-low-threshold", "--cpu-cfs-quota",
 }
+# Those flags' KubeletConfiguration keys.
+TUNING_FLAGS = {
+    "--eviction-max-pod-grace-period": "evictionMaxPodGracePeriod",
+    "--image-gc-high-threshold": "imageGCHighThresholdPercent",
+    "--image-gc-low-threshold": "imageGCLowThresholdPercent",
+    "--cpu-cfs-quota": "cpuCFSQuota",
+}
+# Go's strconv.ParseBool, which kubelet's boolean flags use.
+GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+            "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
 # /etc/eks/bootstrap.sh (amazon-eks-ami, AL2): its getopt long options, each taking a value.
 BOOTSTRAP_SH_OPTIONS = {
     "--use-max-pods", "--b64-cluster-ca", "--apiserver-endpoint", "--kubelet-extra-args",
@@ -241,6 +293,7 @@ EKS_PS1_PARAMETERS = [
 def kubelet_args(args, who):
     """kubelet's command line as the bootstraps hand it over: --flag=value words."""
     flags, max_pods, reserved = [], None, {"kube": {}, "system": {}, "eviction": {}}
+    tuning = {}
     pairs = lambda v, sep: dict(kv.split(sep, 1) for kv in filter(None, v.split(",")))
     for word in args:
         name, eq, value = word.partition("=")
@@ -259,13 +312,19 @@ def kubelet_args(args, who):
                 reserved["kube" if name == "--kube-reserved" else "system"] = pairs(value, "=")
             elif name == "--eviction-hard":
                 reserved["eviction"] = pairs(value, "<")
+            elif name == "--cpu-cfs-quota":
+                if value not in GO_BOOLS:
+                    raise ValueError(f"strconv.ParseBool: parsing {value!r}: invalid syntax")
+                tuning["cpuCFSQuota"] = GO_BOOLS[value]
+            elif name in TUNING_FLAGS:
+                tuning[TUNING_FLAGS[name]] = int(value)
             else:
                 pairs(value, "<" if name == "--eviction-soft" else "=")
         except ValueError as e:
             raise Refused(f"kubelet ({who}): invalid value for {name}: {e}")
     labels, taints = parse_flags(flags)
     check_labels(labels)
-    return labels, taints, max_pods, reserved
+    return labels, taints, max_pods, reserved, check_tuning(tuning, who)
 
 
 def cloud_init_parts(user_data):
@@ -333,11 +392,11 @@ def al2(user_data, cluster):
         raise Refused("bootstrap.sh: without --apiserver-endpoint and --b64-cluster-ca it calls eks:DescribeCluster, which the node role may not")
     pem = pem_of(ca, "bootstrap.sh")
     check_cluster(endpoint, pem, cluster, "bootstrap.sh")
-    labels, taints, max_pods, reserved = kubelet_args(
+    labels, taints, max_pods, reserved, tuning = kubelet_args(
         shlex.split(opts.get("--kubelet-extra-args", "")), "bootstrap.sh")
     if max_pods is None and opts.get("--use-max-pods", "true") == "false":
         raise Refused("bootstrap.sh: --use-max-pods false and no --max-pods: kubelet would run with 110, not the plan's")
-    j = Join(endpoint, pem, labels, taints, max_pods, opts.get("--dns-cluster-ip"), reserved)
+    j = Join(endpoint, pem, labels, taints, max_pods, opts.get("--dns-cluster-ip"), reserved, tuning)
     j.cluster_name, j.local_disks = name, opts.get("--local-disks")
     return j
 
@@ -437,9 +496,9 @@ def windows(user_data, cluster):
         raise Refused("Start-EKSBootstrap.ps1: without -APIServerEndpoint and -Base64ClusterCA it calls eks:DescribeCluster, which the node role may not")
     pem = pem_of(ca, "Start-EKSBootstrap.ps1")
     check_cluster(endpoint, pem, cluster, "Start-EKSBootstrap.ps1")
-    labels, taints, max_pods, reserved = kubelet_args(
+    labels, taints, max_pods, reserved, tuning = kubelet_args(
         shlex.split(p.get("KubeletExtraArgs", "")), "Start-EKSBootstrap.ps1")
-    j = Join(endpoint, pem, labels, taints, max_pods, p.get("DNSClusterIP"), reserved)
+    j = Join(endpoint, pem, labels, taints, max_pods, p.get("DNSClusterIP"), reserved, tuning)
     j.cluster_name = p["EKSClusterName"]
     return j
 

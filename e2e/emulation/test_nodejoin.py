@@ -103,7 +103,32 @@ class AL2023(unittest.TestCase):
         self.assertEqual(join("al2023", ud, CLUSTER).dns, "10.100.0.10")
 
 
+    def test_kubelet_tuning_reaches_kubelet_and_its_validation_applies(self):
+        tuned = node_config().replace("      maxPods: 29\n", "      maxPods: 29\n      evictionMaxPodGracePeriod: 60\n"
+                                      "      imageGCHighThresholdPercent: 70\n      imageGCLowThresholdPercent: 50\n"
+                                      "      cpuCFSQuota: false\n")
+        j = join("al2023", mime(tuned), CLUSTER)
+        self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
+                                    "imageGCLowThresholdPercent": 50, "cpuCFSQuota": False})
+        # A lone high threshold under kubelet's default low one (80): kubelet refuses to start.
+        lone = node_config().replace("      maxPods: 29\n", "      maxPods: 29\n      imageGCHighThresholdPercent: 70\n")
+        with self.assertRaisesRegex(Refused, r"imageGCLowThresholdPercent \(80\) must be less than imageGCHighThresholdPercent \(70\)"):
+            join("al2023", mime(lone), CLUSTER)
+        with self.assertRaisesRegex(Refused, "cpuCFSQuota must be a boolean"):
+            join("al2023", mime(node_config().replace("      maxPods: 29\n", "      maxPods: 29\n      cpuCFSQuota: \"no\"\n")), CLUSTER)
+
+
 class Bottlerocket(unittest.TestCase):
+    def test_kubelet_tuning_settings_join_and_are_checked(self):
+        j = join("bottlerocket", toml(extra="eviction-max-pod-grace-period = 60\nimage-gc-high-threshold-percent = 70\n"
+                                            "image-gc-low-threshold-percent = 50\ncpu-cfs-quota-enforced = false"), CLUSTER)
+        self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
+                                    "imageGCLowThresholdPercent": 50, "cpuCFSQuota": False})
+        with self.assertRaisesRegex(Refused, "must be less than"):
+            join("bottlerocket", toml(extra="image-gc-low-threshold-percent = 90"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "must be between 0 and 100"):
+            join("bottlerocket", toml(extra="image-gc-high-threshold-percent = 101"), CLUSTER)
+
     def test_complete_settings_join(self):
         j = join("bottlerocket", toml(), CLUSTER)
         self.assertEqual(j.labels, {"team": "web"})
@@ -153,7 +178,17 @@ class AL2(unittest.TestCase):
         self.assertEqual(j.dns, "10.100.0.10")
         self.assertEqual(j.reserved["kube"], {"cpu": "250m"})
         self.assertEqual(j.reserved["eviction"], {"memory.available": "5%"})
+        self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
+                                    "imageGCLowThresholdPercent": 50, "cpuCFSQuota": False})
         self.assertIsNone(j.local_disks)
+
+    def test_kubelet_refuses_bad_tuning_flags(self):
+        with self.assertRaisesRegex(Refused, "invalid value for --cpu-cfs-quota"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --cpu-cfs-quota=maybe")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "invalid value for --image-gc-high-threshold"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --image-gc-high-threshold=high")), CLUSTER)
+        with self.assertRaisesRegex(Refused, r"imageGCLowThresholdPercent \(90\) must be less than"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --image-gc-low-threshold=90")), CLUSTER)
 
     def test_adzes_rendering_with_the_users_mime_parts_and_raid0_joins(self):
         j = join("al2", rendered("al2-user-mime.userdata"), CLUSTER)
@@ -207,6 +242,8 @@ class Windows(unittest.TestCase):
         self.assertEqual(j.max_pods, 29)
         self.assertEqual(j.dns, "10.100.0.10")
         self.assertEqual(j.reserved["kube"], {"cpu": "250m"})
+        self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
+                                    "imageGCLowThresholdPercent": 50})
 
     def test_powershell_binds_parameters_case_blind_and_by_unambiguous_prefix(self):
         j = join("windows2019", ps(WIN_OK.replace("-EKSClusterName", "-eksclustern").replace("-DNSClusterIP", "-DNS")), CLUSTER)

@@ -28,6 +28,7 @@ const USED_NOT_CREATED: &[&str] = &[
     "subnet/",
     "security-group/",
     "capacity-reservation/",
+    "placement-group/",
 ];
 /// The creating calls tags may be set in (values of `ec2:CreateAction`).
 const CREATE_ACTIONS: &[&str] = &["CreateFleet", "RunInstances", "CreateLaunchTemplate"];
@@ -316,7 +317,7 @@ pub fn violations(policy: &Value, cluster: &str, region: &str) -> Vec<String> {
         {
             bad(
                 "launches may create only what carries the cluster tag (aws:RequestTag); \
-                 untagged statements may name only images, snapshots, subnets, security groups, capacity reservations",
+                 untagged statements may name only images, snapshots, subnets, security groups, capacity reservations, placement groups",
             );
         }
         if any_of(DESTRUCTIVE) && !s.cluster_tag("ResourceTag", cluster) {

@@ -411,6 +411,43 @@ mod tests {
         assert!(d.restamp.is_empty());
     }
 
+    /// The kubelet tuning fields are static: changing one drifts the class's nodes, and a class
+    /// that sets none hashes as it did before they existed (unset fields are not serialized).
+    #[test]
+    fn kubelet_tuning_fields_drift_and_leave_old_hashes_alone() {
+        let plain = class("al2023@latest", "x");
+        let mut with_empty_kubelet = plain.clone();
+        with_empty_kubelet.spec.kubelet = Some(Default::default());
+        assert_eq!(
+            serde_json::to_value(&with_empty_kubelet.spec).unwrap()["kubelet"],
+            json!({}),
+            "no tuning field is written when unset"
+        );
+        let tuned = |f: fn(&mut adze_api::ec2nodeclass::KubeletConfiguration)| {
+            let mut c = with_empty_kubelet.clone();
+            f(c.spec.kubelet.as_mut().unwrap());
+            class_hash(&c)
+        };
+        let base = class_hash(&with_empty_kubelet);
+        for (name, hash) in [
+            (
+                "evictionMaxPodGracePeriod",
+                tuned(|k| k.eviction_max_pod_grace_period = Some(60)),
+            ),
+            (
+                "imageGCHighThresholdPercent",
+                tuned(|k| k.image_gc_high_threshold_percent = Some(90)),
+            ),
+            (
+                "imageGCLowThresholdPercent",
+                tuned(|k| k.image_gc_low_threshold_percent = Some(50)),
+            ),
+            ("cpuCFSQuota", tuned(|k| k.cpu_cfs_quota = Some(false))),
+        ] {
+            assert_ne!(hash, base, "{name} is a static field");
+        }
+    }
+
     #[test]
     fn class_selector_terms_are_not_static_other_fields_are() {
         let a = class("al2023@latest", "x");

@@ -571,7 +571,8 @@ fn v1beta1_pool_and_class_become_v1_meanings() {
     assert!(class.get("amiFamily").is_none());
     assert_eq!(
         class["kubelet"],
-        serde_json::json!({"maxPods": 58, "systemReserved": {"cpu": "100m"}})
+        serde_json::json!({"maxPods": 58, "systemReserved": {"cpu": "100m"}, "cpuCFSQuota": true}),
+        "cpuCFSQuota is carried with the rest"
     );
     assert_eq!(class["metadataOptions"]["httpPutResponseHopLimit"], 2);
     assert_eq!(
@@ -588,7 +589,6 @@ fn v1beta1_pool_and_class_become_v1_meanings() {
         owned(&[
             ("spec.amiFamily", false),
             ("spec.metadataOptions.httpPutResponseHopLimit", false),
-            ("spec.kubelet.cpuCFSQuota", true),
         ])
     );
 }
@@ -605,7 +605,7 @@ fn v1_kubelet_compatibility_annotation_moves_to_the_node_class() {
     );
     assert_eq!(
         m.objects[1]["spec"]["kubelet"],
-        serde_json::json!({"maxPods": 42})
+        serde_json::json!({"maxPods": 42, "evictionMaxPodGracePeriod": 60})
     );
     assert_eq!(
         fields_of(&m, "NodePool/converted"),
@@ -622,7 +622,8 @@ fn v1_kubelet_compatibility_annotation_moves_to_the_node_class() {
     );
     assert_eq!(
         fields_of(&m, "EC2NodeClass/default"),
-        owned(&[("spec.kubelet.evictionMaxPodGracePeriod", true)])
+        owned(&[]),
+        "evictionMaxPodGracePeriod is carried, not refused"
     );
 
     // Without the class in the input the settings have nowhere to go: an action, by path.
@@ -1080,4 +1081,74 @@ spec:
         ])
     );
     assert!(!m.incomplete(), "{}", m.report());
+}
+
+/// A v1 class's placementGroupSelector is carried as written; both id and name (which
+/// Karpenter's all-fields example shows) is refused by validation at its path.
+#[test]
+fn placement_group_selector_is_carried_and_checked() {
+    let class = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: hpc}\nspec:\n  role: KarpenterNodeRole-x\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n";
+    let m = migrate(&format!(
+        "{class}  placementGroupSelector: {{name: training}}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        m.objects[0]["spec"]["placementGroupSelector"],
+        serde_json::json!({"name": "training"}),
+        "{}",
+        m.report()
+    );
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    let m = migrate(&format!(
+        "{class}  placementGroupSelector: {{name: training, id: pg-0123}}\n"
+    ))
+    .unwrap();
+    let n = notes_about(&m, "EC2NodeClass/hpc", "spec.placementGroupSelector");
+    assert!(
+        n.iter()
+            .any(|n| n.action && n.message.contains("exactly one of id or name")),
+        "{}",
+        m.report()
+    );
+}
+
+/// The kubelet settings HPC and ML fleets tune (eviction grace, image GC, CFS quota) are carried
+/// from every input version: a v1 EC2NodeClass, a v1beta1 pool's kubelet, and a v1alpha5
+/// Provisioner's kubeletConfiguration, with no note about them.
+#[test]
+fn hpc_kubelet_settings_are_carried_from_v1_v1beta1_and_v1alpha5() {
+    let tuning = serde_json::json!({
+        "evictionMaxPodGracePeriod": 30,
+        "imageGCHighThresholdPercent": 90,
+        "imageGCLowThresholdPercent": 60,
+        "cpuCFSQuota": false,
+    });
+    let class = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: hpc}\nspec:\n  role: KarpenterNodeRole-x\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n";
+    let block = "{evictionMaxPodGracePeriod: 30, imageGCHighThresholdPercent: 90, imageGCLowThresholdPercent: 60, cpuCFSQuota: false}";
+    let v1 = format!("{class}  kubelet: {block}\n");
+    let v1beta1 = format!(
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {{name: hpc}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{name: hpc}}\n      kubelet: {block}\n---\n{class}"
+    );
+    let v1alpha5 = format!(
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {{name: hpc}}\nspec:\n  kubeletConfiguration: {block}\n  providerRef: {{name: hpc}}\n---\n{class}"
+    );
+    for (version, input) in [("v1", v1), ("v1beta1", v1beta1), ("v1alpha5", v1alpha5)] {
+        let m = migrate(&input).unwrap();
+        let class = m
+            .objects
+            .iter()
+            .find(|o| o["kind"] == "EC2NodeClass")
+            .unwrap_or_else(|| panic!("{version}: no class: {}", m.report()));
+        assert_eq!(
+            class["spec"]["kubelet"],
+            tuning,
+            "{version}: {}",
+            m.report()
+        );
+        assert!(
+            m.notes.iter().all(|n| !n.field.contains("kubelet.")),
+            "{version}: no kubelet field is refused: {}",
+            m.report()
+        );
+    }
 }
