@@ -1039,13 +1039,16 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 fn ec2nodeclass_good_cases_pass_everywhere() {
     let cases: [GoodCase; 19] = [
         ("the fixture as written", |_| {}),
-        ("every open capacity reservation, and tagged targeted ones", |o| {
-            set(
-                o,
-                "/spec/capacityReservationSelectorTerms",
-                json!([{"instanceMatchCriteria": "open"}, {"tags": {"team": "ml"}, "instanceMatchCriteria": "targeted"}]),
-            )
-        }),
+        (
+            "every open capacity reservation, and tagged targeted ones",
+            |o| {
+                set(
+                    o,
+                    "/spec/capacityReservationSelectorTerms",
+                    json!([{"instanceMatchCriteria": "open"}, {"tags": {"team": "ml"}, "instanceMatchCriteria": "targeted"}]),
+                )
+            },
+        ),
         ("HPC kubelet settings", |o| {
             set(o, "/spec/kubelet/evictionMaxPodGracePeriod", json!(60));
             set(o, "/spec/kubelet/imageGCHighThresholdPercent", json!(70));

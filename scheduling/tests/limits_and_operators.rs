@@ -148,3 +148,28 @@ fn a_pool_bounded_by_gte_and_lte_launches_only_types_inside() {
             .any(|t| t.ends_with(".16x"))
     );
 }
+
+#[test]
+fn a_pool_whose_requirements_leave_no_type_says_which_not_zones() {
+    // Karpenter's instance-store example asks for more local NVMe than any catalog type has:
+    // the reason must name that requirement, not zone requirements the pool does not have.
+    let mut p = pool("default", small_catalog());
+    p.requirements
+        .add(Requirement::new(labels::INSTANCE_CPU, Operator::Gt, &["100000"]).unwrap());
+    let plan = schedule(
+        &Snapshot {
+            pending: vec![pod("p").build()],
+            nodepools: vec![p],
+            ..Default::default()
+        },
+        &Options::default(),
+    );
+    assert!(plan.new_claims.is_empty());
+    let reason = &plan.unschedulable[0].reason;
+    assert!(
+        reason.contains("no instance type of the catalog meets the NodePool's requirements")
+            && reason.contains(labels::INSTANCE_CPU)
+            && !reason.contains("zone"),
+        "{reason}"
+    );
+}

@@ -682,6 +682,25 @@ impl Solver<'_> {
     ) -> String {
         let ps = &self.pools[pi];
         let name = &ps.pool.name;
+        if ps.types.is_empty() {
+            // The pool's own requirements (or its class) leave no type of the catalog: say
+            // which requirements, rather than blaming zones no type was left to offer.
+            let reqs: Vec<String> = ps
+                .pool
+                .requirements
+                .iter()
+                .filter(|r| r.key != labels::ZONE)
+                .map(|r| r.to_string())
+                .collect();
+            return format!(
+                "NodePool {name}: no instance type of the catalog meets the NodePool's requirements{}",
+                if reqs.is_empty() {
+                    " and its node class".to_string()
+                } else {
+                    format!(" ({})", reqs.join(", "))
+                }
+            );
+        }
         let zones = zone_phrase(reqs, &ps.zones);
         if offered.is_empty() {
             return format!("NodePool {name}: no matching instance type is offered{zones}");
