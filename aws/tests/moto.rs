@@ -1692,6 +1692,43 @@ impl Env {
             .unwrap()
     }
 
+    /// A reservation of `count` `itype` in `zone` with no end, accepting launches as `criteria`
+    /// says, tagged for this test's class.
+    async fn tagged_reservation(
+        &self,
+        itype: &str,
+        zone: &str,
+        count: i32,
+        criteria: aws_sdk_ec2::types::InstanceMatchCriteria,
+    ) -> String {
+        self.clients
+            .ec2
+            .create_capacity_reservation()
+            .instance_type(itype)
+            .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
+            .availability_zone(zone)
+            .instance_count(count)
+            .instance_match_criteria(criteria)
+            .tag_specifications(
+                TagSpecification::builder()
+                    .resource_type(ResourceType::CapacityReservation)
+                    .tags(
+                        Tag::builder()
+                            .key(format!("adze.test/{}", self.cluster))
+                            .value("owned")
+                            .build(),
+                    )
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .capacity_reservation
+            .unwrap()
+            .capacity_reservation_id
+            .unwrap()
+    }
+
     /// The class, selecting this test's reservations by tag.
     fn reserving_class(&self) -> EC2NodeClass {
         let mut class = self.class();
@@ -1998,32 +2035,13 @@ async fn an_unreserved_launch_of_a_reserving_class_stays_out_of_an_open_reservat
     // uses keeps them out of it (and it out of them).
     let e = env("open-match", &moto).await;
     let open = e
-        .clients
-        .ec2
-        .create_capacity_reservation()
-        .instance_type("c5.xlarge")
-        .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
-        .availability_zone("us-east-1b")
-        .instance_count(2)
-        .instance_match_criteria(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
-        .tag_specifications(
-            TagSpecification::builder()
-                .resource_type(ResourceType::CapacityReservation)
-                .tags(
-                    Tag::builder()
-                        .key(format!("adze.test/{}", e.cluster))
-                        .value("owned")
-                        .build(),
-                )
-                .build(),
+        .tagged_reservation(
+            "c5.xlarge",
+            "us-east-1b",
+            2,
+            aws_sdk_ec2::types::InstanceMatchCriteria::Open,
         )
-        .send()
-        .await
-        .unwrap()
-        .capacity_reservation
-        .unwrap()
-        .capacity_reservation_id
-        .unwrap();
+        .await;
     let on_demand = |name: &str| -> NodeClaim {
         serde_json::from_value(json!({
             "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
@@ -2070,42 +2088,22 @@ async fn instance_match_criteria_selects_open_or_targeted_reservations_only() {
     let e = env("match-criteria", &moto).await;
     // r6i.large in us-east-1b: no other test launches it, so the open reservation made here
     // takes none of their launches.
-    let create = |criteria: aws_sdk_ec2::types::InstanceMatchCriteria| {
-        e.clients
-            .ec2
-            .create_capacity_reservation()
-            .instance_type("r6i.large")
-            .instance_platform(aws_sdk_ec2::types::CapacityReservationInstancePlatform::LinuxUnix)
-            .availability_zone("us-east-1b")
-            .instance_count(1)
-            .instance_match_criteria(criteria)
-            .tag_specifications(
-                TagSpecification::builder()
-                    .resource_type(ResourceType::CapacityReservation)
-                    .tags(
-                        Tag::builder()
-                            .key(format!("adze.test/{}", e.cluster))
-                            .value("owned")
-                            .build(),
-                    )
-                    .build(),
-            )
-            .send()
-    };
-    let open = create(aws_sdk_ec2::types::InstanceMatchCriteria::Open)
-        .await
-        .unwrap()
-        .capacity_reservation
-        .unwrap()
-        .capacity_reservation_id
-        .unwrap();
-    let targeted = create(aws_sdk_ec2::types::InstanceMatchCriteria::Targeted)
-        .await
-        .unwrap()
-        .capacity_reservation
-        .unwrap()
-        .capacity_reservation_id
-        .unwrap();
+    let open = e
+        .tagged_reservation(
+            "r6i.large",
+            "us-east-1b",
+            1,
+            aws_sdk_ec2::types::InstanceMatchCriteria::Open,
+        )
+        .await;
+    let targeted = e
+        .tagged_reservation(
+            "r6i.large",
+            "us-east-1b",
+            1,
+            aws_sdk_ec2::types::InstanceMatchCriteria::Targeted,
+        )
+        .await;
     let selected = |criteria: &str| {
         let mut spec = e.class().spec;
         spec.capacity_reservation_selector_terms = vec![
