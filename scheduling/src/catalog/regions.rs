@@ -15,7 +15,8 @@
 //!   third of the rows). Checked on us-east-1 itself, the rule reproduces 248 of the 250
 //!   hand-written prices exactly and the other two to the 5th decimal.
 //! * **Offered**: a type the scrape does not list in a region is not offered there.
-//! * **Zones**: the region's published Availability Zones as new accounts see them;
+//! * **Zones**: the region's Availability Zones as AWS publishes them for new accounts, written
+//!   from memory of those lists (not looked up for this table, nor read from an account);
 //!   us-east-1 keeps the three zones the catalog always had (a–c), so default plans do not
 //!   move. Every type a region offers is offered in all its zones (per-zone gaps are not
 //!   recorded).
