@@ -30,7 +30,8 @@ K8S_UPSTREAM_VERSION="v1.20.2"
 CACHE="${ADZE_CACHE:-$HOME/.cache/adze}"
 ROOT="$CACHE/kubelet-1.20.2"
 BIN="$ROOT/bin"
-SRC_PARENT="$ROOT/src"
+# build-k8s.sh points all three builds at one tree (ADZE_K8S_SRC_PARENT) so they share its Go cache.
+SRC_PARENT="${ADZE_K8S_SRC_PARENT:-$ROOT/src}"
 NICE="${ADZE_K8S_NICE:-19}"
 BINARIES=(kubelet kube-proxy)
 GO_PKG=golang-1.19-go

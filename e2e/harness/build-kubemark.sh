@@ -23,7 +23,8 @@ K8S_DEB_VERSION="${ADZE_K8S_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}"
 CACHE="${ADZE_CACHE:-$HOME/.cache/adze}"
 ROOT="$CACHE/kubemark-1.20.2"
 BIN="$ROOT/bin"
-SRC_PARENT="$ROOT/src"
+# build-k8s.sh points all three builds at one tree (ADZE_K8S_SRC_PARENT) so they share its Go cache.
+SRC_PARENT="${ADZE_K8S_SRC_PARENT:-$ROOT/src}"
 NICE="${ADZE_K8S_NICE:-19}"
 GOROOT_DEB=/usr/lib/go-1.19
 REFLECT2_DEB_DIR=/usr/share/gocode/src/github.com/modern-go/reflect2
