@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end test of the node agent (adze-agent) against a real Kubernetes 1.20 control plane
-# (e2e/harness): simulated nodes from `adze-provisioner run --cloud-provider simulated`, one
-# agent per node, each on its own IMDS simulator (imds-sim), and the provisioner polling a real
-# SQS interruption queue on moto (aws/ci/moto-server.sh). Skips unless ADZE_E2E=1.
+# (e2e/harness): nodes played by kubemark hollow kubelets (real kubelet code over a fake
+# container runtime, each with its own system:node:NAME certificate) that e2e/harness/
+# hollow-node.sh boots for every instance record `adze-provisioner run --cloud-provider
+# simulated --simulated-instance-dir DIR` writes, with the node lifecycle controller on; one
+# agent process per node (under the chart's agent ServiceAccount), each on its own IMDS
+# simulator (imds-sim), and the provisioner polling a real SQS interruption queue on moto
+# (aws/ci/moto-server.sh). Evictions are carried out by the kubelets (grace periods apply), so
+# the drain and replacement times it prints include a real node's boot. Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/agent.sh
 #
@@ -19,17 +24,25 @@ target=${CARGO_TARGET_DIR:-$root/target}
 DEADLINE=${ADZE_E2E_SPOT_DEADLINE:-120}
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
+"$harness/build-kubemark.sh" 2>"/tmp/adze-kubemark-build.$$.log" \
+  || { cat "/tmp/adze-kubemark-build.$$.log"; echo "FAIL: kubemark build"; exit 1; }
+rm -f "/tmp/adze-kubemark-build.$$.log"
 "$root/e2e/harness/build-binaries.sh" || { echo "FAIL: cargo build"; exit 1; }
 bin=$target/release
 
 dir=$(mktemp -d /tmp/adze-e2e-agent.XXXXXX)
+instances=$dir/instances
 pids=()
 prov_pid=
+fleet_pid=
 MOTO_PID=
 cleanup() {
   # -CONT first: a stopped process (section 8's hung agent) would hold a SIGTERM pending forever.
   for p in "${pids[@]}" $prov_pid $MOTO_PID; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
+  # The watcher first, so it starts no kubelet for a record; then every hollow node it started.
+  [[ -n "$fleet_pid" ]] && kill "$fleet_pid" 2>/dev/null && wait "$fleet_pid" 2>/dev/null
+  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
@@ -45,7 +58,12 @@ healthzBindAddress: 127.0.0.1:$insecure_port
 metricsBindAddress: 127.0.0.1:$insecure_port
 YAML
 export ADZE_SCHEDULER_CONFIG="${ADZE_SCHEDULER_CONFIG:-$sched_cfg}"
-control_plane_up "$dir"
+# The node lifecycle controller on (the harness default leaves it off for Node objects nobody
+# heartbeats), as in e2e/kubelet.sh: a kubelet that stops turns its Node NotReady.
+ADZE_KCM_CONTROLLERS='*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl' \
+ADZE_KCM_EXTRA_ARGS='--node-monitor-grace-period=20s --node-monitor-period=2s' \
+  control_plane_up "$dir"
+mkdir -p "$instances"
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 ready_web() {
   k get pods -n web -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null and .status.phase == "Running"
@@ -86,9 +104,13 @@ wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.
 adze_rbac simulated
 # Consolidation is proven in e2e/disruption.sh; here it would add replacement NodeClaims
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
-KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated --boot-delay 3s --metrics-addr 127.0.0.1:0 \
+KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin/adze-provisioner" run --disruption-dry-run --cloud-provider simulated \
+  --simulated-instance-dir "$instances" --metrics-addr 127.0.0.1:0 \
   --interruption-queue adze-interruptions --aws-endpoint "$ADZE_AWS_ENDPOINT" --region us-east-1 >>"$dir/provisioner.log" 2>&1 &
 prov_pid=$!
+# One hollow kubelet per instance record, stopped when the record goes (instance terminated).
+"$harness/hollow-node.sh" watch "$dir" "$instances" >>"$dir/fleet.log" 2>&1 &
+fleet_pid=$!
 wait_for 30 grep -q "polling the interruption queue" "$dir/provisioner.log"
 check "provisioner started" grep -q "cluster state synced" "$dir/provisioner.log"
 check "provisioner polls the SQS queue with the simulated cloud" grep -q "polling the interruption queue" "$dir/provisioner.log"
@@ -110,6 +132,7 @@ spec:
   limits: {cpu: "100"}
 YAML
 k create namespace web >/dev/null
+t_deploy=$(now)
 k apply -f - >/dev/null <<'YAML'
 apiVersion: apps/v1
 kind: Deployment
@@ -134,18 +157,31 @@ spec:
   minAvailable: 5
   selector: {matchLabels: {app: web}}
 YAML
-wait_for 180 count_is 6 ready_web
+wait_for 300 count_is 6 ready_web
+echo "deployment created -> 6 pods Ready on hollow nodes: $(elapsed "$t_deploy" "$(now)") s"
 check "6 web pods Running and Ready" count_is 6 ready_web
 mapfile -t nodes < <(k get nodes -l e2e-pool=spot -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
-echo "simulated nodes: ${nodes[*]}"
-check "several simulated nodes (${#nodes[@]})" test "${#nodes[@]}" -ge 3
+echo "hollow nodes: ${nodes[*]}"
+check "several nodes (${#nodes[@]})" test "${#nodes[@]}" -ge 3
+by_kubelets() { # every spot Node was registered by a kubelet (v1.20.2 over kubemark's fake
+  # runtime) from an instance record, and the simulated cloud created no Node itself
+  local n; n=$(k get nodes -l e2e-pool=spot -o json | jq '[.items[] | select(.status.nodeInfo.kubeletVersion == "v1.20.2"
+    and (.status.nodeInfo.containerRuntimeVersion | startswith("fakeRuntime://")))] | length')
+  [[ "$n" == "${#nodes[@]}" ]] || return 1
+  for n in "${nodes[@]}"; do [[ -f "$instances/$n.json" ]] || return 1; done
+  absent 'simulated instance booted' "$dir/provisioner.log"
+}
+check "every node was registered by a hollow kubelet from its instance record" by_kubelets
 
-# One IMDS simulator and one agent per node.
+# One IMDS simulator and one agent per node. The agent's readiness also checks its node's
+# container runtime socket, as the DaemonSet's does: the hollow kubelet's fake runtime. (Not
+# --kubelet-healthz: a hollow kubelet serves no /healthz, see e2e/harness/hollow-node.sh.)
 declare -A port agent_pid hport
 start_agent() { # node
   [[ -n "${hport[$1]:-}" ]] || hport[$1]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$bin/adze-agent" --node-name "$1" --kubeconfig "$AGENT_KUBECONFIG" \
     --imds-endpoint "http://127.0.0.1:${port[$1]}" --imds-timeout 500ms --heartbeat 5s \
+    --runtime-socket "$dir/hollow/$1/runtime.sock" \
     --health-addr "127.0.0.1:${hport[$1]}" \
     >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!; pids+=("$!")
@@ -164,7 +200,7 @@ fresh_node() {
   done
 }
 for n in "${nodes[@]}"; do attach "$n"; done
-ok=1; for n in "${nodes[@]}"; do wait_for 30 agent_ready "$n" || ok=0; done
+ok=1; for n in "${nodes[@]}"; do wait_for 60 agent_ready "$n" || ok=0; done
 check "every node reports AdzeAgentReady=True" test "$ok" = 1
 first=${nodes[0]}
 check "agent /healthz answers ok (the DaemonSet's liveness probe)" bash -c "curl -sf http://127.0.0.1:${hport[$first]}/healthz | grep -qx ok"
@@ -187,8 +223,13 @@ tokens0=$(imds_stat "$victim" token_requests); unauth0=$(imds_stat "$victim" una
 echo "tokens expired with $(pods_on "$victim") web pods still on $victim"
 sim "$victim" expire-tokens >/dev/null
 wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $c0 ]"; t_claim=$(now)
+new_node_ready() { # a spot Node not in the first set, Ready (its kubelet says so)
+  k get nodes -l e2e-pool=spot -o json | jqe --arg old " ${nodes[*]} " '[.items[] | select(.metadata.name as $n | $old | contains(" " + $n + " ") | not)
+    | select(any(.status.conditions[]; .type == "Ready" and .status == "True"))] | length > 0' >/dev/null; }
+wait_for 180 new_node_ready; t_node=$(now)
 wait_for "$DEADLINE" count_is 0 pods_on "$victim"; t_gone=$(now)
-echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> last pod gone: $(elapsed "$t0" "$t_gone") s"
+wait_for 120 count_is 6 ready_web; t_moved=$(now)
+echo "notice -> taint: $(elapsed "$t0" "$t_taint") s; -> replacement NodeClaim: $(elapsed "$t0" "$t_claim") s; -> replacement Node Ready (hollow kubelet): $(elapsed "$t0" "$t_node") s; -> last pod gone (node drained): $(elapsed "$t0" "$t_gone") s; -> 6 pods Ready again (pods moved): $(elapsed "$t0" "$t_moved") s"
 check "node tainted adze.sh/interrupted:NoSchedule within 5 s" awk -v a="$t0" -v b="$t_taint" 'BEGIN{exit !(b-a <= 5)}'
 check "node cordoned" bash -c "kubectl --kubeconfig $KUBECONFIG get node $victim -o json | jqe '.spec.unschedulable == true' >/dev/null"
 check "its NodeClaim is Interrupted=True (SpotInterruption, deadline in the message)" bash -c \
@@ -199,7 +240,7 @@ check "every pod left $victim before the deadline" awk -v a="$t0" -v b="$t_gone"
 tokens1=$(imds_stat "$victim" token_requests); unauth1=$(imds_stat "$victim" unauthorized)
 echo "IMDS on $victim during the drain: token requests $tokens0 -> $tokens1, 401s $unauth0 -> $unauth1"
 check "token expired mid-drain: a 401, then a new token" test "$unauth1" -gt "$unauth0" -a "$tokens1" -gt "$tokens0"
-wait_for 60 count_is 6 ready_web
+wait_for 120 count_is 6 ready_web
 kill "$sampler" 2>/dev/null; sampler=
 check "all 6 pods Running and Ready again, none on $victim" count_is 0 pods_on "$victim"
 check "6 pods Ready after the drain" count_is 6 ready_web
@@ -228,7 +269,7 @@ wait_for "$DEADLINE" count_is 0 pods_on "$second"
 check "restarted agent resumed the drain recorded on the node" grep -q "resuming drain" "$dir/agent-$second.log"
 check "every pod left $second" count_is 0 pods_on "$second"
 check "the restarted agent did not act on the notice again" count_is 1 grep -c "notice: tainting" "$dir/agent-$second.log"
-wait_for 60 count_is 6 ready_web
+wait_for 180 count_is 6 ready_web
 check "6 pods Ready after the second drain" count_is 6 ready_web
 check "one replacement for the second node too ($((c1+1)) NodeClaims)" count_is "$((c1+1))" claims
 
@@ -293,6 +334,7 @@ event=$(jq -nc --arg id "$instance3" --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{
   "detail-type": "EC2 Spot Instance Interruption Warning", source: "aws.ec2", account: "123456789012", time: $t,
   region: "us-east-1", resources: ["arn:aws:ec2:us-east-1:123456789012:instance/" + $id],
   detail: {"instance-id": $id, "instance-action": "terminate"}}')
+t0=$(now)
 sqs send "$queue" "$event" &
 sender=$!
 sim "$third" spot "{\"deadline_seconds\": $DEADLINE}" >/dev/null
@@ -301,9 +343,10 @@ wait_for 60 grep -q "marked NodeClaim interrupted.*$instance3" "$dir/provisioner
 check "the SQS loop survived the malformed message and marked $third's NodeClaim" grep -q "marked NodeClaim interrupted.*$instance3" "$dir/provisioner.log"
 wait_for 30 count_is 0 sqs depth "$queue"
 check "the interruption message was deleted from the queue" count_is 0 sqs depth "$queue"
-wait_for "$DEADLINE" count_is 0 pods_on "$third"
+wait_for "$DEADLINE" count_is 0 pods_on "$third"; t_gone=$(now)
 check "every pod left $third" count_is 0 pods_on "$third"
-wait_for 60 count_is 6 ready_web
+wait_for 180 count_is 6 ready_web; t_moved=$(now)
+echo "SQS + IMDS notice -> last pod gone from $third (node drained): $(elapsed "$t0" "$t_gone") s; -> 6 pods Ready again (pods moved): $(elapsed "$t0" "$t_moved") s"
 check "no pod lost: 6 Ready" count_is 6 ready_web
 sleep 3
 check "exactly one replacement for the doubly reported interruption ($((c2+1)) NodeClaims)" count_is "$((c2+1))" claims
@@ -316,19 +359,19 @@ if [[ -n "$maint" ]]; then
   # The startup taint a NodePool would put on new nodes, lifted by the agent once healthy.
   k taint node "$maint" adze.sh/agent-not-ready=:NoSchedule >/dev/null
   attach "$maint"
-  wait_for 30 agent_ready "$maint"
+  wait_for 60 agent_ready "$maint"
   wait_for 15 bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
   check "healthy agent removes the startup taint adze.sh/agent-not-ready" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/agent-not-ready\")' >/dev/null"
   sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "active", "not_before_seconds": 300}' >/dev/null
   wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable == true' >/dev/null"
   check "maintenance within the lead cordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable == true' >/dev/null"
   check "maintenance does not mark the node interrupted" bash -c "! kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe 'any(.spec.taints[]?; .key == \"adze.sh/interrupted\")' >/dev/null"
-  wait_for 90 count_is 0 pods_on "$maint"
+  wait_for 180 count_is 0 pods_on "$maint"
   check "maintenance drains the node" count_is 0 pods_on "$maint"
   sim "$maint" maintenance '{"event_id": "instance-event-e2e", "state": "canceled", "not_before_seconds": 300}' >/dev/null
   wait_for 30 bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable != true' >/dev/null"
   check "canceled maintenance uncordons the node" bash -c "kubectl --kubeconfig $KUBECONFIG get node $maint -o json | jqe '.spec.unschedulable != true' >/dev/null"
-  wait_for 60 count_is 6 ready_web
+  wait_for 180 count_is 6 ready_web
   check "6 pods Ready after the maintenance drain" count_is 6 ready_web
 else
   fail "no replacement node with web pods for the maintenance scenario"
@@ -341,7 +384,7 @@ fi
 last=$(fresh_node)
 if [[ -n "$last" ]]; then
   attach "$last"
-  wait_for 30 agent_ready "$last"
+  wait_for 60 agent_ready "$last"
   short=25
   before=$(pods_on "$last")
   echo "== PDB blocks every eviction (minAvailable 6); spot notice on $last ($before web pods) with a ${short}s deadline"
@@ -353,9 +396,9 @@ if [[ -n "$last" ]]; then
     bash -c "[ $before -gt 0 ] && [ \$(kubectl --kubeconfig $KUBECONFIG get pods -n web --field-selector spec.nodeName=$last -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length') = $before ]"
   check "the agent said the deadline passed with the PDB still refusing" grep -q "deadline passed and a PodDisruptionBudget still refuses" "$dir/agent-$last.log"
   k patch pdb -n web web --type merge -p '{"spec": {"minAvailable": 5}}' >/dev/null
-  wait_for 90 count_is 0 pods_on "$last"
+  wait_for 180 count_is 0 pods_on "$last"
   check "once the PDB allows it, evictions empty $last" count_is 0 pods_on "$last"
-  wait_for 60 count_is 6 ready_web
+  wait_for 180 count_is 6 ready_web
   check "6 pods Ready again" count_is 6 ready_web
 else
   fail "no node with web pods left for the deadline scenario"
@@ -368,7 +411,7 @@ fi
 hung=$(fresh_node)
 if [[ -n "$hung" ]]; then
   attach "$hung"
-  wait_for 30 agent_ready "$hung"
+  wait_for 60 agent_ready "$hung"
   stale() { # node: AdzeAgentReady still True, its heartbeat more than 60 s old
     k get node "$1" -o json | jqe --argjson now "$(date +%s)" 'any(.status.conditions[]?;
       .type == "AdzeAgentReady" and .status == "True" and $now - (.lastHeartbeatTime | fromdateiso8601) > 60)' >/dev/null; }
@@ -397,7 +440,8 @@ if [[ -n "$hung" ]]; then
   check "the provisioner drained it itself (no live agent on the node)" grep -q "no node agent on its node.*$claim4" "$dir/provisioner.log"
   wait_for 30 count_is 0 sqs depth "$queue"
   check "the interruption message was deleted from the queue" count_is 0 sqs depth "$queue"
-  wait_for 60 count_is 6 ready_web
+  wait_for 180 count_is 6 ready_web
+  echo "SQS send -> 6 pods Ready again (pods moved off $hung): $(elapsed "$t1" "$(now)") s"
   check "no pod lost: 6 Ready" count_is 6 ready_web
   kill -9 "${agent_pid[$hung]}"; wait "${agent_pid[$hung]}" 2>/dev/null
   unset "hport[$hung]" # section 9 scrapes a live agent
@@ -422,5 +466,6 @@ for n in "${!hport[@]}"; do curl -fsS "http://127.0.0.1:${hport[$n]}/metrics" >"
 check "every metric the dashboard and alerts query is served live (charts/ci/metrics-used.py)" \
   python3 "$root/charts/ci/metrics-used.py" --list --source "$root" "$dir"/scrape-{provisioner,extender,agent}.prom
 
+check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
 rbac_audit
 e2e_summary
