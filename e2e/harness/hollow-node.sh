@@ -96,13 +96,15 @@ cmd_start() {
     </dev/null >"$nd/kubelet.log" 2>&1 &
   echo $! >"$nd/pid"
   printf '%s\n' "${args[@]}" >"$nd/args"
-  # Up when its healthz answers (the fake runtime and the kubelet's server are running).
+  # Up when its server listens (after the fake runtime and the kubelet's flags and sizing were
+  # accepted): kubemark runs the kubelet without the healthz server of the kubelet command
+  # (cmd/kubelet's run(), which kubemark does not call), so --healthz-port never answers.
   for _ in $(seq 150); do
-    curl -fsS "http://127.0.0.1:$hport/healthz" >/dev/null 2>&1 && { echo "started $name pid $(cat "$nd/pid")"; return 0; }
+    (exec 3<>"/dev/tcp/127.0.0.1/$kport") 2>/dev/null && { echo "started $name pid $(cat "$nd/pid")"; return 0; }
     running_pid "$nd" >/dev/null || { tail -n 20 "$nd/kubelet.log" >&2; die "$name exited at start"; }
     sleep 0.2
   done
-  tail -n 20 "$nd/kubelet.log" >&2; die "$name: healthz did not answer within 30 s"
+  tail -n 20 "$nd/kubelet.log" >&2; die "$name: its server (port $kport) did not listen within 30 s"
 }
 
 cmd_stop() {
