@@ -111,7 +111,7 @@ def root_gib(inst):
 
 
 def boot(iid, name, family, args, summary):
-    """hollow-node.sh start, in its own thread: it waits for the kubelet's healthz (seconds)."""
+    """hollow-node.sh start, in its own thread: it waits for the kubelet's port (seconds)."""
     t0 = time.time()
     r = subprocess.run([HOLLOW, "start", plane, name, *args], capture_output=True, text=True)
     if r.returncode != 0:
@@ -146,8 +146,9 @@ def register(inst):
         "topology.kubernetes.io/region": zone[:-1],
     })
     args = ["--provider-id", f"aws:///{zone}/{iid}",
-            "--labels", ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
-            "--taints", ",".join(f"{t['key']}={t.get('value') or ''}:{t['effect']}" for t in join.taints)]
+            "--labels", ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
+    if join.taints:
+        args += ["--taints", ",".join(f"{t['key']}={t.get('value') or ''}:{t['effect']}" for t in join.taints)]
     for flag, value in sizing.items():
         if value:
             args += [flag, value]
