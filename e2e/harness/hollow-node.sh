@@ -62,16 +62,21 @@ current-context: node
 EOF
 }
 
-running_pid() { # NODEDIR: the pid if that kubelet is alive
-  local pid; pid=$(cat "$1/pid" 2>/dev/null) || return 1
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && grep -q kubemark "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+# NODEDIR: the pid if that kubelet is alive. The process must be this node's kubemark (its
+# --kubeconfig is NODEDIR's), not any kubemark: pids wrap (pid_max is often 32768), and a stop
+# of a node whose kubelet died long ago must not kill another suite's kubelet that got its pid.
+running_pid() {
+  local pid nd; pid=$(cat "$1/pid" 2>/dev/null) || return 1
+  nd=$(realpath -m "$1")
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
+    && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--kubeconfig=$nd/kubeconfig" && echo "$pid"
 }
 
 cmd_start() {
   local dir=$1 name=$2; shift 2
   [[ -x "$KUBEMARK" ]] || die "$KUBEMARK missing: run e2e/harness/build-kubemark.sh"
   [[ "$name" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "node name $name is not a DNS subdomain"
-  local nd="$dir/hollow/$name"
+  local nd; nd=$(realpath -m "$dir/hollow/$name")
   if running_pid "$nd" >/dev/null; then die "$name is already running (pid $(cat "$nd/pid"))"; fi
   local args=()
   while (($#)); do
