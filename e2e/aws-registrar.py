@@ -163,7 +163,11 @@ def stop(iid, state):
     name = handled[iid]
     stopped.add(iid)
     r = subprocess.run([HOLLOW, "stop", plane, name], capture_output=True, text=True)
-    log(f"STOPPED {iid}: instance {state}, kubelet of {name}: {(r.stdout or r.stderr).strip()}")
+    out = (r.stdout or r.stderr).strip()
+    if "not running" in out:  # it died before its instance ended: nothing here stops kubelets
+        log(f"GONE {iid}: instance {state}, but the kubelet of {name} had already exited (see its kubelet.log)")
+    else:
+        log(f"STOPPED {iid}: instance {state}, kubelet of {name}: {out}")
 
 
 def main():
