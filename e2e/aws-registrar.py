@@ -1,44 +1,52 @@
 #!/usr/bin/env python3
-"""Plays the kubelets of e2e/aws.sh: moto launches instances but nothing boots on them.
+"""Plays the nodes of e2e/aws.sh: moto launches instances but nothing boots on them.
 
 Every 0.5 s, each running moto instance of the cluster boots as a real one would
 (e2e/emulation/nodejoin.py): its user data is read as nodeadm (AL2023) or Bottlerocket reads
 it, by the image it runs, and refused where they refuse (missing cidr, CA or endpoint,
 unknown fields, labels kubelet rejects, a CA or endpoint that is not this cluster's). A refused
-instance gets no Node and a line `REFUSED <id> (<family>): <reason>` in the log. Otherwise a
-Node registers as kubelet registers it: providerID aws:///ZONE/ID, the well-known labels of
-the *instance* (its real type, zone and arch, from EC2, never the NodeClaim's), the labels
-and taints of the user data, capacity and allocatable from the instance type and the kubelet
-settings (e2e/emulation/nodejoin.py node_resources), Ready. A pod bound to one of those Nodes
-is moved to Running/Ready; a terminating one is deleted (grace 0), as the kubelet does once
-its containers stopped. A Node is registered once per instance: if Adze deletes it later, it
-stays deleted (a real node's kubelet stops with its instance).
+instance gets no kubelet and a line `REFUSED <id> (<family>): <reason>` in the log. Otherwise a
+kubemark hollow kubelet (real kubelet code over a fake runtime, e2e/harness/hollow-node.sh)
+starts for it, authenticating as system:node:NAME (NAME: the instance's private DNS name), so
+the Node authorizer and NodeRestriction apply. It registers the Node itself: providerID
+aws:///ZONE/ID, the labels and taints of the user data, capacity and allocatable computed by the
+kubelet from the instance type (vCPUs, memory less the VM's share, the root volume) and the
+user data's max-pods, kube-reserved, system-reserved and eviction-hard
+(e2e/emulation/nodejoin.py kubelet_sizing). The well-known labels of the *instance* (its real
+type, zone and region, from EC2, never the NodeClaim's) are passed as --node-labels: the
+labels a kubelet with the AWS cloud provider sets on itself (on EKS the cloud controller
+manager); kubernetes.io/hostname, os and arch the kubelet sets as always. A kubelet that
+refuses to start (a label it may not set, a bad quantity) is logged as REFUSED too, with the
+tail of its log. The kubelet runs the pods bound to it and reports their status; it is stopped
+(SIGTERM, as a shutdown does) once its instance leaves `running`, so a terminated instance's Node
+goes NotReady under the node lifecycle controller until Adze deletes it.
 
-Environment: APISERVER, ADZE_TOKEN, ADZE_CA_CERT (from the harness env file), MOTO_URL,
-CLUSTER_NAME, BOTTLEROCKET_IMAGES (comma-separated image ids that boot Bottlerocket; others
-boot AL2023). Runs with the moto venv's python (boto3, requests and PyYAML come with moto).
+Environment: PLANE_DIR (the control-plane.sh directory: its CA signs the kubelets' certificates),
+APISERVER, ADZE_CA_CERT (from the harness env file), MOTO_URL, CLUSTER_NAME, BOTTLEROCKET_IMAGES
+(comma-separated image ids that boot Bottlerocket; others boot AL2023). Runs with the moto venv's
+python (boto3 and PyYAML come with moto). Stops no kubelet when it exits: the suite's cleanup
+stops them all.
 """
 import base64
-import datetime
 import os
+import subprocess
 import sys
+import threading
 import time
 
 import boto3
-import requests
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "emulation"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "emulation"))
 import nodejoin  # noqa: E402
 
+HOLLOW = os.path.join(here, "harness", "hollow-node.sh")
+plane = os.environ["PLANE_DIR"]
 api = os.environ["APISERVER"].rstrip("/")
 cluster = os.environ["CLUSTER_NAME"]
 with open(os.environ["ADZE_CA_CERT"]) as f:
     cluster_facts = {"endpoint": api, "ca_pem": f.read()}
 bottlerocket_images = set(filter(None, os.environ.get("BOTTLEROCKET_IMAGES", "").split(",")))
-http = requests.Session()
-http.trust_env = False  # REQUESTS_CA_BUNDLE and proxies of the environment must not apply
-http.headers["Authorization"] = "Bearer " + os.environ["ADZE_TOKEN"]
-http.verify = os.environ["ADZE_CA_CERT"]
 ec2 = boto3.client(
     "ec2",
     endpoint_url=os.environ["MOTO_URL"],
@@ -47,30 +55,22 @@ ec2 = boto3.client(
     aws_secret_access_key="testing",
 )
 handled = {}  # instance id -> node name, or None when it could not join
-ours = set()  # node names this registrar created
+stopped = set()  # instance ids whose kubelet was stopped
 type_facts = {}  # instance type -> (vcpus, memory MiB, arch)
+lock = threading.Lock()
 
 
 def log(msg):
-    print(time.strftime("%H:%M:%S"), msg, flush=True)
+    with lock:
+        print(time.strftime("%H:%M:%S"), msg, flush=True)
 
 
-def now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def merge_patch(path, body):
-    r = http.patch(api + path, json=body, headers={"Content-Type": "application/merge-patch+json"})
-    r.raise_for_status()
-    return r.json()
-
-
-def instances():
+def instances(states):
     out = []
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
             {"Name": f"tag:kubernetes.io/cluster/{cluster}", "Values": ["owned"]},
-            {"Name": "instance-state-name", "Values": ["running"]},
+            {"Name": "instance-state-name", "Values": states},
         ]
     )
     for page in pages:
@@ -110,6 +110,17 @@ def root_gib(inst):
     return 20
 
 
+def boot(iid, name, family, args, summary):
+    """hollow-node.sh start, in its own thread: it waits for the kubelet's port (seconds)."""
+    t0 = time.time()
+    r = subprocess.run([HOLLOW, "start", plane, name, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = " | ".join((r.stderr or r.stdout).strip().splitlines()[-4:])
+        log(f"REFUSED {iid} ({family}): the kubelet of {name} did not start: {tail}")
+        return
+    log(f"JOINED {iid} ({family}) as node {name}: {summary}; kubelet up in {time.time() - t0:.1f} s")
+
+
 def register(inst):
     iid = inst["InstanceId"]
     family = "bottlerocket" if inst.get("ImageId") in bottlerocket_images else "al2023"
@@ -118,137 +129,59 @@ def register(inst):
     except nodejoin.Refused as e:
         handled[iid] = None
         if "no user data" in str(e):
-            log(f"instance {iid} has no user data: nothing on it knows the cluster, no Node")
+            log(f"instance {iid} has no user data: nothing on it knows the cluster, no kubelet")
         else:
             log(f"REFUSED {iid} ({family}): {e}")
         return
     zone = inst["Placement"]["AvailabilityZone"]
     name = inst.get("PrivateDnsName") or iid
     vcpus, mib, arch = facts(inst["InstanceType"])
-    capacity, allocatable = nodejoin.node_resources(vcpus, mib, root_gib(inst), join)
+    sizing = nodejoin.kubelet_sizing(vcpus, mib, root_gib(inst), join)
+    _, allocatable = nodejoin.node_resources(vcpus, mib, root_gib(inst), join)
     labels = dict(join.labels)
+    # What the kubelet's cloud provider (on EKS the cloud controller manager) says of the instance.
     labels.update({
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": arch,
         "node.kubernetes.io/instance-type": inst["InstanceType"],
         "topology.kubernetes.io/zone": zone,
         "topology.kubernetes.io/region": zone[:-1],
     })
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"providerID": f"aws:///{zone}/{iid}", "taints": join.taints},
-    }
-    r = http.post(api + "/api/v1/nodes", json=node)
-    if r.status_code != 409:
-        r.raise_for_status()
-    t = now()
-    merge_patch(
-        f"/api/v1/nodes/{name}/status",
-        {
-            "status": {
-                "capacity": capacity,
-                "allocatable": allocatable,
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "registered by e2e/aws-registrar.py",
-                        "lastHeartbeatTime": t,
-                        "lastTransitionTime": t,
-                    }
-                ],
-                "addresses": [{"type": "InternalIP", "address": inst.get("PrivateIpAddress", "10.0.0.1")}],
-                "nodeInfo": {
-                    "architecture": arch,
-                    "operatingSystem": "linux",
-                    "kubeletVersion": "v1.20.2",
-                    "kubeProxyVersion": "v1.20.2",
-                    "osImage": "Bottlerocket (moto)" if family == "bottlerocket" else "Amazon Linux 2023 (moto)",
-                    "kernelVersion": "",
-                    "containerRuntimeVersion": "",
-                    "bootID": iid,
-                    "machineID": iid,
-                    "systemUUID": iid,
-                },
-            }
-        },
-    )
-    # TaintNodesByCondition put node.kubernetes.io/not-ready on the new Node; a Ready kubelet
-    # sees it lifted by the node lifecycle controller, which the harness does not run.
-    for _ in range(5):
-        cur = http.get(f"{api}/api/v1/nodes/{name}").json()
-        taints = (cur.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t["key"] != "node.kubernetes.io/not-ready"]
-        if kept == taints:
-            break
-        r = http.patch(
-            f"{api}/api/v1/nodes/{name}",
-            json={"metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}, "spec": {"taints": kept}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        )
-        if r.status_code != 409:
-            r.raise_for_status()
-            break
+    args = ["--provider-id", f"aws:///{zone}/{iid}",
+            "--labels", ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
+    if join.taints:
+        args += ["--taints", ",".join(f"{t['key']}={t.get('value') or ''}:{t['effect']}" for t in join.taints)]
+    for flag, value in sizing.items():
+        if value:
+            args += [flag, value]
     handled[iid] = name
-    ours.add(name)
-    log(f"JOINED {iid} ({family}) as node {name}: {inst['InstanceType']} {arch} in {zone}, "
-        f"allocatable cpu {allocatable['cpu']} memory {allocatable['memory']} pods {allocatable['pods']}")
+    summary = (f"{inst['InstanceType']} {arch} in {zone}, expected allocatable cpu {allocatable['cpu']} "
+               f"memory {allocatable['memory']} pods {allocatable['pods']}")
+    log(f"BOOT {iid} ({family}) as node {name}: hollow-node.sh start {' '.join(args)}")
+    threading.Thread(target=boot, args=(iid, name, family, args, summary), daemon=True).start()
 
 
-def ready(pod):
-    st = pod.get("status") or {}
-    return st.get("phase") == "Running" and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or []
-    )
-
-
-def pods():
-    r = http.get(api + "/api/v1/pods")
-    r.raise_for_status()
-    for pod in r.json()["items"]:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node not in ours:
-            continue
-        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        if pod["metadata"].get("deletionTimestamp"):
-            r = http.delete(
-                f"{api}/api/v1/namespaces/{ns}/pods/{name}",
-                json={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0},
-            )
-            if r.status_code not in (200, 404, 409):
-                r.raise_for_status()
-            continue
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or ready(pod):
-            continue
-        t = now()
-        cond = lambda ty: {"type": ty, "status": "True", "lastTransitionTime": t}
-        merge_patch(
-            f"/api/v1/namespaces/{ns}/pods/{name}/status",
-            {
-                "status": {
-                    "phase": "Running",
-                    "startTime": t,
-                    "hostIP": "10.0.0.1",
-                    "podIP": "10.0.0.2",
-                    "conditions": [cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
-                }
-            },
-        )
+def stop(iid, state):
+    name = handled[iid]
+    stopped.add(iid)
+    r = subprocess.run([HOLLOW, "stop", plane, name], capture_output=True, text=True)
+    out = (r.stdout or r.stderr).strip()
+    if "not running" in out:  # it died before its instance ended: nothing here stops kubelets
+        log(f"GONE {iid}: instance {state}, but the kubelet of {name} had already exited (see its kubelet.log)")
+    else:
+        log(f"STOPPED {iid}: instance {state}, kubelet of {name}: {out}")
 
 
 def main():
-    log(f"registrar for cluster {cluster}: moto {os.environ['MOTO_URL']}, apiserver {api}")
+    log(f"registrar for cluster {cluster}: moto {os.environ['MOTO_URL']}, apiserver {api}, kubelets under {plane}/hollow")
     while True:
         try:
-            for inst in instances():
+            for inst in instances(["running"]):
                 if inst["InstanceId"] not in handled:
                     register(inst)
-            pods()
-        except Exception as e:  # keep playing the kubelets; the suite's checks catch real trouble
+            for inst in instances(["shutting-down", "terminated", "stopping", "stopped"]):
+                iid = inst["InstanceId"]
+                if handled.get(iid) and iid not in stopped:
+                    stop(iid, inst["State"]["Name"])
+        except Exception as e:  # keep playing the nodes; the suite's checks catch real trouble
             log(f"round failed: {e!r}")
         time.sleep(0.5)
 

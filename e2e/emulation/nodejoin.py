@@ -566,3 +566,29 @@ def node_resources(vcpus, advertised_mib, root_gib, join):
         alloc[r] = max(total - kube.get(r, 0) - system.get(r, 0) - eviction.get(r, 0), 0)
     fmt = lambda r, v: f"{v}m" if r == "cpu" else str(v)
     return ({r: fmt(r, v) for r, v in capacity.items()}, {r: fmt(r, v) for r, v in alloc.items()})
+
+
+def kubelet_sizing(vcpus, advertised_mib, root_gib, join):
+    """The kubelet's sizing settings, as the flags of e2e/harness/hollow-node.sh start take them
+    (one value each, "" where none): the same capacity and reservations node_resources computes,
+    so a real kubelet started with them reports that allocatable. cpu in cores, memory and
+    ephemeral storage in bytes; kube-reserved by the EKS formula unless the user data sets it,
+    eviction-hard with the EKS images' defaults under what the user data sets."""
+    max_pods = join.max_pods or 110
+    mem = (advertised_mib * 925 // 1000) * MIB
+    kube = {"cpu": f"{kube_reserved_cpu(vcpus)}m", "memory": str(11 * MIB * max_pods + 255 * MIB),
+            "ephemeral-storage": str(GIB)}
+    kube.update({k: str(v) for k, v in (join.reserved.get("kube") or {}).items()})
+    system = {k: str(v) for k, v in (join.reserved.get("system") or {}).items()}
+    ev = {"memory.available": "100Mi", "nodefs.available": "10%"}
+    ev.update({k: str(v) for k, v in (join.reserved.get("eviction") or {}).items()})
+    kv = lambda d, sep: ",".join(f"{k}{sep}{v}" for k, v in sorted(d.items()))
+    return {
+        "--cpu": str(vcpus),
+        "--memory": str(mem),
+        "--ephemeral-storage": str(root_gib * GIB),
+        "--max-pods": str(max_pods),
+        "--kube-reserved": kv(kube, "="),
+        "--system-reserved": kv(system, "="),
+        "--eviction-hard": kv(ev, "<"),
+    }

@@ -62,16 +62,21 @@ current-context: node
 EOF
 }
 
-running_pid() { # NODEDIR: the pid if that kubelet is alive
-  local pid; pid=$(cat "$1/pid" 2>/dev/null) || return 1
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && grep -q kubemark "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+# NODEDIR: the pid if that kubelet is alive. The process must be this node's kubemark (its
+# --kubeconfig is NODEDIR's), not any kubemark: pids wrap (pid_max is often 32768), and a stop
+# of a node whose kubelet died long ago must not kill another suite's kubelet that got its pid.
+running_pid() {
+  local pid nd; pid=$(cat "$1/pid" 2>/dev/null) || return 1
+  nd=$(realpath -m "$1")
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
+    && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--kubeconfig=$nd/kubeconfig" && echo "$pid"
 }
 
 cmd_start() {
   local dir=$1 name=$2; shift 2
   [[ -x "$KUBEMARK" ]] || die "$KUBEMARK missing: run e2e/harness/build-kubemark.sh"
   [[ "$name" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "node name $name is not a DNS subdomain"
-  local nd="$dir/hollow/$name"
+  local nd; nd=$(realpath -m "$dir/hollow/$name")
   if running_pid "$nd" >/dev/null; then die "$name is already running (pid $(cat "$nd/pid"))"; fi
   local args=()
   while (($#)); do
@@ -103,20 +108,20 @@ cmd_start() {
     </dev/null >"$nd/kubelet.log" 2>&1 &
   echo $! >"$nd/pid"
   printf '%s\n' "${args[@]}" >"$nd/args"
-  # Up when the kubelet logs "Started kubelet" (its fake runtime is serving by then) or its
-  # healthz answers. kubemark-flags.patch sets the healthz port in the kubelet's config, but
-  # the kubelet serves /healthz from its own main (cmd/kubelet), which kubemark does not run,
-  # so nothing answers there with the 1.20.2 build: waiting on it alone cost every start 30 s
-  # (and `watch` starts nodes one after another).
+  # Up when the kubelet logs "Started kubelet" or its server port accepts connections (both come
+  # after the fake runtime and the kubelet's flags and sizing were accepted). Not /healthz:
+  # kubemark-flags.patch sets its port, but the kubelet serves it from its own main (cmd/kubelet's
+  # run()), which kubemark does not call, so nothing ever answers there; waiting on it cost every
+  # start 30 s and a non-zero exit with the kubelet left running.
   for _ in $(seq 150); do
     if grep -q "Started kubelet" "$nd/kubelet.log" 2>/dev/null \
-      || curl -fsS "http://127.0.0.1:$hport/healthz" >/dev/null 2>&1; then
+      || (exec 3<>"/dev/tcp/127.0.0.1/$kport") 2>/dev/null; then
       echo "started $name pid $(cat "$nd/pid")"; return 0
     fi
     running_pid "$nd" >/dev/null || { tail -n 20 "$nd/kubelet.log" >&2; die "$name exited at start"; }
     sleep 0.2
   done
-  tail -n 20 "$nd/kubelet.log" >&2; die "$name: no \"Started kubelet\" within 30 s"
+  tail -n 20 "$nd/kubelet.log" >&2; die "$name: no \"Started kubelet\" and nothing listening on port $kport within 30 s"
 }
 
 cmd_stop() {
