@@ -249,7 +249,9 @@ wait_for 20 bash -c "kubectl --kubeconfig $KUBECONFIG get events -n resume --fie
 kill -9 "$prov_pid"; wait "$prov_pid" 2>/dev/null; prov_pid=
 echo "killed during the drain of $rvictim"
 start_provisioner
+t_restart=$(now)
 wait_for 240 gone nodeclaim "$rvictim"
+echo "restarted -> the drain resumed and $rvictim was released $(elapsed "$t_restart" "$(now)") s later"
 kill "${samplers[-1]}" 2>/dev/null
 check "after restart the drain finished and $rvictim was released" gone nodeclaim "$rvictim"
 check "its node removed" gone node "$rvictim"
