@@ -66,7 +66,18 @@ cleanup() {
   for s in "${samplers[@]}"; do kill "$s" 2>/dev/null; done
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
   [[ -n "$watch_pid" ]] && kill "$watch_pid" 2>/dev/null
-  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
+  # Every hollow kubelet this run started, by its recorded pid (SIGKILL at once: with ~70 of
+  # them, one `hollow-node.sh stop` each takes minutes on a loaded machine), then
+  # hollow-node.sh for any still running.
+  local p n
+  for p in "$dir"/hollow/*/pid; do
+    [[ -e "$p" ]] && grep -q kubemark "/proc/$(cat "$p")/cmdline" 2>/dev/null && kill -KILL "$(cat "$p")" 2>/dev/null
+  done
+  sleep 1
+  for n in "$dir"/hollow/*/; do
+    [[ -d "$n" ]] && kill -0 "$(cat "$n/pid" 2>/dev/null)" 2>/dev/null \
+      && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1
+  done
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   inotify_restore
   echo "suite wall time: $(elapsed "$t_suite" "$(now)") s"
@@ -539,8 +550,13 @@ fmax=$(awk '{print $1}' "$dir/fleet.samples" | sort -n | tail -1)
 # The budget is 20 % of the pool's initialized nodes at that moment, rounded up.
 over=$(awk '{ allowed = int(($2 * 20 + 99) / 100); if ($1 > allowed) n++ } END { print n + 0 }' "$dir/fleet.samples")
 echo "50-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
-check "the rollout ran in waves of several nodes ($waves waves, widest $widest), not 50 one at a time" \
-  bash -c "[[ $waves -ge 1 && $waves -le 15 && ${widest:-0} -ge 5 ]]"
+# With kubelets that take seconds to boot (hollow-node.sh watch starts them one after another)
+# old nodes finish at staggered times, and each pass fills the slots freed since the last: more
+# and narrower waves than with instant Nodes (8 of 2-10). Not one at a time is: a wave
+# of at least 5, on average at least 2 commands a wave (<= 25 waves for 50 nodes), and
+# several (>= 5) in flight at once.
+check "the rollout ran in waves of several nodes ($waves waves, widest $widest, max $fmax in flight), not 50 one at a time" \
+  bash -c "[[ $waves -ge 1 && $waves -le 25 && ${widest:-0} -ge 5 && ${fmax:-0} -ge 5 ]]"
 check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples") samples over; max $fmax at once)" test "$over" -eq 0
 check "50 pods Ready after the rollout" count_is 50 ready_pods fleet f
 # Peak cost of the hollow fleet over the scale-up and rollout.
