@@ -65,7 +65,7 @@ samplers=()
 cleanup() {
   for s in "${samplers[@]}"; do kill "$s" 2>/dev/null; done
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
-  [[ -n "$watch_pid" ]] && kill "$watch_pid" 2>/dev/null
+  [[ -n "$watch_pid" ]] && kill -- "-$watch_pid" 2>/dev/null
   # Every hollow kubelet this run started, by its recorded pid (SIGKILL at once: with ~70 of
   # them, one `hollow-node.sh stop` each takes minutes on a loaded machine), then
   # hollow-node.sh for any still running.
@@ -179,7 +179,8 @@ YAML
 
 start_provisioner
 # One hollow kubelet per instance record; stopped (SIGTERM) when the record goes.
-"$harness/hollow-node.sh" watch "$dir" "$instances" >>"$dir/hollow-watch.log" 2>&1 &
+# In a session of its own, so cleanup stops it with the starts it has in flight.
+setsid "$harness/hollow-node.sh" watch "$dir" "$instances" >>"$dir/hollow-watch.log" 2>&1 &
 watch_pid=$!
 wait_for 30 grep -q "cluster state synced" "$dir/provisioner.log"
 check "provisioner started with --simulated-instance-dir and synced its watches" grep -q "cluster state synced" "$dir/provisioner.log"
@@ -550,8 +551,8 @@ fmax=$(awk '{print $1}' "$dir/fleet.samples" | sort -n | tail -1)
 # The budget is 20 % of the pool's initialized nodes at that moment, rounded up.
 over=$(awk '{ allowed = int(($2 * 20 + 99) / 100); if ($1 > allowed) n++ } END { print n + 0 }' "$dir/fleet.samples")
 echo "50-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
-# With kubelets that take seconds to boot (hollow-node.sh watch starts them one after another)
-# old nodes finish at staggered times, and each pass fills the slots freed since the last: more
+# With kubelets that take seconds to boot (several at once, on a loaded machine), old nodes
+# finish at staggered times, and each pass fills the slots freed since the last: more
 # and narrower waves than with instant Nodes (8 of 2-10). Not one at a time is: a wave
 # of at least 5, on average at least 2 commands a wave (<= 25 waves for 50 nodes), and
 # several (>= 5) in flight at once.

@@ -87,7 +87,14 @@ cmd_start() {
   done
   rm -rf "$nd"; mkdir -p "$nd/tmp"
   node_cert "$dir" "$name" "$nd"
-  local kport hport; kport=$(free_port); hport=$(free_port)
+  # Under a lock, and never a port another node of this plane holds or is picking (`watch`
+  # starts nodes concurrently; each start is its own process, so `used` alone cannot tell).
+  local kport hport
+  exec 9>"$dir/hollow/.ports.lock"; flock 9
+  used=" $({ cat "$dir"/hollow/*/ports 2>/dev/null || true; } | tr '\n' ' ') "
+  kport=$(free_port); used+="$kport "; hport=$(free_port)
+  echo "$kport $hport" >"$nd/ports"
+  flock -u 9; exec 9>&-
   echo "$hport" >"$nd/healthz-port"
   # TMPDIR: kubemark puts the kubelet's root directory there.
   TMPDIR="$nd/tmp" setsid "$KUBEMARK" --morph=kubelet --name="$name" --kubeconfig="$nd/kubeconfig" \
@@ -148,7 +155,9 @@ record_flags() {
 cmd_watch() {
   local dir=$1 idir=$2 f name
   mkdir -p "$idir" "$dir/hollow"
-  declare -A started=()
+  # Machines boot side by side: each start runs in the background (a burst of records is not
+  # booted one after another); a record removed while its node is starting waits for the start.
+  declare -A started=() starting=()
   while true; do
     for f in "$idir"/*.json; do
       [[ -e "$f" ]] || continue
@@ -163,13 +172,15 @@ cmd_watch() {
         [[ -n "${flags[i+1]}" ]] && args+=("${flags[i]}" "${flags[i+1]}")
       done
       echo "$(date -u +%FT%T.%3NZ) record $name"
-      ( cmd_start "$dir" "$name" "${args[@]}" ) || echo "$(date -u +%FT%T.%3NZ) FAILED to start $name"
+      { ( cmd_start "$dir" "$name" "${args[@]}" ) || echo "$(date -u +%FT%T.%3NZ) FAILED to start $name"; } &
+      starting[$name]=$!
     done
     for name in "${!started[@]}"; do
       if [[ ! -e "$idir/$name.json" ]]; then
         echo "$(date -u +%FT%T.%3NZ) record $name removed"
+        [[ -n "${starting[$name]:-}" ]] && { wait "${starting[$name]}" 2>/dev/null || true; }
         cmd_stop "$dir" "$name"
-        unset "started[$name]"
+        unset "started[$name]" "starting[$name]"
       fi
     done
     sleep 0.3
