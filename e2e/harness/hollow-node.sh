@@ -42,8 +42,11 @@ node_cert() { # DIR NAME NODEDIR
   [[ -f "$dir/ca.key" && -f "$dir/ca.crt" ]] || die "$dir has no ca.crt/ca.key (not a control-plane.sh directory?)"
   openssl ecparam -name prime256v1 -genkey -noout -out "$nd/node.key" 2>/dev/null
   openssl req -new -key "$nd/node.key" -subj "/O=system:nodes/CN=system:node:$name" -out "$nd/node.csr" 2>/dev/null
-  openssl x509 -req -in "$nd/node.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
-    -days 2 -out "$nd/node.crt" 2>/dev/null || die "signing the node certificate failed"
+  # A random serial, not -CAcreateserial: `watch` signs several at once, and concurrent writes
+  # of the shared ca.srl made a signing fail now and then (a node that never booted).
+  openssl x509 -req -in "$nd/node.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 2 -out "$nd/node.crt" 2>/dev/null \
+    || die "signing the node certificate failed"
   local server; server=$(grep '^APISERVER=' "$dir/env" | cut -d= -f2-)
   [[ -n "$server" ]] || die "$dir/env has no APISERVER"
   cat >"$nd/kubeconfig" <<EOF
