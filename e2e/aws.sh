@@ -352,8 +352,8 @@ echo "allocatable, the kubelet's (Node) against Adze's plan (NodeClaim):"
 jq -r --slurpfile c "$dir/claims-1.json" '.items[] | select(.metadata.labels["adze.sh/nodeclaim"]) | . as $n
   | ($c[0].items[] | select(.metadata.name == $n.metadata.labels["adze.sh/nodeclaim"])) as $cl
   | "  \($n.metadata.labels["node.kubernetes.io/instance-type"]) \($n.metadata.name): node \($n.status.allocatable | {cpu, memory, "ephemeral-storage", pods} | tojson); nodeclaim \($cl.status.allocatable | {cpu, memory, "ephemeral-storage", pods} | tojson)"' "$dir/nodes-1.json"
-# The kubelet's arithmetic against the planner's: cpu, memory and pods equal; ephemeral storage
-# may differ by the kubelet's float32 rounding of the 10 % nodefs threshold (tens of bytes).
+# The kubelet's arithmetic against the planner's: cpu, memory, pods and ephemeral storage equal
+# to the byte (the planner rounds the 10 % nodefs threshold as the kubelet does, in float32).
 alloc_agree() {
   python3 - "$dir/nodes-1.json" "$dir/claims-1.json" <<'ALLOC'
 import json, re, sys
@@ -374,14 +374,14 @@ for n in nodes:
             sys.exit(f"{n['metadata']['name']}: {r} node {a[r]} != nodeclaim {c[r]}")
     d = q(c["ephemeral-storage"]) - q(a["ephemeral-storage"])
     print(f"  {n['metadata']['name']}: ephemeral-storage planned - kubelet's = {d:.0f} bytes")
-    if abs(d) > 1024:
+    if d != 0:
         sys.exit(f"{n['metadata']['name']}: ephemeral-storage off by {d:.0f} bytes")
     seen += 1
 sys.exit(0 if seen else "no Node of a NodeClaim")
 ALLOC
 }
 alloc_agree
-check "each Node's allocatable as its kubelet computed it equals Adze's plan (cpu, memory, pods; ephemeral storage within 1 KiB)" alloc_agree
+check "each Node's allocatable as its kubelet computed it equals Adze's plan to the byte (cpu, memory, pods, ephemeral storage)" alloc_agree
 wait_for 120 count_is 6 running_pods web
 t_running=$(now)
 echo "-> $n Nodes initialized $(elapsed "$t0" "$t_init") s; -> 6 pods Running $(elapsed "$t0" "$t_running") s"

@@ -12,6 +12,7 @@ import email
 import email.policy
 import re
 import shlex
+import struct
 import tomllib
 
 import yaml
@@ -526,7 +527,10 @@ def quantity(q, whole=None):
     callers pass cpu=True by using millicores()). `N%` needs `whole`."""
     q = str(q).strip()
     if q.endswith("%"):
-        return int(whole * float(q[:-1]) / 100)
+        # As the kubelet: the percentage is parsed into a float32 fraction (10% is a little over
+        # a tenth) and capacity times it truncated.
+        f32 = lambda x: struct.unpack("f", struct.pack("f", x))[0]
+        return int(whole * f32(f32(float(q[:-1])) / 100))
     for suf, mult in sorted(SUFFIX.items(), key=lambda kv: -len(kv[0])):
         if q.endswith(suf):
             return int(float(q[: -len(suf)]) * mult)

@@ -527,10 +527,14 @@ mod tests {
             raw.allocatable().memory - t.allocatable().memory,
             200 * MIB + (300 - 100) * MIB
         );
-        // nodefs: 20% instead of 10% of the 20 GiB root volume.
+        // nodefs: 20% instead of 10% of the 20 GiB root volume, each as the kubelet rounds it.
         assert_eq!(
             raw.allocatable().ephemeral_storage - t.allocatable().ephemeral_storage,
-            2 * GIB
+            Threshold::Percent(20.0).of(20 * GIB) - Threshold::Percent(10.0).of(20 * GIB)
+        );
+        assert_eq!(
+            raw.allocatable().ephemeral_storage - t.allocatable().ephemeral_storage,
+            2 * GIB + 32
         );
     }
 
@@ -578,10 +582,11 @@ mod tests {
         c.root_volume = Some(100 * GIB);
         let t = m5_large(&c);
         assert_eq!(t.capacity.ephemeral_storage, 100 * GIB);
-        // Less 1 GiB kube-reserved and the 10% nodefs threshold.
+        // Less 1 GiB kube-reserved and the 10% nodefs threshold (float32 0.1 of 100 GiB, as
+        // the kubelet computes it: 160 bytes over 10 GiB).
         assert_eq!(
             t.allocatable().ephemeral_storage,
-            100 * GIB - GIB - 10 * GIB
+            100 * GIB - GIB - 10 * GIB - 160
         );
     }
 }

@@ -43,11 +43,18 @@ pub enum Threshold {
 }
 
 impl Threshold {
-    /// The amount this threshold holds back on a resource of `capacity`.
+    /// The amount this threshold holds back on a resource of `capacity`, computed as the kubelet
+    /// does: it parses a percentage into a single-precision fraction (`10%` becomes
+    /// `0.1f32`, a little over a tenth) and truncates capacity times that fraction. Exact
+    /// arithmetic would plan 32 bytes more allocatable than a 20 GiB node reports, and a pod
+    /// asking for the planned amount would not fit.
     pub fn of(self, capacity: i64) -> i64 {
         match self {
             Threshold::Bytes(b) => b,
-            Threshold::Percent(p) => (capacity as f64 * p / 100.0).ceil() as i64,
+            Threshold::Percent(p) => {
+                let fraction = (p as f32) / 100.0_f32;
+                (capacity as f64 * f64::from(fraction)) as i64
+            }
         }
     }
 }
@@ -143,7 +150,9 @@ pub fn default_overhead(vcpus: u32, max_pods: i64, ephemeral_storage: i64) -> Ov
         kube_reserved: Resources::new(kube_reserved_cpu(vcpus), kube_reserved_memory(max_pods))
             .with_ephemeral(GIB),
         system_reserved: Resources::default(),
-        eviction_threshold: Resources::new(0, 100 * MIB).with_ephemeral(ephemeral_storage / 10),
+        // The kubelet's default `nodefs.available<10%`, rounded as it rounds a percentage.
+        eviction_threshold: Resources::new(0, 100 * MIB)
+            .with_ephemeral(Threshold::Percent(10.0).of(ephemeral_storage)),
     }
 }
 
@@ -249,6 +258,16 @@ mod tests {
         );
         assert_eq!(oh.system_reserved, Resources::new(100, 256 * MIB));
         assert_eq!(oh.eviction_threshold.memory, GIB, "soft above hard wins");
-        assert_eq!(oh.eviction_threshold.ephemeral_storage, 15 * GIB);
+        // 15 % of 100 GiB as the kubelet computes it (float32 0.15): 640 bytes over 15 GiB.
+        assert_eq!(oh.eviction_threshold.ephemeral_storage, 15 * GIB + 640);
+    }
+
+    #[test]
+    fn percent_thresholds_round_as_the_kubelet_does() {
+        // 10 % of a 20 GiB root volume: the kubelet holds back 2147483680 bytes (float32 0.1),
+        // not 2147483648 — measured on a registered kubelet 1.20.2 in e2e/aws.sh.
+        assert_eq!(Threshold::Percent(10.0).of(20 * GIB), 2_147_483_680);
+        assert_eq!(Threshold::Percent(0.0).of(20 * GIB), 0);
+        assert_eq!(Threshold::Bytes(100 * MIB).of(20 * GIB), 100 * MIB);
     }
 }
