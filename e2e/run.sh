@@ -196,8 +196,11 @@ t_pending=$(now)
 wait_for 30 count_is "$planned" claims
 t_claims=$(now)
 echo "deployment created -> 30 pods Unschedulable: $(elapsed "$t0" "$t_pending") s; -> $planned NodeClaims: $(elapsed "$t0" "$t_claims") s ($(elapsed "$t_pending" "$t_claims") s after the last pod went pending)"
-check "NodeClaims ($planned) created within the batch window (1s idle) + 1 s of the pods pending" \
-  awk -v a="$t_pending" -v b="$t_claims" 'BEGIN{exit !(b-a <= 2.0)}'
+# The batch closed on its 1 s idle window, not its 10 s maximum: within 4 s of the last pod
+# pending (the two instants are taken by polling, which lags by up to ~2 s on a loaded 2-core
+# machine: 2.14 s was measured there at load average 20 with the old 2 s bound).
+check "NodeClaims ($planned) created on the batch's idle window (1s), well before its 10 s maximum (<= 4 s after the pods pending)" \
+  awk -v a="$t_pending" -v b="$t_claims" 'BEGIN{exit !(b-a <= 4.0)}'
 # The hollow kubelets boot, register, turn Ready and start the pods: a measured wait (the
 # simulated nodes of the old suite were Node objects created after a fixed --boot-delay).
 wait_for 240 count_is 30 running_pods web
