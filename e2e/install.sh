@@ -143,8 +143,13 @@ check "the chart's probes are in the pods: readiness+liveness (provisioner, exte
 check "readiness probes passed (provisioner /readyz, extender's Lease): Ready, no restarts (liveness never failed)" jqe \
   '(.items | length) == 3 and all(.items[]; (.status.containerStatuses | length) > 0 and all(.status.containerStatuses[]; .ready == true and .restartCount == 0))' "$dir/pods.json"
 # By process name (comm, 15 characters): a command-line pattern would match this check's shell.
+# Only the node's containers: their cgroups sit under the node's cgroup root (/adze-e2e-*,
+# e2e/node/node.sh), while suites running beside this one (CI's lanes) run the same binaries
+# as plain processes.
+node_pids() { local p; for p in $(pgrep -x "$1"); do grep -q ':/adze-e2e-' "/proc/$p/cgroup" 2>/dev/null && echo "$p"; done; return 0; }
 as_65532() { local c p; for c in adze-provisione adze-extender adze-agent; do
-  p=$(pgrep -x "$c") || return 1; for p in $p; do [[ "$(stat -c %u "/proc/$p")" == 65532 ]] || return 1; done; done; }
+  p=$(node_pids "$c"); [[ -n "$p" ]] || return 1
+  for p in $p; do [[ "$(stat -c %u "/proc/$p")" == 65532 ]] || return 1; done; done; }
 check "the three containers run as the chart's non-root user 65532" as_65532
 agent_log() { cat /var/log/pods/"${ns}"_adze-agent-*/agent/*.log 2>/dev/null; }
 check "agent found its node via the downward API (ADZE_NODE_NAME=spec.nodeName=$node)" bash -c \
@@ -282,7 +287,7 @@ check "the agent evicted them (its container log)" bash -c "$(declare -f agent_l
 check "helm uninstall" helmpy uninstall "$release" "$ns"
 wait_for 90 count_is 0 count k -n "$ns" get pods -o name
 check "no Adze pods left (containers stopped on the node)" bash -c \
-  "[ \"\$(count kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name)\" = 0 ] && ! pgrep -x adze-provisione >/dev/null && ! pgrep -x adze-extender >/dev/null && ! pgrep -x adze-agent >/dev/null"
+  "$(declare -f node_pids); [ \"\$(count kubectl --kubeconfig $KUBECONFIG -n $ns get pods -o name)\" = 0 ] && [ -z \"\$(node_pids adze-provisione)\$(node_pids adze-extender)\$(node_pids adze-agent)\" ]"  # empty-input-ok: no process of the node is the assertion; the pod count is read first
 sel=app.kubernetes.io/instance=$release
 left=$(k get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,priorityclasses -l "$sel" -o name 2>&1;
   k -n "$ns" get all,roles,rolebindings,serviceaccounts,secrets,configmaps,leases,poddisruptionbudgets -l "$sel" -o name 2>&1)
