@@ -31,6 +31,7 @@ rm -f "/tmp/adze-kubemark-build.$$.log"
 bin=$target/release
 
 dir=$(mktemp -d /tmp/adze-e2e-agent.XXXXXX)
+E2E_DIAG_LOGS="$dir/provisioner.log $dir/fleet.log"  # tailed by e2e_snapshot on a failure
 instances=$dir/instances
 pids=()
 prov_pid=

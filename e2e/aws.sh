@@ -52,6 +52,7 @@ if ! "$venv/bin/moto_server" --help >/dev/null 2>&1; then
 fi
 
 dir=$(mktemp -d /tmp/adze-e2e-aws.XXXXXX)
+E2E_DIAG_LOGS="$dir/provisioner.log $dir/registrar.log"  # tailed by e2e_snapshot on a failure
 moto_pid=; proxy_pid=; reg_pid=; prov_pid=
 cleanup() {
   for p in "$prov_pid" "$reg_pid" "$proxy_pid" "$moto_pid"; do

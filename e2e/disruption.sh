@@ -24,6 +24,7 @@ bin=$target/release/adze-provisioner
 crdgen=$target/release/crdgen
 
 dir=$(mktemp -d /tmp/adze-disruption.XXXXXX)
+E2E_DIAG_LOGS="$dir/provisioner.log"  # tailed by e2e_snapshot on a failure
 prov_pid=
 samplers=()
 cleanup() {

@@ -41,6 +41,7 @@ bin=$target/release/adze-provisioner
 crdgen=$target/release/crdgen
 
 dir=$(mktemp -d /tmp/adze-kubelet.XXXXXX)
+E2E_DIAG_LOGS="$dir/provisioner.log $dir/fleet.log"  # tailed by e2e_snapshot on a failure
 instances=$dir/instances
 prov_pid= fleet_pid= hold_pid=
 cleanup() {

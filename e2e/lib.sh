@@ -14,7 +14,34 @@ e2e_enabled_or_skip() {
 
 passed=0; failed=0
 pass() { echo "PASS: $*"; passed=$((passed+1)); }
-fail() { echo "FAIL: $*"; failed=$((failed+1)); }
+fail() { echo "FAIL: $*"; failed=$((failed+1)); e2e_snapshot; }
+# On the first few failures, what the cluster looked like then: CI keeps a failed suite's logs
+# dir on a machine nobody can open afterwards, so the output is all there is to go on.
+# Suites set E2E_DIAG_LOGS to the log files worth a tail (the provisioner's, the scheduler's).
+E2E_DIAG_MAX=${E2E_DIAG_MAX:-3}
+e2e_snapshot() {
+  (( failed <= E2E_DIAG_MAX )) || return 0
+  [[ -n "${KUBECONFIG:-}" && -r "${KUBECONFIG:-}" ]] || return 0
+  local kc=(kubectl --kubeconfig "$KUBECONFIG" --request-timeout=10s) f
+  echo "---- snapshot at this failure ($(date -u +%T))"
+  "${kc[@]}" get pods -A -o json 2>/dev/null | jq -r '.items[]
+    | select(.status.phase != "Running" and .status.phase != "Succeeded")
+    | "pod \(.metadata.namespace)/\(.metadata.name) \(.status.phase) node=\(.spec.nodeName // "-") \(.status.reason // "")"
+      + " " + ([.status.conditions[]? | select(.status != "True") | "\(.type)=\(.reason // "?"): \(.message // "" | .[0:160])"] | join("; "))' 2>/dev/null | head -25
+  "${kc[@]}" get nodes -o json 2>/dev/null | jq -r '.items[] | "node \(.metadata.name) ready=\([.status.conditions[]? | select(.type=="Ready") | .status][0] // "?")"
+    + " taints=\([.spec.taints[]? | "\(.key):\(.effect)"] | join(","))"
+    + " pods-alloc=\(.status.allocatable.pods // "?") cpu-alloc=\(.status.allocatable.cpu // "?")"' 2>/dev/null | head -40
+  "${kc[@]}" get nodeclaims -o json 2>/dev/null | jq -r '.items[] | "nodeclaim \(.metadata.name) node=\(.status.nodeName // "-")"
+    + " " + ([.status.conditions[]? | "\(.type)=\(.status)"] | join(",")) + (if .metadata.deletionTimestamp then " deleting" else "" end)' 2>/dev/null | head -40
+  "${kc[@]}" get events -A -o json 2>/dev/null | jq -r '[.items[] | select(.type=="Warning" or .reason=="FailedScheduling")]
+    | sort_by(.lastTimestamp // .eventTime // "") | .[-15:][]
+    | "event \(.lastTimestamp // .eventTime) \(.involvedObject.kind)/\(.involvedObject.name) \(.reason): \(.message | .[0:200])"' 2>/dev/null
+  for f in ${E2E_DIAG_LOGS:-}; do
+    [[ -r "$f" ]] || continue
+    echo "-- tail of $f"; tail -n 20 "$f" | cut -c1-400
+  done
+  echo "---- end of snapshot"
+}
 # check DESCRIPTION CMD...: PASS or FAIL by CMD's status.
 check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 # Prints the tally; the suite's status (non-zero when anything failed).

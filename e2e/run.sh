@@ -39,6 +39,7 @@ else
 fi
 
 dir=$(mktemp -d /tmp/adze-e2e.XXXXXX)
+E2E_DIAG_LOGS="$dir/provisioner.log $dir/fleet.log"  # tailed by e2e_snapshot on a failure
 instances=$dir/instances
 prov_pid=
 prov2_pid=
