@@ -467,6 +467,6 @@ for n in "${!hport[@]}"; do curl -fsS "http://127.0.0.1:${hport[$n]}/metrics" >"
 check "every metric the dashboard and alerts query is served live (charts/ci/metrics-used.py)" \
   python3 "$root/charts/ci/metrics-used.py" --list --source "$root" "$dir"/scrape-{provisioner,extender,agent}.prom
 
-check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "absent 'panic:|fatal error:' '$dir'/hollow/*/kubelet.log"
 rbac_audit
 e2e_summary

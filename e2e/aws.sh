@@ -817,7 +817,7 @@ check "the unkind modes were exercised (launches off the cheapest pool, a laggin
 check "provisioner still running" kill -0 "$prov_pid"
 check "registrar still running" kill -0 "$reg_pid"
 check "the registrar stopped the kubelet of every instance that left running (STOPPED lines)" grep -q "^[0-9:]* STOPPED " "$dir/registrar.log"
-check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "absent 'panic:|fatal error:' '$dir'/hollow/*/kubelet.log"
 check "no kubelet exited before its instance left running (no GONE line)" absent ' GONE ' "$dir/registrar.log"
 echo "hollow kubelets started: $(grep -c ' JOINED ' "$dir/registrar.log"); kubelet start -> its port listening, s: $(grep -o 'kubelet up in [0-9.]* s' "$dir/registrar.log" | awk '{print $4}' | tr '\n' ' ')"
 check "no panics in the provisioner log" absent panicked "$dir/provisioner.log"

@@ -275,6 +275,6 @@ check "the stuck pods were cleaned up with their Node (pod GC)" \
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in the provisioner log" absent panicked "$dir/provisioner.log"
-check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "absent 'panic:|fatal error:' '$dir'/hollow/*/kubelet.log"
 rbac_audit
 e2e_summary

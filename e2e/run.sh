@@ -628,7 +628,7 @@ fi
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in the provisioner logs" absent panicked "$dir"/provisioner*.log
-check "no hollow kubelet panicked" bash -c "absent 'panic:' '$dir'/hollow/*/kubelet.log"
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "absent 'panic:|fatal error:' '$dir'/hollow/*/kubelet.log"
 check "no hollow kubelet failed to start for a record" absent FAILED "$dir/fleet.log"
 rbac_audit
 e2e_summary
