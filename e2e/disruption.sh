@@ -7,11 +7,14 @@
 # (node-monitor-grace-period 20s), as in e2e/kubelet.sh. Pods are run, and terminated, by those
 # kubelets. Skips unless ADZE_E2E=1. Standalone: its own control plane in its own temp dir.
 #
-# Section 6 runs ~60 hollow nodes at once (50 plus replacements in flight, plus the earlier
-# sections' nodes): the suite raises /proc/sys/fs/inotify/max_user_instances and
-# max_user_watches while it runs (as root) and puts the old values back on exit.
+# Section 6's drift rollout runs a fleet of 20 nodes (50 with ADZE_E2E_BENCH=1: ~75 hollow
+# nodes at once with the replacements in flight and the earlier sections' nodes): the suite
+# raises /proc/sys/fs/inotify/max_user_instances and max_user_watches while it runs (as root)
+# and puts the old values back on exit.
 #
 #   ADZE_E2E=1 e2e/disruption.sh
+#   ADZE_E2E=1 ADZE_E2E_BENCH=1 e2e/disruption.sh   # the 50-node rollout README reports
+#   ADZE_E2E=1 ADZE_E2E_FLEET=N e2e/disruption.sh   # a fleet of N (10-200)
 #
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
 # plane and the provisioner are always torn down (EXIT trap); ADZE_KEEP=1 keeps the logs dir.
@@ -499,7 +502,14 @@ check "budget nodes 1 never exceeded (max disrupting at once $dmax)" test "$dmax
 check "3 pods Ready after the drift" count_is 3 ready_pods drift d
 
 # ---- 6. a drift rollout of 50 nodes under a 20 % budget: in waves, not node by node -----------
-echo "== 6. drift rollout: 50 nodes, budget 20 % -> several replacements in flight at once"
+# The fleet: 20 nodes in CI (a rollout of 4 at a time beside the other lane's suites), 50 as a
+# benchmark (ADZE_E2E_BENCH=1, the figure README reports; ~75 hollow kubelets at the peak).
+fleet_n=${ADZE_E2E_FLEET:-$([[ "${ADZE_E2E_BENCH:-0}" == 1 ]] && echo 50 || echo 20)}
+[[ "$fleet_n" =~ ^[0-9]+$ ]] && (( fleet_n >= 10 && fleet_n <= 200 )) \
+  || { echo "FAIL: ADZE_E2E_FLEET=$fleet_n: a node count from 10 to 200"; exit 1; }
+# The budget's 20 %, rounded up as the budget rounds it.
+fleet_allowed=$(( (fleet_n * 20 + 99) / 100 ))
+echo "== 6. drift rollout: $fleet_n nodes, budget 20 % ($fleet_allowed) -> several replacements in flight at once"
 # One pod per node (hostname anti-affinity), so every node is replaced, none deleted.
 k create namespace fleet >/dev/null
 nodepool fleet "" '{consolidateAfter: Never, budgets: [{nodes: "20%"}]}' | k apply -f - >/dev/null
@@ -521,10 +531,10 @@ host_sample & samplers+=($!)
 n_before=$(hollow_running)
 echo "before the fleet: $n_before hollow nodes running; $(awk '/^MemAvailable:/{printf "%d", $2/1024}' /proc/meminfo) MB available, load $(cut -d' ' -f1 /proc/loadavg)"
 t_up=$(now)
-deployment fleet f 50 100m 64Mi fleet one-per-node | k apply -f - >/dev/null
-wait_for 900 count_is 50 ready_pods fleet f
-echo "50 pods created -> Ready on 50 new hollow nodes: $(elapsed "$t_up" "$(now)") s"
-check "50 pods Ready on 50 nodes" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=fleet -o name | wc -l) == 50 ]] && [[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n fleet -l app=f -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null and any(.status.conditions[]?; .type == \"Ready\" and .status == \"True\"))] | length') == 50 ]]"
+deployment fleet f "$fleet_n" 100m 64Mi fleet one-per-node | k apply -f - >/dev/null
+wait_for 900 count_is "$fleet_n" ready_pods fleet f
+echo "$fleet_n pods created -> Ready on $fleet_n new hollow nodes: $(elapsed "$t_up" "$(now)") s"
+check "$fleet_n pods Ready on $fleet_n nodes" bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=fleet -o name | wc -l) == $fleet_n ]] && [[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n fleet -l app=f -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null and any(.status.conditions[]?; .type == \"Ready\" and .status == \"True\"))] | length') == $fleet_n ]]"
 fleet_first_uids=$(pool_claim_uids fleet)
 # Each sample: disrupting claims, and initialized claims (what the budget's 20 % is of).
 fleet_sample() {
@@ -541,13 +551,13 @@ fleet_sample & samplers+=($!)
 wave_mark=$(wc -l <"$dir/provisioner.log")
 t0=$(now)
 k patch nodepool fleet --type merge -p '{"spec":{"template":{"metadata":{"labels":{"e2e-version":"2"}}}}}' >/dev/null
-fleet_replaced() { [[ $(k get nodes -l e2e-pool=fleet,e2e-version=2 -o name | wc -l) == 50 && $(pool_claims fleet) == 50 && "$(disrupting fleet)" == 0 ]]; }
+fleet_replaced() { [[ $(k get nodes -l e2e-pool=fleet,e2e-version=2 -o name | wc -l) == "$fleet_n" && $(pool_claims fleet) == "$fleet_n" && "$(disrupting fleet)" == 0 ]]; }
 wait_for 1500 fleet_replaced
 t1=$(now)
 kill "${samplers[-1]}" "${samplers[-2]}" 2>/dev/null
-check "all 50 nodes replaced by nodes with the new template" fleet_replaced
+check "all $fleet_n nodes replaced by nodes with the new template" fleet_replaced
 now_uids=$(pool_claim_uids fleet)
-check "none of the 50 original nodeclaims left (by uid)" bash -c "for u in $fleet_first_uids; do [[ ' $now_uids ' != *' '\$u' '* ]] || exit 1; done"
+check "none of the $fleet_n original nodeclaims left (by uid)" bash -c "for u in $fleet_first_uids; do [[ ' $now_uids ' != *' '\$u' '* ]] || exit 1; done"
 # Waves: passes that started commands, and how many each started.
 tail -n +"$((wave_mark+1))" "$dir/provisioner.log" | sed 's/\x1b\[[0-9;]*m//g' | grep -o 'disruption wave: [0-9]* command' | grep -o '[0-9]*' >"$dir/fleet.waves" || true
 waves=$(wc -l <"$dir/fleet.waves")
@@ -555,20 +565,21 @@ widest=$(max_of "$dir/fleet.waves")
 fmax=$(awk '{print $1}' "$dir/fleet.samples" | sort -n | tail -1)
 # The budget is 20 % of the pool's initialized nodes at that moment, rounded up.
 over=$(awk '{ allowed = int(($2 * 20 + 99) / 100); if ($1 > allowed) n++ } END { print n + 0 }' "$dir/fleet.samples")
-echo "50-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
+echo "$fleet_n-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
 # With kubelets that take seconds to boot (several at once, on a loaded machine), old nodes
-# finish at staggered times, and each pass fills the slots freed since the last: more
-# and narrower waves than with instant Nodes (8 of 2-10). Not one at a time is: a wave
-# of at least 5, on average at least 2 commands a wave (<= 25 waves for 50 nodes), and
-# several (>= 5) in flight at once.
-check "the rollout ran in waves of several nodes ($waves waves, widest $widest, max $fmax in flight), not 50 one at a time" \
-  bash -c "[[ $waves -ge 1 && $waves -le 25 && ${widest:-0} -ge 5 && ${fmax:-0} -ge 5 ]]"
+# finish at staggered times, and each pass fills the slots freed since the last: more and
+# narrower waves than with instant Nodes (50 nodes: 16 waves of 1-10 measured here, 5-8 of
+# 2-10 on simulated Nodes). Not one at a time is: a wave of at least half the budget, on
+# average at least 2 commands a wave, and at least half the budget in flight at once.
+half=$(( (fleet_allowed + 1) / 2 ))
+check "the rollout ran in waves of several nodes ($waves waves, widest $widest, max $fmax in flight; budget $fleet_allowed), not $fleet_n one at a time" \
+  bash -c "[[ $waves -ge 1 && $waves -le $((fleet_n / 2)) && ${widest:-0} -ge $half && ${fmax:-0} -ge $half ]]"
 check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples") samples over; max $fmax at once)" test "$over" -eq 0
-check "50 pods Ready after the rollout" count_is 50 ready_pods fleet f
+check "$fleet_n pods Ready after the rollout" count_is "$fleet_n" ready_pods fleet f
 # Peak cost of the hollow fleet over the scale-up and rollout.
 read -r h_n h_rss h_avail h_load <<<"$(awk 'NR == 1 || $1 > n { n = $1; r = $2 } { if (NR == 1 || $3 < a) a = $3; if ($4 > l) l = $4 } END { print n + 0, r + 0, a + 0, l + 0 }' "$dir/host.samples")"
 echo "hollow fleet at its peak: $h_n kubelets, $h_rss MB RSS together; lowest MemAvailable $h_avail MB; highest load average $h_load ($(wc -l <"$dir/host.samples") samples, 5 s apart)"
-check "the machine held the whole fleet at once: $h_n hollow kubelets >= the 50 + the $n_before of the earlier sections" test "$h_n" -ge "$((50 + n_before))"
+check "the machine held the whole fleet at once: $h_n hollow kubelets >= the $fleet_n + the $n_before of the earlier sections" test "$h_n" -ge "$((fleet_n + n_before))"
 
 echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; 20 % guard)"
 # KernelReady (the EKS node monitoring agent's condition; tolerated 30m) rather than Ready:
