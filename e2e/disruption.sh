@@ -655,5 +655,7 @@ check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy} is 1" \
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" absent panicked "$dir/provisioner.log"
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "absent 'panic:|fatal error:' '$dir'/hollow/*/kubelet.log"
+check "no hollow kubelet failed to start for a record" absent FAILED "$dir/hollow-watch.log"
 rbac_audit
 e2e_summary
