@@ -567,13 +567,13 @@ fmax=$(awk '{print $1}' "$dir/fleet.samples" | sort -n | tail -1)
 over=$(awk '{ allowed = int(($2 * 20 + 99) / 100); if ($1 > allowed) n++ } END { print n + 0 }' "$dir/fleet.samples")
 echo "$fleet_n-node drift rollout: $(elapsed "$t0" "$t1") s in $waves waves (commands per wave: $(paste -sd, "$dir/fleet.waves")); at most $fmax nodes disrupting at once"
 # With kubelets that take seconds to boot (several at once, on a loaded machine), old nodes
-# finish at staggered times, and each pass fills the slots freed since the last: more and
-# narrower waves than with instant Nodes (50 nodes: 16 waves of 1-10 measured here, 5-8 of
-# 2-10 on simulated Nodes). Not one at a time is: a wave of at least half the budget, on
-# average at least 2 commands a wave, and at least half the budget in flight at once.
-half=$(( (fleet_allowed + 1) / 2 ))
+# finish at staggered times and each pass fills the slots freed since the last: more and
+# narrower waves than with instant Nodes (20 nodes: 12 waves of 4,1,3,1,1,2,1,1,2,1,2,1
+# measured here; 50 nodes: 16 waves of 1-10; on simulated Nodes 5-8 waves of 2-10). So "not
+# one at a time" is: one pass started the budget's whole width, that many were in flight at
+# once, and there were fewer passes than nodes.
 check "the rollout ran in waves of several nodes ($waves waves, widest $widest, max $fmax in flight; budget $fleet_allowed), not $fleet_n one at a time" \
-  bash -c "[[ $waves -ge 1 && $waves -le $((fleet_n / 2)) && ${widest:-0} -ge $half && ${fmax:-0} -ge $half ]]"
+  bash -c "[[ $waves -ge 1 && $waves -lt $fleet_n && ${widest:-0} -ge $fleet_allowed && ${fmax:-0} -ge $fleet_allowed ]]"
 check "the 20 % budget was never exceeded ($over of $(wc -l <"$dir/fleet.samples") samples over; max $fmax at once)" test "$over" -eq 0
 check "$fleet_n pods Ready after the rollout" count_is "$fleet_n" ready_pods fleet f
 # Peak cost of the hollow fleet over the scale-up and rollout.
