@@ -121,7 +121,11 @@ cmd_start() {
       || (exec 3<>"/dev/tcp/127.0.0.1/$kport") 2>/dev/null; then
       echo "started $name pid $(cat "$nd/pid")"; return 0
     fi
-    running_pid "$nd" >/dev/null || { tail -n 20 "$nd/kubelet.log" >&2; die "$name exited at start"; }
+    # The pid just started, alive and not a zombie (not running_pid: until the child has exec'd
+    # kubemark its cmdline is still this script's, and the --kubeconfig check called a starting
+    # kubelet dead with 67 nodes starting at once). pid reuse is no concern within these 30 s.
+    local st; st=$(awk '/^State:/{print $2}' "/proc/$(cat "$nd/pid")/status" 2>/dev/null)
+    [[ -n "$st" && "$st" != Z ]] || { tail -n 20 "$nd/kubelet.log" >&2; die "$name exited at start"; }
     sleep 0.2
   done
   tail -n 20 "$nd/kubelet.log" >&2; die "$name: no \"Started kubelet\" and nothing listening on port $kport within 30 s"
