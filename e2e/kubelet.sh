@@ -276,8 +276,9 @@ check "the stuck pods were cleaned up with their Node (pod GC)" \
 # ---- 5. one node starting 100 pods at once ---------------------------------------------------
 # Kubemark 1.20's fake OS layer wrote a map from every pod worker unguarded: a node starting
 # several pods at once could die of "fatal error: concurrent map writes" (seen in e2e/run.sh).
-# The harness's kubemark patch locks it; this is the regression check (100 at once crashed
-# nothing in three local rounds with the patch).
+# The harness's kubemark patch locks it. The race is timing-dependent: an unpatched kubemark
+# survived three idle rounds of this burst too (it died in 1 of ~10 loaded run.sh runs), so
+# this shows a node absorbing a burst, not the lock itself; the lock is right by construction.
 echo "== 5. a hollow node starting 100 pods at once stays up"
 "$harness/hollow-node.sh" start "$dir" burst-node --cpu 64 --memory 256Gi --max-pods 110 \
   --labels e2e-pool=burst --taints dedicated=hollow:NoSchedule >/dev/null
