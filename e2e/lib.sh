@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; failed=$((failed+1)); e2e_snapshot; }
 # On the first few failures, what the cluster looked like then: CI keeps a failed suite's logs
 # dir on a machine nobody can open afterwards, so the output is all there is to go on.
 # Suites set E2E_DIAG_LOGS to the log files worth a tail (the provisioner's, the scheduler's).
-E2E_DIAG_MAX=${E2E_DIAG_MAX:-3}
+E2E_DIAG_MAX=3  # snapshots per suite (a constant: output stays bounded)
 e2e_snapshot() {
   (( failed <= E2E_DIAG_MAX )) || return 0
   [[ -n "${KUBECONFIG:-}" && -r "${KUBECONFIG:-}" ]] || return 0
