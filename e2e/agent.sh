@@ -43,7 +43,7 @@ cleanup() {
   [[ -n "${sampler:-}" ]] && kill "$sampler" 2>/dev/null
   # The watcher first, so it starts no kubelet for a record; then every hollow node it started.
   [[ -n "$fleet_pid" ]] && kill "$fleet_pid" 2>/dev/null && wait "$fleet_pid" 2>/dev/null
-  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
+  "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log" "$dir.scheduler.yaml"; fi
 }
@@ -61,9 +61,7 @@ YAML
 export ADZE_SCHEDULER_CONFIG="${ADZE_SCHEDULER_CONFIG:-$sched_cfg}"
 # The node lifecycle controller on (the harness default leaves it off for Node objects nobody
 # heartbeats), as in e2e/kubelet.sh: a kubelet that stops turns its Node NotReady.
-ADZE_KCM_CONTROLLERS='*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl' \
-ADZE_KCM_EXTRA_ARGS='--node-monitor-grace-period=20s --node-monitor-period=2s' \
-  control_plane_up "$dir"
+ADZE_NODE_LIFECYCLE=1 control_plane_up "$dir"
 mkdir -p "$instances"
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 ready_web() {

@@ -58,7 +58,7 @@ cleanup() {
   for p in "$prov_pid" "$reg_pid" "$proxy_pid" "$moto_pid"; do
     [[ -n "$p" ]] && { kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }
   done
-  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
+  "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
@@ -128,9 +128,7 @@ echo "moto: subnets $subnets, security group $sg, image $ami"
 # ---- control plane ------------------------------------------------------------------------------
 # The node lifecycle controller on (the harness default leaves it off for Node objects nobody
 # heartbeats): a stopped kubelet's Node turns NotReady, a new one's not-ready taint is lifted.
-ADZE_KCM_CONTROLLERS='*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl' \
-ADZE_KCM_EXTRA_ARGS='--node-monitor-grace-period=20s --node-monitor-period=2s' \
-  control_plane_up "$dir"
+ADZE_NODE_LIFECYCLE=1 control_plane_up "$dir"
 
 "$bindir/crdgen" --without-cel | k apply -f - >/dev/null
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh

@@ -37,30 +37,6 @@ rm -f "/tmp/adze-kubemark-build.$$.log"
 bin=$target/release/adze-provisioner
 crdgen=$target/release/crdgen
 
-# Every hollow kubelet takes inotify instances; the default 128 per user stops new ones short
-# of section 6's ~60 nodes. Raised for the run, put back on exit -- unless something else
-# changed the value meanwhile (another run on the machine), which is then left alone.
-inotify_old=() inotify_set=()
-inotify_raise() { # FILE MINIMUM
-  local f=/proc/sys/fs/inotify/$1 old
-  old=$(cat "$f" 2>/dev/null) || return 0
-  (( old >= $2 )) && return 0
-  if echo "$2" >"$f" 2>/dev/null; then
-    inotify_old+=("$1=$old"); inotify_set+=("$1=$2")
-    echo "raised $f $old -> $2 for the run"
-  else
-    echo "note: could not raise $f ($old; not root?): many hollow nodes may fail to start"
-  fi
-}
-inotify_restore() {
-  local i name
-  for i in "${!inotify_old[@]}"; do
-    name=${inotify_old[i]%%=*}
-    [[ "$(cat "/proc/sys/fs/inotify/$name")" == "${inotify_set[i]#*=}" ]] \
-      && echo "${inotify_old[i]#*=}" >"/proc/sys/fs/inotify/$name"
-  done
-}
-
 dir=$(mktemp -d /tmp/adze-disruption.XXXXXX)
 E2E_DIAG_LOGS="$dir/provisioner.log $dir/hollow-watch.log"  # tailed by e2e_snapshot on a failure
 instances=$dir/instances
@@ -70,18 +46,9 @@ cleanup() {
   for s in "${samplers[@]}"; do kill "$s" 2>/dev/null; done
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
   [[ -n "$watch_pid" ]] && kill -- "-$watch_pid" 2>/dev/null
-  # Every hollow kubelet this run started, by its recorded pid (SIGKILL at once: with ~70 of
-  # them, one `hollow-node.sh stop` each takes minutes on a loaded machine), then
-  # hollow-node.sh for any still running.
-  local p n
-  for p in "$dir"/hollow/*/pid; do
-    [[ -e "$p" ]] && grep -q kubemark "/proc/$(cat "$p")/cmdline" 2>/dev/null && kill -KILL "$(cat "$p")" 2>/dev/null
-  done
-  sleep 1
-  for n in "$dir"/hollow/*/; do
-    [[ -d "$n" ]] && kill -0 "$(cat "$n/pid" 2>/dev/null)" 2>/dev/null \
-      && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1
-  done
+  # Every hollow kubelet this run started, killed at once (one `stop` each takes minutes for
+  # ~70 of them on a loaded machine).
+  "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   inotify_restore
   echo "suite wall time: $(elapsed "$t_suite" "$(now)") s"
@@ -92,9 +59,7 @@ inotify_raise max_user_instances 1024
 inotify_raise max_user_watches 524288
 # The node lifecycle controller on (the harness default leaves it off for Node objects nobody
 # heartbeats), as e2e/kubelet.sh.
-ADZE_KCM_CONTROLLERS='*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl' \
-ADZE_KCM_EXTRA_ARGS='--node-monitor-grace-period=20s --node-monitor-period=2s' \
-  control_plane_up "$dir"
+ADZE_NODE_LIFECYCLE=1 control_plane_up "$dir"
 mkdir -p "$instances"
 
 # No leader election: this suite runs one replica and kills it on purpose (section 3); with

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end test of the scheduler extender (adze-extender) with the real kube-scheduler of a
 # Kubernetes 1.20 control plane (e2e/harness) and `adze-provisioner run --cloud-provider
-# simulated`. Skips unless ADZE_E2E=1.
+# simulated --simulated-instance-dir`: every instance Adze launches boots a kubemark hollow
+# kubelet (real kubelet code over a fake runtime, e2e/harness/hollow-node.sh watch) after a
+# boot delay, which registers its Node; so do the fixed nodes of the preemption and
+# client-certificate sections. Only the throughput rounds' nodes are Node objects written here,
+# on purpose (see there). Skips unless ADZE_E2E=1.
 #
 #   ADZE_E2E=1 e2e/extender.sh
 #
@@ -9,8 +13,8 @@
 #   without  kube-scheduler as shipped;
 #   with     kube-scheduler configured with the extender (filter, bind, nodeCacheCapable;
 #            no prioritize, as the chart renders it).
-# Scenario: 20 pods of deployment A go pending -> NodeClaims; while those boot (boot delay
-# ADZE_E2E_BOOT_DELAY, default 20s), 20 pods of deployment B that would fit on A's nodes go
+# Scenario: 20 pods of deployment A go pending -> NodeClaims; while those boot (the hollow
+# kubelet starts ADZE_E2E_BOOT_DELAY after launch, default 20s, then registers), 20 pods of deployment B that would fit on A's nodes go
 # pending -> NodeClaims of their own. When the nodes register, A's pods should land on the
 # nodes launched for them and nothing more should be launched. Reported per plane: NodeClaims
 # launched beyond the plan for A then B ("extra"), and A pods not on their nominated node.
@@ -51,11 +55,16 @@ root=$PWD
 harness=$root/e2e/harness
 target=${CARGO_TARGET_DIR:-$root/target}
 BOOT_DELAY=${ADZE_E2E_BOOT_DELAY:-20s}
+[[ "$BOOT_DELAY" =~ ^([0-9]{1,3})s?$ ]] || { echo "FAIL: ADZE_E2E_BOOT_DELAY is whole seconds (e.g. 20s), not '$BOOT_DELAY'"; exit 1; }
+BOOT_SECS=${BASH_REMATCH[1]}
 TPUT_PODS=${ADZE_E2E_TPUT_PODS:-500}
 TPUT_ROUNDS=${ADZE_E2E_TPUT_ROUNDS:-12}
 TPUT_BUDGET=${ADZE_E2E_TPUT_BUDGET:-5}
 
 "$harness/build-control-plane.sh" >/dev/null || { echo "FAIL: control plane build"; exit 1; }
+"$harness/build-kubemark.sh" >/dev/null 2>"/tmp/adze-kubemark-build.$$.log" \
+  || { cat "/tmp/adze-kubemark-build.$$.log"; echo "FAIL: kubemark build"; exit 1; }
+rm -f "/tmp/adze-kubemark-build.$$.log"
 # ADZE_E2E_NO_BUILD=1 runs the binaries already in $target/release (e.g. built with
 # `cargo build --release -p adze-extender -p adze-provisioner --bins`, which is much quicker on a
 # busy machine than the whole workspace).
@@ -67,13 +76,16 @@ ext_bin=$target/release/adze-extender
 crdgen=$target/release/crdgen
 
 work=$(mktemp -d /tmp/adze-e2e-ext.XXXXXX)
-dir=; prov_pid=; ext_pid=; rep_pid=(); proxy_pid=
+dir=; prov_pid=; ext_pid=; rep_pid=(); proxy_pid=; fleet_pid=
 stop_plane() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null && wait "$prov_pid" 2>/dev/null
   [[ -n "$ext_pid" ]] && kill "$ext_pid" 2>/dev/null && wait "$ext_pid" 2>/dev/null
   for p in "${rep_pid[@]}" $proxy_pid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   rep_pid=(); proxy_pid=
   prov_pid=; ext_pid=
+  [[ -n "$fleet_pid" ]] && kill "$fleet_pid" 2>/dev/null && wait "$fleet_pid" 2>/dev/null
+  fleet_pid=
+  [[ -n "$dir" ]] && "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   [[ -n "$dir" ]] && "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   dir=
 }
@@ -82,9 +94,11 @@ cleanup() {
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-# The throughput nodes have no kubelet: a long monitor grace keeps them Ready (untainted, their
-# pods untouched) for the whole series of rounds.
-export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000 --node-monitor-grace-period=15m}"
+# The node lifecycle controller on: it lifts the hollow kubelets' not-ready taint once they
+# report Ready. The throughput nodes have no kubelet: a long monitor grace keeps them Ready
+# (untainted, their pods untouched) for the whole series of rounds.
+export ADZE_NODE_LIFECYCLE=1 ADZE_NODE_MONITOR_GRACE=15m
+export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000}"
 
 # A port below the kernel's ephemeral range (32768-60999 here), so no outgoing connection can
 # hold it by the time a server binds it (a CI run lost a round to "Address already in use"),
@@ -98,13 +112,19 @@ free_port() {
   return 1
 }
 
-# up NAME [SCHEDULER_CONFIG]: a fresh control plane in $work/NAME, CRDs installed.
+# up NAME [SCHEDULER_CONFIG]: a fresh control plane in $work/NAME, CRDs installed, and the
+# fleet watch: a hollow kubelet for every instance record the simulated cloud writes in
+# $dir/instances, started BOOT_SECS after the record (the machine's boot).
 up() {
   dir=$work/$1; mkdir -p "$dir"
   ADZE_SCHEDULER_CONFIG="${2:-}" control_plane_up "$dir" "$1"
+  E2E_DIAG_LOGS="$dir/provisioner.log $dir/fleet.log $dir/extender.log"  # tailed by e2e_snapshot on a failure
   "$crdgen" --without-cel | k apply -f - >/dev/null
   wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh
   adze_rbac simulated
+  mkdir -p "$dir/instances"
+  "$harness/hollow-node.sh" watch "$dir" "$dir/instances" --boot-delay "$BOOT_SECS" >>"$dir/fleet.log" 2>&1 &
+  fleet_pid=$!
 }
 
 start_extender() { # PORT
@@ -117,7 +137,7 @@ start_provisioner() {
   # ADZE_E2E_PROVISIONER_FLAGS replaces --disruption-dry-run (e.g. empty for a provisioner built
   # before consolidation existed).
   # shellcheck disable=SC2086
-  KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$prov_bin" run ${ADZE_E2E_PROVISIONER_FLAGS---disruption-dry-run} --cloud-provider simulated --boot-delay "$BOOT_DELAY" >>"$dir/provisioner.log" 2>&1 &
+  KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$prov_bin" run ${ADZE_E2E_PROVISIONER_FLAGS---disruption-dry-run} --cloud-provider simulated --simulated-instance-dir "$dir/instances" >>"$dir/provisioner.log" 2>&1 &
   prov_pid=$!
   wait_for 60 grep -q "cluster state synced" "$dir/provisioner.log"
 }
@@ -159,26 +179,33 @@ spec:
           resources: {requests: {cpu: "$4", memory: "$5"}}
 YAML
 }
-# A Ready node with no kubelet, labelled KEY=yes for each KEY given.
-fake_node() { # name cpus label-key...
-  local name=$1 cpus=$2 labels="kubernetes.io/hostname: $1" key; shift 2
-  for key in "$@"; do labels+=", $key: \"yes\""; done
-  cat <<YAML | k create -f - >/dev/null
-apiVersion: v1
-kind: Node
-metadata: {name: $name, labels: {$labels}}
-status:
-  capacity: {cpu: "$cpus", memory: 16Gi, pods: "110"}
-  allocatable: {cpu: "$cpus", memory: 16Gi, pods: "110"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady, message: simulated}]
-YAML
-  k taint nodes "$name" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1
+# A node of no NodePool played by a hollow kubelet, labelled KEY=yes for each KEY given;
+# returns once it is Ready and its not-ready taint lifted.
+kubelet_node() { # name cpus label-key...
+  local name=$1 cpus=$2 labels="" key; shift 2
+  for key in "$@"; do labels+="${labels:+,}$key=yes"; done
+  "$harness/hollow-node.sh" start "$dir" "$name" --cpu "$cpus" --memory 16Gi --max-pods 110 --labels "$labels" >>"$dir/fleet.log" 2>&1 \
+    || { echo "FAIL: hollow node $name did not start"; tail -n 20 "$dir/hollow/$name/kubelet.log"; return 1; }
+  wait_for 90 schedulable "$name"
+}
+# schedulable NODE: Ready, and no NoSchedule/NoExecute taint left.
+schedulable() {
+  k get node "$1" -o json 2>/dev/null | jqe '(any(.status.conditions[]?; .type == "Ready" and .status == "True")) and ([.spec.taints[]? | select(.effect != "PreferNoSchedule")] | length == 0)'
 }
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 bound_pods() { # namespace
   k get pods -n "$1" -o json | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'
 }
 pods_exist() { k get pods -n "$1" -o name | wc -l; }
+running_pods() { k get pods -n "$1" -o json | jq '[.items[] | select(.status.phase == "Running")] | length'; }
+# Every NodeClaim has its Node, and every Node of a NodeClaim was registered by a kubelet.
+claims_on_kubelets() {
+  local n_claims n_nodes
+  n_claims=$(claims)
+  k get nodeclaims -o json | jqe '.items | length > 0 and all((.status.nodeName // "") != "")' || return 1
+  n_nodes=$(k get nodes -l adze.sh/nodeclaim -o json | jq '[.items[] | select(.status.nodeInfo.kubeletVersion == "v1.20.2")] | length')
+  [[ "$n_nodes" == "$n_claims" ]]
+}
 # A pods whose node is not the node of the claim they were nominated to.
 misplaced_a() {
   k get nodeclaims -o json >"$dir/claims.json"
@@ -197,6 +224,7 @@ scenario_a_then_b() { # label
   local label=$1
   k create namespace a >/dev/null; k create namespace b >/dev/null
   nodepool ab | k apply -f - >/dev/null
+  local t_a; t_a=$(now)
   deployment a a 20 1 1Gi e2e-pool ab | k apply -f - >/dev/null
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
   sleep 2 # the rest of A's batch
@@ -209,9 +237,14 @@ scenario_a_then_b() { # label
   local registered
   registered=$(k get nodes -l adze.sh/nodeclaim -o name | wc -l)
   echo "[$label] NodeClaims for A: $after_a; for A then B: $planned; nodes registered so far: $registered"
-  wait_for 180 count_is 20 bound_pods a
-  wait_for 120 count_is 20 bound_pods b
+  wait_for 240 count_is 20 bound_pods a
+  wait_for 180 count_is 20 bound_pods b
+  echo "RESULT: [$label] A applied -> all 40 pods of A and B bound: $(elapsed "$t_a" "$(now)") s (hollow kubelets started ${BOOT_SECS} s after each launch)"
   check "[$label] all 40 pods of A and B bound" count_is 40 bash -c "echo \$(( \$(kubectl --kubeconfig $KUBECONFIG get pods -n a -o json | jq '[.items[]|select(.spec.nodeName!=null)]|length') + \$(kubectl --kubeconfig $KUBECONFIG get pods -n b -o json | jq '[.items[]|select(.spec.nodeName!=null)]|length') ))"
+  wait_for 120 count_is 20 running_pods a
+  wait_for 120 count_is 20 running_pods b
+  check "[$label] every NodeClaim's Node registered by its hollow kubelet (v1.20.2)" claims_on_kubelets
+  check "[$label] the 40 pods Running as their kubelets report" count_is 40 bash -c "echo \$(( \$(kubectl --kubeconfig $KUBECONFIG get pods -n a -o json | jq '[.items[]|select(.status.phase==\"Running\")]|length') + \$(kubectl --kubeconfig $KUBECONFIG get pods -n b -o json | jq '[.items[]|select(.status.phase==\"Running\")]|length') ))"
   sleep 5 # let a late batch show up
   EXTRA=$(( $(claims) - planned ))
   MISPLACED=$(misplaced_a)
@@ -224,6 +257,9 @@ throughput() { # label round
   local label=$1 r=$2 n ns=tput-$2 key=e2e-tput-$2
   k create namespace "$ns" >/dev/null
   # Fresh nodes with room for every pod; not labelled yet, so the pods wait Unschedulable.
+  # Node objects with no kubelet, on purpose: the rounds time kube-scheduler's binding of
+  # thousands of pods with and without the extender, and kubelets starting those pods would
+  # load the same 2 cores unevenly across the arms (hollow kubelets play every other node here).
   for n in 1 2 3 4 5 6 7 8 9 10; do
     cat <<YAML | k create -f - >/dev/null
 apiVersion: v1
@@ -503,7 +539,7 @@ sleep 2 # informers synced
 filters_before=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^adze_extender_requests_total\{verb="filter"\}/ {print $2}')
 kill -9 "$ext_pid"; wait "$ext_pid" 2>/dev/null; ext_pid=
 k create namespace ign >/dev/null
-fake_node ign-1 8 e2e-ign
+kubelet_node ign-1 8 e2e-ign
 deployment ign ign 5 100m 100Mi e2e-ign yes | k apply -f - >/dev/null
 wait_for 90 count_is 5 bound_pods ign
 check "[shipped, extender down] pods still scheduled: $(bound_pods ign)/5 bound" count_is 5 bound_pods ign
@@ -534,7 +570,7 @@ kind: PriorityClass
 metadata: {name: e2e-high}
 value: 1000000
 YAML
-fake_node pre-1 4 e2e-pre e2e-pre-only
+kubelet_node pre-1 4 e2e-pre e2e-pre-only
 nodepool pre | sed 's/e2e-pool: pre/e2e-pool: pre, e2e-pre: "yes"/' | k apply -f - >/dev/null
 check "NodePool pre sets the label e2e-pre" bash -c "kubectl --kubeconfig $KUBECONFIG get nodepool pre -o jsonpath='{.spec.template.metadata.labels.e2e-pre}' | grep -qx yes"
 k create namespace pre-low >/dev/null; k create namespace pre-hold >/dev/null; k create namespace pre-free >/dev/null
@@ -598,7 +634,7 @@ echo "== preemption hold engaged by a kube-scheduler that calls preempt (1.20.2 
 fixed_scheduler=${ADZE_K8S_BIN:-${ADZE_CACHE:-$HOME/.cache/adze}/k8s-1.20.2/bin}/kube-scheduler-pr103019
 restart_scheduler "$work/scheduler-shipped.yaml" "$fixed_scheduler"
 check "[hold] kube-scheduler restarted on $(basename "$fixed_scheduler")" bash -c "pgrep -f kube-scheduler-pr103019 >/dev/null && curl -ksf --max-time 2 https://127.0.0.1:$SCHEDULER_PORT/healthz | grep -qx ok"
-fake_node pre-2 4 e2e-pre2 e2e-pre2-only
+kubelet_node pre-2 4 e2e-pre2 e2e-pre2-only
 nodepool pre2 | sed 's/e2e-pool: pre2/e2e-pool: pre2, e2e-pre2: "yes"/' | k apply -f - >/dev/null
 k create namespace hold-low >/dev/null; k create namespace hold-high >/dev/null
 deployment hold-low low 3 1200m 100Mi e2e-pre2-only yes | k apply -f - >/dev/null
@@ -679,5 +715,7 @@ if [[ "${ADZE_E2E_TPUT_GATE:-0}" == 1 ]]; then
 elif within_budget; then echo "RESULT: throughput: within the budget of $TPUT_BUDGET % ($cost %; not gating, ADZE_E2E_TPUT_GATE=1 gates)"
 else echo "RESULT: throughput: OVER the budget of $TPUT_BUDGET % ($cost %; not gating, ADZE_E2E_TPUT_GATE=1 gates)"; fi
 check "no panics in the extender or provisioner logs" absent panicked "$work"/*/extender*.log "$work"/*/provisioner.log
+check "no hollow kubelet panicked or died of a Go runtime fatal error" bash -c "ls '$work'/*/hollow/*/kubelet.log >/dev/null && absent 'panic:|fatal error:' '$work'/*/hollow/*/kubelet.log"
+check "no hollow kubelet failed to start for an instance record" absent FAILED "$work"/*/fleet.log
 rbac_audit with
 e2e_summary

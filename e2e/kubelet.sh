@@ -48,16 +48,14 @@ cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
   [[ -n "$fleet_pid" ]] && kill "$fleet_pid" 2>/dev/null
   [[ -n "$hold_pid" ]] && kill "$hold_pid" 2>/dev/null
-  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
+  "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir" "$dir.up.log"; fi
 }
 trap cleanup EXIT
 # The node lifecycle controller on (the harness default leaves it off for Node objects nobody
 # heartbeats); everything else as the other suites.
-ADZE_KCM_CONTROLLERS='*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl' \
-ADZE_KCM_EXTRA_ARGS='--node-monitor-grace-period=20s --node-monitor-period=2s' \
-  control_plane_up "$dir"
+ADZE_NODE_LIFECYCLE=1 control_plane_up "$dir"
 mkdir -p "$instances"
 
 "$crdgen" --without-cel | k apply -f - >/dev/null

@@ -133,3 +133,28 @@ rbac_audit() {
   check "${1:+[$1] }RBAC: Adze's ServiceAccounts were never refused and made only declared calls (audit log)" \
     "$helm_python" "$e2e/rbac.py" audit "$ADZE_RBAC_CLOUD" "$ADZE_NS" "$AUDIT_LOG" "$ADZE_CONTROL_PLANE_DIR/rbac-used.txt"
 }
+
+# inotify_raise NAME MINIMUM / inotify_restore: every hollow kubelet takes inotify instances,
+# and the default 128 per user stops new ones short of ~40 nodes. Raised for a suite's run
+# (as root), put back by inotify_restore in its EXIT trap -- unless something else changed the
+# value meanwhile (another run on the machine), which is then left alone.
+inotify_old=() inotify_set=()
+inotify_raise() { # FILE MINIMUM
+  local f=/proc/sys/fs/inotify/$1 old
+  old=$(cat "$f" 2>/dev/null) || return 0
+  (( old >= $2 )) && return 0
+  if echo "$2" >"$f" 2>/dev/null; then
+    inotify_old+=("$1=$old"); inotify_set+=("$1=$2")
+    echo "raised $f $old -> $2 for the run"
+  else
+    echo "note: could not raise $f ($old; not root?): many hollow nodes may fail to start"
+  fi
+}
+inotify_restore() {
+  local i name
+  for i in "${!inotify_old[@]}"; do
+    name=${inotify_old[i]%%=*}
+    [[ "$(cat "/proc/sys/fs/inotify/$name")" == "${inotify_set[i]#*=}" ]] \
+      && echo "${inotify_old[i]#*=}" >"/proc/sys/fs/inotify/$name"
+  done
+}

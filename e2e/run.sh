@@ -44,14 +44,13 @@ instances=$dir/instances
 prov_pid=
 prov2_pid=
 fleet_pid=
-inotify_old=
 cleanup() {
   [[ -n "$prov_pid" ]] && kill "$prov_pid" 2>/dev/null
   [[ -n "$prov2_pid" ]] && kill "$prov2_pid" 2>/dev/null
   [[ -n "$fleet_pid" ]] && kill "$fleet_pid" 2>/dev/null
-  for n in "$dir"/hollow/*/; do [[ -d "$n" ]] && "$harness/hollow-node.sh" stop "$dir" "$(basename "$n")" --kill >/dev/null 2>&1; done
+  "$harness/hollow-node.sh" stop-all "$dir" >/dev/null 2>&1
   "$harness/control-plane.sh" down "$dir" >/dev/null 2>&1
-  [[ -n "$inotify_old" ]] && echo "$inotify_old" >/proc/sys/fs/inotify/max_user_instances
+  inotify_restore
   rm -f "$dir.scheduler.yaml"
   if [[ "$failed" -gt 0 || "${ADZE_KEEP:-0}" == 1 ]]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
@@ -59,14 +58,11 @@ trap cleanup EXIT
 # The controller-manager's default 20 QPS would make the ReplicaSet controller, not Adze,
 # the bottleneck of the 1,000-pod benchmark. The node lifecycle controller on (the harness
 # default leaves it off for Node objects nobody heartbeats), as in e2e/kubelet.sh.
-export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000 --node-monitor-grace-period=20s --node-monitor-period=2s}"
-export ADZE_KCM_CONTROLLERS="${ADZE_KCM_CONTROLLERS:-*,-nodeipam,-cloud-node-lifecycle,-route,-service,-ttl}"
+export ADZE_KCM_EXTRA_ARGS="${ADZE_KCM_EXTRA_ARGS:---kube-api-qps=500 --kube-api-burst=1000}"
+export ADZE_NODE_LIFECYCLE=1
 # One kubelet holds a few inotify instances; the benchmark's ~70 hollow nodes need more than
 # the default 128 per user (raised here, restored on exit).
-if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]] && (( $(cat /proc/sys/fs/inotify/max_user_instances) < 1024 )); then
-  inotify_old=$(cat /proc/sys/fs/inotify/max_user_instances)
-  echo 1024 >/proc/sys/fs/inotify/max_user_instances || { echo "FAIL: raising fs.inotify.max_user_instances (needs root)"; exit 1; }
-fi
+[[ "${ADZE_E2E_BENCH:-0}" == 1 ]] && inotify_raise max_user_instances 1024
 # Likewise kube-scheduler's client (1.20 default 50 QPS): its binds and Unschedulable writes
 # (1,000 at 50 QPS take 20 s; Adze no longer waits for the latter, see is_pending).
 # The retry backoff is the chart's (schedulerConfig.podInitialBackoffSeconds/

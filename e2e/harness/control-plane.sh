@@ -56,6 +56,10 @@
 #   ADZE_SCHEDULER_PORT     scheduler https port          (default: a free port)
 #   ADZE_SERVICE_CIDR       --service-cluster-ip-range    (default 10.96.0.0/16)
 #   ADZE_KCM_CONTROLLERS    --controllers                 (default below)
+#   ADZE_NODE_LIFECYCLE=1   nodes are played by kubelets (hollow-node.sh): the node lifecycle
+#                           controller on (a stopped kubelet's Node turns NotReady, a new
+#                           one's not-ready taint is lifted), monitor period 2s, grace
+#                           ADZE_NODE_MONITOR_GRACE (default 20s)
 #   ADZE_SCHEDULER_CONFIG   a KubeSchedulerConfiguration file (v1beta1), e.g. with `extenders:`.
 #                           "@DIR@" in it is replaced by DIR. If it has no top-level
 #                           `clientConnection:` / `leaderElection:` keys they are appended
@@ -76,6 +80,13 @@ SERVICE_CIDR="${ADZE_SERVICE_CIDR:-10.96.0.0/16}"
 #  cloud-node-lifecycle, route, service (need a cloud provider)
 #  ttl                  (only annotates nodes for kubelets; would race with tests patching nodes)
 DEFAULT_CONTROLLERS='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service,-ttl'
+LIFECYCLE_ARGS=()
+if [[ "${ADZE_NODE_LIFECYCLE:-0}" == 1 ]]; then
+  DEFAULT_CONTROLLERS=${DEFAULT_CONTROLLERS/,-nodelifecycle/}
+  LIFECYCLE_ARGS=(--node-monitor-grace-period "${ADZE_NODE_MONITOR_GRACE:-20s}" --node-monitor-period 2s)
+elif [[ "${ADZE_NODE_LIFECYCLE:-0}" != 0 ]]; then
+  echo "control-plane.sh: ADZE_NODE_LIFECYCLE is 0 or 1, not '$ADZE_NODE_LIFECYCLE'" >&2; exit 2
+fi
 KCM_CONTROLLERS="${ADZE_KCM_CONTROLLERS:-$DEFAULT_CONTROLLERS}"
 VERBOSITY="${ADZE_LOG_VERBOSITY:-1}"
 READY_TIMEOUT="${ADZE_READY_TIMEOUT:-120}"
@@ -460,6 +471,7 @@ EOF
     --leader-elect=false \
     --profiling=false \
     --v "$VERBOSITY" \
+    "${LIFECYCLE_ARGS[@]}" \
     ${ADZE_KCM_EXTRA_ARGS:-}
 
   # --- kube-scheduler ---------------------------------------------------------------

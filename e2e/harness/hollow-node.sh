@@ -6,11 +6,14 @@
 #                  [--provider-id ID] [--labels k=v,...] [--taints k=v:Effect,...]
 #                  [--kube-reserved r=q,...] [--system-reserved r=q,...] [--eviction-hard s=q,...]
 #   hollow-node.sh stop DIR NAME [--kill]     SIGTERM (or SIGKILL: a crashed machine); waits
+#   hollow-node.sh stop-all DIR               SIGKILL every node of DIR at once (a suite's cleanup)
 #   hollow-node.sh stats DIR NAME             "pid=P rss_kb=R cpu_s=C" of the running kubelet
-#   hollow-node.sh watch DIR INSTANCE_DIR     start a node for every instance record the
+#   hollow-node.sh watch DIR INSTANCE_DIR [--boot-delay SECONDS]
+#                                             start a node for every instance record the
 #                                             simulated cloud writes (adze-provisioner run
-#                                             --simulated-instance-dir), stop it when the
-#                                             record goes; runs until killed
+#                                             --simulated-instance-dir), SECONDS after the
+#                                             record appears (the machine's boot; default 0),
+#                                             stop it when the record goes; runs until killed
 #
 # DIR is the control plane's directory. Each node lives in DIR/hollow/NAME: a client
 # certificate (CN system:node:NAME, O system:nodes) signed by DIR/ca.key, its kubeconfig, the
@@ -23,7 +26,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KUBEMARK="${ADZE_KUBEMARK_BIN:-${ADZE_CACHE:-$HOME/.cache/adze}/kubemark-1.20.2/bin/kubemark}"
 
 die() { echo "hollow-node: $*" >&2; exit 1; }
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # A free TCP port on 127.0.0.1 in 20000-32767 (below the ephemeral range), not in $used.
 used=" "
@@ -141,6 +144,20 @@ cmd_stop() {
   echo "stopped $name (SIG$sig)"
 }
 
+# Every node's kubelet killed at once, then waited for: one `stop` each takes seconds apiece
+# with dozens of nodes on a loaded machine. Only pids that are still this plane's kubelets.
+cmd_stop_all() {
+  local dir=$1 nd pid pids=()
+  for nd in "$dir"/hollow/*/; do
+    [[ -d "$nd" ]] || continue
+    pid=$(running_pid "${nd%/}") && { kill -KILL "$pid" 2>/dev/null || true; pids+=("$pid"); }
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  echo "stopped ${#pids[@]} hollow nodes (SIGKILL)"
+}
+
 cmd_stats() {
   local nd="$1/hollow/$2" pid
   pid=$(running_pid "$nd") || die "$2 not running"
@@ -165,11 +182,19 @@ record_flags() {
 }
 
 cmd_watch() {
-  local dir=$1 idir=$2 f name
+  local dir=$1 idir=$2 f name delay=0
+  if (($# > 2)); then
+    [[ "$3" == --boot-delay && $# == 4 ]] || die "watch: unknown arguments ${*:3} (only --boot-delay SECONDS)"
+    [[ "$4" =~ ^[0-9]{1,3}$ ]] || die "watch: --boot-delay takes whole seconds 0-999, not '$4'"
+    delay=$4
+  fi
   mkdir -p "$idir" "$dir/hollow"
   # Machines boot side by side: each start runs in the background (a burst of records is not
   # booted one after another); a record removed while its node is starting waits for the start.
   declare -A started=() starting=()
+  # Stopped (TERM/INT), the watch takes its pending starts with it: a start still in its boot
+  # delay would otherwise launch a kubelet after the suite's cleanup had stopped them all.
+  trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM INT
   while true; do
     for f in "$idir"/*.json; do
       [[ -e "$f" ]] || continue
@@ -184,7 +209,7 @@ cmd_watch() {
         [[ -n "${flags[i+1]}" ]] && args+=("${flags[i]}" "${flags[i+1]}")
       done
       echo "$(date -u +%FT%T.%3NZ) record $name"
-      { ( cmd_start "$dir" "$name" "${args[@]}" ) || echo "$(date -u +%FT%T.%3NZ) FAILED to start $name"; } &
+      { ( sleep "$delay"; cmd_start "$dir" "$name" "${args[@]}" ) || echo "$(date -u +%FT%T.%3NZ) FAILED to start $name"; } &
       starting[$name]=$!
     done
     for name in "${!started[@]}"; do
@@ -199,8 +224,11 @@ cmd_watch() {
   done
 }
 
-(($# >= 3)) || usage
-op=$1; shift
+op=${1:-}; shift || true
+case $op in
+  stop-all) (($# == 1)) || usage; cmd_stop_all "$@"; exit ;;
+esac
+(($# >= 2)) || usage
 case $op in
   start) cmd_start "$@" ;;
   stop) cmd_stop "$@" ;;
