@@ -95,49 +95,12 @@ adze_rbac simulated
 
 # nodepool NAME [EXTRA-TEMPLATE-SPEC-LINE] [DISRUPTION-FLOW-MAP]. By default consolidation is
 # off (consolidateAfter: Never) so a scenario's nodes are only disrupted when it asks.
-nodepool() {
-  local disruption=${3:-'{consolidateAfter: Never}'}
-  cat <<YAML
-apiVersion: adze.sh/v1
-kind: NodePool
-metadata: {name: $1}
-spec:
-  template:
-    metadata: {labels: {e2e-pool: $1}}
-    spec:
-      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
-        - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
-      ${2:-}
-  disruption: $disruption
-  limits: {cpu: "1000"}
-YAML
-}
+nodepool() { e2e_nodepool "$1" 1000 "${2:-}" "${3:-"{consolidateAfter: Never}"}"; }
 deployment() { # namespace name replicas cpu memory pool [one-per-node]
   local apart=
   # One replica per node (hostname anti-affinity): each node holds exactly one of them.
   [[ "${7:-}" == one-per-node ]] && apart="affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: $2}}, topologyKey: kubernetes.io/hostname}]}}"
-  cat <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $2, namespace: $1}
-spec:
-  replicas: $3
-  selector: {matchLabels: {app: $2}}
-  template:
-    metadata: {labels: {app: $2}}
-    spec:
-      nodeSelector: {e2e-pool: $6}
-      terminationGracePeriodSeconds: 0
-      $apart
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: "$4", memory: "$5"}}
-YAML
+  e2e_deployment "$1" "$2" "$3" "$4" "$5" e2e-pool "$6" "$apart"
 }
 pdb() { # namespace app minAvailable — policy/v1beta1: the 1.20 apiserver has no policy/v1
   cat <<YAML

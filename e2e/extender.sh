@@ -142,43 +142,8 @@ start_provisioner() {
   wait_for 60 grep -q "cluster state synced" "$dir/provisioner.log"
 }
 
-nodepool() { # name
-  cat <<YAML
-apiVersion: adze.sh/v1
-kind: NodePool
-metadata: {name: $1}
-spec:
-  template:
-    metadata: {labels: {e2e-pool: $1}}
-    spec:
-      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
-        - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
-  limits: {cpu: "100000"}
-YAML
-}
-deployment() { # namespace name replicas cpu memory selector-key selector-value
-  cat <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $2, namespace: $1}
-spec:
-  replicas: $3
-  selector: {matchLabels: {app: $2}}
-  template:
-    metadata: {labels: {app: $2}}
-    spec:
-      nodeSelector: {"$6": "$7"}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: "$4", memory: "$5"}}
-YAML
-}
+nodepool() { e2e_nodepool "$1" 100000; }  # name
+deployment() { e2e_deployment "$@"; }  # namespace name replicas cpu memory selector-key selector-value
 # A node of no NodePool played by a hollow kubelet, labelled KEY=yes for each KEY given;
 # returns once it is Ready and its not-ready taint lifted.
 kubelet_node() { # name cpus label-key...

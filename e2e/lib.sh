@@ -158,3 +158,49 @@ inotify_restore() {
       && echo "${inotify_old[i]#*=}" >"/proc/sys/fs/inotify/$name"
   done
 }
+
+# e2e_nodepool NAME [CPU-LIMIT] [TEMPLATE-SPEC-LINE] [DISRUPTION-FLOW-MAP]: the suites' NodePool
+# (amd64, on-demand, c/m/r of generation 5 or later), its nodes labelled e2e-pool=NAME; the
+# line goes under spec.template.spec (e.g. "expireAfter: 60s"), the map is spec.disruption.
+e2e_nodepool() {
+  cat <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: $1}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: $1}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
+        - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
+      ${3:-}
+${4:+  disruption: $4}
+  limits: {cpu: "${2:-1000}"}
+YAML
+}
+# e2e_deployment NAMESPACE NAME REPLICAS CPU MEMORY NODE-LABEL-KEY NODE-LABEL-VALUE [POD-SPEC-LINE]:
+# pause containers asking CPU and MEMORY, on nodes labelled KEY=VALUE, no termination grace.
+e2e_deployment() {
+  cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      nodeSelector: {"$6": "$7"}
+      terminationGracePeriodSeconds: 0
+      ${8:-}
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: "$4", memory: "$5"}}
+YAML
+}

@@ -136,43 +136,8 @@ check "CRDs installed and established" k get crd nodeclaims.adze.sh
 # After the CRDs: Helm then skips the chart's crds/ (CEL rules a 1.20 API server lacks).
 adze_rbac simulated
 
-nodepool() { # name cpu-limit
-  cat <<YAML
-apiVersion: adze.sh/v1
-kind: NodePool
-metadata: {name: $1}
-spec:
-  template:
-    metadata: {labels: {e2e-pool: $1}}
-    spec:
-      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: aws.adze.sh/instance-category, operator: In, values: [c, m, r]}
-        - {key: aws.adze.sh/instance-generation, operator: Gt, values: ["4"]}
-  limits: {cpu: "$2"}
-YAML
-}
-deployment() { # namespace name replicas cpu memory pool
-  cat <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $2, namespace: $1}
-spec:
-  replicas: $3
-  selector: {matchLabels: {app: $2}}
-  template:
-    metadata: {labels: {app: $2}}
-    spec:
-      nodeSelector: {e2e-pool: $6}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: "$4", memory: "$5"}}
-YAML
-}
+nodepool() { e2e_nodepool "$1" "$2"; }  # name cpu-limit
+deployment() { e2e_deployment "$1" "$2" "$3" "$4" "$5" e2e-pool "$6"; }  # namespace name replicas cpu memory pool
 
 start_provisioner
 wait_for 30 grep -q "cluster state synced" "$dir/provisioner.log"
