@@ -32,13 +32,18 @@
 //!
 //! * **Instance store** (`InstanceStorageInfo.TotalSizeInGB`, all NVMe SSD here):
 //!   the "instance store volumes" table of the EC2 Instance Types guide (disks x
-//!   size per disk, totalled), cross-checked against the storage column of
-//!   apache-libcloud 3.9.1's instance-type constants. Graviton `*gd.2xlarge` is
-//!   recorded as 474 GB (the API's figure; the marketing pages round the disk to
-//!   475). The `d` variants share vCPU, memory and ENI limits with their base
-//!   family at the same size (c5d = c5, m6id = m6i, r7gd = r7g, ...); their
-//!   us-east-1 prices were checked against the same scrape `tools/region_catalog.py`
-//!   reads (equal, or one of its known noise patterns: 0, +6 %, +10 %).
+//!   size per disk, totalled). Graviton `*gd.2xlarge` is 474 GB (the API's
+//!   figure; the marketing pages round the disk to 475). The `d` variants share
+//!   vCPU, memory and ENI limits with their base family at the same size (c5d =
+//!   c5, m6id = m6i, r7gd = r7g, ...); i4i's come from the ENI table like the
+//!   others' (its 24xlarge has 30 addresses per ENI, not 50). The us-east-1
+//!   prices of these rows were checked against the scrape
+//!   `tools/region_catalog.py` reads (equal, or one of its known noise
+//!   patterns: 0, +6 %, +10 %).
+//! * **Cross-check** (2026-11): every row but p3's agrees on vCPU, memory, ENIs,
+//!   IPv4 per ENI, instance-store total and hypervisor with the DescribeInstanceTypes
+//!   snapshot moto 5.2.1 ships (`moto/ec2/resources/instance_types.json.gz`, the
+//!   emulator `aws/ci/moto.sh` runs); moto has no p3 entries.
 //!
 //! Not recorded, so the embedded catalog's types carry no label for them: network
 //! and EBS baseline bandwidth (`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`,
@@ -479,7 +484,7 @@ pub const TYPES: &[Ec2Type] = &[
     Ec2Type { name: "i4i.8xlarge", vcpu: 32, memory_mib: 262144, arch: "amd64", max_enis: 8, ipv4_per_eni: 30, gpu: None, on_demand_usd: 2.746, hypervisor: "nitro", local_nvme_gb: 7500 },
     Ec2Type { name: "i4i.12xlarge", vcpu: 48, memory_mib: 393216, arch: "amd64", max_enis: 8, ipv4_per_eni: 30, gpu: None, on_demand_usd: 4.118, hypervisor: "nitro", local_nvme_gb: 11250 },
     Ec2Type { name: "i4i.16xlarge", vcpu: 64, memory_mib: 524288, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: None, on_demand_usd: 5.491, hypervisor: "nitro", local_nvme_gb: 15000 },
-    Ec2Type { name: "i4i.24xlarge", vcpu: 96, memory_mib: 786432, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: None, on_demand_usd: 8.2368, hypervisor: "nitro", local_nvme_gb: 22500 },
+    Ec2Type { name: "i4i.24xlarge", vcpu: 96, memory_mib: 786432, arch: "amd64", max_enis: 15, ipv4_per_eni: 30, gpu: None, on_demand_usd: 8.2368, hypervisor: "nitro", local_nvme_gb: 22500 },
     Ec2Type { name: "i4i.32xlarge", vcpu: 128, memory_mib: 1048576, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: None, on_demand_usd: 10.9824, hypervisor: "nitro", local_nvme_gb: 30000 },
     Ec2Type { name: "i4i.metal", vcpu: 128, memory_mib: 1048576, arch: "amd64", max_enis: 15, ipv4_per_eni: 50, gpu: None, on_demand_usd: 10.982, hypervisor: "", local_nvme_gb: 30000 },
     // ---- t3 ----
@@ -1238,6 +1243,11 @@ mod tests {
         assert_eq!((i4i.vcpu, i4i.memory_mib), (8, 64 * GIB));
         assert_eq!(eni_max_pods(get("i4i.large")), 29);
         assert_eq!(eni_max_pods(get("i4i.16xlarge")), 737);
+        assert_eq!(
+            eni_max_pods(get("i4i.24xlarge")),
+            437,
+            "30 addresses per ENI, not 50"
+        );
     }
 
     #[test]
