@@ -862,3 +862,87 @@ fn every_windows_family_plans_with_its_own_build_and_al2_stays_linux() {
             .all(|t| t.label(labels::OS) == Some("linux"))
     );
 }
+
+/// The cheapest embedded type (us-east-1, on-demand) that `keep` accepts and that has room
+/// for a pod of `cpu` cores and `mem_gib` GiB beside the node's own reservations.
+fn cheapest_embedded(keep: impl Fn(&ec2_data::Ec2Type) -> bool, cpu: u32, mem_gib: u64) -> String {
+    ec2_data::TYPES
+        .iter()
+        .filter(|t| keep(t) && t.vcpu > cpu && t.memory_mib > mem_gib * 1024)
+        .min_by(|a, b| a.on_demand_usd.total_cmp(&b.on_demand_usd))
+        .map(|t| t.name.to_string())
+        .unwrap()
+}
+
+#[test]
+fn local_nvme_pools_plan_onto_the_cheapest_instance_store_types() {
+    let (_, report) = plan("local-nvme.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let nvme = |name: &str| ec2_data::find(name).unwrap().local_nvme_gb;
+
+    // `instance-local-nvme Gt 100`, either architecture: Graviton2's c6gd.large (118 GB)
+    // undercuts every other type with more than 100 GB of local disk.
+    let etl = claims_of(&report, "data/etl-");
+    assert_eq!(etl.len(), 1);
+    let c = etl[0];
+    assert_eq!(c.node_pool, "scratch");
+    assert_eq!(c.instance_type, "c6gd.large");
+    assert_eq!(
+        c.instance_type,
+        cheapest_embedded(|t| t.local_nvme_gb > 100, 1, 2)
+    );
+    assert_eq!(c.labels[labels::INSTANCE_LOCAL_NVME], "118");
+    assert_eq!(c.price_per_hour, 0.0768);
+    for t in &c.instance_type_options {
+        assert!(nvme(t) > 100, "{t} has {} GB of local NVMe", nvme(t));
+    }
+    assert!(
+        c.instance_type_options.contains(&"c5d.2xlarge".to_string()),
+        "the Intel d types are options too: {:?}",
+        c.instance_type_options
+    );
+    assert!(
+        !c.instance_type_options.contains(&"c5d.xlarge".to_string()),
+        "c5d.xlarge has exactly 100 GB, not more"
+    );
+
+    // `instance-family In [m6id]`: the smallest m6id that holds 3 CPUs and 12 GiB.
+    let db = claims_of(&report, "data/postgres-");
+    assert_eq!(db.len(), 1);
+    let c = db[0];
+    assert_eq!(c.node_pool, "db");
+    assert_eq!(c.instance_type, "m6id.xlarge");
+    assert_eq!(c.labels[labels::INSTANCE_FAMILY], "m6id");
+    assert_eq!(c.labels[labels::INSTANCE_LOCAL_NVME], "237");
+    assert_eq!(c.price_per_hour, 0.2373);
+    assert!(
+        c.instance_type_options
+            .iter()
+            .all(|t| t.starts_with("m6id."))
+    );
+}
+
+#[test]
+fn an_amd64_only_local_nvme_pool_takes_the_cheapest_intel_d_type() {
+    let text = std::fs::read_to_string(example("local-nvme.yaml")).unwrap();
+    let amd64 = text.replace(r#"values: ["amd64", "arm64"]"#, r#"values: ["amd64"]"#);
+    assert_ne!(amd64, text);
+    let path = scratch("local-nvme-amd64", &amd64);
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    let etl = claims_of(&report, "data/etl-");
+    // c5d.large ($0.096) is cheaper but has 50 GB; c6id.large (118 GB, $0.1008) is the
+    // cheapest amd64 type with more than 100 GB.
+    assert_eq!(etl[0].instance_type, "c6id.large");
+    assert_eq!(
+        etl[0].instance_type,
+        cheapest_embedded(|t| t.local_nvme_gb > 100 && t.arch == "amd64", 1, 2)
+    );
+    assert_eq!(etl[0].labels[labels::ARCH], "amd64");
+    assert_eq!(etl[0].labels[labels::INSTANCE_LOCAL_NVME], "118");
+}

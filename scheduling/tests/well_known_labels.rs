@@ -181,7 +181,10 @@ fn cpu_manufacturer_on_the_embedded_catalog_follows_the_family() {
         ),
         (
             "aws",
-            &["c6g", "c7g", "m6g", "m7g", "r6g", "r7g", "t4g"][..],
+            &[
+                "c6g", "c7g", "m6g", "m7g", "r6g", "r7g", "t4g", "c6gd", "c7gd", "m6gd", "m7gd",
+                "r6gd", "r7gd",
+            ][..],
         ),
     ] {
         let plan = plan_one(

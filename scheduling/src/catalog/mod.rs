@@ -173,6 +173,11 @@ pub fn ec2_instance_type_in(
     if let Some(m) = ec2_data::cpu_manufacturer(t.name) {
         put(labels::INSTANCE_CPU_MANUFACTURER, m.to_string());
     }
+    // As the live catalog does (aws/src/instance_types.rs): only types with NVMe instance
+    // store carry the label, valued in total GB.
+    if t.local_nvme_gb > 0 {
+        put(labels::INSTANCE_LOCAL_NVME, t.local_nvme_gb.to_string());
+    }
     add_accelerators(&ec2_data::accelerators(t), &mut capacity, &mut l);
     let spot = on_demand_usd * ec2_data::spot_fraction(t.name);
     let offerings = zones
@@ -269,5 +274,27 @@ mod tests {
         );
         let big = cat.iter().find(|t| t.name == "g5.48xlarge").unwrap();
         assert_eq!(big.capacity.get(EFA), 1);
+    }
+
+    #[test]
+    fn instance_store_types_carry_the_local_nvme_label_in_gb_and_ebs_only_types_none() {
+        let cat = embedded();
+        let label = |name: &str| {
+            cat.iter()
+                .find(|t| t.name == name)
+                .unwrap()
+                .label(labels::INSTANCE_LOCAL_NVME)
+                .map(str::to_string)
+        };
+        assert_eq!(label("m5d.large").as_deref(), Some("75"));
+        assert_eq!(label("c6id.32xlarge").as_deref(), Some("7600"));
+        assert_eq!(label("i4i.large").as_deref(), Some("468"));
+        assert_eq!(label("g5.xlarge").as_deref(), Some("250"));
+        assert_eq!(label("m5.large"), None);
+        assert_eq!(label("p3.2xlarge"), None);
+        // Other regions build their types through the same function.
+        let eu = regions::embedded_in("eu-west-1").unwrap();
+        let m6id = eu.iter().find(|t| t.name == "m6id.large").unwrap();
+        assert_eq!(m6id.label(labels::INSTANCE_LOCAL_NVME), Some("118"));
     }
 }
