@@ -5,11 +5,15 @@
 //!
 //! * **NodePool** (`adze.sh/v1`): validated like the apiserver would, then converted with
 //!   the scenario's instance types.
-//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated; not used by placement yet, except its
-//!   family: a NodePool whose class is of a Windows family launches the catalog's types as
-//!   Windows nodes of that build, at Windows prices and Windows pod density
-//!   ([`adze_scheduling::node_class::windows_types`]); types with no Windows price are not
-//!   offered to it.
+//! * **EC2NodeClass** (`aws.adze.sh/v1`): validated, then shapes its pools' instance types
+//!   by the rule `run` uses ([`adze_scheduling::node_class::instance_types`]): kubelet
+//!   settings (`maxPods`, `podsPerCore`, reserved resources, eviction thresholds) in each
+//!   type's pods and allocatable, the root volume's size or `instanceStorePolicy: RAID0` in
+//!   its ephemeral storage, a Windows family's types as Windows nodes of that build (Windows
+//!   prices and pod density; types with no Windows price are not offered), and the zones,
+//!   images and capacity reservations of its `status` when the scenario gives one. Without a
+//!   status (a class not resolved by a cluster) every zone of the catalog counts as having a
+//!   subnet and every type as having an image.
 //! * **Node**: existing capacity.
 //! * **Pod**: with `spec.nodeName`, bound to that node (which must be in the scenario);
 //!   otherwise pending. Pods owned by a DaemonSet are never pending, and `Succeeded` or
@@ -56,13 +60,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use adze_api::convert::{self, ConvertError};
-use adze_api::ec2nodeclass::AmiFamily;
 use adze_api::{EC2NodeClass, NodeOverlay, NodePool, ValidationError};
 use adze_scheduling::catalog::{self, CatalogEntry};
+use adze_scheduling::node_class::NodeClassFacts;
 use adze_scheduling::plan::Unschedulable;
 use adze_scheduling::scheduler::node_fits_pod;
 use adze_scheduling::taints::first_untolerated;
-use adze_scheduling::{BoundPod, InstanceType, Offering, Pod, Snapshot, labels, quantity};
+use adze_scheduling::{
+    BoundPod, InstanceType, Offering, Pod, Requirements, Snapshot, labels, quantity,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -425,10 +431,12 @@ impl Scenario {
         let mut b = Builder::default();
         b.s.region = region.to_string();
         b.catalog(&docs)?;
-        let classes: std::collections::BTreeMap<&str, &EC2NodeClass> = docs
+        let classes: BTreeMap<&str, (&DocRef, &EC2NodeClass)> = docs
             .iter()
-            .filter_map(|(_, o)| match o {
-                Object::EC2NodeClass(nc) => Some((nc.metadata.name.as_deref()?, nc.as_ref())),
+            .filter_map(|(doc, o)| match o {
+                Object::EC2NodeClass(nc) => {
+                    Some((nc.metadata.name.as_deref()?, (doc, nc.as_ref())))
+                }
                 _ => None,
             })
             .collect();
@@ -436,11 +444,7 @@ impl Scenario {
             match object {
                 Object::NodePool(np) => {
                     let class = &np.spec.template.spec.node_class_ref.name;
-                    let windows_build = classes
-                        .get(class.as_str())
-                        .and_then(|c| c.spec.effective_ami_family())
-                        .and_then(AmiFamily::windows_build);
-                    b.nodepool(doc, np, windows_build)?
+                    b.nodepool(doc, np, classes.get(class.as_str()).copied())?
                 }
                 Object::EC2NodeClass(nc) => {
                     nc.validate()
@@ -778,14 +782,14 @@ impl Builder {
         Ok(())
     }
 
-    /// `windows_build`: the build of the pool's EC2NodeClass when it is of a Windows family;
-    /// the pool then launches the catalog's types as Windows nodes
-    /// ([`adze_scheduling::node_class::windows_types`], as `run` does).
+    /// `class`: the pool's EC2NodeClass and its document, when the scenario has it; the pool
+    /// then launches the catalog as that class shapes it ([`class_facts`], then
+    /// [`adze_scheduling::node_class::instance_types`], as `run` does).
     fn nodepool(
         &mut self,
         doc: &DocRef,
         np: &NodePool,
-        windows_build: Option<&str>,
+        class: Option<(&DocRef, &EC2NodeClass)>,
     ) -> Result<(), ScenarioError> {
         np.validate()
             .map_err(|error| ScenarioError::new(doc, Problem::Invalid(error)))?;
@@ -801,9 +805,11 @@ impl Builder {
                 },
             ));
         }
-        let types = match windows_build {
-            Some(build) => {
-                adze_scheduling::node_class::windows_types(&self.s.instance_types, build)
+        let types = match class {
+            Some((class_doc, class)) => {
+                let facts = class_facts(class, &self.s.instance_types)
+                    .map_err(Self::convert_err(class_doc))?;
+                adze_scheduling::node_class::instance_types(&self.s.instance_types, &facts)
             }
             None => self.s.instance_types.clone(),
         };
@@ -1246,4 +1252,26 @@ fn catalog_entry(
         labels: t.labels.clone(),
         offerings,
     })
+}
+
+/// What a scenario's EC2NodeClass tells placement: its facts as `run` reads them
+/// ([`convert::nodeclass`]), with what only a cluster resolves filled in when the scenario
+/// leaves its `status` out: every zone the catalog offers counts as having a subnet, and
+/// every type as booting one of the family's images (a Windows family still keeps to
+/// amd64 types with a Windows price).
+fn class_facts(
+    class: &EC2NodeClass,
+    catalog: &[Arc<InstanceType>],
+) -> Result<NodeClassFacts, ConvertError> {
+    let mut facts = convert::nodeclass(class)?;
+    if facts.zones.is_empty() {
+        facts.zones = catalog
+            .iter()
+            .flat_map(|t| t.offerings.iter().map(|o| o.zone.clone()))
+            .collect();
+    }
+    if facts.images.is_empty() {
+        facts.images.push(Requirements::new());
+    }
+    Ok(facts)
 }

@@ -1,0 +1,132 @@
+//! `simulate` plans a pool with the instance types its EC2NodeClass shapes, by the rule `run`
+//! uses: the class's kubelet settings and its ephemeral-storage backing change what a node
+//! holds, so the same pods need another plan.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use adze_provisioner::simulate::Report;
+
+fn scratch(name: &str, yaml: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "adze-simulate-nodeclass-{}-{name}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// The plan (exit status 0) or the unschedulable report (exit status 2), as JSON.
+fn simulate(name: &str, yaml: &str) -> (Output, Report) {
+    let path = scratch(name, yaml);
+    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .arg("simulate")
+        .arg(&path)
+        .args(["--output", "json", "--allow-unschedulable"])
+        .output()
+        .expect("the binary runs");
+    let _ = std::fs::remove_file(&path);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let report = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (out, report)
+}
+
+/// A pool on `types` whose EC2NodeClass has `class_spec` (YAML under `spec:`), and `replicas`
+/// pods asking `requests`.
+fn scenario(types: &str, class_spec: &str, replicas: u32, requests: &str) -> String {
+    format!(
+        r#"apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}
+      requirements:
+        - {{key: node.kubernetes.io/instance-type, operator: In, values: [{types}]}}
+        - {{key: adze.sh/capacity-type, operator: In, values: [on-demand]}}
+---
+apiVersion: aws.adze.sh/v1
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: demo}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: demo}}}}]
+{class_spec}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: web
+          image: pause
+          resources: {{requests: {requests}}}
+"#
+    )
+}
+
+#[test]
+fn the_class_kubelet_max_pods_caps_each_node() {
+    let pods = |class_spec: &str| {
+        let (out, report) = simulate(
+            "maxpods",
+            &scenario("m5.xlarge", class_spec, 6, "{cpu: 100m, memory: 64Mi}"),
+        );
+        assert!(out.status.success());
+        assert!(report.unschedulable.is_empty());
+        report
+            .node_claims
+            .iter()
+            .map(|c| c.pods.len())
+            .collect::<Vec<_>>()
+    };
+    // m5.xlarge holds 58 pods by its ENIs: one node for six small pods.
+    assert_eq!(pods(""), vec![6]);
+    // The class's kubelet allows 3 a node: two nodes, three pods each.
+    assert_eq!(pods("  kubelet: {maxPods: 3}"), vec![3, 3]);
+}
+
+#[test]
+fn raid0_instance_store_backs_ephemeral_storage_where_the_root_volume_cannot() {
+    let storage = "{cpu: 500m, memory: 1Gi, ephemeral-storage: 150Gi}";
+    // The root volume (20 GiB) cannot hold the pod's 150 GiB: it stays unschedulable.
+    let (out, report) = simulate(
+        "root",
+        &scenario(
+            "m6id.xlarge",
+            "  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi}}]",
+            1,
+            storage,
+        ),
+    );
+    assert_eq!(out.status.code(), Some(0), "allowed unschedulable");
+    assert!(report.node_claims.is_empty(), "{:?}", report.node_claims);
+    assert_eq!(report.unschedulable.len(), 1);
+    // RAID0 over m6id.xlarge's 237 GB of local NVMe holds it.
+    let (out, report) = simulate(
+        "raid0",
+        &scenario(
+            "m6id.xlarge",
+            "  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi}}]\n  instanceStorePolicy: RAID0",
+            1,
+            storage,
+        ),
+    );
+    assert!(out.status.success());
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    assert_eq!(report.node_claims.len(), 1);
+    assert_eq!(report.node_claims[0].instance_type, "m6id.xlarge");
+}
