@@ -65,6 +65,7 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
 #[x_kube(validation = windows_cfs_quota_rule())]
+#[x_kube(validation = Rule::new("!has(self.associatePublicIPAddress) || !has(self.networkInterfaces) || size(self.networkInterfaces) <= 1").message("associatePublicIPAddress cannot be set with more than one networkInterface (EC2 refuses the combination)"))]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
     #[schemars(length(min = 1, max = 30))]
@@ -127,6 +128,97 @@ pub struct EC2NodeClassSpec {
     /// by id or by name; resolved with DescribePlacementGroups into `status.placementGroup`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_group_selector: Option<PlacementGroupSelector>,
+    /// Idle timeouts of EC2's connection tracking on the node's IP interfaces; unset fields
+    /// keep EC2's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_tracking: Option<ConnectionTracking>,
+    /// The interfaces every instance launches with, one per (network card, device index);
+    /// `efa-only` interfaces carry EFA traffic without an IP address. Unset: one primary
+    /// interface, as EC2 makes by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("size(self) == 0 || self.exists(i, i.networkCardIndex == 0 && i.deviceIndex == 0 && i.interfaceType == 'interface')").message("networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"))]
+    #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.networkCardIndex == a.networkCardIndex && b.deviceIndex == a.deviceIndex))").message("each (networkCardIndex, deviceIndex) pair may appear only once in networkInterfaces"))]
+    pub network_interfaces: Vec<NetworkInterface>,
+}
+
+/// EC2's connection-tracking idle timeouts, in seconds, with EC2's bounds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionTracking {
+    /// Idle established TCP connections (60 s to 5 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 432000))]
+    pub tcp_established_timeout: Option<i32>,
+    /// Idle UDP flows that have seen more than one request-response exchange (60–180 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 180))]
+    pub udp_stream_timeout: Option<i32>,
+    /// Idle UDP flows seen in one direction or for one exchange (30–60 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 30, max = 60))]
+    pub udp_timeout: Option<i32>,
+}
+
+/// EC2's bounds for each connection-tracking timeout, in seconds: (field, min, max).
+pub const CONNECTION_TRACKING_BOUNDS: [(&str, i32, i32); 3] = [
+    ("tcpEstablishedTimeout", 60, 432_000),
+    ("udpStreamTimeout", 60, 180),
+    ("udpTimeout", 30, 60),
+];
+
+impl ConnectionTracking {
+    /// Each timeout with its field name, in [`CONNECTION_TRACKING_BOUNDS`] order.
+    pub fn timeouts(&self) -> [Option<i32>; 3] {
+        [
+            self.tcp_established_timeout,
+            self.udp_stream_timeout,
+            self.udp_timeout,
+        ]
+    }
+}
+
+/// One network interface of the launched instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkInterface {
+    /// Which network card the interface is on (0 is the primary card).
+    #[schemars(range(min = 0))]
+    pub network_card_index: i32,
+    /// The interface's position on its card (0 is the card's first).
+    #[schemars(range(min = 0))]
+    pub device_index: i32,
+    pub interface_type: InterfaceType,
+}
+
+/// `interface`: an ordinary (ENA) interface with IP addresses; `efa-only`: an Elastic Fabric
+/// Adapter without IP addresses, which the instance type must support.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum InterfaceType {
+    #[serde(rename = "interface")]
+    Interface,
+    #[serde(rename = "efa-only")]
+    EfaOnly,
+}
+
+impl InterfaceType {
+    /// EC2's `InterfaceType` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Interface => "interface",
+            Self::EfaOnly => "efa-only",
+        }
+    }
+}
+
+impl EC2NodeClassSpec {
+    /// How many `efa-only` interfaces each instance launches with.
+    pub fn efa_only_interfaces(&self) -> usize {
+        self.network_interfaces
+            .iter()
+            .filter(|i| i.interface_type == InterfaceType::EfaOnly)
+            .count()
+    }
 }
 
 /// One existing placement group, named by exactly one of its id and its name.
@@ -461,6 +553,7 @@ pub struct BlockDeviceMapping {
 #[x_kube(validation = Rule::new("has(self.volumeSize) || has(self.snapshotID)").message("ebs needs volumeSize or snapshotID"))]
 #[x_kube(validation = Rule::new("!has(self.iops) || (has(self.volumeType) && self.volumeType in ['io1', 'io2', 'gp3'])").message("iops needs volumeType io1, io2 or gp3"))]
 #[x_kube(validation = Rule::new("!has(self.throughput) || (has(self.volumeType) && self.volumeType == 'gp3')").message("throughput needs volumeType gp3"))]
+#[x_kube(validation = Rule::new("!has(self.volumeInitializationRate) || has(self.snapshotID)").message("volumeInitializationRate needs snapshotID"))]
 pub struct BlockDevice {
     /// Size such as "20Gi" or "1Ti".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -490,6 +583,11 @@ pub struct BlockDevice {
         skip_serializing_if = "Option::is_none"
     )]
     pub snapshot_id: Option<String>,
+    /// MiB/s at which EBS pulls the snapshot's blocks into a new volume (EC2 allows 100–300),
+    /// so the volume is fully initialized after a predictable time; with `snapshotID` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 300))]
+    pub volume_initialization_rate: Option<i32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

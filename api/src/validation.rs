@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use crate::{
     EC2NodeClass, NodeClaim, NodePool,
     ec2nodeclass::{
-        AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping,
-        CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS,
+        AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping, CONNECTION_TRACKING_BOUNDS,
+        CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS, InterfaceType,
         KUBELET_IMAGE_GC_HIGH_DEFAULT, KUBELET_IMAGE_GC_LOW_DEFAULT, KubeletConfiguration,
         RESERVED_RESOURCES, RESERVED_TAG_KEYS, RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm,
         SubnetSelectorTerm, VolumeType,
@@ -303,6 +303,21 @@ impl EC2NodeClassSpec {
         for (i, mapping) in self.block_device_mappings.iter().enumerate() {
             block_device_mapping(p, &path.index(i), mapping);
         }
+
+        if let Some(ct) = &self.connection_tracking {
+            let path = spec.field("connectionTracking");
+            for ((field, min, max), value) in CONNECTION_TRACKING_BOUNDS.iter().zip(ct.timeouts()) {
+                if let Some(value) = value
+                    && !(*min..=*max).contains(&value)
+                {
+                    p.add(
+                        &path.field(field),
+                        format!("must be between {min} and {max} seconds, got {value}"),
+                    );
+                }
+            }
+        }
+        network_interfaces(p, &spec, self);
 
         let hop_limit = self.metadata_options.http_put_response_hop_limit;
         if !(1..=64).contains(&hop_limit) {
@@ -931,6 +946,72 @@ fn block_device(p: &mut Problems, path: &Path, ebs: &BlockDevice) {
         if volume_type != Some(VolumeType::Gp3) {
             p.add(&path.field("throughput"), "throughput needs volumeType gp3");
         }
+    }
+    if let Some(rate) = ebs.volume_initialization_rate {
+        if !(100..=300).contains(&rate) {
+            p.add(
+                &path.field("volumeInitializationRate"),
+                format!("must be between 100 and 300 MiB/s, got {rate}"),
+            );
+        }
+        if ebs.snapshot_id.is_none() {
+            p.add(
+                &path.field("volumeInitializationRate"),
+                "volumeInitializationRate needs snapshotID",
+            );
+        }
+    }
+}
+
+/// The interface list EC2 would accept: a primary IP interface, each (card, device) once, and
+/// no public-IP choice when there are several interfaces (EC2 refuses that combination).
+fn network_interfaces(p: &mut Problems, spec: &Path, class: &EC2NodeClassSpec) {
+    let interfaces = &class.network_interfaces;
+    let path = spec.field("networkInterfaces");
+    count_between(p, &path, interfaces.len(), 0, 64);
+    if interfaces.is_empty() {
+        return;
+    }
+    for (i, nic) in interfaces.iter().enumerate() {
+        for (field, value) in [
+            ("networkCardIndex", nic.network_card_index),
+            ("deviceIndex", nic.device_index),
+        ] {
+            if value < 0 {
+                p.add(
+                    &path.index(i).field(field),
+                    format!("may not be negative, got {value}"),
+                );
+            }
+        }
+        if interfaces[..i].iter().any(|earlier| {
+            earlier.network_card_index == nic.network_card_index
+                && earlier.device_index == nic.device_index
+        }) {
+            p.add(
+                &path.index(i),
+                format!(
+                    "each (networkCardIndex, deviceIndex) pair may appear only once in networkInterfaces; ({}, {}) is repeated",
+                    nic.network_card_index, nic.device_index
+                ),
+            );
+        }
+    }
+    if !interfaces.iter().any(|n| {
+        n.network_card_index == 0
+            && n.device_index == 0
+            && n.interface_type == InterfaceType::Interface
+    }) {
+        p.add(
+            &path,
+            "networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface",
+        );
+    }
+    if class.associate_public_ip_address.is_some() && interfaces.len() > 1 {
+        p.add(
+            &spec.field("associatePublicIPAddress"),
+            "associatePublicIPAddress cannot be set with more than one networkInterface (EC2 refuses the combination)",
+        );
     }
 }
 

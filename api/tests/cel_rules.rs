@@ -747,6 +747,37 @@ fn ec2nodeclass_cases() -> Vec<Case> {
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
         cfs_quota(ami("Windows family with cpuCFSQuota", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2022")))
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+        edit("snapshot volume with an initialization rate", &[
+            ("/spec/blockDeviceMappings/0/ebs/snapshotID", json!("snap-0123456789abcdef0")),
+            ("/spec/blockDeviceMappings/0/ebs/volumeInitializationRate", json!(200)),
+        ]),
+        edit("initialization rate without a snapshot", &[("/spec/blockDeviceMappings/0/ebs/volumeInitializationRate", json!(200))])
+            .fails(".spec.blockDeviceMappings[0].ebs", "volumeInitializationRate needs snapshotID"),
+        edit("ENA primary and an EFA-only interface", &[("/spec/associatePublicIPAddress", Value::Null), ("/spec/networkInterfaces", json!([
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        ]))]),
+        edit("no primary interface", &[("/spec/networkInterfaces", json!([
+            {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "interface"},
+        ]))])
+            .fails(".spec.networkInterfaces", "networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"),
+        edit("a repeated card and device", &[("/spec/associatePublicIPAddress", Value::Null), ("/spec/networkInterfaces", json!([
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        ]))])
+            .fails(".spec.networkInterfaces", "each (networkCardIndex, deviceIndex) pair may appear only once in networkInterfaces"),
+        edit("public IP choice with one interface", &[
+            ("/spec/associatePublicIPAddress", json!(true)),
+            ("/spec/networkInterfaces", json!([{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}])),
+        ]),
+        edit("public IP choice with two interfaces", &[
+            ("/spec/associatePublicIPAddress", json!(true)),
+            ("/spec/networkInterfaces", json!([
+                {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+            ])),
+        ])
+            .fails(".spec", "associatePublicIPAddress cannot be set with more than one networkInterface (EC2 refuses the combination)"),
         edit("placement group by name", &[("/spec/placementGroupSelector", json!({"name": "training"}))]),
         edit("placement group by id and name", &[("/spec/placementGroupSelector", json!({"id": "pg-0123", "name": "training"}))])
             .fails(".spec.placementGroupSelector", "placementGroupSelector needs exactly one of id or name"),

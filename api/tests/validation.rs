@@ -1023,6 +1023,124 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             message: "pg-0123abcd",
         },
         BadCase {
+            name: "volumeInitializationRate above EC2's 300 MiB/s",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/snapshotID",
+                    json!("snap-0123456789abcdef0"),
+                );
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/volumeInitializationRate",
+                    json!(301),
+                );
+            },
+            path: "spec.blockDeviceMappings[0].ebs.volumeInitializationRate",
+            message: "must be between 100 and 300 MiB/s, got 301",
+        },
+        BadCase {
+            name: "volumeInitializationRate without a snapshot",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/blockDeviceMappings/0/ebs/volumeInitializationRate",
+                    json!(200),
+                )
+            },
+            path: "spec.blockDeviceMappings[0].ebs.volumeInitializationRate",
+            message: "volumeInitializationRate needs snapshotID",
+        },
+        BadCase {
+            name: "TCP conntrack timeout below EC2's minimum",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/connectionTracking",
+                    json!({"tcpEstablishedTimeout": 59}),
+                )
+            },
+            path: "spec.connectionTracking.tcpEstablishedTimeout",
+            message: "must be between 60 and 432000 seconds, got 59",
+        },
+        BadCase {
+            name: "UDP stream conntrack timeout above EC2's maximum",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/connectionTracking",
+                    json!({"udpStreamTimeout": 181}),
+                )
+            },
+            path: "spec.connectionTracking.udpStreamTimeout",
+            message: "must be between 60 and 180 seconds, got 181",
+        },
+        BadCase {
+            name: "UDP conntrack timeout above EC2's maximum",
+            edit: |o| set(o, "/spec/connectionTracking", json!({"udpTimeout": 61})),
+            path: "spec.connectionTracking.udpTimeout",
+            message: "must be between 30 and 60 seconds, got 61",
+        },
+        BadCase {
+            name: "an EFA-only primary interface",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/networkInterfaces",
+                    json!([{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}]),
+                )
+            },
+            path: "spec.networkInterfaces",
+            message: "must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface",
+        },
+        BadCase {
+            name: "the same card and device twice",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/networkInterfaces",
+                    json!([
+                        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+                        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "interface"},
+                    ]),
+                )
+            },
+            path: "spec.networkInterfaces[2]",
+            message: "(1, 0) is repeated",
+        },
+        BadCase {
+            name: "a negative network card",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/networkInterfaces",
+                    json!([
+                        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                        {"networkCardIndex": -1, "deviceIndex": 0, "interfaceType": "efa-only"},
+                    ]),
+                )
+            },
+            path: "spec.networkInterfaces[1].networkCardIndex",
+            message: "may not be negative, got -1",
+        },
+        BadCase {
+            name: "a public IP choice with several interfaces",
+            edit: |o| {
+                set(o, "/spec/associatePublicIPAddress", json!(false));
+                set(
+                    o,
+                    "/spec/networkInterfaces",
+                    json!([
+                        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+                    ]),
+                )
+            },
+            path: "spec.associatePublicIPAddress",
+            message: "cannot be set with more than one networkInterface",
+        },
+        BadCase {
             name: "cpuCFSQuota with a Windows alias",
             edit: |o| {
                 set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
@@ -1037,7 +1155,7 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 19] = [
+    let cases: [GoodCase; 23] = [
         ("the fixture as written", |_| {}),
         (
             "every open capacity reservation, and tagged targeted ones",
@@ -1066,6 +1184,52 @@ fn ec2nodeclass_good_cases_pass_everywhere() {
                 o,
                 "/spec/placementGroupSelector",
                 json!({"name": "training"}),
+            );
+        }),
+        ("a snapshot volume initialized at 300 MiB/s", |o| {
+            set(
+                o,
+                "/spec/blockDeviceMappings/0/ebs/snapshotID",
+                json!("snap-0123456789abcdef0"),
+            );
+            set(
+                o,
+                "/spec/blockDeviceMappings/0/ebs/volumeInitializationRate",
+                json!(300),
+            );
+        }),
+        ("connection tracking at EC2's bounds", |o| {
+            set(
+                o,
+                "/spec/connectionTracking",
+                json!({"tcpEstablishedTimeout": 432000, "udpStreamTimeout": 60, "udpTimeout": 30}),
+            );
+        }),
+        (
+            "P5-style interfaces: ENA primary, EFA-only on every card",
+            |o| {
+                o["spec"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("associatePublicIPAddress");
+                set(
+                    o,
+                    "/spec/networkInterfaces",
+                    json!([
+                        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+                        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+                        {"networkCardIndex": 2, "deviceIndex": 0, "interfaceType": "efa-only"},
+                    ]),
+                );
+            },
+        ),
+        ("one interface with a public IP choice", |o| {
+            set(o, "/spec/associatePublicIPAddress", json!(true));
+            set(
+                o,
+                "/spec/networkInterfaces",
+                json!([{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]),
             );
         }),
         ("placement group by id", |o| {

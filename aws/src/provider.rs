@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
 use adze_api::ec2nodeclass::{
-    AmiFamily, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
+    AmiFamily, BlockDevice, EC2NODECLASS_TAG, EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus,
+    InterfaceType,
 };
 use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
 use adze_scheduling::instance_type::Reservation;
 use adze_scheduling::{InstanceType, labels, node_class};
 use aws_sdk_ec2::types::{
-    CapacityReservationPreference, CapacityReservationTarget, DefaultTargetCapacityType, Filter,
+    CapacityReservationPreference, CapacityReservationTarget,
+    ConnectionTrackingSpecificationRequest, DefaultTargetCapacityType, Filter,
     FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
     FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType,
     LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
@@ -161,6 +163,77 @@ impl Drift {
 pub fn spec_hash(spec: &EC2NodeClassSpec) -> String {
     let json = serde_json::to_vec(spec).unwrap_or_default();
     hex16(&json)
+}
+
+/// The launch template's network interfaces, or `None` when EC2's default single interface
+/// will do (the security groups then go at the top level). The class's `networkInterfaces`
+/// are launched as written; a public-IP choice or connection-tracking timeouts alone need the
+/// primary interface spelled out. EC2 refuses security groups both on interfaces and at the
+/// top level, so they go on every interface, EFA-only ones included. Connection tracking
+/// applies to the IP (`interface`) interfaces; EFA-only ones carry no IP traffic.
+pub fn network_interface_specs(
+    spec: &EC2NodeClassSpec,
+    groups: &[String],
+) -> Option<Vec<LaunchTemplateInstanceNetworkInterfaceSpecificationRequest>> {
+    let conntrack = spec.connection_tracking.as_ref().map(|c| {
+        ConnectionTrackingSpecificationRequest::builder()
+            .set_tcp_established_timeout(c.tcp_established_timeout)
+            .set_udp_stream_timeout(c.udp_stream_timeout)
+            .set_udp_timeout(c.udp_timeout)
+            .build()
+    });
+    let primary = || {
+        LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+            .device_index(0)
+            .set_associate_public_ip_address(spec.associate_public_ip_address)
+            .set_groups(Some(groups.to_vec()))
+            .set_connection_tracking_specification(conntrack.clone())
+    };
+    if spec.network_interfaces.is_empty() {
+        if spec.associate_public_ip_address.is_none() && conntrack.is_none() {
+            return None;
+        }
+        return Some(vec![primary().build()]);
+    }
+    Some(
+        spec.network_interfaces
+            .iter()
+            .map(|n| {
+                let ip = n.interface_type == InterfaceType::Interface;
+                LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                    .network_card_index(n.network_card_index)
+                    .device_index(n.device_index)
+                    .interface_type(n.interface_type.as_str())
+                    .set_groups(Some(groups.to_vec()))
+                    // Validation allows a public-IP choice only with a single interface.
+                    .set_associate_public_ip_address(
+                        spec.associate_public_ip_address
+                            .filter(|_| n.network_card_index == 0 && n.device_index == 0),
+                    )
+                    .set_connection_tracking_specification(conntrack.clone().filter(|_| ip))
+                    .build()
+            })
+            .collect(),
+    )
+}
+
+/// One EBS mapping as the launch template takes it.
+pub fn ebs_request(e: &BlockDevice) -> LaunchTemplateEbsBlockDeviceRequest {
+    let mut ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
+        .set_volume_size(e.volume_size_bytes().map(|b| b.div_ceil(1 << 30) as i32))
+        .set_iops(e.iops.map(|v| v as i32))
+        .set_throughput(e.throughput.map(|v| v as i32))
+        .set_encrypted(e.encrypted)
+        .set_kms_key_id(e.kms_key_id.clone())
+        .set_delete_on_termination(e.delete_on_termination)
+        .set_snapshot_id(e.snapshot_id.clone())
+        .set_volume_initialization_rate(e.volume_initialization_rate);
+    if let Some(t) = e.volume_type {
+        ebs = ebs.volume_type(aws_sdk_ec2::types::VolumeType::from(
+            format!("{t:?}").to_lowercase().as_str(),
+        ));
+    }
+    ebs.build()
 }
 
 fn hex16(bytes: &[u8]) -> String {
@@ -616,16 +689,8 @@ impl AwsProvider {
                 .image_id(ami)
                 .user_data(base64::engine::general_purpose::STANDARD.encode(user_data))
                 .metadata_options(metadata);
-            // A public-IP choice needs the primary interface spelled out, and EC2 refuses
-            // security groups both there and at the top level: they move onto the interface.
-            data = match spec.associate_public_ip_address {
-                Some(public) => data.network_interfaces(
-                    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
-                        .device_index(0)
-                        .associate_public_ip_address(public)
-                        .set_groups(Some(groups))
-                        .build(),
-                ),
+            data = match network_interface_specs(spec, &groups) {
+                Some(interfaces) => data.set_network_interfaces(Some(interfaces)),
                 None => data.set_security_group_ids(Some(groups)),
             };
             // Everything a launch creates carries the cluster tag and the class tag: the IAM
@@ -698,20 +763,7 @@ impl AwsProvider {
                 let mut m =
                     LaunchTemplateBlockDeviceMappingRequest::builder().device_name(&b.device_name);
                 if let Some(e) = &b.ebs {
-                    let mut ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
-                        .set_volume_size(e.volume_size_bytes().map(|b| b.div_ceil(1 << 30) as i32))
-                        .set_iops(e.iops.map(|v| v as i32))
-                        .set_throughput(e.throughput.map(|v| v as i32))
-                        .set_encrypted(e.encrypted)
-                        .set_kms_key_id(e.kms_key_id.clone())
-                        .set_delete_on_termination(e.delete_on_termination)
-                        .set_snapshot_id(e.snapshot_id.clone());
-                    if let Some(t) = e.volume_type {
-                        ebs = ebs.volume_type(aws_sdk_ec2::types::VolumeType::from(
-                            format!("{t:?}").to_lowercase().as_str(),
-                        ));
-                    }
-                    m = m.ebs(ebs.build());
+                    m = m.ebs(ebs_request(e));
                 }
                 data = data.block_device_mappings(m.build());
             }
@@ -1351,5 +1403,142 @@ mod tests {
         let groups = Drift::of(&instance("ami-new", "subnet-a", &["sg-1"]), &s);
         assert_eq!((groups.drifted(), groups.sgs_ok), (true, false));
         assert!(!Drift::of(&instance("ami-new", "subnet-a", &[]), &s).drifted());
+    }
+}
+
+#[cfg(test)]
+mod launch_template_tests {
+    use super::*;
+
+    fn spec(extra: serde_json::Value) -> EC2NodeClassSpec {
+        let mut spec = serde_json::json!({
+            "role": "NodeRole",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+            "securityGroupSelectorTerms": [{"tags": {"k": "v"}}],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        serde_json::from_value(spec).unwrap()
+    }
+
+    fn groups() -> Vec<String> {
+        vec!["sg-1".into(), "sg-2".into()]
+    }
+
+    #[test]
+    fn a_plain_class_keeps_ec2s_default_interface_and_top_level_groups() {
+        assert_eq!(
+            network_interface_specs(&spec(serde_json::json!({})), &groups()),
+            None
+        );
+    }
+
+    #[test]
+    fn connection_tracking_alone_spells_out_the_primary_interface() {
+        let s = spec(serde_json::json!({
+            "connectionTracking": {"tcpEstablishedTimeout": 300, "udpStreamTimeout": 120, "udpTimeout": 45},
+        }));
+        let nics = network_interface_specs(&s, &groups()).unwrap();
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].device_index(), Some(0));
+        assert_eq!(nics[0].groups(), ["sg-1", "sg-2"]);
+        assert_eq!(nics[0].associate_public_ip_address(), None);
+        let ct = nics[0].connection_tracking_specification().unwrap();
+        assert_eq!(
+            (
+                ct.tcp_established_timeout(),
+                ct.udp_stream_timeout(),
+                ct.udp_timeout()
+            ),
+            (Some(300), Some(120), Some(45))
+        );
+    }
+
+    #[test]
+    fn efa_only_interfaces_are_launched_on_their_cards_with_the_groups_and_no_conntrack() {
+        let s = spec(serde_json::json!({
+            "connectionTracking": {"udpTimeout": 45},
+            "networkInterfaces": [
+                {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+                {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+            ],
+        }));
+        let nics = network_interface_specs(&s, &groups()).unwrap();
+        let shape: Vec<_> = nics
+            .iter()
+            .map(|n| {
+                (
+                    n.network_card_index(),
+                    n.device_index(),
+                    n.interface_type(),
+                    n.connection_tracking_specification()
+                        .and_then(|c| c.udp_timeout()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Some(0), Some(0), Some("interface"), Some(45)),
+                (Some(0), Some(1), Some("efa-only"), None),
+                (Some(1), Some(0), Some("efa-only"), None),
+            ]
+        );
+        assert!(nics.iter().all(|n| n.groups() == ["sg-1", "sg-2"]));
+        assert!(
+            nics.iter()
+                .all(|n| n.associate_public_ip_address().is_none())
+        );
+    }
+
+    #[test]
+    fn a_public_ip_choice_goes_on_the_single_listed_interface() {
+        let s = spec(serde_json::json!({
+            "associatePublicIPAddress": true,
+            "networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}],
+        }));
+        let nics = network_interface_specs(&s, &groups()).unwrap();
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].associate_public_ip_address(), Some(true));
+        assert_eq!(nics[0].interface_type(), Some("interface"));
+    }
+
+    #[test]
+    fn the_ebs_request_carries_the_volume_initialization_rate() {
+        let s = spec(serde_json::json!({
+            "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {
+                "snapshotID": "snap-0123", "volumeSize": "100Gi", "volumeType": "gp3",
+                "volumeInitializationRate": 250,
+            }}],
+        }));
+        let ebs = ebs_request(s.block_device_mappings[0].ebs.as_ref().unwrap());
+        assert_eq!(ebs.volume_initialization_rate(), Some(250));
+        assert_eq!(ebs.snapshot_id(), Some("snap-0123"));
+        assert_eq!(ebs.volume_size(), Some(100));
+        let plain = spec(serde_json::json!({
+            "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi"}}],
+        }));
+        assert_eq!(
+            ebs_request(plain.block_device_mappings[0].ebs.as_ref().unwrap())
+                .volume_initialization_rate(),
+            None
+        );
+    }
+
+    #[test]
+    fn the_new_fields_change_the_class_hash_and_an_unset_one_does_not() {
+        let base = spec(serde_json::json!({}));
+        let with = spec(serde_json::json!({"connectionTracking": {"udpTimeout": 45}}));
+        let nics = spec(serde_json::json!({"networkInterfaces": [
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        ]}));
+        assert_ne!(spec_hash(&base), spec_hash(&with));
+        assert_ne!(spec_hash(&base), spec_hash(&nics));
+        // Classes written before these fields existed hash as they did.
+        let json = serde_json::to_string(&base).unwrap();
+        assert!(!json.contains("connectionTracking") && !json.contains("networkInterfaces"));
     }
 }

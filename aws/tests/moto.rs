@@ -1476,6 +1476,135 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
     }
 }
 
+/// A class's interfaces (an ENA primary and an EFA-only one), connection-tracking timeouts and
+/// a snapshot volume's initialization rate reach the launch template EC2 launches from.
+#[tokio::test]
+#[ignore = "needs moto: run aws/ci/moto.sh"]
+async fn interfaces_conntrack_and_volume_initialization_rate_reach_the_launch_template() {
+    let moto = endpoint("hpcnet");
+    let e = env("hpcnet", &moto).await;
+    let zone = e.subnets[0].1.clone();
+    let volume = e
+        .clients
+        .ec2
+        .create_volume()
+        .availability_zone(&zone)
+        .size(20)
+        .send()
+        .await
+        .unwrap()
+        .volume_id
+        .unwrap();
+    let snapshot = e
+        .clients
+        .ec2
+        .create_snapshot()
+        .volume_id(volume)
+        .send()
+        .await
+        .unwrap()
+        .snapshot_id
+        .unwrap();
+    let mut class = e.class();
+    class.spec = serde_json::from_value({
+        let mut spec = serde_json::to_value(&class.spec).unwrap();
+        spec["connectionTracking"] =
+            json!({"tcpEstablishedTimeout": 300, "udpStreamTimeout": 120, "udpTimeout": 45});
+        spec["networkInterfaces"] = json!([
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        ]);
+        spec["blockDeviceMappings"] = json!([{"deviceName": "/dev/xvda", "rootVolume": true, "ebs": {
+            "volumeSize": "40Gi", "volumeType": "gp3", "snapshotID": snapshot, "volumeInitializationRate": 200,
+        }}]);
+        spec
+    })
+    .unwrap();
+    class.validate().unwrap();
+    let (provider, _) = e.provider(class);
+    provider
+        .create(&claim("hpcnet-1", &["c5.large"], "on-demand"))
+        .await
+        .unwrap();
+    let all = e
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .send()
+        .await
+        .unwrap()
+        .launch_templates
+        .unwrap();
+    let ours: Vec<_> = all
+        .iter()
+        .filter(|t| {
+            t.launch_template_name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("adze-hpcnet-"))
+        })
+        .collect();
+    assert_eq!(ours.len(), 1);
+    let v = e
+        .clients
+        .ec2
+        .describe_launch_template_versions()
+        .launch_template_id(ours[0].launch_template_id.clone().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .launch_template_versions
+        .unwrap()[0]
+        .launch_template_data
+        .clone()
+        .unwrap();
+    assert!(
+        v.security_group_ids.unwrap_or_default().is_empty(),
+        "groups move onto the interfaces"
+    );
+    let nics = v.network_interfaces.unwrap();
+    let shape: Vec<_> = nics
+        .iter()
+        .map(|n| {
+            (
+                n.network_card_index,
+                n.device_index,
+                n.interface_type.clone(),
+                n.groups.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (
+                Some(0),
+                Some(0),
+                Some("interface".into()),
+                Some(vec![e.sg.clone()])
+            ),
+            (
+                Some(0),
+                Some(1),
+                Some("efa-only".into()),
+                Some(vec![e.sg.clone()])
+            ),
+        ]
+    );
+    let ct = nics[0].connection_tracking_specification.clone().unwrap();
+    assert_eq!(
+        (
+            ct.tcp_established_timeout,
+            ct.udp_stream_timeout,
+            ct.udp_timeout
+        ),
+        (Some(300), Some(120), Some(45))
+    );
+    assert!(nics[1].connection_tracking_specification.is_none());
+    let ebs = v.block_device_mappings.unwrap()[0].ebs.clone().unwrap();
+    assert_eq!(ebs.snapshot_id.as_deref(), Some(snapshot.as_str()));
+    assert_eq!(ebs.volume_initialization_rate, Some(200));
+}
+
 /// Runs one instance (its own reservation, as a CreateFleet launch is) tagged as `cluster`'s
 /// NodeClaim `claim`, in `subnet` with `sg` and `image`; answers its providerID.
 pub async fn run_claim_instance(

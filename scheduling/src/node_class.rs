@@ -44,6 +44,9 @@ pub struct NodeClassFacts {
     /// The catalog describes Linux nodes; a Windows class's nodes are `kubernetes.io/os:
     /// windows` of this build, and amd64 only (EKS publishes no arm64 Windows image).
     pub windows_build: Option<String>,
+    /// `efa-only` interfaces in the class's `networkInterfaces`: a type needs at least this
+    /// many EFA interfaces (its `instance-efa-count`, from the catalog) to launch with them.
+    pub efa_only_interfaces: u32,
 }
 
 /// One capacity reservation as placement needs it.
@@ -67,6 +70,7 @@ pub fn instance_types(
         .iter()
         .filter_map(|t| as_class_os(t, class))
         .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
+        .filter(|t| efa_fits(t, class.efa_only_interfaces))
         .filter_map(|t| reshape(&t, class).map(Arc::new))
         .collect()
 }
@@ -134,6 +138,16 @@ pub fn windows_types(catalog: &[Arc<InstanceType>], build: &str) -> Vec<Arc<Inst
 /// the same rule, so planning and launching agree.
 pub fn image_fits(image: &Requirements, t: &InstanceType) -> bool {
     image.iter().all(|r| r.allows_label(t.label(&r.key)))
+}
+
+/// Whether `t` supports `efa_only` EFA-only interfaces: a class asking for none fits every
+/// type; otherwise the catalog's EFA interface count must reach it (a type the catalog
+/// records no EFA for does not fit).
+pub fn efa_fits(t: &InstanceType, efa_only: u32) -> bool {
+    efa_only == 0
+        || t.label(labels::INSTANCE_EFA_COUNT)
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n >= efa_only)
 }
 
 /// One type under `class`; None when no offering is left in the class's zones.
@@ -272,6 +286,32 @@ mod tests {
         assert_eq!(ids["us-east-1b"], None, "no subnet said");
         assert_eq!(t.label(labels::ZONE_ID), Some("use1-az4"));
         assert_eq!(raw_m5_large().label(labels::ZONE_ID), None);
+    }
+
+    #[test]
+    fn a_class_with_efa_only_interfaces_plans_only_types_with_that_many_efa_interfaces() {
+        let cat = catalog::embedded();
+        let all = instance_types(&cat, &class());
+        let mut c = class();
+        c.efa_only_interfaces = 1;
+        let efa = instance_types(&cat, &c);
+        assert!(!efa.is_empty(), "the catalog has EFA types");
+        assert!(efa.len() < all.len());
+        assert!(
+            efa.iter()
+                .all(|t| t.label(labels::INSTANCE_EFA_COUNT) == Some("1")),
+            "the embedded catalog's EFA types have one EFA interface each"
+        );
+        assert!(efa.iter().any(|t| t.name == "c6i.32xlarge"));
+        assert!(
+            !efa.iter().any(|t| t.name == "m5.large"),
+            "no EFA on m5.large"
+        );
+        // Two EFA-only interfaces need a type with two: none in the embedded catalog.
+        c.efa_only_interfaces = 2;
+        assert_eq!(instance_types(&cat, &c), Vec::<Arc<InstanceType>>::new());
+        let one = efa.iter().find(|t| t.name == "c6i.32xlarge").unwrap();
+        assert!(efa_fits(one, 0) && efa_fits(one, 1) && !efa_fits(one, 2));
     }
 
     #[test]

@@ -1083,6 +1083,76 @@ spec:
     assert!(!m.incomplete(), "{}", m.report());
 }
 
+/// A v1 class for an EFA fleet (networkInterfaces with EFA-only interfaces, connectionTracking,
+/// a snapshot volume's volumeInitializationRate) converts with each field carried as written
+/// and nothing to act on; values EC2 refuses stay refused at their paths.
+#[test]
+fn hpc_network_and_volume_fields_are_carried_and_checked() {
+    let input = include_str!("testdata/v1-hpc-nodeclass.yaml");
+    let m = migrate(input).unwrap();
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    let spec = &m.objects[0]["spec"];
+    assert_eq!(
+        spec["connectionTracking"],
+        serde_json::json!({"tcpEstablishedTimeout": 300, "udpStreamTimeout": 120, "udpTimeout": 45}),
+        "{}",
+        m.report()
+    );
+    assert_eq!(
+        spec["networkInterfaces"],
+        serde_json::json!([
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        ])
+    );
+    assert_eq!(
+        spec["blockDeviceMappings"][0]["ebs"]["volumeInitializationRate"],
+        serde_json::json!(300)
+    );
+    assert_eq!(
+        notes_about(&m, "EC2NodeClass/training", "spec.networkInterfaces").len(),
+        0,
+        "{}",
+        m.report()
+    );
+
+    let m = migrate(
+        &input
+            .replace(
+                "volumeInitializationRate: 300",
+                "volumeInitializationRate: 500",
+            )
+            .replace("udpTimeout: 45", "udpTimeout: 90")
+            .replace(
+                "deviceIndex: 0\n      interfaceType: interface",
+                "deviceIndex: 0\n      interfaceType: efa-only",
+            ),
+    )
+    .unwrap();
+    for (path, message) in [
+        (
+            "spec.blockDeviceMappings[0].ebs.volumeInitializationRate",
+            "must be between 100 and 300 MiB/s, got 500",
+        ),
+        (
+            "spec.connectionTracking.udpTimeout",
+            "must be between 30 and 60 seconds, got 90",
+        ),
+        (
+            "spec.networkInterfaces",
+            "must include the primary interface",
+        ),
+    ] {
+        let n = notes_about(&m, "EC2NodeClass/training", path);
+        assert!(
+            n.iter().any(|n| n.action && n.message.contains(message)),
+            "{path}: {}",
+            m.report()
+        );
+    }
+}
+
 /// A v1 class's placementGroupSelector is carried as written; both id and name (which
 /// Karpenter's all-fields example shows) is refused by validation at its path.
 #[test]
