@@ -18,7 +18,10 @@
 //! * **refusals**: launches of a type can be refused with any EC2 code (UnauthorizedOperation,
 //!   VcpuLimitExceeded, InvalidAMIID.NotFound, ...), as fleet `Errors` entries;
 //! * **idempotency**: a repeated `ClientToken` gets the first call's answer, or
-//!   `IdempotentParameterMismatch` when the request differs (as EC2 does).
+//!   `IdempotentParameterMismatch` when the request differs (as EC2 does);
+//! * **status checks**: moto reports every running instance's checks `ok`; an instance can be
+//!   made to fail its instance or system reachability check in DescribeInstanceStatus
+//!   ([`FaultProxy::impair`]).
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,6 +90,9 @@ struct State {
     calls: BTreeMap<String, usize>,
     /// Action → the EC2 error code every request of it is refused with (HTTP 403).
     refused_actions: BTreeMap<String, String>,
+    /// Instance id → (`instanceStatus` or `systemStatus`, impairedSince) DescribeInstanceStatus
+    /// reports failing.
+    impaired: BTreeMap<String, Vec<(String, String)>>,
 }
 
 #[derive(Clone)]
@@ -165,6 +171,22 @@ impl FaultProxy {
             .lock_or_recover()
             .refused_actions
             .insert(action.into(), code.into());
+    }
+
+    /// From now on DescribeInstanceStatus reports `instance_id`'s `check` (`instanceStatus` or
+    /// `systemStatus`) impaired, its reachability failed since `since` (RFC 3339), as EC2
+    /// reports a failing status check.
+    pub fn impair(&self, instance_id: &str, check: &str, since: &str) {
+        assert!(
+            ["instanceStatus", "systemStatus"].contains(&check),
+            "impair: {check:?} is not instanceStatus or systemStatus"
+        );
+        self.state
+            .lock_or_recover()
+            .impaired
+            .entry(instance_id.into())
+            .or_default()
+            .push((check.into(), since.into()));
     }
 
     /// How many calls were throttled.
@@ -253,6 +275,8 @@ impl FaultProxy {
                 self.create_fleet(&req, form).await?
             } else if ec2 && action == "DescribeInstances" {
                 self.describe_instances(&req, &form).await?
+            } else if ec2 && action == "DescribeInstanceStatus" {
+                self.describe_instance_status(&req).await?
             } else {
                 forward(&self.upstream, &req, &req.body).await?
             };
@@ -338,6 +362,27 @@ impl FaultProxy {
             .and_then(|c| c.parse().ok())
             .unwrap_or(200);
         Ok(http_response(status, "text/xml", kept.as_bytes()))
+    }
+
+    /// moto's answer with the impaired instances' checks rewritten to fail.
+    async fn describe_instance_status(&self, req: &Request) -> std::io::Result<Vec<u8>> {
+        let impaired = self.state.lock_or_recover().impaired.clone();
+        let resp = forward(&self.upstream, req, &req.body).await?;
+        if impaired.is_empty() {
+            return Ok(resp);
+        }
+        let (head, body) = split_response(&resp);
+        let (text, rewritten) = impair_statuses(&String::from_utf8_lossy(body), &impaired);
+        if rewritten == 0 {
+            return Ok(resp);
+        }
+        eprintln!("fault proxy: DescribeInstanceStatus: {rewritten} instance(s) reported impaired");
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200);
+        Ok(http_response(status, "text/xml", text.as_bytes()))
     }
 
     async fn zone_of(&self, subnet: &str) -> std::io::Result<String> {
@@ -615,6 +660,74 @@ fn instance_ids(xml: &str) -> Vec<String> {
         rest = &rest[end..];
     }
     out
+}
+
+/// DescribeInstanceStatus' answer with each `impaired` instance's named summaries (`instanceStatus`,
+/// `systemStatus`) replaced by an impaired one whose reachability failed at the given time;
+/// returns the new text and how many instances were rewritten.
+fn impair_statuses(
+    xml: &str,
+    impaired: &BTreeMap<String, Vec<(String, String)>>,
+) -> (String, usize) {
+    let (Some(open), Some(close)) = (
+        xml.find("<instanceStatusSet>"),
+        xml.rfind("</instanceStatusSet>"),
+    ) else {
+        return (xml.to_string(), 0);
+    };
+    let start = open + "<instanceStatusSet>".len();
+    let inner = &xml[start..close];
+    let mut out = String::new();
+    let mut rewritten = 0;
+    let mut depth = 0usize;
+    let mut item_start = 0usize;
+    let mut i = 0usize;
+    while i < inner.len() {
+        if inner[i..].starts_with("<item>") {
+            if depth == 0 {
+                item_start = i;
+            }
+            depth += 1;
+            i += "<item>".len();
+        } else if inner[i..].starts_with("</item>") {
+            depth = depth.saturating_sub(1);
+            i += "</item>".len();
+            if depth == 0 {
+                let mut item = inner[item_start..i].to_string();
+                let checks = impaired
+                    .iter()
+                    .find(|(id, _)| item.contains(&format!("<instanceId>{id}</instanceId>")));
+                if let Some((_, checks)) = checks {
+                    for (check, since) in checks {
+                        let failed = format!(
+                            "<{check}><status>impaired</status><details><item><name>reachability</name><status>failed</status><impairedSince>{since}</impairedSince></item></details></{check}>"
+                        );
+                        let (o, c) = (format!("<{check}>"), format!("</{check}>"));
+                        match (item.find(&o), item.find(&c)) {
+                            (Some(a), Some(b)) if a < b => {
+                                item.replace_range(a..b + c.len(), &failed);
+                            }
+                            _ => {
+                                let end = item.len() - "</item>".len();
+                                item.insert_str(end, &failed);
+                            }
+                        }
+                    }
+                    rewritten += 1;
+                }
+                out += &item;
+            }
+        } else {
+            if depth == 0 {
+                out.push_str(&inner[i..i + 1]);
+            }
+            i += inner[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    (
+        format!("{}{out}{}", &xml[..start], &xml[close..]),
+        rewritten,
+    )
 }
 
 /// DescribeInstances' answer without the reservations holding a `hidden` instance; returns the
@@ -931,6 +1044,41 @@ mod tests {
         assert!(out.ends_with("</reservationSet></DescribeInstancesResponse>"));
         let (same, none) = drop_reservations(xml, &BTreeSet::new());
         assert_eq!((same.as_str(), none), (xml, 0));
+    }
+
+    #[test]
+    fn an_impaired_instance_fails_its_check_and_the_others_stay_ok() {
+        let ok = |id: &str| {
+            format!(
+                "<item><instanceId>{id}</instanceId><instanceStatus><status>ok</status><details><item><name>reachability</name><status>passed</status></item></details></instanceStatus><systemStatus><status>ok</status><details><item><name>reachability</name><status>passed</status></item></details></systemStatus></item>"
+            )
+        };
+        let xml = format!(
+            "<DescribeInstanceStatusResponse><instanceStatusSet>{}{}</instanceStatusSet></DescribeInstanceStatusResponse>",
+            ok("i-1"),
+            ok("i-2")
+        );
+        let impaired = BTreeMap::from([(
+            "i-2".to_string(),
+            vec![(
+                "systemStatus".to_string(),
+                "2026-01-01T00:00:00Z".to_string(),
+            )],
+        )]);
+        let (out, n) = impair_statuses(&xml, &impaired);
+        assert_eq!(n, 1);
+        assert!(out.contains(&ok("i-1")), "{out}");
+        assert!(
+            out.contains("<instanceId>i-2</instanceId><instanceStatus><status>ok</status>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("<systemStatus><status>impaired</status><details><item><name>reachability</name><status>failed</status><impairedSince>2026-01-01T00:00:00Z</impairedSince></item></details></systemStatus></item></instanceStatusSet>"),
+            "{out}"
+        );
+        // Nothing to impair in the answer: left as it was.
+        let none = BTreeMap::from([("i-9".to_string(), impaired["i-2"].clone())]);
+        assert_eq!(impair_statuses(&xml, &none), (xml.clone(), 0));
     }
 
     #[test]

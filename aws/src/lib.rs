@@ -16,6 +16,7 @@ pub mod pricing;
 pub mod provider;
 pub mod runtime;
 pub mod selection;
+pub mod status_checks;
 pub mod sweep;
 pub mod templates;
 pub mod userdata;

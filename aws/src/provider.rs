@@ -1360,6 +1360,26 @@ impl CloudProvider for AwsProvider {
     ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
         Box::pin(self.drifted_in_sweep(claims))
     }
+
+    /// DescribeInstanceStatus for the instances named ([`crate::status_checks`]); providerIDs
+    /// that are not EC2's are left out.
+    fn instance_health<'a>(
+        &'a self,
+        provider_ids: &'a [String],
+    ) -> BoxFuture<'a, Result<BTreeMap<String, Vec<adze_cloud::StatusCheck>>, CloudError>> {
+        Box::pin(async move {
+            let by_id: BTreeMap<String, &String> = provider_ids
+                .iter()
+                .filter_map(|p| Some((crate::interruption::instance_id_of(p)?.to_string(), p)))
+                .collect();
+            let ids: Vec<String> = by_id.keys().cloned().collect();
+            let found = crate::status_checks::describe(&self.clients.ec2, &ids).await?;
+            Ok(found
+                .into_iter()
+                .filter_map(|(id, checks)| Some(((*by_id.get(&id)?).clone(), checks)))
+                .collect())
+        })
+    }
 }
 
 #[cfg(test)]

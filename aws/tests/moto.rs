@@ -1732,6 +1732,79 @@ async fn drift_of_many_claims_is_one_shared_describe_instances_sweep() {
     assert!(fresh.list().await.is_err());
 }
 
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn status_checks_read_a_running_instance_as_passing_and_an_impaired_one_as_failing() {
+    use adze_scheduling::disruption::repair::{CheckKind, CheckStatus};
+    let moto = endpoint("statuscheck");
+    let e = env("statuscheck", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    let mut pids = Vec::new();
+    for name in ["statuscheck-a", "statuscheck-b"] {
+        pids.push(
+            run_claim_instance(
+                &e.clients,
+                "statuscheck",
+                name,
+                &e.ami,
+                &e.subnets[0].0,
+                &e.sg,
+            )
+            .await,
+        );
+    }
+    // Not an instance's providerID: left out, not an error.
+    let mut asked = pids.clone();
+    asked.push("kwok://node-1".into());
+    let before = e.proxy.calls("DescribeInstanceStatus");
+    let health = provider.instance_health(&asked).await.unwrap();
+    assert_eq!(e.proxy.calls("DescribeInstanceStatus") - before, 1);
+    assert_eq!(health.keys().cloned().collect::<Vec<_>>(), {
+        let mut p = pids.clone();
+        p.sort();
+        p
+    });
+    for pid in &pids {
+        let checks = &health[pid];
+        // moto reports every running instance's instance and system reachability passed.
+        for kind in [CheckKind::Instance, CheckKind::System] {
+            let c = checks.iter().find(|c| c.kind == kind).unwrap();
+            assert_eq!(c.name, "reachability");
+            assert_eq!(c.status, CheckStatus::Passed, "{pid} {kind:?}");
+        }
+        assert!(!checks.iter().any(|c| c.is_failing()), "{checks:?}");
+    }
+
+    // The host under b fails: its system check is impaired since 2026-01-01.
+    let b = adze_aws::interruption::instance_id_of(&pids[1])
+        .unwrap()
+        .to_string();
+    e.proxy
+        .impair(&b, "systemStatus", "2026-01-01T00:00:00.000Z");
+    let health = provider.instance_health(&pids).await.unwrap();
+    let failing: Vec<_> = health[&pids[1]].iter().filter(|c| c.is_failing()).collect();
+    assert_eq!(failing.len(), 1, "{:?}", health[&pids[1]]);
+    assert_eq!(failing[0].kind, CheckKind::System);
+    assert_eq!(failing[0].impaired_since, Some(1_767_225_600));
+    assert!(!health[&pids[0]].iter().any(|c| c.is_failing()));
+
+    // An id EC2 does not know is dropped from its batch; the rest are still read.
+    let mut with_gone = pids.clone();
+    with_gone.push("aws:///us-east-1a/i-0123456789abcdef0".into());
+    let before = e.proxy.calls("DescribeInstanceStatus");
+    let health = provider.instance_health(&with_gone).await.unwrap();
+    assert_eq!(health.len(), 2, "{health:?}");
+    // moto, as EC2, refuses the batch naming the unknown id; it is asked again without it.
+    assert_eq!(e.proxy.calls("DescribeInstanceStatus") - before, 2);
+    assert!(health[&pids[1]].iter().any(|c| c.is_failing()));
+
+    // EC2 refusing the call is an error (node repair reads it as nothing known).
+    e.proxy
+        .refuse_action("DescribeInstanceStatus", "UnauthorizedOperation");
+    let err = provider.instance_health(&pids).await.unwrap_err();
+    assert!(err.to_string().contains("UnauthorizedOperation"), "{err}");
+}
+
 // ---- Capacity reservations, against the stand-in aws/ci/capacity_reservations.py ----------
 
 /// One of the stand-in's test levers (`AdzeTest…`, see aws/ci/capacity_reservations.py), sent

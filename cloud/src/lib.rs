@@ -1,5 +1,6 @@
 //! What Adze needs from a cloud: launch an instance for a NodeClaim, terminate it, look it up,
-//! list ours, the instance types it offers, and whether an instance drifted from its claim.
+//! list ours, the instance types it offers, whether an instance drifted from its claim, and
+//! what the cloud's own status checks say of an instance's health.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
 use adze_scheduling::InstanceType;
+pub use adze_scheduling::disruption::repair::StatusCheck;
 use futures::future::BoxFuture;
 use thiserror::Error;
 
@@ -160,6 +162,18 @@ pub trait CloudProvider: Send + Sync {
             Ok(out)
         })
     }
+
+    /// The cloud's status checks of the instances `provider_ids` name (EC2: instance and
+    /// system status from DescribeInstanceStatus), by providerID. An instance missing from
+    /// the answer has no check known; node repair reads a failing one as unhealthy
+    /// ([`adze_scheduling::disruption::repair`]). An error is "could not tell", never
+    /// "impaired". The default knows nothing, for clouds without such checks.
+    fn instance_health<'a>(
+        &'a self,
+        _provider_ids: &'a [String],
+    ) -> BoxFuture<'a, Result<BTreeMap<String, Vec<StatusCheck>>, CloudError>> {
+        Box::pin(async { Ok(BTreeMap::new()) })
+    }
 }
 
 /// Instance type, zone, capacity type.
@@ -306,6 +320,13 @@ mod tests {
         let claims = [named("d1"), named("x1")];
         let err = rt(ByName.drifted_claims(&claims)).unwrap_err();
         assert!(err.to_string().contains("cannot read x1"), "{err}");
+    }
+
+    #[test]
+    fn a_cloud_without_status_checks_reports_nothing_known() {
+        let ids = ["aws:///us-east-1a/i-1".to_string()];
+        let health = futures::executor::block_on(ByName.instance_health(&ids)).unwrap();
+        assert!(health.is_empty());
     }
 
     #[test]

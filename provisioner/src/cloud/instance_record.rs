@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use adze_api::NodeClaim;
+use adze_scheduling::disruption::repair::{CheckKind, CheckStatus, StatusCheck};
 use adze_scheduling::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use adze_scheduling::{InstanceType, labels};
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,64 @@ pub struct InstanceRecord {
     pub capacity: BTreeMap<String, String>,
     pub allocatable: BTreeMap<String, String>,
     pub kubelet: KubeletArgs,
+    /// The instance's status checks as the simulated cloud reports them (node repair reads a
+    /// failing one as unhealthy); a test edits the record to play an impaired instance.
+    /// Launch writes none: every check is healthy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_checks: Vec<SimulatedCheck>,
+}
+
+/// One simulated status check, as an instance record or a simulated Node's
+/// `adze.sh/simulated-status-checks` annotation holds it (JSON), e.g.
+/// `{"kind": "system", "status": "failed", "impairedSince": "2026-01-01T00:00:00Z"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimulatedCheck {
+    /// `instance`, `system` or `attached-ebs`.
+    pub kind: String,
+    /// EC2's check name; `reachability` when left out.
+    #[serde(default = "reachability")]
+    pub name: String,
+    /// `passed`, `failed`, `insufficient-data`, `initializing`, ...
+    pub status: String,
+    /// RFC 3339; left out, the check has no `impairedSince` (as EC2 may).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impaired_since: Option<String>,
+}
+
+fn reachability() -> String {
+    "reachability".into()
+}
+
+impl SimulatedCheck {
+    /// As the cloud reports it; an unknown kind or an unreadable time is an error naming it.
+    pub fn to_check(&self) -> Result<StatusCheck, String> {
+        let kind = match self.kind.as_str() {
+            "instance" => CheckKind::Instance,
+            "system" => CheckKind::System,
+            "attached-ebs" => CheckKind::AttachedEbs,
+            other => {
+                return Err(format!(
+                    "statusChecks[].kind: {other:?} is not instance, system or attached-ebs"
+                ));
+            }
+        };
+        let impaired_since = self
+            .impaired_since
+            .as_deref()
+            .map(|t| {
+                t.parse::<k8s_openapi::jiff::Timestamp>()
+                    .map(|t| t.as_second())
+                    .map_err(|e| format!("statusChecks[].impairedSince: {t:?}: {e}"))
+            })
+            .transpose()?;
+        Ok(StatusCheck {
+            kind,
+            name: self.name.clone(),
+            status: CheckStatus::parse(&self.status),
+            impaired_since,
+        })
+    }
 }
 
 /// The kubelet's settings for this instance, in kubelet's own terms.
@@ -150,6 +209,7 @@ pub fn record_for(
             node_labels,
             register_with_taints,
         },
+        status_checks: Vec::new(),
     })
 }
 

@@ -11,11 +11,11 @@ use adze_api::NodeClaim;
 use adze_scheduling::InstanceType;
 use futures::future::BoxFuture;
 
-use super::{CloudError, CloudProvider, Instance};
+use super::{CloudError, CloudProvider, Instance, StatusCheck};
 use crate::metrics::{CloudCallLabels, CloudErrorLabels, Provisioner};
 
 /// The trait's methods, as the `method` (and `op`) label names them.
-pub const METHODS: [&str; 7] = [
+pub const METHODS: [&str; 8] = [
     "create",
     "delete",
     "get",
@@ -23,6 +23,7 @@ pub const METHODS: [&str; 7] = [
     "instance_types",
     "is_drifted",
     "drifted_claims",
+    "instance_health",
 ];
 
 /// The `error` label of a failed call.
@@ -54,7 +55,15 @@ impl Metered {
             .map(|e| ("create", e))
             .into_iter()
             .chain(
-                ["delete", "get", "list", "is_drifted", "drifted_claims"].map(|op| (op, "other")),
+                [
+                    "delete",
+                    "get",
+                    "list",
+                    "is_drifted",
+                    "drifted_claims",
+                    "instance_health",
+                ]
+                .map(|op| (op, "other")),
             );
         for (op, error) in errors {
             let _ = metrics.cloud_errors.get_or_create(&CloudErrorLabels {
@@ -139,6 +148,15 @@ impl CloudProvider for Metered {
     ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
         Box::pin(self.call("drifted_claims", self.inner.drifted_claims(claims)))
     }
+
+    /// Forwarded (the default would report nothing known for every provider).
+    fn instance_health<'a>(
+        &'a self,
+        provider_ids: &'a [String],
+    ) -> BoxFuture<'a, Result<std::collections::BTreeMap<String, Vec<StatusCheck>>, CloudError>>
+    {
+        Box::pin(self.call("instance_health", self.inner.instance_health(provider_ids)))
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +201,13 @@ mod tests {
         ) -> BoxFuture<'a, Result<BTreeSet<String>, CloudError>> {
             Box::pin(async { Err(CloudError::Other("RequestLimitExceeded".into())) })
         }
+        fn instance_health<'a>(
+            &'a self,
+            _: &'a [String],
+        ) -> BoxFuture<'a, Result<std::collections::BTreeMap<String, Vec<StatusCheck>>, CloudError>>
+        {
+            Box::pin(async { Err(CloudError::Other("UnauthorizedOperation".into())) })
+        }
     }
 
     fn claim() -> NodeClaim {
@@ -222,6 +247,10 @@ mod tests {
         // counted under its own label.
         assert!(cloud.drifted_claims(&[Arc::new(claim())]).await.is_err());
         assert_eq!(errors("drifted_claims", "other"), drift + 1);
+        // So does the status-check read.
+        let health = errors("instance_health", "other");
+        assert!(cloud.instance_health(&["i-1".into()]).await.is_err());
+        assert_eq!(errors("instance_health", "other"), health + 1);
         assert!(cloud.create(&claim()).await.is_err());
         assert!(cloud.list().await.is_err());
         cloud.delete(&claim()).await.unwrap();
@@ -238,6 +267,7 @@ mod tests {
             ("instance_types", 1),
             ("drifted_claims", 1),
             ("is_drifted", 0),
+            ("instance_health", 1),
         ] {
             let line = format!(
                 "\nadze_cloudprovider_duration_seconds_count{{method=\"{method}\",provider=\"metered-test\"}} {n}\n"

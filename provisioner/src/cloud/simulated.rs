@@ -11,6 +11,10 @@
 //! With an instance directory ([`Simulated::with_instance_dir`], `--simulated-instance-dir`)
 //! the files there are the inventory instead and no Node is created here: a real kubelet
 //! started for each record registers it (see [`super::instance_record`]).
+//!
+//! Status checks (`instance_health`, what node repair reads as EC2's): every instance passes
+//! unless its record's `statusChecks` (instance directory) or its Node's
+//! [`STATUS_CHECKS_ANNOTATION`] say otherwise — how a test plays an impaired instance.
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, HashMap};
@@ -23,14 +27,30 @@ use adze_scheduling::{InstanceType, labels};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
-use super::instance_record::{InstanceRecord, record_for};
+use super::instance_record::{InstanceRecord, SimulatedCheck, record_for};
 use super::{CloudError, CloudProvider, Instance};
 use crate::provisioning::snapshot::NOT_READY_TAINT;
 
 pub const PROVIDER_PREFIX: &str = "adze-sim://";
+
+/// On a simulated Node (no instance directory): the instance's status checks, a JSON list of
+/// [`SimulatedCheck`], e.g. `[{"kind":"system","status":"failed","impairedSince":"2026-01-01T00:00:00Z"}]`.
+/// Only the simulated cloud reads it.
+pub const STATUS_CHECKS_ANNOTATION: &str = "adze.sh/simulated-status-checks";
+
+/// The status checks of one simulated instance, from its record's or Node's list.
+fn checks_of(
+    provider_id: &str,
+    list: &[SimulatedCheck],
+) -> Result<Vec<adze_cloud::StatusCheck>, CloudError> {
+    list.iter()
+        .map(|c| c.to_check())
+        .collect::<Result<_, _>>()
+        .map_err(|e| CloudError::Other(format!("simulated instance {provider_id}: {e}")))
+}
 
 /// The providerID of the simulated instance named `name` in `zone`. Shaped like EC2's
 /// (`aws:///<zone>/i-…`) so the SQS interruption path finds the NodeClaim by instance id with
@@ -467,6 +487,54 @@ impl CloudProvider for Simulated {
         _claims: &'a [Arc<NodeClaim>],
     ) -> BoxFuture<'a, Result<std::collections::BTreeSet<String>, CloudError>> {
         Box::pin(async { Ok(Default::default()) })
+    }
+
+    /// The checks a record's `statusChecks` or a Node's [`STATUS_CHECKS_ANNOTATION`] list, for
+    /// the instances asked about that have any; one that cannot be read fails the call (a
+    /// test's typo should show, not read as healthy).
+    fn instance_health<'a>(
+        &'a self,
+        provider_ids: &'a [String],
+    ) -> BoxFuture<'a, Result<BTreeMap<String, Vec<adze_cloud::StatusCheck>>, CloudError>> {
+        Box::pin(async move {
+            let wanted: std::collections::BTreeSet<&str> =
+                provider_ids.iter().map(String::as_str).collect();
+            let mut out = BTreeMap::new();
+            if let Some(dir) = &self.instance_dir {
+                let records = read_records(dir).map_err(|e| CloudError::Other(e.to_string()))?;
+                for r in records {
+                    if wanted.contains(r.provider_id.as_str()) && !r.status_checks.is_empty() {
+                        let checks = checks_of(&r.provider_id, &r.status_checks)?;
+                        out.insert(r.provider_id, checks);
+                    }
+                }
+                return Ok(out);
+            }
+            let api: Api<Node> = Api::all(self.client.clone());
+            let nodes = api
+                .list(&kube::api::ListParams::default())
+                .await
+                .map_err(|e| CloudError::Other(e.to_string()))?;
+            for n in &nodes.items {
+                let Some(pid) = n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) else {
+                    continue;
+                };
+                let Some(text) = n.annotations().get(STATUS_CHECKS_ANNOTATION) else {
+                    continue;
+                };
+                if !wanted.contains(pid) {
+                    continue;
+                }
+                let list: Vec<SimulatedCheck> = serde_json::from_str(text).map_err(|e| {
+                    CloudError::Other(format!(
+                        "node {}: annotation {STATUS_CHECKS_ANNOTATION}: {e}",
+                        n.name_any()
+                    ))
+                })?;
+                out.insert(pid.to_string(), checks_of(pid, &list)?);
+            }
+            Ok(out)
+        })
     }
 }
 

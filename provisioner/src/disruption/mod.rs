@@ -92,6 +92,8 @@ pub struct Disruption {
     /// The last drift check that succeeded: kept when the cloud cannot be read, so Drifted
     /// conditions are not cleared by an EC2 outage.
     cloud_drifted: Mutex<BTreeSet<String>>,
+    /// Node repair's reading of the instances' status checks (read only with `repair` on).
+    status_checks: tokio::sync::Mutex<repair::StatusChecks>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -224,6 +226,7 @@ impl Disruption {
             pdbs,
             commands: Mutex::default(),
             cloud_drifted: Mutex::default(),
+            status_checks: tokio::sync::Mutex::default(),
         }
     }
 
@@ -684,14 +687,26 @@ impl Disruption {
     }
 
     /// Node repair: every NodeClaim whose Node has reported an unhealthy condition past that
-    /// condition's toleration ([`pure::repair`]) is marked `Disrupting` (reason `Unhealthy`,
+    /// condition's toleration, or whose instance fails a cloud status check (EC2's instance or
+    /// system reachability) past 2 minutes ([`pure::repair`]; the checks are read from the
+    /// cloud only here, at most once a minute), is marked `Disrupting` (reason `Unhealthy`,
     /// which termination reads as no grace period: the node is presumed unable to drain)
     /// and deleted now, whatever budgets, do-not-disrupt and PodDisruptionBudgets say;
     /// unless more than 20 % of its pool's nodes are unhealthy, when a `RepairBlocked`
     /// event says so instead. Returns how many claims it deleted.
     async fn repair(&self, built: &Built) -> anyhow::Result<usize> {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let health = repair::health(&self.state.objects());
+        let mut health = repair::health(&self.state.objects());
+        self.status_checks
+            .lock()
+            .await
+            .attach(
+                self.cloud.as_ref(),
+                &mut health,
+                built.input.now,
+                Instant::now(),
+            )
+            .await;
         let outcomes =
             pure::repair::decide(&health, &pure::repair::default_policies(), built.input.now);
         let mut deleted = 0;

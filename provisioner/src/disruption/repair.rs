@@ -1,16 +1,93 @@
 //! What node repair ([`adze_scheduling::disruption::repair`]) is given: each NodeClaim's
-//! Node with its conditions as the Node reports them. Reading only; the disruption
-//! controller carries the verdicts out.
+//! Node with its conditions as the Node reports them, and the instance's status checks as
+//! the cloud reports them ([`StatusChecks`]). Reading only; the disruption controller
+//! carries the verdicts out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
-use adze_scheduling::disruption::repair::{NodeCondition, NodeHealth};
+use adze_scheduling::disruption::UnixSeconds;
+use adze_scheduling::disruption::repair::{
+    NodeCondition, NodeHealth, StatusCheck, remember_first_failures,
+};
 use adze_scheduling::labels;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
+use crate::cloud::CloudProvider;
 use crate::provisioning::snapshot::Objects;
+
+/// How often the cloud's status checks are read: EC2 runs them every minute, and Karpenter
+/// polls DescribeInstanceStatus as often. Between readings the last one is used.
+pub const STATUS_CHECK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The cloud's status checks, read at most every [`STATUS_CHECK_INTERVAL`], and when each
+/// failing check was first seen (for checks the cloud gives no `impairedSince`).
+#[derive(Default)]
+pub struct StatusChecks {
+    /// When the last reading was taken and what it said (providerID → checks); an empty
+    /// reading after a failed call: nothing known until the next one.
+    last: Option<(Instant, BTreeMap<String, Vec<StatusCheck>>)>,
+    first_seen: BTreeMap<String, UnixSeconds>,
+}
+
+impl StatusChecks {
+    /// Gives each of `health` its instance's status checks: from the cloud when the last
+    /// reading is older than the interval (asking only for these instances), else from that
+    /// reading. A failed read is logged and known as nothing — never as impaired — and asked
+    /// again after the interval.
+    pub async fn attach(
+        &mut self,
+        cloud: &dyn CloudProvider,
+        health: &mut [NodeHealth],
+        now: UnixSeconds,
+        at: Instant,
+    ) {
+        let fresh = self
+            .last
+            .as_ref()
+            .is_some_and(|(t, _)| at.saturating_duration_since(*t) < STATUS_CHECK_INTERVAL);
+        if !fresh {
+            let ids: Vec<String> = health
+                .iter()
+                .filter_map(|h| h.provider_id.clone())
+                .collect();
+            let reading = match cloud.instance_health(&ids).await {
+                Ok(mut reports) => {
+                    remember_first_failures(&mut self.first_seen, &mut reports, now);
+                    let failing = reports
+                        .values()
+                        .filter(|c| c.iter().any(StatusCheck::is_failing))
+                        .count();
+                    tracing::debug!(
+                        instances = ids.len(),
+                        reported = reports.len(),
+                        failing,
+                        "read the instances' status checks"
+                    );
+                    reports
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        error = %e,
+                        "status checks could not be read; node repair goes by node conditions alone until the next reading"
+                    );
+                    BTreeMap::new()
+                }
+            };
+            self.last = Some((at, reading));
+        }
+        let reading = self.last.as_ref().map(|(_, r)| r);
+        for h in health.iter_mut() {
+            h.status_checks = h
+                .provider_id
+                .as_ref()
+                .and_then(|id| reading?.get(id).cloned())
+                .unwrap_or_default();
+        }
+    }
+}
 
 /// Every NodeClaim whose Node exists, with the Node's conditions; claims not registered yet
 /// have no Node to judge and are left out.
@@ -46,11 +123,18 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
                 .collect()
         })
         .unwrap_or_default();
+    let provider_id = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.provider_id.clone())
+        .or_else(|| node.spec.as_ref()?.provider_id.clone());
     NodeHealth {
         node: node.name_any(),
         nodeclaim: claim.name_any(),
         nodepool: claim.labels().get(labels::NODEPOOL).cloned(),
+        provider_id,
         conditions,
+        status_checks: Vec::new(),
         deleting: claim.metadata.deletion_timestamp.is_some()
             || node.metadata.deletion_timestamp.is_some(),
     }
@@ -124,5 +208,242 @@ mod tests {
         let alone = decide(&h[..1], &default_policies(), t0 + 31 * 60);
         assert_eq!(alone[0].verdict, Verdict::Repair);
         assert_eq!(alone[0].finding.condition, "KernelReady");
+    }
+    /// Reports `checks` for every instance asked about, or fails; counts its calls.
+    struct Checks {
+        checks: Vec<StatusCheck>,
+        fail: bool,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl CloudProvider for Checks {
+        fn name(&self) -> &'static str {
+            "checks"
+        }
+        fn create<'a>(
+            &'a self,
+            _: &'a NodeClaim,
+        ) -> futures::future::BoxFuture<'a, Result<crate::cloud::Instance, crate::cloud::CloudError>>
+        {
+            Box::pin(async { Err(crate::cloud::CloudError::Other("no".into())) })
+        }
+        fn delete<'a>(
+            &'a self,
+            _: &'a NodeClaim,
+        ) -> futures::future::BoxFuture<'a, Result<(), crate::cloud::CloudError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn get<'a>(
+            &'a self,
+            _: &'a str,
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<Option<crate::cloud::Instance>, crate::cloud::CloudError>,
+        > {
+            Box::pin(async { Ok(None) })
+        }
+        fn list(
+            &self,
+        ) -> futures::future::BoxFuture<
+            '_,
+            Result<Vec<crate::cloud::Instance>, crate::cloud::CloudError>,
+        > {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn instance_types(&self) -> Vec<Arc<adze_scheduling::InstanceType>> {
+            Vec::new()
+        }
+        fn is_drifted<'a>(
+            &'a self,
+            _: &'a NodeClaim,
+        ) -> futures::future::BoxFuture<'a, Result<bool, crate::cloud::CloudError>> {
+            Box::pin(async { Ok(false) })
+        }
+        fn instance_health<'a>(
+            &'a self,
+            ids: &'a [String],
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<BTreeMap<String, Vec<StatusCheck>>, crate::cloud::CloudError>,
+        > {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if self.fail {
+                    return Err(crate::cloud::CloudError::Other(
+                        "DescribeInstanceStatus: UnauthorizedOperation".into(),
+                    ));
+                }
+                Ok(ids
+                    .iter()
+                    .map(|id| (id.clone(), self.checks.clone()))
+                    .collect())
+            })
+        }
+    }
+
+    fn with_instance(name: &str) -> NodeHealth {
+        let mut h = NodeHealth::new(name, &format!("{name}-claim"), "web");
+        h.provider_id = Some(format!("aws:///us-east-1a/i-{name}"));
+        h
+    }
+
+    #[tokio::test]
+    async fn status_checks_are_read_once_a_minute_and_an_unreadable_cloud_is_no_signal() {
+        use adze_scheduling::disruption::repair::{CheckKind, CheckStatus};
+        let failing = StatusCheck {
+            kind: CheckKind::System,
+            name: "reachability".into(),
+            status: CheckStatus::Failed,
+            impaired_since: None,
+        };
+        let cloud = Checks {
+            checks: vec![failing],
+            fail: false,
+            calls: Default::default(),
+        };
+        let (t0, at) = (1_000_000, Instant::now());
+        let mut reader = StatusChecks::default();
+        let mut health = vec![with_instance("a"), NodeHealth::new("b", "b-claim", "web")];
+        reader.attach(&cloud, &mut health, t0, at).await;
+        // No impairedSince from the cloud: counted from when it was first seen failing.
+        assert_eq!(health[0].status_checks[0].impaired_since, Some(t0));
+        assert!(
+            health[1].status_checks.is_empty(),
+            "no providerID, nothing asked"
+        );
+        let out = decide(&health, &default_policies(), t0 + 119);
+        assert_eq!(out[0].verdict, Verdict::Tolerated);
+        // Within the interval the last reading is used; after it the cloud is asked again,
+        // and the first-seen time holds.
+        reader
+            .attach(&cloud, &mut health, t0 + 30, at + Duration::from_secs(30))
+            .await;
+        assert_eq!(cloud.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        reader
+            .attach(&cloud, &mut health, t0 + 120, at + STATUS_CHECK_INTERVAL)
+            .await;
+        assert_eq!(cloud.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(health[0].status_checks[0].impaired_since, Some(t0));
+        let out = decide(&health, &default_policies(), t0 + 120);
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert!(
+            out[0]
+                .message()
+                .contains("EC2 status check system status reachability has been failing for 2m"),
+            "{}",
+            out[0].message()
+        );
+
+        // A cloud that cannot be read: nothing known, not impaired.
+        let broken = Checks {
+            checks: Vec::new(),
+            fail: true,
+            calls: Default::default(),
+        };
+        let mut reader = StatusChecks::default();
+        let mut health = vec![with_instance("a")];
+        reader.attach(&broken, &mut health, t0, at).await;
+        assert!(health[0].status_checks.is_empty());
+        assert!(decide(&health, &default_policies(), t0 + 3600).is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_simulated_cloud_plays_an_impaired_instance_through_to_a_repair() {
+        use crate::cloud::simulated::Simulated;
+        let dir = std::env::temp_dir().join(format!(
+            "adze-repair-status-{}-{}",
+            std::process::id(),
+            line!()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Instance-directory mode: no apiserver is asked for anything.
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let cloud = Simulated::new(
+            client,
+            adze_scheduling::catalog::embedded().to_vec(),
+            Duration::ZERO,
+        )
+        .with_instance_dir(dir.clone());
+        let mut objects = Objects::default();
+        for name in ["c1", "c2", "c3", "c4", "c5"] {
+            let mut c: NodeClaim = serde_json::from_value(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": name, "labels": {
+                    labels::NODEPOOL: "web",
+                    labels::INSTANCE_TYPE: "m5.large",
+                    labels::ZONE: "us-east-1a",
+                    labels::CAPACITY_TYPE: "on-demand",
+                }},
+                "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+            }))
+            .unwrap();
+            let instance = cloud.create(&c).await.unwrap();
+            c.status = Some(
+                serde_json::from_value(
+                    json!({"nodeName": name, "providerID": instance.provider_id}),
+                )
+                .unwrap(),
+            );
+            objects.claims.push(Arc::new(c));
+            objects
+                .nodes
+                .push(node(name, "True", "2026-01-01T00:00:00Z"));
+        }
+        let t0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+        let mut reader = StatusChecks::default();
+        let mut health = super::health(&objects);
+        reader
+            .attach(&cloud, &mut health, t0 + 600, Instant::now())
+            .await;
+        assert!(
+            decide(&health, &default_policies(), t0 + 600).is_empty(),
+            "every simulated instance passes its checks until told otherwise"
+        );
+
+        // c3's host fails its system check from t0.
+        let path = dir.join("c3.json");
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["statusChecks"] = json!([
+            {"kind": "instance", "status": "passed"},
+            {"kind": "system", "status": "failed", "impairedSince": "2026-01-01T00:00:00Z"},
+        ]);
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let mut reader = StatusChecks::default();
+        let mut health = super::health(&objects);
+        reader
+            .attach(&cloud, &mut health, t0 + 600, Instant::now())
+            .await;
+        let out = decide(&health, &default_policies(), t0 + 600);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].nodeclaim, "c3");
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert!(
+            out[0].message().starts_with(
+                "unhealthy: EC2 status check system status reachability has been failing for 10m (tolerated for 2m)"
+            ),
+            "{}",
+            out[0].message()
+        );
+
+        // A record the cloud cannot read fails the reading: no signal, not a repair.
+        record["statusChecks"] = json!([{"kind": "disk", "status": "failed"}]);
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let err = cloud
+            .instance_health(&[health[2].provider_id.clone().unwrap()])
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("statusChecks[].kind: \"disk\""),
+            "{err}"
+        );
+        let mut reader = StatusChecks::default();
+        reader
+            .attach(&cloud, &mut health, t0 + 600, Instant::now())
+            .await;
+        assert!(decide(&health, &default_policies(), t0 + 600).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

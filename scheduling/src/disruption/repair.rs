@@ -6,7 +6,14 @@
 //! as a PodDisruptionBudget's percentage) report an unhealthy condition at all, however
 //! briefly, none of that pool is repaired, since a fault that wide is more likely the
 //! cluster's (network, control plane) than the nodes', and replacing them would not help.
-//! Pure: node conditions, policies and `now` in, verdicts out.
+//!
+//! Besides the Node's own conditions, the cloud's view of the instance counts: EC2's status
+//! checks ([`StatusCheck`], from DescribeInstanceStatus) become one more condition,
+//! [`EC2_STATUS_CONDITION`] `True`, as Karpenter's AWS provider publishes it on the Node —
+//! a failing instance or system reachability check, counted from EC2's `impairedSince`, is
+//! repaired after 2 minutes, under the same guard. Checks still initializing or without data,
+//! and the attached-EBS check (a failing volume may be a pod's, not the node's), do not count.
+//! Pure: node conditions, status checks, policies and `now` in, verdicts out.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,6 +25,14 @@ pub const REASON: &str = "Unhealthy";
 
 /// The share of a pool's nodes that may be unhealthy for repair to go on in that pool.
 pub const MAX_UNHEALTHY_PERCENT: u64 = 20;
+
+/// The condition a failing EC2 status check stands for (Karpenter's AWS provider's name for
+/// it): `True` while an instance or system check fails, since the earliest `impairedSince`.
+pub const EC2_STATUS_CONDITION: &str = "EC2StatusImpaired";
+
+/// How long a failing EC2 status check is tolerated (Karpenter's policy for
+/// [`EC2_STATUS_CONDITION`]).
+pub const EC2_STATUS_TOLERATION: Duration = Duration::from_secs(2 * 60);
 
 /// One condition a node is repaired for: `condition` with `status` for `toleration`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,10 +54,16 @@ impl RepairPolicy {
 }
 
 /// The policies Karpenter's AWS provider ships: the kubelet's `Ready` False or Unknown for
-/// 30 minutes, and the EKS node monitoring agent's conditions False (accelerators 10
-/// minutes, storage, networking, kernel and container runtime 30).
+/// 30 minutes, the EKS node monitoring agent's conditions False (accelerators 10 minutes,
+/// storage, networking, kernel and container runtime 30), and a failing EC2 status check
+/// ([`EC2_STATUS_CONDITION`] True) for 2 minutes.
 pub fn default_policies() -> Vec<RepairPolicy> {
     vec![
+        RepairPolicy {
+            condition: EC2_STATUS_CONDITION.into(),
+            status: "True".into(),
+            toleration: EC2_STATUS_TOLERATION,
+        },
         RepairPolicy::new("Ready", "False", 30),
         RepairPolicy::new("Ready", "Unknown", 30),
         RepairPolicy::new("AcceleratedHardwareReady", "False", 10),
@@ -62,6 +83,85 @@ pub struct NodeCondition {
     pub since: Option<UnixSeconds>,
 }
 
+/// Which of EC2's status checks (DescribeInstanceStatus' `instanceStatus`, `systemStatus`,
+/// `attachedEbsStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CheckKind {
+    /// The instance's own software and network configuration (reachability of its ENI).
+    Instance,
+    /// The host under it: power, network, hardware.
+    System,
+    /// The EBS volumes attached to it. Reported, never a repair signal: a failing volume may
+    /// be a pod's, and replacing the node would not mend it.
+    AttachedEbs,
+}
+
+impl CheckKind {
+    /// As messages name it: `instance status`, `system status`, `attached EBS status`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CheckKind::Instance => "instance status",
+            CheckKind::System => "system status",
+            CheckKind::AttachedEbs => "attached EBS status",
+        }
+    }
+
+    /// Whether a failure of this check is a repair signal.
+    pub fn counts(self) -> bool {
+        matches!(self, CheckKind::Instance | CheckKind::System)
+    }
+}
+
+/// One check's result, in EC2's words (`passed | failed | insufficient-data | initializing`;
+/// EBS checks also `not-applicable`). Parsed once where the cloud's answer is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckStatus {
+    Passed,
+    Failed,
+    InsufficientData,
+    Initializing,
+    NotApplicable,
+    /// A value EC2 did not document when this was written; never a failure.
+    Other(String),
+}
+
+impl CheckStatus {
+    pub fn parse(s: &str) -> CheckStatus {
+        match s {
+            "passed" => CheckStatus::Passed,
+            "failed" => CheckStatus::Failed,
+            "insufficient-data" => CheckStatus::InsufficientData,
+            "initializing" => CheckStatus::Initializing,
+            "not-applicable" => CheckStatus::NotApplicable,
+            other => CheckStatus::Other(other.into()),
+        }
+    }
+}
+
+/// One EC2 status check of an instance (e.g. instance status, `reachability`, `failed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusCheck {
+    pub kind: CheckKind,
+    /// The check's name: `reachability` is the only one EC2 reports today.
+    pub name: String,
+    pub status: CheckStatus,
+    /// EC2's `impairedSince`: when the check started failing (for an instance impaired from
+    /// launch, its launch time). None when EC2 does not say; see [`remember_first_failures`].
+    pub impaired_since: Option<UnixSeconds>,
+}
+
+impl StatusCheck {
+    /// A failure that is a repair signal: an instance or system check, `failed`.
+    pub fn is_failing(&self) -> bool {
+        self.kind.counts() && self.status == CheckStatus::Failed
+    }
+
+    /// `instance status reachability`.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.kind.describe(), self.name)
+    }
+}
+
 /// What repair needs to know of one node with a NodeClaim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeHealth {
@@ -69,7 +169,12 @@ pub struct NodeHealth {
     pub nodeclaim: String,
     /// The NodeClaim's pool; None for a NodeClaim of no pool (guarded over every node).
     pub nodepool: Option<String>,
+    /// The instance's providerID (to ask the cloud for its status checks); None before launch.
+    pub provider_id: Option<String>,
     pub conditions: Vec<NodeCondition>,
+    /// The instance's status checks as the cloud last reported them; empty when nothing is
+    /// known (status checks not read, the read failed, or the cloud has none).
+    pub status_checks: Vec<StatusCheck>,
     /// The NodeClaim or Node is already being deleted.
     pub deleting: bool,
 }
@@ -80,9 +185,55 @@ impl NodeHealth {
             node: node.into(),
             nodeclaim: nodeclaim.into(),
             nodepool: Some(nodepool.into()),
+            provider_id: None,
             conditions: Vec::new(),
+            status_checks: Vec::new(),
             deleting: false,
         }
+    }
+
+    /// Adds a status check (builder for callers and tests).
+    pub fn with_check(
+        mut self,
+        kind: CheckKind,
+        status: &str,
+        impaired_since: Option<UnixSeconds>,
+    ) -> NodeHealth {
+        self.status_checks.push(StatusCheck {
+            kind,
+            name: "reachability".into(),
+            status: CheckStatus::parse(status),
+            impaired_since,
+        });
+        self
+    }
+
+    /// The condition its failing status checks stand for: [`EC2_STATUS_CONDITION`] `True`
+    /// since the earliest `impairedSince` (None if any failing check has none: not counted
+    /// from a time it does not have), with the checks named; None when none fails.
+    pub fn status_condition(&self) -> Option<(NodeCondition, String)> {
+        let failing: Vec<&StatusCheck> = self
+            .status_checks
+            .iter()
+            .filter(|c| c.is_failing())
+            .collect();
+        if failing.is_empty() {
+            return None;
+        }
+        let since = failing
+            .iter()
+            .map(|c| c.impaired_since)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|all| all.into_iter().min());
+        let named: Vec<String> = failing.iter().map(|c| c.describe()).collect();
+        Some((
+            NodeCondition {
+                type_: EC2_STATUS_CONDITION.into(),
+                status: "True".into(),
+                since,
+            },
+            named.join(" and "),
+        ))
     }
 
     /// Adds a condition (builder for callers and tests).
@@ -104,6 +255,9 @@ pub struct Finding {
     pub toleration: Duration,
     /// When it became unhealthy; None when the Node gives no `lastTransitionTime`.
     pub since: Option<UnixSeconds>,
+    /// For [`EC2_STATUS_CONDITION`] read from the cloud: the failing checks, e.g.
+    /// `instance status reachability`.
+    pub checks: Option<String>,
 }
 
 impl Finding {
@@ -152,12 +306,22 @@ impl Outcome {
             || "with no lastTransitionTime".to_string(),
             |s| format!("for {}", human(self.now.saturating_sub(s))),
         );
-        let base = format!(
-            "node condition {} has been {} {held} (tolerated for {})",
-            f.condition,
-            f.status,
-            human(i64::try_from(f.toleration.as_secs()).unwrap_or(i64::MAX)),
-        );
+        let tolerated = human(i64::try_from(f.toleration.as_secs()).unwrap_or(i64::MAX));
+        let base = match &f.checks {
+            Some(checks) => {
+                let held = f.since.map_or_else(
+                    || "with no impairedSince".to_string(),
+                    |s| format!("for {}", human(self.now.saturating_sub(s))),
+                );
+                format!(
+                    "EC2 status check {checks} has been failing {held} (tolerated for {tolerated})"
+                )
+            }
+            None => format!(
+                "node condition {} has been {} {held} (tolerated for {tolerated})",
+                f.condition, f.status,
+            ),
+        };
         match &self.verdict {
             Verdict::Repair => format!(
                 "unhealthy: {base}; repaired regardless of budgets, do-not-disrupt and PodDisruptionBudgets"
@@ -196,20 +360,52 @@ fn human(secs: i64) -> String {
 }
 
 /// The unhealthy condition of `node` whose toleration runs out first (a condition without a
-/// transition time last), or None when every condition is healthy.
+/// transition time last), or None when every condition is healthy. Failing status checks
+/// count as [`EC2_STATUS_CONDITION`] (taking the place of a condition of that type the Node
+/// itself may carry).
 pub fn finding(node: &NodeHealth, policies: &[RepairPolicy]) -> Option<Finding> {
+    let from_cloud = node.status_condition();
     policies
         .iter()
         .filter_map(|p| {
-            let c = node.conditions.iter().find(|c| c.type_ == p.condition)?;
+            let (c, checks) = match &from_cloud {
+                Some((c, checks)) if c.type_ == p.condition => (c, Some(checks.clone())),
+                _ => (
+                    node.conditions.iter().find(|c| c.type_ == p.condition)?,
+                    None,
+                ),
+            };
             (c.status == p.status).then(|| Finding {
                 condition: p.condition.clone(),
                 status: p.status.clone(),
                 toleration: p.toleration,
                 since: c.since,
+                checks,
             })
         })
         .min_by_key(|f| f.due().unwrap_or(UnixSeconds::MAX))
+}
+
+/// Keeps failing status checks countable when EC2 gives no `impairedSince`: such a check is
+/// counted from the first time it was seen failing (`now` the first time), which `seen`
+/// remembers between passes by providerID and check; checks no longer failing are forgotten.
+/// Call it only with a reading that succeeded (`reports`: providerID → checks), so an
+/// unreadable cloud does not reset the clock.
+pub fn remember_first_failures(
+    seen: &mut BTreeMap<String, UnixSeconds>,
+    reports: &mut BTreeMap<String, Vec<StatusCheck>>,
+    now: UnixSeconds,
+) {
+    let mut failing = std::collections::BTreeSet::new();
+    for (provider_id, checks) in reports.iter_mut() {
+        for c in checks.iter_mut().filter(|c| c.is_failing()) {
+            let key = format!("{provider_id} {}", c.describe());
+            let first = *seen.entry(key.clone()).or_insert(now);
+            c.impaired_since.get_or_insert(first);
+            failing.insert(key);
+        }
+    }
+    seen.retain(|k, _| failing.contains(k));
 }
 
 /// How many of `nodes` may be unhealthy for repair to go on: 20 % rounded up.
@@ -438,5 +634,163 @@ mod tests {
         // web: 2 of 4 unhealthy, 1 allowed; batch: its only node, 1 of 1 allowed.
         assert!(matches!(v[0].1, Verdict::Guarded { .. }), "{v:?}");
         assert_eq!(v[2], ("x".to_string(), Verdict::Repair));
+    }
+    fn impaired(name: &str, kind: CheckKind, for_secs: i64) -> NodeHealth {
+        healthy(name).with_check(kind, "failed", Some(NOW - for_secs))
+    }
+
+    #[test]
+    fn a_failing_instance_status_check_is_repaired_after_two_minutes() {
+        let within = impaired("a", CheckKind::Instance, 2 * MIN - 1);
+        assert_eq!(verdicts(&[within])[0].1, Verdict::Tolerated);
+        let out = decide(
+            &[impaired("a", CheckKind::Instance, 2 * MIN)],
+            &default_policies(),
+            NOW,
+        );
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.condition, EC2_STATUS_CONDITION);
+        assert_eq!(out[0].finding.status, "True");
+        let m = out[0].message();
+        assert!(
+            m.starts_with(
+                "unhealthy: EC2 status check instance status reachability has been failing for 2m (tolerated for 2m)"
+            ),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_failing_system_status_check_counts_from_the_earliest_impairment() {
+        // System failing 3 minutes, instance 1: the earliest counts, and both are named.
+        let n = impaired("a", CheckKind::System, 3 * MIN).with_check(
+            CheckKind::Instance,
+            "failed",
+            Some(NOW - MIN),
+        );
+        let out = decide(&[n], &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.since, Some(NOW - 3 * MIN));
+        assert!(
+            out[0].message().contains(
+                "EC2 status check system status reachability and instance status reachability has been failing for 3m"
+            ),
+            "{}",
+            out[0].message()
+        );
+    }
+
+    #[test]
+    fn checks_passed_initializing_without_data_or_of_ebs_are_not_unhealthy() {
+        for status in [
+            "passed",
+            "initializing",
+            "insufficient-data",
+            "not-applicable",
+            "new",
+        ] {
+            let n = healthy("a").with_check(CheckKind::Instance, status, Some(NOW - 60 * MIN));
+            assert!(verdicts(&[n]).is_empty(), "{status}");
+        }
+        // A failing attached-EBS check may be a pod's volume: not the node's fault.
+        let ebs = impaired("a", CheckKind::AttachedEbs, 60 * MIN);
+        assert!(verdicts(&[ebs]).is_empty());
+        assert!(!CheckStatus::parse("failed").eq(&CheckStatus::parse("passed")));
+        assert_eq!(
+            CheckStatus::parse("bogus"),
+            CheckStatus::Other("bogus".into())
+        );
+    }
+
+    #[test]
+    fn a_failing_check_without_impaired_since_waits_for_a_first_seen_time() {
+        let n = healthy("a").with_check(CheckKind::Instance, "failed", None);
+        let out = decide(std::slice::from_ref(&n), &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Tolerated);
+        assert!(
+            out[0].message().contains("with no impairedSince"),
+            "{}",
+            out[0].message()
+        );
+        // The controller's memory gives it the time it was first seen failing.
+        let mut seen = BTreeMap::new();
+        let mut reports = BTreeMap::from([("i-1".to_string(), n.status_checks.clone())]);
+        remember_first_failures(&mut seen, &mut reports, NOW - 5 * MIN);
+        let mut again = BTreeMap::from([("i-1".to_string(), n.status_checks.clone())]);
+        remember_first_failures(&mut seen, &mut again, NOW);
+        assert_eq!(again["i-1"][0].impaired_since, Some(NOW - 5 * MIN));
+        let mut filled = n.clone();
+        filled.status_checks = again["i-1"].clone();
+        assert_eq!(verdicts(&[filled])[0].1, Verdict::Repair);
+        // EC2's own time is kept; a check that stops failing is forgotten.
+        let mut own = BTreeMap::from([(
+            "i-2".to_string(),
+            impaired("b", CheckKind::System, MIN).status_checks,
+        )]);
+        remember_first_failures(&mut seen, &mut own, NOW);
+        assert_eq!(own["i-2"][0].impaired_since, Some(NOW - MIN));
+        assert!(!seen.keys().any(|k| k.starts_with("i-1")), "{seen:?}");
+    }
+
+    #[test]
+    fn a_failing_check_counts_toward_the_guard_and_trips_it_with_a_not_ready_node() {
+        let mut nodes: Vec<NodeHealth> = (0..3).map(|i| healthy(&format!("h{i}"))).collect();
+        nodes.push(impaired("ec2", CheckKind::System, 10 * MIN));
+        nodes.push(healthy("h4"));
+        assert_eq!(verdicts(&nodes), [("ec2".to_string(), Verdict::Repair)]);
+        // A second unhealthy node, by its Ready condition and only just: 2 of 5, none goes.
+        nodes[0] = not_ready("sick", "False", MIN);
+        let out = decide(&nodes, &default_policies(), NOW);
+        let ec2 = out.iter().find(|o| o.node == "ec2").unwrap();
+        assert_eq!(
+            ec2.verdict,
+            Verdict::Guarded {
+                unhealthy: 2,
+                nodes: 5,
+                allowed: 1
+            }
+        );
+        assert!(
+            ec2.message().starts_with(
+                "repair blocked: EC2 status check system status reachability has been failing for 10m"
+            ),
+            "{}",
+            ec2.message()
+        );
+        // A tolerated impairment counts as well: one impaired a minute and one past due.
+        let nodes = [
+            impaired("a", CheckKind::Instance, MIN),
+            impaired("b", CheckKind::Instance, 5 * MIN),
+            healthy("c"),
+        ];
+        let v = verdicts(&nodes);
+        assert!(
+            matches!(v[1].1, Verdict::Guarded { unhealthy: 2, .. }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_cloud_reading_stands_in_for_a_node_condition_of_the_same_type() {
+        // A Node that says EC2StatusImpaired True for an hour, but the cloud reads the check
+        // failing for a minute only: the cloud's reading counts.
+        let n = impaired("a", CheckKind::Instance, MIN).with(
+            EC2_STATUS_CONDITION,
+            "True",
+            Some(NOW - 60 * MIN),
+        );
+        let out = decide(&[n], &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Tolerated);
+        assert_eq!(out[0].finding.since, Some(NOW - MIN));
+        // With nothing failing in the cloud, a Node's own condition of that type still counts.
+        let own = healthy("b").with(EC2_STATUS_CONDITION, "True", Some(NOW - 3 * MIN));
+        let out = decide(&[own], &default_policies(), NOW);
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.checks, None);
+        assert!(
+            out[0]
+                .message()
+                .contains("node condition EC2StatusImpaired has been True")
+        );
     }
 }
