@@ -63,6 +63,9 @@ pub struct Config {
     pub disruption: crate::disruption::Settings,
     /// `--preference-policy`, `--min-values-policy`.
     pub policies: crate::rules::Policies,
+    /// `--capacity-buffers`: plan for CapacityBuffers' placeholder pods (alpha, as
+    /// Karpenter's `CapacityBuffer` feature gate).
+    pub capacity_buffers: bool,
 }
 
 /// SIGINT or SIGTERM.
@@ -84,7 +87,12 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let client = Client::try_from(kube_config.clone())?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
-    let mut state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
+    let mut state = ClusterState::start(
+        client.clone(),
+        config.aws.is_some(),
+        config.capacity_buffers,
+    )
+    .await?;
     state.karpenter_labels = config.karpenter_labels;
     tracing::info!(
         nodes = state.nodes.state().len(),

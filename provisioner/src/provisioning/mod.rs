@@ -205,7 +205,7 @@ impl Provisioner {
                 // what a pass left unconfirmed may reopen a window (else kube-scheduler's
                 // stream of Unschedulable writes during a burst would hold it open to max).
                 handled.extend(demand.into_keys().map(|u| (u, true)));
-            } else if !demand.is_empty()
+            } else if (!demand.is_empty() || !objects.buffers.capacitybuffers.is_empty())
                 && !batcher.is_open()
                 && now.duration_since(last_pass) >= self.settings.retry
             {
