@@ -997,6 +997,8 @@ MANIFEST_VALUES = merge(AWS, {
     "clusterCABundle": "",
     "aws": {"region": "us-west-2", "interruptionQueue": "CLUSTER_NAME", "kubernetesVersion": ""},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
+    # The chart's default for an alpha gate: manifests users apply as they are stay without it.
+    "provisioner": {"capacityBuffers": False},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"certManager": {"enabled": True}}},
     "scheduler": {"enabled": True},
