@@ -223,6 +223,11 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         cloud: cloud.clone(),
         interval: Duration::from_secs(2),
     };
+    let capacitybuffer_status = crate::capacitybuffer::Status {
+        client: client.clone(),
+        state: state.clone(),
+        interval: Duration::from_secs(5),
+    };
     // Termination reads an eviction's 429 (a PodDisruptionBudget says not now) itself and
     // backs off per pod; kube's built-in 429 retry would hold the drain inside one request
     // for minutes, past the claim's terminationGracePeriod.
@@ -255,6 +260,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
         _ = nodeoverlay_status.run() => {}
+        _ = capacitybuffer_status.run() => {}
         _ = static_pools.run() => {}
         _ = prices => {}
         _ = startup => {}

@@ -1162,5 +1162,9 @@ fn a_capacity_buffer_is_carried_unchanged_with_a_note() {
     assert_eq!(m.objects[0]["apiVersion"], "autoscaling.x-k8s.io/v1alpha1");
     assert_eq!(m.objects[0]["spec"]["replicas"], 2);
     let notes = notes_about(&m, "CapacityBuffer/web", "apiVersion");
-    assert!(notes[0].message.contains("--capacity-buffers"), "{:?}", notes);
+    assert!(
+        notes[0].message.contains("--capacity-buffers"),
+        "{:?}",
+        notes
+    );
 }
