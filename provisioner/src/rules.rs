@@ -635,6 +635,48 @@ mod tests {
         }
     }
 
+    #[test]
+    fn real_pods_take_existing_room_before_a_buffers_placeholders() {
+        use adze_scheduling::fixtures::{node_of_type, pool, small_catalog};
+        let types = small_catalog();
+        let c2 = types.iter().find(|t| t.name == "c.2x").unwrap();
+        let t = template("web", "1", "1Gi");
+        let refs = BufferRefs {
+            templates: vec![&t],
+            targets: vec![],
+        };
+        let b = buffer(
+            json!({"metadata": {"name": "spare", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": 1}}),
+        );
+        let mut real = adze_scheduling::Pod::new(
+            "default",
+            "real",
+            adze_scheduling::Resources::new(1000, 1 << 30),
+        );
+        real.priority = 0;
+        let mut pending = buffer_pods([&b], &refs).pods;
+        pending.push(real); // listed last, placed first
+        let snapshot = adze_scheduling::Snapshot {
+            pending,
+            nodes: vec![node_of_type(
+                "n1",
+                c2,
+                "default",
+                adze_scheduling::fixtures::ZONES[0],
+                adze_scheduling::labels::CAPACITY_TYPE_ON_DEMAND,
+            )],
+            nodepools: vec![pool("default", types.clone())],
+            ..Default::default()
+        };
+        let plan = adze_scheduling::schedule(&snapshot, &adze_scheduling::Options::default());
+        let placed = plan.placements();
+        assert_eq!(placed.get("default/real"), Some(&"n1"), "{placed:?}");
+        let spare = placed.get("default/spare-buffer-0").expect("placed");
+        assert_ne!(*spare, "n1", "the placeholder launches capacity instead");
+        assert_eq!(plan.new_claims.len(), 1);
+    }
+
     fn overlay(v: serde_json::Value) -> NodeOverlay {
         serde_json::from_value(v).unwrap()
     }
