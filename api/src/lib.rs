@@ -5,6 +5,7 @@
 
 pub use adze_scheduling::labels;
 
+pub mod capacitybuffer;
 pub mod conditions;
 pub mod convert;
 pub mod crds;
@@ -22,6 +23,7 @@ mod schema;
 pub mod taint;
 pub mod validation;
 
+pub use capacitybuffer::{CapacityBuffer, CapacityBufferSpec, CapacityBufferStatus};
 pub use duration::{DurationError, DurationOrNever, GoDuration};
 pub use ec2nodeclass::{EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus};
 pub use node_class_ref::NodeClassRef;

@@ -4,6 +4,7 @@
 //! walks them through launch, registration and initialisation through a [`cloud`] provider.
 //! [`migrate`] converts Karpenter v1 NodePools and EC2NodeClasses into Adze's.
 
+pub mod capacitybuffer;
 pub mod cloud;
 pub mod disruption;
 pub mod events;

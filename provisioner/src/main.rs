@@ -159,6 +159,11 @@ struct RunArgs {
     /// provisioned for, so workloads written for Karpenter keep working.
     #[arg(long, env = "ADZE_KARPENTER_LABELS")]
     karpenter_labels: bool,
+    /// Plan for CapacityBuffers (autoscaling.x-k8s.io/v1alpha1): their placeholder pods
+    /// take part in every provisioning pass and disruption keeps their room (alpha, off by
+    /// default like Karpenter's CapacityBuffer feature gate; docs/capacitybuffers.md).
+    #[arg(long, env = "ADZE_CAPACITY_BUFFERS")]
+    capacity_buffers: bool,
     /// Simulated cloud: launches of this offering fail with InsufficientCapacity
     /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable, or comma-separated).
     #[arg(
@@ -319,6 +324,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         interruption,
         garbage_grace: args.garbage_collection_grace,
         karpenter_labels: args.karpenter_labels,
+        capacity_buffers: args.capacity_buffers,
         simulated_unavailable: args.simulated_unavailable.clone(),
         simulated_instance_dir: args.simulated_instance_dir.clone(),
         simulated_catalog,
@@ -411,10 +417,13 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     let text = match args.output {
         Format::Table => output::table(&scenario, &outcome.plan, outcome.elapsed),
         Format::Json => {
-            let report = Report::new(&outcome.plan, outcome.elapsed);
+            let report =
+                Report::new(&outcome.plan, outcome.elapsed).mark_buffer(&scenario.buffer_pods);
             serde_json::to_string_pretty(&report)? + "\n"
         }
-        Format::Yaml => serde_yaml::to_string(&Report::new(&outcome.plan, outcome.elapsed))?,
+        Format::Yaml => serde_yaml::to_string(
+            &Report::new(&outcome.plan, outcome.elapsed).mark_buffer(&scenario.buffer_pods),
+        )?,
     };
     let unschedulable = outcome.plan.unschedulable.len();
     let code = if unschedulable > 0 && !args.allow_unschedulable {

@@ -129,6 +129,235 @@ pub fn apply_overlays<'o>(
     verdicts
 }
 
+/// Label every placeholder pod of a CapacityBuffer carries: the buffer's name. Output and
+/// logs use it to tell buffer capacity from capacity for real pods.
+pub const BUFFER_LABEL: &str = "autoscaling.x-k8s.io/buffer";
+
+/// The most placeholder pods one buffer may resolve to; more is refused, not cut.
+pub const MAX_BUFFER_PODS: i64 = 1000;
+
+/// A workload a `scalableRef` may name: its replica count and pod template.
+#[derive(Debug, Clone, Copy)]
+pub struct ScalableTarget<'a> {
+    /// `apps` for the kinds Adze reads.
+    pub api_group: &'a str,
+    /// `Deployment`, `ReplicaSet` or `StatefulSet`.
+    pub kind: &'a str,
+    pub metadata: &'a ObjectMeta,
+    /// `spec.replicas` (Kubernetes' default 1 when unset).
+    pub replicas: i32,
+    pub template: &'a k8s_openapi::api::core::v1::PodTemplateSpec,
+}
+
+/// The objects CapacityBuffers refer to.
+#[derive(Debug, Clone, Default)]
+pub struct BufferRefs<'a> {
+    pub templates: Vec<&'a k8s_openapi::api::core::v1::PodTemplate>,
+    pub targets: Vec<ScalableTarget<'a>>,
+}
+
+/// What became of one CapacityBuffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BufferVerdict {
+    /// Its placeholder pods take part in placement: this many.
+    Ready { replicas: u32 },
+    /// Refused; no placeholder pods. The message names the field by its path.
+    Invalid(String),
+}
+
+/// The placeholder pods of a set of CapacityBuffers and a verdict per buffer
+/// ("namespace/name").
+#[derive(Debug, Clone, Default)]
+pub struct BufferPods {
+    /// Named `<buffer>-buffer-<i>` in the buffer's namespace, labelled [`BUFFER_LABEL`],
+    /// at the lowest priority so real pods are placed first. Never created in the cluster.
+    pub pods: Vec<adze_scheduling::Pod>,
+    pub verdicts: BTreeMap<String, BufferVerdict>,
+}
+
+/// Turns CapacityBuffers into the placeholder pods placement plans for (Karpenter's
+/// semantics, SIG Autoscaling's API): one pod shape from `podTemplateRef` or `scalableRef`
+/// (exactly one), a count from `replicas` and `percentage` of the workload's replicas
+/// (rounded up; the larger when both are set), capped by `limits` (total requests per
+/// resource; alone, as many pods as fit under them). A buffer being deleted is left out;
+/// one with an unsupported `provisioningStrategy` or an inconsistent spec is refused and
+/// reported, the others still count.
+pub fn buffer_pods<'b>(
+    buffers: impl IntoIterator<Item = &'b adze_api::CapacityBuffer>,
+    refs: &BufferRefs<'_>,
+) -> BufferPods {
+    let mut out = BufferPods::default();
+    for b in buffers {
+        if is_terminating(&b.metadata) {
+            continue;
+        }
+        let ns = b.metadata.namespace.as_deref().unwrap_or("default");
+        let name = b.metadata.name.as_deref().unwrap_or_default();
+        let verdict = match buffer_shape_and_count(b, ns, refs) {
+            Ok((shape, count)) => {
+                let count = count as u32;
+                for i in 0..count {
+                    let mut p = shape.clone();
+                    p.namespace = ns.to_string();
+                    p.name = format!("{name}-buffer-{i}");
+                    p.labels.insert(BUFFER_LABEL.to_string(), name.to_string());
+                    p.priority = i32::MIN;
+                    out.pods.push(p);
+                }
+                BufferVerdict::Ready { replicas: count }
+            }
+            Err(why) => BufferVerdict::Invalid(why),
+        };
+        out.verdicts.insert(format!("{ns}/{name}"), verdict);
+    }
+    out
+}
+
+/// Whether a pod is a CapacityBuffer's placeholder (by [`BUFFER_LABEL`]).
+pub fn is_buffer_pod(pod: &adze_scheduling::Pod) -> bool {
+    pod.labels.contains_key(BUFFER_LABEL)
+}
+
+fn buffer_shape_and_count(
+    b: &adze_api::CapacityBuffer,
+    ns: &str,
+    refs: &BufferRefs<'_>,
+) -> Result<(adze_scheduling::Pod, i64), String> {
+    let spec = &b.spec;
+    if let Some(s) = spec.provisioning_strategy.as_deref()
+        && s != adze_api::capacitybuffer::ACTIVE_CAPACITY
+    {
+        return Err(format!(
+            "spec.provisioningStrategy: {s:?} is not supported (only {:?})",
+            adze_api::capacitybuffer::ACTIVE_CAPACITY
+        ));
+    }
+    for (field, v) in [
+        ("spec.replicas", spec.replicas),
+        ("spec.percentage", spec.percentage),
+    ] {
+        if v.is_some_and(|v| v < 0) {
+            return Err(format!("{field}: must not be negative"));
+        }
+    }
+    let (shape, target_replicas) = match (&spec.pod_template_ref, &spec.scalable_ref) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "spec: set exactly one of podTemplateRef and scalableRef, not both".to_string(),
+            );
+        }
+        (None, None) => {
+            return Err("spec: set one of podTemplateRef and scalableRef".to_string());
+        }
+        (Some(t), None) => {
+            if spec.percentage.is_some() {
+                return Err(
+                    "spec.percentage: a percentage is of a scalableRef's replicas; with podTemplateRef use spec.replicas"
+                        .to_string(),
+                );
+            }
+            let found = refs.templates.iter().find(|p| {
+                p.metadata.name.as_deref() == Some(t.name.as_str())
+                    && p.metadata.namespace.as_deref().unwrap_or("default") == ns
+            });
+            let Some(pt) = found else {
+                return Err(format!(
+                    "spec.podTemplateRef.name: PodTemplate {ns}/{} not found",
+                    t.name
+                ));
+            };
+            let Some(template) = pt.template.as_ref() else {
+                return Err(format!(
+                    "spec.podTemplateRef.name: PodTemplate {ns}/{} has no template",
+                    t.name
+                ));
+            };
+            let pod = adze_api::convert::workload_pod("podtemplate", &pt.metadata, template)
+                .map_err(|e| format!("spec.podTemplateRef.name: {e}"))?;
+            (pod, None)
+        }
+        (None, Some(r)) => {
+            let found = refs.targets.iter().find(|t| {
+                t.kind == r.kind
+                    && t.api_group == r.api_group
+                    && t.metadata.name.as_deref() == Some(r.name.as_str())
+                    && t.metadata.namespace.as_deref().unwrap_or("default") == ns
+            });
+            let Some(t) = found else {
+                let known = ["Deployment", "ReplicaSet", "StatefulSet"];
+                if r.api_group != "apps" || !known.contains(&r.kind.as_str()) {
+                    return Err(format!(
+                        "spec.scalableRef: {}/{} is not supported (apps Deployment, ReplicaSet or StatefulSet)",
+                        r.api_group, r.kind
+                    ));
+                }
+                return Err(format!(
+                    "spec.scalableRef.name: {} {ns}/{} not found",
+                    r.kind, r.name
+                ));
+            };
+            let kind: &'static str = match t.kind {
+                "Deployment" => "deployment",
+                "ReplicaSet" => "replicaset",
+                _ => "statefulset",
+            };
+            let pod = adze_api::convert::workload_pod(kind, t.metadata, t.template)
+                .map_err(|e| format!("spec.scalableRef: {e}"))?;
+            (pod, Some(i64::from(t.replicas.max(0))))
+        }
+    };
+    let from_replicas = spec.replicas.map(i64::from);
+    let from_percentage = match (spec.percentage, target_replicas) {
+        (Some(p), Some(n)) => {
+            // ceil(p * n / 100); both are at most i32::MAX, so the product fits.
+            let product = i64::from(p)
+                .checked_mul(n)
+                .ok_or("spec.percentage: too large")?;
+            Some((product + 99) / 100)
+        }
+        _ => None,
+    };
+    let wanted = match (from_replicas, from_percentage) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let mut cap: Option<i64> = None;
+    if let Some(limits) = &spec.limits {
+        for (resource, q) in limits {
+            let limit =
+                adze_scheduling::Resources::from_quantities([(resource.as_str(), q.0.as_str())])
+                    .map_err(|e| format!("spec.limits[{resource}]: {e}"))?
+                    .get(resource);
+            let each = shape.requests.get(resource);
+            if each <= 0 {
+                continue;
+            }
+            let n = limit.max(0) / each;
+            cap = Some(cap.map_or(n, |c: i64| c.min(n)));
+        }
+        if cap.is_none() && wanted.is_none() {
+            return Err(
+                "spec.limits: the pod template requests none of the resources it names, so it sets no count"
+                    .to_string(),
+            );
+        }
+    }
+    let count = match (wanted, cap) {
+        (Some(w), Some(c)) => w.min(c),
+        (Some(w), None) => w,
+        (None, Some(c)) => c,
+        (None, None) => {
+            return Err("spec: set replicas, percentage or limits".to_string());
+        }
+    };
+    if count > MAX_BUFFER_PODS {
+        return Err(format!(
+            "spec: resolves to {count} pods, more than the {MAX_BUFFER_PODS} Adze plans per buffer"
+        ));
+    }
+    Ok((shape, count))
+}
+
 /// A DaemonSet's pod as placement charges it on new nodes: the template, with the requests
 /// of the pods the DaemonSet actually runs when there are any (a LimitRange, a mutating
 /// webhook or a rollout in progress can make them differ from the template). Several live
@@ -225,6 +454,227 @@ mod tests {
         daemon["metadata"]["ownerReferences"] =
             json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "u"}]);
         assert!(!wants_node(&pod(daemon)));
+    }
+
+    fn buffer(v: serde_json::Value) -> adze_api::CapacityBuffer {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn template(name: &str, cpu: &str, memory: &str) -> k8s_openapi::api::core::v1::PodTemplate {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "template": {"spec": {"containers": [{"name": "pause", "image": "pause",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
+        }))
+        .unwrap()
+    }
+
+    fn verdict(out: &BufferPods, key: &str) -> BufferVerdict {
+        out.verdicts.get(key).cloned().unwrap()
+    }
+
+    #[test]
+    fn a_template_buffer_becomes_named_lowest_priority_placeholder_pods() {
+        let t = template("web", "2", "4Gi");
+        let refs = BufferRefs {
+            templates: vec![&t],
+            targets: vec![],
+        };
+        let b = buffer(json!({
+            "metadata": {"name": "web-buffer", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": 3}
+        }));
+        let out = buffer_pods([&b], &refs);
+        assert_eq!(
+            verdict(&out, "default/web-buffer"),
+            BufferVerdict::Ready { replicas: 3 }
+        );
+        let names: Vec<String> = out.pods.iter().map(|p| p.key()).collect();
+        assert_eq!(
+            names,
+            [
+                "default/web-buffer-buffer-0",
+                "default/web-buffer-buffer-1",
+                "default/web-buffer-buffer-2"
+            ]
+        );
+        assert!(out.pods.iter().all(is_buffer_pod));
+        assert_eq!(out.pods[0].requests.cpu, 2000);
+        assert_eq!(out.pods[0].priority, i32::MIN);
+    }
+
+    #[test]
+    fn limits_cap_the_count_and_alone_set_it() {
+        let t = template("web", "2", "4Gi");
+        let refs = BufferRefs {
+            templates: vec![&t],
+            targets: vec![],
+        };
+        let capped = buffer(json!({
+            "metadata": {"name": "capped", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": 10,
+                     "limits": {"cpu": "7", "memory": "40Gi"}}
+        }));
+        let only = buffer(json!({
+            "metadata": {"name": "only", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "limits": {"memory": "16Gi"}}
+        }));
+        let out = buffer_pods([&capped, &only], &refs);
+        assert_eq!(
+            verdict(&out, "default/capped"),
+            BufferVerdict::Ready { replicas: 3 }
+        );
+        assert_eq!(
+            verdict(&out, "default/only"),
+            BufferVerdict::Ready { replicas: 4 }
+        );
+        assert_eq!(out.pods.len(), 7);
+    }
+
+    #[test]
+    fn a_percentage_of_a_deployment_rounds_up_and_takes_the_larger_of_replicas() {
+        let d: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "api", "namespace": "default"},
+            "spec": {"replicas": 7, "selector": {}, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}}
+        }))
+        .unwrap();
+        let spec = d.spec.as_ref().unwrap();
+        let refs = BufferRefs {
+            templates: vec![],
+            targets: vec![ScalableTarget {
+                api_group: "apps",
+                kind: "Deployment",
+                metadata: &d.metadata,
+                replicas: spec.replicas.unwrap_or(1),
+                template: &spec.template,
+            }],
+        };
+        let pct = buffer(json!({"metadata": {"name": "pct", "namespace": "default"},
+            "spec": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "api"},
+                     "percentage": 20}}));
+        let both = buffer(json!({"metadata": {"name": "both", "namespace": "default"},
+            "spec": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "api"},
+                     "percentage": 20, "replicas": 5}}));
+        let out = buffer_pods([&pct, &both], &refs);
+        assert_eq!(
+            verdict(&out, "default/pct"),
+            BufferVerdict::Ready { replicas: 2 }
+        );
+        assert_eq!(
+            verdict(&out, "default/both"),
+            BufferVerdict::Ready { replicas: 5 }
+        );
+        assert_eq!(out.pods[0].requests.cpu, 500);
+    }
+
+    #[test]
+    fn inconsistent_buffers_are_refused_at_their_field_and_others_still_count() {
+        let t = template("web", "1", "1Gi");
+        let refs = BufferRefs {
+            templates: vec![&t],
+            targets: vec![],
+        };
+        let cases = [
+            (
+                json!({"provisioningStrategy": "buffer.gke.io/standby-capacity",
+                    "podTemplateRef": {"name": "web"}, "replicas": 1}),
+                "spec.provisioningStrategy",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"},
+                    "scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "x"},
+                    "replicas": 1}),
+                "not both",
+            ),
+            (
+                json!({"replicas": 1}),
+                "set one of podTemplateRef and scalableRef",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"}, "percentage": 10}),
+                "spec.percentage",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "nope"}, "replicas": 1}),
+                "spec.podTemplateRef.name",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"}}),
+                "set replicas, percentage or limits",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"}, "replicas": -1}),
+                "spec.replicas",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"}, "replicas": 5000}),
+                "more than the 1000",
+            ),
+            (
+                json!({"scalableRef": {"apiGroup": "batch", "kind": "Job", "name": "j"},
+                    "replicas": 1}),
+                "spec.scalableRef",
+            ),
+            (
+                json!({"podTemplateRef": {"name": "web"}, "limits": {"nvidia.com/gpu": "1"}}),
+                "spec.limits",
+            ),
+        ];
+        for (spec, needle) in cases {
+            let b =
+                buffer(json!({"metadata": {"name": "b", "namespace": "default"}, "spec": spec}));
+            let good = buffer(json!({"metadata": {"name": "good", "namespace": "default"},
+                "spec": {"podTemplateRef": {"name": "web"}, "replicas": 1}}));
+            let out = buffer_pods([&b, &good], &refs);
+            let BufferVerdict::Invalid(why) = verdict(&out, "default/b") else {
+                panic!("{spec} was accepted");
+            };
+            assert!(why.contains(needle), "{spec}: {why}");
+            assert_eq!(out.pods.len(), 1, "{spec}: the valid buffer still counts");
+        }
+    }
+
+    #[test]
+    fn real_pods_take_existing_room_before_a_buffers_placeholders() {
+        use adze_scheduling::fixtures::{node_of_type, pool, small_catalog};
+        let types = small_catalog();
+        let c2 = types.iter().find(|t| t.name == "c.2x").unwrap();
+        let t = template("web", "1", "1Gi");
+        let refs = BufferRefs {
+            templates: vec![&t],
+            targets: vec![],
+        };
+        let b = buffer(
+            json!({"metadata": {"name": "spare", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": 1}}),
+        );
+        let mut real = adze_scheduling::Pod::new(
+            "default",
+            "real",
+            adze_scheduling::Resources::new(1000, 1 << 30),
+        );
+        real.priority = 0;
+        let mut pending = buffer_pods([&b], &refs).pods;
+        pending.push(real); // listed last, placed first
+        let snapshot = adze_scheduling::Snapshot {
+            pending,
+            nodes: vec![node_of_type(
+                "n1",
+                c2,
+                "default",
+                adze_scheduling::fixtures::ZONES[0],
+                adze_scheduling::labels::CAPACITY_TYPE_ON_DEMAND,
+            )],
+            nodepools: vec![pool("default", types.clone())],
+            ..Default::default()
+        };
+        let plan = adze_scheduling::schedule(&snapshot, &adze_scheduling::Options::default());
+        let placed = plan.placements();
+        assert_eq!(placed.get("default/real"), Some(&"n1"), "{placed:?}");
+        let spare = placed.get("default/spare-buffer-0").expect("placed");
+        assert_ne!(*spare, "n1", "the placeholder launches capacity instead");
+        assert_eq!(plan.new_claims.len(), 1);
     }
 
     fn overlay(v: serde_json::Value) -> NodeOverlay {

@@ -63,6 +63,9 @@ pub struct Config {
     pub disruption: crate::disruption::Settings,
     /// `--preference-policy`, `--min-values-policy`.
     pub policies: crate::rules::Policies,
+    /// `--capacity-buffers`: plan for CapacityBuffers' placeholder pods (alpha, as
+    /// Karpenter's `CapacityBuffer` feature gate).
+    pub capacity_buffers: bool,
 }
 
 /// SIGINT or SIGTERM.
@@ -84,7 +87,12 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     let client = Client::try_from(kube_config.clone())?;
     let version = client.apiserver_version().await?;
     tracing::info!(server = %version.git_version, "connected to the apiserver");
-    let mut state = ClusterState::start(client.clone(), config.aws.is_some()).await?;
+    let mut state = ClusterState::start(
+        client.clone(),
+        config.aws.is_some(),
+        config.capacity_buffers,
+    )
+    .await?;
     state.karpenter_labels = config.karpenter_labels;
     tracing::info!(
         nodes = state.nodes.state().len(),
@@ -215,6 +223,11 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         cloud: cloud.clone(),
         interval: Duration::from_secs(2),
     };
+    let capacitybuffer_status = crate::capacitybuffer::Status {
+        client: client.clone(),
+        state: state.clone(),
+        interval: Duration::from_secs(5),
+    };
     // Termination reads an eviction's 429 (a PodDisruptionBudget says not now) itself and
     // backs off per pod; kube's built-in 429 retry would hold the drain inside one request
     // for minutes, past the claim's terminationGracePeriod.
@@ -247,6 +260,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = garbage.run() => {}
         _ = nodepool_status.run() => {}
         _ = nodeoverlay_status.run() => {}
+        _ = capacitybuffer_status.run() => {}
         _ = static_pools.run() => {}
         _ = prices => {}
         _ = startup => {}

@@ -99,13 +99,17 @@ fn keys(v: &serde_json::Value) -> BTreeSet<&str> {
 fn assert_exact_keys(json: &serde_json::Value) {
     assert_eq!(keys(json), TOP_LEVEL_KEYS.into_iter().collect());
     for claim in json["nodeClaims"].as_array().unwrap() {
-        assert_eq!(keys(claim), CLAIM_KEYS.into_iter().collect());
+        let mut k = keys(claim);
+        k.remove("bufferPods");
+        assert_eq!(k, CLAIM_KEYS.into_iter().collect());
         for t in claim["taints"].as_array().unwrap() {
             assert_eq!(keys(t), ["key", "value", "effect"].into_iter().collect());
         }
     }
     for e in json["existingNodes"].as_array().unwrap() {
-        assert_eq!(keys(e), ["name", "pods"].into_iter().collect());
+        let mut k = keys(e);
+        k.remove("bufferPods");
+        assert_eq!(k, ["name", "pods"].into_iter().collect());
     }
     for u in json["unschedulable"].as_array().unwrap() {
         assert_eq!(keys(u), ["pod", "reason"].into_iter().collect());
@@ -945,4 +949,85 @@ fn an_amd64_only_local_nvme_pool_takes_the_cheapest_intel_d_type() {
     );
     assert_eq!(etl[0].labels[labels::ARCH], "amd64");
     assert_eq!(etl[0].labels[labels::INSTANCE_LOCAL_NVME], "118");
+}
+
+#[test]
+fn capacity_buffers_launch_spare_room_after_the_real_pods_and_say_which() {
+    let (scenario, report) = plan("capacity-buffer.yaml", &[]);
+    assert!(
+        report.unschedulable.is_empty(),
+        "{:?}",
+        report.unschedulable
+    );
+    let buffer: BTreeSet<&str> = scenario.buffer_pods.iter().map(String::as_str).collect();
+    assert_eq!(
+        buffer,
+        [
+            "default/web-burst-buffer-0",
+            "default/web-burst-buffer-1",
+            "default/web-headroom-buffer-0",
+            "default/web-headroom-buffer-1",
+        ]
+        .into_iter()
+        .collect(),
+        "replicas 3 capped by limits.cpu 5 at 2; 50% of 4 web replicas is 2"
+    );
+    let marked: BTreeSet<&str> = report
+        .node_claims
+        .iter()
+        .flat_map(|c| &c.buffer_pods)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        marked, buffer,
+        "every placeholder is launched for and marked"
+    );
+    for c in &report.node_claims {
+        for b in &c.buffer_pods {
+            assert!(c.pods.contains(b));
+        }
+    }
+    // The real pods are planned too, and come first: placeholders are the lowest priority.
+    let web = report
+        .node_claims
+        .iter()
+        .flat_map(|c| &c.pods)
+        .filter(|p| p.starts_with("default/web-") && !buffer.contains(p.as_str()))
+        .count();
+    assert_eq!(web, 4);
+    let path = example("capacity-buffer.yaml");
+    let table = stdout(&simulate(&path, &[]));
+    assert!(
+        table.contains("2 CapacityBuffers: 4 placeholder pods"),
+        "{table}"
+    );
+    assert!(table.contains(" buffer)"), "{table}");
+}
+
+#[test]
+fn a_capacity_buffer_adze_cannot_honour_fails_naming_its_field() {
+    let pool = std::fs::read_to_string(example("capacity-buffer.yaml")).unwrap();
+    let head: String = pool
+        .split("\n---\n")
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    fails_with(
+        "buffer-strategy",
+        &format!(
+            "{head}\n---\napiVersion: autoscaling.x-k8s.io/v1alpha1\nkind: CapacityBuffer\nmetadata:\n  name: standby\nspec:\n  provisioningStrategy: buffer.gke.io/standby-capacity\n  podTemplateRef:\n    name: x\n  replicas: 1\n"
+        ),
+        &[
+            "CapacityBuffer standby",
+            "spec.provisioningStrategy",
+            "standby-capacity",
+        ],
+    );
+    fails_with(
+        "buffer-refs",
+        &format!(
+            "{head}\n---\napiVersion: autoscaling.x-k8s.io/v1alpha1\nkind: CapacityBuffer\nmetadata:\n  name: none\nspec:\n  replicas: 1\n"
+        ),
+        &["spec: set one of podTemplateRef and scalableRef"],
+    );
 }

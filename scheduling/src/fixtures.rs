@@ -470,6 +470,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Adds a CapacityBuffer placeholder pod (see [`crate::disruption::Input::buffer`]).
+    pub fn buffer_pod(mut self, pod: Pod) -> Self {
+        self.input.buffer.push(pod);
+        self
+    }
+
     fn pod_facts(&mut self, name: &str) -> &mut crate::disruption::PodFacts {
         let key = format!("default/{name}");
         if let Some(i) = self.input.pods.iter().position(|p| p.pod == key) {

@@ -129,6 +129,46 @@ fn empty_node_waits_for_consolidate_after_then_is_deleted() {
 }
 
 #[test]
+fn an_empty_node_holding_a_buffers_room_is_kept_and_without_the_buffer_removed() {
+    let base = cluster().node("spare", "c.2x", A, false);
+    let d = decide(&base.clone().build(), &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.node_names(), vec!["spare"]);
+
+    let buffered = base.buffer_pod(p("web-buffer-0", 1500)).build();
+    let d = decide(&buffered, &opts());
+    assert!(d.is_none(), "the buffer's room was taken away: {d:?}");
+    // A decision taken before the buffer existed no longer holds.
+    let before = decide(&cluster().node("spare", "c.2x", A, false).build(), &opts()).unwrap();
+    let err = revalidate(&before, &buffered, &opts()).unwrap_err();
+    assert!(matches!(err, Invalidated::PodsDoNotFit(_)), "{err}");
+}
+
+#[test]
+fn of_two_empty_nodes_the_one_the_buffer_needs_stays() {
+    let input = cluster()
+        .node("spare-1", "c.2x", A, false)
+        .node("spare-2", "c.2x", A, false)
+        .buffer_pod(p("web-buffer-0", 1500))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.node_names().len(), 1, "{}", d.message);
+}
+
+#[test]
+fn a_buffer_the_cluster_holds_no_room_for_does_not_keep_empty_nodes() {
+    // The placeholder needs more than the empty node has: provisioning's job, not a reason
+    // to keep the node.
+    let input = cluster()
+        .node("spare", "c.2x", A, false)
+        .buffer_pod(p("big-buffer-0", 6000))
+        .build();
+    let d = decide(&input, &opts()).expect("a decision");
+    assert_eq!(d.node_names(), vec!["spare"]);
+}
+
+#[test]
 fn node_with_only_daemonset_pods_is_empty() {
     let input = three_nodes()
         .node("ds-only", "c.2x", A, false)

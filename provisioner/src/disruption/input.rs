@@ -254,7 +254,15 @@ pub fn build(
     extra: &Extra<'_>,
     activity: &mut PodActivity,
 ) -> Built {
-    let built = snapshot::build(objects, catalog);
+    let mut built = snapshot::build(objects, catalog);
+    // CapacityBuffer placeholders are not pods waiting for the provisioner (disruption does
+    // not wait for them); they are demand disruption must keep room for.
+    let at = built
+        .snapshot
+        .pending
+        .len()
+        .saturating_sub(built.buffer_pods);
+    let buffer = built.snapshot.pending.split_off(at);
     let mut problems = built.problems;
     let node_by_provider: HashMap<&str, &Arc<Node>> = objects
         .nodes
@@ -452,6 +460,7 @@ pub fn build(
                 .collect(),
             policies,
             now: extra.now,
+            buffer,
         },
         reserved_names: built.reserved_names,
         pending,

@@ -194,6 +194,13 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
                 Item::Class(legacy::aws_node_template(&value, &mut notes))
             }
             ("karpenter.sh/v1alpha1", "NodeOverlay") => Item::Overlay(value),
+            ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer") => {
+                notes.change(
+                    "apiVersion",
+                    "SIG Autoscaling's CapacityBuffer, read as it is with --capacity-buffers (docs/capacitybuffers.md); unchanged".into(),
+                );
+                Item::Adze(value)
+            }
             ("adze.sh/v1", _) | ("aws.adze.sh/v1", _) | ("adze.sh/v1alpha1", "NodeOverlay") => {
                 notes.change("apiVersion", "already an Adze object; unchanged".into());
                 Item::Adze(value)

@@ -1222,3 +1222,19 @@ fn hpc_kubelet_settings_are_carried_from_v1_v1beta1_and_v1alpha5() {
         );
     }
 }
+
+#[test]
+fn a_capacity_buffer_is_carried_unchanged_with_a_note() {
+    let input = "apiVersion: autoscaling.x-k8s.io/v1alpha1\nkind: CapacityBuffer\nmetadata:\n  name: web\n  namespace: default\nspec:\n  podTemplateRef:\n    name: web\n  replicas: 2\n";
+    let m = migrate(input).unwrap();
+    assert!(m.not_converted.is_empty(), "{:?}", m.not_converted);
+    assert_eq!(m.objects.len(), 1);
+    assert_eq!(m.objects[0]["apiVersion"], "autoscaling.x-k8s.io/v1alpha1");
+    assert_eq!(m.objects[0]["spec"]["replicas"], 2);
+    let notes = notes_about(&m, "CapacityBuffer/web", "apiVersion");
+    assert!(
+        notes[0].message.contains("--capacity-buffers"),
+        "{:?}",
+        notes
+    );
+}

@@ -70,16 +70,18 @@ pub fn claim_object(
             json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()})
         }
     };
+    // Pods without a uid are CapacityBuffer placeholders (never created): the claim is
+    // launched for them but nominates only real pods.
     let pods: Vec<Nomination> = c
         .pods
         .iter()
-        .map(|key| {
+        .filter_map(|key| {
             let (ns, name) = key.split_once('/').unwrap_or(("default", key));
-            Nomination {
+            Some(Nomination {
                 namespace: ns.into(),
                 name: name.into(),
-                uid: uids.get(key).cloned().unwrap_or_default(),
-            }
+                uid: uids.get(key)?.clone(),
+            })
         })
         .collect();
     let mut claim_labels = c.labels.clone();
@@ -205,7 +207,7 @@ impl Provisioner {
                 // what a pass left unconfirmed may reopen a window (else kube-scheduler's
                 // stream of Unschedulable writes during a burst would hold it open to max).
                 handled.extend(demand.into_keys().map(|u| (u, true)));
-            } else if !demand.is_empty()
+            } else if (!demand.is_empty() || !objects.buffers.capacitybuffers.is_empty())
                 && !batcher.is_open()
                 && now.duration_since(last_pass) >= self.settings.retry
             {
@@ -572,7 +574,7 @@ mod tests {
             allocatable: Resources::new(1900, 7 << 30),
             requests: Resources::new(1000, 1 << 30),
             requirements: Requirements::new().with(Requirement::single(labels::ZONE, "us-east-1a")),
-            pods: vec!["web/a".into()],
+            pods: vec!["web/a".into(), "web/spare-buffer-0".into()],
         };
         let uids = [("web/a".to_string(), "u-a".to_string())].into();
         let c = claim_object(&plan, &pool, None, &uids, false);

@@ -65,6 +65,65 @@ pub struct Objects {
     /// UIDs (→ namespace) of pods the extender's filter turned away from every node
     /// ([`crate::state::signals`]): pending without waiting for kube-scheduler's condition.
     pub failed_every_node: Arc<HashMap<String, String>>,
+    /// `--capacity-buffers`: CapacityBuffers and what they refer to (empty when off).
+    pub buffers: BufferObjects,
+}
+
+/// CapacityBuffers and the objects their refs name, as the watches hold them.
+#[derive(Default, Clone)]
+pub struct BufferObjects {
+    pub capacitybuffers: Vec<Arc<adze_api::CapacityBuffer>>,
+    pub podtemplates: Vec<Arc<k8s_openapi::api::core::v1::PodTemplate>>,
+    pub deployments: Vec<Arc<k8s_openapi::api::apps::v1::Deployment>>,
+    pub replicasets: Vec<Arc<k8s_openapi::api::apps::v1::ReplicaSet>>,
+    pub statefulsets: Vec<Arc<k8s_openapi::api::apps::v1::StatefulSet>>,
+}
+
+impl BufferObjects {
+    /// The buffers' placeholder pods, by [`crate::rules::buffer_pods`].
+    pub fn pods(&self) -> crate::rules::BufferPods {
+        use crate::rules::ScalableTarget;
+        let mut refs = crate::rules::BufferRefs {
+            templates: self.podtemplates.iter().map(|t| t.as_ref()).collect(),
+            targets: Vec::new(),
+        };
+        for d in &self.deployments {
+            if let Some(spec) = &d.spec {
+                refs.targets.push(ScalableTarget {
+                    api_group: "apps",
+                    kind: "Deployment",
+                    metadata: &d.metadata,
+                    replicas: spec.replicas.unwrap_or(1),
+                    template: &spec.template,
+                });
+            }
+        }
+        for r in &self.replicasets {
+            if let Some(spec) = &r.spec
+                && let Some(template) = &spec.template
+            {
+                refs.targets.push(ScalableTarget {
+                    api_group: "apps",
+                    kind: "ReplicaSet",
+                    metadata: &r.metadata,
+                    replicas: spec.replicas.unwrap_or(1),
+                    template,
+                });
+            }
+        }
+        for s in &self.statefulsets {
+            if let Some(spec) = &s.spec {
+                refs.targets.push(ScalableTarget {
+                    api_group: "apps",
+                    kind: "StatefulSet",
+                    metadata: &s.metadata,
+                    replicas: spec.replicas.unwrap_or(1),
+                    template: &spec.template,
+                });
+            }
+        }
+        crate::rules::buffer_pods(self.capacitybuffers.iter().map(|b| b.as_ref()), &refs)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +140,8 @@ pub struct Built {
     pub unschedulable: Vec<Unschedulable>,
     /// What became of each NodeOverlay, by name (the NodeOverlay status controller writes it).
     pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
+    /// How many of `snapshot.pending` (the last ones) are CapacityBuffer placeholders.
+    pub buffer_pods: usize,
 }
 
 pub fn owned_by_daemonset(pod: &Pod) -> bool {
@@ -546,6 +607,23 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                 snap.daemonsets.push(p)
             }
             Err(e) => built.problems.push(e.to_string()),
+        }
+    }
+    // CapacityBuffers' placeholder pods: pending on every pass after the real pods (lowest
+    // priority), never created, nominated or given events (they have no uid).
+    if !objects.buffers.capacitybuffers.is_empty() {
+        let buffer = objects.buffers.pods();
+        for (key, verdict) in &buffer.verdicts {
+            if let crate::rules::BufferVerdict::Invalid(why) = verdict {
+                built.problems.push(format!("capacitybuffer {key}: {why}"));
+            }
+        }
+        built.buffer_pods = buffer.pods.len();
+        for mut pod in buffer.pods {
+            if objects.karpenter_labels {
+                pod.alias_karpenter_keys();
+            }
+            snap.pending.push(pod);
         }
     }
     built

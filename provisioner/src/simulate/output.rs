@@ -40,6 +40,10 @@ pub struct NodeClaimReport {
     pub allocatable: BTreeMap<String, String>,
     /// "namespace/name", in placement order.
     pub pods: Vec<String>,
+    /// Those of `pods` that are CapacityBuffer placeholders: this much of the capacity is
+    /// spare room kept for a buffer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffer_pods: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +60,9 @@ pub struct TaintReport {
 pub struct ExistingNodeReport {
     pub name: String,
     pub pods: Vec<String>,
+    /// Those of `pods` that are CapacityBuffer placeholders (room the node keeps spare).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffer_pods: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +97,7 @@ impl Report {
                 .map(|e| ExistingNodeReport {
                     name: e.node.clone(),
                     pods: e.pods.clone(),
+                    buffer_pods: Vec::new(),
                 })
                 .collect(),
             unschedulable: plan
@@ -129,11 +137,36 @@ impl NodeClaimReport {
                 .collect(),
             allocatable: c.allocatable.to_quantities(),
             pods: c.pods.clone(),
+            buffer_pods: Vec::new(),
         }
     }
 }
 
 /// Cores with at most two decimals: "3.92", "16", "0.25".
+impl Report {
+    /// Fills in which pods are CapacityBuffer placeholders (`keys`: [`Scenario::buffer_pods`]).
+    pub fn mark_buffer(mut self, keys: &std::collections::BTreeSet<String>) -> Report {
+        let of = |pods: &[String]| pods.iter().filter(|p| keys.contains(*p)).cloned().collect();
+        for c in &mut self.node_claims {
+            c.buffer_pods = of(&c.pods);
+        }
+        for e in &mut self.existing_nodes {
+            e.buffer_pods = of(&e.pods);
+        }
+        self
+    }
+}
+
+/// "3" or, when some are CapacityBuffer placeholders, "3 (2 buffer)".
+fn pod_count(pods: &[String], buffer: &std::collections::BTreeSet<String>) -> String {
+    let b = pods.iter().filter(|p| buffer.contains(*p)).count();
+    if b == 0 {
+        pods.len().to_string()
+    } else {
+        format!("{} ({b} buffer)", pods.len())
+    }
+}
+
 fn cores(milli: i64) -> String {
     let s = format!("{:.2}", milli as f64 / 1000.0);
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -249,6 +282,13 @@ pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
         out.push_str(&overlay_lines(scenario));
         out.push('\n');
     }
+    if c.capacity_buffers > 0 {
+        out.push_str(&format!(
+            "{}: {} among the pending pods, placed after the real ones (PODS counts them as \"buffer\").\n\n",
+            plural(c.capacity_buffers, "CapacityBuffer", "CapacityBuffers"),
+            plural(scenario.buffer_pods.len(), "placeholder pod", "placeholder pods"),
+        ));
+    }
     if !plan.new_claims.is_empty() {
         let mut rows = vec![
             [
@@ -273,7 +313,7 @@ pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
                 c.zone.clone(),
                 c.capacity_type.clone(),
                 format!("{:.4}", price(c.price_per_hour)),
-                c.pods.len().to_string(),
+                pod_count(&c.pods, &scenario.buffer_pods),
                 format!("{}/{}", cores(c.requests.cpu), cores(c.allocatable.cpu)),
                 format!(
                     "{}/{}",
@@ -293,8 +333,18 @@ pub fn table(scenario: &Scenario, plan: &Plan, elapsed: Duration) -> String {
     if !existing.is_empty() {
         out.push_str("Existing nodes receiving pods:\n");
         for e in existing {
+            let b = e
+                .pods
+                .iter()
+                .filter(|p| scenario.buffer_pods.contains(*p))
+                .count();
+            let buffer = if b > 0 {
+                format!(" ({b} buffer)")
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "  {}: {}\n",
+                "  {}: {}{buffer}\n",
                 e.node,
                 plural(e.pods.len(), "pod", "pods")
             ));

@@ -46,6 +46,12 @@
 //!   instance types by the rule `run` uses ([`crate::rules::apply_overlays`]); an overlay that
 //!   conflicts with another is left out and reported in [`Scenario::overlays`].
 //!
+//! * **CapacityBuffer** (`autoscaling.x-k8s.io/v1alpha1`) and **PodTemplate** (`v1`): each
+//!   buffer's placeholder pods, by the rule `run` uses ([`crate::rules::buffer_pods`]), are
+//!   pending after every real pod (lowest priority), named `<buffer>-buffer-<i>` and listed
+//!   in [`Scenario::buffer_pods`]; a `scalableRef` may name a Deployment or ReplicaSet of the
+//!   scenario. A buffer the rule refuses is a [`ScenarioError`] at its field.
+//!
 //! Empty documents are skipped. Anything else — an unknown kind, a document that does not
 //! parse, an invalid object, a duplicate name, a pod bound to a missing node — is a
 //! [`ScenarioError`] naming the document (counted from 1, empty ones included).
@@ -81,6 +87,9 @@ use thiserror::Error;
 
 use super::yaml::{self, YamlError};
 
+/// The API of SIG Autoscaling's CapacityBuffer.
+const CAPACITY_BUFFER_API: &str = "autoscaling.x-k8s.io/v1alpha1";
+
 /// Most replicas one Deployment or ReplicaSet may ask for in a scenario.
 pub const MAX_REPLICAS: i32 = 100_000;
 /// Most pending pods a scenario may hold in all (listed pods and workload replicas).
@@ -107,6 +116,8 @@ pub struct Scenario {
     /// Pending pods left out before placement because their volumes cannot be placed, with
     /// the reason; [`super::run`] lists them among the plan's unschedulable pods.
     pub unschedulable: Vec<Unschedulable>,
+    /// Keys ("namespace/name") of the pending pods that are CapacityBuffer placeholders.
+    pub buffer_pods: BTreeSet<String>,
 }
 
 /// How many objects of each kind a scenario held.
@@ -127,6 +138,8 @@ pub struct Counts {
     pub persistent_volumes: usize,
     pub storage_classes: usize,
     pub csinodes: usize,
+    pub capacity_buffers: usize,
+    pub pod_templates: usize,
 }
 
 /// The document a problem is in: its position in the file (from 1; 0 for the input as a
@@ -161,7 +174,7 @@ pub enum Problem {
     #[error("{0}")]
     Yaml(YamlError),
     #[error(
-        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or InstanceCatalog)"
+        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, InstanceCatalog, CapacityBuffer or PodTemplate)"
     )]
     UnknownKind { kind: String, api_version: String },
     /// A kind the scenario knows, under another API group or version.
@@ -218,6 +231,8 @@ enum Object {
     StorageClass(Box<StorageClass>),
     CSINode(Box<CSINode>),
     InstanceCatalog(InstanceCatalog),
+    CapacityBuffer(Box<adze_api::CapacityBuffer>),
+    PodTemplate(Box<core::PodTemplate>),
 }
 
 /// `apiVersion: adze.sh/v1alpha1, kind: InstanceCatalog`: instance types to use instead of
@@ -370,6 +385,20 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
         "PersistentVolume" => Object::PersistentVolume(typed(doc, value)?),
         "StorageClass" => Object::StorageClass(typed(doc, value)?),
         "CSINode" => Object::CSINode(typed(doc, value)?),
+        "PodTemplate" => Object::PodTemplate(typed(doc, value)?),
+        "CapacityBuffer" if api_version == CAPACITY_BUFFER_API => {
+            Object::CapacityBuffer(typed(doc, value)?)
+        }
+        "CapacityBuffer" => {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::ApiVersion {
+                    kind,
+                    expected: CAPACITY_BUFFER_API,
+                    got: api_version,
+                },
+            ));
+        }
         _ => return Err(unknown()),
     })
 }
@@ -496,6 +525,7 @@ impl Scenario {
             }
         }
         b.charge_daemons()?;
+        b.buffers(&docs)?;
         b.s.counts.pending_pods = b.s.snapshot.pending.len() + b.s.unschedulable.len();
         b.s.counts.bound_pods = b.s.snapshot.bound.len();
         Ok(b.s)
@@ -546,6 +576,79 @@ fn has_claims(spec: Option<&core::PodSpec>) -> bool {
 }
 
 impl Builder {
+    /// The CapacityBuffers' placeholder pods, pending after every real pod.
+    fn buffers(&mut self, docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
+        let mut refs = crate::rules::BufferRefs::default();
+        let mut buffers = Vec::new();
+        for (doc, object) in docs {
+            match object {
+                Object::PodTemplate(t) => {
+                    refs.templates.push(t.as_ref());
+                    self.s.counts.pod_templates += 1;
+                }
+                Object::CapacityBuffer(b) => buffers.push((doc, b.as_ref())),
+                Object::Deployment(d) => {
+                    if let Some(spec) = &d.spec {
+                        refs.targets.push(crate::rules::ScalableTarget {
+                            api_group: "apps",
+                            kind: "Deployment",
+                            metadata: &d.metadata,
+                            replicas: spec.replicas.unwrap_or(1),
+                            template: &spec.template,
+                        });
+                    }
+                }
+                Object::ReplicaSet(r) => {
+                    if let Some(spec) = &r.spec
+                        && let Some(template) = &spec.template
+                    {
+                        refs.targets.push(crate::rules::ScalableTarget {
+                            api_group: "apps",
+                            kind: "ReplicaSet",
+                            metadata: &r.metadata,
+                            replicas: spec.replicas.unwrap_or(1),
+                            template,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.s.counts.capacity_buffers = buffers.len();
+        let out = crate::rules::buffer_pods(buffers.iter().map(|(_, b)| *b), &refs);
+        for (doc, b) in &buffers {
+            let key = format!(
+                "{}/{}",
+                namespace(&b.metadata),
+                b.metadata.name.as_deref().unwrap_or_default()
+            );
+            if let Some(crate::rules::BufferVerdict::Invalid(why)) = out.verdicts.get(&key) {
+                let (field, message) = why.split_once(": ").unwrap_or(("spec", why.as_str()));
+                return Err(ScenarioError::new(
+                    doc,
+                    Problem::Field {
+                        field: field.to_string(),
+                        message: message.to_string(),
+                    },
+                ));
+            }
+        }
+        if self.s.snapshot.pending.len() + out.pods.len() > MAX_PENDING_PODS {
+            return Err(ScenarioError::new(
+                &DocRef {
+                    index: 0,
+                    object: None,
+                },
+                Problem::Limit(format!("more than {MAX_PENDING_PODS} pending pods")),
+            ));
+        }
+        for p in out.pods {
+            self.s.buffer_pods.insert(p.key());
+            self.s.snapshot.pending.push(p);
+        }
+        Ok(())
+    }
+
     /// The scenario's claims, volumes and classes (each name once), and each CSINode's limits
     /// on its Node.
     fn volume_objects<'d>(

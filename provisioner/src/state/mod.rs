@@ -38,6 +38,58 @@ pub struct ClusterState {
     pub karpenter_labels: bool,
     /// Pods the extender found no node for ([`signals`]).
     pub failed_every_node: signals::FailedEveryNode,
+    /// `--capacity-buffers` with the CapacityBuffer CRD installed: buffers and what they
+    /// refer to.
+    pub buffers: Option<BufferStores>,
+}
+
+/// The watches `--capacity-buffers` adds.
+#[derive(Clone)]
+pub struct BufferStores {
+    pub capacitybuffers: Store<adze_api::CapacityBuffer>,
+    pub podtemplates: Store<k8s_openapi::api::core::v1::PodTemplate>,
+    pub deployments: Store<k8s_openapi::api::apps::v1::Deployment>,
+    pub replicasets: Store<k8s_openapi::api::apps::v1::ReplicaSet>,
+    pub statefulsets: Store<k8s_openapi::api::apps::v1::StatefulSet>,
+}
+
+impl BufferStores {
+    /// Starts the watches when the CapacityBuffer CRD is served; without it, a warning and
+    /// None (the rest of the provisioner runs as without the flag).
+    pub async fn start(client: &Client) -> anyhow::Result<Option<BufferStores>> {
+        let api: Api<adze_api::CapacityBuffer> = Api::all(client.clone());
+        if let Err(kube::Error::Api(e)) = api.list(&kube::api::ListParams::default().limit(1)).await
+            && e.code == 404
+        {
+            tracing::warn!(
+                "--capacity-buffers is set but the CapacityBuffer CRD (capacitybuffers.autoscaling.x-k8s.io, v1alpha1) is not installed: CapacityBuffers are ignored until it is installed and the provisioner restarted (docs/capacitybuffers.md)"
+            );
+            return Ok(None);
+        }
+        let s = BufferStores {
+            capacitybuffers: watch(api),
+            podtemplates: watch(Api::all(client.clone())),
+            deployments: watch(Api::all(client.clone())),
+            replicasets: watch(Api::all(client.clone())),
+            statefulsets: watch(Api::all(client.clone())),
+        };
+        s.capacitybuffers.wait_until_ready().await?;
+        s.podtemplates.wait_until_ready().await?;
+        s.deployments.wait_until_ready().await?;
+        s.replicasets.wait_until_ready().await?;
+        s.statefulsets.wait_until_ready().await?;
+        Ok(Some(s))
+    }
+
+    fn objects(&self) -> crate::provisioning::snapshot::BufferObjects {
+        crate::provisioning::snapshot::BufferObjects {
+            capacitybuffers: self.capacitybuffers.state(),
+            podtemplates: self.podtemplates.state(),
+            deployments: self.deployments.state(),
+            replicasets: self.replicasets.state(),
+            statefulsets: self.statefulsets.state(),
+        }
+    }
 }
 
 fn watch<K>(api: Api<K>) -> Store<K>
@@ -79,8 +131,18 @@ async fn require_nodeoverlay_crd(client: &Client) -> anyhow::Result<()> {
 impl ClusterState {
     /// Starts the watches and waits until each store has its first list. `nodeclasses`: also
     /// watch EC2NodeClasses, so each pool plans with what its class can launch.
-    pub async fn start(client: Client, nodeclasses: bool) -> anyhow::Result<ClusterState> {
+    /// `capacity_buffers`: also watch CapacityBuffers (`--capacity-buffers`).
+    pub async fn start(
+        client: Client,
+        nodeclasses: bool,
+        capacity_buffers: bool,
+    ) -> anyhow::Result<ClusterState> {
         require_nodeoverlay_crd(&client).await?;
+        let buffers = if capacity_buffers {
+            BufferStores::start(&client).await?
+        } else {
+            None
+        };
         let s = ClusterState {
             nodes: watch(Api::all(client.clone())),
             pods: watch(Api::all(client.clone())),
@@ -95,6 +157,7 @@ impl ClusterState {
             nodeclasses: nodeclasses.then(|| watch(Api::all(client.clone()))),
             karpenter_labels: false,
             failed_every_node: signals::FailedEveryNode::start(client),
+            buffers,
         };
         if let Some(classes) = &s.nodeclasses {
             classes.wait_until_ready().await?;
@@ -127,6 +190,11 @@ impl ClusterState {
             nodeclasses: self.nodeclasses.as_ref().map(|s| s.state()),
             karpenter_labels: self.karpenter_labels,
             failed_every_node: self.failed_every_node.snapshot(),
+            buffers: self
+                .buffers
+                .as_ref()
+                .map(BufferStores::objects)
+                .unwrap_or_default(),
         }
     }
 }

@@ -103,6 +103,19 @@ impl<'a> Context<'a> {
                 .then_with(|| a.name.cmp(&b.name))
         });
         list.retain(|c| allowance.take(&c.nodepool, Reason::Empty));
+        if !self.sim.held_buffer.is_empty() {
+            // Keep the nodes whose room the buffer's placeholders need: a node goes only
+            // when they still fit on what stays, with nothing launched.
+            let mut removed: Vec<usize> = Vec::new();
+            list.retain(|c| {
+                removed.push(c.node);
+                let ok = self.sim.buffer_stays(&removed);
+                if !ok {
+                    removed.pop();
+                }
+                ok
+            });
+        }
         if list.is_empty() {
             return None;
         }
@@ -199,7 +212,15 @@ pub fn revalidate(
         return Err(Invalidated::Pdb(pdb));
     }
     match decision.reason {
-        Reason::Empty => Ok(ctx.decision(Reason::Empty, &set, Plan::default())),
+        Reason::Empty => {
+            let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
+            if !ctx.sim.buffer_stays(&idx) {
+                return Err(Invalidated::PodsDoNotFit(
+                    "a CapacityBuffer's placeholder pods need their room".to_string(),
+                ));
+            }
+            Ok(ctx.decision(Reason::Empty, &set, Plan::default()))
+        }
         Reason::Drifted | Reason::Expired => {
             let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
             let plan = ctx.sim.run(&idx);

@@ -222,6 +222,12 @@ pub struct Input {
     /// Per NodePool; a pool without a policy is never disrupted.
     pub policies: Vec<PoolPolicy>,
     pub now: UnixSeconds,
+    /// CapacityBuffers' placeholder pods (never bound, never created). Those the cluster
+    /// holds room for now (they fit on its nodes) are demand every method must still place:
+    /// emptiness keeps a node whose room they need, and drift and consolidation find them a
+    /// place as they do displaced pods, so disruption never undoes what provisioning
+    /// launched for a buffer. Those the cluster has no room for are provisioning's to launch.
+    pub buffer: Vec<crate::pod::Pod>,
 }
 
 impl Input {

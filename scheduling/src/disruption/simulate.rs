@@ -1,5 +1,6 @@
-//! "What if these nodes were gone?": the cluster without them, their pods pending, run
-//! through the real scheduler. Built once per decision and reused for every trial.
+//! "What if these nodes were gone?": the cluster without them, their pods (and the
+//! CapacityBuffer placeholders the cluster holds room for) pending, run through the real
+//! scheduler. Built once per decision and reused for every trial.
 
 use crate::node::{BoundPod, ExistingNode};
 use crate::plan::Plan;
@@ -16,6 +17,9 @@ pub(super) struct Simulator<'a> {
     /// Per node index: indices into `input.snapshot.bound`.
     pods_on: Vec<Vec<usize>>,
     options: Options,
+    /// The buffer's placeholder pods the cluster holds room for now (see
+    /// [`super::Input::buffer`]): pending in every trial, beside the displaced pods.
+    pub held_buffer: Vec<crate::pod::Pod>,
 }
 
 impl<'a> Simulator<'a> {
@@ -52,12 +56,40 @@ impl<'a> Simulator<'a> {
         options
             .reserved_names
             .extend(nodes.iter().map(|n| n.name.clone()));
-        Simulator {
+        let mut sim = Simulator {
             input,
             order,
             pods_on,
             options,
+            held_buffer: Vec::new(),
+        };
+        if !input.buffer.is_empty() {
+            // Where the placeholders go with nothing removed: those landing on existing
+            // nodes are held by the cluster's spare room.
+            let mut snap = sim.snapshot_without(&[]);
+            snap.pending = input.buffer.clone();
+            let plan = schedule(&snap, &sim.options);
+            let held: std::collections::HashSet<&str> = plan
+                .existing
+                .iter()
+                .flat_map(|e| e.pods.iter().map(String::as_str))
+                .collect();
+            sim.held_buffer = (input.buffer.iter())
+                .filter(|p| held.contains(p.key().as_str()))
+                .cloned()
+                .collect();
         }
+        sim
+    }
+
+    /// Whether removing `removed` leaves room for the held buffer pods on the nodes that
+    /// stay, without launching anything.
+    pub fn buffer_stays(&self, removed: &[usize]) -> bool {
+        if self.held_buffer.is_empty() {
+            return true;
+        }
+        let plan = self.run(removed);
+        plan.unschedulable.is_empty() && plan.new_claims.is_empty()
     }
 
     /// The snapshot with `removed` (node indices) gone and their non-DaemonSet pods pending.
@@ -82,6 +114,7 @@ impl<'a> Simulator<'a> {
             .map(|&bi| &snap.bound[bi])
             .filter(|b| !b.daemon)
             .map(|b| b.pod.clone())
+            .chain(self.held_buffer.iter().cloned())
             .collect();
         let leaving = removed.iter().map(|&r| snap.nodes[r].clone()).collect();
         Snapshot {
