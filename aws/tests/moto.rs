@@ -1522,8 +1522,16 @@ async fn interfaces_conntrack_and_volume_initialization_rate_reach_the_launch_te
     .unwrap();
     class.validate().unwrap();
     let (provider, _) = e.provider(class);
+    // An EFA-only interface needs a type with EFA: c5.large has none, so nothing launches.
+    assert!(
+        provider
+            .create(&claim("hpcnet-0", &["c5.large"], "on-demand"))
+            .await
+            .is_err(),
+        "a type without EFA is not launched with an EFA-only interface"
+    );
     provider
-        .create(&claim("hpcnet-1", &["c5.large"], "on-demand"))
+        .create(&claim("hpcnet-1", &["c6i.32xlarge"], "on-demand"))
         .await
         .unwrap();
     let all = e
