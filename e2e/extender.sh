@@ -162,6 +162,9 @@ bound_pods() { # namespace
   k get pods -n "$1" -o json | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'
 }
 pods_exist() { k get pods -n "$1" -o name | wc -l; }
+bound_some() { (( $(bound_pods "$1") > 0 )); }
+# The extender has recorded its FailedEveryNode Event on some pod of namespace b.
+b_signalled() { (( $(k get events -n b --field-selector reason=FailedEveryNode,source=adze-extender -o name | wc -l) > 0 )); }
 running_pods() { k get pods -n "$1" -o json | jq '[.items[] | select(.status.phase == "Running")] | length'; }
 # Every NodeClaim has its Node, and every Node of a NodeClaim was registered by a kubelet.
 claims_on_kubelets() {
@@ -194,6 +197,11 @@ scenario_a_then_b() { # label
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
   sleep 2 # the rest of A's batch
   local after_a; after_a=$(claims)
+  # B's machines are held in their boot until the signal below: real kubelets come up Ready
+  # (not-ready taint lifted) a few seconds apart, and B's pods in kube-scheduler's backoff
+  # could otherwise first be tried when B's own nodes were up, so that whether they ever met
+  # A's nodes alone was a race (one CI run of three lost it).
+  touch "$dir/instances/.hold"
   deployment b b 20 1 1Gi e2e-pool ab | k apply -f - >/dev/null
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $after_a ]"
   sleep 3 # the rest of B's batch; the nodes are still booting
@@ -202,6 +210,12 @@ scenario_a_then_b() { # label
   local registered
   registered=$(k get nodes -l adze.sh/nodeclaim -o name | wc -l)
   echo "[$label] NodeClaims for A: $after_a; for A then B: $planned; nodes registered so far: $registered"
+  # Measured wait while only A's nodes are up: with the extender, B's pods fail filter on
+  # every node (A's room is kept for A's pods); without it, they take A's room.
+  # (Without it, a few seconds of A's nodes alone once its pods start binding.)
+  if [[ "$label" == with ]]; then wait_for 120 b_signalled; else wait_for 120 bound_some a; sleep 5; fi
+  echo "[$label] B's machines released $(elapsed "$t_a" "$(now)") s after A was applied"
+  rm -f "$dir/instances/.hold"
   wait_for 240 count_is 20 bound_pods a
   wait_for 180 count_is 20 bound_pods b
   echo "RESULT: [$label] A applied -> all 40 pods of A and B bound: $(elapsed "$t_a" "$(now)") s (hollow kubelets started ${BOOT_SECS} s after each launch)"

@@ -13,7 +13,8 @@
 #                                             simulated cloud writes (adze-provisioner run
 #                                             --simulated-instance-dir), SECONDS after the
 #                                             record appears (the machine's boot; default 0),
-#                                             stop it when the record goes; runs until killed
+#                                             stop it when the record goes; runs until killed;
+#                                             no new node starts while INSTANCE_DIR/.hold exists
 #
 # DIR is the control plane's directory. Each node lives in DIR/hollow/NAME: a client
 # certificate (CN system:node:NAME, O system:nodes) signed by DIR/ca.key, its kubeconfig, the
@@ -26,7 +27,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KUBEMARK="${ADZE_KUBEMARK_BIN:-${ADZE_CACHE:-$HOME/.cache/adze}/kubemark-1.20.2/bin/kubemark}"
 
 die() { echo "hollow-node: $*" >&2; exit 1; }
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # A free TCP port on 127.0.0.1 in 20000-32767 (below the ephemeral range), not in $used.
 used=" "
@@ -198,6 +199,7 @@ cmd_watch() {
   while true; do
     for f in "$idir"/*.json; do
       [[ -e "$f" ]] || continue
+      [[ -e "$idir/.hold" ]] && break  # machines held in their boot (a suite's lever)
       name=$(basename "$f" .json)
       [[ -n "${started[$name]:-}" ]] && continue
       started[$name]=1
