@@ -400,12 +400,12 @@ fn table_output_has_a_row_per_claim_and_the_summary_line() {
     }
 }
 
+#[path = "support/scratch.rs"]
+mod support_scratch;
+
 /// Writes a scenario to a temporary file named after the test.
 fn scratch(name: &str, yaml: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("adze-simulate-{}-{name}.yaml", std::process::id()));
-    std::fs::write(&path, yaml).unwrap();
-    path
+    support_scratch::scratch("simulate", name, yaml)
 }
 
 fn fails_with(name: &str, yaml: &str, expected: &[&str]) {

@@ -7,13 +7,12 @@ use std::process::{Command, Output};
 
 use adze_provisioner::simulate::Report;
 
+#[path = "support/scratch.rs"]
+mod support_scratch;
+
+/// Writes a scenario to a temporary file named after the test.
 fn scratch(name: &str, yaml: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "adze-simulate-nodeclass-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, yaml).unwrap();
-    path
+    support_scratch::scratch("simulate-nodeclass", name, yaml)
 }
 
 /// The plan (exit status 0) or the unschedulable report (exit status 2), as JSON.

@@ -16,13 +16,12 @@ fn simulate(path: &Path, extra: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+#[path = "support/scratch.rs"]
+mod support_scratch;
+
+/// Writes a scenario to a temporary file named after the test.
 fn scratch(name: &str, yaml: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "adze-simulate-region-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, yaml).unwrap();
-    path
+    support_scratch::scratch("simulate-region", name, yaml)
 }
 
 fn inflate() -> PathBuf {
