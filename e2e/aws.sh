@@ -244,25 +244,8 @@ check "an instance profile under /adze/$CLUSTER_NAME/ holding role $CLUSTER_NAME
 # ---- 1. pending pods -> NodeClaims -> CreateFleet -> Nodes -> pods Running --------------------
 echo "== 6 pods x 1 cpu, NodePool 'general'"
 k create namespace web >/dev/null
-deployment() { # namespace name replicas cpu
-  cat <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $2, namespace: $1}
-spec:
-  replicas: $3
-  selector: {matchLabels: {app: $2}}
-  template:
-    metadata: {labels: {app: $2}}
-    spec:
-      nodeSelector: {e2e-pool: general}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.9
-          resources: {requests: {cpu: "$4", memory: 1Gi}}
-YAML
-}
+# deployment NAMESPACE NAME REPLICAS CPU [POOL]: pause pods of 1Gi on the pool's nodes (general).
+deployment() { e2e_deployment "$1" "$2" "$3" "$4" 1Gi e2e-pool "${5:-general}"; }
 claims() { k get nodeclaims -o name 2>/dev/null | wc -l; }
 running_pods() { k get pods -n "$1" --field-selector=status.phase=Running -o name | wc -l; }
 launched_claims() { kj nodeclaims | jq '[.items[] | select(.status.providerID != null)] | length'; }
@@ -541,9 +524,9 @@ check "all 6 pods Running after the interruption" count_is 6 running_pods web
 # ---- 5. Bottlerocket, and a launch EC2 refuses -------------------------------------------------
 echo "== a Bottlerocket NodePool, and a NodePool whose only type EC2 refuses to launch (UnauthorizedOperation)"
 k create namespace br >/dev/null
-deployment br br 1 500m | sed 's/e2e-pool: general/e2e-pool: br/' | k apply -f - >/dev/null
+deployment br br 1 500m br | k apply -f - >/dev/null
 k create namespace doomed >/dev/null
-deployment doomed doomed 1 500m | sed 's/e2e-pool: general/e2e-pool: refused/' | k apply -f - >/dev/null
+deployment doomed doomed 1 500m refused | k apply -f - >/dev/null
 t0=$(now)
 wait_for 150 count_is 1 running_pods br
 echo "bottlerocket pod Running after $(elapsed "$t0" "$(now)") s"
@@ -705,7 +688,7 @@ wait_for 45 block_listed 1
 check "EC2NodeClass reserved lists the Capacity Block $block (1 free, its end time) from DescribeCapacityReservations" block_listed 1
 k create namespace rsv >/dev/null
 # 1.5 CPU: one pod per m5.large.
-deployment rsv rsv 1 1500m | sed 's/e2e-pool: general/e2e-pool: reserve/' | k apply -f - >/dev/null
+deployment rsv rsv 1 1500m reserve | k apply -f - >/dev/null
 wait_for 150 count_is 1 running_pods rsv
 node_of() { k get pod -n rsv "$1" -o jsonpath='{.spec.nodeName}'; }
 first=$(k get pods -n rsv -o jsonpath='{.items[0].metadata.name}')

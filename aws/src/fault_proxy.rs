@@ -82,8 +82,11 @@ struct State {
     /// Pools moto was asked to launch, in order.
     launched: Vec<Pool>,
     fleet_calls: usize,
-    /// On-demand prices served as the Price List API; None refuses GetProducts.
+    /// On-demand Linux prices served as the Price List API; None refuses GetProducts.
     price_list: Option<BTreeMap<String, f64>>,
+    /// On-demand Windows prices, served when a request filters `operatingSystem: Windows`
+    /// (none until set: an empty answer).
+    windows_price_list: BTreeMap<String, f64>,
     /// GetProducts pages served.
     price_pages: usize,
     /// Requests received, by action (what the sweep's tests and benchmark count).
@@ -144,6 +147,11 @@ impl FaultProxy {
     /// From now on answers `GetProducts` with these on-demand prices (one product per type).
     pub fn serve_prices(&self, prices: BTreeMap<String, f64>) {
         self.state.lock_or_recover().price_list = Some(prices);
+    }
+
+    /// From now on answers `GetProducts` for Windows with these prices.
+    pub fn serve_windows_prices(&self, prices: BTreeMap<String, f64>) {
+        self.state.lock_or_recover().windows_price_list = prices;
     }
 
     /// How many GetProducts pages were answered.
@@ -413,14 +421,17 @@ impl FaultProxy {
     /// as AWS), `NextToken` being the index of the next product.
     fn get_products(&self, body: &[u8]) -> Vec<u8> {
         let req: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-        let region = req["Filters"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|f| f["Field"] == "regionCode")
-            .and_then(|f| f["Value"].as_str())
-            .unwrap_or("us-east-1")
-            .to_string();
+        let filter = |field: &str| {
+            req["Filters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|f| f["Field"] == field)
+                .and_then(|f| f["Value"].as_str())
+                .map(str::to_string)
+        };
+        let region = filter("regionCode").unwrap_or_else(|| "us-east-1".into());
+        let os = filter("operatingSystem").unwrap_or_else(|| crate::pricing::LINUX.into());
         let start: usize = req["NextToken"]
             .as_str()
             .and_then(|t| t.parse().ok())
@@ -437,11 +448,16 @@ impl FaultProxy {
             );
         };
         state.price_pages += 1;
+        let prices = if os == crate::pricing::WINDOWS {
+            state.windows_price_list.clone()
+        } else {
+            prices
+        };
         let page: Vec<String> = prices
             .iter()
             .skip(start)
             .take(size)
-            .map(|(t, p)| crate::pricing::product_document(t, &region, &format!("{p:.10}")))
+            .map(|(t, p)| crate::pricing::product_document(t, &region, &os, &format!("{p:.10}")))
             .collect();
         let mut out = serde_json::json!({"FormatVersion": "aws_v1", "PriceList": page});
         if start + size < prices.len() {
@@ -662,85 +678,22 @@ fn instance_ids(xml: &str) -> Vec<String> {
     out
 }
 
-/// DescribeInstanceStatus' answer with each `impaired` instance's named summaries (`instanceStatus`,
-/// `systemStatus`) replaced by an impaired one whose reachability failed at the given time;
-/// returns the new text and how many instances were rewritten.
-fn impair_statuses(
+/// `xml` with each top-level `<item>` of its `<{set}>` passed through `edit`: `Some(text)`
+/// puts `text` in the item's place, `None` keeps it. Returns the new text and how many items
+/// were replaced. An answer without the set is returned as it is.
+fn edit_set_items(
     xml: &str,
-    impaired: &BTreeMap<String, Vec<(String, String)>>,
+    set: &str,
+    mut edit: impl FnMut(&str) -> Option<String>,
 ) -> (String, usize) {
-    let (Some(open), Some(close)) = (
-        xml.find("<instanceStatusSet>"),
-        xml.rfind("</instanceStatusSet>"),
-    ) else {
+    let (open_tag, close_tag) = (format!("<{set}>"), format!("</{set}>"));
+    let (Some(open), Some(close)) = (xml.find(&open_tag), xml.rfind(&close_tag)) else {
         return (xml.to_string(), 0);
     };
-    let start = open + "<instanceStatusSet>".len();
+    let start = open + open_tag.len();
     let inner = &xml[start..close];
     let mut out = String::new();
-    let mut rewritten = 0;
-    let mut depth = 0usize;
-    let mut item_start = 0usize;
-    let mut i = 0usize;
-    while i < inner.len() {
-        if inner[i..].starts_with("<item>") {
-            if depth == 0 {
-                item_start = i;
-            }
-            depth += 1;
-            i += "<item>".len();
-        } else if inner[i..].starts_with("</item>") {
-            depth = depth.saturating_sub(1);
-            i += "</item>".len();
-            if depth == 0 {
-                let mut item = inner[item_start..i].to_string();
-                let checks = impaired
-                    .iter()
-                    .find(|(id, _)| item.contains(&format!("<instanceId>{id}</instanceId>")));
-                if let Some((_, checks)) = checks {
-                    for (check, since) in checks {
-                        let failed = format!(
-                            "<{check}><status>impaired</status><details><item><name>reachability</name><status>failed</status><impairedSince>{since}</impairedSince></item></details></{check}>"
-                        );
-                        let (o, c) = (format!("<{check}>"), format!("</{check}>"));
-                        match (item.find(&o), item.find(&c)) {
-                            (Some(a), Some(b)) if a < b => {
-                                item.replace_range(a..b + c.len(), &failed);
-                            }
-                            _ => {
-                                let end = item.len() - "</item>".len();
-                                item.insert_str(end, &failed);
-                            }
-                        }
-                    }
-                    rewritten += 1;
-                }
-                out += &item;
-            }
-        } else {
-            if depth == 0 {
-                out.push_str(&inner[i..i + 1]);
-            }
-            i += inner[i..].chars().next().map_or(1, char::len_utf8);
-        }
-    }
-    (
-        format!("{}{out}{}", &xml[..start], &xml[close..]),
-        rewritten,
-    )
-}
-
-/// DescribeInstances' answer without the reservations holding a `hidden` instance; returns the
-/// new text and how many reservations were dropped.
-fn drop_reservations(xml: &str, hidden: &BTreeSet<String>) -> (String, usize) {
-    let (Some(open), Some(close)) = (xml.find("<reservationSet>"), xml.rfind("</reservationSet>"))
-    else {
-        return (xml.to_string(), 0);
-    };
-    let start = open + "<reservationSet>".len();
-    let inner = &xml[start..close];
-    let mut kept = String::new();
-    let mut dropped = 0;
+    let mut edited = 0;
     let mut depth = 0usize;
     let mut item_start = 0usize;
     let mut i = 0usize;
@@ -756,23 +709,65 @@ fn drop_reservations(xml: &str, hidden: &BTreeSet<String>) -> (String, usize) {
             i += "</item>".len();
             if depth == 0 {
                 let item = &inner[item_start..i];
-                if hidden
-                    .iter()
-                    .any(|id| item.contains(&format!("<instanceId>{id}</instanceId>")))
-                {
-                    dropped += 1;
-                } else {
-                    kept += item;
+                match edit(item) {
+                    Some(text) => {
+                        edited += 1;
+                        out += &text;
+                    }
+                    None => out += item,
                 }
             }
         } else {
+            let len = inner[i..].chars().next().map_or(1, char::len_utf8);
             if depth == 0 {
-                kept.push_str(&inner[i..i + 1]);
+                out.push_str(&inner[i..i + len]);
             }
-            i += inner[i..].chars().next().map_or(1, char::len_utf8);
+            i += len;
         }
     }
-    (format!("{}{kept}{}", &xml[..start], &xml[close..]), dropped)
+    (format!("{}{out}{}", &xml[..start], &xml[close..]), edited)
+}
+
+/// DescribeInstanceStatus' answer with each `impaired` instance's named summaries (`instanceStatus`,
+/// `systemStatus`) replaced by an impaired one whose reachability failed at the given time;
+/// returns the new text and how many instances were rewritten.
+fn impair_statuses(
+    xml: &str,
+    impaired: &BTreeMap<String, Vec<(String, String)>>,
+) -> (String, usize) {
+    edit_set_items(xml, "instanceStatusSet", |item| {
+        let (_, checks) = impaired
+            .iter()
+            .find(|(id, _)| item.contains(&format!("<instanceId>{id}</instanceId>")))?;
+        let mut item = item.to_string();
+        for (check, since) in checks {
+            let failed = format!(
+                "<{check}><status>impaired</status><details><item><name>reachability</name><status>failed</status><impairedSince>{since}</impairedSince></item></details></{check}>"
+            );
+            let (o, c) = (format!("<{check}>"), format!("</{check}>"));
+            match (item.find(&o), item.find(&c)) {
+                (Some(a), Some(b)) if a < b => {
+                    item.replace_range(a..b + c.len(), &failed);
+                }
+                _ => {
+                    let end = item.len() - "</item>".len();
+                    item.insert_str(end, &failed);
+                }
+            }
+        }
+        Some(item)
+    })
+}
+
+/// DescribeInstances' answer without the reservations holding a `hidden` instance; returns the
+/// new text and how many reservations were dropped.
+fn drop_reservations(xml: &str, hidden: &BTreeSet<String>) -> (String, usize) {
+    edit_set_items(xml, "reservationSet", |item| {
+        hidden
+            .iter()
+            .any(|id| item.contains(&format!("<instanceId>{id}</instanceId>")))
+            .then(String::new)
+    })
 }
 
 /// `resp` (a CreateFleet answer) with `errors` added to its error set.

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use adze_scheduling::catalog::{Accelerators, add_accelerators, ec2_data};
+use adze_scheduling::catalog::{Accelerators, add_accelerators, ec2_data, ec2_windows};
+use adze_scheduling::instance_type::WindowsFacts;
 use adze_scheduling::resources::Resources;
 use adze_scheduling::{InstanceType, Offering, labels, overhead};
 use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
@@ -176,6 +177,24 @@ pub fn on_demand_price(facts: &TypeFacts) -> f64 {
 pub struct Prices {
     pub spot: BTreeMap<(String, String), f64>,
     pub on_demand: BTreeMap<String, f64>,
+    /// Windows Server (License Included) on-demand prices from the Price List API, by type.
+    pub windows_on_demand: BTreeMap<String, f64>,
+}
+
+/// What a Windows node of the type adds to its Linux view when the Price List priced both
+/// (the licence is the difference); None leaves the embedded Windows table in charge.
+fn live_windows(facts: &TypeFacts, prices: &Prices) -> Option<WindowsFacts> {
+    let linux = *prices.on_demand.get(&facts.name)?;
+    let windows = *prices.windows_on_demand.get(&facts.name)?;
+    let licence = ec2_windows::round_usd(windows - linux);
+    if !licence.is_finite() || licence < 0.0 {
+        tracing::warn!(instance_type = %facts.name, linux, windows, "a Windows price below the Linux one; using the embedded table");
+        return None;
+    }
+    Some(WindowsFacts {
+        licence_usd: licence,
+        primary_eni_ipv4: facts.ipv4_per_eni,
+    })
 }
 
 /// The scheduler's view of one type. `zones` are where EC2 offers it; `zone_ids` maps zone
@@ -265,14 +284,20 @@ pub fn to_instance_type(
         }
     }
     let oh = overhead::default_overhead(facts.vcpus, max_pods, overhead::DEFAULT_ROOT_VOLUME);
-    InstanceType::new(&facts.name, capacity, oh, l, offerings)
+    let t = InstanceType::new(&facts.name, capacity, oh, l, offerings);
+    match live_windows(facts, prices) {
+        Some(w) => t.with_windows(w),
+        None => t,
+    }
 }
 
-/// Everything one refresh learns; `on_demand` are the Price List API's prices (may be empty).
+/// Everything one refresh learns; `on_demand` and `windows_on_demand` are the Price List
+/// API's Linux and Windows prices (either may be empty).
 pub async fn discover(
     ec2: &aws_sdk_ec2::Client,
     region: &str,
     on_demand: &BTreeMap<String, f64>,
+    windows_on_demand: &BTreeMap<String, f64>,
 ) -> Result<Vec<Arc<InstanceType>>, AwsError> {
     let mut facts = Vec::new();
     let mut pages = ec2.describe_instance_types().into_paginator().send();
@@ -309,6 +334,7 @@ pub async fn discover(
             BTreeMap::new()
         }),
         on_demand: on_demand.clone(),
+        windows_on_demand: windows_on_demand.clone(),
     };
     Ok(facts
         .iter()
@@ -372,6 +398,8 @@ pub struct Catalog {
     ttl: Duration,
     inner: RwLock<Snapshot>,
     on_demand: tokio::sync::Mutex<OnDemandPrices>,
+    /// The Price List's Windows prices, asked for and kept on the same terms as the Linux ones.
+    windows_on_demand: tokio::sync::Mutex<OnDemandPrices>,
 }
 
 impl Catalog {
@@ -380,6 +408,7 @@ impl Catalog {
             ttl,
             inner: RwLock::new((None, Arc::new(Vec::new()))),
             on_demand: Default::default(),
+            windows_on_demand: Default::default(),
         }
     }
 
@@ -409,15 +438,19 @@ impl Catalog {
         if !self.is_stale(Instant::now()) {
             return Ok(());
         }
-        let on_demand = {
-            let mut cached = self.on_demand.lock().await;
+        let mut by_os = Vec::with_capacity(2);
+        for (os, cache) in [
+            (pricing::LINUX, &self.on_demand),
+            (pricing::WINDOWS, &self.windows_on_demand),
+        ] {
+            let mut cached = cache.lock().await;
             if cached.is_due(Instant::now()) {
-                let answer = pricing::fetch(pricing_client, region).await;
+                let answer = pricing::fetch(pricing_client, region, os).await;
                 cached.record(answer, Instant::now());
             }
-            cached.get().clone()
-        };
-        let types = discover(ec2, region, &on_demand).await?;
+            by_os.push(cached.get().clone());
+        }
+        let types = discover(ec2, region, &by_os[0], &by_os[1]).await?;
         tracing::info!(types = types.len(), "instance types refreshed");
         self.set(types, Instant::now());
         Ok(())
@@ -473,6 +506,54 @@ mod tests {
             network_bandwidth_mbps: Some(750),
             ebs_bandwidth_mbps: Some(650),
         }
+    }
+
+    /// A Windows node of `t` as a Windows class sees it, with its on-demand price in the zone.
+    fn windows_on_demand(t: &InstanceType) -> Option<f64> {
+        let w = adze_scheduling::node_class::as_windows(t, "10.0.20348")?;
+        w.offerings
+            .iter()
+            .find(|o| o.capacity_type == "on-demand")
+            .map(|o| o.price)
+    }
+
+    #[test]
+    fn the_price_lists_windows_price_prices_windows_nodes_and_the_table_stands_in_without_it() {
+        let zones = BTreeSet::from(["us-east-1a".to_string()]);
+        let mut prices = Prices::default();
+        prices.on_demand.insert("m5.large".into(), 0.1);
+        // Without a live Windows price: the live Linux price plus the table's licence (0.092).
+        let t = to_instance_type(&m5_large(), &zones, &BTreeMap::new(), "us-east-1", &prices);
+        assert_eq!(t.windows, None);
+        assert_eq!(windows_on_demand(&t), Some(0.192));
+        // With one: exactly the Price List's Windows price, and its licence on spot too.
+        prices.windows_on_demand.insert("m5.large".into(), 0.25);
+        let t = to_instance_type(&m5_large(), &zones, &BTreeMap::new(), "us-east-1", &prices);
+        assert_eq!(
+            t.windows,
+            Some(WindowsFacts {
+                licence_usd: 0.15,
+                primary_eni_ipv4: 10
+            })
+        );
+        assert_eq!(windows_on_demand(&t), Some(0.25));
+        // A type the embedded Windows table leaves out (burstable t3) becomes a Windows
+        // node once the Price List prices it; it did not before.
+        let mut t3 = m5_large();
+        t3.name = "t3.medium".into();
+        t3.memory_mib = 4096;
+        t3.ipv4_per_eni = 6;
+        let linux_only = to_instance_type(&t3, &zones, &BTreeMap::new(), "us-east-1", &prices);
+        assert_eq!(windows_on_demand(&linux_only), None);
+        prices.on_demand.insert("t3.medium".into(), 0.0416);
+        prices.windows_on_demand.insert("t3.medium".into(), 0.06);
+        let t = to_instance_type(&t3, &zones, &BTreeMap::new(), "us-east-1", &prices);
+        assert_eq!(windows_on_demand(&t), Some(0.06));
+        // A Windows price below the Linux one is not believed: the table decides (none here).
+        prices.windows_on_demand.insert("t3.medium".into(), 0.01);
+        let t = to_instance_type(&t3, &zones, &BTreeMap::new(), "us-east-1", &prices);
+        assert_eq!(t.windows, None);
+        assert_eq!(windows_on_demand(&t), None);
     }
 
     #[test]

@@ -62,10 +62,17 @@ pub fn parse_product(doc: &str) -> Result<Option<(String, f64)>, String> {
     Ok(None)
 }
 
-/// Every Linux, shared-tenancy on-demand price in `region`, by instance type.
+/// The Price List's `operatingSystem` values Adze prices: Linux nodes, and Windows Server
+/// nodes (License Included, no SQL Server), whose price less the Linux one is the licence.
+pub const LINUX: &str = "Linux";
+pub const WINDOWS: &str = "Windows";
+
+/// Every shared-tenancy on-demand price in `region` for `operating_system` ([`LINUX`] or
+/// [`WINDOWS`]), by instance type.
 pub async fn fetch(
     client: &aws_sdk_pricing::Client,
     region: &str,
+    operating_system: &str,
 ) -> Result<BTreeMap<String, f64>, AwsError> {
     let term = |field: &str, value: &str| {
         Filter::builder()
@@ -80,7 +87,7 @@ pub async fn fetch(
         .service_code("AmazonEC2")
         .format_version("aws_v1")
         .filters(term("regionCode", region))
-        .filters(term("operatingSystem", "Linux"))
+        .filters(term("operatingSystem", operating_system))
         .filters(term("tenancy", "Shared"))
         .filters(term("preInstalledSw", "NA"))
         .filters(term("capacitystatus", "Used"))
@@ -164,14 +171,19 @@ impl OnDemandPrices {
 
 /// One `PriceList` entry as GetProducts returns it (trimmed to the fields we read), for the
 /// fault proxy and tests: moto has no Price List API.
-pub fn product_document(instance_type: &str, region: &str, usd: &str) -> String {
+pub fn product_document(
+    instance_type: &str,
+    region: &str,
+    operating_system: &str,
+    usd: &str,
+) -> String {
     serde_json::json!({
         "product": {
             "productFamily": "Compute Instance",
             "attributes": {
                 "instanceType": instance_type,
                 "regionCode": region,
-                "operatingSystem": "Linux",
+                "operatingSystem": operating_system,
                 "tenancy": "Shared",
                 "capacitystatus": "Used",
                 "preInstalledSw": "NA"
@@ -186,7 +198,7 @@ pub fn product_document(instance_type: &str, region: &str, usd: &str) -> String 
                         "SKU1.JRTCKXETXF.6YS6EN2CT7": {
                             "unit": "Hrs",
                             "pricePerUnit": {"USD": usd},
-                            "description": "per On Demand Linux instance hour"
+                            "description": format!("per On Demand {operating_system} instance hour")
                         }
                     },
                     "sku": "SKU1",
@@ -205,7 +217,13 @@ mod tests {
     #[test]
     fn an_hourly_on_demand_price_is_read_from_a_product_document() {
         assert_eq!(
-            parse_product(&product_document("m5.large", "us-east-1", "0.0960000000")).unwrap(),
+            parse_product(&product_document(
+                "m5.large",
+                "us-east-1",
+                LINUX,
+                "0.0960000000"
+            ))
+            .unwrap(),
             Some(("m5.large".to_string(), 0.096))
         );
     }
@@ -213,7 +231,13 @@ mod tests {
     #[test]
     fn free_placeholder_skus_and_products_without_on_demand_terms_are_skipped() {
         assert_eq!(
-            parse_product(&product_document("m5.large", "us-east-1", "0.0000000000")).unwrap(),
+            parse_product(&product_document(
+                "m5.large",
+                "us-east-1",
+                LINUX,
+                "0.0000000000"
+            ))
+            .unwrap(),
             None
         );
         let reserved_only = serde_json::json!({
@@ -233,7 +257,7 @@ mod tests {
                 .contains("instanceType")
         );
         assert!(
-            parse_product(&product_document("m5.large", "us-east-1", "cheap"))
+            parse_product(&product_document("m5.large", "us-east-1", LINUX, "cheap"))
                 .unwrap_err()
                 .contains("not a number")
         );

@@ -201,6 +201,45 @@ impl Env {
         .unwrap()
     }
 
+    /// This cluster's launch templates in moto (Adze names them `adze-<cluster>-…`).
+    async fn launch_templates(&self) -> Vec<aws_sdk_ec2::types::LaunchTemplate> {
+        let prefix = format!("adze-{}-", self.cluster);
+        self.clients
+            .ec2
+            .describe_launch_templates()
+            .send()
+            .await
+            .unwrap()
+            .launch_templates
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| {
+                t.launch_template_name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect()
+    }
+
+    /// What the first version of launch template `t` launches.
+    async fn template_data(
+        &self,
+        t: &aws_sdk_ec2::types::LaunchTemplate,
+    ) -> aws_sdk_ec2::types::ResponseLaunchTemplateData {
+        self.clients
+            .ec2
+            .describe_launch_template_versions()
+            .launch_template_id(t.launch_template_id.clone().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .launch_template_versions
+            .unwrap()[0]
+            .launch_template_data
+            .clone()
+            .unwrap()
+    }
+
     fn profiles(&self) -> Profiles {
         Profiles {
             iam: self.clients.iam.clone(),
@@ -506,43 +545,14 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
         .unwrap()
         .launch_templates
         .unwrap_or_default();
-    let all = e
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .send()
-        .await
-        .unwrap()
-        .launch_templates
-        .unwrap();
-    let ours: Vec<_> = all
-        .iter()
-        .filter(|t| {
-            t.launch_template_name
-                .as_deref()
-                .unwrap()
-                .starts_with("adze-launch-")
-        })
-        .collect();
+    let ours = e.launch_templates().await;
     assert_eq!(
         ours.len(),
         1,
         "one template for one (image, user data); filtered {}",
         templates.len()
     );
-    let v = e
-        .clients
-        .ec2
-        .describe_launch_template_versions()
-        .launch_template_id(ours[0].launch_template_id.clone().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .launch_template_versions
-        .unwrap()[0]
-        .launch_template_data
-        .clone()
-        .unwrap();
+    let v = e.template_data(&ours[0]).await;
     let template_tags: BTreeMap<String, String> = ours[0]
         .tags
         .clone()
@@ -617,25 +627,7 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
         .create(&claim("launch-2", &["m5.large", "c5.large"], "on-demand"))
         .await
         .unwrap();
-    let all = e
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .send()
-        .await
-        .unwrap()
-        .launch_templates
-        .unwrap();
-    assert_eq!(
-        all.iter()
-            .filter(|t| t
-                .launch_template_name
-                .as_deref()
-                .unwrap()
-                .starts_with("adze-launch-"))
-            .count(),
-        1
-    );
+    assert_eq!(e.launch_templates().await.len(), 1);
 }
 
 #[tokio::test]
@@ -1096,7 +1088,7 @@ async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
     let e = env("pricing", &moto).await;
     // Without a price list the API refuses; callers fall back to the catalog.
     assert!(
-        adze_aws::pricing::fetch(&e.clients.pricing, REGION)
+        adze_aws::pricing::fetch(&e.clients.pricing, REGION, adze_aws::pricing::LINUX)
             .await
             .is_err()
     );
@@ -1109,7 +1101,7 @@ async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
         table.insert(format!("zz{i}.large"), 1.0 + f64::from(i));
     }
     e.proxy.serve_prices(table);
-    let prices = adze_aws::pricing::fetch(&e.clients.pricing, REGION)
+    let prices = adze_aws::pricing::fetch(&e.clients.pricing, REGION, adze_aws::pricing::LINUX)
         .await
         .unwrap();
     assert_eq!(prices.get("m5.large"), Some(&0.1234));
@@ -1137,6 +1129,35 @@ async fn on_demand_prices_come_from_the_price_list_api_when_it_answers() {
         0.192,
         "a type it did not price: the catalog's"
     );
+
+    // Windows: the Price List's Windows price once it has one, asked for with the Linux
+    // prices (a new provider: the first one's answers are kept for hours).
+    let windows_od = |types: &[std::sync::Arc<adze_scheduling::InstanceType>], name: &str| {
+        let t = types.iter().find(|t| t.name == name)?;
+        adze_scheduling::node_class::as_windows(t, "10.0.20348")?
+            .offerings
+            .iter()
+            .find(|o| o.capacity_type == "on-demand")
+            .map(|o| o.price)
+    };
+    assert_eq!(
+        windows_od(&provider.instance_types(), "m5.large"),
+        Some(0.2154),
+        "no Windows answer yet: the live Linux price plus the table's licence"
+    );
+    e.proxy.serve_windows_prices(BTreeMap::from([
+        ("m5.large".to_string(), 0.2299),
+        ("c5.large".to_string(), 0.1771),
+    ]));
+    let windows = adze_aws::pricing::fetch(&e.clients.pricing, REGION, adze_aws::pricing::WINDOWS)
+        .await
+        .unwrap();
+    assert_eq!(windows.len(), 2, "only the Windows products");
+    let (provider, _) = e.provider(e.class());
+    provider.refresh().await.unwrap();
+    let types = provider.instance_types();
+    assert_eq!(windows_od(&types, "m5.large"), Some(0.2299));
+    assert_eq!(windows_od(&types, "c5.large"), Some(0.1771));
 }
 
 /// Instances in moto itself (not through the proxy, which may hide lagging ones) tagged for
@@ -1422,39 +1443,10 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
         Some(nvidia_ami.as_str())
     );
 
-    let all = e
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .send()
-        .await
-        .unwrap()
-        .launch_templates
-        .unwrap();
-    let ours: Vec<_> = all
-        .iter()
-        .filter(|t| {
-            t.launch_template_name
-                .as_deref()
-                .unwrap()
-                .starts_with("adze-accel-")
-        })
-        .collect();
+    let ours = e.launch_templates().await;
     assert!(!ours.is_empty());
     for t in ours {
-        let v = e
-            .clients
-            .ec2
-            .describe_launch_template_versions()
-            .launch_template_id(t.launch_template_id.clone().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .launch_template_versions
-            .unwrap()[0]
-            .launch_template_data
-            .clone()
-            .unwrap();
+        let v = e.template_data(&t).await;
         assert!(
             v.security_group_ids.unwrap_or_default().is_empty(),
             "groups move onto the interface"
@@ -1534,37 +1526,9 @@ async fn interfaces_conntrack_and_volume_initialization_rate_reach_the_launch_te
         .create(&claim("hpcnet-1", &["c6i.32xlarge"], "on-demand"))
         .await
         .unwrap();
-    let all = e
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .send()
-        .await
-        .unwrap()
-        .launch_templates
-        .unwrap();
-    let ours: Vec<_> = all
-        .iter()
-        .filter(|t| {
-            t.launch_template_name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("adze-hpcnet-"))
-        })
-        .collect();
+    let ours = e.launch_templates().await;
     assert_eq!(ours.len(), 1);
-    let v = e
-        .clients
-        .ec2
-        .describe_launch_template_versions()
-        .launch_template_id(ours[0].launch_template_id.clone().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .launch_template_versions
-        .unwrap()[0]
-        .launch_template_data
-        .clone()
-        .unwrap();
+    let v = e.template_data(&ours[0]).await;
     assert!(
         v.security_group_ids.unwrap_or_default().is_empty(),
         "groups move onto the interfaces"

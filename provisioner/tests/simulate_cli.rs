@@ -522,7 +522,7 @@ spec: {containers: [{name: a, resources: {requests: {cpu: 600m}}}]}
         .map(|b| b.node.as_str())
         .collect();
     assert_eq!(daemon_nodes, vec!["small"]);
-    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = support_scratch::report(&out);
     assert_eq!(report.unschedulable.len(), 1, "{report:?}");
     assert_eq!(report.unschedulable[0].pod, "default/web");
 }
@@ -606,7 +606,7 @@ spec: {{containers: [{{name: a, resources: {{requests: {{cpu: "1"}}}}}}]}}
     let out = simulate(&path, &["--output", "json"]);
     let _ = std::fs::remove_file(&path);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = support_scratch::report(&out);
     assert_eq!(report.node_claims.len(), 1);
     let claim = &report.node_claims[0];
     assert_eq!(claim.instance_type_options.len(), 3, "{claim:?}");
@@ -644,7 +644,7 @@ spec:
     let _ = std::fs::remove_file(&path);
     assert_eq!(without.status.code(), Some(2), "{}", stderr(&without));
     assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
-    let report: Report = serde_json::from_str(&stdout(&with)).unwrap();
+    let report = support_scratch::report(&with);
     let l = &report.node_claims[0].labels;
     assert_eq!(l[labels::CAPACITY_TYPE], "spot");
     assert_eq!(l["karpenter.sh/capacity-type"], "spot");
@@ -938,7 +938,7 @@ fn an_amd64_only_local_nvme_pool_takes_the_cheapest_intel_d_type() {
     let path = scratch("local-nvme-amd64", &amd64);
     let out = simulate(&path, &["--output", "json"]);
     let _ = std::fs::remove_file(&path);
-    let report: Report = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = support_scratch::report(&out);
     let etl = claims_of(&report, "data/etl-");
     // c5d.large ($0.096) is cheaper but has 50 GB; c6id.large (118 GB, $0.1008) is the
     // cheapest amd64 type with more than 100 GB.

@@ -25,9 +25,7 @@ fn simulate(name: &str, yaml: &str) -> (Output, Report) {
         .output()
         .expect("the binary runs");
     let _ = std::fs::remove_file(&path);
-    let text = String::from_utf8(out.stdout.clone()).unwrap();
-    let report = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let report = support_scratch::report(&out);
     (out, report)
 }
 

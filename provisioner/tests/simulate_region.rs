@@ -68,9 +68,7 @@ spec:
 }
 
 fn json(out: &Output) -> Report {
-    let text = String::from_utf8(out.stdout.clone()).unwrap();
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)))
+    support_scratch::report(out)
 }
 
 fn stderr(out: &Output) -> String {

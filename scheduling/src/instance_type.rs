@@ -93,6 +93,15 @@ impl<'r> OfferingReqs<'r> {
     }
 }
 
+/// A Windows Server (License Included) node of a type, as a live cloud describes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowsFacts {
+    /// USD per hour above the type's Linux price: the Windows Server licence.
+    pub licence_usd: f64,
+    /// IPv4 addresses of the primary network interface (Windows pods take theirs from it).
+    pub primary_eni_ipv4: u32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceType {
     pub name: String,
@@ -102,6 +111,10 @@ pub struct InstanceType {
     pub capacity: Resources,
     pub overhead: Overhead,
     pub offerings: Vec<Offering>,
+    /// What a Windows node of this type needs beyond this Linux view, when the cloud
+    /// published it (the live Price List's Windows price). None: the embedded tables apply
+    /// ([`crate::catalog::ec2_windows`]).
+    pub windows: Option<WindowsFacts>,
     allocatable: Resources,
 }
 
@@ -124,9 +137,17 @@ impl InstanceType {
             capacity,
             overhead,
             offerings,
+            windows: None,
         };
         it.refresh_offering_requirements();
         it
+    }
+
+    /// This type with the Windows facts the cloud publishes for it (see
+    /// [`InstanceType::windows`]).
+    pub fn with_windows(mut self, facts: WindowsFacts) -> Self {
+        self.windows = Some(facts);
+        self
     }
 
     /// This type with another shape and offerings (a node class's view of it): the labels stay,
@@ -144,6 +165,7 @@ impl InstanceType {
             capacity,
             overhead,
             offerings,
+            windows: self.windows,
         };
         it.refresh_offering_requirements();
         it

@@ -86,21 +86,30 @@ fn as_class_os(t: &Arc<InstanceType>, class: &NodeClassFacts) -> Option<Arc<Inst
 
 /// A catalog type (which describes the Linux node) as a Windows Server node of `build`, or
 /// None when it cannot be one: not amd64 (EKS publishes no arm64 Windows image), or no
-/// published Windows price ([`ec2_windows`]: Adze will not price Windows as Linux).
+/// published Windows price: neither the cloud's ([`InstanceType::windows`], from the live
+/// Price List) nor the embedded table's ([`ec2_windows`]): Adze will not price
+/// Windows as Linux.
 ///
 /// * labels: `kubernetes.io/os: windows` and `node.kubernetes.io/windows-build: <build>`;
-/// * prices: every offering costs the Windows licence more ([`ec2_windows::licence_usd`]),
+/// * prices: every offering costs the Windows licence more (the cloud's, else
+///   [`ec2_windows::licence_usd`]),
 ///   spot included, so on demand in us-east-1 is the published Windows price;
 /// * pods: the primary interface's addresses ([`overhead::windows_max_pods`]), and the
 ///   overhead that follows from them; kubelet settings apply on top, as for Linux.
 ///
 /// `run` (through [`instance_types`]) and `simulate` both take Windows types from here.
 pub fn as_windows(t: &InstanceType, build: &str) -> Option<InstanceType> {
-    if t.label(labels::ARCH) != Some("amd64") {
+    // Neuron devices have Linux drivers only, whatever a price list says.
+    if t.label(labels::ARCH) != Some("amd64") || t.capacity.get(crate::resources::NEURON) > 0 {
         return None;
     }
-    let licence = ec2_windows::licence_usd(&t.name)?;
-    let ipv4 = ec2_windows::primary_eni_ipv4(&t.name)?;
+    let (licence, ipv4) = match t.windows {
+        Some(w) => (w.licence_usd, w.primary_eni_ipv4),
+        None => (
+            ec2_windows::licence_usd(&t.name)?,
+            ec2_windows::primary_eni_ipv4(&t.name)?,
+        ),
+    };
     let offerings = t
         .offerings
         .iter()

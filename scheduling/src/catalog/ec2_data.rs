@@ -741,9 +741,15 @@ pub fn eni_max_pods(t: &Ec2Type) -> u32 {
     t.max_enis * (t.ipv4_per_eni.saturating_sub(1)) + 2
 }
 
-/// Looks a type up by its exact name.
+/// Looks a type up by its exact name (an index built once: placement asks for every type of
+/// the catalog in turn, and a scan each time made that quadratic).
 pub fn find(name: &str) -> Option<&'static Ec2Type> {
-    TYPES.iter().find(|t| t.name == name)
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static Ec2Type>> =
+        std::sync::OnceLock::new();
+    BY_NAME
+        .get_or_init(|| TYPES.iter().map(|t| (t.name, t)).collect())
+        .get(name)
+        .copied()
 }
 
 #[cfg(test)]

@@ -215,10 +215,12 @@ pub const ON_DEMAND_USD: &[(&str, f64)] = &[
 /// The published us-east-1 Windows on-demand price of `name`; None when it is not offered
 /// for Windows here.
 pub fn on_demand_usd(name: &str) -> Option<f64> {
-    ON_DEMAND_USD
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, usd)| *usd)
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, f64>> =
+        std::sync::OnceLock::new();
+    BY_NAME
+        .get_or_init(|| ON_DEMAND_USD.iter().copied().collect())
+        .get(name)
+        .copied()
 }
 
 /// What a Windows node of `name` costs per hour on top of a Linux one: the published Windows
@@ -226,10 +228,7 @@ pub fn on_demand_usd(name: &str) -> Option<f64> {
 /// offered for Windows.
 pub fn licence_usd(name: &str) -> Option<f64> {
     let windows = on_demand_usd(name)?;
-    let linux = ec2_data::TYPES
-        .iter()
-        .find(|t| t.name == name)?
-        .on_demand_usd;
+    let linux = ec2_data::find(name)?.on_demand_usd;
     let licence = round_usd(windows - linux);
     (licence >= 0.0).then_some(licence)
 }
@@ -237,10 +236,7 @@ pub fn licence_usd(name: &str) -> Option<f64> {
 /// IPv4 addresses of the primary network interface of `name` (Windows pods take theirs from
 /// it alone); None for a type the embedded catalog does not know.
 pub fn primary_eni_ipv4(name: &str) -> Option<u32> {
-    ec2_data::TYPES
-        .iter()
-        .find(|t| t.name == name)
-        .map(|t| t.ipv4_per_eni)
+    ec2_data::find(name).map(|t| t.ipv4_per_eni)
 }
 
 /// A dollar amount rounded to a millionth, so a Linux price plus a licence is the published
