@@ -182,7 +182,7 @@ def expect_aws(docs):
           not rules_allow(role, "", "nodes", "create") and not rules_allow(role, "", "pods/status", "patch"))
     for g, r, v in [("", "pods/eviction", "create"), ("adze.sh", "nodeclaims", "create"),
                     ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "list"),
-                    ("", "pods", "delete"),
+                    ("", "pods", "delete"), ("", "nodes/status", "patch"),
                     ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch")]:
         check(f"aws: provisioner may {v} {g or 'core'}/{r}", rules_allow(role, g, r, v))
     check("aws: provisioner may not bind pods", not rules_allow(role, "", "pods/binding", "create"))

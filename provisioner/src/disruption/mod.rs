@@ -686,6 +686,33 @@ impl Disruption {
         Ok(deleted)
     }
 
+    /// Writes each Node's `EC2StatusImpaired` condition where the status checks just read call
+    /// for a change ([`pure::repair::NodeHealth::publish_status_condition`]): a strategic-merge
+    /// patch of the Node's status that touches that condition alone, so the kubelet's and
+    /// anyone else's conditions stay as they are. A failed write is logged and tried again on
+    /// the next pass; the decision goes by the condition as folded in either way.
+    async fn publish_status_conditions(&self, health: &mut [pure::repair::NodeHealth], now: i64) {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        for h in health.iter_mut() {
+            let Some(c) = h.publish_status_condition(now) else {
+                continue;
+            };
+            let patch = repair::condition_patch(&c);
+            match nodes
+                .patch_status(&h.node, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(node = %h.node, status = %c.status, reason = %c.reason, since = c.since, "{}: {}", pure::repair::EC2_STATUS_CONDITION, c.message)
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(node = %h.node, error = %e, "could not write the node's {} condition; tried again next pass", pure::repair::EC2_STATUS_CONDITION)
+                }
+            }
+        }
+    }
+
     /// Node repair: every NodeClaim whose Node has reported an unhealthy condition past that
     /// condition's toleration, or whose instance fails a cloud status check (EC2's instance or
     /// system reachability) past 2 minutes ([`pure::repair`]; the checks are read from the
@@ -706,6 +733,8 @@ impl Disruption {
                 built.input.now,
                 Instant::now(),
             )
+            .await;
+        self.publish_status_conditions(&mut health, built.input.now)
             .await;
         let outcomes =
             pure::repair::decide(&health, &pure::repair::default_policies(), built.input.now);

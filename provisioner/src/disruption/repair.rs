@@ -3,13 +3,14 @@
 //! the cloud reports them ([`StatusChecks`]). Reading only; the disruption controller
 //! carries the verdicts out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
 use adze_scheduling::disruption::UnixSeconds;
 use adze_scheduling::disruption::repair::{
-    NodeCondition, NodeHealth, StatusCheck, remember_first_failures,
+    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, StatusCheck,
+    remember_first_failures,
 };
 use adze_scheduling::labels;
 use k8s_openapi::api::core::v1::Node;
@@ -26,9 +27,9 @@ pub const STATUS_CHECK_INTERVAL: Duration = Duration::from_secs(60);
 /// failing check was first seen (for checks the cloud gives no `impairedSince`).
 #[derive(Default)]
 pub struct StatusChecks {
-    /// When the last reading was taken and what it said (providerID → checks); an empty
-    /// reading after a failed call: nothing known until the next one.
-    last: Option<(Instant, BTreeMap<String, Vec<StatusCheck>>)>,
+    /// When the last reading was taken and what it said; None after a failed call: nothing
+    /// known until the next one.
+    last: Option<(Instant, Option<Reading>)>,
     first_seen: BTreeMap<String, UnixSeconds>,
 }
 
@@ -66,27 +67,53 @@ impl StatusChecks {
                         failing,
                         "read the instances' status checks"
                     );
-                    reports
+                    Some(Reading {
+                        asked: ids.iter().cloned().collect(),
+                        reports,
+                    })
                 }
                 Err(e) => {
                     tracing::warn!(
                         error = %e,
-                        "status checks could not be read; node repair goes by node conditions alone until the next reading"
+                        "status checks could not be read; node repair goes by node conditions alone (EC2StatusImpaired left as the Nodes hold it) until the next reading"
                     );
-                    BTreeMap::new()
+                    None
                 }
             };
             self.last = Some((at, reading));
         }
-        let reading = self.last.as_ref().map(|(_, r)| r);
+        let reading = self.last.as_ref().and_then(|(_, r)| r.as_ref());
         for h in health.iter_mut() {
-            h.status_checks = h
-                .provider_id
-                .as_ref()
-                .and_then(|id| reading?.get(id).cloned())
+            let id = h.provider_id.as_ref();
+            h.status_checks = id
+                .and_then(|id| reading?.reports.get(id).cloned())
                 .unwrap_or_default();
+            h.checks_read = id.is_some_and(|id| reading.is_some_and(|r| r.asked.contains(id)));
         }
     }
+}
+
+/// One successful reading: the providerIDs asked about, and the checks the cloud reported
+/// (providerID → checks; an instance asked about and left out has none failing).
+struct Reading {
+    asked: BTreeSet<String>,
+    reports: BTreeMap<String, Vec<StatusCheck>>,
+}
+
+/// The strategic-merge patch of a Node's status that writes `c` as its
+/// [`EC2_STATUS_CONDITION`]: Node conditions merge by `type`, so the kubelet's own
+/// conditions (and anyone else's) are left as they are.
+pub fn condition_patch(c: &PublishedCondition) -> serde_json::Value {
+    let since = k8s_openapi::jiff::Timestamp::from_second(c.since)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+        .to_string();
+    serde_json::json!({"status": {"conditions": [{
+        "type": EC2_STATUS_CONDITION,
+        "status": c.status,
+        "reason": c.reason,
+        "message": c.message,
+        "lastTransitionTime": since,
+    }]}})
 }
 
 /// Every NodeClaim whose Node exists, with the Node's conditions; claims not registered yet
@@ -119,6 +146,7 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
                     type_: c.type_.clone(),
                     status: c.status.clone(),
                     since: c.last_transition_time.as_ref().map(|t| t.0.as_second()),
+                    message: c.message.clone(),
                 })
                 .collect()
         })
@@ -135,6 +163,7 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
         provider_id,
         conditions,
         status_checks: Vec::new(),
+        checks_read: false,
         deleting: claim.metadata.deletion_timestamp.is_some()
             || node.metadata.deletion_timestamp.is_some(),
     }
@@ -308,9 +337,10 @@ mod tests {
         // No impairedSince from the cloud: counted from when it was first seen failing.
         assert_eq!(health[0].status_checks[0].impaired_since, Some(t0));
         assert!(
-            health[1].status_checks.is_empty(),
+            health[1].status_checks.is_empty() && !health[1].checks_read,
             "no providerID, nothing asked"
         );
+        assert!(health[0].checks_read);
         let out = decide(&health, &default_policies(), t0 + 119);
         assert_eq!(out[0].verdict, Verdict::Tolerated);
         // Within the interval the last reading is used; after it the cloud is asked again,
@@ -344,6 +374,11 @@ mod tests {
         let mut health = vec![with_instance("a")];
         reader.attach(&broken, &mut health, t0, at).await;
         assert!(health[0].status_checks.is_empty());
+        assert!(
+            !health[0].checks_read,
+            "a failed reading is not news of health"
+        );
+        assert_eq!(health[0].publish_status_condition(t0), None);
         assert!(decide(&health, &default_policies(), t0 + 3600).is_empty());
     }
 
@@ -401,6 +436,12 @@ mod tests {
             decide(&health, &default_policies(), t0 + 600).is_empty(),
             "every simulated instance passes its checks until told otherwise"
         );
+        // Asked and reported nothing failing: each Node gets EC2StatusImpaired False.
+        let published: Vec<_> = health
+            .iter_mut()
+            .map(|h| h.publish_status_condition(t0 + 600).map(|c| c.status))
+            .collect();
+        assert_eq!(published, vec![Some("False".to_string()); 5]);
 
         // c3's host fails its system check from t0.
         let path = dir.join("c3.json");
@@ -420,6 +461,16 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].nodeclaim, "c3");
         assert_eq!(out[0].verdict, Verdict::Repair);
+        let c3 = health[2].publish_status_condition(t0 + 600).unwrap();
+        assert_eq!((c3.status.as_str(), c3.since), ("True", t0));
+        assert_eq!(
+            condition_patch(&c3),
+            json!({"status": {"conditions": [{
+                "type": "EC2StatusImpaired", "status": "True", "reason": "ReachabilityFailed",
+                "message": "EC2 reports system status reachability failing",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }]}})
+        );
         assert!(
             out[0].message().starts_with(
                 "unhealthy: EC2 status check system status reachability has been failing for 10m (tolerated for 2m)"
@@ -439,11 +490,30 @@ mod tests {
             err.to_string().contains("statusChecks[].kind: \"disk\""),
             "{err}"
         );
+        // Nodes that hold no EC2StatusImpaired: nothing to go by.
         let mut reader = StatusChecks::default();
+        let mut fresh = super::health(&objects);
+        reader
+            .attach(&cloud, &mut fresh, t0 + 600, Instant::now())
+            .await;
+        assert!(fresh.iter().all(|h| !h.checks_read));
+        assert!(decide(&fresh, &default_policies(), t0 + 600).is_empty());
+        // c3's Node holding the True written before: left as it is (Karpenter: a failed poll
+        // changes no condition), and it still counts as any condition the Node holds.
         reader
             .attach(&cloud, &mut health, t0 + 600, Instant::now())
             .await;
-        assert!(decide(&health, &default_policies(), t0 + 600).is_empty());
+        assert_eq!(health[2].publish_status_condition(t0 + 600), None);
+        let out = decide(&health, &default_policies(), t0 + 600);
+        assert_eq!(out[0].nodeclaim, "c3");
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert!(
+            out[0]
+                .message()
+                .contains("node condition EC2StatusImpaired has been True for 10m"),
+            "{}",
+            out[0].message()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -8,11 +8,15 @@
 //! cluster's (network, control plane) than the nodes', and replacing them would not help.
 //!
 //! Besides the Node's own conditions, the cloud's view of the instance counts: EC2's status
-//! checks ([`StatusCheck`], from DescribeInstanceStatus) become one more condition,
-//! [`EC2_STATUS_CONDITION`] `True`, as Karpenter's AWS provider publishes it on the Node —
-//! a failing instance or system reachability check, counted from EC2's `impairedSince`, is
-//! repaired after 2 minutes, under the same guard. Checks still initializing or without data,
-//! and the attached-EBS check (a failing volume may be a pod's, not the node's), do not count.
+//! checks ([`StatusCheck`], from DescribeInstanceStatus) are folded into one Node condition,
+//! [`EC2_STATUS_CONDITION`], as Karpenter's AWS provider publishes it
+//! ([`NodeHealth::publish_status_condition`]: `True` while an instance or system reachability
+//! check fails, its clock EC2's earliest `impairedSince`; `False` once a reading reports none
+//! failing; untouched when the cloud could not be read). The controller writes that condition
+//! on the Node, and the decision reads it through the same policy list as every other
+//! condition, so a Node marked `EC2StatusImpaired=True` by anyone is repaired the same way:
+//! after 2 minutes, under the same guard. Checks still initializing or without data, and the
+//! attached-EBS check (a failing volume may be a pod's, not the node's), do not count.
 //! Pure: node conditions, status checks, policies and `now` in, verdicts out.
 
 use std::collections::BTreeMap;
@@ -29,6 +33,13 @@ pub const MAX_UNHEALTHY_PERCENT: u64 = 20;
 /// The condition a failing EC2 status check stands for (Karpenter's AWS provider's name for
 /// it): `True` while an instance or system check fails, since the earliest `impairedSince`.
 pub const EC2_STATUS_CONDITION: &str = "EC2StatusImpaired";
+
+/// [`EC2_STATUS_CONDITION`]'s reason while `True` (Karpenter's).
+pub const EC2_REASON_FAILED: &str = "ReachabilityFailed";
+
+/// [`EC2_STATUS_CONDITION`]'s reason while `False` (Karpenter's): a reading reported no
+/// instance or system reachability check failing, which is not a claim that they passed.
+pub const EC2_REASON_NONE: &str = "NoImpairmentReported";
 
 /// How long a failing EC2 status check is tolerated (Karpenter's policy for
 /// [`EC2_STATUS_CONDITION`]).
@@ -81,6 +92,8 @@ pub struct NodeCondition {
     pub status: String,
     /// `lastTransitionTime`; None when the Node does not say.
     pub since: Option<UnixSeconds>,
+    /// `message`; None when the Node gives none.
+    pub message: Option<String>,
 }
 
 /// Which of EC2's status checks (DescribeInstanceStatus' `instanceStatus`, `systemStatus`,
@@ -175,6 +188,10 @@ pub struct NodeHealth {
     /// The instance's status checks as the cloud last reported them; empty when nothing is
     /// known (status checks not read, the read failed, or the cloud has none).
     pub status_checks: Vec<StatusCheck>,
+    /// A reading that succeeded asked the cloud about this instance: [`Self::status_checks`]
+    /// is then the whole answer, and none failing is news of health (the condition goes
+    /// `False`). False when the reading failed or did not ask about it: nothing is known.
+    pub checks_read: bool,
     /// The NodeClaim or Node is already being deleted.
     pub deleting: bool,
 }
@@ -188,6 +205,7 @@ impl NodeHealth {
             provider_id: None,
             conditions: Vec::new(),
             status_checks: Vec::new(),
+            checks_read: false,
             deleting: false,
         }
     }
@@ -205,35 +223,101 @@ impl NodeHealth {
             status: CheckStatus::parse(status),
             impaired_since,
         });
+        self.checks_read = true;
         self
     }
 
-    /// The condition its failing status checks stand for: [`EC2_STATUS_CONDITION`] `True`
-    /// since the earliest `impairedSince` (None if any failing check has none: not counted
-    /// from a time it does not have), with the checks named; None when none fails.
-    pub fn status_condition(&self) -> Option<(NodeCondition, String)> {
-        let failing: Vec<&StatusCheck> = self
+    /// The failing checks that count, named (`instance status reachability and system status
+    /// reachability`); None when none fails.
+    pub fn failing_checks(&self) -> Option<String> {
+        let named: Vec<String> = self
             .status_checks
             .iter()
             .filter(|c| c.is_failing())
+            .map(StatusCheck::describe)
             .collect();
-        if failing.is_empty() {
+        (!named.is_empty()).then(|| named.join(" and "))
+    }
+
+    /// The Node's own condition of `type_`, if it reports one.
+    pub fn condition(&self, type_: &str) -> Option<&NodeCondition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// The [`EC2_STATUS_CONDITION`] the status checks call for, given the one the Node holds
+    /// now (Karpenter's rules): `True` (`ReachabilityFailed`) while an instance or system check
+    /// fails, its `lastTransitionTime` the earliest `impairedSince` of the failing checks (`now`
+    /// when none has one) — or the Node's own, when it already says `True`: one clock for an
+    /// uninterrupted impairment, whichever checks make it up; `False` (`NoImpairmentReported`)
+    /// when a reading asked about the instance and none fails, since `now` (or the Node's own
+    /// time when it already says `False`). None when nothing was read: the condition stays as
+    /// it is (an unreadable cloud is never news of health or of impairment).
+    pub fn status_condition(&self, now: UnixSeconds) -> Option<PublishedCondition> {
+        if !self.checks_read {
             return None;
         }
-        let since = failing
-            .iter()
-            .map(|c| c.impaired_since)
-            .collect::<Option<Vec<_>>>()
-            .and_then(|all| all.into_iter().min());
-        let named: Vec<String> = failing.iter().map(|c| c.describe()).collect();
-        Some((
-            NodeCondition {
-                type_: EC2_STATUS_CONDITION.into(),
-                status: "True".into(),
-                since,
-            },
-            named.join(" and "),
-        ))
+        let current = self.condition(EC2_STATUS_CONDITION);
+        let (status, reason, message, fresh_since) = match self.failing_checks() {
+            Some(named) => {
+                let earliest = self
+                    .status_checks
+                    .iter()
+                    .filter(|c| c.is_failing())
+                    .filter_map(|c| c.impaired_since)
+                    .min();
+                (
+                    "True",
+                    EC2_REASON_FAILED,
+                    format!("EC2 reports {named} failing"),
+                    earliest.unwrap_or(now),
+                )
+            }
+            None => (
+                "False",
+                EC2_REASON_NONE,
+                "EC2 reports no instance or system reachability check failing".to_string(),
+                now,
+            ),
+        };
+        let since = current
+            .filter(|c| c.status == status)
+            .and_then(|c| c.since)
+            .unwrap_or(fresh_since);
+        Some(PublishedCondition {
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            since,
+        })
+    }
+
+    /// Folds the status checks into the Node's conditions as [`Self::status_condition`] says
+    /// (replacing its [`EC2_STATUS_CONDITION`] or adding one), and returns the condition when it
+    /// differs from what the Node holds (status, transition time or message): what the
+    /// controller must write. Idempotent: a second call changes nothing and returns None.
+    pub fn publish_status_condition(&mut self, now: UnixSeconds) -> Option<PublishedCondition> {
+        let new = self.status_condition(now)?;
+        let as_node = NodeCondition {
+            type_: EC2_STATUS_CONDITION.into(),
+            status: new.status.clone(),
+            since: Some(new.since),
+            message: Some(new.message.clone()),
+        };
+        match self
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == EC2_STATUS_CONDITION)
+        {
+            Some(c) if *c == as_node => None,
+            Some(c) => {
+                *c = as_node;
+                Some(new)
+            }
+            None => {
+                self.conditions.push(as_node);
+                Some(new)
+            }
+        }
     }
 
     /// Adds a condition (builder for callers and tests).
@@ -242,9 +326,20 @@ impl NodeHealth {
             type_: type_.into(),
             status: status.into(),
             since,
+            message: None,
         });
         self
     }
+}
+
+/// The [`EC2_STATUS_CONDITION`] to write on a Node: its status (`True`/`False`), reason,
+/// message and `lastTransitionTime`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedCondition {
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub since: UnixSeconds,
 }
 
 /// An unhealthy condition matched by a policy.
@@ -360,27 +455,23 @@ fn human(secs: i64) -> String {
 }
 
 /// The unhealthy condition of `node` whose toleration runs out first (a condition without a
-/// transition time last), or None when every condition is healthy. Failing status checks
-/// count as [`EC2_STATUS_CONDITION`] (taking the place of a condition of that type the Node
-/// itself may carry).
+/// transition time last), or None when every condition is healthy. Reads the Node's
+/// conditions only, one rule for all: [`EC2_STATUS_CONDITION`] is among them once
+/// [`NodeHealth::publish_status_condition`] has folded the status checks in (as [`decide`]
+/// does), and the failing checks only name it in messages.
 pub fn finding(node: &NodeHealth, policies: &[RepairPolicy]) -> Option<Finding> {
-    let from_cloud = node.status_condition();
     policies
         .iter()
         .filter_map(|p| {
-            let (c, checks) = match &from_cloud {
-                Some((c, checks)) if c.type_ == p.condition => (c, Some(checks.clone())),
-                _ => (
-                    node.conditions.iter().find(|c| c.type_ == p.condition)?,
-                    None,
-                ),
-            };
+            let c = node.condition(&p.condition)?;
             (c.status == p.status).then(|| Finding {
                 condition: p.condition.clone(),
                 status: p.status.clone(),
                 toleration: p.toleration,
                 since: c.since,
-                checks,
+                checks: (p.condition == EC2_STATUS_CONDITION)
+                    .then(|| node.failing_checks())
+                    .flatten(),
             })
         })
         .min_by_key(|f| f.due().unwrap_or(UnixSeconds::MAX))
@@ -418,6 +509,17 @@ pub fn allowed_unhealthy(nodes: usize) -> usize {
 /// A node counts as unhealthy for the guard as soon as a condition matches, tolerated or
 /// not, and whether or not it is being deleted; healthy nodes are left out of the result.
 pub fn decide(nodes: &[NodeHealth], policies: &[RepairPolicy], now: UnixSeconds) -> Vec<Outcome> {
+    // The status checks as the EC2StatusImpaired condition the controller publishes (already
+    // folded in when it has: publishing is idempotent).
+    let folded: Vec<NodeHealth> = nodes
+        .iter()
+        .map(|n| {
+            let mut n = n.clone();
+            n.publish_status_condition(now);
+            n
+        })
+        .collect();
+    let nodes = folded.as_slice();
     let findings: Vec<Option<Finding>> = nodes.iter().map(|n| finding(n, policies)).collect();
     // Per pool (None: the NodeClaims of no pool, guarded over every node): (unhealthy, all).
     let mut pools: BTreeMap<Option<&str>, (usize, usize)> = BTreeMap::new();
@@ -708,7 +810,7 @@ mod tests {
         let out = decide(std::slice::from_ref(&n), &default_policies(), NOW);
         assert_eq!(out[0].verdict, Verdict::Tolerated);
         assert!(
-            out[0].message().contains("with no impairedSince"),
+            out[0].message().contains("has been failing for 0s"),
             "{}",
             out[0].message()
         );
@@ -771,26 +873,95 @@ mod tests {
     }
 
     #[test]
-    fn the_cloud_reading_stands_in_for_a_node_condition_of_the_same_type() {
-        // A Node that says EC2StatusImpaired True for an hour, but the cloud reads the check
-        // failing for a minute only: the cloud's reading counts.
+    fn the_condition_published_follows_the_checks_and_keeps_its_clock_while_true() {
+        // Not read (the cloud could not be asked, or was not asked about it): nothing to write.
+        let mut unread = healthy("a");
+        assert_eq!(unread.publish_status_condition(NOW), None);
+        assert!(unread.condition(EC2_STATUS_CONDITION).is_none());
+        // Read, nothing failing: False since now, NoImpairmentReported; then nothing to write.
+        let mut fine = healthy("a");
+        fine.checks_read = true;
+        let p = fine.publish_status_condition(NOW).unwrap();
+        assert_eq!(
+            (p.status.as_str(), p.reason.as_str(), p.since),
+            ("False", EC2_REASON_NONE, NOW)
+        );
+        assert_eq!(fine.publish_status_condition(NOW + MIN), None, "idempotent");
+        // Failing: True since EC2's impairedSince, the checks named.
+        let mut sick = fine.clone();
+        sick = sick.with_check(CheckKind::Instance, "failed", Some(NOW - MIN));
+        let p = sick.publish_status_condition(NOW + 10).unwrap();
+        assert_eq!(
+            (p.status.as_str(), p.reason.as_str(), p.since),
+            ("True", EC2_REASON_FAILED, NOW - MIN)
+        );
+        assert_eq!(
+            p.message,
+            "EC2 reports instance status reachability failing"
+        );
+        assert_eq!(sick.publish_status_condition(NOW + 20), None);
+        // The system check fails too, from later: still True, same clock, message updated.
+        sick = sick.with_check(CheckKind::System, "failed", Some(NOW));
+        let p = sick.publish_status_condition(NOW + 30).unwrap();
+        assert_eq!((p.status.as_str(), p.since), ("True", NOW - MIN));
+        assert!(
+            p.message.contains("and system status reachability"),
+            "{p:?}"
+        );
+        // The instance check recovers, the system one still fails: the clock is kept.
+        sick.status_checks.remove(0);
+        let p = sick.publish_status_condition(NOW + 40).unwrap();
+        assert_eq!((p.status.as_str(), p.since), ("True", NOW - MIN));
+        // A reading with none failing: False from the time it was read.
+        sick.status_checks.clear();
+        let p = sick.publish_status_condition(NOW + 50).unwrap();
+        assert_eq!((p.status.as_str(), p.since), ("False", NOW + 50));
+        // An unreadable cloud after that: the condition is left as it is.
+        sick.checks_read = false;
+        assert_eq!(sick.publish_status_condition(NOW + 60), None);
+        assert_eq!(
+            sick.condition(EC2_STATUS_CONDITION)
+                .map(|c| c.status.as_str()),
+            Some("False")
+        );
+        // A failing check EC2 gives no impairedSince (the controller fills it from when it
+        // was first seen): counted from now.
+        let mut timeless = healthy("t").with_check(CheckKind::System, "failed", None);
+        assert_eq!(timeless.publish_status_condition(NOW).unwrap().since, NOW);
+    }
+
+    #[test]
+    fn the_decision_reads_the_published_condition_by_the_same_rule_as_any_other() {
+        // A Node that has said EC2StatusImpaired True for an hour, the checks still failing
+        // (EC2's impairedSince a minute ago, e.g. another check took over): one uninterrupted
+        // impairment, its clock kept, so it is due.
         let n = impaired("a", CheckKind::Instance, MIN).with(
             EC2_STATUS_CONDITION,
             "True",
             Some(NOW - 60 * MIN),
         );
         let out = decide(&[n], &default_policies(), NOW);
-        assert_eq!(out[0].verdict, Verdict::Tolerated);
-        assert_eq!(out[0].finding.since, Some(NOW - MIN));
-        // With nothing failing in the cloud, a Node's own condition of that type still counts.
-        let own = healthy("b").with(EC2_STATUS_CONDITION, "True", Some(NOW - 3 * MIN));
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert_eq!(out[0].finding.since, Some(NOW - 60 * MIN));
+        // The checks read healthy: the Node's stale True is replaced by False, not repaired.
+        let mut healed = healthy("b").with(EC2_STATUS_CONDITION, "True", Some(NOW - 60 * MIN));
+        healed.checks_read = true;
+        assert!(verdicts(&[healed]).is_empty());
+        // Nothing read (cloud unreadable, or someone else writes the condition): the Node's own
+        // condition counts, as any other condition does.
+        let own = healthy("c").with(EC2_STATUS_CONDITION, "True", Some(NOW - 3 * MIN));
         let out = decide(&[own], &default_policies(), NOW);
         assert_eq!(out[0].verdict, Verdict::Repair);
         assert_eq!(out[0].finding.checks, None);
         assert!(
             out[0]
                 .message()
-                .contains("node condition EC2StatusImpaired has been True")
+                .contains("node condition EC2StatusImpaired has been True for 3m")
         );
+        let within = healthy("d").with(EC2_STATUS_CONDITION, "True", Some(NOW - 2 * MIN + 1));
+        assert_eq!(verdicts(&[within])[0].1, Verdict::Tolerated);
+        // False is healthy.
+        let no = healthy("e").with(EC2_STATUS_CONDITION, "False", Some(NOW - 60 * MIN));
+        assert!(verdicts(&[no]).is_empty());
     }
 }
