@@ -71,6 +71,7 @@ pub struct LocalRef {
 #[derive(JsonSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScalableRef {
+    /// "" (the core group) when unset.
     #[serde(default)]
     pub api_group: String,
     pub kind: String,

@@ -30,8 +30,22 @@ pub fn all() -> Vec<CustomResourceDefinition> {
 /// SIG Autoscaling's CapacityBuffer (`autoscaling.x-k8s.io/v1alpha1`), rendered from Adze's
 /// types: not one of Adze's own CRDs. Installed only for `--capacity-buffers`, and only where
 /// no other chart (Karpenter's, Cluster Autoscaler's) installed it already.
+///
+/// `spec.scalableRef.apiGroup` carries no `default` (schemars derives `default: ''` from
+/// `#[serde(default)]`; the Kubernetes 1.20 apiserver refused it as rendered through the
+/// chart). Adze reads a missing apiGroup as "" all the same.
 pub fn capacity_buffer() -> CustomResourceDefinition {
-    CapacityBuffer::crd()
+    let mut value = serde_json::to_value(CapacityBuffer::crd()).expect("a CRD serializes to JSON");
+    if let Some(versions) = value["spec"]["versions"].as_array_mut() {
+        for v in versions {
+            let group = &mut v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["scalableRef"]
+                ["properties"]["apiGroup"];
+            if let Some(g) = group.as_object_mut() {
+                g.remove("default");
+            }
+        }
+    }
+    serde_json::from_value(value).expect("removing a default keeps a CRD valid")
 }
 
 /// `<group>_<plural>.yaml`, the layout controller-gen and Karpenter use.
