@@ -103,20 +103,21 @@ control_plane_up() {
   set -a; . "$dir/env"; set +a
 }
 
-# adze_rbac CLOUD: the chart's RBAC (charts/adze, cloudProvider CLOUD, release `adze` in
-# namespace $ADZE_NS) applied to the control plane just brought up (control_plane_up), and one
-# kubeconfig per component holding its ServiceAccount's token:
+# adze_rbac CLOUD [VALUE=true ...]: the chart's RBAC (charts/adze, cloudProvider CLOUD and the
+# dotted chart VALUEs set, release `adze` in namespace $ADZE_NS; with
+# provisioner.capacityBuffers=true also the chart's CapacityBuffer CRD) applied to the control
+# plane just brought up (control_plane_up), and one kubeconfig per component holding its ServiceAccount's token:
 #   $PROVISIONER_KUBECONFIG $EXTENDER_KUBECONFIG $AGENT_KUBECONFIG
 # Start adze-provisioner, adze-extender and adze-agent with these (and POD_NAMESPACE=$ADZE_NS,
 # where their Leases are allowed), never with the admin $KUBECONFIG, which stays for what
 # plays the cluster (kubectl, simulated kubelets, the registrar). Exits the suite on failure.
 ADZE_NS=adze-system
 adze_rbac() {
-  local cloud=$1 e2e; e2e="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  local cloud=$1 e2e; e2e="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; shift
   # shellcheck source=../charts/ci/helm-venv.sh
   . "$e2e/../charts/ci/helm-venv.sh"
   # shellcheck disable=SC2154 # helm_python comes from charts/ci/helm-venv.sh
-  "$helm_python" "$e2e/rbac.py" apply "$cloud" "$ADZE_NS" "$ADZE_CONTROL_PLANE_DIR" \
+  "$helm_python" "$e2e/rbac.py" apply "$cloud" "$ADZE_NS" "$ADZE_CONTROL_PLANE_DIR" "$@" \
     || { echo "FAIL: the chart's RBAC applied to the control plane"; exit 1; }
   ADZE_RBAC_CLOUD=$cloud
   PROVISIONER_KUBECONFIG=$ADZE_CONTROL_PLANE_DIR/provisioner.kubeconfig

@@ -3,11 +3,13 @@
 did with them. Called through e2e/lib.sh (adze_rbac, rbac_audit) with the helm-sdkpy venv's
 Python (charts/ci/helm-venv.sh).
 
-  rbac.py apply CLOUD NAMESPACE DIR
-      Renders charts/adze (cloudProvider CLOUD, release `adze` in NAMESPACE) into the control
-      plane at $KUBECONFIG (admin) and keeps only its ServiceAccounts, ClusterRoles,
-      ClusterRoleBindings, Roles and RoleBindings; writes DIR/{provisioner,extender,agent}
-      .kubeconfig, each holding that ServiceAccount's token.
+  rbac.py apply CLOUD NAMESPACE DIR [VALUE=true ...]
+      Renders charts/adze (cloudProvider CLOUD, release `adze` in NAMESPACE, and each dotted
+      chart VALUE set true, e.g. provisioner.capacityBuffers=true) into the control plane at
+      $KUBECONFIG (admin) and keeps only its ServiceAccounts, ClusterRoles,
+      ClusterRoleBindings, Roles and RoleBindings, and the CRDs its templates render (the
+      CapacityBuffer CRD with provisioner.capacityBuffers); writes DIR/{provisioner,extender,
+      agent}.kubeconfig, each holding that ServiceAccount's token.
   rbac.py audit CLOUD NAMESPACE AUDIT_LOG OUT
       Reads the apiserver's audit log: fails (exit 1, each request named) if a request of an
       Adze component under its ServiceAccount was refused by the authorizer (403) or is not a call
@@ -36,6 +38,7 @@ import rbac_calls  # noqa: E402
 
 RELEASE = "adze"
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+KEPT_KINDS = RBAC_KINDS | {"CustomResourceDefinition"}
 NOWHERE = {"adze.sh/e2e-rbac-only": "no-node-has-this"}
 
 
@@ -47,7 +50,7 @@ def kubectl(*args, check=True):
     return r.stdout
 
 
-def values(cloud):
+def values(cloud, sets=()):
     v = {
         "cloudProvider": cloud,
         "provisioner": {"nodeSelector": NOWHERE},
@@ -56,18 +59,27 @@ def values(cloud):
     }
     if cloud == "aws":
         v.update({"clusterName": "e2e", "aws": {"region": "us-east-1"}})
+    for s in sets:
+        key, _, val = s.partition("=")
+        if val != "true" or not key:
+            raise SystemExit(f"rbac.py apply: {s!r}: only VALUE=true is supported")
+        node = v
+        *parents, last = key.split(".")
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[last] = True
     return v
 
 
-def apply(cloud, ns, out_dir):
+def apply(cloud, ns, out_dir, *sets):
     t0 = time.monotonic()
     cfg = helm.Configuration(namespace=ns, kubeconfig=os.environ["KUBECONFIG"])
-    r = asyncio.run(helm.Install(cfg).run(RELEASE, str(ROOT / "charts" / "adze"), values=values(cloud),
+    r = asyncio.run(helm.Install(cfg).run(RELEASE, str(ROOT / "charts" / "adze"), values=values(cloud, sets),
                                          wait=False, create_namespace=True, timeout=120))
     docs = [d for d in yaml.safe_load_all(r["manifest"]) if d]
     # Only the RBAC stays: no chart workload may run (there is no kubelet) or be counted by a
     # suite (a pending chart pod would be provisioned for).
-    others = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in docs if d["kind"] not in RBAC_KINDS]
+    others = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in docs if d["kind"] not in KEPT_KINDS]
     if others:
         kubectl("-n", ns, "delete", "--ignore-not-found", "--wait=true", *others)
     deadline = time.monotonic() + 60
@@ -101,7 +113,7 @@ def apply(cloud, ns, out_dir):
             "current-context": "e2e",
         }))
         path.chmod(0o600)
-    kinds = sorted({d["kind"] for d in docs if d["kind"] in RBAC_KINDS})
+    kinds = sorted({d["kind"] for d in docs if d["kind"] in KEPT_KINDS})
     print(f"chart RBAC ({cloud}, namespace {ns}: {', '.join(kinds)}) applied; "
           f"kubeconfigs for {', '.join(sas[c] for c in rbac_calls.COMPONENTS)} in {out_dir} "
           f"({time.monotonic() - t0:.1f} s)")
@@ -186,7 +198,7 @@ def audit(cloud, ns, log, out):
 
 
 def main(argv):
-    if len(argv) == 4 and argv[0] == "apply":
+    if len(argv) >= 4 and argv[0] == "apply":
         apply(*argv[1:])
         return 0
     if len(argv) == 5 and argv[0] == "audit":

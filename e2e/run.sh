@@ -94,7 +94,7 @@ fleet_pid=$!
 # the checks below count, so this suite runs it as a dry run (decisions logged, not acted on).
 start_provisioner() { # [LOG]
   KUBECONFIG=$PROVISIONER_KUBECONFIG POD_NAMESPACE=$ADZE_NS "$bin" run --disruption-dry-run --cloud-provider simulated --simulated-instance-dir "$instances" --metrics-addr 127.0.0.1:0 --garbage-collection-grace "$GC_GRACE" \
-    --simulated-unavailable 't3a.xlarge:*:*' --karpenter-labels \
+    --simulated-unavailable 't3a.xlarge:*:*' --karpenter-labels --capacity-buffers \
     >>"${1:-$dir/provisioner.log}" 2>&1 &
   prov_pid=$!
 }
@@ -134,7 +134,14 @@ launch_to_ready() { # POOL
 wait_for 30 k wait --for condition=established --timeout=1s crd/nodeclaims.adze.sh crd/nodepools.adze.sh crd/ec2nodeclasses.aws.adze.sh
 check "CRDs installed and established" k get crd nodeclaims.adze.sh
 # After the CRDs: Helm then skips the chart's crds/ (CEL rules a 1.20 API server lacks).
-adze_rbac simulated
+# provisioner.capacityBuffers: the buffer RBAC, and the chart's CapacityBuffer CRD (section 7c).
+adze_rbac simulated provisioner.capacityBuffers=true
+wait_for 30 k wait --for condition=established --timeout=1s crd/capacitybuffers.autoscaling.x-k8s.io
+check "the CapacityBuffer CRD installed by the chart (release adze) and established" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get crd capacitybuffers.autoscaling.x-k8s.io -o json | jqe '
+    .metadata.annotations[\"meta.helm.sh/release-name\"] == \"adze\" and
+    .metadata.annotations[\"helm.sh/resource-policy\"] == \"keep\" and
+    ([.status.conditions[] | select(.type == \"Established\" and .status == \"True\")] | length == 1)' >/dev/null"
 
 nodepool() { e2e_nodepool "$1" "$2"; }  # name cpu-limit
 deployment() { e2e_deployment "$1" "$2" "$3" "$4" "$5" e2e-pool "$6"; }  # namespace name replicas cpu memory pool
@@ -521,6 +528,102 @@ karp_node=$(k get pod -n karp legacy -o jsonpath='{.spec.nodeName}')
 check "its node carries Karpenter's labels beside Adze's" bash -c "kubectl --kubeconfig $KUBECONFIG get node '$karp_node' -o json | jqe '.metadata.labels as \$l |
   \$l[\"karpenter.sh/nodepool\"] == \"karp\" and \$l[\"adze.sh/nodepool\"] == \"karp\" and
   \$l[\"karpenter.k8s.aws/instance-category\"] == \"m\" and \$l[\"karpenter.sh/capacity-type\"] == \$l[\"adze.sh/capacity-type\"]' >/dev/null"
+
+# ---- 7c. a CapacityBuffer keeps a node's room ahead of the pods ---------------------------
+# Two placeholders of 1.5 cpu / 1 GiB on c5.xlarge nodes (4 vCPU: room for two, not three):
+# one NodeClaim and a Node with no pod on it; status written; then a Deployment of two such pods lands on that Node with no NodeClaim
+# of its own, the buffer refills (a second node), and deleting the buffer makes that node
+# empty: the disruption dry run (this suite acts on none) then names it for emptiness.
+echo "== a CapacityBuffer of 2 placeholders (1.5 cpu, 1Gi), NodePool 'buf' (c5.xlarge)"
+t_buf=$(now)
+k create namespace buf >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: buf}
+spec:
+  template:
+    metadata: {labels: {e2e-pool: buf}}
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.xlarge]}
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: burst, namespace: buf}
+template:
+  metadata: {labels: {app: burst}}
+  spec:
+    nodeSelector: {e2e-pool: buf}
+    terminationGracePeriodSeconds: 0
+    containers:
+      - name: pause
+        image: registry.k8s.io/pause:3.9
+        resources: {requests: {cpu: 1500m, memory: 1Gi}}
+---
+apiVersion: autoscaling.x-k8s.io/v1alpha1
+kind: CapacityBuffer
+metadata: {name: burst, namespace: buf}
+spec:
+  podTemplateRef: {name: burst}
+  replicas: 2
+YAML
+buf_claims() { k get nodeclaims -l adze.sh/nodepool=buf -o name | wc -l; }
+buf_node_of() { k get nodeclaim "$1" -o jsonpath='{.status.nodeName}'; }
+buf_first_node() { # the node of the pool's one initialized claim
+  k get nodeclaims -l adze.sh/nodepool=buf -o json |
+    jq -r '[.items[] | select(any(.status.conditions[]?; .type == "Initialized" and .status == "True")) | .status.nodeName][0] // ""'
+}
+buf_has_node() { [[ -n "$(buf_first_node)" ]]; }
+wait_for 120 buf_has_node
+t_buf_node=$(now)
+buf_claim=$(k get nodeclaims -l adze.sh/nodepool=buf -o jsonpath='{.items[0].metadata.name}')
+buf_node=$(buf_first_node)
+echo "buffer capacity: NodeClaim $buf_claim, Node $buf_node initialized $(elapsed "$t_buf" "$t_buf_node") s after the buffer"
+check "one NodeClaim for the buffer's 2 placeholders" count_is 1 buf_claims
+check "its Node is Ready" node_ready "$buf_node"
+check "no pod exists for the buffer: none in its namespace" count_is 0 count k get pods -n buf -o name
+node_empty() { [[ -n "$1" ]] && count_is 0 count k get pods -A --field-selector "spec.nodeName=$1" -o name; }
+check "none on its Node" node_empty "$buf_node"
+buf_status_ok() {
+  k get capacitybuffer -n buf burst -o json | jqe '.status.replicas == 2 and .status.podTemplateRef.name == "burst" and
+    ([.status.conditions[] | select(.type == "ReadyForProvisioning" and .status == "True" and .reason == "Resolved")] | length == 1)' >/dev/null
+}
+wait_for 30 buf_status_ok
+check "status.replicas 2, podTemplateRef, ReadyForProvisioning True (Resolved)" buf_status_ok
+# The real pods of the same shape: they fit the buffer's Node, so kube-scheduler binds them
+# there; no NodeClaim is launched for them (none nominates them).
+t_dep=$(now)
+deployment buf burst 2 1500m 1Gi buf | k apply -f - >/dev/null
+wait_for 90 count_is 2 running_pods buf
+echo "2 real pods Running $(elapsed "$t_dep" "$(now)") s after the Deployment"
+check "the Deployment's 2 pods are Running" count_is 2 running_pods buf
+on_buf_node() { k get pods -n buf -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -cx "$buf_node"; }
+check "both on the buffer's Node $buf_node" count_is 2 on_buf_node
+check "no NodeClaim was launched for them (none nominates a pod of namespace buf)" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=buf -o json | jqe '
+    [.items[].metadata.annotations[\"adze.sh/nominated-pods\"] // \"[]\" | fromjson | .[] | select(.namespace == \"buf\")] | length == 0' >/dev/null"
+# The pods took the buffer's room: the next pass (at most 30 s with buffers) launches again.
+wait_for 90 count_is 2 buf_claims
+t_refill=$(now)
+check "the buffer refilled: a second NodeClaim for the displaced placeholders ($(elapsed "$t_dep" "$t_refill") s after the Deployment)" count_is 2 buf_claims
+refill_claim=$(k get nodeclaims -l adze.sh/nodepool=buf -o json | jq -r --arg c "$buf_claim" '[.items[] | select(.metadata.name != $c)][0].metadata.name // ""')
+refill_node_known() { [[ -n "$(buf_node_of "$refill_claim")" ]] && node_ready "$(buf_node_of "$refill_claim")"; }
+wait_for 90 refill_node_known
+refill_node=$(buf_node_of "$refill_claim")
+check "its Node $refill_node is Ready" node_ready "$refill_node"
+check "no pod on it" node_empty "$refill_node"
+check "while the buffer exists, disruption leaves its empty Node alone (no 'would disrupt' naming it)" \
+  absent "would disrupt.*\"$refill_node\"" "$dir/provisioner-b.log"
+t_bdel=$(now)
+k delete capacitybuffer -n buf burst >/dev/null
+wait_for 60 grep -qE "would disrupt.*reason=Empty.*\"$refill_node\"" "$dir/provisioner-b.log"
+check "the buffer deleted: the dry run would remove its now-empty Node by emptiness ($(elapsed "$t_bdel" "$(now)") s)" \
+  grep -qE "would disrupt.*reason=Empty.*\"$refill_node\"" "$dir/provisioner-b.log"
+check "and not the Node the real pods run on" absent "would disrupt.*reason=Empty.*\"$buf_node\"" "$dir/provisioner-b.log"
+echo "CapacityBuffer step: $(elapsed "$t_buf" "$(now)") s"
 
 # ---- 8. benchmark: 1,000 pending pods -> all NodeClaims created ----------------------------
 if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then

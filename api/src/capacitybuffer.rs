@@ -3,9 +3,12 @@
 //! for room for some number of pods shaped like a PodTemplate (or like a workload's pods);
 //! the provisioner plans for those pods on every cycle without ever creating them.
 //!
-//! Adze does not own this API: the CRD comes from SIG Autoscaling (Cluster Autoscaler's
-//! `apis/capacitybuffer`) or from Karpenter's CRD chart. These types read it; the rules that
-//! turn buffers into placeholder pods are in the provisioner (`rules::buffer_pods`).
+//! Adze does not own this API: SIG Autoscaling does (Cluster Autoscaler's
+//! `apis/capacitybuffer`), and Karpenter's charts ship its CRD. These types read it, and
+//! `crds::capacity_buffer` renders Adze's own CRD for it from them (the chart installs that
+//! only with `provisioner.capacityBuffers`, and not when `installCapacityBufferCRD` is false
+//! because another chart has it). The rules that turn buffers into placeholder pods are in
+//! the provisioner (`rules::buffer_pods`).
 
 use std::collections::BTreeMap;
 
@@ -28,6 +31,11 @@ pub const ACTIVE_CAPACITY: &str = "buffer.x-k8s.io/active-capacity";
     namespaced,
     status = "CapacityBufferStatus",
     derive = "PartialEq",
+    shortname = "cb",
+    category = "autoscaling",
+    printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.provisioningStrategy"}"#,
+    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.replicas"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     doc = "CapacityBuffer asks the autoscaler to keep room for placeholder pods."
 )]
 #[serde(rename_all = "camelCase")]
@@ -63,6 +71,7 @@ pub struct LocalRef {
 #[derive(JsonSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScalableRef {
+    /// "" (the core group) when unset.
     #[serde(default)]
     pub api_group: String,
     pub kind: String,

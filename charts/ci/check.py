@@ -111,7 +111,10 @@ AWS = {
     "serviceCIDR": "172.20.0.0/16",
     "aws": {"region": "us-west-2", "interruptionQueue": "demo-interruptions", "kubernetesVersion": "1.30"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/Adze"}},
-    "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True},
+    # installCapacityBufferCRD off: the CRD is kept on uninstall, so a second release would
+    # find the first one's; its rendering is checked offline (offline_capacity_buffer_crd).
+    "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True,
+                    "installCapacityBufferCRD": False},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -879,9 +882,18 @@ def rbac_exact():
             check(f"RBAC ({cloud}): chart installs", False, str(e))
             continue
         docs = docs_of(r["manifest"])
-        problems = rbac_calls.compare(declared, cloud, docs)
+        problems = rbac_calls.compare(declared, cloud, docs, values)
         check(f"RBAC ({cloud}): ClusterRoles/Roles grant exactly the declared calls",
               not problems, "\n      ".join(problems))
+        # Each value a call depends on (rbac-calls.yaml `when`), turned on: its calls granted
+        # then, and only then (the offline check renders both ways too, for every cloud).
+        for when in declared.whens():
+            on = merge(merge(values, nested(when, True)), {"provisioner": {"installCapacityBufferCRD": False}})
+            r_on = install(f"rbac-{cloud}-on", f"{ns}-on", on)
+            problems = rbac_calls.compare(declared, cloud, docs_of(r_on["manifest"]), on)
+            check(f"RBAC ({cloud}, {when}=true): ClusterRoles/Roles grant exactly the declared calls",
+                  not problems, "\n      ".join(problems))
+            asyncio.run(helm.Uninstall(config(f"{ns}-on")).run(f"rbac-{cloud}-on", wait=True, timeout=60))
         # The comparison itself can fail: one grant too many and one missing are both named.
         bent = copy.deepcopy(docs)
         role = one(bent, "ClusterRole", "-provisioner")
@@ -1100,7 +1112,76 @@ def offline_manifests():
     return out
 
 
+def nested(dotted, value):
+    """{"a": {"b": value}} for "a.b"."""
+    out = value
+    for k in reversed(dotted.split(".")):
+        out = {k: out}
+    return out
+
+
+def offline_value_dependent_rbac():
+    """Without a cluster: each chart value a call depends on (rbac-calls.yaml `when`) grants
+    its calls when true and nothing of them when false, for each cloudProvider; the comparison
+    fails when a value-dependent grant is left on (or off) the other way."""
+    import offline
+    declared = rbac_calls.Declared()
+    check("rbac-calls.yaml: well-formed, every entry names its code", not declared.errors,
+          "\n      ".join(declared.errors))
+    whens = declared.whens()
+    check("rbac-calls.yaml: some calls depend on a chart value (provisioner.capacityBuffers)",
+          "provisioner.capacityBuffers" in whens, str(whens))
+    for cloud, base in [("aws", AWS), ("simulated", {"cloudProvider": "simulated"})]:
+        for when in whens:
+            rendered = {}
+            for on in (False, True):
+                values = merge(base, nested(when, on))
+                docs = docs_of(offline.render("1.30.0", values))
+                rendered[on] = docs
+                problems = rbac_calls.compare(declared, cloud, docs, values)
+                check(f"offline RBAC ({cloud}, {when}={str(on).lower()}): exactly the declared calls",
+                      not problems, "\n      ".join(problems))
+            # The comparison can fail: the "on" rules against the "off" values, and back.
+            wrong = rbac_calls.compare(declared, cloud, rendered[True], merge(base, nested(when, False)))
+            back = rbac_calls.compare(declared, cloud, rendered[False], merge(base, nested(when, True)))
+            check(f"offline RBAC ({cloud}, {when}): a grant left on and one left off are both reported",
+                  any("granted but no code makes the call" in p for p in wrong)
+                  and any("declared but not granted" in p for p in back), f"{wrong} {back}")
+
+
+def offline_capacity_buffer_crd():
+    """The CapacityBuffer CRD: rendered only with provisioner.capacityBuffers, not with
+    installCapacityBufferCRD=false, kept on uninstall, and the committed rendering
+    (manifests/optional-crds/) with no other change."""
+    import offline
+    name = "autoscaling.x-k8s.io_capacitybuffers.yaml"
+    committed = yaml.safe_load((ROOT / "manifests" / "optional-crds" / name).read_text())
+
+    def crds(values):
+        return [d for d in docs_of(offline.render("1.30.0", values))
+                if d["kind"] == "CustomResourceDefinition"]
+    sim = {"cloudProvider": "simulated"}
+    off = crds(sim)
+    check("CapacityBuffer CRD: not rendered by default (provisioner.capacityBuffers off)", off == [], str(len(off)))
+    on = crds(merge(sim, {"provisioner": {"capacityBuffers": True}}))
+    check("CapacityBuffer CRD: rendered with provisioner.capacityBuffers", len(on) == 1, str(len(on)))
+    if len(on) == 1:
+        crd = copy.deepcopy(on[0])
+        annotations = crd["metadata"].pop("annotations", {})
+        crd["metadata"].pop("labels", None)
+        check("CapacityBuffer CRD: kept on uninstall (helm.sh/resource-policy: keep)",
+              annotations.get("helm.sh/resource-policy") == "keep", str(annotations))
+        check(f"CapacityBuffer CRD: the chart renders manifests/optional-crds/{name} unchanged",
+              crd == committed)
+    skip = crds(merge(sim, {"provisioner": {"capacityBuffers": True, "installCapacityBufferCRD": False}}))
+    check("CapacityBuffer CRD: not rendered with installCapacityBufferCRD=false (another chart owns it)",
+          skip == [], str(len(skip)))
+
+
 def offline(write):
+    if not write:
+        offline_value_dependent_rbac()
+        offline_capacity_buffer_crd()
     out = offline_manifests()
     base = ROOT / "manifests"
     if write:

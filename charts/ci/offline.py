@@ -150,7 +150,9 @@ class _Api(BaseHTTPRequestHandler):
 
     def do_POST(self):
         obj = self._body()
-        if obj.get("kind") == "CustomResourceDefinition":
+        # The chart's crds/ (and the stubs) are there already: Helm skips them. A CRD a
+        # template renders (the CapacityBuffer CRD) is created like any object.
+        if obj.get("kind") == "CustomResourceDefinition" and obj["metadata"]["name"] in self.crd_names:
             return self._status(409, "AlreadyExists", f"{obj['metadata']['name']} already exists")
         obj.setdefault("metadata", {}).setdefault("uid", "00000000-0000-0000-0000-000000000000")
         obj["metadata"].setdefault("resourceVersion", "1")
@@ -170,9 +172,13 @@ class _Api(BaseHTTPRequestHandler):
 
 def render(kube_version, values, release="adze", namespace="adze-system"):
     groups = builtin_groups(kube_version)
-    for key, kinds in crd_groups(sorted((CHART / "crds").glob("*.yaml")) + [ROOT / "charts/ci/stub-crds.yaml"]).items():
+    crd_files = sorted((CHART / "crds").glob("*.yaml")) + [ROOT / "charts/ci/stub-crds.yaml"]
+    for key, kinds in crd_groups(crd_files).items():
         groups.setdefault(key, []).extend(kinds)
-    handler = type("Api", (_Api,), {"groups": groups, "version": "v" + kube_version.lstrip("v")})
+    crd_names = {d["metadata"]["name"] for path in crd_files for d in yaml.safe_load_all(Path(path).read_text())
+                 if d and d.get("kind") == "CustomResourceDefinition"}
+    handler = type("Api", (_Api,), {"groups": groups, "version": "v" + kube_version.lstrip("v"),
+                                    "crd_names": crd_names})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

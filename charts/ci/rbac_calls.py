@@ -17,6 +17,8 @@ import yaml
 CALLS_FILE = pathlib.Path(__file__).resolve().parent / "rbac-calls.yaml"
 COMPONENTS = ("provisioner", "extender", "agent")
 SCOPES = ("cluster", "namespace")
+# Chart values a call may depend on (rbac-calls.yaml `when`); off by default in the chart.
+WHEN_VALUES = {"provisioner.capacityBuffers"}
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
 
@@ -40,7 +42,7 @@ class Declared:
                 if "url" in e:
                     self.urls[comp].append(e)
                     continue
-                self._check_entry(where, e, {"group", "resource", "verbs", "by", "cloud", "scope", "names"})
+                self._check_entry(where, e, {"group", "resource", "verbs", "by", "cloud", "scope", "names", "when"})
                 self.entries[comp].append(e)
         for i, e in enumerate(doc.get("knownExcess") or []):
             self._check_entry(f"knownExcess[{i}]", e, {"component", "group", "resource", "verbs", "owner"})
@@ -61,13 +63,23 @@ class Declared:
             self.errors.append(f"{where}: cloud must be aws or simulated")
         if e.get("scope", "cluster") not in SCOPES:
             self.errors.append(f"{where}: scope must be one of {SCOPES}")
+        if "when" in e and (not isinstance(e["when"], str) or e["when"] not in WHEN_VALUES):
+            self.errors.append(f"{where}: when must be one of {sorted(WHEN_VALUES)} (charts/ci/rbac_calls.py "
+                               "WHEN_VALUES, each rendered on and off by charts/ci/check.py)")
 
-    def calls(self, cloud, fullname):
-        """Every (component, scope, group, resource, verb, name) declared for this cloud."""
+    def whens(self):
+        """The chart values some call depends on."""
+        return sorted({e["when"] for es in self.entries.values() for e in es if "when" in e})
+
+    def calls(self, cloud, fullname, values=None):
+        """Every (component, scope, group, resource, verb, name) declared for this cloud and
+        these chart values (a `when` entry only if its value is true in them)."""
         out = set()
         for comp, entries in self.entries.items():
             for e in entries:
                 if e.get("cloud", cloud) != cloud:
+                    continue
+                if "when" in e and not value_of(values or {}, e["when"]):
                     continue
                 names = [n.replace("{fullname}", fullname) for n in e.get("names") or ["*"]]
                 for verb in e["verbs"]:
@@ -89,7 +101,8 @@ class Declared:
 
     def allows(self, cloud, fullname, comp, in_release_ns, group, resource, verb, name):
         """Whether an observed request is a declared call. in_release_ns: the request is in
-        the release namespace (a Role's grant covers nothing else)."""
+        the release namespace (a Role's grant covers nothing else). `when` is not consulted:
+        a call made without its value would have been refused (403), which the audit reports."""
         for e in self.entries[comp]:
             if e.get("cloud", cloud) != cloud or e["group"] != group or e["resource"] != resource:
                 continue
@@ -102,6 +115,16 @@ class Declared:
                 continue
             return True
         return False
+
+
+def value_of(values, dotted):
+    """A chart value by its dotted path ("provisioner.capacityBuffers"), None if unset."""
+    v = values
+    for k in dotted.split("."):
+        if not isinstance(v, dict):
+            return None
+        v = v.get(k)
+    return v
 
 
 def component_of(obj):
@@ -132,12 +155,13 @@ def granted(docs):
     return out, fullname
 
 
-def compare(declared, cloud, docs):
-    """Problems (strings) between what the rendered docs grant and what is declared."""
+def compare(declared, cloud, docs, values=None):
+    """Problems (strings) between what the rendered docs grant and what is declared for the
+    values they were rendered with."""
     have, fullname = granted(docs)
     if fullname is None:
         return ["no provisioner ServiceAccount in the rendered chart"]
-    want = declared.calls(cloud, fullname)
+    want = declared.calls(cloud, fullname, values)
     excess = declared.excess_calls(cloud)
     problems = []
     for c in sorted(want - have):

@@ -1,8 +1,10 @@
 //! CapacityBuffer status (`--capacity-buffers`): what the provisioner concluded about each
 //! buffer, from the same rule provisioning plans with ([`crate::rules::buffer_pods`]).
 //! `status.replicas` is the number of placeholder pods planned for; the
-//! `ReadyForProvisioning` condition is True (reason `BufferTranslated`) when the buffer is
-//! planned for, False (reason `InvalidSpec`, the message naming the field) when it is refused.
+//! `ReadyForProvisioning` condition is True (reason `Resolved`) when the buffer is planned
+//! for, False when it is refused, the message naming the field. The reasons are those
+//! Karpenter v1.14's buffer controller writes: `PodTemplateNotFound` / `ScalableRefNotFound`
+//! when the referenced object is missing, `ResolutionFailed` for any other refusal.
 //! Written only when it changes. The `Provisioning` condition is not written.
 
 use std::sync::Arc;
@@ -27,10 +29,23 @@ pub fn wanted(verdict: &BufferVerdict) -> (i32, bool, &'static str, String) {
         BufferVerdict::Ready { replicas } => (
             i32::try_from(*replicas).unwrap_or(i32::MAX),
             true,
-            "BufferTranslated",
+            "Resolved",
             format!("{replicas} placeholder pod(s) planned for"),
         ),
-        BufferVerdict::Invalid(why) => (0, false, "InvalidSpec", why.clone()),
+        BufferVerdict::Invalid(why) => (0, false, refusal_reason(why), why.clone()),
+    }
+}
+
+/// The condition reason for a refusal (`rules::buffer_pods` messages start with the field
+/// path): a missing PodTemplate or workload has its own reason, as in Karpenter.
+pub fn refusal_reason(why: &str) -> &'static str {
+    let missing = why.ends_with(" not found");
+    if missing && why.starts_with("spec.podTemplateRef.name: ") {
+        "PodTemplateNotFound"
+    } else if missing && why.starts_with("spec.scalableRef.name: ") {
+        "ScalableRefNotFound"
+    } else {
+        "ResolutionFailed"
     }
 }
 
@@ -154,6 +169,7 @@ mod tests {
         let c = &p["status"]["conditions"][0];
         assert_eq!(c["type"], READY_FOR_PROVISIONING);
         assert_eq!(c["status"], "True");
+        assert_eq!(c["reason"], "Resolved");
         b.status = Some(serde_json::from_value(p["status"].clone()).unwrap());
         assert!(patch(&b, &BufferVerdict::Ready { replicas: 3 }).is_none());
         assert!(patch(&b, &BufferVerdict::Ready { replicas: 2 }).is_some());
@@ -165,8 +181,34 @@ mod tests {
         let p = patch(&buffer(), &BufferVerdict::Invalid(why.clone())).unwrap();
         let c = &p["status"]["conditions"][0];
         assert_eq!(c["status"], "False");
-        assert_eq!(c["reason"], "InvalidSpec");
+        assert_eq!(c["reason"], "ResolutionFailed");
         assert_eq!(c["message"], why.as_str());
         assert_eq!(p["status"]["replicas"], 0);
+    }
+
+    #[test]
+    fn a_missing_reference_has_its_own_reason() {
+        let cases = [
+            (
+                "spec.podTemplateRef.name: PodTemplate default/web not found",
+                "PodTemplateNotFound",
+            ),
+            (
+                "spec.scalableRef.name: Deployment default/web not found",
+                "ScalableRefNotFound",
+            ),
+            (
+                "spec.podTemplateRef.name: PodTemplate default/web has no template",
+                "ResolutionFailed",
+            ),
+            (
+                "spec.scalableRef: v1/Pod is not supported (apps Deployment, ReplicaSet or StatefulSet)",
+                "ResolutionFailed",
+            ),
+        ];
+        for (why, reason) in cases {
+            let p = patch(&buffer(), &BufferVerdict::Invalid(why.to_string())).unwrap();
+            assert_eq!(p["status"]["conditions"][0]["reason"], reason, "{why}");
+        }
     }
 }

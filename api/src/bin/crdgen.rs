@@ -1,18 +1,21 @@
 //! Prints Adze's CRDs, or writes one file per CRD.
 //!
-//! Usage: `crdgen [--out DIR] [--without-cel]`
-//!   --out DIR      write DIR/<group>_<plural>.yaml instead of printing one YAML stream
-//!   --without-cel  drop x-kubernetes-validations, for clusters older than Kubernetes 1.25
+//! Usage: `crdgen [--out DIR] [--without-cel] [--capacity-buffers]`
+//!   --out DIR            write DIR/<group>_<plural>.yaml instead of printing one YAML stream
+//!   --without-cel        drop x-kubernetes-validations, for clusters older than Kubernetes 1.25
+//!   --capacity-buffers   the CapacityBuffer CRD (SIG Autoscaling's API, for
+//!                        `--capacity-buffers`) instead of Adze's own
 
 use std::{path::PathBuf, process::ExitCode};
 
 use adze_api::crds;
 
-const USAGE: &str = "usage: crdgen [--out DIR] [--without-cel]";
+const USAGE: &str = "usage: crdgen [--out DIR] [--without-cel] [--capacity-buffers]";
 
 fn main() -> ExitCode {
     let mut out: Option<PathBuf> = None;
     let mut without_cel = false;
+    let mut capacity_buffers = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -21,6 +24,7 @@ fn main() -> ExitCode {
                 None => return fail("--out needs a directory"),
             },
             "--without-cel" => without_cel = true,
+            "--capacity-buffers" => capacity_buffers = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -29,7 +33,11 @@ fn main() -> ExitCode {
         }
     }
 
-    let mut all = crds::all();
+    let mut all = if capacity_buffers {
+        vec![crds::capacity_buffer()]
+    } else {
+        crds::all()
+    };
     if without_cel {
         all = all.iter().map(crds::without_cel).collect();
     }
