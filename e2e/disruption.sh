@@ -509,7 +509,7 @@ read -r h_n h_rss h_avail h_load <<<"$(awk 'NR == 1 || $1 > n { n = $1; r = $2 }
 echo "hollow fleet at its peak: $h_n kubelets, $h_rss MB RSS together; lowest MemAvailable $h_avail MB; highest load average $h_load ($(wc -l <"$dir/host.samples") samples, 5 s apart)"
 check "the machine held the whole fleet at once: $h_n hollow kubelets >= the $fleet_n + the $n_before of the earlier sections" test "$h_n" -ge "$((fleet_n + n_before))"
 
-echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; 20 % guard)"
+echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; 20 % guard); an EC2 status check failing -> EC2StatusImpaired on the Node, replaced 2 min from impairedSince"
 # KernelReady (the EKS node monitoring agent's condition; tolerated 30m) rather than Ready:
 # the kubelet owns Ready (and its pressure conditions) and rewrites an injected Ready=False on
 # its next status update (checked below), while a condition type it does not own is carried
@@ -529,8 +529,16 @@ nodepool repair | k apply -f - >/dev/null
 # A PDB that allows no eviction: repair is forceful and does not wait for it.
 pdb repair r 5 | k apply -f - >/dev/null
 deployment repair r 5 1 1Gi repair one-per-node | k apply -f - >/dev/null
+# Pool ec2, beside it: EC2 status checks (7b). Its own 5 nodes, so each pool's 20 % guard
+# counts its own.
+k create namespace ec2 >/dev/null
+nodepool ec2 | k apply -f - >/dev/null
+pdb ec2 e 5 | k apply -f - >/dev/null
+deployment ec2 e 5 1 1Gi ec2 one-per-node | k apply -f - >/dev/null
 wait_for 120 count_is 5 ready_pods repair r
 check "5 pods Ready on 5 nodes of the repair pool" count_is 5 pool_claims repair
+wait_for 120 count_is 5 ready_pods ec2 e
+check "5 pods Ready on 5 nodes of the ec2 pool" count_is 5 pool_claims ec2
 read -r sick_a sick_b _ <<<"$(pool_claim_names repair)"
 check "KernelReady=False (31m ago) set on $sick_a through the status subresource" node_condition "$sick_a" KernelReady False 1860
 kernel_false() { k get node "$1" -o json | jqe '[.status.conditions[] | select(.type == "KernelReady" and .status == "False")] | length == 1'; }
@@ -550,6 +558,26 @@ check "... with its own transition time (31 m ago), not restamped" \
   bash -c "kubectl --kubeconfig $KUBECONFIG get node $sick_a -o json | jqe --argjson now $(date +%s) '.status.conditions[] | select(.type == \"KernelReady\") | (\$now - (.lastTransitionTime | fromdateiso8601)) >= 1800'"
 check "repair is off by default (no --node-repair): $sick_a kept after 10 s" k get nodeclaim "$sick_a"
 node_condition "$sick_b" KernelReady False 1860
+# 7b's impairment starts here, so its 2 minutes run out while 7 goes on: imp_a's instance
+# reachability check fails from now (the simulated cloud reads a record's statusChecks; the
+# record is replaced whole, through a dot-file neither the cloud nor the hollow-node watch
+# reads), and imp_b has KernelReady False 31 m: 2 of the pool's 5 unhealthy, the guard holds.
+read -r imp_a imp_b imp_c _ <<<"$(pool_claim_names ec2)"
+impair() { # NODE SINCE-EPOCH
+  local since; since=$(date -u -d "@$2" +%Y-%m-%dT%H:%M:%SZ)
+  jq --arg s "$since" '.statusChecks = [{kind: "instance", status: "failed", impairedSince: $s}, {kind: "system", status: "passed"}]' \
+    "$instances/$1.json" >"$instances/.$1.tmp" && mv "$instances/.$1.tmp" "$instances/$1.json"
+}
+t_imp=$(date +%s)
+check "$imp_a's instance record: instance reachability failed since now" impair "$imp_a" "$t_imp"
+node_condition "$imp_b" KernelReady False 1860
+# Every ~2 s: is imp_a's NodeClaim alive, deleting or gone (checked against the 2 minutes).
+claim_state() {
+  local d; d=$(k get nodeclaim "$1" -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null) || { echo gone; return; }
+  if [[ -z "$d" ]]; then echo alive; else echo deleting; fi
+}
+( while :; do echo "$(date +%s) $(claim_state "$imp_a")"; sleep 2; done ) >>"$dir/imp.samples" 2>/dev/null &
+samplers+=($!)
 stop_provisioner
 PROV_ARGS+=(--node-repair)
 start_provisioner
@@ -577,9 +605,57 @@ wait_for 120 count_is 5 ready_pods repair r
 check "its pod Ready again on a replacement, although the PDB allowed no eviction (5 Ready, 5 NodeClaims)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n repair -l app=r -o json | jq '[.items[] | select(.spec.nodeName == \"$sick_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=repair -o name | wc -l) == 5 ]]"
 check "the healed node $sick_b is kept" k get nodeclaim "$sick_b"
+
+echo "== 7b. node repair: EC2 status checks ($imp_a instance reachability failed since $(elapsed "$t_imp" "$(now)") s ago)"
+ec2_is() { # NODE STATUS REASON: the Node's one EC2StatusImpaired condition says so
+  k get node "$1" -o json | jqe --arg s "$2" --arg r "$3" \
+    '[.status.conditions[] | select(.type == "EC2StatusImpaired")] | length == 1 and .[0].status == $s and .[0].reason == $r'
+}
+ec2_since() { k get node "$1" -o json | jq -r '.status.conditions[] | select(.type == "EC2StatusImpaired") | .lastTransitionTime | fromdateiso8601'; }
+wait_for 60 ec2_is "$imp_a" True ReachabilityFailed
+check "EC2StatusImpaired=True (ReachabilityFailed) written on $imp_a's Node" ec2_is "$imp_a" True ReachabilityFailed
+check "... its lastTransitionTime is the record's impairedSince ($t_imp), not when it was read" count_is "$t_imp" ec2_since "$imp_a"
+check "EC2StatusImpaired=False (NoImpairmentReported) on a healthy node of the pool ($imp_c)" ec2_is "$imp_c" False NoImpairmentReported
+# The kubelet's status update must carry it through, as KernelReady above.
+t_inj=$(now)
+check "Ready=False injected on $imp_a" node_condition "$imp_a" Ready False 0
+wait_for 90 bash -c "[[ \"\$(kubectl --kubeconfig $KUBECONFIG get node $imp_a -o json | jq -r '.status.conditions[] | select(.type == \"Ready\") | .status + \" \" + .reason')\" == 'True KubeletReady' ]]"
+echo "injected Ready=False on $imp_a -> the kubelet's Ready=True back after $(elapsed "$t_inj" "$(now)") s"
+check "the kubelet rewrote Ready on $imp_a (now: $(ready_status "$imp_a"))" count_is "True KubeletReady" ready_status "$imp_a"
+ec2_kept() { ec2_is "$imp_a" True ReachabilityFailed && count_is "$t_imp" ec2_since "$imp_a"; }
+check "EC2StatusImpaired=True survived that status update, its transition time unchanged" ec2_kept
+imp_blocked() {
+  k get events -A --field-selector reason=RepairBlocked -o json | jqe --arg a "$imp_a" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
+      and (.message | test("^repair blocked: EC2 status check instance status reachability has been failing for [0-9]+m[0-9]*s? \\(tolerated for 2m\\).*more than 20% of the nodes of nodepool ec2 are unhealthy \\(2 of 5; at most 1 may be\\)")))] | length > 0'
+}
+wait_for 150 imp_blocked
+echo "RepairBlocked on $imp_a $(elapsed "$t_imp" "$(now)") s after impairedSince"
+check "past 2 minutes, 2 of 5 unhealthy (EC2StatusImpaired and KernelReady): a RepairBlocked event on $imp_a (2 of 5, 1 allowed)" imp_blocked
+check "guard: $imp_a and $imp_b kept" k get nodeclaim "$imp_a" "$imp_b"
+t_heal=$(now)
+node_condition "$imp_b" KernelReady True 0
+wait_for 60 gone nodeclaim "$imp_a"
+echo "$imp_b healed -> $imp_a's NodeClaim gone $(elapsed "$t_heal" "$(now)") s later, $(elapsed "$t_imp" "$(now)") s after impairedSince"
+check "1 of 5 unhealthy: $imp_a's NodeClaim deleted" gone nodeclaim "$imp_a"
+imp_repaired_event() {
+  k get events -A --field-selector reason=Unhealthy -o json | jqe --arg a "$imp_a" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
+      and (.message | test("^unhealthy: EC2 status check instance status reachability has been failing for [0-9]+m[0-9]*s? \\(tolerated for 2m\\).*PodDisruptionBudgets")))] | length > 0'
+}
+check "an Unhealthy event on node $imp_a names the failing check and for how long" imp_repaired_event
+# Not before its 2 minutes: alive at ~60 s, and in every sample before 118 s.
+alive_at_60() { awk -v t="$t_imp" '$1 >= t + 55 && $1 <= t + 70 && $2 == "alive" { n++ } END { exit !(n > 0) }' "$dir/imp.samples"; }
+never_early() { awk -v t="$t_imp" '$1 < t + 118 { n++; if ($2 != "alive") bad++ } END { exit !(n > 10 && bad == 0) }' "$dir/imp.samples"; }
+check "$imp_a's NodeClaim was still there 55-70 s after impairedSince" alive_at_60
+check "... and in every sample before 118 s ($(awk -v t="$t_imp" '$1 < t + 118' "$dir/imp.samples" | wc -l) samples)" never_early
+wait_for 120 count_is 5 ready_pods ec2 e
+check "its pod Ready again on a replacement, although the PDB allowed no eviction (5 Ready, 5 NodeClaims)" \
+  bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n ec2 -l app=e -o json | jq '[.items[] | select(.spec.nodeName == \"$imp_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=ec2 -o name | wc -l) == 5 ]]"
+check "the healed node $imp_b is kept" k get nodeclaim "$imp_b"
 prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
-check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy} is 1" \
-  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\"} 1'"
+check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy} is 2 ($sick_a and $imp_a)" \
+  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\"} 2'"
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" absent panicked "$dir/provisioner.log"
