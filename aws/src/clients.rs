@@ -14,6 +14,8 @@ pub struct Clients {
     pub eks: aws_sdk_eks::Client,
     /// In the Price List API's own region (see [`crate::pricing::pricing_region`]).
     pub pricing: aws_sdk_pricing::Client,
+    /// ARC zonal shift, only for GetManagedResource ([`crate::zonal_shift`]).
+    pub arc: aws_sdk_arczonalshift::Client,
 }
 
 /// Every SDK request's User-Agent carries `app/adze-provisioner-<version>` (the SDK's app
@@ -65,6 +67,7 @@ impl Clients {
             sqs: aws_sdk_sqs::Client::new(&conf),
             iam: aws_sdk_iam::Client::new(&conf),
             eks: aws_sdk_eks::Client::new(&conf),
+            arc: aws_sdk_arczonalshift::Client::new(&conf),
             // Shorter: prices are optional (the catalog stands in), and the first catalog
             // refresh, which startup waits for, asks for them.
             pricing: aws_sdk_pricing::Client::from_conf(

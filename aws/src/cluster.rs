@@ -36,6 +36,8 @@ pub struct Described {
     pub ca: Option<String>,
     pub service_cidr: Option<String>,
     pub version: Option<String>,
+    /// The cluster's ARN: what ARC zonal shift knows it by ([`crate::zonal_shift`]).
+    pub arn: Option<String>,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -206,6 +208,7 @@ pub async fn describe(eks: &aws_sdk_eks::Client, name: &str) -> Result<Described
                 .or_else(|| n.service_ipv6_cidr.clone())
         }),
         version: c.version,
+        arn: c.arn,
     })
 }
 
@@ -225,6 +228,7 @@ mod tests {
             ca: Some(ca()),
             service_cidr: Some("172.20.0.0/16".into()),
             version: Some("1.33".into()),
+            arn: None,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod status_checks;
 pub mod sweep;
 pub mod templates;
 pub mod userdata;
+pub mod zonal_shift;
 
 pub use clients::Clients;
 pub use error::AwsError;

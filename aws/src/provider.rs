@@ -103,6 +103,8 @@ pub struct AwsProvider {
     unavailable: UnavailableOfferings,
     templates: Mutex<HashSet<String>>,
     sweep: Cached<Sweep>,
+    /// The EKS cluster's ARN, from DescribeCluster on the first zonal-shift reading.
+    cluster_arn: Mutex<Option<String>>,
 }
 
 /// The cluster's live instances by id, as one paginated DescribeInstances saw them.
@@ -280,7 +282,33 @@ impl AwsProvider {
             unavailable,
             templates: Mutex::default(),
             sweep: Cached::default(),
+            cluster_arn: Mutex::default(),
         }
+    }
+
+    /// The cluster's ARN (EKS DescribeCluster, asked until it answers, then kept).
+    async fn cluster_arn(&self) -> Result<String, AwsError> {
+        if let Some(arn) = self.cluster_arn.lock_or_recover().clone() {
+            return Ok(arn);
+        }
+        let described = crate::cluster::describe(&self.clients.eks, &self.settings.cluster_name)
+            .await
+            .map_err(|message| AwsError::Api {
+                call: "DescribeCluster",
+                message,
+            })?;
+        let arn = described
+            .arn
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| AwsError::Api {
+                call: "DescribeCluster",
+                message: format!(
+                    "cluster {:?} has no ARN: ARC zonal shift knows EKS clusters by ARN",
+                    self.settings.cluster_name
+                ),
+            })?;
+        *self.cluster_arn.lock_or_recover() = Some(arn.clone());
+        Ok(arn)
     }
 
     /// Discovers instance types now if the cached list is stale.
@@ -1378,6 +1406,15 @@ impl CloudProvider for AwsProvider {
                 .into_iter()
                 .filter_map(|(id, checks)| Some(((*by_id.get(&id)?).clone(), checks)))
                 .collect())
+        })
+    }
+
+    /// ARC zonal shift's GetManagedResource on the EKS cluster's ARN
+    /// ([`crate::zonal_shift`]).
+    fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<adze_cloud::ZonalShift>, CloudError>> {
+        Box::pin(async move {
+            let arn = self.cluster_arn().await?;
+            Ok(crate::zonal_shift::read(&self.clients.arc, &arn, adze_cloud::unix_now()).await?)
         })
     }
 }

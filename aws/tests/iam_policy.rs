@@ -23,7 +23,16 @@ const CLIENTS: &[(&str, &str)] = &[
     ("iam", "iam"),
     ("pricing", "pricing"),
     ("eks", "eks"),
+    ("arc", "arczonalshift"),
 ];
+
+/// The IAM prefix of an SDK crate's service where the two differ.
+fn iam_prefix(service: &str) -> &str {
+    match service {
+        "arczonalshift" => "arc-zonal-shift",
+        other => other,
+    }
+}
 
 /// Methods on a client that are not API operations.
 const NOT_OPERATIONS: &[&str] = &["clone", "config"];
@@ -105,7 +114,7 @@ fn operations_in(source: &str) -> BTreeSet<String> {
             {
                 continue;
             }
-            found.insert(format!("{service}:{}", pascal(&name)));
+            found.insert(format!("{}:{}", iam_prefix(service), pascal(&name)));
         }
     }
     found
@@ -175,6 +184,7 @@ fn the_policy_allows_every_aws_call_the_provider_makes() {
         "sqs:ReceiveMessage",
         "eks:DescribeCluster",
         "pricing:GetProducts",
+        "arc-zonal-shift:GetManagedResource",
     ] {
         assert!(
             names.contains(must),

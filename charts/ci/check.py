@@ -114,7 +114,7 @@ AWS = {
     # installCapacityBufferCRD off: the CRD is kept on uninstall, so a second release would
     # find the first one's; its rendering is checked offline (offline_capacity_buffer_crd).
     "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True,
-                    "installCapacityBufferCRD": False},
+                    "installCapacityBufferCRD": False, "zonalShift": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -177,7 +177,7 @@ def expect_aws(docs):
                  "--batch-idle-duration=1s", "--max-instance-types=60",
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
                  "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels",
-                 "--node-repair", "--capacity-buffers"]:
+                 "--node-repair", "--capacity-buffers", "--enable-zonal-shift"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -509,6 +509,8 @@ def expect_simulated(docs):
           "--node-repair" not in args)
     check("simulated: no --capacity-buffers unless provisioner.capacityBuffers (off by default, as Karpenter's gate)",
           "--capacity-buffers" not in args)
+    check("simulated: no --enable-zonal-shift unless provisioner.zonalShift (off by default, as Karpenter's setting)",
+          "--enable-zonal-shift" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
     ext = yaml.safe_load(one(docs, "ConfigMap", "-scheduler-config")["data"]["scheduler-config-v1.yaml"])["extenders"][0]
     check("simulated: schedulerConfig.bind=scheduler leaves bindVerb out even with ignorable: false",
@@ -1010,7 +1012,8 @@ MANIFEST_VALUES = merge(AWS, {
     "aws": {"region": "us-west-2", "interruptionQueue": "CLUSTER_NAME", "kubernetesVersion": ""},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
     # The chart's default for an alpha gate: manifests users apply as they are stay without it.
-    "provisioner": {"capacityBuffers": False},
+    # Zonal shift likewise: it needs zonal shift enabled on the EKS cluster (docs/zonal-shift.md).
+    "provisioner": {"capacityBuffers": False, "zonalShift": False},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"certManager": {"enabled": True}}},
     "scheduler": {"enabled": True},

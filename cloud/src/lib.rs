@@ -1,6 +1,7 @@
 //! What Adze needs from a cloud: launch an instance for a NodeClaim, terminate it, look it up,
 //! list ours, the instance types it offers, whether an instance drifted from its claim, and
-//! what the cloud's own status checks say of an instance's health.
+//! what the cloud's own status checks say of an instance's health, and which zones an ARC
+//! zonal shift moves the cluster away from.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use adze_api::NodeClaim;
 use adze_scheduling::InstanceType;
 pub use adze_scheduling::disruption::repair::StatusCheck;
+pub use adze_scheduling::zonal_shift::ZonalShift;
 use futures::future::BoxFuture;
 use thiserror::Error;
 
@@ -174,16 +176,37 @@ pub trait CloudProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<BTreeMap<String, Vec<StatusCheck>>, CloudError>> {
         Box::pin(async { Ok(BTreeMap::new()) })
     }
+
+    /// The zonal shifts on the cluster now (AWS: ARC zonal shift's GetManagedResource on the
+    /// EKS cluster), active or not; which count is [`adze_scheduling::zonal_shift`]'s rule.
+    /// An error is "could not tell", never "no shift" nor "every zone". The default knows
+    /// of none, for clouds without zonal shifts.
+    fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<ZonalShift>, CloudError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 /// Instance type, zone, capacity type.
 type OfferingKey = (String, String, String);
 
-/// Offerings that failed to launch recently, kept out of placement for `ttl` (3 min).
+/// Offerings that failed to launch recently, kept out of placement for `ttl` (3 min), and
+/// the offerings in zones an ARC zonal shift moves the cluster away from, kept out while the
+/// shift lasts. Planning, disruption and launches all read the catalog through
+/// [`UnavailableOfferings::apply`], so both take effect everywhere at once.
 #[derive(Clone)]
 pub struct UnavailableOfferings {
     ttl: Duration,
     entries: Arc<Mutex<HashMap<OfferingKey, Instant>>>,
+    /// The last reading of the cluster's zonal shifts (none until one succeeds).
+    shifts: Arc<Mutex<Vec<ZonalShift>>>,
+}
+
+/// Seconds since the Unix epoch now (0 if the clock is before it).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 impl UnavailableOfferings {
@@ -191,7 +214,26 @@ impl UnavailableOfferings {
         UnavailableOfferings {
             ttl,
             entries: Arc::default(),
+            shifts: Arc::default(),
         }
+    }
+
+    /// Replaces the zonal-shift reading; returns the zones away before and after, at `now`.
+    pub fn set_zonal_shifts(
+        &self,
+        shifts: Vec<ZonalShift>,
+        now: i64,
+    ) -> (BTreeSet<String>, BTreeSet<String>) {
+        let mut held = self.shifts.lock_or_recover();
+        let before = adze_scheduling::zonal_shift::zones_away(&held, now);
+        let after = adze_scheduling::zonal_shift::zones_away(&shifts, now);
+        *held = shifts;
+        (before, after)
+    }
+
+    /// The zones (IDs or names) active zonal shifts move away from at `now` (Unix seconds).
+    pub fn zones_away(&self, now: i64) -> BTreeSet<String> {
+        adze_scheduling::zonal_shift::zones_away(&self.shifts.lock_or_recover(), now)
     }
 
     pub fn mark(&self, instance_type: &str, zone: &str, capacity_type: &str, now: Instant) {
@@ -203,10 +245,11 @@ impl UnavailableOfferings {
 
     /// The catalog with offerings still in the cache marked unavailable.
     pub fn apply(&self, catalog: &[Arc<InstanceType>], now: Instant) -> Vec<Arc<InstanceType>> {
+        let catalog = self.apply_zonal_shifts(catalog, unix_now());
         let mut entries = self.entries.lock_or_recover();
         entries.retain(|_, until| *until > now);
         if entries.is_empty() {
-            return catalog.to_vec();
+            return catalog;
         }
         catalog
             .iter()
@@ -250,6 +293,60 @@ impl UnavailableOfferings {
                         available: false,
                         reservation: None,
                     });
+                }
+                t2.refresh_offering_requirements();
+                Arc::new(t2)
+            })
+            .collect()
+    }
+
+    /// The catalog with every offering in a zone away (at `now`, Unix seconds) unavailable,
+    /// reserved ones included: a shift keeps launches out of the zone whatever capacity is
+    /// held there.
+    pub fn apply_zonal_shifts(
+        &self,
+        catalog: &[Arc<InstanceType>],
+        now: i64,
+    ) -> Vec<Arc<InstanceType>> {
+        let away = self.zones_away(now);
+        if away.is_empty() {
+            return catalog.to_vec();
+        }
+        let shifted = |o: &adze_scheduling::Offering| {
+            adze_scheduling::zonal_shift::is_away(&away, &o.zone, o.zone_id.as_deref())
+        };
+        catalog
+            .iter()
+            .map(|t| {
+                if !t.offerings.iter().any(|o| o.available && shifted(o)) {
+                    return t.clone();
+                }
+                let mut t2 = InstanceType::clone(t);
+                let mut zones: BTreeMap<String, Option<String>> = BTreeMap::new();
+                for o in &mut t2.offerings {
+                    if shifted(o) {
+                        o.available = false;
+                        zones.insert(o.zone.clone(), o.zone_id.clone());
+                    }
+                }
+                // Reserved offerings come from a node class, after this (as for a failed
+                // reservation above): an unavailable `reserved` offering in the zone makes the
+                // class's reservations there unavailable too.
+                for (zone, zone_id) in zones {
+                    let has_reserved = t2.offerings.iter().any(|o| {
+                        o.zone == zone
+                            && o.capacity_type == adze_scheduling::labels::CAPACITY_TYPE_RESERVED
+                    });
+                    if !has_reserved {
+                        t2.offerings.push(adze_scheduling::Offering {
+                            zone,
+                            zone_id,
+                            capacity_type: adze_scheduling::labels::CAPACITY_TYPE_RESERVED.into(),
+                            price: 0.0,
+                            available: false,
+                            reservation: None,
+                        });
+                    }
                 }
                 t2.refresh_offering_requirements();
                 Arc::new(t2)
@@ -347,6 +444,75 @@ mod tests {
         assert!(!mo.available);
         let later = cache.apply(&catalog, now + Duration::from_secs(181));
         assert!(Arc::ptr_eq(&later[0], &catalog[0]));
+    }
+
+    fn shift(away: &str, expires_at: i64) -> ZonalShift {
+        ZonalShift {
+            away_from: away.into(),
+            expires_at,
+            applied: true,
+            kind: "ZONAL_SHIFT".into(),
+        }
+    }
+
+    #[test]
+    fn a_cloud_without_zonal_shifts_reports_none() {
+        assert!(
+            futures::executor::block_on(ByName.zonal_shifts())
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn offerings_in_a_shifted_zone_are_unavailable_until_the_shift_expires() {
+        let catalog = adze_scheduling::catalog::embedded();
+        let t = catalog.iter().find(|t| t.name == "m5.large").unwrap();
+        let zone = t.offerings[0].zone.clone();
+        let cache = UnavailableOfferings::new(Duration::from_secs(180));
+        let (before, after) = cache.set_zonal_shifts(vec![shift(&zone, 1_000)], 10);
+        assert!(before.is_empty());
+        assert_eq!(after, BTreeSet::from([zone.clone()]));
+        let marked = cache.apply_zonal_shifts(&catalog, 999);
+        let m = marked.iter().find(|t| t.name == "m5.large").unwrap();
+        assert!(m.offerings.iter().any(|o| o.available));
+        for o in m.offerings.iter().filter(|o| o.zone == zone) {
+            assert!(!o.available, "{o:?} should be unavailable");
+        }
+        // Reservations there are refused as well: an unavailable reserved offering.
+        assert!(m.offerings.iter().any(|o| o.zone == zone
+            && o.capacity_type == adze_scheduling::labels::CAPACITY_TYPE_RESERVED
+            && !o.available));
+        let elsewhere = |t: &InstanceType| -> Vec<(String, String, bool)> {
+            (t.offerings.iter())
+                .filter(|o| o.zone != zone)
+                .map(|o| (o.zone.clone(), o.capacity_type.clone(), o.available))
+                .collect()
+        };
+        assert_eq!(elsewhere(m), elsewhere(t), "other zones are untouched");
+        let later = cache.apply_zonal_shifts(&catalog, 1_000);
+        assert!(Arc::ptr_eq(&later[0], &catalog[0]));
+    }
+
+    #[test]
+    fn a_shift_named_by_zone_id_matches_offerings_carrying_that_id() {
+        let mut t = InstanceType::clone(&adze_scheduling::catalog::embedded()[0]);
+        for o in &mut t.offerings {
+            o.zone_id = Some(format!("id-{}", o.zone));
+        }
+        let zone = t.offerings[0].zone.clone();
+        let catalog = vec![Arc::new(t)];
+        let cache = UnavailableOfferings::new(Duration::from_secs(180));
+        cache.set_zonal_shifts(vec![shift(&format!("id-{zone}"), i64::MAX)], 0);
+        let marked = cache.apply(&catalog, Instant::now());
+        let offerings = &marked[0].offerings;
+        assert!(
+            offerings
+                .iter()
+                .filter(|o| o.zone == zone)
+                .all(|o| !o.available)
+        );
+        assert!(offerings.iter().any(|o| o.zone != zone && o.available));
     }
 
     fn launched(t: &str, zone: &str) -> Instance {

@@ -164,6 +164,12 @@ struct RunArgs {
     /// default like Karpenter's CapacityBuffer feature gate; docs/capacitybuffers.md).
     #[arg(long, env = "ADZE_CAPACITY_BUFFERS")]
     capacity_buffers: bool,
+    /// ARC zonal shift (Karpenter's ENABLE_ZONAL_SHIFT, off by default as there): read the
+    /// EKS cluster's zonal shifts every 30 s; while one is active no capacity is launched in
+    /// its zone and that zone's nodes are not voluntarily disrupted (docs/zonal-shift.md).
+    /// AWS needs zonal shift enabled on the cluster and arc-zonal-shift:GetManagedResource.
+    #[arg(long, env = "ADZE_ENABLE_ZONAL_SHIFT")]
+    enable_zonal_shift: bool,
     /// Simulated cloud: launches of this offering fail with InsufficientCapacity
     /// (TYPE:ZONE:CAPACITYTYPE, each part a value or *; repeatable, or comma-separated).
     #[arg(
@@ -179,6 +185,11 @@ struct RunArgs {
     /// record (the e2e's kubemark hollow nodes); it registers the Node by providerID.
     #[arg(long, env = "ADZE_SIMULATED_INSTANCE_DIR", value_name = "DIR")]
     simulated_instance_dir: Option<PathBuf>,
+    /// Simulated cloud: the cluster's ARC zonal shifts, a JSON list of {"awayFrom": ZONE,
+    /// "expiryTime": RFC3339} read again at every reading (no file: no shift). Needs
+    /// --enable-zonal-shift.
+    #[arg(long, env = "ADZE_SIMULATED_ZONAL_SHIFTS", value_name = "FILE")]
+    simulated_zonal_shifts: Option<PathBuf>,
     // The controllers run only on the replica holding the Lease.
     #[command(flatten)]
     leader: adze_lease::cli::LeaderArgs,
@@ -190,6 +201,18 @@ impl RunArgs {
     /// `--simulated-instance-dir` belongs to the simulated cloud, and with it the simulated
     /// node's boot delay and heartbeat mean nothing: refused by name rather than ignored.
     fn instance_dir_conflict(&self, matches: &clap::ArgMatches) -> Option<String> {
+        if self.simulated_zonal_shifts.is_some() {
+            if self.cloud_provider != CloudProviderKind::Simulated {
+                return Some(
+                    "--simulated-zonal-shifts needs --cloud-provider simulated (AWS reads ARC itself)".into(),
+                );
+            }
+            if !self.enable_zonal_shift {
+                return Some(
+                    "--simulated-zonal-shifts has no effect without --enable-zonal-shift".into(),
+                );
+            }
+        }
         self.simulated_instance_dir.as_ref()?;
         if self.cloud_provider != CloudProviderKind::Simulated {
             return Some(
@@ -325,8 +348,10 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         garbage_grace: args.garbage_collection_grace,
         karpenter_labels: args.karpenter_labels,
         capacity_buffers: args.capacity_buffers,
+        zonal_shift: args.enable_zonal_shift,
         simulated_unavailable: args.simulated_unavailable.clone(),
         simulated_instance_dir: args.simulated_instance_dir.clone(),
+        simulated_zonal_shifts: args.simulated_zonal_shifts.clone(),
         simulated_catalog,
         disruption: adze_provisioner::disruption::Settings {
             poll: args.disruption_poll_period,
@@ -504,6 +529,39 @@ mod tests {
         assert!(msg.contains("--cloud-provider simulated"), "{msg}");
         assert_eq!(
             run_conflict(&["adze-provisioner", "run", "--boot-delay", "5s"]),
+            None
+        );
+    }
+
+    #[test]
+    fn simulated_zonal_shifts_need_the_simulated_cloud_and_the_feature() {
+        let msg = run_conflict(&[
+            "adze-provisioner",
+            "run",
+            "--simulated-zonal-shifts",
+            "/tmp/s",
+        ])
+        .unwrap();
+        assert!(msg.contains("--enable-zonal-shift"), "{msg}");
+        let msg = run_conflict(&[
+            "adze-provisioner",
+            "run",
+            "--enable-zonal-shift",
+            "--cloud-provider",
+            "aws",
+            "--simulated-zonal-shifts",
+            "/tmp/s",
+        ])
+        .unwrap();
+        assert!(msg.contains("--cloud-provider simulated"), "{msg}");
+        assert_eq!(
+            run_conflict(&[
+                "adze-provisioner",
+                "run",
+                "--enable-zonal-shift",
+                "--simulated-zonal-shifts",
+                "/tmp/s"
+            ]),
             None
         );
     }

@@ -58,6 +58,8 @@ pub struct Config {
     /// Simulated cloud: launch by writing instance records here; a kubelet outside this
     /// process registers each Node, so the simulated kubelet does not run.
     pub simulated_instance_dir: Option<std::path::PathBuf>,
+    /// Simulated cloud: the file listing the cluster's zonal shifts (`--simulated-zonal-shifts`).
+    pub simulated_zonal_shifts: Option<std::path::PathBuf>,
     /// The simulated cloud's instance types: the embedded catalog of `--region`.
     pub simulated_catalog: Vec<std::sync::Arc<adze_scheduling::InstanceType>>,
     pub disruption: crate::disruption::Settings,
@@ -66,6 +68,9 @@ pub struct Config {
     /// `--capacity-buffers`: plan for CapacityBuffers' placeholder pods (alpha, as
     /// Karpenter's `CapacityBuffer` feature gate).
     pub capacity_buffers: bool,
+    /// `--enable-zonal-shift` (Karpenter's `ENABLE_ZONAL_SHIFT`, off by default as there):
+    /// read the cluster's ARC zonal shifts and stay out of the zones they move away from.
+    pub zonal_shift: bool,
 }
 
 /// SIGINT or SIGTERM.
@@ -143,6 +148,10 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
                 config.boot_delay,
             )
             .with_unavailable(config.simulated_unavailable.clone());
+            let sim = match config.simulated_zonal_shifts.clone() {
+                Some(path) => sim.with_zonal_shifts_file(path),
+                None => sim,
+            };
             Arc::new(match instance_dir.clone() {
                 Some(dir) => sim.with_instance_dir(dir),
                 None => sim,
@@ -251,6 +260,19 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         }
     };
     let prices = publish_prices(cloud.clone());
+    let zonal_shift = crate::cloud::zonal_shift::ZonalShiftWatch {
+        cloud: cloud.clone(),
+        unavailable: unavailable.clone(),
+        interval: crate::cloud::zonal_shift::ZONAL_SHIFT_INTERVAL,
+    };
+    let zonal_shift_enabled = config.zonal_shift;
+    let zonal_shift = async move {
+        if zonal_shift_enabled {
+            zonal_shift.run().await
+        } else {
+            std::future::pending::<()>().await
+        }
+    };
     tokio::select! {
         _ = provisioner.run() => {}
         _ = lifecycle.run() => {}
@@ -263,6 +285,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         _ = capacitybuffer_status.run() => {}
         _ = static_pools.run() => {}
         _ = prices => {}
+        _ = zonal_shift => {}
         _ = startup => {}
         _ = lost => anyhow::bail!("lost the leader lease; exiting so a restart rejoins as a follower"),
         r = shutdown_signal() => {

@@ -93,3 +93,13 @@ fn the_simulated_cloud_refuses_an_unknown_region_naming_the_flag() {
     assert!(err.contains("unknown region \"mars-1\""), "{err}");
     assert!(err.contains("us-west-2"), "known regions listed: {err}");
 }
+
+#[test]
+fn simulated_zonal_shifts_without_the_feature_are_refused_naming_both_flags() {
+    let (code, err) = run(&["--simulated-zonal-shifts", "/tmp/adze-shifts.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--simulated-zonal-shifts has no effect without --enable-zonal-shift"),
+        "{err}"
+    );
+}

@@ -470,6 +470,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// An ARC zonal shift moves the cluster away from `zone` (see
+    /// [`crate::disruption::Input::zones_away`]).
+    pub fn zone_away(mut self, zone: &str) -> Self {
+        self.input.zones_away.insert(zone.to_string());
+        self
+    }
+
     /// Adds a CapacityBuffer placeholder pod (see [`crate::disruption::Input::buffer`]).
     pub fn buffer_pod(mut self, pod: Pod) -> Self {
         self.input.buffer.push(pod);

@@ -28,6 +28,7 @@ pub mod static_pool;
 pub mod taints;
 pub mod topology;
 pub mod volumes;
+pub mod zonal_shift;
 
 pub use instance_type::{InstanceType, Offering};
 pub use node::{BoundPod, ExistingNode};

@@ -792,3 +792,102 @@ fn a_static_pool_keeps_its_replicas_through_consolidation() {
     assert_eq!(d.reason, Reason::Drifted);
     assert_eq!(d.node_names(), vec!["idle"]);
 }
+
+/// An empty node and a drifted node in zone A, an empty node in zone B.
+fn shifted_cluster() -> ClusterBuilder {
+    cluster()
+        .node("empty-a", "c.2x", A, false)
+        .node("drifted-a", "m.2x", A, false)
+        .node("empty-b", "c.2x", ZONES[1], false)
+        .pod("drifted-a", p("w", 500))
+        .facts("drifted-a", |f| f.drifted = true)
+        .zone_away(A)
+}
+
+#[test]
+fn nodes_in_a_shifted_zone_are_not_voluntarily_disrupted_while_the_shift_lasts() {
+    let input = shifted_cluster().build();
+    let decisions = decide_all(&input, &opts(), true, 100);
+    let touched: Vec<&str> = decisions.iter().flat_map(|d| d.node_names()).collect();
+    // Zone B is not under the shift: its empty node still goes.
+    assert_eq!(touched, vec!["empty-b"], "{decisions:?}");
+    // The nodes in A are reported, with the methods they wait for.
+    let b = blocked(&input);
+    let names: Vec<(&str, &[Reason])> = b
+        .iter()
+        .map(|b| (b.node.as_str(), &b.methods[..]))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("empty-a", &[Reason::Empty, Reason::Underutilized][..]),
+            ("drifted-a", &[Reason::Drifted, Reason::Underutilized][..]),
+        ]
+    );
+    assert_eq!(b[0].blocker, Blocker::ZonalShift(A.into()));
+    assert!(
+        b[0].message()
+            .contains("zonal shift moves the cluster away from zone test-1a"),
+        "{}",
+        b[0].message()
+    );
+}
+
+#[test]
+fn an_empty_node_is_kept_while_its_zone_is_shifted_away_and_removed_once_the_shift_ends() {
+    let mut input = cluster()
+        .node("empty-a", "c.2x", A, false)
+        .zone_away(A)
+        .build();
+    assert!(decide(&input, &opts()).is_none());
+    input.zones_away.clear();
+    let d = decide(&input, &opts()).expect("a decision once the shift ends");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(d.node_names(), vec!["empty-a"]);
+    assert!(blocked(&input).is_empty());
+}
+
+#[test]
+fn a_drifted_node_in_a_shifted_zone_is_replaced_once_the_shift_ends() {
+    let mut input = shifted_cluster().build();
+    input.zones_away.clear();
+    let decisions = decide_all(&input, &opts(), true, 100);
+    assert_eq!(decisions[0].reason, Reason::Drifted, "{decisions:?}");
+    assert_eq!(decisions[0].node_names(), vec!["drifted-a"]);
+}
+
+#[test]
+fn consolidation_elsewhere_does_not_move_pods_into_the_shifted_zone() {
+    // The pod on the B node would fit on the idle A node (consolidation would delete B's
+    // node), but A is shifted away: nothing moves there.
+    let base = cluster()
+        .node("idle-a", "m.2x", A, false)
+        .node("small-b", "c.2x", ZONES[1], false)
+        .pod("idle-a", p("x", 100))
+        .pod("small-b", p("y", 500));
+    let free = decide(&base.clone().build(), &opts()).expect("a consolidation without the shift");
+    assert_eq!(free.reason, Reason::Underutilized, "{}", free.message);
+    let shifted = base.zone_away(A).build();
+    let d = decide(&shifted, &opts());
+    assert!(
+        d.as_ref()
+            .is_none_or(|d| d.plan.placements().values().all(|to| *to != "idle-a")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_shift_named_by_zone_id_matches_the_node_zone_id_label() {
+    let mut input = cluster().node("empty-a", "c.2x", A, false).build();
+    let node = &mut input.snapshot.nodes[0];
+    node.requirements.add(adze_scheduling::Requirement::single(
+        labels::ZONE_ID,
+        "tst1-az1",
+    ));
+    input.zones_away.insert("tst1-az1".into());
+    assert!(decide(&input, &opts()).is_none());
+    assert_eq!(
+        blocked(&input)[0].blocker,
+        Blocker::ZonalShift("tst1-az1".into())
+    );
+}

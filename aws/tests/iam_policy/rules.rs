@@ -101,7 +101,7 @@ pub const OWNERSHIP: &[(&str, &[&str], On, &[&str])] = &[
 
 /// Services whose calls go to the stack's region: their statements need
 /// `aws:RequestedRegion` = that region.
-pub const REGIONAL: &[&str] = &["ec2", "ssm", "sqs", "eks"];
+pub const REGIONAL: &[&str] = &["ec2", "ssm", "sqs", "eks", "arc-zonal-shift"];
 /// Global services: IAM answers in us-east-1 whatever the stack's region, so a region
 /// condition would refuse every call elsewhere.
 pub const GLOBAL: &[&str] = &["iam"];

@@ -11,11 +11,11 @@ use adze_api::NodeClaim;
 use adze_scheduling::InstanceType;
 use futures::future::BoxFuture;
 
-use super::{CloudError, CloudProvider, Instance, StatusCheck};
+use super::{CloudError, CloudProvider, Instance, StatusCheck, ZonalShift};
 use crate::metrics::{CloudCallLabels, CloudErrorLabels, Provisioner};
 
 /// The trait's methods, as the `method` (and `op`) label names them.
-pub const METHODS: [&str; 8] = [
+pub const METHODS: [&str; 9] = [
     "create",
     "delete",
     "get",
@@ -24,6 +24,7 @@ pub const METHODS: [&str; 8] = [
     "is_drifted",
     "drifted_claims",
     "instance_health",
+    "zonal_shifts",
 ];
 
 /// The `error` label of a failed call.
@@ -62,6 +63,7 @@ impl Metered {
                     "is_drifted",
                     "drifted_claims",
                     "instance_health",
+                    "zonal_shifts",
                 ]
                 .map(|op| (op, "other")),
             );
@@ -157,6 +159,11 @@ impl CloudProvider for Metered {
     {
         Box::pin(self.call("instance_health", self.inner.instance_health(provider_ids)))
     }
+
+    /// Forwarded (the default would report no shift for every provider).
+    fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<ZonalShift>, CloudError>> {
+        Box::pin(self.call("zonal_shifts", self.inner.zonal_shifts()))
+    }
 }
 
 #[cfg(test)]
@@ -208,6 +215,9 @@ mod tests {
         {
             Box::pin(async { Err(CloudError::Other("UnauthorizedOperation".into())) })
         }
+        fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<ZonalShift>, CloudError>> {
+            Box::pin(async { Err(CloudError::Other("AccessDeniedException".into())) })
+        }
     }
 
     fn claim() -> NodeClaim {
@@ -251,6 +261,10 @@ mod tests {
         let health = errors("instance_health", "other");
         assert!(cloud.instance_health(&["i-1".into()]).await.is_err());
         assert_eq!(errors("instance_health", "other"), health + 1);
+        // And the zonal-shift read.
+        let shifts = errors("zonal_shifts", "other");
+        assert!(cloud.zonal_shifts().await.is_err());
+        assert_eq!(errors("zonal_shifts", "other"), shifts + 1);
         assert!(cloud.create(&claim()).await.is_err());
         assert!(cloud.list().await.is_err());
         cloud.delete(&claim()).await.unwrap();
@@ -268,6 +282,7 @@ mod tests {
             ("drifted_claims", 1),
             ("is_drifted", 0),
             ("instance_health", 1),
+            ("zonal_shifts", 1),
         ] {
             let line = format!(
                 "\nadze_cloudprovider_duration_seconds_count{{method=\"{method}\",provider=\"metered-test\"}} {n}\n"

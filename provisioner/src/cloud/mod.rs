@@ -6,5 +6,6 @@
 pub mod instance_record;
 pub mod metered;
 pub mod simulated;
+pub mod zonal_shift;
 
 pub use adze_cloud::*;

@@ -15,6 +15,12 @@
 //! Status checks (`instance_health`, what node repair reads as EC2's): every instance passes
 //! unless its record's `statusChecks` (instance directory) or its Node's
 //! [`STATUS_CHECKS_ANNOTATION`] say otherwise — how a test plays an impaired instance.
+//!
+//! Zonal shifts (`zonal_shifts`, what `--enable-zonal-shift` reads as ARC's): none, unless
+//! a zonal-shifts file is given ([`Simulated::with_zonal_shifts_file`],
+//! `--simulated-zonal-shifts`): a JSON list of [`SimulatedZonalShift`], read again at every
+//! call, so a test starts a shift by writing the file and ends it by removing it (or by
+//! letting `expiryTime` pass).
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, HashMap};
@@ -88,6 +94,74 @@ pub struct Simulated {
     unavailable: Vec<OfferingPattern>,
     /// Instances are records in this directory, booted by someone else's kubelet.
     instance_dir: Option<PathBuf>,
+    /// The zonal shifts on the simulated cluster, as a JSON file (absent: none).
+    zonal_shifts_file: Option<PathBuf>,
+}
+
+/// One zonal shift in the simulated cloud's file, in the names ARC's GetManagedResource
+/// gives it: `{"awayFrom": "us-east-1a", "expiryTime": "2026-01-01T00:00:00Z"}`, optionally
+/// with `appliedStatus` (`APPLIED`, the default, or `NOT_APPLIED`) and `shiftType`
+/// (`ZONAL_SHIFT`, the default). `awayFrom` may be a zone name or a zone ID.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimulatedZonalShift {
+    pub away_from: String,
+    pub expiry_time: String,
+    #[serde(default = "applied")]
+    pub applied_status: String,
+    #[serde(default = "zonal_shift_kind")]
+    pub shift_type: String,
+}
+
+fn applied() -> String {
+    "APPLIED".into()
+}
+
+fn zonal_shift_kind() -> String {
+    "ZONAL_SHIFT".into()
+}
+
+/// The shifts in the file at `path`; no file is no shift. Anything unreadable is an error
+/// naming the file and the field (a test's typo should show, not read as "no shift").
+pub fn read_zonal_shifts(path: &Path) -> Result<Vec<adze_cloud::ZonalShift>, CloudError> {
+    let bytes = match std::fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        r => r.map_err(|e| CloudError::Other(format!("{}: {e}", path.display())))?,
+    };
+    let list: Vec<SimulatedZonalShift> = serde_json::from_slice(&bytes)
+        .map_err(|e| CloudError::Other(format!("{}: {e}", path.display())))?;
+    list.into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let expires_at = s
+                .expiry_time
+                .parse::<k8s_openapi::jiff::Timestamp>()
+                .map_err(|e| {
+                    CloudError::Other(format!(
+                        "{}: [{i}].expiryTime: {:?}: {e}",
+                        path.display(),
+                        s.expiry_time
+                    ))
+                })?
+                .as_second();
+            let applied = match s.applied_status.as_str() {
+                "APPLIED" => true,
+                "NOT_APPLIED" => false,
+                other => {
+                    return Err(CloudError::Other(format!(
+                        "{}: [{i}].appliedStatus: {other:?} is not APPLIED or NOT_APPLIED",
+                        path.display()
+                    )));
+                }
+            };
+            Ok(adze_cloud::ZonalShift {
+                away_from: s.away_from,
+                expires_at,
+                applied,
+                kind: s.shift_type,
+            })
+        })
+        .collect()
 }
 
 /// `TYPE:ZONE:CAPACITYTYPE`, each part a value or `*`.
@@ -156,7 +230,14 @@ impl Simulated {
             booting: Arc::default(),
             unavailable: Vec::new(),
             instance_dir: None,
+            zonal_shifts_file: None,
         }
+    }
+
+    /// Report the zonal shifts listed in the file at `path` (see the module docs).
+    pub fn with_zonal_shifts_file(mut self, path: PathBuf) -> Self {
+        self.zonal_shifts_file = Some(path);
+        self
     }
 
     /// Launch by writing a record to `dir` instead of creating the Node (see the module docs).
@@ -489,6 +570,16 @@ impl CloudProvider for Simulated {
         Box::pin(async { Ok(Default::default()) })
     }
 
+    /// The shifts in the zonal-shifts file, if one was given and exists.
+    fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<adze_cloud::ZonalShift>, CloudError>> {
+        Box::pin(async move {
+            match &self.zonal_shifts_file {
+                Some(path) => read_zonal_shifts(path),
+                None => Ok(Vec::new()),
+            }
+        })
+    }
+
     /// The checks a record's `statusChecks` or a Node's [`STATUS_CHECKS_ANNOTATION`] list, for
     /// the instances asked about that have any; one that cannot be read fails the call (a
     /// test's typo should show, not read as healthy).
@@ -541,6 +632,34 @@ impl CloudProvider for Simulated {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_zonal_shifts_file_plays_arc_and_its_absence_is_no_shift() {
+        let dir = std::env::temp_dir().join(format!("adze-sim-shifts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("zonal-shifts.json");
+        let _ = std::fs::remove_file(&path);
+        assert!(read_zonal_shifts(&path).unwrap().is_empty());
+        std::fs::write(
+            &path,
+            r#"[{"awayFrom":"us-east-1a","expiryTime":"2026-01-01T00:10:00Z"},
+                {"awayFrom":"use1-az2","expiryTime":"2026-01-01T00:10:00Z","appliedStatus":"NOT_APPLIED","shiftType":"PRACTICE_RUN"}]"#,
+        )
+        .unwrap();
+        let shifts = read_zonal_shifts(&path).unwrap();
+        assert_eq!(shifts.len(), 2);
+        assert_eq!(shifts[0].away_from, "us-east-1a");
+        assert_eq!(shifts[0].expires_at, 1_767_226_200);
+        assert!(shifts[0].applied && !shifts[1].applied);
+        assert_eq!(shifts[1].kind, "PRACTICE_RUN");
+        std::fs::write(&path, r#"[{"awayFrom":"us-east-1a","expiryTime":"soon"}]"#).unwrap();
+        let err = read_zonal_shifts(&path).unwrap_err().to_string();
+        assert!(err.contains("[0].expiryTime"), "{err}");
+        std::fs::write(&path, r#"[{"awayFrom":"us-east-1a","expiry":"x"}]"#).unwrap();
+        let err = read_zonal_shifts(&path).unwrap_err().to_string();
+        assert!(err.contains("expiry"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn offering_pattern_parses_and_matches_with_wildcards() {

@@ -461,6 +461,8 @@ pub fn build(
             policies,
             now: extra.now,
             buffer,
+            // The zonal-shift reading is the controller's (UnavailableOfferings::zones_away).
+            zones_away: BTreeSet::new(),
         },
         reserved_names: built.reserved_names,
         pending,

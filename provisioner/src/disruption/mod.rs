@@ -142,10 +142,10 @@ fn record_repair() {
 }
 
 /// `adze_disruption_blocked_nodes{reason}`: this pass's blocked nodes by blocker; every
-/// blocker a user sets is written, at 0 when no node has it now.
+/// announced blocker (a user's, a zonal shift) is written, at 0 when no node has it now.
 fn record_blocked(blocked: &[pure::BlockedNode]) {
     let gauge = &crate::metrics::provisioner().disruption_blocked;
-    let mut counts: BTreeMap<&str, i64> = crate::metrics::USER_BLOCKERS
+    let mut counts: BTreeMap<&str, i64> = crate::metrics::ANNOUNCED_BLOCKERS
         .into_iter()
         .map(|b| (b, 0))
         .collect();
@@ -291,12 +291,13 @@ impl Disruption {
             cloud_drifted: &cloud_drifted,
             now: now_unix(),
         };
-        let built = input::build(
+        let mut built = input::build(
             &objects,
             &catalog,
             &extra,
             &mut self.activity.lock_or_recover(),
         );
+        built.input.zones_away = self.unavailable.zones_away(extra.now);
         for p in &built.problems {
             tracing::debug!(problem = %p, "left out of disruption");
         }
@@ -453,7 +454,7 @@ impl Disruption {
     }
 
     /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
-    /// consider but for do-not-disrupt or a PodDisruptionBudget. Sent every pass; the
+    /// consider but for do-not-disrupt, a PodDisruptionBudget or a zonal shift. Sent every pass; the
     /// recorder folds the repeats into one Event per node and blocker with a growing count.
     /// `adze_disruption_blocked_nodes` counts them by blocker.
     fn announce_blocked(&self, built: &Built, blocked: &[pure::BlockedNode]) {
@@ -1095,14 +1096,23 @@ mod tests {
             blocked("a", Blocker::DoNotDisruptNode),
             blocked("b", Blocker::DoNotDisruptPod("ns/p".into())),
             blocked("c", Blocker::DoNotDisruptPod("ns/q".into())),
+            blocked("d", Blocker::ZonalShift("use1-az1".into())),
         ]);
         let g = |r: &str| series(&format!("adze_disruption_blocked_nodes{{reason=\"{r}\"}}"));
         assert_eq!(
-            (g("DoNotDisruptNode"), g("DoNotDisruptPod"), g("PdbForbids")),
-            (1, 2, 0)
+            (
+                g("DoNotDisruptNode"),
+                g("DoNotDisruptPod"),
+                g("PdbForbids"),
+                g("ZonalShift")
+            ),
+            (1, 2, 0, 1)
         );
         record_blocked(&[]);
-        assert_eq!((g("DoNotDisruptNode"), g("DoNotDisruptPod")), (0, 0));
+        assert_eq!(
+            (g("DoNotDisruptNode"), g("DoNotDisruptPod"), g("ZonalShift")),
+            (0, 0, 0)
+        );
     }
 
     use adze_scheduling::disruption::drift::DriftReason;

@@ -162,15 +162,22 @@ pub struct Provisioner {
     pub nodepool_limit: GaugeSet<PoolResourceLabels>,
     /// Disruptions carried out (not dry runs), by action and method.
     pub disruption_decisions: Family<DecisionLabels, Counter>,
-    /// Nodes a disruption method would consider but for a blocker a user set, by blocker,
+    /// Nodes a disruption method would consider but for a blocker a user set or a zonal
+    /// shift, by blocker,
     /// as of the last disruption pass.
     pub disruption_blocked: Family<ReasonLabel, Gauge>,
     /// Creation to Ready of pods created while this replica leads.
     pub pod_startup: Histogram,
 }
 
-/// The blockers a user sets (`Blocker::reason` of the ones `set_by_user`), listed at 0.
-pub const USER_BLOCKERS: [&str; 3] = ["DoNotDisruptNode", "DoNotDisruptPod", "PdbForbids"];
+/// The blockers announced on nodes (`Blocker::reason` of the ones `announced`: those a user
+/// sets, and a zonal shift), listed at 0.
+pub const ANNOUNCED_BLOCKERS: [&str; 4] = [
+    "DoNotDisruptNode",
+    "DoNotDisruptPod",
+    "PdbForbids",
+    "ZonalShift",
+];
 
 impl Provisioner {
     fn new(r: &mut Registry) -> Self {
@@ -255,7 +262,7 @@ impl Provisioner {
             disruption_blocked: add(
                 r,
                 "adze_disruption_blocked_nodes",
-                "Nodes a disruption method would consider but for a blocker a user set (do-not-disrupt, a PodDisruptionBudget), by blocker, at the last disruption pass.",
+                "Nodes a disruption method would consider but for a blocker a user set (do-not-disrupt, a PodDisruptionBudget) or an ARC zonal shift, by blocker, at the last disruption pass.",
                 Family::default(),
             ),
             pod_startup: add(
@@ -278,7 +285,7 @@ impl Provisioner {
             decision: "delete".into(),
             reason: adze_scheduling::disruption::repair::REASON.into(),
         });
-        for b in USER_BLOCKERS {
+        for b in ANNOUNCED_BLOCKERS {
             let _ = m.disruption_blocked.get_or_create(&self::reason(b));
         }
         m

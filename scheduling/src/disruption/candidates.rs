@@ -54,6 +54,9 @@ pub enum Blocker {
         pod: String,
         pdb: String,
     },
+    /// In a zone an ARC zonal shift moves the cluster away from (the zone as the shift names
+    /// it: its ID, or its name): no voluntary method touches it until the shift ends.
+    ZonalShift(String),
 }
 
 impl std::fmt::Display for Blocker {
@@ -83,6 +86,10 @@ impl std::fmt::Display for Blocker {
                     "PodDisruptionBudget {pdb} allows no eviction of pod {pod}"
                 )
             }
+            Blocker::ZonalShift(zone) => write!(
+                f,
+                "a zonal shift moves the cluster away from zone {zone}; voluntary disruption there waits until it ends"
+            ),
         }
     }
 }
@@ -100,6 +107,7 @@ impl Blocker {
             Blocker::DoNotDisruptNode => "DoNotDisruptNode",
             Blocker::DoNotDisruptPod(_) => "DoNotDisruptPod",
             Blocker::PdbForbids { .. } => "PdbForbids",
+            Blocker::ZonalShift(_) => "ZonalShift",
         }
     }
 
@@ -108,6 +116,12 @@ impl Blocker {
             self,
             Blocker::DoNotDisruptNode | Blocker::DoNotDisruptPod(_) | Blocker::PdbForbids { .. }
         )
+    }
+
+    /// Worth telling the user about on the node (the `DisruptionBlocked` event): what they
+    /// set, and a zonal shift, which holds the node back only for a while.
+    pub fn announced(&self) -> bool {
+        self.set_by_user() || matches!(self, Blocker::ZonalShift(_))
     }
 }
 
@@ -166,7 +180,7 @@ impl BlockedNode {
     }
 }
 
-/// Nodes blocked by a user-set [`Blocker`] that qualify for at least one method (drifted,
+/// Nodes blocked by a user-set [`Blocker`] or a zonal shift that qualify for at least one method (drifted,
 /// or past `consolidateAfter`), in node order. Nodes no method would touch are left
 /// out, so a pinned pod on a busy, young node says nothing.
 pub fn blocked(input: &Input) -> Vec<BlockedNode> {
@@ -174,7 +188,7 @@ pub fn blocked(input: &Input) -> Vec<BlockedNode> {
     let (_, blocked) = candidates(input);
     blocked
         .into_iter()
-        .filter(|(_, b)| b.set_by_user())
+        .filter(|(_, b)| b.announced())
         .filter_map(|(name, blocker)| {
             let node = input.snapshot.nodes.iter().find(|n| n.name == name)?;
             let policy = input.policy(node.nodepool.as_deref()?)?;
@@ -235,6 +249,9 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
             if f.do_not_disrupt {
                 return Some(Blocker::DoNotDisruptNode);
             }
+            if let Some(zone) = shifted_zone(&input.zones_away, node) {
+                return Some(Blocker::ZonalShift(zone));
+            }
             for &bi in &pods {
                 let key = input.snapshot.bound[bi].pod.key();
                 let Some(pf) = pod_facts.get(key.as_str()) else {
@@ -284,6 +301,23 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
         });
     }
     (out, blocked)
+}
+
+/// The zone (as the shift names it) of `node` that a zonal shift moves away from, if any.
+pub(super) fn shifted_zone(
+    away: &std::collections::BTreeSet<String>,
+    node: &ExistingNode,
+) -> Option<String> {
+    let zone = label(node, labels::ZONE);
+    let zone_id = label(node, labels::ZONE_ID);
+    let id = (!zone_id.is_empty()).then_some(zone_id.as_str());
+    if !crate::zonal_shift::is_away(away, &zone, id) {
+        return None;
+    }
+    Some(match id {
+        Some(id) if away.contains(id) => id.to_string(),
+        _ => zone,
+    })
 }
 
 fn label(node: &ExistingNode, key: &str) -> String {

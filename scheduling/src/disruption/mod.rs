@@ -228,6 +228,11 @@ pub struct Input {
     /// place as they do displaced pods, so disruption never undoes what provisioning
     /// launched for a buffer. Those the cluster has no room for are provisioning's to launch.
     pub buffer: Vec<crate::pod::Pod>,
+    /// Zones (IDs or names) an ARC zonal shift moves the cluster away from now
+    /// ([`crate::zonal_shift::zones_away`]): the nodes there are not voluntarily disrupted
+    /// ([`Blocker::ZonalShift`]). The catalog's offerings there are already unavailable, so
+    /// no replacement is planned there either.
+    pub zones_away: std::collections::BTreeSet<String>,
 }
 
 impl Input {

@@ -1,6 +1,7 @@
 //! "What if these nodes were gone?": the cluster without them, their pods (and the
 //! CapacityBuffer placeholders the cluster holds room for) pending, run through the real
-//! scheduler. Built once per decision and reused for every trial.
+//! scheduler. Built once per decision and reused for every trial. Nodes in a zone a zonal
+//! shift moves away from take no displaced pod ([`super::Input::zones_away`]).
 
 use crate::node::{BoundPod, ExistingNode};
 use crate::plan::Plan;
@@ -105,7 +106,13 @@ impl<'a> Simulator<'a> {
             if gone[ni] {
                 continue;
             }
-            nodes.push(snap.nodes[ni].clone());
+            let mut node = snap.nodes[ni].clone();
+            // A node in a zone a zonal shift moves away from keeps its pods but takes no
+            // displaced ones: disruption elsewhere must not lean on the shifted zone.
+            if super::candidates::shifted_zone(&self.input.zones_away, &node).is_some() {
+                node.unschedulable = true;
+            }
+            nodes.push(node);
             bound.extend(self.pods_on[ni].iter().map(|&bi| snap.bound[bi].clone()));
         }
         let pending = removed
