@@ -31,6 +31,10 @@ pub mod nodeclaim {
     /// The cloud announced the instance will go away (spot interruption, maintenance). Set
     /// by the AWS interruption queue and by the node agent.
     pub const INTERRUPTED: &str = "Interrupted";
+    /// The `Interrupted` reason for an interruptible capacity reservation being reclaimed.
+    /// EC2 announces it only through EventBridge (the interruption queue), not to the node,
+    /// so the provisioner drains such a node even where a node agent runs.
+    pub const REASON_CAPACITY_RESERVATION_INTERRUPTION: &str = "CapacityReservationInterruption";
 }
 
 /// NodePool conditions.

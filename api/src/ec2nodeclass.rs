@@ -846,6 +846,11 @@ pub struct CapacityReservation {
     /// RFC 3339; a Capacity Block's nodes are drained before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<String>,
+    /// EC2 may reclaim this reservation's capacity, terminating its instances after a
+    /// two-minute warning (an interruptible reservation). Its nodes carry
+    /// `aws.adze.sh/capacity-reservation-interruptible: "true"`, others `"false"`.
+    #[serde(default)]
+    pub interruptible: bool,
 }
 
 /// EC2's `ReservationType`; also the `karpenter.k8s.aws/capacity-reservation-type` label.

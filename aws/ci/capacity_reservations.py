@@ -20,12 +20,17 @@ it. This module adds, to moto's EC2 backend, reservations that behave as EC2 doc
   open matching does. The instance carries `CapacityReservationId`; terminating it gives the
   slot back. RunInstances is left as moto has it (Adze launches only through CreateFleet).
 
-Two test levers EC2 has no equivalent for (its Capacity Blocks are bought from offerings that
-start on a schedule and last days, and no clock can be moved): `AdzeTestCreateCapacityBlock`
+Every reservation is described with `Interruptible` (false unless a lever says otherwise), as
+EC2 describes one whose owner may take its capacity back.
+
+Three test levers EC2 has no equivalent for (its Capacity Blocks are bought from offerings that
+start on a schedule and last days, no clock can be moved, and an interruptible reservation is
+made by another account's owner from its own reservation): `AdzeTestCreateCapacityBlock`
 (InstanceType, AvailabilityZone, InstanceCount, EndDate, optional StartDate and
-TagSpecification) and `AdzeTestSetCapacityReservationEndDate` (CapacityReservationId, EndDate:
-time passing for one reservation). Both are EC2 query actions on the same endpoint, so they
-pass the fault proxy like any call; both answer `<capacityReservationId>`.
+TagSpecification), `AdzeTestSetCapacityReservationEndDate` (CapacityReservationId, EndDate:
+time passing for one reservation) and `AdzeTestSetCapacityReservationInterruptible`
+(CapacityReservationId, Interruptible `true`/`false`). All are EC2 query actions on the same
+endpoint, so they pass the fault proxy like any call; all answer `<capacityReservationId>`.
 """
 
 import datetime
@@ -89,6 +94,7 @@ class Reservation:
         self.cancelled = False
         self.tags = dict(tags)
         self.instances = set()
+        self.interruptible = False
 
     def state(self, now):
         if self.cancelled:
@@ -125,6 +131,7 @@ class Reservation:
             "CreateDate": self.created,
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(self.tags.items())],
             "ReservationType": self.kind,
+            "Interruptible": self.interruptible,
         }
         if self.end is not None:
             out["EndDate"] = self.end
@@ -351,11 +358,23 @@ def adze_test_set_capacity_reservation_end_date(self):
     return _reply("AdzeTestSetCapacityReservationEndDate", r.id)
 
 
+def adze_test_set_capacity_reservation_interruptible(self):
+    r = _get(self.ec2_backend, _query(self, "CapacityReservationId"))
+    value = _query(self, "Interruptible")
+    if value not in ("true", "false"):
+        raise EC2ClientError("InvalidParameterValue", f"Interruptible {value!r}: true or false")
+    r.interruptible = value == "true"
+    return _reply("AdzeTestSetCapacityReservationInterruptible", r.id)
+
+
 EC2Response.create_capacity_reservation = create_capacity_reservation
 EC2Response.describe_capacity_reservations = describe_capacity_reservations
 EC2Response.cancel_capacity_reservation = cancel_capacity_reservation
 EC2Response.adze_test_create_capacity_block = adze_test_create_capacity_block
 EC2Response.adze_test_set_capacity_reservation_end_date = adze_test_set_capacity_reservation_end_date
+EC2Response.adze_test_set_capacity_reservation_interruptible = (
+    adze_test_set_capacity_reservation_interruptible
+)
 
 
 # --- the launch side -------------------------------------------------------------------------

@@ -27,6 +27,9 @@ pub struct Notice {
 pub enum NoticeKind {
     /// Two-minute warning before EC2 reclaims a spot instance.
     SpotInterruption,
+    /// Two-minute warning before EC2 terminates an instance in an interruptible capacity
+    /// reservation whose owner is taking the capacity back.
+    ReservationInterruption,
     /// EC2 says the instance is at elevated risk of interruption; no deadline.
     RebalanceRecommendation,
     /// AWS Health scheduled maintenance (stop, retirement, reboot).
@@ -42,6 +45,9 @@ impl Notice {
     pub fn interruption_reason(&self) -> Option<&'static str> {
         match &self.kind {
             NoticeKind::SpotInterruption => Some("SpotInterruption"),
+            NoticeKind::ReservationInterruption => {
+                Some(adze_api::conditions::nodeclaim::REASON_CAPACITY_RESERVATION_INTERRUPTION)
+            }
             NoticeKind::RebalanceRecommendation => None,
             NoticeKind::ScheduledChange { .. } => Some("ScheduledChange"),
             NoticeKind::StateChange { state } => match state.as_str() {
@@ -57,6 +63,9 @@ impl Notice {
     pub fn message(&self) -> String {
         let what = match &self.kind {
             NoticeKind::SpotInterruption => "EC2 will reclaim this spot instance".to_string(),
+            NoticeKind::ReservationInterruption => {
+                "EC2 will reclaim this instance's interruptible capacity reservation".to_string()
+            }
             NoticeKind::RebalanceRecommendation => "EC2 recommends rebalancing".to_string(),
             NoticeKind::ScheduledChange { event_type } => {
                 format!("AWS Health scheduled change {event_type}")
@@ -162,6 +171,16 @@ pub fn parse(body: &str, origin: &Origin) -> Result<Notice, ParseError> {
             instance_ids: instance_id()?,
             // EC2 gives two minutes from the warning.
             deadline: time.and_then(|t| plus_seconds(t, 120)),
+        }),
+        ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning") => Ok(Notice {
+            kind: NoticeKind::ReservationInterruption,
+            instance_ids: instance_id()?,
+            // The event names the termination time; else EC2's two minutes from the warning.
+            deadline: detail
+                .get("instance-termination-time")
+                .and_then(Value::as_str)
+                .and_then(normalize_time)
+                .or_else(|| time.and_then(|t| plus_seconds(t, 120))),
         }),
         ("aws.ec2", "EC2 Instance Rebalance Recommendation") => Ok(Notice {
             kind: NoticeKind::RebalanceRecommendation,
@@ -451,6 +470,7 @@ mod tests {
     pub const SPOT: &str = r#"{"version":"0","id":"1e5527d7-bb36-4607-3370-4164db56a40e","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1b:instance/i-0b662ef9931388ba0"],"detail":{"instance-id":"i-0b662ef9931388ba0","instance-action":"terminate"}}"#;
     const REBALANCE: &str = r#"{"version":"0","id":"2","detail-type":"EC2 Instance Rebalance Recommendation","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1b:instance/i-0b662ef9931388ba0"],"detail":{"instance-id":"i-0b662ef9931388ba0"}}"#;
     const HEALTH: &str = r#"{"version":"0","id":"3","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["i-0abc"],"detail":{"eventArn":"arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_STOP_SCHEDULED/x","service":"EC2","eventTypeCode":"AWS_EC2_INSTANCE_STOP_SCHEDULED","eventTypeCategory":"scheduledChange","startTime":"Sat, 28 Nov 2026 04:00:00 GMT","eventDescription":[{"language":"en_US","latestDescription":"retire"}],"affectedEntities":[{"entityValue":"i-0abc"},{"entityValue":"i-0def"}]}}"#;
+    const RESERVATION: &str = r#"{"version":"0","id":"5","detail-type":"EC2 Capacity Reservation Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-0abc"],"detail":{"instance-id":"i-0abc","instance-action":"terminate","instance-termination-time":"2026-11-22T23:02:05Z","azId":"use1-az1"}}"#;
     const STATE: &str = r#"{"version":"0","id":"4","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","account":"123456789012","time":"2026-11-22T23:00:00Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-0abc"],"detail":{"instance-id":"i-0abc","state":"stopping"}}"#;
 
     fn ours() -> Origin {
@@ -525,6 +545,32 @@ mod tests {
         assert_eq!(n.deadline.as_deref(), Some("2026-11-22T23:02:00Z"));
         assert_eq!(n.interruption_reason(), Some("SpotInterruption"));
         assert!(n.message().contains("deadline 2026-11-22T23:02:00Z"));
+    }
+
+    #[test]
+    fn interruptible_reservation_warning_interrupts_with_its_own_reason_and_deadline() {
+        let n = parse(RESERVATION).unwrap();
+        assert_eq!(n.kind, NoticeKind::ReservationInterruption);
+        assert_eq!(n.instance_ids, vec!["i-0abc".to_string()]);
+        assert_eq!(n.deadline.as_deref(), Some("2026-11-22T23:02:05Z"));
+        assert_eq!(
+            n.interruption_reason(),
+            Some("CapacityReservationInterruption")
+        );
+        assert!(n.message().contains("interruptible capacity reservation"));
+        assert!(n.message().contains("2026-11-22T23:02:05Z"));
+        // Without a termination time: two minutes from the event.
+        let bare =
+            RESERVATION.replace(r#","instance-termination-time":"2026-11-22T23:02:05Z""#, "");
+        assert_eq!(
+            parse(&bare).unwrap().deadline.as_deref(),
+            Some("2026-11-22T23:02:00Z")
+        );
+        let no_instance = RESERVATION.replace(r#""instance-id":"i-0abc","#, "");
+        assert_eq!(
+            parse(&no_instance),
+            Err(ParseError::Missing("detail.instance-id"))
+        );
     }
 
     #[test]

@@ -449,6 +449,8 @@ pub fn usable_reservation(
             d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
                 .ok()
         }),
+        // Absent (older EC2 responses, stand-ins) means an ordinary reservation.
+        interruptible: r.interruptible.unwrap_or(false),
     })
 }
 
@@ -772,6 +774,23 @@ mod tests {
         );
         let negative = usable_reservation(&described("active", None, -4), now).unwrap();
         assert_eq!(negative.available_instance_count, 0);
+    }
+
+    #[test]
+    fn an_interruptible_reservation_is_listed_as_interruptible() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let mut r = described("active", None, 2);
+        r.reservation_type = Some(aws_sdk_ec2::types::CapacityReservationType::Default);
+        assert!(
+            !usable_reservation(&r, now).unwrap().interruptible,
+            "no Interruptible field: an ordinary reservation"
+        );
+        r.interruptible = Some(true);
+        let listed = usable_reservation(&r, now).unwrap();
+        assert!(listed.interruptible);
+        assert_eq!(listed.available_instance_count, 2);
+        r.interruptible = Some(false);
+        assert!(!usable_reservation(&r, now).unwrap().interruptible);
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub fn candidates(
     let ct_req = reqs.get(labels::CAPACITY_TYPE);
     let rid_req = reqs.get(labels::CAPACITY_RESERVATION_ID);
     let rtype_req = reqs.get(labels::CAPACITY_RESERVATION_TYPE);
+    let rint_req = reqs.get(labels::CAPACITY_RESERVATION_INTERRUPTIBLE);
     let mut out = Vec::new();
     for t in catalog {
         let type_ok = reqs.iter().all(|r| {
@@ -88,6 +89,7 @@ pub fn candidates(
                 || ct_req.is_some_and(|c| !c.allows(&o.capacity_type))
                 || rid_req.is_some_and(|r| !r.allows_label(res.map(|r| r.id.as_str())))
                 || rtype_req.is_some_and(|r| !r.allows_label(res.map(|r| r.kind.as_str())))
+                || rint_req.is_some_and(|r| !r.allows_label(res.map(|r| r.interruptible_label())))
                 || res.is_some_and(|r| r.remaining == 0)
             {
                 continue;
@@ -141,6 +143,9 @@ fn value_of<'a>(c: &'a Candidate, key: &str) -> Option<&'a str> {
         labels::CAPACITY_TYPE => Some(&c.capacity_type),
         labels::CAPACITY_RESERVATION_ID => c.reservation.as_ref().map(|r| r.id.as_str()),
         labels::CAPACITY_RESERVATION_TYPE => c.reservation.as_ref().map(|r| r.kind.as_str()),
+        labels::CAPACITY_RESERVATION_INTERRUPTIBLE => {
+            c.reservation.as_ref().map(|r| r.interruptible_label())
+        }
         _ => c.instance_type.label(key),
     }
 }

@@ -444,7 +444,7 @@ fn the_controller_role_has_the_policy_and_trusts_only_the_provisioner() {
 }
 
 #[test]
-fn the_interruption_queue_takes_events_over_tls_from_the_four_rules() {
+fn the_interruption_queue_takes_events_over_tls_from_the_five_rules() {
     let t = template::load();
     let policy = template::json(
         &template::resource(&t, "InterruptionQueuePolicy")["Properties"]["PolicyDocument"],
@@ -509,6 +509,10 @@ fn the_interruption_queue_takes_events_over_tls_from_the_four_rules() {
     }
     let expected: BTreeSet<(String, String)> = [
         ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+        (
+            "aws.ec2",
+            "EC2 Capacity Reservation Instance Interruption Warning",
+        ),
         ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
         ("aws.ec2", "EC2 Instance State-change Notification"),
         ("aws.health", "AWS Health Event"),

@@ -2310,3 +2310,84 @@ async fn instance_match_criteria_selects_open_or_targeted_reservations_only() {
     assert_eq!(only_open, [(open.clone(), "open".to_string())]);
     assert_eq!(only_targeted, [(targeted.clone(), "targeted".to_string())]);
 }
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn interruptible_reservations_are_marked_in_the_status_and_chosen_by_the_label() {
+    let moto = endpoint("interruptible");
+    let e = env("interruptible", &moto).await;
+    let plain = e.odcr(1, None).await;
+    let lent = e.odcr(1, None).await;
+    adze_test(
+        &moto,
+        "AdzeTestSetCapacityReservationInterruptible",
+        &[("CapacityReservationId", &lent), ("Interruptible", "true")],
+    )
+    .await;
+    let mut class = e.reserving_class();
+    let listed = e.resolve("default", &class.spec).await;
+    let mut flags: Vec<(String, bool)> = listed
+        .capacity_reservations
+        .iter()
+        .map(|r| (r.id.clone(), r.interruptible))
+        .collect();
+    flags.sort();
+    let mut want = vec![(plain.clone(), false), (lent.clone(), true)];
+    want.sort();
+    assert_eq!(flags, want);
+    // The status as the API server keeps it carries the flag for every reservation.
+    let written = serde_json::to_value(&listed).unwrap();
+    assert!(
+        written["capacityReservations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["interruptible"].is_boolean()),
+        "{written}"
+    );
+    class.status = Some(listed);
+    let (provider, _) = e.provider(class);
+    // A claim of a pool that keeps off interruptible capacity: reserved, not interruptible.
+    let claim = |name: &str, interruptible: &str| -> NodeClaim {
+        let mut c = reserved_claim(name, None);
+        c.spec
+            .requirements
+            .retain(|r| r.key != "adze.sh/capacity-type");
+        for r in [
+            json!({"key": "adze.sh/capacity-type", "operator": "In", "values": ["reserved"]}),
+            json!({"key": "aws.adze.sh/capacity-reservation-interruptible", "operator": "In", "values": [interruptible]}),
+        ] {
+            c.spec.requirements.push(serde_json::from_value(r).unwrap());
+        }
+        c
+    };
+    let steady = provider
+        .create(&claim("interruptible-1", "false"))
+        .await
+        .unwrap();
+    let steady_id = adze_aws::interruption::instance_id_of(&steady.provider_id).unwrap();
+    let lent_node = provider
+        .create(&claim("interruptible-2", "true"))
+        .await
+        .unwrap();
+    let lent_id = adze_aws::interruption::instance_id_of(&lent_node.provider_id).unwrap();
+    let (steady_in, lent_in) = (
+        instance(&e.clients, steady_id)
+            .await
+            .capacity_reservation_id,
+        instance(&e.clients, lent_id).await.capacity_reservation_id,
+    );
+    for id in [&plain, &lent] {
+        // Cancelled so the other tests' launches never meet them.
+        let _ = e
+            .clients
+            .ec2
+            .cancel_capacity_reservation()
+            .capacity_reservation_id(id)
+            .send()
+            .await;
+    }
+    assert_eq!(steady.capacity_type, "reserved");
+    assert_eq!(steady_in.as_deref(), Some(plain.as_str()));
+    assert_eq!(lent_in.as_deref(), Some(lent.as_str()));
+}

@@ -67,6 +67,7 @@ def main():
 
     wanted = {
         ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+        ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
         ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
         ("aws.ec2", "EC2 Instance State-change Notification"),
         ("aws.health", "AWS Health Event"),

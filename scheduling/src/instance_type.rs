@@ -32,6 +32,16 @@ pub struct Reservation {
     /// Instances that can still be launched into it; placement never plans more claims into
     /// it than this, less the in-flight claims already headed there.
     pub remaining: u32,
+    /// EC2 may reclaim its capacity with a two-minute warning (an interruptible reservation);
+    /// [`labels::CAPACITY_RESERVATION_INTERRUPTIBLE`] on its nodes.
+    pub interruptible: bool,
+}
+
+impl Reservation {
+    /// The value of [`labels::CAPACITY_RESERVATION_INTERRUPTIBLE`] on its nodes.
+    pub fn interruptible_label(&self) -> &'static str {
+        labels::interruptible_value(self.interruptible)
+    }
 }
 
 fn reservation_id(o: &Offering) -> Option<&str> {
@@ -62,6 +72,7 @@ struct OfferingReqs<'r> {
     zone_id: Option<&'r Requirement>,
     reservation_id: Option<&'r Requirement>,
     reservation_type: Option<&'r Requirement>,
+    reservation_interruptible: Option<&'r Requirement>,
 }
 
 impl<'r> OfferingReqs<'r> {
@@ -72,6 +83,7 @@ impl<'r> OfferingReqs<'r> {
             zone_id: reqs.get(labels::ZONE_ID),
             reservation_id: reqs.get(labels::CAPACITY_RESERVATION_ID),
             reservation_type: reqs.get(labels::CAPACITY_RESERVATION_TYPE),
+            reservation_interruptible: reqs.get(labels::CAPACITY_RESERVATION_INTERRUPTIBLE),
         }
     }
 
@@ -90,6 +102,9 @@ impl<'r> OfferingReqs<'r> {
             && self
                 .reservation_type
                 .is_none_or(|r| r.allows_label(o.reservation.as_ref().map(|res| res.kind.as_str())))
+            && self.reservation_interruptible.is_none_or(|r| {
+                r.allows_label(o.reservation.as_ref().map(Reservation::interruptible_label))
+            })
     }
 }
 

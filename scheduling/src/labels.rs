@@ -72,18 +72,30 @@ pub const CAPACITY_TYPE_RESERVED: &str = "reserved";
 /// (`default` or `capacity-block`).
 pub const CAPACITY_RESERVATION_ID: &str = "aws.adze.sh/capacity-reservation-id";
 pub const CAPACITY_RESERVATION_TYPE: &str = "aws.adze.sh/capacity-reservation-type";
+/// On reserved nodes only: `true` when EC2 may reclaim the reservation's capacity (an
+/// interruptible reservation: its nodes get a two-minute warning, like spot), else `false`.
+pub const CAPACITY_RESERVATION_INTERRUPTIBLE: &str =
+    "aws.adze.sh/capacity-reservation-interruptible";
 /// Keys whose value a node gets from the offering it is launched into, not from its type.
-pub const OFFERING_KEYS: [&str; 5] = [
+pub const OFFERING_KEYS: [&str; 6] = [
     ZONE,
     ZONE_ID,
     CAPACITY_TYPE,
     CAPACITY_RESERVATION_ID,
     CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
 ];
 
 /// The keys naming a node's capacity reservation (absent on nodes outside one).
 pub fn is_reservation_key(key: &str) -> bool {
-    key == CAPACITY_RESERVATION_ID || key == CAPACITY_RESERVATION_TYPE
+    key == CAPACITY_RESERVATION_ID
+        || key == CAPACITY_RESERVATION_TYPE
+        || key == CAPACITY_RESERVATION_INTERRUPTIBLE
+}
+
+/// The value of [`CAPACITY_RESERVATION_INTERRUPTIBLE`] for a reservation.
+pub fn interruptible_value(interruptible: bool) -> &'static str {
+    if interruptible { "true" } else { "false" }
 }
 pub const RESERVATION_TYPE_DEFAULT: &str = "default";
 pub const RESERVATION_TYPE_CAPACITY_BLOCK: &str = "capacity-block";
@@ -128,6 +140,7 @@ pub const WELL_KNOWN: &[&str] = &[
     INSTANCE_EBS_BANDWIDTH,
     CAPACITY_RESERVATION_ID,
     CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
 ];
 
 /// Karpenter's well-known label keys and Adze's equivalents. `migrate` renames by this table;
@@ -143,6 +156,10 @@ pub const KARPENTER_ALIASES: &[(&str, &str)] = &[
     (
         "karpenter.k8s.aws/capacity-reservation-type",
         CAPACITY_RESERVATION_TYPE,
+    ),
+    (
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        CAPACITY_RESERVATION_INTERRUPTIBLE,
     ),
     ("karpenter.k8s.aws/instance-category", INSTANCE_CATEGORY),
     ("karpenter.k8s.aws/instance-family", INSTANCE_FAMILY),

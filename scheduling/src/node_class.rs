@@ -59,6 +59,8 @@ pub struct ReservationFacts {
     pub kind: String,
     /// Instances that can still be launched into it.
     pub remaining: u32,
+    /// EC2 may reclaim it (DescribeCapacityReservations' `Interruptible`).
+    pub interruptible: bool,
 }
 
 /// The catalog as a pool of this class can really launch it.
@@ -238,6 +240,7 @@ fn reserved_offerings(t: &InstanceType, class: &NodeClassFacts) -> Vec<Offering>
                     id: r.id.clone(),
                     kind: r.kind.clone(),
                     remaining: r.remaining,
+                    interruptible: r.interruptible,
                 }),
             }
         })
@@ -474,6 +477,7 @@ mod tests {
             zone: "us-east-1a".into(),
             kind: labels::RESERVATION_TYPE_DEFAULT.into(),
             remaining: 1,
+            interruptible: false,
         }];
         let t = m5_large(&c);
         let reserved = t

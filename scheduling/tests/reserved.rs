@@ -20,7 +20,22 @@ fn reservation(id: &str, kind: &str, remaining: u32) -> ReservationFacts {
         zone: ZONES[0].into(),
         kind: kind.into(),
         remaining,
+        interruptible: false,
     }
+}
+
+/// An interruptible reservation (EC2 may reclaim it with a two-minute warning).
+fn interruptible(id: &str, remaining: u32) -> ReservationFacts {
+    ReservationFacts {
+        interruptible: true,
+        ..reservation(id, labels::RESERVATION_TYPE_DEFAULT, remaining)
+    }
+}
+
+fn pool_with(req: Requirement, types: Vec<Arc<InstanceType>>) -> NodePool {
+    let mut p = pool("default", types);
+    p.requirements.add(req);
+    p
 }
 
 /// The small catalog as a class with subnets in every test zone and `reservations` sees it.
@@ -331,4 +346,114 @@ fn a_reservation_whose_launch_failed_lately_falls_back_to_on_demand() {
     let plan = run(one_per_node(1), pools, vec![]);
     assert!(reserved_ids(&plan).is_empty(), "{:?}", plan.new_claims);
     assert_eq!(plan.new_claims[0].capacity_type, "on-demand");
+}
+
+#[test]
+fn an_interruptible_reservation_is_still_used_before_on_demand_and_says_so_on_the_node() {
+    let types = types(vec![interruptible("cr-0i", 3)]);
+    let plan = run(
+        vec![pod("batch").cpu(1000).build()],
+        vec![pool("default", types)],
+        vec![],
+    );
+    assert_eq!(reserved_ids(&plan), vec!["cr-0i"]);
+    let claim = &plan.new_claims[0];
+    assert_eq!(claim.capacity_type, labels::CAPACITY_TYPE_RESERVED);
+    assert_eq!(
+        claim.labels[labels::CAPACITY_RESERVATION_INTERRUPTIBLE],
+        "true"
+    );
+    assert_eq!(
+        claim
+            .requirements
+            .get(labels::CAPACITY_RESERVATION_INTERRUPTIBLE)
+            .and_then(|r| r.single_value()),
+        Some("true"),
+        "the launch is pinned to what the node will be labelled"
+    );
+}
+
+#[test]
+fn an_ordinary_reservations_nodes_are_labelled_not_interruptible_and_others_not_at_all() {
+    let types = types(vec![reservation(
+        "cr-0a",
+        labels::RESERVATION_TYPE_DEFAULT,
+        1,
+    )]);
+    let plan = run(one_per_node(2), vec![pool("default", types)], vec![]);
+    let mut seen: Vec<Option<&str>> = plan
+        .new_claims
+        .iter()
+        .map(|c| {
+            c.labels
+                .get(labels::CAPACITY_RESERVATION_INTERRUPTIBLE)
+                .map(String::as_str)
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(seen, vec![None, Some("false")], "{:?}", plan.new_claims);
+}
+
+#[test]
+fn a_pool_requiring_not_interruptible_never_lands_on_an_interruptible_reservation() {
+    // Both kinds have slots; the interruptible one sorts first by ID.
+    let types = types(vec![
+        interruptible("cr-0a", 5),
+        reservation("cr-0b", labels::RESERVATION_TYPE_DEFAULT, 1),
+    ]);
+    let p = pool_with(
+        Requirement::single(labels::CAPACITY_RESERVATION_INTERRUPTIBLE, "false"),
+        types,
+    );
+    let plan = run(one_per_node(3), vec![p], vec![]);
+    assert_eq!(
+        reserved_ids(&plan),
+        vec!["cr-0b"],
+        "one slot of the ordinary reservation, never the interruptible one"
+    );
+    // `In [false]` admits reserved nodes only (the label is absent elsewhere): the other two
+    // pods wait rather than land on the interruptible reservation or on-demand.
+    assert_eq!(plan.new_claims.len(), 1, "{:?}", plan.new_claims);
+    assert_eq!(plan.unschedulable.len(), 2);
+}
+
+#[test]
+fn not_in_true_keeps_interruptible_reservations_out_but_allows_on_demand() {
+    let types = types(vec![interruptible("cr-0i", 5)]);
+    let not_interruptible = Requirement::new(
+        labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+        adze_scheduling::requirements::Operator::NotIn,
+        &["true"],
+    )
+    .unwrap();
+    let plan = run(
+        one_per_node(2),
+        vec![pool_with(not_interruptible, types)],
+        vec![],
+    );
+    assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
+    assert_eq!(plan.new_claims.len(), 2);
+    assert!(reserved_ids(&plan).is_empty(), "{:?}", plan.new_claims);
+    assert!(
+        plan.new_claims
+            .iter()
+            .all(|c| c.capacity_type != labels::CAPACITY_TYPE_RESERVED)
+    );
+}
+
+#[test]
+fn a_pod_can_ask_for_interruptible_reserved_capacity() {
+    let types = types(vec![
+        reservation("cr-0a", labels::RESERVATION_TYPE_DEFAULT, 1),
+        interruptible("cr-0b", 1),
+    ]);
+    let p = pod("batch")
+        .cpu(1000)
+        .require(Requirement::single(
+            labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+            "true",
+        ))
+        .build();
+    let plan = run(vec![p], vec![pool("default", types)], vec![]);
+    assert_eq!(reserved_ids(&plan), vec!["cr-0b"]);
 }

@@ -62,6 +62,7 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
                 kind: r.reservation_type.as_str().to_string(),
                 // A count outside u32 is not EC2's; none below zero, at most u32::MAX above.
                 remaining: u32::try_from(r.available_instance_count.max(0)).unwrap_or(u32::MAX),
+                interruptible: r.interruptible,
             })
             .collect(),
         windows_build: class

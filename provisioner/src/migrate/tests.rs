@@ -1238,3 +1238,58 @@ fn a_capacity_buffer_is_carried_unchanged_with_a_note() {
         notes
     );
 }
+
+#[test]
+fn the_interruptible_reservation_label_is_renamed_in_requirements() {
+    // Karpenter v1.10+'s key (and EKS Auto Mode's) keeps its meaning under Adze's name: a pool
+    // that keeps off interruptible reservations still does after the move.
+    let input = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: steady
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["reserved", "on-demand"]}
+        - {key: karpenter.k8s.aws/capacity-reservation-interruptible, operator: NotIn, values: ["true"]}
+        - {key: eks.amazonaws.com/capacity-reservation-interruptible, operator: In, values: ["false"]}
+"#;
+    let m = migrate(input).unwrap();
+    let reqs = m.objects[0]["spec"]["template"]["spec"]["requirements"]
+        .as_array()
+        .unwrap();
+    let got: Vec<(&str, &str, &serde_json::Value)> = reqs
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap(),
+                r["operator"].as_str().unwrap(),
+                &r["values"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "adze.sh/capacity-type",
+                "In",
+                &serde_json::json!(["reserved", "on-demand"])
+            ),
+            (
+                "aws.adze.sh/capacity-reservation-interruptible",
+                "NotIn",
+                &serde_json::json!(["true"])
+            ),
+            (
+                "aws.adze.sh/capacity-reservation-interruptible",
+                "In",
+                &serde_json::json!(["false"])
+            ),
+        ]
+    );
+    assert!(!m.incomplete(), "{}", m.report());
+}

@@ -111,7 +111,9 @@ pub fn agent_alive(node: &Node, now_unix: i64) -> bool {
 /// Interrupted NodeClaims the provisioner must drain itself, by deleting them (termination then
 /// taints, evicts under PDBs and terminates). Only where no live node agent reports on the
 /// node ([`agent_alive`] at `now_unix`): an agent drains with the notice's deadline in hand,
-/// and two drainers would fight; a stale one drains nothing. And only once
+/// and two drainers would fight; a stale one drains nothing. An interruptible reservation's
+/// reclaim is the exception: EC2 tells only EventBridge, so no agent sees it and the
+/// provisioner drains whether an agent runs or not. And only once
 /// every pod the node displaces has a replacement claim nominated for it (`unplaced` is
 /// [`super::snapshot::unplaced_demand`]), so the replacement is launched before the drain.
 pub fn interrupted_without_agent(
@@ -136,7 +138,11 @@ pub fn interrupted_without_agent(
         else {
             continue;
         };
-        if agent_alive(node, now_unix) {
+        let agent_sees_it = !interrupted_for(
+            claim,
+            conditions::nodeclaim::REASON_CAPACITY_RESERVATION_INTERRUPTION,
+        );
+        if agent_sees_it && agent_alive(node, now_unix) {
             continue;
         }
         let node_name = node.metadata.name.clone().unwrap_or_default();
@@ -152,6 +158,13 @@ pub fn interrupted_without_agent(
         }
     }
     out
+}
+
+/// Whether `claim` is `Interrupted=True` with `reason`.
+fn interrupted_for(claim: &NodeClaim, reason: &str) -> bool {
+    claim_conditions(claim).iter().any(|c| {
+        c.type_ == conditions::nodeclaim::INTERRUPTED && c.status == "True" && c.reason == reason
+    })
 }
 
 #[cfg(test)]
@@ -261,6 +274,23 @@ mod tests {
         }))
         .unwrap();
         assert!(!agent_alive(&no_heartbeat, NOW));
+    }
+
+    #[test]
+    fn a_reclaimed_interruptible_reservation_is_drained_even_with_an_agent() {
+        // The agent hears of spot notices from IMDS; of a reservation's reclaim only the
+        // queue hears, so the provisioner drains — still after the replacement is nominated.
+        let mut o = objects(true, true);
+        let mut c = (*o.claims[0]).clone();
+        let conds = &mut c.status.as_mut().unwrap().conditions;
+        conds[0].reason = conditions::nodeclaim::REASON_CAPACITY_RESERVATION_INTERRUPTION.into();
+        o.claims = vec![Arc::new(c)];
+        let waiting = BTreeMap::from([("p1".to_string(), true)]);
+        assert!(interrupted_without_agent(&o, &waiting, NOW).is_empty());
+        assert_eq!(
+            interrupted_without_agent(&o, &BTreeMap::new(), NOW),
+            vec!["c1"]
+        );
     }
 
     #[test]

@@ -917,11 +917,16 @@ impl Solver<'_> {
         );
         labels_out.remove(labels::CAPACITY_RESERVATION_ID);
         labels_out.remove(labels::CAPACITY_RESERVATION_TYPE);
+        labels_out.remove(labels::CAPACITY_RESERVATION_INTERRUPTIBLE);
         if let Some(r) = &offering.reservation {
             labels_out.insert(labels::CAPACITY_RESERVATION_ID.to_string(), r.id.clone());
             labels_out.insert(
                 labels::CAPACITY_RESERVATION_TYPE.to_string(),
                 r.kind.clone(),
+            );
+            labels_out.insert(
+                labels::CAPACITY_RESERVATION_INTERRUPTIBLE.to_string(),
+                r.interruptible_label().to_string(),
             );
         }
         labels_out.insert(labels::HOSTNAME.to_string(), c.name.clone());
@@ -944,10 +949,14 @@ impl Solver<'_> {
         if let Some(r) = &offering.reservation {
             // The launch must go into this reservation and nowhere else.
             for (k, v) in [
-                (labels::ZONE, &offering.zone),
-                (labels::CAPACITY_TYPE, &offering.capacity_type),
-                (labels::CAPACITY_RESERVATION_ID, &r.id),
-                (labels::CAPACITY_RESERVATION_TYPE, &r.kind),
+                (labels::ZONE, offering.zone.as_str()),
+                (labels::CAPACITY_TYPE, offering.capacity_type.as_str()),
+                (labels::CAPACITY_RESERVATION_ID, r.id.as_str()),
+                (labels::CAPACITY_RESERVATION_TYPE, r.kind.as_str()),
+                (
+                    labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+                    r.interruptible_label(),
+                ),
             ] {
                 requirements.remove(k);
                 requirements.add(Requirement::single(k, v));
