@@ -203,22 +203,7 @@ impl Env {
 
     /// This cluster's launch templates in moto (Adze names them `adze-<cluster>-…`).
     async fn launch_templates(&self) -> Vec<aws_sdk_ec2::types::LaunchTemplate> {
-        let prefix = format!("adze-{}-", self.cluster);
-        self.clients
-            .ec2
-            .describe_launch_templates()
-            .send()
-            .await
-            .unwrap()
-            .launch_templates
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|t| {
-                t.launch_template_name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with(&prefix))
-            })
-            .collect()
+        launch_templates_of(&self.clients, &self.cluster).await
     }
 
     /// What the first version of launch template `t` launches.
@@ -530,28 +515,8 @@ async fn nodeclaim_launches_with_tags_imds_v2_and_merged_user_data() {
     let class_tag = adze_api::ec2nodeclass::EC2NODECLASS_TAG;
     assert_eq!(tags.get(class_tag).map(String::as_str), Some("default"));
 
-    let templates = e
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .filters(
-            Filter::builder()
-                .name("launch-template-name")
-                .values("adze-launch-*")
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap()
-        .launch_templates
-        .unwrap_or_default();
     let ours = e.launch_templates().await;
-    assert_eq!(
-        ours.len(),
-        1,
-        "one template for one (image, user data); filtered {}",
-        templates.len()
-    );
+    assert_eq!(ours.len(), 1, "one template for one (image, user data)");
     let v = e.template_data(&ours[0]).await;
     let template_tags: BTreeMap<String, String> = ours[0]
         .tags
@@ -899,19 +864,44 @@ async fn interruption_queue_yields_notices_and_drops_malformed_messages() {
     );
 }
 
-/// Names of the launch templates of `cluster` in moto.
-async fn template_names(clients: &Clients, cluster: &str) -> Vec<String> {
-    let mut names: Vec<String> = clients
+/// The launch templates of `cluster` in moto, selected by name on the server: moto answers
+/// an unfiltered DescribeLaunchTemplates with its first 15 templates and no NextToken, and the
+/// tests sharing one server make more than that.
+async fn launch_templates_of(
+    clients: &Clients,
+    cluster: &str,
+) -> Vec<aws_sdk_ec2::types::LaunchTemplate> {
+    let prefix = format!("adze-{cluster}-");
+    clients
         .ec2
         .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("launch-template-name")
+                .values(format!("{prefix}*"))
+                .build(),
+        )
+        .max_results(200)
         .send()
         .await
         .unwrap()
         .launch_templates
         .unwrap_or_default()
         .into_iter()
+        .filter(|t| {
+            t.launch_template_name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect()
+}
+
+/// Names of the launch templates of `cluster` in moto.
+async fn template_names(clients: &Clients, cluster: &str) -> Vec<String> {
+    let mut names: Vec<String> = launch_templates_of(clients, cluster)
+        .await
+        .into_iter()
         .filter_map(|t| t.launch_template_name)
-        .filter(|n| n.starts_with(&format!("adze-{cluster}-")))
         .collect();
     names.sort();
     names
