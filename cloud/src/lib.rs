@@ -285,14 +285,7 @@ impl UnavailableOfferings {
                     }
                 }
                 for zone in reserved_failed {
-                    t2.offerings.push(adze_scheduling::Offering {
-                        zone,
-                        zone_id: None,
-                        capacity_type: adze_scheduling::labels::CAPACITY_TYPE_RESERVED.into(),
-                        price: 0.0,
-                        available: false,
-                        reservation: None,
-                    });
+                    t2.offerings.push(blocked_reserved(zone, None));
                 }
                 t2.refresh_offering_requirements();
                 Arc::new(t2)
@@ -338,20 +331,27 @@ impl UnavailableOfferings {
                             && o.capacity_type == adze_scheduling::labels::CAPACITY_TYPE_RESERVED
                     });
                     if !has_reserved {
-                        t2.offerings.push(adze_scheduling::Offering {
-                            zone,
-                            zone_id,
-                            capacity_type: adze_scheduling::labels::CAPACITY_TYPE_RESERVED.into(),
-                            price: 0.0,
-                            available: false,
-                            reservation: None,
-                        });
+                        t2.offerings.push(blocked_reserved(zone, zone_id));
                     }
                 }
                 t2.refresh_offering_requirements();
                 Arc::new(t2)
             })
             .collect()
+    }
+}
+
+/// An unavailable `reserved` offering in `zone`: reserved offerings come from a node class,
+/// after the catalog is marked, and the class's reservations of that type and zone take their
+/// availability from it (adze_scheduling::node_class).
+fn blocked_reserved(zone: String, zone_id: Option<String>) -> adze_scheduling::Offering {
+    adze_scheduling::Offering {
+        zone,
+        zone_id,
+        capacity_type: adze_scheduling::labels::CAPACITY_TYPE_RESERVED.into(),
+        price: 0.0,
+        available: false,
+        reservation: None,
     }
 }
 
