@@ -13,7 +13,7 @@
 # and puts the old values back on exit.
 #
 #   ADZE_E2E=1 e2e/disruption.sh
-#   ADZE_E2E=1 ADZE_E2E_BENCH=1 e2e/disruption.sh   # the 50-node rollout README reports
+#   ADZE_E2E=1 ADZE_E2E_BENCH=1 e2e/disruption.sh   # the 50-node rollout docs/benchmarks.md reports
 #   ADZE_E2E=1 ADZE_E2E_FLEET=N e2e/disruption.sh   # a fleet of N (10-200)
 #
 # Prints PASS:/FAIL: lines and "N passed, N failed"; exits non-zero on failure. The control
@@ -431,7 +431,7 @@ check "3 pods Ready after the drift" count_is 3 ready_pods drift d
 
 # ---- 6. a drift rollout of 50 nodes under a 20 % budget: in waves, not node by node -----------
 # The fleet: 20 nodes in CI (a rollout of 4 at a time beside the other lane's suites), 50 as a
-# benchmark (ADZE_E2E_BENCH=1, the figure README reports; ~75 hollow kubelets at the peak).
+# benchmark (ADZE_E2E_BENCH=1, the figure docs/benchmarks.md reports; ~75 hollow kubelets at the peak).
 fleet_n=${ADZE_E2E_FLEET:-$([[ "${ADZE_E2E_BENCH:-0}" == 1 ]] && echo 50 || echo 20)}
 [[ "$fleet_n" =~ ^[0-9]+$ ]] && (( fleet_n >= 10 && fleet_n <= 200 )) \
   || { echo "FAIL: ADZE_E2E_FLEET=$fleet_n: a node count from 10 to 200"; exit 1; }

@@ -1,6 +1,6 @@
 //! The scheduling benchmark: Karpenter's benchmark shape (400 instance types, six kinds of
 //! pods) at growing pod counts, plus plan quality against the LP lower bound on generic
-//! pods. Prints a Markdown table; README.md quotes it.
+//! pods. Prints a Markdown table; docs/benchmarks.md quotes it.
 //!
 //! The last row is a large cluster: 95,000 pods already bound to about 2,000 nodes (packed
 //! by the scheduler itself, chunk by chunk, like a cluster that grew), and 5,000 more
