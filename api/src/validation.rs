@@ -28,6 +28,32 @@ use crate::{
     taint::Taint,
 };
 
+/// Longest piece of user input a message repeats; past it the value is cut and its length
+/// given, so a hostile 10,000-character name does not fill the terminal.
+pub const SHOWN_MAX_CHARS: usize = 64;
+
+/// `value` quoted for a message, cut to [`SHOWN_MAX_CHARS`] characters.
+pub fn shown(value: &str) -> String {
+    let len = value.chars().count();
+    if len <= SHOWN_MAX_CHARS {
+        format!("{value:?}")
+    } else {
+        let head: String = value.chars().take(SHOWN_MAX_CHARS).collect();
+        format!("{head:?}... ({len} characters)")
+    }
+}
+
+/// `value` unquoted (a name in `Kind/name`), cut as [`shown`] cuts it.
+pub fn cut(value: &str) -> String {
+    let len = value.chars().count();
+    if len <= SHOWN_MAX_CHARS {
+        value.to_string()
+    } else {
+        let head: String = value.chars().take(SHOWN_MAX_CHARS).collect();
+        format!("{head}... ({len} characters)")
+    }
+}
+
 /// One problem with one field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {

@@ -314,3 +314,37 @@ fn a_workloads_ephemeral_volumes_are_each_replicas_own_claims() {
     let plan = simulate::run(&s, 60).plan;
     assert!(plan.unschedulable.iter().any(|u| u.pod == "default/db-1"));
 }
+
+#[test]
+fn a_negative_overhead_or_pod_level_request_is_refused_not_taken_as_room() {
+    // Before: the negative amounts were subtracted, and five pods asking for 6 cpu in all
+    // were packed onto one small node.
+    for (spec, field) in [
+        (
+            "overhead: {cpu: \"-5\"}, containers: [{name: a, resources: {requests: {cpu: 1200m}}}]",
+            "spec.overhead.cpu",
+        ),
+        (
+            "resources: {requests: {cpu: \"-1\"}}, containers: [{name: a, resources: {requests: {cpu: 1200m}}}]",
+            "spec.resources.requests.cpu",
+        ),
+        (
+            "containers: [{name: a, resources: {requests: {cpu: 1200m}, limits: {cpu: -1}}}]",
+            "spec.containers[0].resources.limits.cpu",
+        ),
+    ] {
+        let yaml = [
+            INFLATE.to_string(),
+            format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: sly}}\nspec: {{{spec}}}\n"),
+        ]
+        .join("---\n");
+        let err = refused(&yaml);
+        for part in [
+            "pod default/sly",
+            field,
+            "must be greater than or equal to 0",
+        ] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+}

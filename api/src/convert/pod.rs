@@ -37,7 +37,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::resources::{requests_with_limits, resource_list};
+use super::resources::{pod_resource_list, requests_with_limits};
 use super::selector::{is_empty_selector, label_selector, node_selector_term};
 use super::{ConvertError, ObjectRef, effect};
 
@@ -255,7 +255,7 @@ fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources,
             total.set(n, parsed.get(n));
         }
     }
-    total.add(&resource_list(
+    total.add(&pod_resource_list(
         object,
         &format!("{base}.overhead"),
         spec.overhead.as_ref(),
@@ -1081,5 +1081,50 @@ spec:
             err.to_string(),
             r#"daemonset default/agent: spec.template.spec.containers[0].resources.limits.memory: invalid quantity "12Qi": unknown suffix"#
         );
+    }
+
+    fn refused(yaml: &str) -> ConvertError {
+        pod(&serde_yaml::from_str(yaml).unwrap()).unwrap_err()
+    }
+
+    #[test]
+    fn negative_requests_limits_and_overhead_are_refused_naming_the_field() {
+        for (resources, field) in [
+            (
+                "containers: [{name: a, resources: {requests: {cpu: \"-1\"}}}]",
+                "spec.containers[0].resources.requests.cpu",
+            ),
+            (
+                "containers: [{name: a, resources: {limits: {memory: -1Gi}}}]",
+                "spec.containers[0].resources.limits.memory",
+            ),
+            (
+                "initContainers: [{name: i, resources: {requests: {cpu: -500m}}}]\n  containers: [{name: a}]",
+                "spec.initContainers[0].resources.requests.cpu",
+            ),
+            (
+                "resources: {requests: {cpu: \"-2\"}}\n  containers: [{name: a}]",
+                "spec.resources.requests.cpu",
+            ),
+            (
+                "overhead: {cpu: -7}\n  containers: [{name: a}]",
+                "spec.overhead.cpu",
+            ),
+        ] {
+            let err = refused(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: neg}}\nspec:\n  {resources}\n"
+            ));
+            assert_eq!(err.field, field, "{err}");
+            assert!(
+                err.to_string()
+                    .contains("must be greater than or equal to 0, got \"-"),
+                "{err}"
+            );
+        }
+        // Zero is fine.
+        let p = convert(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: z}\nspec:\n  overhead: {cpu: \"0\"}\n  containers: [{name: a, resources: {requests: {cpu: \"0\"}}}]\n",
+        );
+        assert_eq!(p.requests.cpu, 0);
     }
 }
