@@ -87,7 +87,7 @@ impl ValidationError {
 
 impl fmt::Display for ValidationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {:?} is invalid:", self.kind, self.name)?;
+        write!(f, "{} {} is invalid:", self.kind, shown(&self.name))?;
         for error in &self.errors {
             write!(f, "\n  - {error}")?;
         }
@@ -96,14 +96,45 @@ impl fmt::Display for ValidationError {
 }
 
 impl NodePool {
-    /// Checks the spec against every rule the CRD enforces.
+    /// Checks the name and the spec against every rule the CRD enforces.
     pub fn validate(&self) -> Result<(), ValidationError> {
-        into_result(
-            "NodePool",
-            self.metadata.name.as_deref(),
-            self.spec.field_errors(),
-        )
+        let mut errors = nodepool_name_errors(self.metadata.name.as_deref());
+        errors.extend(self.spec.field_errors());
+        into_result("NodePool", self.metadata.name.as_deref(), errors)
     }
+}
+
+/// Longest NodePool name: the name is the value of every node's `adze.sh/nodepool` label, so
+/// it must be a label value, as Karpenter requires of its NodePools.
+pub const NODEPOOL_NAME_MAX_LEN: usize = patterns::LABEL_VALUE_MAX_LEN;
+
+/// A NodePool's `metadata.name` problems (none when the name is absent: an object without one
+/// never reaches a cluster, and a scenario refuses it on its own).
+pub fn nodepool_name_errors(name: Option<&str>) -> Vec<FieldError> {
+    let mut problems = Problems::default();
+    let path = Path::new("metadata").field("name");
+    if let Some(name) = name {
+        let len = name.chars().count();
+        if len > NODEPOOL_NAME_MAX_LEN {
+            problems.add(
+                &path,
+                format!(
+                    "may be at most {NODEPOOL_NAME_MAX_LEN} characters, got {len}: it becomes the value of the {} label of the pool's nodes",
+                    labels::NODEPOOL
+                ),
+            );
+        } else if !patterns::is_label_value(name) {
+            problems.add(
+                &path,
+                format!(
+                    "{} is not a label value, and it becomes the value of the {} label of the pool's nodes",
+                    shown(name),
+                    labels::NODEPOOL
+                ),
+            );
+        }
+    }
+    problems.0
 }
 
 impl NodePoolSpec {
