@@ -402,6 +402,8 @@ fn spread_constraint(
     let invalid = |field: &str, message: String| {
         ConvertError::invalid(object, &format!("{f}.{field}"), message)
     };
+    // Checked before anything is skipped: the apiserver refuses the pod whatever its selector.
+    topology_key(object, &format!("{f}.topologyKey"), &c.topology_key)?;
     let Some(sel) = &c.label_selector else {
         return Ok(None);
     };
@@ -452,6 +454,25 @@ fn spread_constraint(
         )?,
         honor_taints: policy("nodeTaintsPolicy", c.node_taints_policy.as_deref(), false)?,
     }))
+}
+
+/// A topology key of an affinity term or a spread constraint: a label key, never empty (the
+/// apiserver's rule; an empty key would group every node under no domain at all).
+fn topology_key(object: &ObjectRef, field: &str, key: &str) -> Result<(), ConvertError> {
+    if key.is_empty() {
+        return Err(ConvertError::invalid(object, field, "must not be empty"));
+    }
+    if !crate::patterns::is_qualified_name(key) {
+        return Err(ConvertError::invalid(
+            object,
+            field,
+            format!(
+                "{} must be a label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters",
+                crate::validation::shown(key)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `matchLabelKeys` (`mismatch == false`) or `mismatchLabelKeys`: the pod's own value of
@@ -529,13 +550,7 @@ impl Terms<'_> {
 
     /// One term; None when its label selector is nil.
     fn term(&self, f: &str, t: &PodAffinityTerm) -> Result<Option<AffinityTerm>, ConvertError> {
-        if t.topology_key.is_empty() {
-            return Err(ConvertError::invalid(
-                self.object,
-                &format!("{f}.topologyKey"),
-                "must not be empty",
-            ));
-        }
+        topology_key(self.object, &format!("{f}.topologyKey"), &t.topology_key)?;
         let Some(sel) = &t.label_selector else {
             return Ok(None);
         };
@@ -1127,4 +1142,56 @@ spec:
         );
         assert_eq!(p.requests.cpu, 0);
     }
+
+    #[test]
+    fn an_empty_or_invalid_topology_key_is_refused_naming_the_field() {
+        let spread = |key: &str, selector: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: s}}\nspec:\n  topologySpreadConstraints:\n    - {{maxSkew: 1, topologyKey: \"{key}\", whenUnsatisfiable: DoNotSchedule{selector}}}\n  containers: [{{name: a}}]\n"
+            )
+        };
+        // With a selector and without one (a nil selector is otherwise skipped).
+        for selector in [", labelSelector: {matchLabels: {app: s}}", ""] {
+            let err = refused(&spread("", selector));
+            assert_eq!(err.field, "spec.topologySpreadConstraints[0].topologyKey");
+            assert_eq!(
+                err.to_string(),
+                "pod default/s: spec.topologySpreadConstraints[0].topologyKey: must not be empty"
+            );
+        }
+        let err = refused(&spread("not a key", ""));
+        assert_eq!(err.field, "spec.topologySpreadConstraints[0].topologyKey");
+        for (kind, prefix) in [
+            (
+                "podAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[0]",
+            ),
+            (
+                "podAntiAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[0]",
+            ),
+            (
+                "podAntiAffinity",
+                "preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm",
+            ),
+        ] {
+            let term = "{topologyKey: \"\", labelSelector: {matchLabels: {app: s}}}";
+            let terms = if prefix.starts_with("preferred") {
+                format!(
+                    "preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, podAffinityTerm: {term}}}]"
+                )
+            } else {
+                format!("requiredDuringSchedulingIgnoredDuringExecution: [{term}]")
+            };
+            let err = refused(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: s}}\nspec:\n  affinity: {{{kind}: {{{terms}}}}}\n  containers: [{{name: a}}]\n"
+            ));
+            assert_eq!(
+                err.field,
+                format!("spec.affinity.{kind}.{prefix}.topologyKey"),
+                "{err}"
+            );
+        }
+    }
+
 }
