@@ -44,6 +44,9 @@ use super::{ConvertError, ObjectRef, effect};
 /// The namespace Kubernetes puts an object in when none is given.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
+/// The port protocols Kubernetes knows, spelled as it requires.
+const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
+
 /// Label key of the selector that stands for a nil `labelSelector` in a required affinity
 /// term: no pod carries it, so nothing matches.
 const NIL_SELECTOR_KEY: &str = "adze.sh/nil-label-selector";
@@ -610,6 +613,19 @@ fn host_ports(
     let mut out = Vec::new();
     for (f, c) in app.chain(sidecars) {
         for (pi, p) in c.ports.iter().flatten().enumerate() {
+            // Exact case, as the apiserver requires: "tcp" is not "TCP", and two ports that
+            // differ only in case must not be taken for different protocols.
+            let protocol = p.protocol.as_deref().unwrap_or("TCP");
+            if !PROTOCOLS.contains(&protocol) {
+                return Err(ConvertError::invalid(
+                    object,
+                    &format!("{f}.ports[{pi}].protocol"),
+                    format!(
+                        "unsupported value {}: supported values: \"TCP\", \"UDP\", \"SCTP\"",
+                        crate::validation::shown(protocol)
+                    ),
+                ));
+            }
             let port = match p.host_port {
                 Some(hp) if hp != 0 => hp,
                 _ if host_network => p.container_port,
@@ -624,7 +640,7 @@ fn host_ports(
             })?;
             out.push(HostPort {
                 port,
-                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
+                protocol: protocol.to_string(),
                 host_ip: p.host_ip.clone().unwrap_or_default(),
             });
         }
@@ -1194,4 +1210,24 @@ spec:
         }
     }
 
+    #[test]
+    fn a_port_protocol_in_the_wrong_case_is_refused_naming_the_field() {
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 80, hostPort: 80, protocol: TCP}, {containerPort: 81, hostPort: 80, protocol: tcp}]}]\n",
+        );
+        assert_eq!(
+            err.to_string(),
+            r#"pod default/p: spec.containers[0].ports[1].protocol: unsupported value "tcp": supported values: "TCP", "UDP", "SCTP""#
+        );
+        // Without a host port too: the apiserver checks every port.
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 80, protocol: Udp}]}]\n",
+        );
+        assert_eq!(err.field, "spec.containers[0].ports[0].protocol");
+        let p = convert(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 53, hostPort: 53, protocol: UDP}, {containerPort: 80, hostPort: 80}]}]\n",
+        );
+        let protocols: Vec<&str> = p.host_ports.iter().map(|h| h.protocol.as_str()).collect();
+        assert_eq!(protocols, ["UDP", "TCP"]);
+    }
 }
