@@ -348,3 +348,29 @@ fn a_negative_overhead_or_pod_level_request_is_refused_not_taken_as_room() {
         }
     }
 }
+
+#[test]
+fn unknown_enum_values_in_a_nodepool_are_refused_at_their_path() {
+    let pool = |extra: &str| {
+        format!(
+            "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: p}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}\n{extra}"
+        )
+    };
+    for (extra, path) in [
+        (
+            "      requirements: [{key: a, operator: In, values: [x]}, {key: b, operator: Bigger, values: [\"1\"]}]\n",
+            "spec.template.spec.requirements[1].operator",
+        ),
+        (
+            "      startupTaints: [{key: a, effect: noschedule}]\n",
+            "spec.template.spec.startupTaints[0].effect",
+        ),
+        ("  limits: {memory: [1Gi]}\n", "spec.limits.memory"),
+    ] {
+        let err = refused(&pool(extra));
+        assert!(
+            err.starts_with(&format!("document 1 (NodePool p): malformed: {path}: ")),
+            "{err}"
+        );
+    }
+}

@@ -320,9 +320,19 @@ fn describe(value: &Value) -> Option<String> {
     }
 }
 
+/// Reads a document as `T`. A value of the wrong shape or an unknown enum value (an operator,
+/// a taint effect, a quantity given as a map) is reported at its field path, as the
+/// conversion of a Node or a toleration reports its own.
 fn typed<T: DeserializeOwned>(doc: &DocRef, value: Value) -> Result<T, ScenarioError> {
-    serde_json::from_value(value)
-        .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e.to_string())))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = if path.is_empty() || path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        };
+        ScenarioError::new(doc, Problem::Malformed(message))
+    })
 }
 
 fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
