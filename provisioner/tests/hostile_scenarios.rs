@@ -374,3 +374,47 @@ fn unknown_enum_values_in_a_nodepool_are_refused_at_their_path() {
         );
     }
 }
+
+#[test]
+fn gt_and_lt_at_the_edges_of_i64_leave_the_pod_unschedulable_not_on_an_unlabelled_node() {
+    // The pool lets the label take any value; the pod asks for one no label value can be.
+    let pool = INFLATE.replacen(
+        "      requirements:\n",
+        "      requirements:\n        - key: example.com/rank\n          operator: Exists\n",
+        1,
+    );
+    assert_ne!(pool, INFLATE);
+    let pod = |name: &str, op: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: example.com/rank, operator: {op}, values: [\"{value}\"]}}]}}]}}}}}}\n  containers: [{{name: a, resources: {{requests: {{cpu: 100m}}}}}}]\n"
+        )
+    };
+    let yaml = [
+        pool,
+        pod("above-max", "Gt", "9223372036854775807"),
+        pod("below-min", "Lt", "-9223372036854775808"),
+        pod("below-zero", "Lt", "0"),
+        pod("fine", "Gt", "9223372036854775806"),
+    ]
+    .join("---\n");
+    let scenario = Scenario::parse(&yaml).unwrap();
+    let plan = simulate::run(&scenario, 60).plan;
+    for name in ["above-max", "below-min", "below-zero"] {
+        assert!(
+            plan.unschedulable.iter().any(|u| u.pod.ends_with(name)),
+            "{name}: {:?}",
+            plan.unschedulable
+        );
+    }
+    // The one satisfiable bound gets a node labelled with the one value left.
+    let claim = plan
+        .new_claims
+        .iter()
+        .find(|c| c.pods.iter().any(|p| p.ends_with("fine")))
+        .expect("the satisfiable pod is planned");
+    assert_eq!(
+        claim.labels.get("example.com/rank").map(String::as_str),
+        Some("9223372036854775807"),
+        "{claim:?}"
+    );
+}
