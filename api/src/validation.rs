@@ -723,15 +723,20 @@ fn budget(p: &mut Problems, path: &Path, budget: &Budget) {
     if let Err(problem) = budget.parsed_nodes() {
         p.add(&path.field("nodes"), problem);
     }
-    if let Some(schedule) = &budget.schedule
-        && !patterns::is_match(patterns::CRON_SCHEDULE, schedule)
-    {
-        p.add(
-            &path.field("schedule"),
-            format!(
-                "{schedule:?} must be a cron schedule of five fields or a macro such as @daily"
-            ),
-        );
+    if let Some(schedule) = &budget.schedule {
+        if !patterns::is_match(patterns::CRON_SCHEDULE, schedule) {
+            p.add(
+                &path.field("schedule"),
+                format!(
+                    "{} must be a cron schedule of five fields or a macro such as @daily",
+                    shown(schedule)
+                ),
+            );
+        } else if let Err(error) = adze_scheduling::disruption::cron::Schedule::parse(schedule) {
+            // Five fields, but not a schedule the disruption controller can run (`*/0`, a
+            // minute of 61): refused by the parser it uses.
+            p.add(&path.field("schedule"), error.to_string());
+        }
     }
     match (&budget.schedule, &budget.duration) {
         (Some(_), None) => p.add(
@@ -761,10 +766,14 @@ fn quantities(p: &mut Problems, path: &Path, quantities: &BTreeMap<String, Quant
             p.add(
                 &path.key(name),
                 format!(
-                    "{:?} is not a resource quantity such as \"4\", \"500m\" or \"16Gi\"",
-                    quantity.0
+                    "{} is not a resource quantity such as \"4\", \"500m\" or \"16Gi\"",
+                    shown(&quantity.0)
                 ),
             );
+        } else if let Err(error) = crate::convert::resources::amount(name, &quantity.0) {
+            // The apiserver's syntax, but past what planning can hold (`1e100000`): refused
+            // here, by the parser conversion uses, so nothing `validate()` passes fails later.
+            p.add(&path.key(name), error.to_string());
         }
     }
 }
