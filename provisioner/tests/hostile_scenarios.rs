@@ -418,3 +418,18 @@ fn gt_and_lt_at_the_edges_of_i64_leave_the_pod_unschedulable_not_on_an_unlabelle
         "{claim:?}"
     );
 }
+
+#[test]
+fn a_ten_thousand_character_name_is_not_echoed_back_in_full() {
+    let name = "n".repeat(10_000);
+    let yaml = format!(
+        "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}\n"
+    );
+    let err = refused(&yaml);
+    assert!(err.len() < 600, "{} bytes: {err}", err.len());
+    assert!(
+        err.contains("metadata.name: may be at most 63 characters, got 10000"),
+        "{err}"
+    );
+    assert!(err.contains("(10000 characters)"), "{err}");
+}

@@ -311,11 +311,14 @@ fn describe(value: &Value) -> Option<String> {
         .and_then(|m| m.get("name"))
         .and_then(|n| n.as_str())
         .unwrap_or("<unnamed>");
+    // Cut: a hostile 10,000-character name is not echoed back in full.
+    let cut = adze_api::validation::cut;
+    let (kind, name) = (cut(kind), cut(name));
     match meta
         .and_then(|m| m.get("namespace"))
         .and_then(|n| n.as_str())
     {
-        Some(ns) => Some(format!("{kind} {ns}/{name}")),
+        Some(ns) => Some(format!("{kind} {}/{name}", cut(ns))),
         None => Some(format!("{kind} {name}")),
     }
 }
