@@ -28,6 +28,32 @@ use crate::{
     taint::Taint,
 };
 
+/// Longest piece of user input a message repeats; past it the value is cut and its length
+/// given, so a hostile 10,000-character name does not fill the terminal.
+pub const SHOWN_MAX_CHARS: usize = 64;
+
+/// `value` quoted for a message, cut to [`SHOWN_MAX_CHARS`] characters.
+pub fn shown(value: &str) -> String {
+    let len = value.chars().count();
+    if len <= SHOWN_MAX_CHARS {
+        format!("{value:?}")
+    } else {
+        let head: String = value.chars().take(SHOWN_MAX_CHARS).collect();
+        format!("{head:?}... ({len} characters)")
+    }
+}
+
+/// `value` unquoted (a name in `Kind/name`), cut as [`shown`] cuts it.
+pub fn cut(value: &str) -> String {
+    let len = value.chars().count();
+    if len <= SHOWN_MAX_CHARS {
+        value.to_string()
+    } else {
+        let head: String = value.chars().take(SHOWN_MAX_CHARS).collect();
+        format!("{head}... ({len} characters)")
+    }
+}
+
 /// One problem with one field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
@@ -61,7 +87,7 @@ impl ValidationError {
 
 impl fmt::Display for ValidationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {:?} is invalid:", self.kind, self.name)?;
+        write!(f, "{} {} is invalid:", self.kind, shown(&self.name))?;
         for error in &self.errors {
             write!(f, "\n  - {error}")?;
         }
@@ -70,14 +96,45 @@ impl fmt::Display for ValidationError {
 }
 
 impl NodePool {
-    /// Checks the spec against every rule the CRD enforces.
+    /// Checks the name and the spec against every rule the CRD enforces.
     pub fn validate(&self) -> Result<(), ValidationError> {
-        into_result(
-            "NodePool",
-            self.metadata.name.as_deref(),
-            self.spec.field_errors(),
-        )
+        let mut errors = nodepool_name_errors(self.metadata.name.as_deref());
+        errors.extend(self.spec.field_errors());
+        into_result("NodePool", self.metadata.name.as_deref(), errors)
     }
+}
+
+/// Longest NodePool name: the name is the value of every node's `adze.sh/nodepool` label, so
+/// it must be a label value, as Karpenter requires of its NodePools.
+pub const NODEPOOL_NAME_MAX_LEN: usize = patterns::LABEL_VALUE_MAX_LEN;
+
+/// A NodePool's `metadata.name` problems (none when the name is absent: an object without one
+/// never reaches a cluster, and a scenario refuses it on its own).
+pub fn nodepool_name_errors(name: Option<&str>) -> Vec<FieldError> {
+    let mut problems = Problems::default();
+    let path = Path::new("metadata").field("name");
+    if let Some(name) = name {
+        let len = name.chars().count();
+        if len > NODEPOOL_NAME_MAX_LEN {
+            problems.add(
+                &path,
+                format!(
+                    "may be at most {NODEPOOL_NAME_MAX_LEN} characters, got {len}: it becomes the value of the {} label of the pool's nodes",
+                    labels::NODEPOOL
+                ),
+            );
+        } else if !patterns::is_label_value(name) {
+            problems.add(
+                &path,
+                format!(
+                    "{} is not a label value, and it becomes the value of the {} label of the pool's nodes",
+                    shown(name),
+                    labels::NODEPOOL
+                ),
+            );
+        }
+    }
+    problems.0
 }
 
 impl NodePoolSpec {
@@ -666,15 +723,20 @@ fn budget(p: &mut Problems, path: &Path, budget: &Budget) {
     if let Err(problem) = budget.parsed_nodes() {
         p.add(&path.field("nodes"), problem);
     }
-    if let Some(schedule) = &budget.schedule
-        && !patterns::is_match(patterns::CRON_SCHEDULE, schedule)
-    {
-        p.add(
-            &path.field("schedule"),
-            format!(
-                "{schedule:?} must be a cron schedule of five fields or a macro such as @daily"
-            ),
-        );
+    if let Some(schedule) = &budget.schedule {
+        if !patterns::is_match(patterns::CRON_SCHEDULE, schedule) {
+            p.add(
+                &path.field("schedule"),
+                format!(
+                    "{} must be a cron schedule of five fields or a macro such as @daily",
+                    shown(schedule)
+                ),
+            );
+        } else if let Err(error) = adze_scheduling::disruption::cron::Schedule::parse(schedule) {
+            // Five fields, but not a schedule the disruption controller can run (`*/0`, a
+            // minute of 61): refused by the parser it uses.
+            p.add(&path.field("schedule"), error.to_string());
+        }
     }
     match (&budget.schedule, &budget.duration) {
         (Some(_), None) => p.add(
@@ -704,10 +766,14 @@ fn quantities(p: &mut Problems, path: &Path, quantities: &BTreeMap<String, Quant
             p.add(
                 &path.key(name),
                 format!(
-                    "{:?} is not a resource quantity such as \"4\", \"500m\" or \"16Gi\"",
-                    quantity.0
+                    "{} is not a resource quantity such as \"4\", \"500m\" or \"16Gi\"",
+                    shown(&quantity.0)
                 ),
             );
+        } else if let Err(error) = crate::convert::resources::amount(name, &quantity.0) {
+            // The apiserver's syntax, but past what planning can hold (`1e100000`): refused
+            // here, by the parser conversion uses, so nothing `validate()` passes fails later.
+            p.add(&path.key(name), error.to_string());
         }
     }
 }

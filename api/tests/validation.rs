@@ -1426,3 +1426,33 @@ fn static_pool_resource_limits_are_refused_by_adze_not_by_cel() {
         "{err}"
     );
 }
+
+#[test]
+fn a_nodepool_name_longer_than_a_label_value_is_refused_at_metadata_name() {
+    let mut object = fixture_json("nodepool.yaml");
+    let long = "a".repeat(64);
+    set(&mut object, "/metadata/name", json!(long));
+    let pool: NodePool = serde_json::from_value(object.clone()).unwrap();
+    let err = pool.validate().unwrap_err();
+    assert!(err.has_error_at("metadata.name"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "NodePool \"{}\" is invalid:\n  \
+             - metadata.name: may be at most 63 characters, got 64: it becomes the value of the adze.sh/nodepool label of the pool's nodes",
+            "a".repeat(64)
+        )
+    );
+
+    // A 10,000-character name is not echoed back in full.
+    set(&mut object, "/metadata/name", json!("b".repeat(10_000)));
+    let pool: NodePool = serde_json::from_value(object.clone()).unwrap();
+    let shown = pool.validate().unwrap_err().to_string();
+    assert!(shown.len() < 400, "{shown}");
+    assert!(shown.contains("(10000 characters)"), "{shown}");
+
+    // Exactly 63 is a label value and passes.
+    set(&mut object, "/metadata/name", json!("c".repeat(63)));
+    let pool: NodePool = serde_json::from_value(object).unwrap();
+    pool.validate().unwrap();
+}

@@ -314,3 +314,122 @@ fn a_workloads_ephemeral_volumes_are_each_replicas_own_claims() {
     let plan = simulate::run(&s, 60).plan;
     assert!(plan.unschedulable.iter().any(|u| u.pod == "default/db-1"));
 }
+
+#[test]
+fn a_negative_overhead_or_pod_level_request_is_refused_not_taken_as_room() {
+    // Before: the negative amounts were subtracted, and five pods asking for 6 cpu in all
+    // were packed onto one small node.
+    for (spec, field) in [
+        (
+            "overhead: {cpu: \"-5\"}, containers: [{name: a, resources: {requests: {cpu: 1200m}}}]",
+            "spec.overhead.cpu",
+        ),
+        (
+            "resources: {requests: {cpu: \"-1\"}}, containers: [{name: a, resources: {requests: {cpu: 1200m}}}]",
+            "spec.resources.requests.cpu",
+        ),
+        (
+            "containers: [{name: a, resources: {requests: {cpu: 1200m}, limits: {cpu: -1}}}]",
+            "spec.containers[0].resources.limits.cpu",
+        ),
+    ] {
+        let yaml = [
+            INFLATE.to_string(),
+            format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: sly}}\nspec: {{{spec}}}\n"),
+        ]
+        .join("---\n");
+        let err = refused(&yaml);
+        for part in [
+            "pod default/sly",
+            field,
+            "must be greater than or equal to 0",
+        ] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+}
+
+#[test]
+fn unknown_enum_values_in_a_nodepool_are_refused_at_their_path() {
+    let pool = |extra: &str| {
+        format!(
+            "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: p}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}\n{extra}"
+        )
+    };
+    for (extra, path) in [
+        (
+            "      requirements: [{key: a, operator: In, values: [x]}, {key: b, operator: Bigger, values: [\"1\"]}]\n",
+            "spec.template.spec.requirements[1].operator",
+        ),
+        (
+            "      startupTaints: [{key: a, effect: noschedule}]\n",
+            "spec.template.spec.startupTaints[0].effect",
+        ),
+        ("  limits: {memory: [1Gi]}\n", "spec.limits.memory"),
+    ] {
+        let err = refused(&pool(extra));
+        assert!(
+            err.starts_with(&format!("document 1 (NodePool p): malformed: {path}: ")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn gt_and_lt_at_the_edges_of_i64_leave_the_pod_unschedulable_not_on_an_unlabelled_node() {
+    // The pool lets the label take any value; the pod asks for one no label value can be.
+    let pool = INFLATE.replacen(
+        "      requirements:\n",
+        "      requirements:\n        - key: example.com/rank\n          operator: Exists\n",
+        1,
+    );
+    assert_ne!(pool, INFLATE);
+    let pod = |name: &str, op: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: example.com/rank, operator: {op}, values: [\"{value}\"]}}]}}]}}}}}}\n  containers: [{{name: a, resources: {{requests: {{cpu: 100m}}}}}}]\n"
+        )
+    };
+    let yaml = [
+        pool,
+        pod("above-max", "Gt", "9223372036854775807"),
+        pod("below-min", "Lt", "-9223372036854775808"),
+        pod("below-zero", "Lt", "0"),
+        pod("fine", "Gt", "9223372036854775806"),
+    ]
+    .join("---\n");
+    let scenario = Scenario::parse(&yaml).unwrap();
+    let plan = simulate::run(&scenario, 60).plan;
+    for name in ["above-max", "below-min", "below-zero"] {
+        assert!(
+            plan.unschedulable.iter().any(|u| u.pod.ends_with(name)),
+            "{name}: {:?}",
+            plan.unschedulable
+        );
+    }
+    // The one satisfiable bound gets a node labelled with the one value left.
+    let claim = plan
+        .new_claims
+        .iter()
+        .find(|c| c.pods.iter().any(|p| p.ends_with("fine")))
+        .expect("the satisfiable pod is planned");
+    assert_eq!(
+        claim.labels.get("example.com/rank").map(String::as_str),
+        Some("9223372036854775807"),
+        "{claim:?}"
+    );
+}
+
+#[test]
+fn a_ten_thousand_character_name_is_not_echoed_back_in_full() {
+    let name = "n".repeat(10_000);
+    let yaml = format!(
+        "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}\n"
+    );
+    let err = refused(&yaml);
+    assert!(err.len() < 600, "{} bytes: {err}", err.len());
+    assert!(
+        err.contains("metadata.name: may be at most 63 characters, got 10000"),
+        "{err}"
+    );
+    assert!(err.contains("(10000 characters)"), "{err}");
+}

@@ -227,3 +227,45 @@ fn an_empty_kubectl_list_converts_nothing_and_exits_two() {
     assert!(out.stdout.is_empty());
     assert_eq!(migrate(empty, &["--allow-actions"]).status.code(), Some(0));
 }
+
+/// What `simulate` and the CRD would refuse is an ACTION at its path, never a clean exit.
+#[test]
+fn values_adze_would_refuse_are_actions_at_their_path_and_long_names_are_cut() {
+    let pool = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n{extra}"
+        )
+    };
+    for (extra, expected) in [
+        (
+            "  limits: {cpu: \"1e100000\"}\n",
+            "ACTION: NodePool/huge spec.limits[cpu]: invalid quantity \"1e100000\"",
+        ),
+        (
+            "  disruption:\n    budgets: [{nodes: \"1\", schedule: \"*/0 * * * *\", duration: 1h}]\n",
+            "ACTION: NodePool/huge spec.disruption.budgets[0].schedule: cron schedule \"*/0 * * * *\"",
+        ),
+    ] {
+        let out = migrate(&pool("huge", extra), &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr}");
+    }
+
+    let long = "x".repeat(10_000);
+    let out = migrate(&pool(&long, ""), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ACTION: NodePool/{}... (10000 characters) metadata.name: may be at most 63 characters, got 10000",
+            "x".repeat(64)
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.len() < 2_000,
+        "the name is echoed back: {} bytes",
+        stderr.len()
+    );
+}

@@ -1031,3 +1031,72 @@ fn a_capacity_buffer_adze_cannot_honour_fails_naming_its_field() {
         &["spec: set one of podTemplateRef and scalableRef"],
     );
 }
+
+/// Inputs the apiserver refuses: `simulate` exits 1 and names the document, the object and
+/// the field, never a plan.
+#[test]
+fn inputs_kubernetes_refuses_exit_1_naming_the_field() {
+    let pool = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}\n{extra}"
+        )
+    };
+    let pod =
+        |spec: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n{spec}");
+    let cases: Vec<(&str, String, Vec<String>)> = vec![
+        (
+            "negative-overhead",
+            pod("  overhead: {cpu: \"-6\"}\n  containers: [{name: a, resources: {requests: {cpu: \"1\"}}}]\n"),
+            vec![
+                "document 1 (Pod p): pod default/p: spec.overhead.cpu: must be greater than or equal to 0, got \"-6\"".into(),
+            ],
+        ),
+        (
+            "long-pool-name",
+            pool(&"n".repeat(64), ""),
+            vec![
+                "metadata.name: may be at most 63 characters, got 64".into(),
+            ],
+        ),
+        (
+            "empty-spread-key",
+            pod("  topologySpreadConstraints: [{maxSkew: 1, topologyKey: \"\", whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: a}}}]\n  containers: [{name: a}]\n"),
+            vec!["spec.topologySpreadConstraints[0].topologyKey: must not be empty".into()],
+        ),
+        (
+            "lowercase-protocol",
+            pod("  containers: [{name: a, ports: [{containerPort: 80, hostPort: 80, protocol: tcp}]}]\n"),
+            vec![
+                "spec.containers[0].ports[0].protocol: unsupported value \"tcp\": supported values: \"TCP\", \"UDP\", \"SCTP\"".into(),
+            ],
+        ),
+        (
+            "unknown-operator",
+            pool("default", "      requirements: [{key: kubernetes.io/arch, operator: Within, values: [amd64]}]\n"),
+            vec![
+                "document 1 (NodePool default): malformed: spec.template.spec.requirements[0].operator: unknown variant `Within`".into(),
+            ],
+        ),
+        (
+            "unknown-effect",
+            pool("default", "      taints: [{key: a, effect: NoSchedul}]\n"),
+            vec!["malformed: spec.template.spec.taints[0].effect: unknown variant `NoSchedul`".into()],
+        ),
+        (
+            "quantity-map",
+            format!("{}  limits: {{cpu: {{amount: 4}}}}\n", pool("default", "")),
+            vec!["malformed: spec.limits.cpu: invalid type: map".into()],
+        ),
+    ];
+    for (name, yaml, expected) in cases {
+        let path = scratch(name, &yaml);
+        let out = simulate(&path, &[]);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{name}: no plan");
+        let err = stderr(&out);
+        for e in &expected {
+            assert!(err.contains(e.as_str()), "{name}: {e:?} not in {err}");
+        }
+    }
+}

@@ -156,9 +156,14 @@ impl Requirement {
             Operator::Gt => r.gt = Some(one_int()?),
             Operator::Lt => r.lt = Some(one_int()?),
             // Integers only: `>= n` is `> n-1` and `<= n` is `< n+1`. At the ends of i64 the
-            // bound admits every integer, so it is no bound at all.
-            Operator::Gte => r.gt = one_int()?.checked_sub(1),
-            Operator::Lte => r.lt = one_int()?.checked_add(1),
+            // bound still admits integers only (never a word): `>= i64::MIN` is `> i64::MIN`,
+            // the same set of label values, since no label value is negative; `<= i64::MAX`
+            // is every integer, `> i64::MIN` again.
+            Operator::Gte => r.gt = Some(one_int()?.saturating_sub(1)),
+            Operator::Lte => match one_int()?.checked_add(1) {
+                Some(l) => r.lt = Some(l),
+                None => r.gt = Some(i64::MIN),
+            },
         }
         Ok(r)
     }
@@ -292,27 +297,43 @@ impl Requirement {
         (self.absent_ok && other.absent_ok) || self.overlaps(other)
     }
 
+    /// The integers a bounded set admits as label values, `lo..=hi`: a label value cannot
+    /// start with '-', so the integers a label can hold are `0..=i64::MAX`. None when the
+    /// bounds leave no such integer (`Gt 9223372036854775807`, `Lt 0`), or when unbounded.
+    fn integer_range(&self) -> Option<(i64, i64)> {
+        if self.gt.is_none() && self.lt.is_none() {
+            return None;
+        }
+        let lo = match self.gt {
+            Some(g) => g.checked_add(1)?.max(0),
+            None => 0,
+        };
+        let hi = match self.lt {
+            Some(l) => l.checked_sub(1)?,
+            None => i64::MAX,
+        };
+        (lo <= hi).then_some((lo, hi))
+    }
+
     /// True when no label value qualifies (a missing label may still).
     pub fn has_no_values(&self) -> bool {
         if !self.complement {
             return self.values.is_empty();
         }
-        match (self.gt, self.lt) {
-            (Some(g), Some(l)) => {
-                let span = l.saturating_sub(g).saturating_sub(1);
-                if span <= 0 {
-                    return true;
-                }
-                let excluded = self
-                    .values
-                    .iter()
-                    .filter_map(|v| v.parse::<i64>().ok())
-                    .filter(|n| *n > g && *n < l)
-                    .count() as i64;
-                span <= excluded
-            }
-            _ => false,
+        if self.gt.is_none() && self.lt.is_none() {
+            return false;
         }
+        let Some((lo, hi)) = self.integer_range() else {
+            return true;
+        };
+        let excluded: BTreeSet<i64> = self
+            .values
+            .iter()
+            .filter_map(|v| v.parse::<i64>().ok())
+            .filter(|n| (lo..=hi).contains(n))
+            .collect();
+        // `hi - lo + 1` in i128: 0..=i64::MAX has 2^63 integers.
+        (i128::from(hi) - i128::from(lo) + 1) <= excluded.len() as i128
     }
 
     /// True when nothing, not even a missing label, satisfies it.
@@ -341,10 +362,15 @@ impl Requirement {
         if self.absent_ok {
             return None;
         }
-        let start = self.gt.map_or(0, |g| g + 1);
-        (start..start + 1 + self.values.len() as i64)
-            .map(|n| n.to_string())
-            .find(|v| self.allows(v))
+        // The smallest admitted integer that is also a label value (never negative, never
+        // past i64::MAX); None only when nothing qualifies, which placement checks first.
+        let (lo, hi) = match self.integer_range() {
+            Some(range) => range,
+            None if self.gt.is_none() && self.lt.is_none() => (0, i64::MAX),
+            None => return None,
+        };
+        let last = lo.saturating_add(self.values.len() as i64).min(hi);
+        (lo..=last).map(|n| n.to_string()).find(|v| self.allows(v))
     }
 
     /// The operator that describes this set best, with its values, for NodeClaim specs
@@ -361,8 +387,12 @@ impl Requirement {
             }
             return out;
         }
-        if let Some(g) = self.gt {
-            out.push((Operator::Gt, vec![g.to_string()]));
+        match self.gt {
+            // Below zero the bound admits every label integer: `Gte 0` says so in a value a
+            // label (and a NodeClaim requirement) may hold, where `Gt -1` would not.
+            Some(g) if g < 0 => out.push((Operator::Gte, vec!["0".to_string()])),
+            Some(g) => out.push((Operator::Gt, vec![g.to_string()])),
+            None => {}
         }
         if let Some(l) = self.lt {
             out.push((Operator::Lt, vec![l.to_string()]));
@@ -385,7 +415,9 @@ impl fmt::Display for Requirement {
                 Operator::Exists | Operator::DoesNotExist => {
                     format!("{} {}", self.key, op.as_str())
                 }
-                Operator::Gt | Operator::Lt => format!("{} {} {}", self.key, op.as_str(), v[0]),
+                Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte => {
+                    format!("{} {} {}", self.key, op.as_str(), v[0])
+                }
                 _ => format!("{} {} [{}]", self.key, op.as_str(), v.join(", ")),
             })
             .collect();
@@ -660,5 +692,57 @@ mod tests {
         let v = r.pick_value().unwrap();
         assert!(r.allows(&v), "{v}");
         assert_eq!(req("k", Operator::NotIn, &["x"]).pick_value(), None);
+    }
+
+    #[test]
+    fn gt_and_lt_at_the_ends_of_i64_admit_no_label_value_and_no_missing_label() {
+        let max = i64::MAX.to_string();
+        let min = i64::MIN.to_string();
+        for r in [
+            req("k", Operator::Gt, &[&max]),
+            req("k", Operator::Lt, &[&min]),
+            req("k", Operator::Lt, &["0"]),
+            req("k", Operator::Lt, &["-5"]),
+        ] {
+            assert!(r.has_no_values(), "{r}");
+            assert!(r.is_unsatisfiable(), "{r}");
+            assert!(!r.allows_absent(), "{r}");
+            assert_eq!(r.pick_value(), None, "{r}");
+            // Nothing a node could carry, and no node without the label, is compatible.
+            assert!(!r.compatible(&req("k", Operator::Exists, &[])), "{r}");
+            assert!(!r.compatible(&req("k", Operator::NotIn, &["1"])), "{r}");
+        }
+        // The widest bounds still admit integers only, and pick a label value.
+        for r in [
+            req("k", Operator::Gt, &[&min]),
+            req("k", Operator::Lt, &[&max]),
+            req("k", Operator::Gte, &[&min]),
+            req("k", Operator::Lte, &[&max]),
+            req("k", Operator::Gt, &["-1"]),
+        ] {
+            assert!(!r.has_no_values(), "{r}");
+            assert!(r.allows("0") && r.allows("17") && !r.allows("x"), "{r}");
+            assert!(!r.allows_absent(), "{r}");
+            let v = r.pick_value().unwrap();
+            assert_eq!(v, "0", "{r}");
+            for (op, values) in r.to_terms() {
+                for value in values {
+                    assert!(!value.starts_with('-'), "{r}: {op:?} {value}");
+                }
+            }
+        }
+        // Just inside the top: one value left, and it is picked without overflowing.
+        let below_max = (i64::MAX - 1).to_string();
+        let r = req("k", Operator::Gt, &[&below_max]);
+        assert!(!r.has_no_values());
+        assert_eq!(r.pick_value().as_deref(), Some(max.as_str()));
+        let none_left = r.intersect(&req("k", Operator::NotIn, &[&max]));
+        assert!(none_left.is_unsatisfiable());
+        assert_eq!(none_left.pick_value(), None);
+        // A negative lower bound with a small upper one: the label integers 0..=2.
+        let r = req("k", Operator::Gt, &["-10"]).intersect(&req("k", Operator::Lt, &["3"]));
+        assert_eq!(r.pick_value().as_deref(), Some("0"));
+        let r = r.intersect(&req("k", Operator::NotIn, &["0", "1", "2"]));
+        assert!(r.is_unsatisfiable());
     }
 }

@@ -100,11 +100,12 @@ fn gte_and_lte_are_inclusive_integer_bounds() {
     assert!(!gte.allows("four") && !gte.allows_absent());
     let both = gte.intersect(&lte);
     assert!(both.allows("4") && both.allows("8") && !both.allows("9"));
-    // At the ends of i64 the bound admits every integer instead of overflowing.
+    // At the ends of i64 the bound admits every integer a label can hold (none is negative)
+    // instead of overflowing, and still no word.
     let all = Requirement::new("k", Operator::Gte, &[i64::MIN.to_string()]).unwrap();
-    assert!(all.allows(&i64::MIN.to_string()));
+    assert!(all.allows("0") && all.allows(&i64::MAX.to_string()) && !all.allows("four"));
     let top = Requirement::new("k", Operator::Lte, &[i64::MAX.to_string()]).unwrap();
-    assert!(top.allows(&i64::MAX.to_string()));
+    assert!(top.allows(&i64::MAX.to_string()) && top.allows("0") && !top.allows("four"));
     assert!(Requirement::new("k", Operator::Gte, &["1", "2"]).is_err());
     assert_eq!(Operator::parse("Gte"), Some(Operator::Gte));
 }

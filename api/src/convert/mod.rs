@@ -19,7 +19,7 @@ mod nodeclass;
 mod nodepool;
 mod overlay;
 mod pod;
-mod resources;
+pub(crate) mod resources;
 mod selector;
 mod volumes;
 

@@ -37,12 +37,15 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::resources::{requests_with_limits, resource_list};
+use super::resources::{pod_resource_list, requests_with_limits};
 use super::selector::{is_empty_selector, label_selector, node_selector_term};
 use super::{ConvertError, ObjectRef, effect};
 
 /// The namespace Kubernetes puts an object in when none is given.
 pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// The port protocols Kubernetes knows, spelled as it requires.
+const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
 
 /// Label key of the selector that stands for a nil `labelSelector` in a required affinity
 /// term: no pod carries it, so nothing matches.
@@ -255,7 +258,7 @@ fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources,
             total.set(n, parsed.get(n));
         }
     }
-    total.add(&resource_list(
+    total.add(&pod_resource_list(
         object,
         &format!("{base}.overhead"),
         spec.overhead.as_ref(),
@@ -402,6 +405,8 @@ fn spread_constraint(
     let invalid = |field: &str, message: String| {
         ConvertError::invalid(object, &format!("{f}.{field}"), message)
     };
+    // Checked before anything is skipped: the apiserver refuses the pod whatever its selector.
+    topology_key(object, &format!("{f}.topologyKey"), &c.topology_key)?;
     let Some(sel) = &c.label_selector else {
         return Ok(None);
     };
@@ -452,6 +457,25 @@ fn spread_constraint(
         )?,
         honor_taints: policy("nodeTaintsPolicy", c.node_taints_policy.as_deref(), false)?,
     }))
+}
+
+/// A topology key of an affinity term or a spread constraint: a label key, never empty (the
+/// apiserver's rule; an empty key would group every node under no domain at all).
+fn topology_key(object: &ObjectRef, field: &str, key: &str) -> Result<(), ConvertError> {
+    if key.is_empty() {
+        return Err(ConvertError::invalid(object, field, "must not be empty"));
+    }
+    if !crate::patterns::is_qualified_name(key) {
+        return Err(ConvertError::invalid(
+            object,
+            field,
+            format!(
+                "{} must be a label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters",
+                crate::validation::shown(key)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `matchLabelKeys` (`mismatch == false`) or `mismatchLabelKeys`: the pod's own value of
@@ -529,13 +553,7 @@ impl Terms<'_> {
 
     /// One term; None when its label selector is nil.
     fn term(&self, f: &str, t: &PodAffinityTerm) -> Result<Option<AffinityTerm>, ConvertError> {
-        if t.topology_key.is_empty() {
-            return Err(ConvertError::invalid(
-                self.object,
-                &format!("{f}.topologyKey"),
-                "must not be empty",
-            ));
-        }
+        topology_key(self.object, &format!("{f}.topologyKey"), &t.topology_key)?;
         let Some(sel) = &t.label_selector else {
             return Ok(None);
         };
@@ -595,6 +613,19 @@ fn host_ports(
     let mut out = Vec::new();
     for (f, c) in app.chain(sidecars) {
         for (pi, p) in c.ports.iter().flatten().enumerate() {
+            // Exact case, as the apiserver requires: "tcp" is not "TCP", and two ports that
+            // differ only in case must not be taken for different protocols.
+            let protocol = p.protocol.as_deref().unwrap_or("TCP");
+            if !PROTOCOLS.contains(&protocol) {
+                return Err(ConvertError::invalid(
+                    object,
+                    &format!("{f}.ports[{pi}].protocol"),
+                    format!(
+                        "unsupported value {}: supported values: \"TCP\", \"UDP\", \"SCTP\"",
+                        crate::validation::shown(protocol)
+                    ),
+                ));
+            }
             let port = match p.host_port {
                 Some(hp) if hp != 0 => hp,
                 _ if host_network => p.container_port,
@@ -609,7 +640,7 @@ fn host_ports(
             })?;
             out.push(HostPort {
                 port,
-                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
+                protocol: protocol.to_string(),
                 host_ip: p.host_ip.clone().unwrap_or_default(),
             });
         }
@@ -1081,5 +1112,122 @@ spec:
             err.to_string(),
             r#"daemonset default/agent: spec.template.spec.containers[0].resources.limits.memory: invalid quantity "12Qi": unknown suffix"#
         );
+    }
+
+    fn refused(yaml: &str) -> ConvertError {
+        pod(&serde_yaml::from_str(yaml).unwrap()).unwrap_err()
+    }
+
+    #[test]
+    fn negative_requests_limits_and_overhead_are_refused_naming_the_field() {
+        for (resources, field) in [
+            (
+                "containers: [{name: a, resources: {requests: {cpu: \"-1\"}}}]",
+                "spec.containers[0].resources.requests.cpu",
+            ),
+            (
+                "containers: [{name: a, resources: {limits: {memory: -1Gi}}}]",
+                "spec.containers[0].resources.limits.memory",
+            ),
+            (
+                "initContainers: [{name: i, resources: {requests: {cpu: -500m}}}]\n  containers: [{name: a}]",
+                "spec.initContainers[0].resources.requests.cpu",
+            ),
+            (
+                "resources: {requests: {cpu: \"-2\"}}\n  containers: [{name: a}]",
+                "spec.resources.requests.cpu",
+            ),
+            (
+                "overhead: {cpu: -7}\n  containers: [{name: a}]",
+                "spec.overhead.cpu",
+            ),
+        ] {
+            let err = refused(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: neg}}\nspec:\n  {resources}\n"
+            ));
+            assert_eq!(err.field, field, "{err}");
+            assert!(
+                err.to_string()
+                    .contains("must be greater than or equal to 0, got \"-"),
+                "{err}"
+            );
+        }
+        // Zero is fine.
+        let p = convert(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: z}\nspec:\n  overhead: {cpu: \"0\"}\n  containers: [{name: a, resources: {requests: {cpu: \"0\"}}}]\n",
+        );
+        assert_eq!(p.requests.cpu, 0);
+    }
+
+    #[test]
+    fn an_empty_or_invalid_topology_key_is_refused_naming_the_field() {
+        let spread = |key: &str, selector: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: s}}\nspec:\n  topologySpreadConstraints:\n    - {{maxSkew: 1, topologyKey: \"{key}\", whenUnsatisfiable: DoNotSchedule{selector}}}\n  containers: [{{name: a}}]\n"
+            )
+        };
+        // With a selector and without one (a nil selector is otherwise skipped).
+        for selector in [", labelSelector: {matchLabels: {app: s}}", ""] {
+            let err = refused(&spread("", selector));
+            assert_eq!(err.field, "spec.topologySpreadConstraints[0].topologyKey");
+            assert_eq!(
+                err.to_string(),
+                "pod default/s: spec.topologySpreadConstraints[0].topologyKey: must not be empty"
+            );
+        }
+        let err = refused(&spread("not a key", ""));
+        assert_eq!(err.field, "spec.topologySpreadConstraints[0].topologyKey");
+        for (kind, prefix) in [
+            (
+                "podAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[0]",
+            ),
+            (
+                "podAntiAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[0]",
+            ),
+            (
+                "podAntiAffinity",
+                "preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm",
+            ),
+        ] {
+            let term = "{topologyKey: \"\", labelSelector: {matchLabels: {app: s}}}";
+            let terms = if prefix.starts_with("preferred") {
+                format!(
+                    "preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, podAffinityTerm: {term}}}]"
+                )
+            } else {
+                format!("requiredDuringSchedulingIgnoredDuringExecution: [{term}]")
+            };
+            let err = refused(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: s}}\nspec:\n  affinity: {{{kind}: {{{terms}}}}}\n  containers: [{{name: a}}]\n"
+            ));
+            assert_eq!(
+                err.field,
+                format!("spec.affinity.{kind}.{prefix}.topologyKey"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_port_protocol_in_the_wrong_case_is_refused_naming_the_field() {
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 80, hostPort: 80, protocol: TCP}, {containerPort: 81, hostPort: 80, protocol: tcp}]}]\n",
+        );
+        assert_eq!(
+            err.to_string(),
+            r#"pod default/p: spec.containers[0].ports[1].protocol: unsupported value "tcp": supported values: "TCP", "UDP", "SCTP""#
+        );
+        // Without a host port too: the apiserver checks every port.
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 80, protocol: Udp}]}]\n",
+        );
+        assert_eq!(err.field, "spec.containers[0].ports[0].protocol");
+        let p = convert(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, ports: [{containerPort: 53, hostPort: 53, protocol: UDP}, {containerPort: 80, hostPort: 80}]}]\n",
+        );
+        let protocols: Vec<&str> = p.host_ports.iter().map(|h| h.protocol.as_str()).collect();
+        assert_eq!(protocols, ["UDP", "TCP"]);
     }
 }

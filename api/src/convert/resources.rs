@@ -35,6 +35,30 @@ pub(crate) fn resource_list(
     Ok(out)
 }
 
+/// A resource list of a pod (a container's or the pod's `requests` and `limits`,
+/// `spec.overhead`): as [`resource_list`], and every amount must be 0 or more, as the
+/// apiserver requires. A negative amount would otherwise be read as room given back.
+pub(crate) fn pod_resource_list(
+    object: &ObjectRef,
+    field: &str,
+    list: Option<&BTreeMap<String, Quantity>>,
+) -> Result<Resources, ConvertError> {
+    let out = resource_list(object, field, list)?;
+    for (name, q) in list.into_iter().flatten() {
+        if out.get(name) < 0 {
+            return Err(ConvertError::invalid(
+                object,
+                &format!("{field}.{name}"),
+                format!(
+                    "must be greater than or equal to 0, got {}",
+                    crate::validation::shown(&q.0)
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// A container's (or a pod's) requests after Kubernetes defaulting: a resource with a limit
 /// but no request is requested at its limit. `field` is the `resources` path.
 pub(crate) fn requests_with_limits(
@@ -45,8 +69,8 @@ pub(crate) fn requests_with_limits(
     let Some(r) = resources else {
         return Ok(Resources::default());
     };
-    let mut out = resource_list(object, &format!("{field}.requests"), r.requests.as_ref())?;
-    let limits = resource_list(object, &format!("{field}.limits"), r.limits.as_ref())?;
+    let mut out = pod_resource_list(object, &format!("{field}.requests"), r.requests.as_ref())?;
+    let limits = pod_resource_list(object, &format!("{field}.limits"), r.limits.as_ref())?;
     let requested = r.requests.as_ref();
     for name in limits.names() {
         if !requested.is_some_and(|req| req.contains_key(name)) {

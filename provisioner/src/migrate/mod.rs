@@ -167,7 +167,12 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
         let api_version = value["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         let name = value["metadata"]["name"].as_str().unwrap_or("<unnamed>");
-        let mut notes = Notes::new(format!("{kind}/{name}"));
+        // Cut: a hostile 10,000-character name is not echoed back in full.
+        let mut notes = Notes::new(format!(
+            "{}/{}",
+            adze_api::validation::cut(&kind),
+            adze_api::validation::cut(name)
+        ));
         let mut generated = None;
         let mut kubelet = None;
         let item = match (api_version.as_str(), kind.as_str()) {

@@ -311,18 +311,31 @@ fn describe(value: &Value) -> Option<String> {
         .and_then(|m| m.get("name"))
         .and_then(|n| n.as_str())
         .unwrap_or("<unnamed>");
+    // Cut: a hostile 10,000-character name is not echoed back in full.
+    let cut = adze_api::validation::cut;
+    let (kind, name) = (cut(kind), cut(name));
     match meta
         .and_then(|m| m.get("namespace"))
         .and_then(|n| n.as_str())
     {
-        Some(ns) => Some(format!("{kind} {ns}/{name}")),
+        Some(ns) => Some(format!("{kind} {}/{name}", cut(ns))),
         None => Some(format!("{kind} {name}")),
     }
 }
 
+/// Reads a document as `T`. A value of the wrong shape or an unknown enum value (an operator,
+/// a taint effect, a quantity given as a map) is reported at its field path, as the
+/// conversion of a Node or a toleration reports its own.
 fn typed<T: DeserializeOwned>(doc: &DocRef, value: Value) -> Result<T, ScenarioError> {
-    serde_json::from_value(value)
-        .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e.to_string())))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = if path.is_empty() || path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        };
+        ScenarioError::new(doc, Problem::Malformed(message))
+    })
 }
 
 fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
