@@ -1214,6 +1214,12 @@ def offline_values_eks():
     keys = re.findall(r"--set '?([^=' ]+)'?=", text)
     check("values-eks.yaml's helm command sets the image, cluster name, region, queue and IRSA role",
           sorted(keys) == sorted(stand_in), str(keys))
+    # The same command where users read it: each doc's helm install with values-eks.yaml.
+    for doc in ["docs/install.md", "docs/migrate-from-karpenter.md"]:
+        blocks = [b for b in (ROOT / doc).read_text().split("```") if "helm install" in b and "values-eks.yaml" in b]
+        doc_keys = {k for b in blocks for k in re.findall(r"--set '?([^=' ]+)'?=", b)}
+        check(f"{doc}: its helm install with values-eks.yaml sets what the file's header does",
+              len(blocks) == 1 and set(keys) <= doc_keys, f"{len(blocks)} block(s), keys {sorted(doc_keys)}")
     values = copy.deepcopy(eks)
     for k in keys:
         if k in stand_in:
