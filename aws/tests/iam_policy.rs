@@ -508,17 +508,24 @@ fn extra_node_roles_may_be_passed_to_ec2_and_nothing_else() {
 #[test]
 fn the_interruption_queue_is_not_named_after_the_cluster() {
     let t = template::load();
-    let queue = template::json(&template::resource(&t, "InterruptionQueue")["Properties"]["QueueName"]);
+    let queue =
+        template::json(&template::resource(&t, "InterruptionQueue")["Properties"]["QueueName"]);
     assert_eq!(
         queue,
         serde_json::json!({"Fn::If": ["DefaultQueueName", {"Fn::Sub": "adze-${ClusterName}"}, {"Ref": "InterruptionQueueName"}]})
     );
     for (name, r) in t["Resources"].as_mapping().unwrap() {
-        for key in ["RoleName", "InstanceProfileName", "ManagedPolicyName", "PolicyName", "Name"] {
+        for key in [
+            "RoleName",
+            "InstanceProfileName",
+            "ManagedPolicyName",
+            "PolicyName",
+            "Name",
+        ] {
             let v = serde_json::to_string(&template::json(&r["Properties"][key])).unwrap();
             assert!(
                 !v.contains("Karpenter") && v != r#"{"Ref":"ClusterName"}"#,
-                "{name}.{key} = {v}"
+                "{name:?}.{key} = {v}"
             );
         }
     }
