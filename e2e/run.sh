@@ -529,6 +529,96 @@ check "its node carries Karpenter's labels beside Adze's" bash -c "kubectl --kub
   \$l[\"karpenter.sh/nodepool\"] == \"karp\" and \$l[\"adze.sh/nodepool\"] == \"karp\" and
   \$l[\"karpenter.k8s.aws/instance-category\"] == \"m\" and \$l[\"karpenter.sh/capacity-type\"] == \$l[\"adze.sh/capacity-type\"]' >/dev/null"
 
+# ---- 7b'. a cutover from Karpenter: its objects through `migrate`, then Adze provisions ----
+# Karpenter's CRDs as schema-less stand-ins (written here; the API server keeps any spec), its
+# v1 NodePool and EC2NodeClass as a user has them, `kubectl get | migrate --node-role | kubectl
+# apply`, and a Deployment written for Karpenter (selecting karpenter.sh/nodepool and
+# karpenter.sh/capacity-type): every replica Running on a node of the converted pool. The
+# stand-in CRDs are deleted after, so later steps' `kubectl get nodepools` mean Adze's.
+echo "== cutover: Karpenter's NodePool and EC2NodeClass converted by migrate, a Karpenter workload provisioned"
+for crd in "nodepools karpenter.sh NodePool" "ec2nodeclasses karpenter.k8s.aws EC2NodeClass"; do
+  read -r plural group kind <<<"$crd"
+  k apply -f - >/dev/null <<YAML
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: $plural.$group}
+spec:
+  group: $group
+  scope: Cluster
+  names: {plural: $plural, kind: $kind}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+YAML
+done
+wait_for 30 k wait --for condition=established --timeout=1s crd/nodepools.karpenter.sh crd/ec2nodeclasses.karpenter.k8s.aws
+k apply -f - >/dev/null <<'YAML'
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: karp-general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: karp-general}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+      expireAfter: 720h
+  limits: {cpu: "100"}
+  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: karp-general}
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
+YAML
+k get nodepools.karpenter.sh,ec2nodeclasses.karpenter.k8s.aws -o yaml |
+  "$bin" migrate --node-role AdzeNode-e2e - >"$dir/migrated.yaml" 2>"$dir/migrate.log"
+migrate_rc=$?
+cat "$dir/migrate.log"
+check "migrate converts Karpenter's NodePool and EC2NodeClass read from the API server (exit 0)" test "$migrate_rc" -eq 0
+check "migrate reports the node role it rewrote, with the old one" \
+  grep -q "EC2NodeClass/karp-general spec.role: AdzeNode-e2e (--node-role), was KarpenterNodeRole-e2e" "$dir/migrate.log"
+check "migrate says how pods selecting Karpenter's labels keep working" grep -q "provisioner.karpenterLabels" "$dir/migrate.log"
+k apply -f "$dir/migrated.yaml" >/dev/null
+check "the converted objects are Adze's: NodePool karp-general, EC2NodeClass karp-general with AdzeNode-e2e" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get nodepools.adze.sh karp-general -o json | jqe '.spec.template.spec.nodeClassRef == {group: \"aws.adze.sh\", kind: \"EC2NodeClass\", name: \"karp-general\"}' >/dev/null &&
+  kubectl --kubeconfig $KUBECONFIG get ec2nodeclasses.aws.adze.sh karp-general -o json | jqe '.spec.role == \"AdzeNode-e2e\"' >/dev/null"
+k create namespace karpmig >/dev/null
+k apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: legacy, namespace: karpmig}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: legacy}}
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      nodeSelector: {karpenter.sh/nodepool: karp-general, karpenter.sh/capacity-type: on-demand}
+      terminationGracePeriodSeconds: 0
+      containers: [{name: pause, image: registry.k8s.io/pause:3.9, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+YAML
+wait_for 240 count_is 2 running_pods karpmig
+check "both replicas selecting karpenter.sh/nodepool: karp-general are Running, none Pending" bash -c "
+  kubectl --kubeconfig $KUBECONFIG get pods -n karpmig -o json |
+    jqe '(.items | length) == 2 and all(.items[]; .status.phase == \"Running\")' >/dev/null"
+check "on nodes of the converted pool, labelled for both" bash -c "
+  nodes=\$(kubectl --kubeconfig $KUBECONFIG get pods -n karpmig -o jsonpath='{.items[*].spec.nodeName}')
+  [[ -n \$nodes ]] || exit 1
+  for n in \$nodes; do
+    kubectl --kubeconfig $KUBECONFIG get node \"\$n\" -o json | jqe '.metadata.labels as \$l |
+      \$l[\"adze.sh/nodepool\"] == \"karp-general\" and \$l[\"karpenter.sh/nodepool\"] == \"karp-general\"' >/dev/null || exit 1
+  done"
+k delete crd nodepools.karpenter.sh ec2nodeclasses.karpenter.k8s.aws >/dev/null
+
 # ---- 7c. a CapacityBuffer keeps a node's room ahead of the pods ---------------------------
 # Two placeholders of 1.5 cpu / 1 GiB on c5.xlarge nodes (4 vCPU: room for two, not three):
 # one NodeClaim and a Node with no pod on it; status written; then a Deployment of two such pods lands on that Node with no NodeClaim

@@ -443,6 +443,94 @@ fn the_controller_role_has_the_policy_and_trusts_only_the_provisioner() {
     );
 }
 
+/// `ExtraNodeRoleArns` (EC2NodeClasses that keep another `role`, e.g. Karpenter's node role
+/// after `migrate`): PassRole on exactly the ARNs given, to EC2 only, in a policy that exists
+/// only when some are given, and that `rules` accepts; the parameter refuses wildcards.
+#[test]
+fn extra_node_roles_may_be_passed_to_ec2_and_nothing_else() {
+    let t = template::load();
+    let param = &t["Parameters"]["ExtraNodeRoleArns"];
+    assert_eq!(param["Type"].as_str(), Some("CommaDelimitedList"));
+    assert_eq!(param["Default"].as_str(), Some(""));
+    // Each value a whole role ARN (any partition, a 12-digit account, a role path and name of
+    // IAM's characters): no `*` can stand for an account or a role.
+    assert_eq!(
+        param["AllowedPattern"].as_str(),
+        Some("^(arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512})?$")
+    );
+
+    let extra = template::resource(&t, "PassExtraNodeRoles");
+    assert_eq!(extra["Condition"].as_str(), Some("HasExtraNodeRoles"));
+    assert_eq!(extra["Type"].as_str(), Some("AWS::IAM::Policy"));
+    let props = &extra["Properties"];
+    assert_eq!(
+        template::json(&props["Roles"]),
+        serde_json::json!([{"Ref": "ControllerRole"}])
+    );
+    let doc = template::json(&props["PolicyDocument"]);
+    let [statement] = doc["Statement"].as_array().unwrap().as_slice() else {
+        panic!("one statement: {doc}");
+    };
+    assert_eq!(
+        statement["Resource"],
+        serde_json::json!({"Ref": "ExtraNodeRoleArns"})
+    );
+    assert_eq!(
+        statement["Condition"]["StringEquals"]["iam:PassedToService"],
+        serde_json::json!({"Fn::Sub": "ec2.${AWS::URLSuffix}"})
+    );
+    // The statement with two ARNs put in, judged by the same rules as the ControllerPolicy.
+    let mut resolved = statement.clone();
+    resolved["Resource"] = serde_json::json!([
+        "arn:aws:iam::ACCOUNT_ID:role/KarpenterNodeRole-CLUSTER_NAME",
+        "arn:aws:iam::ACCOUNT_ID:role/Other"
+    ]);
+    resolved["Condition"]["StringEquals"]["iam:PassedToService"] =
+        serde_json::json!("ec2.amazonaws.com");
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [resolved]});
+    let v = rules::violations(&policy, template::CLUSTER, template::REGION);
+    assert!(v.is_empty(), "PassExtraNodeRoles breaks: {v:#?}");
+    assert_eq!(
+        rules::Statement::all(&policy)[0].actions(),
+        vec!["iam:PassRole"]
+    );
+    // Given nothing, the policy is not made.
+    let when = template::json(&t["Conditions"]["HasExtraNodeRoles"]);
+    assert_eq!(
+        when,
+        serde_json::json!({"Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": "ExtraNodeRoleArns"}]}, ""]}]})
+    );
+}
+
+/// The stack's names stay clear of Karpenter's getting-started stack, which may sit in the same
+/// account during a migration (deploy/ci/moto_stack.py deploys the two side by side): its queue
+/// is named after the cluster, its node role KarpenterNodeRole-<cluster>.
+#[test]
+fn the_interruption_queue_is_not_named_after_the_cluster() {
+    let t = template::load();
+    let queue =
+        template::json(&template::resource(&t, "InterruptionQueue")["Properties"]["QueueName"]);
+    assert_eq!(
+        queue,
+        serde_json::json!({"Fn::If": ["DefaultQueueName", {"Fn::Sub": "adze-${ClusterName}"}, {"Ref": "InterruptionQueueName"}]})
+    );
+    for (name, r) in t["Resources"].as_mapping().unwrap() {
+        for key in [
+            "RoleName",
+            "InstanceProfileName",
+            "ManagedPolicyName",
+            "PolicyName",
+            "Name",
+        ] {
+            let v = serde_json::to_string(&template::json(&r["Properties"][key])).unwrap();
+            assert!(
+                !v.contains("Karpenter") && v != r#"{"Ref":"ClusterName"}"#,
+                "{name:?}.{key} = {v}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_interruption_queue_takes_events_over_tls_from_the_five_rules() {
     let t = template::load();

@@ -170,6 +170,8 @@ def generated_client_files(docs):
 def expect_aws(docs):
     check("aws: objects are the core set", Counter(d["kind"] for d in docs) == Counter(CORE_KINDS),
           str(Counter(d["kind"] for d in docs)))
+    check("values-eks.yaml: the image from image.repository",
+          container(one(docs, "Deployment", "-provisioner"))["image"].startswith("registry.example/adze:"))
     args = container(one(docs, "Deployment", "-provisioner"))["args"]
     for flag in ["--cloud-provider=aws", "--cluster-name=demo", "--region=us-west-2",
                  "--cluster-endpoint=https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
@@ -1181,10 +1183,177 @@ def offline_capacity_buffer_crd():
           skip == [], str(len(skip)))
 
 
+def helm_set(values, dotted, value):
+    """`helm --set KEY=VALUE` on a values dict: KEY split at dots not escaped with a backslash."""
+    parts = [p.replace("\0", ".") for p in dotted.replace("\\.", "\0").split(".")]
+    cur = values
+    for p in parts[:-1]:
+        if not isinstance(cur.get(p), dict):
+            cur[p] = {}
+        cur = cur[p]
+    cur[parts[-1]] = value
+
+
+def offline_values_eks():
+    """charts/adze/values-eks.yaml, the file README and docs/install.md install EKS with: alone
+    it is refused naming the first value it leaves empty; with the `--set`s its header's helm
+    command gives (stand-in values for the stack outputs) it renders, and each setting it
+    claims takes effect."""
+    import offline
+    path = CHART / "values-eks.yaml"
+    text = path.read_text()
+    eks = yaml.safe_load(text)
+    try:
+        offline.render("1.30.0", eks)
+        check("values-eks.yaml alone is refused (cluster values left empty)", False, "rendered")
+    except Exception as e:  # helm's install error
+        check("values-eks.yaml alone is refused naming clusterName", "clusterName" in str(e), str(e)[:300])
+    stand_in = {"image.repository": "registry.example/adze", "clusterName": "demo", "aws.region": "us-west-2", "aws.interruptionQueue": "adze-demo",
+                "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn":
+                    "arn:aws:iam::111122223333:role/AdzeController-demo"}
+    keys = re.findall(r"--set '?([^=' ]+)'?=", text)
+    check("values-eks.yaml's helm command sets the image, cluster name, region, queue and IRSA role",
+          sorted(keys) == sorted(stand_in), str(keys))
+    # The same command where users read it: each doc's helm install with values-eks.yaml.
+    for doc in ["docs/install.md", "docs/migrate-from-karpenter.md"]:
+        blocks = [b for b in (ROOT / doc).read_text().split("```") if "helm install" in b and "values-eks.yaml" in b]
+        doc_keys = {k for b in blocks for k in re.findall(r"--set '?([^=' ]+)'?=", b)}
+        check(f"{doc}: its helm install with values-eks.yaml sets what the file's header does",
+              len(blocks) == 1 and set(keys) <= doc_keys, f"{len(blocks)} block(s), keys {sorted(doc_keys)}")
+    values = copy.deepcopy(eks)
+    for k in keys:
+        if k in stand_in:
+            helm_set(values, k, stand_in[k])
+    try:
+        release = offline.render_release("1.30.0", values)
+        docs = docs_of(release["manifest"])
+    except Exception as e:
+        check("values-eks.yaml with the header's --set values renders", False, str(e)[:500])
+        return
+    check("values-eks.yaml with the header's --set values renders", bool(docs))
+    notes = release.get("info", {}).get("notes", "")
+    check("values-eks.yaml: the install's notes send users to examples/eks/ (apply-ready), not the scenarios",
+          "examples/eks/" in notes, notes)
+    check("values-eks.yaml: the image from image.repository",
+          container(one(docs, "Deployment", "-provisioner"))["image"].startswith("registry.example/adze:"))
+    args = container(one(docs, "Deployment", "-provisioner"))["args"]
+    for flag in ["--cloud-provider=aws", "--cluster-name=demo", "--region=us-west-2",
+                 "--interruption-queue=adze-demo"]:
+        check(f"values-eks.yaml: provisioner has {flag}", flag in args, str(args))
+    check("values-eks.yaml: Karpenter labels off unless asked for (the migration guide sets them)",
+          "--karpenter-labels" not in args, str(args))
+    sa = one(docs, "ServiceAccount", "-provisioner")
+    check("values-eks.yaml: the IRSA role on the provisioner's ServiceAccount",
+          sa["metadata"].get("annotations", {}).get("eks.amazonaws.com/role-arn")
+          == stand_in["serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn"], json.dumps(sa["metadata"]))
+    sched = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-scheduler")]
+    check("values-eks.yaml: a second kube-scheduler (EKS gives no access to the default one)",
+          len(sched) == 1 and container(sched[0])["image"].endswith(":" + eks["scheduler"]["image"]["tag"]),
+          str([container(d)["image"] for d in sched]))
+    hooks = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
+    check("values-eks.yaml: the namespace webhook sends labelled namespaces' pods to adze-scheduler",
+          len(hooks) == 1 and hooks[0]["webhooks"][0]["namespaceSelector"]
+          == {"matchLabels": {"adze.sh/scheduler": "enabled"}}
+          and "--webhook-scheduler-name=adze-scheduler" in container(one(docs, "Deployment", "-extender"))["args"],
+          json.dumps([h["webhooks"] for h in hooks])[:400])
+    on = merge(values, {"provisioner": {"karpenterLabels": True}})
+    args = container(one(docs_of(offline.render("1.30.0", on)), "Deployment", "-provisioner"))["args"]
+    check("values-eks.yaml + provisioner.karpenterLabels=true: --karpenter-labels", "--karpenter-labels" in args)
+
+
+def schema_errors(value, schema, path="."):
+    """What a CRD's structural schema refuses in `value` (types, required, enum, pattern,
+    unknown fields, bounds); CEL rules (x-kubernetes-validations) are not evaluated."""
+    errs = []
+    if value is None:
+        return [] if schema.get("nullable") else [f"{path}: null"]
+    if schema.get("x-kubernetes-int-or-string"):
+        ok = isinstance(value, (int, str)) and not isinstance(value, bool)
+        return [] if ok else [f"{path}: not int or string: {value!r}"]
+    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+        return []
+    t = schema.get("type")
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}
+    if t in kinds and (not isinstance(value, kinds[t]) or (t in ("integer", "number") and isinstance(value, bool))):
+        return [f"{path}: {type(value).__name__}, not {t}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errs.append(f"{path}: {value!r} not in {schema['enum']}")
+    if t == "string" and "pattern" in schema and not re.search(schema["pattern"], value):
+        errs.append(f"{path}: {value!r} does not match {schema['pattern']}")
+    if t == "string" and len(value) > schema.get("maxLength", len(value)):
+        errs.append(f"{path}: longer than {schema['maxLength']}")
+    if t in ("integer", "number") and "minimum" in schema and value < schema["minimum"]:
+        errs.append(f"{path}: below {schema['minimum']}")
+    if t == "object":
+        props = schema.get("properties")
+        for k in schema.get("required", []):
+            if k not in value:
+                errs.append(f"{path}: {k} is required")
+        for k, v in value.items():
+            if props is not None and k in props:
+                errs += schema_errors(v, props[k], f"{path}.{k}" if path != "." else f".{k}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                errs += schema_errors(v, schema["additionalProperties"], f"{path}.{k}")
+            elif props is not None and path != ".":
+                errs.append(f"{path}: unknown field {k}")
+    if t == "array":
+        for i, v in enumerate(value):
+            errs += schema_errors(v, schema.get("items", {}), f"{path}[{i}]")
+    return errs
+
+
+def offline_examples_eks():
+    """examples/eks/, the objects the chart's NOTES.txt and examples/README.md tell users to
+    apply: every document is a kind the chart's CRDs define, valid against that CRD's schema,
+    the class names the stack's node role and the discovery tag docs/install.md tells users to
+    set, and the NodePool points at the class."""
+    crds = {}
+    for f in (CHART / "crds").glob("*.yaml"):
+        crd = yaml.safe_load(f.read_text())
+        for v in crd["spec"]["versions"]:
+            if v.get("served"):
+                crds[(f"{crd['spec']['group']}/{v['name']}", crd["spec"]["names"]["kind"])] = v["schema"]["openAPIV3Schema"]
+    docs = [d for f in sorted((ROOT / "examples" / "eks").glob("*.yaml"))
+            for d in yaml.safe_load_all(f.read_text()) if d]
+    check("examples/eks: an EC2NodeClass and a NodePool",
+          sorted(d["kind"] for d in docs) == ["EC2NodeClass", "NodePool"], str([d.get("kind") for d in docs]))
+    for d in docs:
+        schema = crds.get((d.get("apiVersion"), d.get("kind")))
+        errs = schema_errors(d, schema) if schema else [f"no CRD serves {d.get('apiVersion')} {d.get('kind')}"]
+        check(f"examples/eks: {d.get('kind')} {d['metadata']['name']} is valid against the chart's CRD", not errs, str(errs))
+    # The validator refuses what the API server would (so the check above can fail).
+    if docs:
+        bad = copy.deepcopy(docs[0])
+        bad["spec"]["notAField"] = 1
+        kind_schema = crds.get((bad["apiVersion"], bad["kind"]))
+        check("examples/eks: the schema check refuses an unknown field",
+              bool(kind_schema) and any("notAField" in e for e in schema_errors(bad, kind_schema)))
+    stack = yaml.safe_load((ROOT / "deploy" / "aws" / "adze.yaml").read_text())
+    role = stack["Resources"]["NodeRole"]["Properties"]["RoleName"]["Fn::Sub"].replace("${ClusterName}", "my-cluster")
+    classes = [d for d in docs if d["kind"] == "EC2NodeClass"]
+    pools = [d for d in docs if d["kind"] == "NodePool"]
+    install = (ROOT / "docs" / "install.md").read_text()
+    for c in classes:
+        spec = c["spec"]
+        check(f"examples/eks: EC2NodeClass role is the stack's node role ({role})", spec.get("role") == role, spec.get("role"))
+        tags = [t.get("tags", {}) for t in spec["subnetSelectorTerms"] + spec["securityGroupSelectorTerms"]]
+        check("examples/eks: subnets and security groups by the discovery tag docs/install.md tells users to set",
+              tags and all(t == {"adze.sh/discovery": "my-cluster"} for t in tags)
+              and "adze.sh/discovery: CLUSTER_NAME" in install, str(tags))
+    names = {c["metadata"]["name"] for c in classes}
+    for p in pools:
+        ref = p["spec"]["template"]["spec"]["nodeClassRef"]
+        check(f"examples/eks: NodePool {p['metadata']['name']} uses the EC2NodeClass beside it",
+              ref == {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": ref.get("name")} and ref["name"] in names,
+              str(ref))
+
+
 def offline(write):
     if not write:
         offline_value_dependent_rbac()
         offline_capacity_buffer_crd()
+        offline_values_eks()
+        offline_examples_eks()
     out = offline_manifests()
     base = ROOT / "manifests"
     if write:

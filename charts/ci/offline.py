@@ -171,6 +171,11 @@ class _Api(BaseHTTPRequestHandler):
 
 
 def render(kube_version, values, release="adze", namespace="adze-system"):
+    return render_release(kube_version, values, release, namespace)["manifest"]
+
+
+def render_release(kube_version, values, release="adze", namespace="adze-system"):
+    """The release Helm's install returns (manifest, info.notes, ...)."""
     groups = builtin_groups(kube_version)
     crd_files = sorted((CHART / "crds").glob("*.yaml")) + [ROOT / "charts/ci/stub-crds.yaml"]
     for key, kinds in crd_groups(crd_files).items():
@@ -194,7 +199,7 @@ def render(kube_version, values, release="adze", namespace="adze-system"):
             cfg = helm.Configuration(namespace=namespace, kubeconfig=kubeconfig)
             r = asyncio.run(helm.Install(cfg).run(release, str(CHART), values=values, wait=False,
                                                   create_namespace=False, timeout=60))
-            return r["manifest"]
+            return r
     finally:
         server.shutdown()
         server.server_close()

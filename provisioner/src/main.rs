@@ -56,6 +56,25 @@ struct MigrateArgs {
     /// are printed either way).
     #[arg(long, env = "ADZE_ALLOW_ACTIONS")]
     allow_actions: bool,
+    /// Give every converted EC2NodeClass that names a `role` this role instead, e.g. the
+    /// stack's node role AdzeNode-<cluster> (each rewrite is reported with the old role).
+    /// Without it Karpenter's role is kept, and the stack must list it in ExtraNodeRoleArns.
+    #[arg(long, value_name = "ROLE", value_parser = node_role_name)]
+    node_role: Option<String>,
+}
+
+/// An IAM role name (what `role` holds): 1-64 of IAM's name characters.
+fn node_role_name(s: &str) -> Result<String, String> {
+    let ok = (1..=64).contains(&s.len())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(c));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not an IAM role name (1-64 of A-Z a-z 0-9 +=,.@_-; the name, not the ARN)"
+        ))
+    }
 }
 
 /// `migrate`'s exit status when the conversion is incomplete: some item needs a person.
@@ -63,13 +82,16 @@ const EXIT_NEEDS_ACTION: u8 = 2;
 
 fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
     let mut all = adze_provisioner::migrate::Migration::default();
+    let options = adze_provisioner::migrate::Options {
+        node_role: args.node_role.clone(),
+    };
     for file in &args.files {
         let text = if file.as_os_str() == "-" {
             std::io::read_to_string(std::io::stdin()).context("reading stdin")?
         } else {
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
         };
-        let m = adze_provisioner::migrate::migrate(&text)
+        let m = adze_provisioner::migrate::migrate_with(&text, &options)
             .with_context(|| format!("{}", file.display()))?;
         all.objects.extend(m.objects);
         all.notes.extend(m.notes);

@@ -269,3 +269,94 @@ fn values_adze_would_refuse_are_actions_at_their_path_and_long_names_are_cut() {
         stderr.len()
     );
 }
+
+/// A Karpenter v1 EC2NodeClass that keeps Karpenter's node role, as most do.
+const KARPENTER_CLASS: &str = "apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+";
+
+#[test]
+fn a_kept_karpenter_node_role_is_reported_with_the_stack_parameter_and_the_flag() {
+    let out = migrate(KARPENTER_CLASS, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let docs = yaml_docs(&out.stdout);
+    assert_eq!(docs[0]["spec"]["role"], "KarpenterNodeRole-demo");
+    assert!(
+        stderr.contains(
+            "note: EC2NodeClass/default spec.role KarpenterNodeRole-demo kept: Adze's stack"
+        ) && stderr.contains("ExtraNodeRoleArns")
+            && stderr.contains("--node-role AdzeNode-<cluster>"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn node_role_rewrites_every_role_and_names_the_path_and_the_old_value() {
+    let input = format!(
+        "{KARPENTER_CLASS}---\n{}",
+        KARPENTER_CLASS
+            .replace("name: default", "name: gpu")
+            .replace("KarpenterNodeRole-demo", "GpuNodes")
+    );
+    let out = migrate(&input, &["--node-role", "AdzeNode-demo"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let docs = yaml_docs(&out.stdout);
+    assert_eq!(docs.len(), 2);
+    for d in &docs {
+        assert_eq!(d["spec"]["role"], "AdzeNode-demo", "{d}");
+    }
+    for (class, old) in [("default", "KarpenterNodeRole-demo"), ("gpu", "GpuNodes")] {
+        assert!(
+            stderr.contains(&format!(
+                "changed: EC2NodeClass/{class} spec.role: AdzeNode-demo (--node-role), was {old}"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!stderr.contains("kept"), "{stderr}");
+    // A class naming an instance profile has no role to rewrite.
+    let profile = KARPENTER_CLASS.replace(
+        "role: KarpenterNodeRole-demo",
+        "instanceProfile: KarpenterNodeInstanceProfile-demo",
+    );
+    let out = migrate(&profile, &["--node-role", "AdzeNode-demo"]);
+    let docs = yaml_docs(&out.stdout);
+    assert!(docs[0]["spec"].get("role").is_none(), "{}", docs[0]);
+    assert_eq!(
+        docs[0]["spec"]["instanceProfile"],
+        "KarpenterNodeInstanceProfile-demo"
+    );
+    // An ARN is refused, naming the flag.
+    let out = migrate(
+        KARPENTER_CLASS,
+        &[
+            "--node-role",
+            "arn:aws:iam::111122223333:role/AdzeNode-demo",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--node-role"));
+}
+
+#[test]
+fn every_conversion_says_how_pods_selecting_karpenter_labels_keep_working() {
+    let out = migrate(CLEAN_LIST_JSON, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provisioner.karpenterLabels is true (--karpenter-labels)")
+            && stderr
+                .contains("kubectl get pods -A -o yaml | grep -E 'karpenter\\.(sh|k8s\\.aws)/'"),
+        "{stderr}"
+    );
+    // Nothing converted: nothing to say about workloads.
+    let empty = migrate(r#"{"apiVersion": "v1", "kind": "List", "items": []}"#, &[]);
+    assert!(!String::from_utf8_lossy(&empty.stderr).contains("karpenterLabels"));
+}

@@ -18,7 +18,7 @@ const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "InterruptionQueue.Arn",
-        "arn:aws:sqs:REGION:ACCOUNT_ID:CLUSTER_NAME",
+        "arn:aws:sqs:REGION:ACCOUNT_ID:adze-CLUSTER_NAME",
     ),
     ("OidcProvider", "OIDC_PROVIDER"),
     ("ServiceAccountNamespace", "NAMESPACE"),

@@ -33,6 +33,19 @@ pub struct Note {
     pub action: bool,
 }
 
+/// Choices the user makes for the whole conversion.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// `--node-role`: every converted EC2NodeClass that names a `role` gets this one instead
+    /// (the node role of Adze's stack, `AdzeNode-<cluster>`), so launches do not depend on
+    /// the controller being allowed to pass Karpenter's node role.
+    pub node_role: Option<String>,
+}
+
+/// Printed under every report that converted something: `migrate` sees only Karpenter's
+/// objects, never the workloads that select Karpenter's node labels.
+pub const LABELS_NOTE: &str = "note: pods that select Karpenter's node labels (karpenter.sh/*, karpenter.k8s.aws/* in nodeSelector, affinity or topologySpreadConstraints) stay Pending on Adze's nodes unless the chart's provisioner.karpenterLabels is true (--karpenter-labels) or their selectors are renamed as above; list them with: kubectl get pods -A -o yaml | grep -E 'karpenter\\.(sh|k8s\\.aws)/'";
+
 /// The converted objects, in input order, and the notes about them.
 #[derive(Debug, Default)]
 pub struct Migration {
@@ -92,6 +105,18 @@ impl Migration {
                 let tag = if action { "ACTION" } else { "changed" };
                 out += &format!("  {tag}: {} {}: {}\n", n.object, n.field, n.message);
             }
+        }
+        for o in &self.objects {
+            let role = o["spec"]["role"].as_str().unwrap_or("AdzeNode-");
+            if o["kind"] == "EC2NodeClass" && !role.starts_with("AdzeNode-") {
+                out += &format!(
+                    "  note: EC2NodeClass/{} spec.role {role} kept: Adze's stack (deploy/aws/adze.yaml) lets the controller pass it only with its ARN in the stack's ExtraNodeRoleArns; or rerun with --node-role AdzeNode-<cluster>\n",
+                    o["metadata"]["name"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        if !self.objects.is_empty() {
+            out += &format!("  {LABELS_NOTE}\n");
         }
         out
     }
@@ -154,6 +179,11 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
 /// with, as in Karpenter v1. Other objects are left out of the output with an action note (and
 /// listed in [`Migration::not_converted`]); Adze objects pass through unchanged.
 pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
+    migrate_with(input, &Options::default())
+}
+
+/// [`migrate`] with the user's [`Options`].
+pub fn migrate_with(input: &str, options: &Options) -> Result<Migration, MigrateError> {
     enum Item {
         Pool(Value),
         Class(Value),
@@ -342,7 +372,10 @@ pub fn migrate(input: &str) -> Result<Migration, MigrateError> {
     for (item, mut notes) in items {
         let converted = match item {
             Item::Pool(v) => Some(nodepool(v, &mut notes)),
-            Item::Class(v) => Some(ec2nodeclass(v, &mut notes)),
+            Item::Class(mut v) => {
+                node_role(&mut v, options, &mut notes);
+                Some(ec2nodeclass(v, &mut notes))
+            }
             Item::Overlay(v) => Some(nodeoverlay(v, &mut notes)),
             Item::Adze(v) => Some(v),
             Item::Refused => None,
@@ -492,6 +525,28 @@ fn nodeoverlay(v: Value, notes: &mut Notes) -> Value {
     typed::<NodeOverlay>(out, notes, Removed::new(), |o| {
         o.validate().err().map(|e| e.errors)
     })
+}
+
+/// Deploy/aws/adze.yaml's node role is `AdzeNode-<cluster>`, and its controller policy may pass
+/// only that role (plus the stack's `ExtraNodeRoleArns`): a class keeping Karpenter's role
+/// fails every launch until one of the two changes. `--node-role` rewrites the role; without
+/// it the report lists the kept roles with both remedies.
+fn node_role(class: &mut Value, options: &Options, notes: &mut Notes) {
+    let Some(old) = class["spec"]["role"].as_str().map(str::to_string) else {
+        return;
+    };
+    // Kept (no flag): reported once under the report ([`Migration::report`]).
+    if let Some(new) = &options.node_role
+        && *new != old
+    {
+        class["spec"]["role"] = Value::from(new.clone());
+        notes.change(
+            "spec.role",
+            format!(
+                "{new} (--node-role), was {old}: nodes get {new}'s permissions, not policies attached only to {old}"
+            ),
+        );
+    }
 }
 
 fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
