@@ -11,6 +11,8 @@ if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
   for c in cpu cpuacct cpuset memory; do
     [[ -d /sys/fs/cgroup/$c ]] && mount --bind "/sys/fs/cgroup/$c" "/sys/fs/cgroup/$c"
   done
+  # kind's kubelet configuration puts pods under cgroupRoot /kubelet, which must exist.
+  for d in /sys/fs/cgroup/*/; do mkdir -p "$d/kubelet"; done
   echo "INFO: detected cgroup v1"
 fi
 exec "$@"

@@ -111,6 +111,9 @@ cat >"$rootfs/etc/containerd/config.toml" <<'TOML'
 version = 2
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "k8s.gcr.io/pause:3.2"
+  # The kubelet asks for negative OOM score adjustments, which need CAP_SYS_RESOURCE: a host
+  # that is itself a container may not hold it, and every sandbox would fail to start.
+  restrict_oom_score_adj = true
   # The node's root filesystem is an overlay; its /var a volume (kind), where containerd's
   # own overlays go.
   [plugins."io.containerd.grpc.v1.cri".containerd]
