@@ -215,7 +215,6 @@ YAML
     # shellcheck source=../../charts/ci/helm-venv.sh
     . charts/ci/helm-venv.sh
     helm_cmd="charts/ci/helm.py (Helm's Go library)"
-    k create namespace "$ns" >/dev/null
     helm_install() { "$helm_python" charts/ci/helm.py install "$release" "$ns" charts/adze e2e/kind/values.yaml --set-json "$extra"; }
     helm_uninstall() { "$helm_python" charts/ci/helm.py uninstall "$release" "$ns"; }
   fi
@@ -349,13 +348,13 @@ YAML
     check "kind delete cluster" "${kind_cmd[@]}" delete cluster --name "$cluster" --kubeconfig "$kcfg"
     echo "cluster deleted in $(elapsed "$t0" "$(now)") s"
   fi
-  echo "$passed passed, $failed failed" >"$dir/inside.tally"
   (( failed == 0 ))
 }
 
 if [[ "${1:-}" == --inside ]]; then
   # podman, second half: in the run's network namespace (below), the cluster and the checks.
   dir=$2; kind_bin=$3
+  trap 'echo "$passed passed, $failed failed" >"$dir/inside.tally"' EXIT
   podman_private
   inside
   exit
