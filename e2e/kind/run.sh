@@ -182,6 +182,7 @@ YAML
     "${kind_cmd[@]}" export logs "$dir/kind-logs" --name "$cluster" >/dev/null 2>&1 && echo "kind logs in $dir/kind-logs"
     return 1
   fi
+  cluster_up=1
   pass "kind create cluster ($engine): control-plane node Ready in $(elapsed "$t0" "$(now)") s"
   local server_version
   server_version=$(k version -o json 2>/dev/null | jq -r '.serverVersion.gitVersion')
@@ -346,6 +347,7 @@ YAML
   if [[ "$engine" == docker && "${ADZE_KIND_KEEP:-0}" == 1 ]]; then echo "cluster kept: KUBECONFIG=$kcfg"; else
     t0=$(now)
     check "kind delete cluster" "${kind_cmd[@]}" delete cluster --name "$cluster" --kubeconfig "$kcfg"
+    cluster_up=
     echo "cluster deleted in $(elapsed "$t0" "$(now)") s"
   fi
   (( failed == 0 ))
@@ -354,7 +356,8 @@ YAML
 if [[ "${1:-}" == --inside ]]; then
   # podman, second half: in the run's network namespace (below), the cluster and the checks.
   dir=$2; kind_bin=$3
-  trap 'echo "$passed passed, $failed failed" >"$dir/inside.tally"' EXIT
+  # A failure part-way still deletes the cluster (kind's own teardown, checked outside).
+  trap 'echo "$passed passed, $failed failed" >"$dir/inside.tally"; [[ -n "${cluster_up:-}" ]] && "$kind_bin" delete cluster --name "$cluster" >/dev/null 2>&1' EXIT
   podman_private
   inside
   exit
