@@ -30,7 +30,7 @@ if [[ "${1:-}" != --write-manifests ]]; then
     grep -q "target/release/$b" Dockerfile || { echo "FAIL: Dockerfile does not copy $b"; static_failed=$((static_failed+1)); }
   done
   # -x follows `source`d files (the suites' shared e2e/lib.sh).
-  for script in e2e/*.sh e2e/kind/run.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
+  for script in e2e/*.sh e2e/kind/*.sh charts/ci/helm-venv.sh charts/ci/scheduler-config.sh; do
     if bash -n "$script" && { ! command -v shellcheck >/dev/null || shellcheck -x -S warning "$script"; }; then echo "PASS: $script parses (and passes shellcheck when installed)"; else echo "FAIL: $script parses"; static_failed=$((static_failed+1)); fi
   done
   # A check must fail on empty input (`jq -e` on nothing, `! grep` on a missing log, ...).

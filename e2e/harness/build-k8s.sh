@@ -25,6 +25,6 @@ export ADZE_K8S_SRC_PARENT="$shared" ADZE_K8S_KEEP_SRC=1
 t0=$(date +%s)
 echo "[build-k8s] control plane"; "$HERE/build-control-plane.sh"
 echo "[build-k8s] kubemark";      "$HERE/build-kubemark.sh"
-echo "[build-k8s] kubelet, kube-proxy, pause"; "$HERE/build-kubelet.sh"
+echo "[build-k8s] kubelet, kube-proxy, kubeadm, pause"; "$HERE/build-kubelet.sh"
 touch "$shared/.adze-complete"
 echo "[build-k8s] done in $(( $(date +%s) - t0 )) s"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# build-kubelet.sh — build the node side of Kubernetes 1.20.2 (kubelet, kube-proxy) and the
-# pause container's binary from the same Debian bookworm `kubernetes` source package the
-# control plane comes from (build-control-plane.sh), for e2e/install.sh's real node.
+# build-kubelet.sh — build the node side of Kubernetes 1.20.2 (kubelet, kube-proxy, kubeadm) and
+# the pause container's binary from the same Debian bookworm `kubernetes` source package the
+# control plane comes from (build-control-plane.sh), for e2e/install.sh's real node and the
+# kind node image (e2e/kind/node-image.sh; kind bootstraps its nodes with kubeadm).
 #
 # Usage:   e2e/harness/build-kubelet.sh
 #
-# Result:  $ADZE_CACHE/kubelet-1.20.2/bin/{kubelet,kube-proxy,pause}
+# Result:  $ADZE_CACHE/kubelet-1.20.2/bin/{kubelet,kube-proxy,kubeadm,pause}
 #          (pause: build/pause/linux/pause.c compiled static with gcc; install.sh wraps it in
 #          an OCI archive because no registry is reachable to pull k8s.gcr.io/pause).
 #
 # Its own cache directory (not k8s-1.20.2/) so it never races the control-plane build over
-# one source tree. Idempotent: exits at once when the three binaries are cached. A cold build
+# one source tree. Idempotent: exits at once when the four binaries are cached. A cold build
 # is ~10-15 min on 2 shared cores (one `make`, both Go commands together, nice 19).
 #
 # Environment:
@@ -33,7 +34,7 @@ BIN="$ROOT/bin"
 # build-k8s.sh points all three builds at one tree (ADZE_K8S_SRC_PARENT) so they share its Go cache.
 SRC_PARENT="${ADZE_K8S_SRC_PARENT:-$ROOT/src}"
 NICE="${ADZE_K8S_NICE:-19}"
-BINARIES=(kubelet kube-proxy)
+BINARIES=(kubelet kube-proxy kubeadm)
 GO_PKG=golang-1.19-go
 GOROOT_DEB=/usr/lib/go-1.19
 REFLECT2_DEB_DIR=/usr/share/gocode/src/github.com/modern-go/reflect2
@@ -57,7 +58,7 @@ ensure_pkgs() {
 }
 
 binaries_ok() {
-  [[ -x "$BIN/kubelet" && -x "$BIN/kube-proxy" && -x "$BIN/pause" ]] || return 1
+  [[ -x "$BIN/kubelet" && -x "$BIN/kube-proxy" && -x "$BIN/kubeadm" && -x "$BIN/pause" ]] || return 1
   "$BIN/kubelet" --version >/dev/null 2>&1
 }
 
@@ -113,11 +114,11 @@ rsync -a --delete --exclude='*_test.go' --exclude='test*/' \
 
 export PATH="$GOROOT_DEB/bin:$PATH"
 unset GOROOT GOFLAGS GOPATH GO111MODULE GOOS GOARCH CGO_ENABLED
-log "go: $(go version); make WHAT=\"cmd/kubelet cmd/kube-proxy\" (nice -n $NICE; log: $ROOT/build.log)"
+log "go: $(go version); make WHAT=\"cmd/kubelet cmd/kube-proxy cmd/kubeadm\" (nice -n $NICE; log: $ROOT/build.log)"
 (
   cd "$SRC"
   export KUBE_GIT_VERSION="$K8S_UPSTREAM_VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20
-  nice -n "$NICE" make WHAT="cmd/kubelet cmd/kube-proxy" </dev/null
+  nice -n "$NICE" make WHAT="cmd/kubelet cmd/kube-proxy cmd/kubeadm" </dev/null
 ) >"$ROOT/build.log" 2>&1 || { tail -n 50 "$ROOT/build.log" >&2; die "make failed (see $ROOT/build.log)"; }
 for b in "${BINARIES[@]}"; do
   f="$SRC/_output/bin/$b"
