@@ -104,7 +104,9 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    #[arg(long, env = "ADZE_CLOUD_PROVIDER", value_enum, default_value_t = CloudProviderKind::Simulated)]
+    /// Where nodes come from. Required, with no default: `simulated` pointed at a real
+    /// cluster would create Node objects no machine backs and report their pods Running.
+    #[arg(long, env = "ADZE_CLOUD_PROVIDER", value_enum)]
     cloud_provider: CloudProviderKind,
     /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
     #[arg(long, env = "ADZE_KUBECONFIG")]
@@ -462,8 +464,36 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     Ok((text, code))
 }
 
+/// clap's "required argument" error names `--cloud-provider <CLOUD_PROVIDER>` but not what it
+/// may be; the choices are added as a tip so the fix is in the message.
+fn with_cloud_provider_choices(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let missing = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::Strings(args)) if args.iter().any(|a| a.starts_with("--cloud-provider"))
+    );
+    if e.kind() == ErrorKind::MissingRequiredArgument && missing {
+        let choices = CloudProviderKind::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| format!("--cloud-provider {}", v.get_name()))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                format!("--cloud-provider has no default: pass {choices} (or ADZE_CLOUD_PROVIDER)")
+                    .into(),
+            ]),
+        );
+    }
+    e
+}
+
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| with_cloud_provider_choices(e).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
     if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
@@ -497,7 +527,12 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// `argv` parsed as `run`, with `--cloud-provider simulated` added unless it names one.
     fn run_conflict(argv: &[&str]) -> Option<String> {
+        let mut argv = argv.to_vec();
+        if !argv.contains(&"--cloud-provider") {
+            argv.extend(["--cloud-provider", "simulated"]);
+        }
         let matches = Cli::command().get_matches_from(argv);
         let cli = Cli::from_arg_matches(&matches).unwrap();
         let Command::Run(args) = &cli.command else {
