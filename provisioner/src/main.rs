@@ -90,6 +90,7 @@ fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
     Ok((all.yaml(), code))
 }
 
+#[cfg(feature = "controller")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CloudProviderKind {
     /// No cloud: NodeClaims become Node objects after --boot-delay, with a simulated kubelet.
@@ -98,10 +99,12 @@ enum CloudProviderKind {
     Aws,
 }
 
+#[cfg(feature = "controller")]
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     adze_cli::duration(s)
 }
 
+#[cfg(feature = "controller")]
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Where nodes come from. Required, with no default: `simulated` pointed at a real
@@ -199,6 +202,7 @@ struct RunArgs {
     aws: AwsArgs,
 }
 
+#[cfg(feature = "controller")]
 impl RunArgs {
     /// `--simulated-instance-dir` belongs to the simulated cloud, and with it the simulated
     /// node's boot delay and heartbeat mean nothing: refused by name rather than ignored.
@@ -233,6 +237,7 @@ impl RunArgs {
 }
 
 /// `--cloud-provider aws` settings.
+#[cfg(feature = "controller")]
 #[derive(Debug, clap::Args)]
 struct AwsArgs {
     /// Send every AWS call here instead of AWS (e.g. a local moto server).
@@ -301,7 +306,7 @@ fn cloud_options(
 }
 
 /// Built without the `aws` feature: the flags that need it are refused by name.
-#[cfg(not(feature = "aws"))]
+#[cfg(all(feature = "controller", not(feature = "aws")))]
 fn cloud_options(
     args: &RunArgs,
 ) -> anyhow::Result<(
@@ -321,6 +326,7 @@ fn cloud_options(
     Ok((None, None))
 }
 
+#[cfg(feature = "controller")]
 fn run(args: &RunArgs) -> anyhow::Result<String> {
     args.log.init();
     let (aws, interruption) = cloud_options(args)?;
@@ -371,6 +377,22 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         .build()?
         .block_on(adze_provisioner::run::run(config))?;
     Ok(String::new())
+}
+
+/// Built without the `controller` feature (README's first command): `run` and whatever follows
+/// it is refused by name rather than parsed and ignored.
+#[cfg(not(feature = "controller"))]
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+#[cfg(not(feature = "controller"))]
+fn run(_: &RunArgs) -> anyhow::Result<String> {
+    anyhow::bail!(
+        "run: this adze-provisioner was built without the `controller` feature (cargo build --no-default-features), so it has only `simulate` and `migrate`; build it with default features to run the controllers"
+    )
 }
 
 #[derive(Debug, clap::Args)]
@@ -466,6 +488,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
 
 /// clap's "required argument" error names `--cloud-provider <CLOUD_PROVIDER>` but not what it
 /// may be; the choices are added as a tip so the fix is in the message.
+#[cfg(feature = "controller")]
 fn with_cloud_provider_choices(mut e: clap::Error) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let missing = matches!(
@@ -491,11 +514,14 @@ fn with_cloud_provider_choices(mut e: clap::Error) -> clap::Error {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command()
-        .try_get_matches()
-        .unwrap_or_else(|e| with_cloud_provider_choices(e).exit());
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| {
+        #[cfg(feature = "controller")]
+        let e = with_cloud_provider_choices(e);
+        e.exit()
+    });
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
+    #[cfg(feature = "controller")]
     if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
         && let Some(msg) = args
             .leader
@@ -523,7 +549,8 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(test)]
+// Every test here is about `run`'s flags.
+#[cfg(all(test, feature = "controller"))]
 mod tests {
     use super::*;
 
