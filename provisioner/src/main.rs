@@ -112,6 +112,7 @@ fn migrate(args: &MigrateArgs) -> anyhow::Result<(String, ExitCode)> {
     Ok((all.yaml(), code))
 }
 
+#[cfg(feature = "controller")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CloudProviderKind {
     /// No cloud: NodeClaims become Node objects after --boot-delay, with a simulated kubelet.
@@ -120,13 +121,17 @@ enum CloudProviderKind {
     Aws,
 }
 
+#[cfg(feature = "controller")]
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     adze_cli::duration(s)
 }
 
+#[cfg(feature = "controller")]
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    #[arg(long, env = "ADZE_CLOUD_PROVIDER", value_enum, default_value_t = CloudProviderKind::Simulated)]
+    /// Where nodes come from. Required, with no default: `simulated` pointed at a real
+    /// cluster would create Node objects no machine backs and report their pods Running.
+    #[arg(long, env = "ADZE_CLOUD_PROVIDER", value_enum)]
     cloud_provider: CloudProviderKind,
     /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
     #[arg(long, env = "ADZE_KUBECONFIG")]
@@ -219,6 +224,7 @@ struct RunArgs {
     aws: AwsArgs,
 }
 
+#[cfg(feature = "controller")]
 impl RunArgs {
     /// `--simulated-instance-dir` belongs to the simulated cloud, and with it the simulated
     /// node's boot delay and heartbeat mean nothing: refused by name rather than ignored.
@@ -253,6 +259,7 @@ impl RunArgs {
 }
 
 /// `--cloud-provider aws` settings.
+#[cfg(feature = "controller")]
 #[derive(Debug, clap::Args)]
 struct AwsArgs {
     /// Send every AWS call here instead of AWS (e.g. a local moto server).
@@ -321,7 +328,7 @@ fn cloud_options(
 }
 
 /// Built without the `aws` feature: the flags that need it are refused by name.
-#[cfg(not(feature = "aws"))]
+#[cfg(all(feature = "controller", not(feature = "aws")))]
 fn cloud_options(
     args: &RunArgs,
 ) -> anyhow::Result<(
@@ -341,6 +348,7 @@ fn cloud_options(
     Ok((None, None))
 }
 
+#[cfg(feature = "controller")]
 fn run(args: &RunArgs) -> anyhow::Result<String> {
     args.log.init();
     let (aws, interruption) = cloud_options(args)?;
@@ -391,6 +399,22 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
         .build()?
         .block_on(adze_provisioner::run::run(config))?;
     Ok(String::new())
+}
+
+/// Built without the `controller` feature (README's first command): `run` and whatever follows
+/// it is refused by name rather than parsed and ignored.
+#[cfg(not(feature = "controller"))]
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+#[cfg(not(feature = "controller"))]
+fn run(_: &RunArgs) -> anyhow::Result<String> {
+    anyhow::bail!(
+        "run: this adze-provisioner was built without the `controller` feature (cargo build --no-default-features), so it has only `simulate` and `migrate`; build it with default features to run the controllers"
+    )
 }
 
 #[derive(Debug, clap::Args)]
@@ -484,10 +508,42 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     Ok((text, code))
 }
 
+/// clap's "required argument" error names `--cloud-provider <CLOUD_PROVIDER>` but not what it
+/// may be; the choices are added as a tip so the fix is in the message.
+#[cfg(feature = "controller")]
+fn with_cloud_provider_choices(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let missing = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::Strings(args)) if args.iter().any(|a| a.starts_with("--cloud-provider"))
+    );
+    if e.kind() == ErrorKind::MissingRequiredArgument && missing {
+        let choices = CloudProviderKind::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| format!("--cloud-provider {}", v.get_name()))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                format!("--cloud-provider has no default: pass {choices} (or ADZE_CLOUD_PROVIDER)")
+                    .into(),
+            ]),
+        );
+    }
+    e
+}
+
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| {
+        #[cfg(feature = "controller")]
+        let e = with_cloud_provider_choices(e);
+        e.exit()
+    });
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The --leader-election-* tunings mean nothing without leader election: refused, not ignored.
+    #[cfg(feature = "controller")]
     if let (Command::Run(args), Some(run)) = (&cli.command, matches.subcommand_matches("run"))
         && let Some(msg) = args
             .leader
@@ -515,11 +571,17 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(test)]
+// Every test here is about `run`'s flags.
+#[cfg(all(test, feature = "controller"))]
 mod tests {
     use super::*;
 
+    /// `argv` parsed as `run`, with `--cloud-provider simulated` added unless it names one.
     fn run_conflict(argv: &[&str]) -> Option<String> {
+        let mut argv = argv.to_vec();
+        if !argv.contains(&"--cloud-provider") {
+            argv.extend(["--cloud-provider", "simulated"]);
+        }
         let matches = Cli::command().get_matches_from(argv);
         let cli = Cli::from_arg_matches(&matches).unwrap();
         let Command::Run(args) = &cli.command else {

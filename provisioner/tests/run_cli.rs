@@ -2,13 +2,66 @@
 
 use std::process::Command;
 
+/// `run ARGS`, with `--cloud-provider simulated` added unless ARGS name a provider (the flag
+/// is required; these tests are about the other flags).
 fn run(args: &[&str]) -> (Option<i32>, String) {
     run_env(args, &[])
 }
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let args: Vec<&str> = std::iter::once("run").chain(args.iter().copied()).collect();
+    let provider: &[&str] = if args.contains(&"--cloud-provider") {
+        &[]
+    } else {
+        &["--cloud-provider", "simulated"]
+    };
+    let args: Vec<&str> = std::iter::once("run")
+        .chain(provider.iter().copied())
+        .chain(args.iter().copied())
+        .collect();
     adze_cli::run_without_cluster(env!("CARGO_BIN_EXE_adze-provisioner"), &args, env)
+}
+
+/// `run` with no `--cloud-provider` used to start on the simulated cloud, which against a real
+/// cluster creates Nodes no machine backs. It is refused at parse time, naming the flag and
+/// its choices, before any cluster is contacted (the kubeconfig named here does not exist, so
+/// reaching it would fail with another message).
+#[test]
+fn run_without_a_cloud_provider_is_refused_naming_the_flag_and_its_choices() {
+    let (code, err) = adze_cli::run_without_cluster(
+        env!("CARGO_BIN_EXE_adze-provisioner"),
+        &[
+            "run",
+            "--kubeconfig",
+            "/nonexistent/kc",
+            "--leader-elect=false",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--cloud-provider <CLOUD_PROVIDER>"), "{err}");
+    assert!(
+        err.contains("--cloud-provider simulated or --cloud-provider aws"),
+        "choices listed: {err}"
+    );
+    assert!(
+        !err.contains("/nonexistent/kc"),
+        "no cluster reached: {err}"
+    );
+    // The environment fallback satisfies it like the flag.
+    let (code, err) = adze_cli::run_without_cluster(
+        env!("CARGO_BIN_EXE_adze-provisioner"),
+        &[
+            "run",
+            "--kubeconfig",
+            "/nonexistent/kc",
+            "--leader-elect=false",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
+        &[("ADZE_CLOUD_PROVIDER", "simulated")],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/kc"), "{err}");
 }
 
 #[test]

@@ -652,9 +652,24 @@ spec:
     assert_eq!(l["karpenter.k8s.aws/instance-family"], "m5");
 }
 
-/// Built without the `aws` feature (README's first command), `run` refuses what needs it by
-/// name instead of starting without it. `.ci/run` runs this file with --no-default-features.
-#[cfg(not(feature = "aws"))]
+/// Built without the `controller` feature (README's first command), `run` and its flags are
+/// refused naming the feature instead of being parsed and ignored. `.ci/run` runs this file
+/// with --no-default-features.
+#[cfg(not(feature = "controller"))]
+#[test]
+fn without_the_controller_feature_run_is_refused_naming_it() {
+    let out = adze(&["run", "--cloud-provider", "simulated", "--kubeconfig", "/x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("run:") && err.contains("`controller` feature"),
+        "{err}"
+    );
+}
+
+/// Built with the controller but without the `aws` feature, `run` refuses what needs it by
+/// name instead of starting without it.
+#[cfg(all(feature = "controller", not(feature = "aws")))]
 #[test]
 fn without_the_aws_feature_run_refuses_the_aws_provider_by_name() {
     let out = adze(&["run", "--cloud-provider", "aws", "--cluster-name", "demo"]);
