@@ -497,6 +497,20 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// docs/reference/cli.md's section for this binary is what clap says.
+    #[test]
+    // Generated from the default build, which has every subcommand and flag.
+    #[cfg(feature = "aws")]
+    fn cli_reference_is_current() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
+        adze_cli::reference::sync_section(
+            &page,
+            "adze-provisioner",
+            &adze_cli::reference::command_markdown(&Cli::command()),
+        );
+    }
+
     fn run_conflict(argv: &[&str]) -> Option<String> {
         let matches = Cli::command().get_matches_from(argv);
         let cli = Cli::from_arg_matches(&matches).unwrap();
