@@ -49,10 +49,20 @@ fn sync_section(rel: &str, name: &str, body: &str) {
 
 /// One Markdown table cell.
 fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Outside code spans, `<name>` would be read as an HTML tag and vanish.
+    let escaped: Vec<String> = one_line
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 0 {
+                part.replace('<', "&lt;").replace('>', "&gt;")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect();
+    escaped.join("`").replace('|', "\\|")
 }
 
 fn compact(v: &Value) -> String {

@@ -21,7 +21,19 @@ fn regenerate() -> bool {
 /// Escapes text for one Markdown table cell.
 pub fn cell(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    one_line.replace('|', "\\|")
+    // Outside code spans, `<name>` would be read as an HTML tag and vanish.
+    let escaped: Vec<String> = one_line
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 0 {
+                part.replace('<', "&lt;").replace('>', "&gt;")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect();
+    escaped.join("`").replace('|', "\\|")
 }
 
 /// Checks (or, with [`REGENERATE`], rewrites) the section `name` of the page at `path`.
@@ -84,6 +96,9 @@ pub fn sync_page(path: &Path, text: &str) {
 pub fn command_markdown(cmd: &clap::Command) -> String {
     let mut out = String::new();
     command_section(cmd, cmd.get_name(), &mut out);
+    while out.contains("\n\n\n") {
+        out = out.replace("\n\n\n", "\n\n");
+    }
     out
 }
 
@@ -198,6 +213,21 @@ fn arg_row(arg: &clap::Arg) -> String {
             .map(|h| h.to_string())
             .unwrap_or_default(),
     );
+    // What each possible value means, when the values say.
+    let meanings: Vec<String> = arg
+        .get_possible_values()
+        .iter()
+        .filter(|p| !p.is_hide_set())
+        .filter_map(|p| {
+            p.get_help()
+                .map(|h| format!("`{}`: {}", p.get_name(), sentence(&h.to_string())))
+        })
+        .collect();
+    let help = if meanings.is_empty() {
+        help
+    } else {
+        format!("{help} {}", meanings.join(" "))
+    };
     format!(
         "| {flag} | {value} | {} | {env} | {} |\n",
         default.join(", "),

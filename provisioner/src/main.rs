@@ -128,6 +128,7 @@ struct RunArgs {
     /// Simulated kubelet: how often simulated nodes post their Ready heartbeat.
     #[arg(long, env = "ADZE_HEARTBEAT", value_parser = duration, default_value = "20s")]
     heartbeat: std::time::Duration,
+    /// Instance types kept per NodeClaim, cheapest first (minValues may keep more).
     #[arg(long, env = "ADZE_MAX_INSTANCE_TYPES", default_value_t = 60)]
     max_instance_types: usize,
     /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked for.

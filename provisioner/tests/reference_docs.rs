@@ -16,16 +16,16 @@ fn provisioner_metrics_reference_is_current() {
     let m = metrics::provisioner();
     // One series in each labelled family, so the page can list its labels.
     let pool = nodepool("example");
-    m.nodeclaims_created.get_or_create(&pool);
-    m.nodeclaims_launched.get_or_create(&pool);
-    m.nodeclaims_registered.get_or_create(&pool);
-    m.nodeclaims_initialized.get_or_create(&pool);
-    m.nodeclaims_terminated.get_or_create(&reason("example"));
-    m.cloud_errors.get_or_create(&CloudErrorLabels {
+    let _ = m.nodeclaims_created.get_or_create(&pool);
+    let _ = m.nodeclaims_launched.get_or_create(&pool);
+    let _ = m.nodeclaims_registered.get_or_create(&pool);
+    let _ = m.nodeclaims_initialized.get_or_create(&pool);
+    let _ = m.nodeclaims_terminated.get_or_create(&reason("example"));
+    let _ = m.cloud_errors.get_or_create(&CloudErrorLabels {
         op: "create".into(),
         error: "example".into(),
     });
-    m.cloud_duration.get_or_create(&CloudCallLabels {
+    let _ = m.cloud_duration.get_or_create(&CloudCallLabels {
         method: "create".into(),
         provider: "example".into(),
     });
@@ -37,7 +37,7 @@ fn provisioner_metrics_reference_is_current() {
         },
         0.1,
     )]);
-    m.interruption_messages.get_or_create(&ResultLabel {
+    let _ = m.interruption_messages.get_or_create(&ResultLabel {
         result: "acted".into(),
     });
     let resource = PoolResourceLabels {
