@@ -408,15 +408,15 @@ fn walk_values(
         (Some(Value::Object(map)), Some(props)) if !map.is_empty() => {
             // A commented group inside a section (extender.tls, ...) gets a row of its own:
             // its comment says what the values below it have in common.
-            if path.contains('.') {
-                if let Some(note) = notes.get(path) {
-                    rows.push(Row {
-                        path: path.to_string(),
-                        kind: "group".into(),
-                        default: String::new(),
-                        description: Some(note.clone()),
-                    });
-                }
+            if path.contains('.')
+                && let Some(note) = notes.get(path)
+            {
+                rows.push(Row {
+                    path: path.to_string(),
+                    kind: "group".into(),
+                    default: String::new(),
+                    description: Some(note.clone()),
+                });
             }
             // values.yaml's order first, then what only the schema knows.
             for (k, v) in map {
