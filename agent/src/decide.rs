@@ -11,6 +11,7 @@ use crate::notice::{MaintenanceState, Observation};
 /// What to do on a rebalance recommendation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RebalanceMode {
+    /// Do nothing; the node is handled when (if) the interruption notice comes.
     Ignore,
     /// Taint `adze.sh/rebalance:PreferNoSchedule` so new pods prefer other nodes.
     Taint,

@@ -25,6 +25,8 @@ struct Args {
     /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
     #[arg(long, env = "ADZE_KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
+    /// The EC2 instance metadata service (IMDSv2) to poll for interruption, rebalance and
+    /// maintenance notices.
     #[arg(
         long,
         env = "ADZE_IMDS_ENDPOINT",
@@ -43,6 +45,8 @@ struct Args {
     /// Longest wait between polls while IMDS fails.
     #[arg(long, env = "ADZE_MAX_BACKOFF", value_parser = adze_cli::duration, default_value = "5s")]
     max_backoff: Duration,
+    /// What to do on a rebalance recommendation (the instance is at elevated risk of a spot
+    /// interruption).
     #[arg(long, env = "ADZE_REBALANCE", value_enum, default_value_t = RebalanceMode::Ignore)]
     rebalance: RebalanceMode,
     /// Maintenance drains start this long before the event's NotBefore.
@@ -63,6 +67,7 @@ struct Args {
     /// Readiness needs at least this much free disk on --disk-path (a quantity, e.g. 512Mi).
     #[arg(long, env = "ADZE_MIN_AVAILABLE_DISK", value_parser = adze_cli::bytes, default_value = "512Mi")]
     min_available_disk: u64,
+    /// The filesystem whose free space --min-available-disk checks.
     #[arg(long, env = "ADZE_DISK_PATH", default_value = "/")]
     disk_path: PathBuf,
     /// Serve `/healthz` (liveness: fails once the loop has not turned for --stale-after) and
@@ -223,6 +228,18 @@ async fn run() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/reference/cli.md's section for this binary is what clap says.
+    #[test]
+    fn cli_reference_is_current() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
+        adze_cli::reference::sync_section(
+            &page,
+            "adze-agent",
+            &adze_cli::reference::command_markdown(&Args::command()),
+        );
+    }
 
     #[test]
     fn every_flag_follows_the_convention() {

@@ -17,6 +17,26 @@ pub const CAPACITY_BUFFER_CHART_COPY: &str = "charts/adze/files";
 /// How to refresh it (run from the workspace root).
 pub const REGENERATE_CAPACITY_BUFFER_COMMAND: &str = "cargo run -p adze-api --bin crdgen -- --capacity-buffers --out manifests/optional-crds && cp manifests/optional-crds/*.yaml charts/adze/files/";
 
+/// `crdgen`'s flags (flag, value name, meaning): its `--help` and the command-line reference
+/// page are both written from this list, and the api tests run `crdgen` with each.
+pub const CRDGEN_FLAGS: &[(&str, &str, &str)] = &[
+    (
+        "--out",
+        "DIR",
+        "Write one file per CRD, DIR/<group>_<plural>.yaml, instead of printing one YAML stream.",
+    ),
+    (
+        "--without-cel",
+        "",
+        "Leave out the validation rules (x-kubernetes-validations), for clusters older than Kubernetes 1.25.",
+    ),
+    (
+        "--capacity-buffers",
+        "",
+        "Print the CapacityBuffer CRD (SIG Autoscaling's API, read with the provisioner's --capacity-buffers) instead of Adze's own.",
+    ),
+];
+
 /// Every CRD Adze needs, in install order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![

@@ -11,6 +11,8 @@
 //! [`violations`] checks a binary's `clap::Command` against the first rule, and each binary's
 //! tests call it, so a new flag without its fallback fails a test.
 
+pub mod reference;
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -235,6 +235,18 @@ async fn follow_leadership(
 mod tests {
     use super::*;
 
+    /// docs/reference/cli.md's section for this binary is what clap says.
+    #[test]
+    fn cli_reference_is_current() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
+        adze_cli::reference::sync_section(
+            &page,
+            "adze-extender",
+            &adze_cli::reference::command_markdown(&Args::command()),
+        );
+    }
+
     #[test]
     fn every_flag_follows_the_convention() {
         adze_cli::assert_follows_convention(Args::command());

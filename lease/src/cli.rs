@@ -29,10 +29,14 @@ pub struct LeaderArgs {
         env = "ADZE_LEADER_ELECTION_IDENTITY"
     )]
     pub identity: Option<String>,
+    /// How long the Lease is valid after its last renewal: other replicas wait this long
+    /// before taking over from a leader that stopped renewing.
     #[arg(long = "leader-election-lease-duration", env = "ADZE_LEADER_ELECTION_LEASE_DURATION", value_parser = duration, default_value = "15s")]
     pub lease_duration: Duration,
+    /// A leader that has not renewed the Lease within this long stops acting.
     #[arg(long = "leader-election-renew-deadline", env = "ADZE_LEADER_ELECTION_RENEW_DEADLINE", value_parser = duration, default_value = "10s")]
     pub renew_deadline: Duration,
+    /// How often the Lease is renewed, or tried for when another replica holds it.
     #[arg(long = "leader-election-retry-period", env = "ADZE_LEADER_ELECTION_RETRY_PERIOD", value_parser = duration, default_value = "2s")]
     pub retry_period: Duration,
 }

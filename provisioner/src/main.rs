@@ -155,6 +155,7 @@ struct RunArgs {
     /// Simulated kubelet: how often simulated nodes post their Ready heartbeat.
     #[arg(long, env = "ADZE_HEARTBEAT", value_parser = duration, default_value = "20s")]
     heartbeat: std::time::Duration,
+    /// Instance types kept per NodeClaim, cheapest first (minValues may keep more).
     #[arg(long, env = "ADZE_MAX_INSTANCE_TYPES", default_value_t = 60)]
     max_instance_types: usize,
     /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked for.
@@ -575,6 +576,20 @@ fn main() -> ExitCode {
 #[cfg(all(test, feature = "controller"))]
 mod tests {
     use super::*;
+
+    /// docs/reference/cli.md's section for this binary is what clap says.
+    #[test]
+    // Generated from the default build, which has every subcommand and flag.
+    #[cfg(feature = "aws")]
+    fn cli_reference_is_current() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
+        adze_cli::reference::sync_section(
+            &page,
+            "adze-provisioner",
+            &adze_cli::reference::command_markdown(&Cli::command()),
+        );
+    }
 
     /// `argv` parsed as `run`, with `--cloud-provider simulated` added unless it names one.
     fn run_conflict(argv: &[&str]) -> Option<String> {

@@ -1,10 +1,7 @@
 //! Prints Adze's CRDs, or writes one file per CRD.
 //!
-//! Usage: `crdgen [--out DIR] [--without-cel] [--capacity-buffers]`
-//!   --out DIR            write DIR/<group>_<plural>.yaml instead of printing one YAML stream
-//!   --without-cel        drop x-kubernetes-validations, for clusters older than Kubernetes 1.25
-//!   --capacity-buffers   the CapacityBuffer CRD (SIG Autoscaling's API, for
-//!                        `--capacity-buffers`) instead of Adze's own
+//! Usage: `crdgen [--out DIR] [--without-cel] [--capacity-buffers]`; the flags are described
+//! in [`crds::CRDGEN_FLAGS`], which `--help` prints.
 
 use std::{path::PathBuf, process::ExitCode};
 
@@ -26,7 +23,10 @@ fn main() -> ExitCode {
             "--without-cel" => without_cel = true,
             "--capacity-buffers" => capacity_buffers = true,
             "-h" | "--help" => {
-                println!("{USAGE}");
+                println!("{USAGE}\n");
+                for (flag, value, help) in crds::CRDGEN_FLAGS {
+                    println!("  {:<22}{help}", format!("{flag} {value}"));
+                }
                 return ExitCode::SUCCESS;
             }
             other => return fail(&format!("unexpected argument {other:?}")),

@@ -8,6 +8,7 @@
 //! `FailedScheduling` Event, not one per retry.
 
 pub mod aggregate;
+pub mod reasons;
 
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use kube::api::{Patch, PatchParams, PostParams};
