@@ -59,7 +59,7 @@ struct MigrateArgs {
     /// Give every converted EC2NodeClass that names a `role` this role instead, e.g. the
     /// stack's node role AdzeNode-<cluster> (each rewrite is reported with the old role).
     /// Without it Karpenter's role is kept, and the stack must list it in ExtraNodeRoleArns.
-    #[arg(long, value_name = "ROLE", value_parser = node_role_name)]
+    #[arg(long, env = "ADZE_NODE_ROLE", value_name = "ROLE", value_parser = node_role_name)]
     node_role: Option<String>,
 }
 
