@@ -232,12 +232,10 @@ mod tests {
     /// docs/reference/cli.md's section for this binary is what clap says.
     #[test]
     fn cli_reference_is_current() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
-        adze_cli::reference::sync_section(
-            &page,
+        adze_cli::reference::check_cli_section(
+            env!("CARGO_MANIFEST_DIR"),
             "adze-agent",
-            &adze_cli::reference::command_markdown(&Args::command()),
+            &Args::command(),
         );
     }
 

@@ -7,62 +7,22 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use adze_api::crds;
+use adze_cli::reference::{self, cell};
 use serde_json::Value;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Compares `text` with the page at `rel`, or writes it when regenerating.
+/// Compares `text` with the page at `rel` (from the repository root), or writes it when
+/// regenerating.
 fn sync_page(rel: &str, text: &str) {
-    let path = root().join(rel);
-    let page = std::fs::read_to_string(&path).unwrap_or_default();
-    if std::env::var_os("ADZE_REGENERATE_DOCS").is_some_and(|v| v == "1") {
-        if page != text {
-            std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {rel}: {e}"));
-        }
-        return;
-    }
-    assert!(
-        page == text,
-        "{rel} is stale: it is not what the code and chart say. Regenerate it with \
-         `docs/reference/generate.sh` and commit it."
-    );
+    reference::sync_page(&root().join(rel), text);
 }
 
-/// Checks (or rewrites) the section `name` of the page at `rel` (between its
-/// `<!-- BEGIN generated NAME -->` and `<!-- END generated NAME -->` lines).
+/// Checks (or rewrites) the section `name` of the page at `rel`.
 fn sync_section(rel: &str, name: &str, body: &str) {
-    let path = root().join(rel);
-    let page = std::fs::read_to_string(&path).unwrap_or_default();
-    let begin = format!("<!-- BEGIN generated {name} -->\n");
-    let end = format!("<!-- END generated {name} -->\n");
-    let span = page
-        .find(&begin)
-        .and_then(|b| page[b..].find(&end).map(|e| (b, b + e + end.len())));
-    let want = match span {
-        Some((b, e)) => format!("{}{begin}{body}{end}{}", &page[..b], &page[e..]),
-        None => format!("{page}{begin}{body}{end}"),
-    };
-    sync_page(rel, &want);
-}
-
-/// One Markdown table cell.
-fn cell(text: &str) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    // Outside code spans, `<name>` would be read as an HTML tag and vanish.
-    let escaped: Vec<String> = one_line
-        .split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 0 {
-                part.replace('<', "&lt;").replace('>', "&gt;")
-            } else {
-                part.to_string()
-            }
-        })
-        .collect();
-    escaped.join("`").replace('|', "\\|")
+    reference::sync_section(&root().join(rel), name, body);
 }
 
 fn compact(v: &Value) -> String {

@@ -73,6 +73,14 @@ fn sync_section_as(path: &Path, name: &str, body: &str, regenerate: bool) {
     );
 }
 
+/// The check every binary's `cli_reference_is_current` test makes: its section of
+/// docs/reference/cli.md (found from the calling crate's `CARGO_MANIFEST_DIR`) is what clap
+/// says about `cmd`.
+pub fn check_cli_section(manifest_dir: &str, name: &str, cmd: &clap::Command) {
+    let page = Path::new(manifest_dir).join("../docs/reference/cli.md");
+    sync_section(&page, name, &command_markdown(cmd));
+}
+
 /// Checks (or, with [`REGENERATE`], rewrites) the whole page at `path`.
 pub fn sync_page(path: &Path, text: &str) {
     let page = std::fs::read_to_string(path).unwrap_or_default();

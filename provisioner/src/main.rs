@@ -582,12 +582,10 @@ mod tests {
     // Generated from the default build, which has every subcommand and flag.
     #[cfg(feature = "aws")]
     fn cli_reference_is_current() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/cli.md");
-        adze_cli::reference::sync_section(
-            &page,
+        adze_cli::reference::check_cli_section(
+            env!("CARGO_MANIFEST_DIR"),
             "adze-provisioner",
-            &adze_cli::reference::command_markdown(&Cli::command()),
+            &Cli::command(),
         );
     }
 
