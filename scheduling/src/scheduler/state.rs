@@ -1087,7 +1087,7 @@ fn prepare_pool<'a>(
             // The DaemonSets must fit in full, extended resources too (a DaemonSet asking
             // for a GPU rules out the types without one, as in Karpenter).
             let allocatable = it.allocatable();
-            if !daemon.fits_in(&allocatable) {
+            if !daemon.fits_in(allocatable) {
                 return None;
             }
             let usable = allocatable.minus(&daemon);
