@@ -140,8 +140,12 @@ pub fn kube_reserved_cpu(vcpus: u32) -> i64 {
     (band(0, 1) * 60) + (band(1, 2) * 10) + (band(2, 4) * 5) + (band(4, i64::MAX) * 5 / 2)
 }
 
+/// Saturates: a catalog type claiming an absurd pod count gets a reserve larger than any
+/// memory (so no room) instead of an overflow.
 pub fn kube_reserved_memory(max_pods: i64) -> i64 {
-    11 * MIB * max_pods + 255 * MIB
+    (11 * MIB)
+        .saturating_mul(max_pods)
+        .saturating_add(255 * MIB)
 }
 
 /// The default overhead for a node of this shape.
@@ -198,6 +202,8 @@ mod tests {
     fn memory_reservation_follows_max_pods() {
         // m5.large: 29 pods → 11*29 + 255 = 574 MiB.
         assert_eq!(kube_reserved_memory(29), 574 * MIB);
+        // An absurd pod count saturates instead of overflowing into a small reserve.
+        assert_eq!(kube_reserved_memory(i64::MAX), i64::MAX);
         assert_eq!(eni_max_pods(3, 10), 29);
         assert_eq!(eni_max_pods(15, 50), 737);
     }

@@ -213,6 +213,12 @@ impl Requirement {
         self.in_bounds(value) && (self.values.contains(value) != self.complement)
     }
 
+    /// Whether the requirement bounds the value as an integer (Gt/Lt): only a label whose
+    /// value is an integer can meet it.
+    pub fn integer_bounded(&self) -> bool {
+        self.gt.is_some() || self.lt.is_some()
+    }
+
     /// Whether a node without the label satisfies the requirement.
     pub fn allows_absent(&self) -> bool {
         self.absent_ok

@@ -1333,11 +1333,129 @@ fn daemonset_that_does_not_tolerate_the_pool_taint_is_not_charged() {
     assert_eq!(c.requests.cpu, 1500);
 }
 
+/// A new node's name is made at launch and is never an integer: a pod bounding the hostname
+/// with Gt/Lt gets no new node (Kubernetes would never bind it there), and says why.
+#[test]
+fn integer_bound_on_the_hostname_gets_no_new_node() {
+    for op in [Operator::Lt, Operator::Gt] {
+        let p = pod("p")
+            .cpu(250)
+            .mem(128 * MI)
+            .require(Requirement::new(labels::HOSTNAME, op, &["7"]).unwrap())
+            .build();
+        let plan = run(&snap(vec![p], vec![default_pool()]));
+        assert!(plan.new_claims.is_empty(), "{op:?}: {:?}", plan.new_claims);
+        let why = reason_for(&plan, "p").expect("unschedulable");
+        assert!(why.contains("no new node can have"), "{why}");
+    }
+}
+
+/// A DaemonSet that selects only the 16- and 32-vCPU types holds its host port on those
+/// types alone: a pod needing the same port goes on a small type (where the DaemonSet never
+/// runs), and is refused only when every type it could use runs the DaemonSet.
+#[test]
+fn daemonset_host_port_is_held_only_on_the_types_it_runs_on() {
+    let large: Vec<String> = ["c", "m", "r", "mg"]
+        .iter()
+        .flat_map(|f| [format!("{f}.16x"), format!("{f}.32x")])
+        .collect();
+    let ds = pod("ds")
+        .cpu(100)
+        .mem(128 * MI)
+        .host_port(8080)
+        .require(Requirement::any_of(labels::INSTANCE_TYPE, large.clone()))
+        .build();
+    let small = pod("small").cpu(500).mem(GI).host_port(8080).build();
+    // Needs more than an 8-vCPU type holds: only the large types, where the DaemonSet runs.
+    let big = pod("big").cpu(12_000).mem(GI).host_port(8080).build();
+    // Same size without the port: the large types take it, DaemonSet overhead and all.
+    let big_no_port = pod("big-free").cpu(12_000).mem(GI).build();
+    let mut s = snap(vec![small, big, big_no_port], vec![default_pool()]);
+    s.daemonsets = vec![ds];
+    let plan = run(&s);
+
+    let c = claim_of(&plan, "small").expect("the small pod gets a node");
+    assert!(
+        c.instance_type_options.iter().all(|t| !large.contains(t)),
+        "offered a type whose DaemonSet holds the port: {:?}",
+        c.instance_type_options
+    );
+    assert!(!c.pods.contains(&key("big")));
+
+    let why = reason_for(&plan, "big").expect("no type both fits and leaves the port free");
+    assert!(why.contains("host port"), "{why}");
+
+    let free = claim_of(&plan, "big-free").expect("the port-free pod fits a large type");
+    assert!(
+        large.contains(&free.instance_type),
+        "{}",
+        free.instance_type
+    );
+    assert_eq!(
+        free.requests.cpu, 12_100,
+        "the DaemonSet runs there and is charged"
+    );
+}
+
+/// A pod that needs the port may not join a claim that could still grow into a type the
+/// DaemonSet runs on: the claim's types narrow to those where the port is free.
+#[test]
+fn daemonset_host_port_narrows_a_shared_claim() {
+    let ds = pod("ds")
+        .cpu(100)
+        .mem(128 * MI)
+        .host_port(9100)
+        .require(Requirement::single(labels::ARCH, "arm64"))
+        .build();
+    let mut s = snap(
+        vec![
+            pod("a").cpu(500).mem(GI).build(),
+            pod("b").cpu(500).mem(GI).host_port(9100).build(),
+        ],
+        vec![default_pool()],
+    );
+    s.daemonsets = vec![ds];
+    let plan = run(&s);
+    assert_all_placed(&plan, 2);
+    for c in &plan.new_claims {
+        if c.pods.contains(&key("b")) {
+            assert!(
+                c.instance_type_options
+                    .iter()
+                    .all(|t| !t.starts_with("mg.")),
+                "{:?}",
+                c.instance_type_options
+            );
+        }
+    }
+}
+
 fn catalog_with_gpus() -> Vec<Arc<InstanceType>> {
     let mut cat = small_catalog();
     cat.push(gpu_type("g.4x", 4, 16, 1, 1.5));
     cat.push(gpu_type("g.16x", 16, 64, 4, 5.0));
     cat
+}
+
+/// A DaemonSet asking for a GPU cannot run on a type without one: those types are out for
+/// the pool (its overhead must fit in full, as in Karpenter), never a node whose requests
+/// exceed its allocatable.
+#[test]
+fn daemonset_asking_for_a_gpu_rules_out_types_without_one() {
+    let mut s = snap(
+        vec![pod("p").cpu(500).mem(GI).build()],
+        vec![pool("default", catalog_with_gpus())],
+    );
+    s.daemonsets = vec![pod("ds").cpu(100).mem(128 * MI).gpu(1).build()];
+    let plan = run(&s);
+    let c = claim_of(&plan, "p").expect("a GPU type takes it");
+    assert!(c.instance_type.starts_with("g."), "{}", c.instance_type);
+    assert!(
+        c.requests.fits_in(&c.allocatable),
+        "{:?} > {:?}",
+        c.requests,
+        c.allocatable
+    );
 }
 
 #[test]

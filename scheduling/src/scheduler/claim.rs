@@ -82,11 +82,23 @@ pub(super) struct TypeInfo {
     pub usable: Resources,
     /// The DaemonSet pods' requests on a node of this type.
     pub daemon: Resources,
+    /// Host ports the DaemonSet pods on a node of this type hold.
+    pub daemon_ports: Vec<HostPort>,
     /// Cheapest offering the pool allows.
     pub min_price: f64,
     /// Price over the worth of its room at the pool's shadow prices: 1.0 for the types an
     /// ideal fractional plan buys, more for types of the wrong shape or with much overhead.
     pub efficiency: f64,
+}
+
+impl TypeInfo {
+    /// Whether a DaemonSet on a node of this type holds one of `ports`.
+    pub(super) fn ports_taken(&self, ports: &[HostPort]) -> bool {
+        !self.daemon_ports.is_empty()
+            && ports
+                .iter()
+                .any(|hp| self.daemon_ports.iter().any(|d| d.conflicts(hp)))
+    }
 }
 
 pub(super) struct Claim {
@@ -118,6 +130,8 @@ pub(super) struct Claim {
     /// pool's limits.
     pub reserved: Resources,
     pub pods: Vec<usize>,
+    /// Host ports of the placed pods. DaemonSets' ports are not here: they depend on the
+    /// type, so types whose DaemonSets hold one of these are left out of the options.
     pub host_ports: Vec<HostPort>,
 }
 
@@ -408,18 +422,24 @@ impl Solver<'_> {
         let compatible = new_reqs
             .as_ref()
             .map(|r| self.compatible_types(pool, r, &changed));
+        // A pod with host ports drops the types whose DaemonSets hold one of them.
+        let ports = ps.daemon_ports && !pod.host_ports.is_empty();
         let keeps = |o: u32| {
             let t = &ps.types[o as usize];
             claim.requests.fits_with(need, &t.usable)
                 && compatible.as_ref().is_none_or(|c| c[o as usize])
                 && room_ok(&room, &t.it.capacity)
+                && !(ports && t.ports_taken(&pod.host_ports))
         };
         // Only requirements, limits, minValues and a co-location leader's room (larger than
         // its own requests) filter by more than the requests the claim will have; without
         // them the lists are not filtered, and the frontier test above showed that a growth
         // type holds the pod.
-        let lazy =
-            new_reqs.is_none() && room.is_none() && !ps.has_min_values && self.gang.is_none();
+        let lazy = new_reqs.is_none()
+            && room.is_none()
+            && !ps.has_min_values
+            && self.gang.is_none()
+            && !ports;
         let growth: Vec<u32> = if lazy {
             Vec::new()
         } else {
@@ -628,7 +648,23 @@ impl Solver<'_> {
         };
         let options = fitting;
         if options.is_empty() {
-            return Err(self.explain_no_fit(pi, pod, &offered, &reqs, &room));
+            let mut why = self.explain_no_fit(pi, pod, &offered, &reqs, &room);
+            // The pool fit left out the types whose DaemonSets hold the pod's host ports:
+            // if one of those would have held it, that is the reason to give.
+            let ps = &self.pools[pi];
+            if ps.daemon_ports
+                && let Some(t) = ps.types.iter().find(|t| {
+                    t.ports_taken(&pod.host_ports)
+                        && self.need(p).fits_in(&t.usable)
+                        && type_compatible(&t.it, &reqs, None)
+                })
+            {
+                why = format!(
+                    "{why}; {} would hold it, but a DaemonSet there holds one of its host ports",
+                    t.it.name
+                );
+            }
+            return Err(why);
         }
         if ps.has_min_values
             && self.opts.min_values_policy == super::MinValuesPolicy::Strict
@@ -642,12 +678,7 @@ impl Solver<'_> {
                 r.min_values.unwrap_or(0)
             ));
         }
-        let host_ports: Vec<HostPort> = ps
-            .daemon_ports
-            .iter()
-            .chain(&pod.host_ports)
-            .cloned()
-            .collect();
+        let host_ports = pod.host_ports.clone();
         let name = self.fresh_name(pi);
         let hostname = self.topo.intern(&name);
         reqs.add(Requirement::single(labels::HOSTNAME, &name));
@@ -831,7 +862,10 @@ impl Solver<'_> {
         let mut all: Vec<u32> = (0..ps.types.len() as u32)
             .filter(|&o| {
                 let t = &ps.types[o as usize];
-                c.requests.fits_in(&t.usable) && within_slack(&t.it.capacity) && offer[o as usize].0
+                c.requests.fits_in(&t.usable)
+                    && within_slack(&t.it.capacity)
+                    && offer[o as usize].0
+                    && !t.ports_taken(&c.host_ports)
             })
             .collect();
         if all.is_empty()

@@ -29,8 +29,6 @@ pub(crate) struct Daemons<'a> {
 pub(crate) struct PoolDaemons {
     /// (daemon index, indices of its terms a node of the pool can satisfy).
     candidates: Vec<(usize, Vec<usize>)>,
-    /// Host ports those DaemonSets' pods hold on every node they run on.
-    pub host_ports: Vec<HostPort>,
 }
 
 fn rename(key: &str) -> Option<&'static str> {
@@ -74,7 +72,6 @@ impl<'a> Daemons<'a> {
     pub fn for_pool(&self, pool: &NodePool, reqs: &Requirements) -> PoolDaemons {
         let node = Self::node_requirements(reqs);
         let mut candidates = Vec::new();
-        let mut host_ports = Vec::new();
         for (i, d) in self.pods.iter().enumerate() {
             if first_untolerated(&pool.taints, &d.tolerations, false).is_some() {
                 continue;
@@ -83,28 +80,45 @@ impl<'a> Daemons<'a> {
                 .filter(|&t| node.compatible(&self.terms[i][t], Undefined::WellKnownOpen))
                 .collect();
             if !terms.is_empty() {
-                host_ports.extend(d.host_ports.iter().cloned());
                 candidates.push((i, terms));
             }
         }
-        PoolDaemons {
-            candidates,
-            host_ports,
-        }
+        PoolDaemons { candidates }
+    }
+
+    /// The candidates of a pool that also run on a node of type `it`: their terms the
+    /// type's own labels and offerings also meet.
+    fn on_type<'s>(
+        &'s self,
+        pool: &'s PoolDaemons,
+        it: &'s InstanceType,
+    ) -> impl Iterator<Item = &'s Pod> + 's {
+        pool.candidates
+            .iter()
+            .filter(move |(i, terms)| {
+                terms
+                    .iter()
+                    .any(|&t| type_compatible(it, &self.terms[*i][t], None))
+            })
+            .map(|(i, _)| &self.pods[*i])
     }
 
     /// The DaemonSet overhead on a node of type `it` in a pool: the requests of every
-    /// candidate whose terms the type's own labels and offerings also meet.
+    /// DaemonSet that runs on that type.
     pub fn overhead(&self, pool: &PoolDaemons, it: &InstanceType) -> Resources {
         let mut total = Resources::default();
-        for (i, terms) in &pool.candidates {
-            if terms
-                .iter()
-                .any(|&t| type_compatible(it, &self.terms[*i][t], None))
-            {
-                total.add(&self.pods[*i].requests);
-            }
+        for d in self.on_type(pool, it) {
+            total.add(&d.requests);
         }
         total
+    }
+
+    /// The host ports DaemonSet pods hold on a node of type `it` in a pool. Worked out per
+    /// type like the overhead: a DaemonSet that selects only large types holds its port on
+    /// large nodes alone, and a pod needing that port may still go on a small one.
+    pub fn host_ports(&self, pool: &PoolDaemons, it: &InstanceType) -> Vec<HostPort> {
+        self.on_type(pool, it)
+            .flat_map(|d| d.host_ports.iter().cloned())
+            .collect()
     }
 }

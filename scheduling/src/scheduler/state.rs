@@ -28,8 +28,9 @@ pub(super) struct PoolState<'a> {
     /// Label keys outside the well-known set that some of the pool's types carry (an
     /// InstanceCatalog's own labels): open on a new node until its type is chosen.
     pub type_keys: BTreeSet<String>,
-    /// Host ports the pool's DaemonSets hold on its nodes: a new claim starts with them.
-    pub daemon_ports: Vec<HostPort>,
+    /// Whether a DaemonSet holds a host port on a node of some type of the pool (see
+    /// [`TypeInfo::daemon_ports`]): only then do a pod's host ports filter types.
+    pub daemon_ports: bool,
     /// Capacity of the pool's existing nodes and in-flight claims.
     pub in_use: Resources,
     /// Capacity held back for this run's new claims (largest option of each).
@@ -818,29 +819,44 @@ impl<'a> Solver<'a> {
                     .replace("the node offers", "the NodePool allows")
             ));
         }
-        if let Some(hp) = pod
-            .host_ports
-            .iter()
-            .find(|hp| ps.daemon_ports.iter().any(|d| d.conflicts(hp)))
-        {
-            return Err(format!(
-                "NodePool {}: host port {}/{} is held by a DaemonSet on every new node",
-                ps.pool.name, hp.port, hp.protocol
-            ));
-        }
+        // DaemonSets hold host ports per instance type (as their requests): a pod needing one
+        // may only use the types where no DaemonSet holds it.
+        let ports = ps.daemon_ports
+            && !pod.host_ports.is_empty()
+            && ps.types.iter().any(|t| t.ports_taken(&pod.host_ports));
+        let port_free = |t: &TypeInfo| !ports || !t.ports_taken(&pod.host_ports);
+        let port_refusal = || {
+            let hp = pod
+                .host_ports
+                .iter()
+                .find(|hp| {
+                    ps.types
+                        .iter()
+                        .any(|t| t.ports_taken(std::slice::from_ref(*hp)))
+                })
+                .or(pod.host_ports.first());
+            let (port, protocol) = hp
+                .map(|h| (h.port, h.protocol.as_str()))
+                .unwrap_or_default();
+            format!(
+                "NodePool {}: host port {port}/{protocol} is held by a DaemonSet on every instance type that could take the pod",
+                ps.pool.name
+            )
+        };
         if let Some(r) = [labels::HOSTNAME, labels::NODECLAIM]
             .iter()
-            .find_map(|k| v.requirements.get(k))
-            .filter(|r| r.finite_values().is_some())
+            .filter_map(|k| v.requirements.get(k))
+            .find(|r| r.finite_values().is_some() || r.integer_bounded())
         {
             // A new node's name is made at launch: no pod can name it in advance, and a pod
-            // pinned to another node's name must wait for that node, not get a new one.
+            // pinned to another node's name must wait for that node, not get a new one. Nor
+            // is a made name ever an integer, which Gt/Lt need.
             return Err(format!(
                 "NodePool {}: pod requires {r}, which no new node can have",
                 ps.pool.name
             ));
         }
-        if v.requirements.is_empty() {
+        if v.requirements.is_empty() && !ports {
             // Nothing to narrow: every type the pool offers, where the pool offers it.
             let key = (pi, self.groups[g].keys.clone());
             if let Some(fit) = self.open_fits.borrow().get(&key) {
@@ -872,6 +888,19 @@ impl<'a> Solver<'a> {
             .filter(|(_, t)| type_compatible(&t.it, &reqs, None))
             .map(|(i, _)| i as u32)
             .collect();
+        let types: Vec<u32> = if ports {
+            let free: Vec<u32> = types
+                .iter()
+                .copied()
+                .filter(|&t| port_free(&ps.types[t as usize]))
+                .collect();
+            if free.is_empty() && !types.is_empty() {
+                return Err(port_refusal());
+            }
+            free
+        } else {
+            types
+        };
         if types.is_empty() {
             let wanted: Vec<String> = v
                 .requirements
@@ -1054,15 +1083,20 @@ fn prepare_pool<'a>(
         .filter(|it| type_compatible(it, &reqs, None))
         .filter_map(|it| {
             let daemon = daemons.overhead(&pool_daemons, it);
-            let usable = it.allocatable().minus(&daemon);
-            if usable.cpu < 0 || usable.memory < 0 || usable.pods < 0 {
+            let daemon_ports = daemons.host_ports(&pool_daemons, it);
+            // The DaemonSets must fit in full, extended resources too (a DaemonSet asking
+            // for a GPU rules out the types without one, as in Karpenter).
+            let allocatable = it.allocatable();
+            if !daemon.fits_in(allocatable) {
                 return None;
             }
+            let usable = allocatable.minus(&daemon);
             let price = it.cheapest_offering(&reqs)?.price;
             Some(TypeInfo {
                 it: Arc::clone(it),
                 usable,
                 daemon,
+                daemon_ports,
                 min_price: price,
                 efficiency: 1.0,
             })
@@ -1127,6 +1161,7 @@ fn prepare_pool<'a>(
             ideal_hull.max_with(&t.usable);
         }
     }
+    let daemon_ports = types.iter().any(|t| !t.daemon_ports.is_empty());
     PoolState {
         has_min_values,
         ideal_room,
@@ -1134,7 +1169,7 @@ fn prepare_pool<'a>(
         pool,
         reqs,
         types,
-        daemon_ports: pool_daemons.host_ports,
+        daemon_ports,
         type_keys,
         in_use: Resources::default(),
         reserved: Resources::default(),
