@@ -6,10 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-const SUITES: [&str; 3] = [
+const SUITES: [&str; 4] = [
     "conformance_scheduling",
     "conformance_topology",
     "conformance_provisioning",
+    "conformance_disruption",
 ];
 
 /// Test function name → whether it is `#[ignore]`d.
