@@ -2162,3 +2162,27 @@ fn consolidation_does_not_relax_min_values() {
     let d = disruption::decide(&c.input, &best_effort);
     assert!(d.is_none(), "{:?}", d.map(|d| d.message));
 }
+
+/// Consolidation > Metrics > should correctly report invalidated commands for emptiness disruption (when a candidate is blocked by budgets)
+/// Consolidation > Metrics > should correctly report invalidated commands for multi node disruption (when candidates are blocked by budgets)
+/// Consolidation > Metrics > should correctly report invalidated commands for single node disruption (when a candidate is blocked by budgets)
+#[test]
+fn validation_budget_closed_during_the_wait_drops_the_command() {
+    let empty = Cluster::new(&[nodepool("default"), node("n0", "default", MOST_EXPENSIVE, BIG)]);
+    let multi = ten_expensive(Some("100m"));
+    let single = one_with_a_pod(MOST_EXPENSIVE);
+    for (what, mut c, reason) in [
+        ("empty", empty, Reason::Empty),
+        ("multi", multi, Reason::Underutilized),
+        ("single", single, Reason::Underutilized),
+    ] {
+        let d = c.decide().expect("a decision");
+        assert_eq!(d.reason, reason, "{what}");
+        c.policies(|p| p.budgets = vec![budget("0%")]);
+        assert_eq!(
+            disruption::revalidate(&d, &c.input, &Options::default()).unwrap_err(),
+            disruption::Invalidated::Budget("default".into()),
+            "{what}"
+        );
+    }
+}
