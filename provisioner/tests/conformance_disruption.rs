@@ -2186,3 +2186,92 @@ fn validation_budget_closed_during_the_wait_drops_the_command() {
         );
     }
 }
+
+// =======================================================================================
+// balanced_test.go (Karpenter's scoring function, restated on Adze's BalancedScore)
+// =======================================================================================
+
+/// A move saving `savings` per day with disruption cost `cost`, in a pool whose nodes cost
+/// `pool_cost` per day and whose disruption cost totals `pool_disruption`, scored as
+/// `balanced_score` scores it (the fractions of the pool's totals; 0 where a total is 0).
+fn balanced(savings: f64, cost: f64, pool_cost: f64, pool_disruption: f64) -> disruption::consolidation::BalancedScore {
+    let frac = |x: f64, total: f64| if total > 0.0 { x / total } else { 0.0 };
+    disruption::consolidation::BalancedScore {
+        nodepool: "default".into(),
+        savings,
+        savings_fraction: frac(savings, pool_cost),
+        disruption_fraction: frac(cost, pool_disruption),
+    }
+}
+
+fn close(a: f64, b: f64, eps: f64) -> bool {
+    (a - b).abs() < eps
+}
+
+/// TestScoreMove_OversizedNode_Approved
+/// TestScoreMove_ScaleInvariance
+#[test]
+fn balanced_oversized_node_scores_2_81() {
+    let s = balanced(7.26, 4.0, 58.08, 90.0);
+    assert!(s.passes());
+    assert!(close(s.score(), 2.81, 0.02), "{}", s.score());
+    assert!(close(s.savings_fraction, 0.125, 0.001));
+    assert!(close(s.disruption_fraction, 0.0444, 0.001));
+    let ten_times = balanced(7.26, 4.0, 580.8, 900.0);
+    assert!(close(s.score(), ten_times.score(), 0.01));
+}
+
+/// TestScoreMove_SpareCapacityDelete_Approved
+/// TestScoreMove_MarginalMove_Rejected
+/// TestScoreMove_WellPackedNode_Rejected
+/// TestScoreMove_UniformPoolReplace_Approved
+#[test]
+fn balanced_scores_and_threshold_of_one_half() {
+    let spare = balanced(4.84, 5.0, 58.08, 90.0);
+    assert!(spare.passes() && close(spare.score(), 1.50, 0.02));
+    let marginal = balanced(2.42, 9.0, 58.08, 90.0);
+    assert!(!marginal.passes() && close(marginal.score(), 0.42, 0.01));
+    let packed = balanced(0.0, 11.0, 58.08, 90.0);
+    assert!(!packed.passes() && packed.score() == 0.0);
+    let uniform = balanced(2.42, 9.0, 48.40, 90.0);
+    assert!(uniform.passes(), "{}", uniform.score());
+    assert!(close(uniform.score(), 0.50, 0.01));
+    assert_eq!(disruption::consolidation::BALANCED_K, 2.0);
+}
+
+/// TestScoreMove_HeterogeneousDisruption
+#[test]
+fn balanced_heterogeneous_disruption() {
+    let a = balanced(4.84, 5.0, 58.08, 117.0);
+    assert!(a.passes() && close(a.score(), 1.95, 0.02));
+    let b = balanced(4.84, 32.0, 58.08, 117.0);
+    assert!(!b.passes() && close(b.score(), 0.30, 0.01));
+}
+
+/// TestScoreMove_ZeroNodePoolCost
+#[test]
+fn balanced_zero_pool_cost_rejects() {
+    assert!(!balanced(4.84, 5.0, 0.0, 90.0).passes());
+}
+
+/// TestScoreMove_ZeroDisruptionCost_Approved
+/// TestScoreMove_ZeroTotalDisruptionCost
+/// TestScoreMove_DivisionByZero_MoveDisruption
+/// TestScoreMove_DivisionByZero_PoolDisruption
+#[test]
+fn balanced_zero_disruption_scores_zero() {
+    // Every node counts 1 towards disruption in Adze, so neither a move nor a pool can have
+    // none; the formula scores such a move 0 rather than infinity.
+    assert!(!balanced(4.84, 0.0, 58.08, 90.0).passes());
+    assert!(!balanced(4.84, 5.0, 58.08, 0.0).passes());
+    assert!(!balanced(0.0, 0.0, 58.08, 90.0).passes());
+}
+
+/// TestScoreMove_CrossNodePool
+#[test]
+fn balanced_cross_pool_scores_alike() {
+    let od = balanced(4.84, 4.0, 48.40, 90.0);
+    let spot = balanced(1.45, 4.0, 14.50, 90.0);
+    assert!(close(od.score(), spot.score(), 0.01));
+    assert!(od.passes() && spot.passes());
+}
