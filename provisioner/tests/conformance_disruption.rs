@@ -2168,7 +2168,10 @@ fn consolidation_does_not_relax_min_values() {
 /// Consolidation > Metrics > should correctly report invalidated commands for single node disruption (when a candidate is blocked by budgets)
 #[test]
 fn validation_budget_closed_during_the_wait_drops_the_command() {
-    let empty = Cluster::new(&[nodepool("default"), node("n0", "default", MOST_EXPENSIVE, BIG)]);
+    let empty = Cluster::new(&[
+        nodepool("default"),
+        node("n0", "default", MOST_EXPENSIVE, BIG),
+    ]);
     let multi = ten_expensive(Some("100m"));
     let single = one_with_a_pod(MOST_EXPENSIVE);
     for (what, mut c, reason) in [
@@ -2194,7 +2197,12 @@ fn validation_budget_closed_during_the_wait_drops_the_command() {
 /// A move saving `savings` per day with disruption cost `cost`, in a pool whose nodes cost
 /// `pool_cost` per day and whose disruption cost totals `pool_disruption`, scored as
 /// `balanced_score` scores it (the fractions of the pool's totals; 0 where a total is 0).
-fn balanced(savings: f64, cost: f64, pool_cost: f64, pool_disruption: f64) -> disruption::consolidation::BalancedScore {
+fn balanced(
+    savings: f64,
+    cost: f64,
+    pool_cost: f64,
+    pool_disruption: f64,
+) -> disruption::consolidation::BalancedScore {
     let frac = |x: f64, total: f64| if total > 0.0 { x / total } else { 0.0 };
     disruption::consolidation::BalancedScore {
         nodepool: "default".into(),
