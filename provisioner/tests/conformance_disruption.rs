@@ -2283,3 +2283,131 @@ fn balanced_cross_pool_scores_alike() {
     assert!(close(od.score(), spot.score(), 0.01));
     assert!(od.passes() && spot.passes());
 }
+
+// =======================================================================================
+// staticdrift_test.go
+// =======================================================================================
+
+/// A static NodePool `name` with `spec` lines (e.g. `limits:`) and `n` drifted empty nodes of
+/// the most expensive type, named `<name>-<i>`. A scenario refuses `spec.replicas` (static pools
+/// launch nothing for pods), so the pool is written without it and is static in the decision's
+/// policy (`fixed_size`); the decision has no replica count.
+fn static_pool(name: &str, spec: &str, n: usize) -> Vec<String> {
+    let mut pool =
+        nodepool(name).replace("spec:\n  template:", &format!("spec:\n{spec}  template:"));
+    pool.push('\n');
+    let mut docs = vec![pool];
+    for i in 0..n {
+        docs.push(node(&format!("{name}-{i}"), name, MOST_EXPENSIVE, BIG));
+    }
+    docs
+}
+
+fn static_cluster(docs: &[String], budgets: &[(&str, &str)]) -> Cluster {
+    let mut c = Cluster::new(docs);
+    let all: Vec<String> = c.input.nodes.iter().map(|f| f.name.clone()).collect();
+    for n in &all {
+        c.facts(n).drifted = true;
+    }
+    for (pool, nodes) in budgets {
+        if let Some(p) = c.input.policies.iter_mut().find(|p| p.nodepool == *pool) {
+            p.fixed_size = true;
+            p.consolidate_after = None;
+            p.budgets = vec![reason_budget(nodes, &[Reason::Drifted])];
+        }
+    }
+    c
+}
+
+fn drifts_per_pool(c: &Cluster) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for d in c.decide_all() {
+        assert_eq!(d.reason, Reason::Drifted);
+        *out.entry(d.nodes[0].nodepool.clone()).or_insert(0) += d.nodes.len();
+    }
+    out
+}
+
+/// StaticDrift > Budgets > should respect disruption budgets (Nodes Count) for static drift
+/// StaticDrift > Budgets > should respect disruption budgets (Nodes Percentage) for static drift
+#[test]
+fn static_drift_within_the_budget() {
+    let c = static_cluster(&static_pool("static", "", 5), &[("static", "2")]);
+    assert_eq!(drifts_per_pool(&c)["static"], 2);
+    let c = static_cluster(&static_pool("static", "", 5), &[("static", "20%")]);
+    assert_eq!(drifts_per_pool(&c)["static"], 1);
+}
+
+/// StaticDrift > Budgets > should respect budgets for multiple static nodepools
+#[test]
+fn static_drift_budgets_per_pool() {
+    let mut docs = static_pool("static-1", "", 2);
+    docs.extend(static_pool("static-2", "", 2));
+    docs.extend(static_pool("static-3", "", 2));
+    let c = static_cluster(
+        &docs,
+        &[("static-1", "1"), ("static-2", "2"), ("static-3", "100%")],
+    );
+    let per_pool = drifts_per_pool(&c);
+    assert_eq!(
+        per_pool.values().copied().collect::<Vec<_>>(),
+        [1, 2, 2],
+        "{per_pool:?}"
+    );
+}
+
+/// StaticDrift > Limits and Scaling > should drift nodes when we can acquire limits
+/// StaticDrift > Edge Cases > should handle missing node limits gracefully
+#[test]
+fn static_drift_with_room_under_the_limit() {
+    let c = static_cluster(
+        &static_pool("static", "  limits: {nodes: 5}\n", 2),
+        &[("static", "100%")],
+    );
+    assert_eq!(drifts_per_pool(&c)["static"], 2);
+    let c = static_cluster(&static_pool("static", "", 5), &[("static", "100%")]);
+    assert_eq!(drifts_per_pool(&c)["static"], 5);
+}
+
+/// StaticDrift > Limits and Scaling > should not drift nodes when we cannot acquire limits
+/// StaticDrift > Limits and Scaling > should drift partially when we can acquire some limits
+/// StaticDrift > Limits and Scaling > should keep drifting partially when we can acquire some limits for each reconcile
+/// StaticDrift > Limits and Scaling > should wait until nodes are deprovisioned when we are overscaled
+/// StaticDrift > Multiple NodePools > should handle drift for multiple static NodePools independently
+/// StaticDrift > Edge Cases > should handle zero replicas
+#[test]
+#[ignore = "fails: a static pool's drifted nodes are deleted first and refilled by the pool's scaler after, so neither `limits.nodes` nor the replica count holds drift back, and the pool dips below its replicas meanwhile"]
+fn static_drift_surges_within_limits_and_replicas() {
+    let at_limit = static_cluster(
+        &static_pool("static", "  limits: {nodes: 5}\n", 5),
+        &[("static", "100%")],
+    );
+    assert!(at_limit.decide_all().is_empty());
+    let two_spare = static_cluster(
+        &static_pool("static", "  limits: {nodes: 7}\n", 5),
+        &[("static", "100%")],
+    );
+    assert_eq!(drifts_per_pool(&two_spare)["static"], 2);
+    let one_spare = static_cluster(
+        &static_pool("static", "  limits: {nodes: 6}\n", 5),
+        &[("static", "100%")],
+    );
+    assert_eq!(drifts_per_pool(&one_spare)["static"], 1);
+    let overscaled = static_cluster(&static_pool("static", "", 2), &[("static", "100%")]);
+    assert!(overscaled.decide_all().is_empty());
+    let zero = static_cluster(&static_pool("static", "", 1), &[("static", "100%")]);
+    assert!(zero.decide_all().is_empty());
+}
+
+/// StaticDrift > Edge Cases > should ignore nodes without the drifted status condition
+/// StaticDrift > Edge Cases > should ignore nodes with the drifted status condition set to false
+/// StaticDrift > Edge Cases > should ignore nodes with the karpenter.sh/do-not-disrupt annotation
+#[test]
+fn static_drift_ignores_undrifted_and_protected_nodes() {
+    let mut c = static_cluster(&static_pool("static", "", 1), &[("static", "100%")]);
+    c.facts("static-0").drifted = false;
+    assert!(c.decide_all().is_empty());
+    c.facts("static-0").drifted = true;
+    c.facts("static-0").do_not_disrupt = true;
+    assert!(c.decide_all().is_empty());
+}
