@@ -246,3 +246,62 @@ fn terminating_pods_are_brought_forward_to_the_deadline() {
     assert_eq!(step.delete.len(), 1, "{step:?}");
     assert!(step.delete[0].1 <= 210);
 }
+
+fn attachment(name: &str, pv: &str) -> k8s_openapi::api::storage::v1::VolumeAttachment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n0", "source": {"persistentVolumeName": pv}},
+    }))
+    .unwrap()
+}
+
+/// Reconciliation > VolumeAttachments > should wait for volume attachments
+#[test]
+fn drained_node_waits_for_its_volume_attachments() {
+    let vas = [attachment("va", "foo")];
+    let none = std::collections::BTreeSet::new();
+    assert_eq!(
+        adze_provisioner::termination::volumes::blocking(&vas, "n0", &none),
+        ["va"]
+    );
+    // once it is gone, nothing blocks
+    assert!(adze_provisioner::termination::volumes::blocking(&[], "n0", &none).is_empty());
+}
+
+/// Reconciliation > VolumeAttachments > should only wait for volume attachments associated with drainable pods
+#[test]
+fn attachments_of_pods_staying_on_the_node_do_not_block() {
+    // `bar` is used by a pod that tolerates the disrupted taint and stays (the controller
+    // collects such pods' volumes); `foo` is not.
+    let vas = [
+        attachment("va-drainable", "foo"),
+        attachment("va-kept", "bar"),
+    ];
+    let kept = std::collections::BTreeSet::from(["bar".to_string()]);
+    assert_eq!(
+        adze_provisioner::termination::volumes::blocking(&vas, "n0", &kept),
+        ["va-drainable"]
+    );
+}
+
+/// Reconciliation > VolumeAttachments > should wait for volume attachments until the nodeclaim's termination grace period expires
+#[test]
+fn attachments_are_waited_for_only_until_the_grace_period_ends() {
+    let claim: adze_api::NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"},
+                 "terminationGracePeriod": "1m"},
+    }))
+    .unwrap();
+    let at = |s: &str| s.parse::<k8s_openapi::jiff::Timestamp>().unwrap();
+    // the controller waits while attachments block and the grace period has not ended
+    assert!(!adze_provisioner::termination::grace_over(
+        &claim,
+        at("2026-01-01T00:00:30Z")
+    ));
+    assert!(adze_provisioner::termination::grace_over(
+        &claim,
+        at("2026-01-01T00:05:00Z")
+    ));
+}
