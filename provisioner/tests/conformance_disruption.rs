@@ -2442,3 +2442,83 @@ fn terminate_first_replaces_first_below_the_limit() {
     assert_eq!(ds.len(), 1);
     assert_eq!(ds[0].action(), Action::Replace);
 }
+
+// =======================================================================================
+// balanced_scoring_test.go (pool totals and per-pool scores, on `balanced_score`)
+// =======================================================================================
+
+/// `n` nodes of pool `pool` (the 4-CPU type), each with one pod, named `<pool>-<i>`.
+fn pool_of(pool: &str, n: usize) -> Vec<String> {
+    let mut docs = vec![nodepool(pool)];
+    for i in 0..n {
+        let name = format!("{pool}-{i}");
+        docs.push(node(&name, pool, "4-cpu-16-mem-test-zone-1-on-demand", BIG));
+        docs.push(bound(&format!("{name}-p"), &name, "", "{app: test}"));
+    }
+    docs
+}
+
+/// The score for `pool` of deleting `nodes` (no replacement).
+fn score_of_deleting(
+    c: &Cluster,
+    pool: &str,
+    nodes: &[&str],
+) -> disruption::consolidation::BalancedScore {
+    let (cands, _) = disruption::candidates::candidates(&c.input);
+    let set: Vec<&disruption::Candidate> = cands
+        .iter()
+        .filter(|x| nodes.contains(&x.name.as_str()))
+        .collect();
+    assert_eq!(set.len(), nodes.len());
+    disruption::consolidation::balanced_score(&c.input, pool, &set, 0.0)
+}
+
+/// Balanced Scoring > computeNodePoolTotals > should produce totals from ALL candidates, not just a filtered subset
+/// Balanced Scoring > EvaluateBalancedMove > should approve a delete command for a single Balanced NodePool
+#[test]
+fn balanced_totals_cover_the_whole_pool() {
+    let c = Cluster::new(&pool_of("a", 5));
+    let s = score_of_deleting(&c, "a", &["a-0"]);
+    // one of five nodes: a fifth of the cost, and 2 (node + pod) of 10 disruption
+    assert!(close(s.savings_fraction, 0.2, 1e-9));
+    assert!(close(s.disruption_fraction, 0.2, 1e-9));
+    let ten = Cluster::new(&pool_of("a", 10));
+    let s = score_of_deleting(&ten, "a", &["a-0"]);
+    assert!(close(s.score(), 1.0, 0.05) && s.passes());
+}
+
+/// Balanced Scoring > computeNodePoolTotals > should accumulate disruption from zero-priced candidates
+/// Balanced Scoring > sumCandidatePrices > should return 0 for nil instanceType
+/// Balanced Scoring > sumCandidatePrices > should return the offering price for a valid instanceType
+#[test]
+fn balanced_totals_count_unpriced_nodes_for_disruption() {
+    let mut docs = pool_of("b", 2);
+    docs.push(node_with_labels(
+        "b-unknown",
+        &format!(
+            "adze.sh/nodepool: b, {ITYPE}: no-such-type, {ZONE}: test-zone-1, {CT}: on-demand"
+        ),
+        BIG,
+    ));
+    docs.push(bound("b-unknown-p", "b-unknown", "", "{app: test}"));
+    let c = Cluster::new(&docs);
+    let (cands, _) = disruption::candidates::candidates(&c.input);
+    let price = |n: &str| cands.iter().find(|x| x.name == n).unwrap().price;
+    assert_eq!(price("b-unknown"), 0.0);
+    assert!(close(price("b-0"), fake_price(4, 16), 1e-9));
+    // deleting a priced node: half the priced cost, 2 of 6 disruption
+    let s = score_of_deleting(&c, "b", &["b-0"]);
+    assert!(close(s.savings_fraction, 0.5, 1e-9));
+    assert!(close(s.disruption_fraction, 2.0 / 6.0, 1e-9));
+}
+
+/// Balanced Scoring > EvaluateBalancedMove > should attribute savings proportionally in cross-NodePool scenarios
+#[test]
+fn balanced_cross_pool_savings_are_shared_by_price() {
+    let mut docs = pool_of("balanced", 5);
+    docs.extend(pool_of("other", 5));
+    let c = Cluster::new(&docs);
+    let s = score_of_deleting(&c, "balanced", &["balanced-0", "other-0"]);
+    assert!(close(s.score(), 1.0, 0.05), "{}", s.score());
+    assert!(s.passes());
+}
