@@ -18,6 +18,8 @@ pub(super) struct Simulator<'a> {
     /// Per node index: indices into `input.snapshot.bound`.
     pods_on: Vec<Vec<usize>>,
     options: Options,
+    /// Per node index: has facts saying it is not initialized, so it takes no displaced pod.
+    not_ready: Vec<bool>,
     /// The buffer's placeholder pods the cluster holds room for now (see
     /// [`super::Input::buffer`]): pending in every trial, beside the displaced pods.
     pub held_buffer: Vec<crate::pod::Pod>,
@@ -57,7 +59,15 @@ impl<'a> Simulator<'a> {
         options
             .reserved_names
             .extend(nodes.iter().map(|n| n.name.clone()));
+        // A registered node that is not initialized yet may never become ready: displaced
+        // pods are not counted on it (Karpenter refuses such moves too).
+        let facts = input.facts_by_node();
+        let not_ready: Vec<bool> = nodes
+            .iter()
+            .map(|n| facts.get(n.name.as_str()).is_some_and(|f| !f.initialized))
+            .collect();
         let mut sim = Simulator {
+            not_ready,
             input,
             order,
             pods_on,
@@ -109,7 +119,9 @@ impl<'a> Simulator<'a> {
             let mut node = snap.nodes[ni].clone();
             // A node in a zone a zonal shift moves away from keeps its pods but takes no
             // displaced ones: disruption elsewhere must not lean on the shifted zone.
-            if super::candidates::shifted_zone(&self.input.zones_away, &node).is_some() {
+            if self.not_ready[ni]
+                || super::candidates::shifted_zone(&self.input.zones_away, &node).is_some()
+            {
                 node.unschedulable = true;
             }
             nodes.push(node);
