@@ -2,9 +2,10 @@
 //! not checked here: they limit how many candidates one decision takes, not which.
 //!
 //! A candidate is an initialized node of a NodePool that has a policy, not in flight, not
-//! already disrupting, without do-not-disrupt (any of [`labels::DO_NOT_DISRUPT_KEYS`]) on the
-//! node or any of its pods (a pod's duration form protects only until it runs out), and whose pods' PodDisruptionBudgets each allow at least one
-//! eviction now. (A decision that takes several nodes also keeps, per PDB, the pods it evicts
+//! already disrupting, with the labels and a catalog entry that price it, without do-not-disrupt (any of [`labels::DO_NOT_DISRUPT_KEYS`]) on the
+//! node or any of its pods, DaemonSet pods included (a pod's duration form protects only
+//! until it runs out), and whose pods' PodDisruptionBudgets each allow at least one eviction
+//! now. (A decision that takes several nodes also keeps, per PDB, the pods it evicts
 //! within what the PDB allows; see [`super::consolidation`].)
 
 use std::collections::HashMap;
@@ -57,6 +58,10 @@ pub enum Blocker {
     /// In a zone an ARC zonal shift moves the cluster away from (the zone as the shift names
     /// it: its ID, or its name): no voluntary method touches it until the shift ends.
     ZonalShift(String),
+    /// The node lacks its instance-type, capacity-type or zone label, or is of a type no
+    /// NodePool's catalog knows: it cannot be priced, so no saving can be worked out for it
+    /// (Karpenter does not make such nodes candidates either). What is missing.
+    Unresolvable(String),
 }
 
 impl std::fmt::Display for Blocker {
@@ -90,6 +95,7 @@ impl std::fmt::Display for Blocker {
                 f,
                 "a zonal shift moves the cluster away from zone {zone}; voluntary disruption there waits until it ends"
             ),
+            Blocker::Unresolvable(what) => write!(f, "node cannot be priced: {what}"),
         }
     }
 }
@@ -108,6 +114,7 @@ impl Blocker {
             Blocker::DoNotDisruptPod(_) => "DoNotDisruptPod",
             Blocker::PdbForbids { .. } => "PdbForbids",
             Blocker::ZonalShift(_) => "ZonalShift",
+            Blocker::Unresolvable(_) => "Unresolvable",
         }
     }
 
@@ -219,15 +226,22 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
         input.pods.iter().map(|p| (p.pod.as_str(), p)).collect();
     let pdb_allowed = input.pdb_allowance();
     let mut on_node: HashMap<&str, Vec<usize>> = HashMap::new();
+    // DaemonSet pods are not evicted, but a do-not-disrupt annotation or a PDB allowing no
+    // eviction on one still protects its node (Karpenter checks every pod on the node).
+    let mut daemons_on: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, b) in input.snapshot.bound.iter().enumerate() {
-        if !b.daemon {
-            on_node.entry(b.node.as_str()).or_default().push(i);
-        }
+        let map = if b.daemon {
+            &mut daemons_on
+        } else {
+            &mut on_node
+        };
+        map.entry(b.node.as_str()).or_default().push(i);
     }
     let mut out = Vec::new();
     let mut blocked = Vec::new();
     for (ni, node) in input.snapshot.nodes.iter().enumerate() {
         let pods = on_node.remove(node.name.as_str()).unwrap_or_default();
+        let daemons = daemons_on.remove(node.name.as_str()).unwrap_or_default();
         let Some(f) = facts.get(node.name.as_str()) else {
             continue;
         };
@@ -249,10 +263,14 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
             if f.do_not_disrupt {
                 return Some(Blocker::DoNotDisruptNode);
             }
+            if let Some(what) = unresolvable(input, node) {
+                return Some(Blocker::Unresolvable(what));
+            }
             if let Some(zone) = shifted_zone(&input.zones_away, node) {
                 return Some(Blocker::ZonalShift(zone));
             }
-            for &bi in &pods {
+            for &bi in pods.iter().chain(&daemons) {
+                let daemon = input.snapshot.bound[bi].daemon;
                 let key = input.snapshot.bound[bi].pod.key();
                 let Some(pf) = pod_facts.get(key.as_str()) else {
                     continue;
@@ -269,7 +287,9 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
                             pdb: pdb.clone(),
                         });
                     }
-                    pdbs.push(pdb.clone());
+                    if !daemon {
+                        pdbs.push(pdb.clone());
+                    }
                 }
             }
             None
@@ -301,6 +321,30 @@ pub fn candidates(input: &Input) -> (Vec<Candidate>, Vec<(String, Blocker)>) {
         });
     }
     (out, blocked)
+}
+
+/// What keeps `node` from being priced, if anything: a missing instance-type, capacity-type
+/// or zone label, or an instance type no NodePool's catalog lists (a node with its own
+/// price needs no catalog entry).
+fn unresolvable(input: &Input, node: &ExistingNode) -> Option<String> {
+    let (it, ct, zone) = node_labels(node);
+    for (value, key) in [
+        (&it, labels::INSTANCE_TYPE),
+        (&ct, labels::CAPACITY_TYPE),
+        (&zone, labels::ZONE),
+    ] {
+        if value.is_empty() {
+            return Some(format!("no {key} label"));
+        }
+    }
+    let known = node.price.is_some()
+        || input
+            .snapshot
+            .nodepools
+            .iter()
+            .flat_map(|p| p.instance_types.iter())
+            .any(|t| t.name == it);
+    (!known).then(|| format!("instance type {it} is in no NodePool's catalog"))
 }
 
 /// The zone (as the shift names it) of `node` that a zonal shift moves away from, if any.
