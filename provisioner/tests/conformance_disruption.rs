@@ -357,7 +357,8 @@ fn emptiness_deletes_an_empty_drifted_node() {
     let d = c.decide().expect("a decision");
     assert_eq!(removed(&d), ["n0"]);
     assert_eq!(d.action(), Action::Delete, "{}", d.message);
-    assert_eq!(d.reason, Reason::Drifted);
+    // Drift leaves empty nodes to emptiness.
+    assert_eq!(d.reason, Reason::Empty);
 }
 
 /// Emptiness > Emptiness > should ignore nodes without the consolidatable status condition
@@ -455,7 +456,6 @@ fn one_drifted_with_pod() -> Cluster {
 
 /// Drift > Budgets > should not consider empty nodes for drift budgets
 #[test]
-#[ignore = "fails: drift takes an empty drifted node (under the Drifted budget); Karpenter's drift skips empty nodes and leaves them to emptiness"]
 fn drift_budget_one_takes_the_node_with_pods_and_keeps_the_empty_one() {
     let mut c = drift_cluster(&[
         nodepool("default"),
@@ -500,7 +500,8 @@ fn ten_drifted(drifted: usize, with_pods: usize) -> Cluster {
 /// Drift > Budgets > should only consider 3 nodes allowed to be disrupted because of budgets
 #[test]
 fn drift_budget_30_percent_of_ten_allows_three() {
-    let c = ten_drifted(10, 0);
+    // Each node holds a pod: drift leaves empty nodes to emptiness.
+    let c = ten_drifted(10, 10);
     let allowance = disruption::Allowance::compute(&c.input);
     assert_eq!(allowance.left("default", Reason::Drifted), 3);
     let ds = c.decide_all();
@@ -711,7 +712,6 @@ fn drift_replaces_one_node_with_three() {
 
 /// Drift > Drift > should drift one non-empty node at a time, starting with the earliest drift
 #[test]
-#[ignore = "fails: the decision orders drifted nodes by NodeClaim creation, not by when drift was detected (NodeFacts has no drift time)"]
 fn drift_earliest_drift_first() {
     let mut c = drift_cluster(&[
         nodepool("default"),
@@ -732,7 +732,9 @@ fn drift_earliest_drift_first() {
     ]);
     // n1 drifted an hour before n0; both NodeClaims were created together.
     c.facts("n0").drifted = true;
+    c.facts("n0").drifted_since = Some(NOW - 3600);
     c.facts("n1").drifted = true;
+    c.facts("n1").drifted_since = Some(NOW - 7200);
     let d = c.decide().expect("a decision");
     assert_eq!(removed(&d), ["n1"]);
 }

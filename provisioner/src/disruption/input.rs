@@ -384,6 +384,13 @@ pub fn build(
             created,
             expire_after: c.spec.expire_after.as_std(),
             drifted: judged.drifted(),
+            // The Drifted condition's lastTransitionTime, or now when it is about to be set.
+            drifted_since: judged.drifted().then(|| {
+                claim_conditions(c)
+                    .iter()
+                    .find(|k| k.type_ == "Drifted" && k.status == "True")
+                    .map_or(extra.now, |k| unix(&k.last_transition_time))
+            }),
             do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
             disrupting: is_disrupting(c) || going_away(node) || !crate::nodeclaim::node_ready(node),

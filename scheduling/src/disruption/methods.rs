@@ -66,18 +66,23 @@ impl<'a> Context<'a> {
         d
     }
 
-    /// Replace (or delete) one node for `reason`: oldest eligible node first, the first
-    /// whose pods all find a place.
+    /// Replace (or delete) one node for `reason`: earliest drifted first (then oldest), the
+    /// first whose pods all find a place. Empty nodes are emptiness's (Karpenter's drift
+    /// skips them too), except in static pools, which emptiness never takes.
     fn replace_one(&self, reason: Reason) -> Option<Decision> {
         let mut list: Vec<&Candidate> = self
             .candidates
             .iter()
             .filter(|c| self.eligible(c, reason) && self.allowance.left(&c.nodepool, reason) > 0)
+            .filter(|c| {
+                !c.pods.is_empty() || self.input.policy(&c.nodepool).is_some_and(|p| p.fixed_size)
+            })
             .collect();
         list.sort_by(|a, b| {
-            a.facts
-                .created
-                .cmp(&b.facts.created)
+            let since = |c: &Candidate| c.facts.drifted_since.unwrap_or(super::UnixSeconds::MAX);
+            since(a)
+                .cmp(&since(b))
+                .then_with(|| a.facts.created.cmp(&b.facts.created))
                 .then_with(|| a.name.cmp(&b.name))
         });
         list.into_iter().find_map(|c| {

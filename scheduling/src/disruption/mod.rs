@@ -5,8 +5,10 @@
 //! calls [`revalidate`] on a fresh input, launches replacements, then drains.
 //!
 //! Methods, in order, first one that finds something wins ([`decide`]):
-//! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node (see [`drift`] for what
-//!    drifted means).
+//! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node with pods, earliest drifted
+//!    first (see [`drift`] for what drifted means). An empty drifted node is left to
+//!    emptiness, so it does not use up the Drifted budget (static pools aside, whose nodes
+//!    emptiness never takes).
 //! 2. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
 //!    `consolidateAfter`) the budgets allow.
 //! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized` or
@@ -142,6 +144,10 @@ pub struct NodeFacts {
     pub expire_after: Option<Duration>,
     /// The NodeClaim's `Drifted` condition is True (see [`drift`]).
     pub drifted: bool,
+    /// When the `Drifted` condition turned True (its `lastTransitionTime`), if known: drift
+    /// replaces the earliest-drifted node first, so a rollout follows the order changes were
+    /// made. Unknown sorts after every known time.
+    pub drifted_since: Option<UnixSeconds>,
     /// The node (or its NodeClaim) carries `adze.sh/do-not-disrupt: "true"` (or Karpenter's
     /// `karpenter.sh/do-not-disrupt`).
     pub do_not_disrupt: bool,
@@ -166,6 +172,7 @@ impl NodeFacts {
             created,
             expire_after: Some(Duration::from_secs(720 * 3600)),
             drifted: false,
+            drifted_since: None,
             do_not_disrupt: false,
             disrupting: false,
             last_pod_event: created,
