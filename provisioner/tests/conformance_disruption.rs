@@ -1500,7 +1500,6 @@ fn consolidation_spot_to_spot_offers_every_cheaper_type() {
 
 /// Consolidation > Replace > Consolidation should fail if filterByPrice breaks the minimum requirement from the NodePools. (if the candidate is on-demand node; if the candidate is spot node)
 #[test]
-#[ignore = "fails: the replacement keeps only the 15 types cheaper than the node although the NodePool asks for minValues 16 on instance types"]
 fn consolidation_min_values_above_cheaper_types_blocks_replacement() {
     let pool = format!(
         "{}        - {{key: {ITYPE}, operator: Exists, minValues: 16}}\n",
@@ -1703,7 +1702,6 @@ fn two_cheap_docs() -> Vec<String> {
 /// Consolidation > Delete > can delete nodes
 /// Consolidation > Delete > can delete nodes, evicts pods without an ownerRef
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes with one dearer-than-needed node (saves $0.10/h) where deleting the emptier node saves $0.21/h; the first method that finds a move wins, not the largest saving"]
 fn consolidation_deletes_the_node_with_fewer_pods() {
     let d = two_cheap().decide().expect("a decision");
     assert_eq!(removed(&d), ["n1"], "{}", d.message);
@@ -1789,7 +1787,6 @@ fn consolidation_not_onto_an_uninitialized_node() {
 
 /// Consolidation > Delete > can delete nodes with a permanently pending pod
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes with one dearer-than-needed node (saves $0.10/h) where deleting the emptier node saves $0.21/h; the first method that finds a move wins, not the largest saving"]
 fn consolidation_ignores_a_pod_that_can_never_schedule() {
     let mut docs = two_cheap_docs();
     docs.push(
@@ -1838,7 +1835,6 @@ fn pinned(name: &str, node: &str, value: &str) -> String {
 
 /// Consolidation > Delete > can delete nodes while an invalid node pool exists
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes with one dearer-than-needed node (saves $0.10/h) where deleting the emptier node saves $0.21/h; the first method that finds a move wins, not the largest saving"]
 fn consolidation_deletes_although_another_pool_is_unusable() {
     let mut docs = two_cheap_docs();
     docs.push(format!(
@@ -1963,7 +1959,6 @@ fn consolidation_merges_three_nodes_into_one() {
 
 /// Consolidation > Multi-NodeClaim > won't merge 2 nodes into 1 of the same type (if the candidate is on-demand node; if the candidate is spot node)
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes by one node (of a type just dearer than theirs) where deleting the emptier node saves more"]
 fn consolidation_wont_merge_two_cheapest_into_one() {
     for t in [LEAST_EXPENSIVE, "1-cpu-1-mem-test-zone-1-spot"] {
         let c = Cluster::new(&[
@@ -1982,7 +1977,6 @@ fn consolidation_wont_merge_two_cheapest_into_one() {
 
 /// Consolidation > Node Lifetime Consideration > should consider node lifetime remaining when calculating disruption cost
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes by one (saves $0.10/h) where deleting one node saves $0.21/h (as *Delete > can delete nodes*)"]
 fn consolidation_prefers_the_node_closer_to_expiry() {
     let mut c = two_cheap();
     // n0 (two pods) has one second left of its 3 s lifetime, n1 (one pod) three.
@@ -2078,7 +2072,6 @@ fn with_policy(preference: adze_scheduling::scheduler::PreferencePolicy) -> Opti
 
 /// Consolidation > Preferences > should consolidate a node through deletion when ignoring preferences
 #[test]
-#[ignore = "fails: multi-node consolidation replaces both nodes by one (saves $0.10/h) where deleting one node saves $0.21/h (as *Delete > can delete nodes*)"]
 fn consolidation_deletes_when_ignoring_preferred_anti_affinity() {
     let anti = "spec:\n  affinity:\n    podAntiAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n        - weight: 1\n          podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: foo}}}\n";
     let pod = |name: &str, node: &str| bound(name, node, "", "{app: foo}").replace("spec:\n", anti);

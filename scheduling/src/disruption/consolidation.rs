@@ -2,7 +2,8 @@
 //! replacement cheaper than what is removed.
 //!
 //! Search. Candidates are ordered emptiest first (lowest share of allocatable CPU or memory
-//! requested; pricier first on ties), then filtered to an *admissible* list: walking that
+//! requested; on ties the lower disruption cost, Karpenter's: pods' eviction costs weighted
+//! by the share of the node's lifetime left; then pricier first), then filtered to an *admissible* list: walking that
 //! order, a node is kept while its pool's budget and its pods' PDBs still have room, so any
 //! prefix of the list is within budget. **Multi-node**: the longest prefix that passes an
 //! aggregate resource test (its pods' total requests within the other nodes' free room plus
@@ -11,7 +12,9 @@
 //! onto the rest of the cluster plus at most one cheaper new node. **Single-node**, if that finds nothing: every
 //! candidate in order, first a resource-only check (do its pods first-fit onto the other
 //! nodes' free room, with the leftover in one type cheaper than the node?) and then the
-//! scheduler; the first that works is the decision. No candidate cap and no timeout: every
+//! scheduler; the first that works is the decision. When multi-node finds a replacement,
+//! single-node runs too and the move saving more wins (so two cheap nodes are not merged into
+//! one dearer than either where deleting one of them saves more). No candidate cap and no timeout: every
 //! candidate is considered, and each scheduler call is one full placement of the displaced
 //! pods, so the cost is O(log n) scheduler runs for multi-node plus one per single-node
 //! candidate that passes the resource check.
@@ -20,7 +23,8 @@
 //! below the removed nodes' total, and its instance-type options trimmed to those cheaper
 //! than what is removed (so whichever the cloud launches saves money); a spot node replaced
 //! by spot only when at least [`super::Options::spot_to_spot_min_types`] such cheaper types
-//! remain (fewer options means a higher chance the new spot node is interrupted soon).
+//! remain (fewer options means a higher chance the new spot node is interrupted soon); and,
+//! under the Strict minValues policy, the trimmed options still meeting every `minValues`.
 //!
 //! `Balanced` pools ([`super::ConsolidationPolicy::Balanced`]) add one test, Karpenter's:
 //! a move must save a share of its pool's cost at least half the share of its pool's
@@ -45,14 +49,65 @@ pub(super) fn consolidate(ctx: &Context) -> Option<Decision> {
                 && ctx.allowance.left(&c.nodepool, Reason::Underutilized) > 0
         })
         .collect();
+    let cost: std::collections::HashMap<&str, f64> = eligible
+        .iter()
+        .map(|c| (c.name.as_str(), candidate_disruption_cost(ctx, c)))
+        .collect();
     eligible.sort_by(|a, b| {
         a.utilization
             .total_cmp(&b.utilization)
+            .then_with(|| cost[a.name.as_str()].total_cmp(&cost[b.name.as_str()]))
             .then_with(|| b.price.total_cmp(&a.price))
             .then_with(|| a.name.cmp(&b.name))
     });
     let list = admissible(ctx, &eligible);
-    multi_node(ctx, &list).or_else(|| single_node(ctx, &eligible))
+    match multi_node(ctx, &list) {
+        Some(multi) if multi.action() == super::Action::Delete => Some(multi),
+        multi => better(multi, single_node(ctx, &eligible)),
+    }
+}
+
+/// A multi-node replacement against the single-node move: the one that saves more, and on
+/// equal savings the one evicting fewer pods. Merging nodes into a new one can save less
+/// than deleting one of them outright (two cheap nodes replaced by one a little dearer than
+/// either, where the pods of one fit on the other); Karpenter avoids those merges by
+/// refusing a replacement of the same type as a removed node, which misses the merge whose
+/// replacement is of another type.
+fn better(multi: Option<Decision>, single: Option<Decision>) -> Option<Decision> {
+    match (multi, single) {
+        (Some(m), Some(s)) => {
+            let (ms, ss) = (m.saving(), s.saving());
+            let fewer = s.pods().count() < m.pods().count();
+            if ss > ms + 1e-9 || ((ss - ms).abs() <= 1e-9 && fewer) {
+                Some(s)
+            } else {
+                Some(m)
+            }
+        }
+        (m, s) => m.or(s),
+    }
+}
+
+/// Karpenter's disruption cost of a candidate, the tie-break of the consolidation order:
+/// its pods' eviction costs ([`pod_disruption_cost`]) weighted by the share of the node's
+/// lifetime (`expireAfter`) still ahead of it, so of two equally used nodes the one with
+/// fewer pods, or closer to expiry, goes first.
+fn candidate_disruption_cost(ctx: &Context, c: &Candidate) -> f64 {
+    let bound = &ctx.input.snapshot.bound;
+    let pods: f64 = c
+        .pods
+        .iter()
+        .map(|&b| pod_disruption_cost(&bound[b].pod))
+        .sum();
+    let remaining = c.facts.expire_after.map_or(1.0, |d| {
+        let total = d.as_secs_f64();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let left = (c.facts.created as f64 + total - ctx.input.now as f64) / total;
+        left.clamp(0.0, 1.0)
+    });
+    pods * remaining
 }
 
 /// `order` cut down so that every prefix is within budgets and PDBs.
@@ -183,6 +238,40 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
                 ctx.options.spot_to_spot_min_types,
                 claim.instance_type_options.len()
             )));
+        }
+        // Cutting the options may leave fewer distinct values than a requirement's
+        // minValues asks for: the NodePool would not launch such a node, so no move.
+        if ctx.options.scheduling.min_values_policy == crate::scheduler::MinValuesPolicy::Strict {
+            let types: Vec<&crate::InstanceType> = claim
+                .instance_type_options
+                .iter()
+                .filter_map(|n| {
+                    pool.and_then(|p| p.instance_types.iter().find(|t| &t.name == n))
+                        .map(|t| &**t)
+                })
+                .collect();
+            for r in claim.requirements.iter() {
+                let Some(min) = r.min_values else { continue };
+                let have: std::collections::BTreeSet<&str> = types
+                    .iter()
+                    .filter_map(|t| {
+                        if r.key == labels::INSTANCE_TYPE {
+                            Some(t.name.as_str())
+                        } else {
+                            t.label(&r.key)
+                        }
+                    })
+                    .collect();
+                // A key no type carries (zone, capacity type: the offerings') is left to
+                // the scheduler, which planned the claim within it.
+                if !have.is_empty() && have.len() < min as usize {
+                    return Err(Invalidated::NotWorthIt(format!(
+                        "only {} value(s) of {} among the cheaper types, minValues is {min}",
+                        have.len(),
+                        r.key
+                    )));
+                }
+            }
         }
         if let Some(req) = claim.requirements.get(labels::INSTANCE_TYPE).cloned() {
             let kept: Vec<String> = claim.instance_type_options.clone();

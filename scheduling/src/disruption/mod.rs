@@ -13,7 +13,8 @@
 //!    `consolidateAfter`) the budgets allow.
 //! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized` or
 //!    `Balanced`): the largest-saving set of nodes whose pods fit on the other nodes plus at
-//!    most one cheaper replacement, multi-node first, then single-node; under `Balanced` only
+//!    most one cheaper replacement, multi-node first, then single-node (also when multi-node
+//!    finds a replacement: the bigger saving wins); under `Balanced` only
 //!    moves whose savings justify their disruption. See [`consolidation`].
 //!
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
