@@ -237,7 +237,6 @@ fn pods_deleted_only_once_their_grace_reaches_the_deadline() {
 
 /// Reconciliation > should update deletion timestamp for terminating pods when it is after node deletion timestamp
 #[test]
-#[ignore = "fails: a pod already terminating with a grace beyond the node's deadline is only waited for; Karpenter deletes it again so it is gone by the deadline"]
 fn terminating_pods_are_brought_forward_to_the_deadline() {
     let mut pods = drain(&[do_not_disrupt("p", 6000)]);
     pods[0].terminating = true;

@@ -188,7 +188,12 @@ pub fn plan(pods: &[DrainPod], remaining: Option<i64>, now: i64) -> DrainStep {
     let regular_left = to_drain.iter().any(|p| !p.critical);
     for p in to_drain {
         if p.terminating {
-            step.terminating += 1;
+            // Deleted earlier with a grace that runs past the node's deadline: delete it
+            // again with what remains, so it is gone by then (Karpenter does the same).
+            match (remaining, p.deletion_deadline) {
+                (Some(r), Some(d)) if d > now.saturating_add(r) => step.delete.push((p.clone(), r)),
+                _ => step.terminating += 1,
+            }
         } else if let Some(g) = remaining.and_then(|r| deletion_grace(r, p.grace_seconds)) {
             step.delete.push((p.clone(), g));
         } else if p.do_not_disrupt && remaining.is_some() {
