@@ -328,3 +328,169 @@ fn an_expired_node_is_deleted_whatever_protects_it() {
     assert!(c.pods[0].to.starts_with("new:"), "{c:#?}");
     assert!(c.message.contains("expired"), "{c:?}");
 }
+
+// --- The command line, as a user runs it on examples/disruption.yaml. ---
+
+fn cli(args: &[&str]) -> std::process::Output {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(["simulate", "--disruption", "--now", NOW])
+        .arg(example)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+#[test]
+fn the_cli_prints_the_plan_as_a_table_json_and_yaml_alike() {
+    let table = cli(&[]);
+    assert!(table.status.success(), "{}", text(&table.stderr));
+    let t = text(&table.stdout);
+    for want in [
+        "2 commands, 2 nodes left alone",
+        "Emptiness",
+        "SingleNodeConsolidation",
+        "shop/web-1: big -> busy",
+        "do-not-disrupt",
+        "budget",
+        "total     4             2            0.8600      0.2900",
+    ] {
+        assert!(t.contains(want), "{want:?} in\n{t}");
+    }
+    let json = cli(&["--output", "json"]);
+    assert!(json.status.success());
+    let from_json: DisruptionPlan = serde_json::from_slice(&json.stdout).unwrap();
+    let yaml = cli(&["--output", "yaml"]);
+    let from_yaml: DisruptionPlan = serde_yaml::from_slice(&yaml.stdout).unwrap();
+    assert_eq!(from_json, from_yaml);
+    let methods: Vec<Method> = from_json.commands.iter().map(|c| c.method).collect();
+    assert_eq!(
+        methods,
+        [Method::Emptiness, Method::SingleNodeConsolidation]
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["commands"][0]["method"], "Emptiness");
+    assert_eq!(v["commands"][0]["action"], "delete");
+    assert_eq!(v["leftAlone"][1]["reason"], "do-not-disrupt");
+    assert_eq!(v["commands"][1]["pods"][0]["to"], "busy");
+}
+
+#[test]
+fn fail_on_commands_exits_3_only_when_the_plan_has_commands() {
+    let out = cli(&["--fail-on-commands"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--fail-on-commands"));
+    assert!(!out.stdout.is_empty(), "the plan is printed either way");
+    // A budget of 0: a cluster Adze leaves alone.
+    let dir = std::env::temp_dir().join(format!("adze-dplan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    let frozen = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("budgets: [{nodes: \"50%\"}]", "budgets: [{nodes: \"0\"}]");
+    let path = dir.join("frozen.yaml");
+    std::fs::write(&path, frozen).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args([
+            "simulate",
+            "--disruption",
+            "--fail-on-commands",
+            "--now",
+            NOW,
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("0 commands"),
+        "{}",
+        text(&out.stdout)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn disruption_flags_are_refused_without_disruption_and_a_bad_clock_is_named() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    for flag in [
+        &["--now", NOW][..],
+        &["--fail-on-commands"][..],
+        &["--explain-node", "big"][..],
+        &["--max-commands", "2"][..],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+            .arg("simulate")
+            .arg(&example)
+            .args(flag)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert!(
+            text(&out.stderr).contains("--disruption"),
+            "{flag:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(["simulate", "--disruption", "--now", "yesterday"])
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--now \"yesterday\""),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn max_commands_limits_the_plan_and_says_so() {
+    let out = cli(&["--max-commands", "1", "--output", "json"]);
+    let p: DisruptionPlan = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(
+        p.left_alone("big").unwrap().reason,
+        LeftAloneReason::CommandLimit,
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn explain_node_says_why_and_what_consolidation_tried() {
+    let out = cli(&["--explain-node", "busy"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for want in [
+        "Node busy (NodePool default",
+        "left alone (budget)",
+        "consolidateAfter: 300s",
+        "budget left now: Drifted 2, Empty 2, Underutilized 2",
+        "consolidation of it alone",
+    ] {
+        assert!(t.contains(want), "{want:?} in\n{t}");
+    }
+    let out = cli(&["--explain-node", "batch", "--output", "json"]);
+    let e: adze_provisioner::simulate::disruption::NodeExplanation =
+        serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        e.blocker.as_deref().unwrap().contains("shop/report"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.left_alone.as_ref().unwrap().reason,
+        LeftAloneReason::DoNotDisrupt
+    );
+    assert!(e.consolidation.is_none(), "not a candidate: {e:?}");
+    let out = cli(&["--explain-node", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("--explain-node nope"));
+}

@@ -33,7 +33,7 @@ use serde_json::json;
 
 use super::Scenario;
 use crate::disruption::{input, pdb};
-use crate::provisioning::snapshot::{Objects, is_initialized};
+use crate::provisioning::snapshot::Objects;
 
 /// How to plan.
 #[derive(Debug, Clone)]
@@ -47,6 +47,9 @@ pub struct DisruptionOptions {
     pub max_instance_types: usize,
     /// Placement policies replacements are planned with, as `run`'s.
     pub policies: crate::rules::Policies,
+    /// As `run --karpenter-labels`: pods selecting Karpenter's well-known keys are planned
+    /// as if they selected Adze's.
+    pub karpenter_labels: bool,
 }
 
 /// The controller's limit of commands per pass.
@@ -60,6 +63,7 @@ impl DisruptionOptions {
             max_commands: MAX_COMMANDS_PER_PASS,
             max_instance_types: 60,
             policies: crate::rules::Policies::default(),
+            karpenter_labels: false,
         }
     }
 }
@@ -312,7 +316,8 @@ pub struct Prepared {
 
 /// The controller's input for `scenario` at `options.now`, by `run`'s rule.
 pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
-    let (objects, notes) = live_objects(scenario);
+    let (mut objects, notes) = live_objects(scenario);
+    objects.karpenter_labels = options.karpenter_labels;
     let pdbs: Vec<pdb::Budget> = scenario
         .objects
         .pdbs
@@ -391,7 +396,7 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
             decided = pure::decide_all(input0, opts, consolidate, options.max_commands);
             for d in &decided {
                 pure::commit(&mut after, d);
-                commands.push(command(input0, d));
+                commands.push(command(d));
             }
         }
     }
@@ -470,7 +475,7 @@ fn expiry_command(
         .filter(|c| claims.contains(c.name.as_str()))
         .map(replacement)
         .collect();
-    let price_after = replacements.iter().map(|r| r.price).sum();
+    let price_after = replacements.iter().map(|r| r.price).sum::<f64>() + 0.0;
     Command {
         method: Method::Expiration,
         reason: Reason::Expired.as_str().to_string(),
@@ -500,7 +505,7 @@ fn replacement(c: &adze_scheduling::plan::NewClaim) -> Replacement {
     }
 }
 
-fn command(input: &pure::Input, d: &pure::Decision) -> Command {
+fn command(d: &pure::Decision) -> Command {
     let placements = d.plan.placements();
     let new: BTreeSet<&str> = d.plan.new_claims.iter().map(|c| c.name.as_str()).collect();
     let mut pods = Vec::new();
@@ -518,7 +523,6 @@ fn command(input: &pure::Input, d: &pure::Decision) -> Command {
             });
         }
     }
-    let _ = input;
     Command {
         method: d.method().into(),
         reason: d.reason.as_str().to_string(),
@@ -529,8 +533,8 @@ fn command(input: &pure::Input, d: &pure::Decision) -> Command {
         nodes: d.nodes.iter().map(|n| n.name.clone()).collect(),
         pods,
         replacements: d.plan.new_claims.iter().map(replacement).collect(),
-        price_before: d.removed_price,
-        price_after: d.replacement_price,
+        price_before: d.removed_price + 0.0,
+        price_after: d.replacement_price + 0.0,
         message: d.message.clone(),
     }
 }
@@ -908,7 +912,6 @@ pub fn live_objects(scenario: &Scenario) -> (Objects, Vec<String>) {
             })
             .collect()
     });
-    let _ = is_initialized;
     let objects = Objects {
         nodes: nodes.into_iter().map(Arc::new).collect(),
         pods,
@@ -956,4 +959,332 @@ fn resolve_class(
             requirements: Vec::new(),
         }];
     }
+}
+
+/// Why one node is or is not disrupted, with what the decision looked at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeExplanation {
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodepool: Option<String>,
+    /// The command that takes it, if one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Command>,
+    /// Why it is left alone, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_alone: Option<LeftAlone>,
+    /// What keeps it from being a candidate at all (the first such thing), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocker: Option<String>,
+    /// Its workload (non-DaemonSet) pods.
+    pub pods: Vec<String>,
+    /// USD per hour.
+    pub price: f64,
+    pub drifted: bool,
+    /// Seconds until its NodeClaim expires (negative: expired); absent with
+    /// `expireAfter: Never` or without a NodeClaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<i64>,
+    /// The NodePool's `consolidateAfter` in seconds; absent for Never or no pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidate_after: Option<u64>,
+    /// Seconds since its pods last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_unchanged_for: Option<i64>,
+    /// Seconds of `consolidateAfter` still to run (0 once elapsed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidate_after_remaining: Option<i64>,
+    /// Per budget reason, how many more of its pool's nodes may be disrupted now, before
+    /// the plan (absent: no budget limits it).
+    pub budgets: Vec<BudgetLeft>,
+    /// What single-node consolidation of this node alone would do, or why it is refused
+    /// (budgets and `consolidateAfter` aside); absent when it is not a candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidation: Option<String>,
+}
+
+/// Room left in a NodePool's disruption budget for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetLeft {
+    pub reason: String,
+    /// Nodes; absent when no budget limits this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
+}
+
+/// Why `node` is or is not disrupted; `None` when the scenario has no Node of that name.
+pub fn explain_node(
+    scenario: &Scenario,
+    options: &DisruptionOptions,
+    node: &str,
+) -> Option<NodeExplanation> {
+    let prepared = prepare(scenario, options);
+    let plan = plan_prepared(&prepared, options);
+    explain_prepared(&prepared, &plan, node)
+}
+
+/// [`explain_node`] on an input and plan already made.
+pub fn explain_prepared(
+    prepared: &Prepared,
+    plan: &DisruptionPlan,
+    node: &str,
+) -> Option<NodeExplanation> {
+    let input = &prepared.built.input;
+    let n = input.snapshot.nodes.iter().find(|n| n.name == node)?;
+    let facts = input.nodes.iter().find(|f| f.name == node);
+    let pool = n.nodepool.clone();
+    let policy = pool
+        .as_deref()
+        .and_then(|p| input.policies.iter().find(|x| x.nodepool == p));
+    let (_, blocked) = pure::candidates(input);
+    let blocker = blocked
+        .iter()
+        .find(|(b, _)| b == node)
+        .map(|(_, b)| b.to_string());
+    let allowance = pure::Allowance::compute(input);
+    let budgets = match &pool {
+        Some(p) if policy.is_some() => Reason::ALL
+            .into_iter()
+            .filter(|r| *r != Reason::Expired)
+            .map(|r| BudgetLeft {
+                reason: r.as_str().to_string(),
+                nodes: Some(allowance.left(p, r)).filter(|&v| v < u64::MAX / 2),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let consolidate_after = policy
+        .and_then(|p| p.consolidate_after)
+        .map(|d| d.as_secs());
+    let pods_unchanged_for = facts.map(|f| input.now - f.last_pod_event);
+    let consolidation = pure::try_consolidating(input, &prepared.options, node).map(|r| match r {
+        Ok(d) => format!("would {}", d.message),
+        Err(e) => format!("refused: {e}"),
+    });
+    Some(NodeExplanation {
+        node: node.to_string(),
+        nodepool: pool,
+        command: plan.command_for(node).cloned(),
+        left_alone: plan.left_alone(node).cloned(),
+        blocker,
+        pods: input
+            .snapshot
+            .bound
+            .iter()
+            .filter(|b| !b.daemon && b.node == node)
+            .map(|b| b.pod.key())
+            .collect(),
+        price: pure::node_price(input, n),
+        drifted: facts.is_some_and(|f| f.drifted),
+        expires_in: facts.and_then(|f| {
+            f.expire_after
+                .map(|d| f.created + d.as_secs() as i64 - input.now)
+        }),
+        consolidate_after,
+        pods_unchanged_for,
+        consolidate_after_remaining: consolidate_after
+            .zip(pods_unchanged_for)
+            .map(|(a, u)| (a as i64 - u).max(0)),
+        budgets,
+        consolidation,
+    })
+}
+
+fn money(v: f64) -> String {
+    // + 0.0 turns an empty sum's -0.0 into 0.0.
+    format!("{:.4}", v + 0.0)
+}
+
+/// The plan for a person: commands with their pods, the nodes left alone, the cost per pool.
+pub fn table(plan: &DisruptionPlan) -> String {
+    use super::output::{columns, plural};
+    let mut out = format!(
+        "Disruption plan at {}: {}, {} left alone.\n",
+        plan.now,
+        plural(plan.commands.len(), "command", "commands"),
+        plural(plan.left_alone.len(), "node", "nodes"),
+    );
+    if !plan.commands.is_empty() {
+        let mut rows = vec![
+            [
+                "#",
+                "METHOD",
+                "ACTION",
+                "NODES",
+                "PODS",
+                "REPLACEMENTS",
+                "$/H BEFORE",
+                "$/H AFTER",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for (i, c) in plan.commands.iter().enumerate() {
+            let repl: Vec<String> = c
+                .replacements
+                .iter()
+                .map(|r| format!("{} {} {}", r.instance_type, r.capacity_type, r.zone))
+                .collect();
+            rows.push(vec![
+                (i + 1).to_string(),
+                c.method.to_string(),
+                match c.action {
+                    Action::Delete => "delete".to_string(),
+                    Action::Replace => "replace".to_string(),
+                },
+                c.nodes.join(","),
+                c.pods.len().to_string(),
+                if repl.is_empty() {
+                    "-".to_string()
+                } else {
+                    repl.join(", ")
+                },
+                money(c.price_before),
+                money(c.price_after),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&columns(&rows));
+        for (i, c) in plan.commands.iter().enumerate() {
+            out.push_str(&format!("\n{}. {}\n", i + 1, c.message));
+            for m in &c.pods {
+                out.push_str(&format!("   {}: {} -> {}\n", m.pod, m.from, m.to));
+            }
+        }
+    }
+    if !plan.left_alone.is_empty() {
+        let mut rows = vec![
+            ["NODE", "NODEPOOL", "LEFT ALONE", "WHY"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for l in &plan.left_alone {
+            rows.push(vec![
+                l.node.clone(),
+                l.nodepool.clone().unwrap_or_else(|| "-".to_string()),
+                l.reason.to_string(),
+                l.message.clone(),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&columns(&rows));
+    }
+    if !plan.cost.is_empty() {
+        let mut rows = vec![
+            [
+                "NODEPOOL",
+                "NODES BEFORE",
+                "NODES AFTER",
+                "$/H BEFORE",
+                "$/H AFTER",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for c in &plan.cost {
+            rows.push(vec![
+                c.nodepool.clone(),
+                c.nodes_before.to_string(),
+                c.nodes_after.to_string(),
+                money(c.before),
+                money(c.after),
+            ]);
+        }
+        let (b, a) = plan.total_cost();
+        rows.push(vec![
+            "total".to_string(),
+            plan.cost
+                .iter()
+                .map(|c| c.nodes_before)
+                .sum::<usize>()
+                .to_string(),
+            plan.cost
+                .iter()
+                .map(|c| c.nodes_after)
+                .sum::<usize>()
+                .to_string(),
+            money(b),
+            money(a),
+        ]);
+        out.push('\n');
+        out.push_str(&columns(&rows));
+    }
+    for (title, lines) in [("Notes", &plan.notes), ("Left out", &plan.problems)] {
+        if !lines.is_empty() {
+            out.push_str(&format!("\n{title}:\n"));
+            for l in lines {
+                out.push_str(&format!("  - {l}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// One node's explanation for a person.
+pub fn explain_text(e: &NodeExplanation) -> String {
+    let mut out = format!(
+        "Node {} (NodePool {}, ${}/h, {} workload pod(s))\n",
+        e.node,
+        e.nodepool.as_deref().unwrap_or("none"),
+        money(e.price),
+        e.pods.len()
+    );
+    match (&e.command, &e.left_alone) {
+        (Some(c), _) => out.push_str(&format!(
+            "  disrupted: {} ({}): {}\n",
+            c.method,
+            match c.action {
+                Action::Delete => "delete",
+                Action::Replace => "replace",
+            },
+            c.message
+        )),
+        (None, Some(l)) => out.push_str(&format!("  left alone ({}): {}\n", l.reason, l.message)),
+        (None, None) => out.push_str("  launching: not yet a node disruption considers\n"),
+    }
+    out.push_str(&format!(
+        "  candidate: {}\n",
+        e.blocker
+            .as_deref()
+            .map_or("yes".to_string(), |b| format!("no, {b}"))
+    ));
+    out.push_str(&format!(
+        "  drifted: {}\n",
+        if e.drifted { "yes" } else { "no" }
+    ));
+    match e.expires_in {
+        Some(s) if s <= 0 => out.push_str(&format!("  expired: {}s ago\n", -s)),
+        Some(s) => out.push_str(&format!("  expires in: {s}s\n")),
+        None => out.push_str("  expires: never\n"),
+    }
+    match (e.consolidate_after, e.pods_unchanged_for) {
+        (Some(a), Some(u)) => out.push_str(&format!(
+            "  consolidateAfter: {a}s; pods unchanged for {u}s; {}s to go\n",
+            e.consolidate_after_remaining.unwrap_or(0)
+        )),
+        (None, _) if e.nodepool.is_some() => out.push_str("  consolidateAfter: Never\n"),
+        _ => {}
+    }
+    if !e.budgets.is_empty() {
+        let b: Vec<String> = e
+            .budgets
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} {}",
+                    b.reason,
+                    b.nodes.map_or("unlimited".to_string(), |n| n.to_string())
+                )
+            })
+            .collect();
+        out.push_str(&format!("  budget left now: {}\n", b.join(", ")));
+    }
+    if let Some(c) = &e.consolidation {
+        out.push_str(&format!(
+            "  consolidation of it alone, before the plan: {c}\n"
+        ));
+    }
+    out
 }
