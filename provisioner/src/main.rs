@@ -23,13 +23,16 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Plan capacity for a scenario file, without a cluster or an AWS account.
+    /// Plan capacity, or disruption, for a scenario file, without a cluster or an AWS account.
     ///
-    /// SCENARIO is one multi-document YAML of NodePools, EC2NodeClasses, Nodes, Pods,
-    /// Deployments, ReplicaSets, DaemonSets, PodDisruptionBudgets and optionally an
+    /// SCENARIO is one multi-document YAML of NodePools, EC2NodeClasses, Nodes, NodeClaims,
+    /// Pods, Deployments, ReplicaSets, DaemonSets, PodDisruptionBudgets and optionally an
     /// InstanceCatalog (adze.sh/v1alpha1) replacing the embedded EC2 catalog. Pending pods
     /// are placed as the provisioner would place them; the plan is printed. Exits 2 when pods
     /// are left unschedulable (unless --allow-unschedulable), 1 on a bad scenario, else 0.
+    /// With --disruption, the existing nodes are planned instead, as one pass of the
+    /// disruption controller would at --now; exits 3 when the plan has commands and
+    /// --fail-on-commands is given, 1 on a bad scenario, else 0.
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
     Run(Box<RunArgs>),
