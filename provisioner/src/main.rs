@@ -450,11 +450,17 @@ struct SimulateArgs {
     /// With --disruption: the clock the plan is made at (RFC 3339, e.g.
     /// 2026-06-01T12:00:00Z); budgets' schedules, consolidateAfter and expireAfter are read
     /// at it. Default: now.
-    #[arg(long, value_name = "RFC3339", requires = "disruption")]
+    #[arg(
+        long,
+        env = "ADZE_NOW",
+        value_name = "RFC3339",
+        requires = "disruption"
+    )]
     now: Option<String>,
     /// With --disruption: at most this many commands, as the controller's limit per pass.
     #[arg(
         long,
+        env = "ADZE_MAX_COMMANDS",
         value_name = "N",
         default_value_t = 100,
         requires = "disruption",
@@ -468,7 +474,12 @@ struct SimulateArgs {
     /// With --disruption: print why this node is or is not disrupted (its blockers, budget
     /// left, consolidateAfter to go, what consolidation of it alone would do) instead of
     /// the plan.
-    #[arg(long, value_name = "NODE", requires = "disruption")]
+    #[arg(
+        long,
+        env = "ADZE_EXPLAIN_NODE",
+        value_name = "NODE",
+        requires = "disruption"
+    )]
     explain_node: Option<String>,
     /// Plan as `run --karpenter-labels` does: new nodes carry Karpenter's well-known labels
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
@@ -561,7 +572,7 @@ fn simulate_disruption(
     let mut options = d::DisruptionOptions::at(now);
     options.max_commands = args.max_commands as usize;
     options.max_instance_types = args.max_instance_types as usize;
-    options.policies = args.policies.clone();
+    options.policies = args.policies;
     options.karpenter_labels = args.karpenter_labels;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
