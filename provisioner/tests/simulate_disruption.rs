@@ -494,3 +494,45 @@ fn explain_node_says_why_and_what_consolidation_tried() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("--explain-node nope"));
 }
+
+#[test]
+fn a_nodeclaim_in_the_scenario_is_linked_to_its_node_and_its_own_expire_after_counts() {
+    // The claim's own expireAfter (1h) is what expiry reads, not its pool's (the default
+    // 720h); it names its node by status.nodeName, the Node has no providerID.
+    let claim = r#"
+apiVersion: adze.sh/v1
+kind: NodeClaim
+metadata:
+  name: big-claim
+  creationTimestamp: "2026-06-01T10:00:00Z"
+  labels: {adze.sh/nodepool: default}
+spec:
+  nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+  expireAfter: 1h
+status:
+  nodeName: big
+  conditions:
+    - {type: Initialized, status: "True", reason: Initialized, message: "", lastTransitionTime: "2026-06-01T10:00:00Z"}
+"#
+    .to_string();
+    let bare_node = node("big", "default", "large", "")
+        .replace("spec: {providerID: \"aws:///test-1a/i-big\"}\n", "");
+    let p = plan(&[
+        pool("default", "{consolidateAfter: Never}", ""),
+        bare_node,
+        pod("web-1", "big", "1", "", ""),
+        claim.clone(),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    assert_eq!(p.commands[0].method, Method::Expiration);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("NodeClaim big-claim linked to Node big")),
+        "{:?}",
+        p.notes
+    );
+    let wrong = claim.replace("apiVersion: adze.sh/v1", "apiVersion: karpenter.sh/v1");
+    let err = Scenario::parse(&[CATALOG.to_string(), wrong].join("\n---\n")).unwrap_err();
+    assert!(err.to_string().contains("adze.sh/v1"), "{err}");
+}
