@@ -536,3 +536,31 @@ status:
     let err = Scenario::parse(&[CATALOG.to_string(), wrong].join("\n---\n")).unwrap_err();
     assert!(err.to_string().contains("adze.sh/v1"), "{err}");
 }
+
+#[test]
+fn a_node_nothing_cheaper_can_replace_is_left_alone_saying_so() {
+    let p = plan(&[
+        pool_100(),
+        node("small-1", "default", "small", ""),
+        pod("web-1", "small-1", "1500m", "", ""),
+    ]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("small-1").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::NoCheaperFit, "{l:?}");
+}
+
+#[test]
+fn pending_pods_the_provisioner_can_place_hold_every_disruption() {
+    let pending = pod("waiting", "x", "1", "", "").replace("  nodeName: x\n", "");
+    let p = plan(&[
+        pool_100(),
+        node("idle", "default", "medium", ""),
+        node("busy", "default", "medium", ""),
+        pod("api-1", "busy", "3", "", ""),
+        pending,
+    ]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("idle").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::PendingPods, "{l:?}");
+    assert!(l.message.starts_with("1 pending pod"), "{l:?}");
+}
