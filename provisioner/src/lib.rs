@@ -9,6 +9,7 @@
 //! controllers and the Kubernetes client, async runtime, HTTP server and metrics they need are
 //! behind the default `controller` feature, so `simulate` and `migrate` build without them.
 
+pub mod disruption;
 pub mod migrate;
 pub mod provisioning;
 pub mod rules;
@@ -19,8 +20,6 @@ pub mod state;
 pub mod capacitybuffer;
 #[cfg(feature = "controller")]
 pub mod cloud;
-#[cfg(feature = "controller")]
-pub mod disruption;
 #[cfg(feature = "controller")]
 pub mod events;
 #[cfg(feature = "controller")]

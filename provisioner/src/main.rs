@@ -23,13 +23,16 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Plan capacity for a scenario file, without a cluster or an AWS account.
+    /// Plan capacity, or disruption, for a scenario file, without a cluster or an AWS account.
     ///
-    /// SCENARIO is one multi-document YAML of NodePools, EC2NodeClasses, Nodes, Pods,
-    /// Deployments, ReplicaSets, DaemonSets, PodDisruptionBudgets and optionally an
+    /// SCENARIO is one multi-document YAML of NodePools, EC2NodeClasses, Nodes, NodeClaims,
+    /// Pods, Deployments, ReplicaSets, DaemonSets, PodDisruptionBudgets and optionally an
     /// InstanceCatalog (adze.sh/v1alpha1) replacing the embedded EC2 catalog. Pending pods
     /// are placed as the provisioner would place them; the plan is printed. Exits 2 when pods
     /// are left unschedulable (unless --allow-unschedulable), 1 on a bad scenario, else 0.
+    /// With --disruption, the existing nodes are planned instead, as one pass of the
+    /// disruption controller would at --now; exits 3 when the plan has commands and
+    /// --fail-on-commands is given, 1 on a bad scenario, else 0.
     Simulate(SimulateArgs),
     /// Run the controllers against the cluster in KUBECONFIG (or the in-cluster config).
     Run(Box<RunArgs>),
@@ -436,8 +439,48 @@ struct SimulateArgs {
     )]
     max_instance_types: u32,
     /// Exit 0 even when some pods are left unschedulable (the plan is printed either way).
-    #[arg(long, env = "ADZE_ALLOW_UNSCHEDULABLE")]
+    #[arg(long, env = "ADZE_ALLOW_UNSCHEDULABLE", conflicts_with = "disruption")]
     allow_unschedulable: bool,
+    /// Plan disruption of the scenario's existing nodes instead of placing its pending
+    /// pods: what one pass of `run`'s disruption controller would delete or replace, by
+    /// which method, where the pods go, what it saves, and why every other node is left
+    /// alone.
+    #[arg(long, env = "ADZE_DISRUPTION")]
+    disruption: bool,
+    /// With --disruption: the clock the plan is made at (RFC 3339, e.g.
+    /// 2026-06-01T12:00:00Z); budgets' schedules, consolidateAfter and expireAfter are read
+    /// at it. Default: now.
+    #[arg(
+        long,
+        env = "ADZE_NOW",
+        value_name = "RFC3339",
+        requires = "disruption"
+    )]
+    now: Option<String>,
+    /// With --disruption: at most this many commands, as the controller's limit per pass.
+    #[arg(
+        long,
+        env = "ADZE_MAX_COMMANDS",
+        value_name = "N",
+        default_value_t = 100,
+        requires = "disruption",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    max_commands: u32,
+    /// With --disruption: exit 3 when the plan has commands (some node would be disrupted),
+    /// so a CI job can gate on "Adze would leave this cluster alone".
+    #[arg(long, env = "ADZE_FAIL_ON_COMMANDS", requires = "disruption")]
+    fail_on_commands: bool,
+    /// With --disruption: print why this node is or is not disrupted (its blockers, budget
+    /// left, consolidateAfter to go, what consolidation of it alone would do) instead of
+    /// the plan.
+    #[arg(
+        long,
+        env = "ADZE_EXPLAIN_NODE",
+        value_name = "NODE",
+        requires = "disruption"
+    )]
+    explain_node: Option<String>,
     /// Plan as `run --karpenter-labels` does: new nodes carry Karpenter's well-known labels
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
     #[arg(long, env = "ADZE_KARPENTER_LABELS")]
@@ -457,6 +500,8 @@ struct SimulateArgs {
 
 /// `simulate`'s exit status when pods are left unschedulable, so a CI job can gate on it.
 const EXIT_UNSCHEDULABLE: u8 = 2;
+/// `simulate --disruption --fail-on-commands`' exit status when the plan has commands.
+const EXIT_COMMANDS: u8 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -478,6 +523,9 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
         .with_context(|| format!("reading {}", args.scenario.display()))?;
     let mut scenario = Scenario::parse_in(&yaml, &args.region)
         .with_context(|| format!("{}", args.scenario.display()))?;
+    if args.disruption {
+        return simulate_disruption(args, &scenario);
+    }
     if args.karpenter_labels {
         simulate::with_karpenter_labels(&mut scenario);
     }
@@ -503,6 +551,53 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
             "exit status {EXIT_UNSCHEDULABLE}: {unschedulable} pod(s) unschedulable (--allow-unschedulable to exit 0)"
         );
         ExitCode::from(EXIT_UNSCHEDULABLE)
+    } else {
+        ExitCode::SUCCESS
+    };
+    Ok((text, code))
+}
+
+/// `simulate --disruption`: the plan, or one node's explanation.
+fn simulate_disruption(
+    args: &SimulateArgs,
+    scenario: &Scenario,
+) -> anyhow::Result<(String, ExitCode)> {
+    use adze_provisioner::simulate::disruption as d;
+    let now = match &args.now {
+        Some(t) => t.parse::<k8s_openapi::jiff::Timestamp>().with_context(|| {
+            format!("--now {t:?}: not an RFC 3339 time (e.g. 2026-06-01T12:00:00Z)")
+        })?,
+        None => k8s_openapi::jiff::Timestamp::now(),
+    };
+    let mut options = d::DisruptionOptions::at(now);
+    options.max_commands = args.max_commands as usize;
+    options.max_instance_types = args.max_instance_types as usize;
+    options.policies = args.policies;
+    options.karpenter_labels = args.karpenter_labels;
+    let prepared = d::prepare(scenario, &options);
+    let plan = d::plan_prepared(&prepared, &options);
+    if let Some(node) = &args.explain_node {
+        let e = d::explain_prepared(&prepared, &plan, node).with_context(|| {
+            format!("--explain-node {node}: the scenario has no Node of that name")
+        })?;
+        let text = match args.output {
+            Format::Table => d::explain_text(&e),
+            Format::Json => serde_json::to_string_pretty(&e)? + "\n",
+            Format::Yaml => serde_yaml::to_string(&e)?,
+        };
+        return Ok((text, ExitCode::SUCCESS));
+    }
+    let text = match args.output {
+        Format::Table => d::table(&plan),
+        Format::Json => serde_json::to_string_pretty(&plan)? + "\n",
+        Format::Yaml => serde_yaml::to_string(&plan)?,
+    };
+    let code = if args.fail_on_commands && !plan.commands.is_empty() {
+        eprintln!(
+            "exit status {EXIT_COMMANDS}: the plan has {} command(s) (--fail-on-commands)",
+            plan.commands.len()
+        );
+        ExitCode::from(EXIT_COMMANDS)
     } else {
         ExitCode::SUCCESS
     };

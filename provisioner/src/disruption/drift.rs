@@ -397,13 +397,13 @@ mod tests {
             (NODEPOOL_HASH_VERSION.to_string(), "v1".to_string()),
         ]));
         old.status = Some(adze_api::NodeClaimStatus {
-            conditions: crate::nodeclaim::set_condition(
-                &[],
-                conditions::nodeclaim::DRIFTED,
-                true,
-                "NodePoolDrifted",
-                "x",
-            ),
+            conditions: vec![
+                serde_json::from_value(serde_json::json!({
+                    "type": conditions::nodeclaim::DRIFTED, "status": "True",
+                    "reason": "NodePoolDrifted", "message": "x",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}))
+                .unwrap(),
+            ],
             ..Default::default()
         });
         let d = judge(&old, &p, None, None, &BTreeMap::new());

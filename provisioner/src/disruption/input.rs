@@ -248,6 +248,51 @@ pub fn placeable_pending(built: &Built, options: &adze_scheduling::Options) -> u
     pending.saturating_sub(plan.unschedulable.len())
 }
 
+/// The options a decision is taken with: placement as provisioning plans it (at most
+/// `max_instance_types` options per replacement, `policies`), never reusing a name the
+/// cluster holds, with replacement names from `name_seed`.
+pub fn decision_options(
+    built: &Built,
+    max_instance_types: usize,
+    policies: &crate::rules::Policies,
+    name_seed: u64,
+) -> pure::Options {
+    let mut scheduling = adze_scheduling::Options {
+        max_instance_types,
+        reserved_names: built.reserved_names.clone(),
+        name_seed,
+        ..adze_scheduling::Options::default()
+    };
+    policies.apply(&mut scheduling);
+    pure::Options {
+        scheduling,
+        ..pure::Options::default()
+    }
+}
+
+/// The expired nodes the controller deletes now: every expired node ([`pure::expiry`]) whose
+/// NodeClaim is not already being deleted.
+pub fn expiring(built: &Built) -> Vec<pure::expiry::Expired> {
+    pure::expiry::expired(&built.input)
+        .into_iter()
+        .filter(|e| {
+            built
+                .claim_of_node
+                .get(&e.node)
+                .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+        })
+        .collect()
+}
+
+/// How many pending pods the provisioner can place when voluntary disruption would wait
+/// for them (0: it does not wait). Pods no node and no NodePool could take do not count.
+pub fn waiting_for(built: &Built, options: &pure::Options) -> usize {
+    if built.pending == 0 {
+        return 0;
+    }
+    placeable_pending(built, &options.scheduling)
+}
+
 pub fn build(
     objects: &Objects,
     catalog: &[Arc<InstanceType>],
@@ -393,7 +438,7 @@ pub fn build(
             }),
             do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
-            disrupting: is_disrupting(c) || going_away(node) || !crate::nodeclaim::node_ready(node),
+            disrupting: is_disrupting(c) || going_away(node) || !snapshot::node_ready(node),
             last_pod_event,
             capacity_block_end,
         };

@@ -94,15 +94,7 @@ pub fn set_condition(
     out
 }
 
-/// The kubelet's `Ready=True` condition: what initialization and disruption both wait for.
-pub(crate) fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
+pub(crate) use crate::provisioning::snapshot::node_ready;
 
 /// Extended resources (domain-qualified names such as `nvidia.com/gpu`) the instance has but
 /// the Node does not advertise yet: device plugins register them some time after Ready, and

@@ -236,6 +236,16 @@ pub fn claim_conditions(
         .unwrap_or_default()
 }
 
+/// The kubelet's `Ready=True` condition: what initialization and disruption both wait for.
+pub fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
 pub fn is_initialized(claim: &NodeClaim) -> bool {
     conditions::is_true(claim_conditions(claim), "Initialized")
 }

@@ -2,6 +2,7 @@
 //! cluster. [`scenario`] reads the objects into a snapshot, [`run`] places the pending pods
 //! exactly as the provisioner would, and [`output`] prints the plan.
 
+pub mod disruption;
 pub mod output;
 pub mod scenario;
 pub mod yaml;

@@ -24,7 +24,10 @@
 //! * **DaemonSet**: overhead on every new node it would run on, and one bound pod on every
 //!   existing node whose taints it tolerates and whose labels its node selector matches
 //!   (unless the scenario lists that daemon's pod on the node already).
-//! * **PodDisruptionBudget**: read and counted; placement does not use it.
+//! * **PodDisruptionBudget** (`policy/v1`): read and counted; placement does not use it, the
+//!   disruption planner does ([`super::disruption`]).
+//! * **NodeClaim** (`adze.sh/v1`): read for the disruption planner, which links each to its
+//!   Node as `run` does (by `status.providerID`); placement does not use it.
 //! * **PersistentVolumeClaim**, **PersistentVolume**, **StorageClass**
 //!   (`storage.k8s.io/v1`): the volumes pods name, read by the rules `run` uses
 //!   ([`adze_api::convert::with_volumes`]): a pending pod's claims tie it to their volumes'
@@ -118,6 +121,29 @@ pub struct Scenario {
     pub unschedulable: Vec<Unschedulable>,
     /// Keys ("namespace/name") of the pending pods that are CapacityBuffer placeholders.
     pub buffer_pods: BTreeSet<String>,
+    /// The objects as the scenario lists them, for the disruption planner
+    /// ([`super::disruption`]), which builds its input from them by `run`'s own rule.
+    pub objects: ClusterObjects,
+}
+
+/// A scenario's objects as `run` would watch them: what the disruption planner builds its
+/// input from. Workload replicas (Deployments, ReplicaSets) are not Pods here: placement
+/// plans them; the planner sees the Pods the scenario lists.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterObjects {
+    pub nodes: Vec<core::Node>,
+    pub pods: Vec<core::Pod>,
+    pub nodeclaims: Vec<adze_api::NodeClaim>,
+    pub nodepools: Vec<NodePool>,
+    pub ec2nodeclasses: Vec<EC2NodeClass>,
+    pub nodeoverlays: Vec<NodeOverlay>,
+    pub daemonsets: Vec<DaemonSet>,
+    pub pvcs: Vec<core::PersistentVolumeClaim>,
+    pub pvs: Vec<core::PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    pub csinodes: Vec<CSINode>,
+    /// PodDisruptionBudgets as JSON (the planner reads them as `run` does).
+    pub pdbs: Vec<Value>,
 }
 
 /// How many objects of each kind a scenario held.
@@ -134,6 +160,7 @@ pub struct Counts {
     pub replicasets: usize,
     pub daemonsets: usize,
     pub pod_disruption_budgets: usize,
+    pub nodeclaims: usize,
     pub persistent_volume_claims: usize,
     pub persistent_volumes: usize,
     pub storage_classes: usize,
@@ -225,7 +252,8 @@ enum Object {
     Deployment(Box<Deployment>),
     ReplicaSet(Box<ReplicaSet>),
     DaemonSet(Box<DaemonSet>),
-    PodDisruptionBudget,
+    PodDisruptionBudget(Box<Value>),
+    NodeClaim(Box<adze_api::NodeClaim>),
     PersistentVolumeClaim(Box<core::PersistentVolumeClaim>),
     PersistentVolume(Box<core::PersistentVolume>),
     StorageClass(Box<StorageClass>),
@@ -391,8 +419,19 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
         "ReplicaSet" => Object::ReplicaSet(typed(doc, value)?),
         "DaemonSet" => Object::DaemonSet(typed(doc, value)?),
         "PodDisruptionBudget" => {
-            typed::<PodDisruptionBudget>(doc, value)?;
-            Object::PodDisruptionBudget
+            typed::<PodDisruptionBudget>(doc, value.clone())?;
+            Object::PodDisruptionBudget(Box::new(value))
+        }
+        "NodeClaim" if api_version == ADZE_V1 => Object::NodeClaim(typed(doc, value)?),
+        "NodeClaim" => {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::ApiVersion {
+                    kind,
+                    expected: ADZE_V1,
+                    got: api_version,
+                },
+            ));
         }
         "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(doc, value)?),
         "PersistentVolume" => Object::PersistentVolume(typed(doc, value)?),
@@ -495,7 +534,8 @@ impl Scenario {
                 }
                 Object::NodeOverlay(o) => b.overlay(doc, o)?,
                 Object::Node(n) => b.node(doc, n)?,
-                Object::PodDisruptionBudget => b.s.counts.pod_disruption_budgets += 1,
+                Object::PodDisruptionBudget(_) => b.s.counts.pod_disruption_budgets += 1,
+                Object::NodeClaim(c) => b.nodeclaim(doc, c)?,
                 _ => {}
             }
         }
@@ -541,6 +581,7 @@ impl Scenario {
         b.buffers(&docs)?;
         b.s.counts.pending_pods = b.s.snapshot.pending.len() + b.s.unschedulable.len();
         b.s.counts.bound_pods = b.s.snapshot.bound.len();
+        b.s.objects = cluster_objects(&docs);
         Ok(b.s)
     }
 
@@ -548,6 +589,33 @@ impl Scenario {
     pub fn pending_keys(&self) -> Vec<String> {
         self.snapshot.pending.iter().map(Pod::key).collect()
     }
+}
+
+/// The listed objects, as `run` would watch them.
+fn cluster_objects(docs: &[(DocRef, Object)]) -> ClusterObjects {
+    let mut o = ClusterObjects::default();
+    for (_, object) in docs {
+        match object {
+            Object::NodePool(x) => o.nodepools.push(x.as_ref().clone()),
+            Object::EC2NodeClass(x) => o.ec2nodeclasses.push(x.as_ref().clone()),
+            Object::NodeOverlay(x) => o.nodeoverlays.push(x.as_ref().clone()),
+            Object::Node(x) => o.nodes.push(x.as_ref().clone()),
+            Object::Pod(x) => o.pods.push(x.as_ref().clone()),
+            Object::DaemonSet(x) => o.daemonsets.push(x.as_ref().clone()),
+            Object::PodDisruptionBudget(x) => o.pdbs.push(x.as_ref().clone()),
+            Object::NodeClaim(x) => o.nodeclaims.push(x.as_ref().clone()),
+            Object::PersistentVolumeClaim(x) => o.pvcs.push(x.as_ref().clone()),
+            Object::PersistentVolume(x) => o.pvs.push(x.as_ref().clone()),
+            Object::StorageClass(x) => o.storage_classes.push(x.as_ref().clone()),
+            Object::CSINode(x) => o.csinodes.push(x.as_ref().clone()),
+            Object::Deployment(_)
+            | Object::ReplicaSet(_)
+            | Object::InstanceCatalog(_)
+            | Object::CapacityBuffer(_)
+            | Object::PodTemplate(_) => {}
+        }
+    }
+    o
 }
 
 #[derive(Default)]
@@ -559,6 +627,7 @@ struct Builder {
     pods: BTreeMap<String, usize>,
     nodepools: BTreeMap<String, usize>,
     nodeoverlays: BTreeMap<String, usize>,
+    nodeclaims: BTreeMap<String, usize>,
     /// DaemonSet pods the scenario lists itself: (namespace, daemonset, node).
     listed_daemon_pods: HashSet<(String, String, String)>,
     /// The document of each of `s.snapshot.daemonsets`.
@@ -968,6 +1037,28 @@ impl Builder {
             ));
         }
         self.s.counts.nodeoverlays += 1;
+        Ok(())
+    }
+
+    /// A NodeClaim: named once; the planner links it to its Node.
+    fn nodeclaim(&mut self, doc: &DocRef, c: &adze_api::NodeClaim) -> Result<(), ScenarioError> {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        if name.is_empty() {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Malformed("a NodeClaim needs metadata.name".to_string()),
+            ));
+        }
+        if let Some(first) = self.nodeclaims.insert(name.clone(), doc.index) {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Duplicate {
+                    what: format!("NodeClaim {name:?}"),
+                    first,
+                },
+            ));
+        }
+        self.s.counts.nodeclaims += 1;
         Ok(())
     }
 

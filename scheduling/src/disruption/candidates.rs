@@ -383,7 +383,7 @@ pub(super) fn node_labels(node: &ExistingNode) -> (String, String, String) {
 
 /// The node's price per hour: its own, else its instance type's offering in its zone and
 /// capacity type from its pool's catalog (any pool's if its own lacks the type), else 0.
-pub(super) fn node_price(input: &Input, node: &ExistingNode) -> f64 {
+pub fn node_price(input: &Input, node: &ExistingNode) -> f64 {
     if let Some(p) = node.price {
         return p;
     }

@@ -13,6 +13,40 @@ pub enum Action {
     Replace,
 }
 
+/// Which method took a decision, in Karpenter's terms: what a user reads in a plan or an
+/// event, finer than [`Reason`] (consolidation of one node and of several are searched apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Method {
+    /// Forceful: the NodeClaim outlived its `expireAfter` ([`super::expiry`]).
+    Expiration,
+    /// Forceful: unhealthy node conditions past their toleration ([`super::repair`]).
+    Repair,
+    Drift,
+    Emptiness,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+}
+
+impl Method {
+    /// The method's name as plans, events and metrics spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Expiration => "Expiration",
+            Method::Repair => "Repair",
+            Method::Drift => "Drift",
+            Method::Emptiness => "Emptiness",
+            Method::MultiNodeConsolidation => "MultiNodeConsolidation",
+            Method::SingleNodeConsolidation => "SingleNodeConsolidation",
+        }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemovedNode {
     pub name: String,
@@ -51,6 +85,18 @@ impl Decision {
             Action::Delete
         } else {
             Action::Replace
+        }
+    }
+
+    /// The method that took it. Multi-node consolidation only ever takes two or more nodes
+    /// and single-node one ([`super::consolidation`]), so the count tells them apart.
+    pub fn method(&self) -> Method {
+        match self.reason {
+            Reason::Drifted => Method::Drift,
+            Reason::Expired => Method::Expiration,
+            Reason::Empty => Method::Emptiness,
+            Reason::Underutilized if self.nodes.len() > 1 => Method::MultiNodeConsolidation,
+            Reason::Underutilized => Method::SingleNodeConsolidation,
         }
     }
 

@@ -269,3 +269,34 @@ pub(super) fn pdb_overrun(input: &Input, set: &[&Candidate]) -> Option<String> {
         .find(|(p, n)| *n > allowed.get(p).copied().unwrap_or(0))
         .map(|(p, _)| p.to_string())
 }
+
+/// Where the pods of `nodes` (by name) would go if those nodes left now, by the same trial
+/// every method runs: the cluster without them, their pods pending. Unlike a decision, the
+/// plan may leave pods unschedulable: for forceful methods (expiry), which take the nodes
+/// whatever becomes of their pods. Names not in the snapshot are ignored.
+pub fn displaced_plan(input: &Input, options: &Options, nodes: &[&str]) -> Plan {
+    let idx: Vec<usize> = input
+        .snapshot
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| nodes.contains(&n.name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    super::simulate::Simulator::new(input, &options.scheduling).run(&idx)
+}
+
+/// Single-node consolidation of `node` alone, as the search would judge it: the decision,
+/// or why it is refused (its pods do not fit, the replacement would not be cheaper, a
+/// Balanced pool's score is too low). `None` when `node` is not a candidate at all
+/// ([`super::candidates`]). Budgets and `consolidateAfter` are not consulted: this explains
+/// what consolidation would find once they allow it.
+pub fn try_consolidating(
+    input: &Input,
+    options: &Options,
+    node: &str,
+) -> Option<Result<Decision, Invalidated>> {
+    let ctx = Context::new(input, options);
+    let c = ctx.candidates.iter().find(|c| c.name == node)?;
+    Some(consolidation::evaluate(&ctx, &[c]))
+}

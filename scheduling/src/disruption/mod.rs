@@ -46,11 +46,13 @@ use std::time::Duration;
 use crate::scheduler::Snapshot;
 
 pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
-pub use candidates::{BlockedNode, Blocker, Candidate, blocked, consolidatable};
+pub use candidates::{
+    BlockedNode, Blocker, Candidate, blocked, candidates, consolidatable, node_price,
+};
 pub use commit::{commit, decide_all};
 pub use cron::{CronError, Schedule};
-pub use decision::{Action, Decision, RemovedNode};
-pub use methods::{Invalidated, decide, revalidate};
+pub use decision::{Action, Decision, Method, RemovedNode};
+pub use methods::{Invalidated, decide, displaced_plan, revalidate, try_consolidating};
 
 /// Seconds since the Unix epoch, UTC. The caller reads the clock; this module never does.
 pub type UnixSeconds = i64;

@@ -1,0 +1,1122 @@
+//! The disruption controller proper (the `controller` feature); see [`super`].
+
+use super::{drift, input, pdb, repair};
+
+use adze_cloud::sync::MutexExt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use adze_api::NodeClaim;
+use adze_api::conditions::{self, nodeclaim as cond};
+use adze_scheduling::disruption::{self as pure, Action, Decision, commit, decide_all, revalidate};
+use adze_scheduling::labels::TAINT_DISRUPTED;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+use crate::cloud::{CloudProvider, UnavailableOfferings};
+use crate::events::{Recorder, reference};
+use crate::nodeclaim::set_condition;
+use crate::provisioning::claim_object;
+use crate::provisioning::snapshot::{claim_conditions, is_initialized};
+use crate::state::ClusterState;
+use input::{Built, ClaimStatus, Extra, PodActivity};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How often a decision is looked for.
+    pub poll: Duration,
+    /// Between deciding and acting; the decision must still hold after it.
+    pub validation: Duration,
+    /// Log and record decisions without acting on them.
+    pub dry_run: bool,
+    /// Replacements not Initialized within this are given up (and the old nodes kept).
+    pub replacement_timeout: Duration,
+    pub max_instance_types: usize,
+    /// Placement policies, as provisioning uses them: replacements are planned alike.
+    pub policies: crate::rules::Policies,
+    /// Node repair (`--node-repair`, Karpenter's `NodeRepair` feature gate): replace nodes
+    /// whose conditions stay unhealthy past their toleration ([`Self::repair`]).
+    pub repair: bool,
+}
+
+pub struct Disruption {
+    client: Client,
+    state: ClusterState,
+    cloud: Arc<dyn CloudProvider>,
+    unavailable: UnavailableOfferings,
+    recorder: Recorder,
+    settings: Settings,
+    activity: Mutex<PodActivity>,
+    pdbs: ApiResource,
+    /// NodeClaims (the disrupted ones and their replacements) of commands still running.
+    commands: Mutex<BTreeSet<String>>,
+    /// The last drift check that succeeded: kept when the cloud cannot be read, so Drifted
+    /// conditions are not cleared by an EC2 outage.
+    cloud_drifted: Mutex<BTreeSet<String>>,
+    /// Node repair's reading of the instances' status checks (read only with `repair` on).
+    status_checks: tokio::sync::Mutex<repair::StatusChecks>,
+}
+
+/// At most this many decisions are taken in one pass (budgets usually bound it first).
+const MAX_DECISIONS_PER_PASS: usize = 100;
+
+/// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
+async fn pdb_resource(client: &Client) -> ApiResource {
+    let v1 = client
+        .list_api_group_resources("policy/v1")
+        .await
+        .is_ok_and(|l| l.resources.iter().any(|r| r.name == "poddisruptionbudgets"));
+    let version = if v1 { "v1" } else { "v1beta1" };
+    ApiResource {
+        group: "policy".into(),
+        version: version.into(),
+        api_version: format!("policy/{version}"),
+        kind: "PodDisruptionBudget".into(),
+        plural: "poddisruptionbudgets".into(),
+    }
+}
+
+/// `adze_disruption_decisions_total{decision,reason}`: one disruption carried out.
+fn record_decision(d: &Decision) {
+    let decision = match d.action() {
+        Action::Delete => "delete",
+        Action::Replace => "replace",
+    };
+    crate::metrics::provisioner()
+        .disruption_decisions
+        .get_or_create(&crate::metrics::DecisionLabels {
+            decision: decision.into(),
+            reason: d.reason.as_str().into(),
+        })
+        .inc();
+}
+
+/// `adze_disruption_decisions_total{decision="delete",reason="Unhealthy"}`: one node repaired.
+fn record_repair() {
+    crate::metrics::provisioner()
+        .disruption_decisions
+        .get_or_create(&crate::metrics::DecisionLabels {
+            decision: "delete".into(),
+            reason: pure::repair::REASON.into(),
+        })
+        .inc();
+}
+
+/// `adze_disruption_blocked_nodes{reason}`: this pass's blocked nodes by blocker; every
+/// announced blocker (a user's, a zonal shift) is written, at 0 when no node has it now.
+fn record_blocked(blocked: &[pure::BlockedNode]) {
+    let gauge = &crate::metrics::provisioner().disruption_blocked;
+    let mut counts: BTreeMap<&str, i64> = crate::metrics::ANNOUNCED_BLOCKERS
+        .into_iter()
+        .map(|b| (b, 0))
+        .collect();
+    for b in blocked {
+        *counts.entry(b.blocker.reason()).or_default() += 1;
+    }
+    for (blocker, n) in counts {
+        gauge.get_or_create(&crate::metrics::reason(blocker)).set(n);
+    }
+}
+
+/// `current` with `Drifted` and `Consolidatable` as `status` says (True with its reason and
+/// message, or removed), or `None` when that changes nothing.
+pub fn status_conditions(current: &[Condition], status: &ClaimStatus) -> Option<Vec<Condition>> {
+    let without = |list: Vec<Condition>, type_: &str| -> Vec<Condition> {
+        list.into_iter().filter(|c| c.type_ != type_).collect()
+    };
+    let out = current.to_vec();
+    let out = match status.drift.reasons.first() {
+        Some(r) => set_condition(&out, cond::DRIFTED, true, r.as_str(), &status.drift.message),
+        None => without(out, cond::DRIFTED),
+    };
+    let out = match &status.consolidatable {
+        Some(m) => set_condition(&out, cond::CONSOLIDATABLE, true, "Consolidatable", m),
+        None => without(out, cond::CONSOLIDATABLE),
+    };
+    let same = out.len() == current.len()
+        && out.iter().all(|a| {
+            current.iter().any(|b| {
+                a.type_ == b.type_
+                    && a.status == b.status
+                    && a.reason == b.reason
+                    && a.message == b.message
+            })
+        });
+    (!same).then_some(out)
+}
+
+fn now_unix() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+/// Takes a decision's names out of the running commands when dropped (see `start`).
+struct Release<'a> {
+    disruption: &'a Disruption,
+    names: &'a [String],
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.disruption.finish(self.names);
+    }
+}
+
+impl Disruption {
+    pub async fn new(
+        client: Client,
+        state: ClusterState,
+        cloud: Arc<dyn CloudProvider>,
+        unavailable: UnavailableOfferings,
+        settings: Settings,
+        recorder: Recorder,
+    ) -> Disruption {
+        let pdbs = pdb_resource(&client).await;
+        tracing::info!(
+            pdb = %pdbs.api_version, poll_s = settings.poll.as_secs_f64(),
+            validation_s = settings.validation.as_secs_f64(), dry_run = settings.dry_run,
+            "disruption controller configured"
+        );
+        Disruption {
+            recorder,
+            client,
+            state,
+            cloud,
+            unavailable,
+            settings,
+            activity: Mutex::default(),
+            pdbs,
+            commands: Mutex::default(),
+            cloud_drifted: Mutex::default(),
+            status_checks: tokio::sync::Mutex::default(),
+        }
+    }
+
+    pub async fn run(self) {
+        let me = Arc::new(self);
+        loop {
+            tokio::time::sleep(me.settings.poll).await;
+            if let Err(e) = me.pass().await {
+                tracing::warn!(error = %format!("{e:#}"), "disruption pass failed; retrying");
+            }
+        }
+    }
+
+    /// Claims marked Disrupting but not deleted and not in a running command: left by a
+    /// process that stopped before deleting them, or by an abort whose un-marking failed.
+    async fn recover(&self) -> anyhow::Result<()> {
+        let running = self.commands.lock_or_recover().clone();
+        for c in self.state.claims.state() {
+            if c.metadata.deletion_timestamp.is_none()
+                && !running.contains(&c.name_any())
+                && conditions::is_true(claim_conditions(&c), cond::DISRUPTING)
+            {
+                tracing::info!(nodeclaim = %c.name_any(), "disruption left unfinished; undoing it");
+                self.unmark(&c, "left unfinished (restart or failed abort)")
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn observe(&self) -> anyhow::Result<Built> {
+        let list = Api::<DynamicObject>::all_with(self.client.clone(), &self.pdbs)
+            .list(&ListParams::default())
+            .await?;
+        let pdbs: Vec<pdb::Budget> = list
+            .items
+            .iter()
+            .filter_map(|o| pdb::Budget::from_json(&serde_json::to_value(o).ok()?))
+            .collect();
+        let objects = self.state.objects();
+        // One batch call per pass (AWS: one shared instance sweep, not a call per claim).
+        let live: Vec<Arc<NodeClaim>> = (objects.claims.iter())
+            .filter(|c| c.metadata.deletion_timestamp.is_none() && is_initialized(c))
+            .cloned()
+            .collect();
+        let cloud_drifted = match self.cloud.drifted_claims(&live).await {
+            Ok(set) => {
+                *self.cloud_drifted.lock_or_recover() = set.clone();
+                set
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "drift check failed; keeping the last pass's drifted nodeclaims");
+                self.cloud_drifted.lock_or_recover().clone()
+            }
+        };
+        let catalog = self
+            .unavailable
+            .apply(&self.cloud.instance_types(), Instant::now());
+        let extra = Extra {
+            pdbs: &pdbs,
+            pdb_empty_selects_all: self.pdbs.version == "v1",
+            cloud_drifted: &cloud_drifted,
+            now: now_unix(),
+        };
+        let mut built = input::build(
+            &objects,
+            &catalog,
+            &extra,
+            &mut self.activity.lock_or_recover(),
+        );
+        built.input.zones_away = self.unavailable.zones_away(extra.now);
+        for p in &built.problems {
+            tracing::debug!(problem = %p, "left out of disruption");
+        }
+        Ok(built)
+    }
+
+    fn options(&self, built: &Built) -> pure::Options {
+        input::decision_options(
+            built,
+            self.settings.max_instance_types,
+            &self.settings.policies,
+            crate::provisioning::fresh_name_seed(),
+        )
+    }
+
+    /// Whether anything may be decided now, and whether consolidation may be too; says why
+    /// not at debug level. Pending pods the provisioner can place make everything wait
+    /// (capacity is on its way); pods no node and no NodePool could take do not, or one such
+    /// pod would stop every disruption. Consolidation also waits for launches and commands.
+    fn readiness(&self, built: &Built) -> (bool, bool) {
+        let waiting = input::waiting_for(built, &self.options(built));
+        if waiting > 0 {
+            tracing::debug!(
+                pending = built.pending,
+                placeable = waiting,
+                "disruption waits: pods pending that the provisioner can place"
+            );
+            return (false, false);
+        }
+        if built.pending > 0 {
+            tracing::debug!(
+                pending = built.pending,
+                "pending pods no NodePool can place; deciding without waiting for them"
+            );
+        }
+        let running = self.commands.lock_or_recover().clone();
+        let launching = built
+            .in_flight
+            .iter()
+            .filter(|n| !running.contains(*n))
+            .count();
+        let consolidate = launching == 0 && running.is_empty();
+        if !consolidate {
+            tracing::debug!(
+                launching,
+                commands = running.len(),
+                "consolidation waits: nodeclaims launching or disruptions running"
+            );
+        }
+        (true, consolidate)
+    }
+
+    pub async fn pass(self: &Arc<Self>) -> anyhow::Result<()> {
+        self.recover().await?;
+        let built = self.observe().await?;
+        self.record_activity(&built.activity_writes).await;
+        self.record_status(&built.statuses).await;
+        if self.expire(&built).await? > 0 {
+            // The expired nodes now count as disrupting; decide on the next pass.
+            return Ok(());
+        }
+        if self.settings.repair && self.repair(&built).await? > 0 {
+            return Ok(());
+        }
+        let (any, consolidate) = self.readiness(&built);
+        if !any {
+            return Ok(());
+        }
+        let started = Instant::now();
+        // Off the async workers: deciding on a large cluster takes CPU time.
+        let (input, options) = (built.input.clone(), self.options(&built));
+        let (decisions, blocked) = tokio::task::spawn_blocking(move || {
+            (
+                decide_all(&input, &options, consolidate, MAX_DECISIONS_PER_PASS),
+                pure::blocked(&input),
+            )
+        })
+        .await?;
+        self.announce_blocked(&built, &blocked);
+        if decisions.is_empty() {
+            return Ok(());
+        }
+        for d in &decisions {
+            tracing::info!(
+                reason = %d.reason, nodes = ?d.node_names(),
+                saving_per_hour = format!("{:.4}", d.saving()),
+                decide_ms = started.elapsed().as_millis() as u64,
+                validation_s = self.settings.validation.as_secs_f64(),
+                "disruption proposed: {}; validating", d.message
+            );
+        }
+        tokio::time::sleep(self.settings.validation).await;
+        let again = self.observe().await?;
+        let (any, consolidate) = self.readiness(&again);
+        if !any {
+            tracing::info!(
+                decisions = decisions.len(),
+                "disruptions dropped: pods the provisioner can place became pending"
+            );
+            return Ok(());
+        }
+        // Each decision is checked on the cluster as the ones kept before it will leave it.
+        let (input, options) = (again.input.clone(), self.options(&again));
+        let checked = tokio::task::spawn_blocking(move || {
+            let mut now = input;
+            let mut out = Vec::new();
+            for d in decisions {
+                if d.reason == pure::Reason::Underutilized && !consolidate {
+                    out.push((
+                        d,
+                        Err("nodeclaims are launching or disruptions running".to_string()),
+                    ));
+                    continue;
+                }
+                let r = revalidate(&d, &now, &options);
+                if let Ok(kept) = &r {
+                    commit(&mut now, kept);
+                }
+                out.push((d, r.map_err(|e| e.to_string())));
+            }
+            out
+        })
+        .await?;
+        let mut started = 0;
+        for (proposed, r) in checked {
+            match r {
+                Ok(d) => {
+                    self.start(d, &again).await?;
+                    started += 1;
+                }
+                Err(why) => {
+                    tracing::info!(reason = %proposed.reason, nodes = ?proposed.node_names(), "disruption dropped after validation: {why}");
+                }
+            }
+        }
+        if started > 0 && !self.settings.dry_run {
+            let running = self.commands.lock_or_recover().len();
+            tracing::info!(
+                started,
+                claims_in_commands = running,
+                "disruption wave: {started} command(s) started"
+            );
+        }
+        Ok(())
+    }
+
+    /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
+    /// consider but for do-not-disrupt, a PodDisruptionBudget or a zonal shift. Sent every pass; the
+    /// recorder folds the repeats into one Event per node and blocker with a growing count.
+    /// `adze_disruption_blocked_nodes` counts them by blocker.
+    fn announce_blocked(&self, built: &Built, blocked: &[pure::BlockedNode]) {
+        record_blocked(blocked);
+        if blocked.is_empty() {
+            return;
+        }
+        let nodes = self.state.nodes.state();
+        for b in blocked {
+            let message = b.message();
+            tracing::debug!(node = %b.node, "{message}");
+            if let Some(node) = nodes.iter().find(|n| n.name_any() == b.node) {
+                self.recorder.publish(
+                    reference(node.as_ref()),
+                    "Normal",
+                    "DisruptionBlocked",
+                    &message,
+                );
+            }
+            if let Some(claim) = built.claim_of_node.get(&b.node) {
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionBlocked",
+                    &message,
+                );
+            }
+        }
+    }
+
+    /// Step 1 now, then steps 2 and 3 in the background (the claims stay in `commands`
+    /// until they are done, so [`Self::recover`] leaves their marks alone).
+    async fn start(self: &Arc<Self>, d: Decision, built: &Built) -> anyhow::Result<()> {
+        let claims: Vec<Arc<NodeClaim>> = d
+            .nodes
+            .iter()
+            .filter_map(|n| built.claim_of_node.get(&n.name).cloned())
+            .collect();
+        if claims.len() != d.nodes.len() {
+            tracing::warn!(nodes = ?d.node_names(), "disruption dropped: a node has no nodeclaim");
+            return Ok(());
+        }
+        let saving = format!("{:.4}", d.saving());
+        if self.settings.dry_run {
+            tracing::info!(dry_run = true, reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, "would disrupt: {}", d.message);
+            for c in &claims {
+                self.recorder.publish(
+                    reference(c.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {}", d.message),
+                );
+            }
+            return Ok(());
+        }
+        let names: Vec<String> = claims
+            .iter()
+            .map(|c| c.name_any())
+            .chain(d.plan.new_claims.iter().map(|c| c.name.clone()))
+            .collect();
+        self.commands
+            .lock_or_recover()
+            .extend(names.iter().cloned());
+        tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), commands = self.commands.lock_or_recover().len(), "disrupting: {}", d.message);
+        record_decision(&d);
+        for c in &claims {
+            if let Err(e) = self.mark(c, &d).await {
+                // The marks already made are undone by the next pass's recovery.
+                self.finish(&names);
+                return Err(e);
+            }
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            // Released on drop, so a panic while carrying out cannot leave these nodes
+            // "being disrupted" (and out of every later decision) for the process's life.
+            let _release = Release {
+                disruption: &me,
+                names: &names,
+            };
+            if let Err(e) = me.carry_out(&d, &claims).await {
+                tracing::warn!(reason = %d.reason, nodes = ?d.node_names(), error = %format!("{e:#}"), "disruption failed; the next pass undoes its marks");
+            }
+        });
+        Ok(())
+    }
+
+    fn finish(&self, names: &[String]) {
+        let mut running = self.commands.lock_or_recover();
+        for n in names {
+            running.remove(n);
+        }
+    }
+
+    /// Steps 2 and 3 of a marked decision.
+    async fn carry_out(&self, d: &Decision, claims: &[Arc<NodeClaim>]) -> anyhow::Result<()> {
+        if d.action() == Action::Replace && !self.replace(d, claims).await? {
+            return Ok(());
+        }
+        let claim_api: Api<NodeClaim> = Api::all(self.client.clone());
+        for c in claims {
+            match claim_api
+                .delete(&c.name_any(), &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::info!(nodeclaim = %c.name_any(), reason = %d.reason, "nodeclaim deleted; termination drains it");
+        }
+        Ok(())
+    }
+
+    /// Writes `status.lastPodEventTime` where the claim's record is behind, so that
+    /// `consolidateAfter` counts from the real last pod event after a restart too. A failed
+    /// write is retried on the next pass.
+    async fn record_activity(&self, writes: &[(String, i64)]) {
+        let api = Api::<NodeClaim>::all(self.client.clone());
+        for (name, at) in writes {
+            let Ok(t) = k8s_openapi::jiff::Timestamp::from_second(*at) else {
+                continue;
+            };
+            let patch = json!({"status": {"lastPodEventTime": t.to_string()}});
+            if let Err(e) = api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(nodeclaim = %name, error = %e, "recording the last pod event failed");
+            }
+        }
+    }
+
+    /// Keeps each claim's `Drifted` and `Consolidatable` conditions as judged this pass and
+    /// re-stamps drift hashes of another version. A failed write is retried next pass.
+    async fn record_status(&self, statuses: &[ClaimStatus]) {
+        let api = Api::<NodeClaim>::all(self.client.clone());
+        for s in statuses {
+            let name = s.claim.name_any();
+            if !s.drift.restamp.is_empty() {
+                tracing::info!(nodeclaim = %name, annotations = ?s.drift.restamp, "drift hash of another version: re-stamped, not drifted");
+                let patch = json!({"metadata": {"annotations": s.drift.restamp}});
+                if let Err(e) = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    tracing::debug!(nodeclaim = %name, error = %e, "re-stamping drift hashes failed");
+                }
+            }
+            let current = claim_conditions(&s.claim);
+            let Some(conds) = status_conditions(current, s) else {
+                continue;
+            };
+            let was = conditions::is_true(current, cond::DRIFTED);
+            if s.drift.drifted() && !was {
+                tracing::info!(nodeclaim = %name, reason = %s.drift.reasons[0], "drifted: {}", s.drift.message);
+                self.recorder.publish(
+                    reference(s.claim.as_ref()),
+                    "Normal",
+                    "Drifted",
+                    &s.drift.message,
+                );
+            } else if !s.drift.drifted() && was {
+                tracing::info!(nodeclaim = %name, "no longer drifted");
+            }
+            let patch = json!({"status": {"conditions": conds}});
+            if let Err(e) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::debug!(nodeclaim = %name, error = %e, "writing Drifted/Consolidatable failed");
+            }
+        }
+    }
+
+    /// Forceful expiry: every NodeClaim past its own `expireAfter` is marked `Disrupting`
+    /// (reason `Expired`) and deleted now, whatever budgets, do-not-disrupt and pending pods
+    /// say. Its pods are displaced, so the provisioner launches what they need while
+    /// termination drains it (PodDisruptionBudgets honoured until `terminationGracePeriod`).
+    /// Returns how many claims it deleted.
+    async fn expire(&self, built: &Built) -> anyhow::Result<usize> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut deleted = 0;
+        for e in input::expiring(built) {
+            let Some(claim) = built.claim_of_node.get(&e.node) else {
+                continue;
+            };
+            let message = e.message();
+            let name = claim.name_any();
+            if self.settings.dry_run {
+                tracing::info!(dry_run = true, nodeclaim = %name, node = %e.node, "would expire: {message}");
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {message}"),
+                );
+                continue;
+            }
+            let conds = set_condition(
+                claim_conditions(claim),
+                cond::DISRUPTING,
+                true,
+                pure::Reason::Expired.as_str(),
+                &message,
+            );
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::info!(nodeclaim = %name, node = %e.node, age_s = e.age, expire_after_s = e.expire_after.as_secs(), "nodeclaim expired and deleted; termination drains it");
+            if let Some(node) = self.node_of(claim) {
+                self.recorder
+                    .publish(reference(node.as_ref()), "Normal", "Expired", &message);
+            }
+            self.recorder
+                .publish(reference(claim.as_ref()), "Normal", "Expired", &message);
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// Writes each Node's `EC2StatusImpaired` condition where the status checks just read call
+    /// for a change ([`pure::repair::NodeHealth::publish_status_condition`]): a strategic-merge
+    /// patch of the Node's status that touches that condition alone, so the kubelet's and
+    /// anyone else's conditions stay as they are. A failed write is logged and tried again on
+    /// the next pass; the decision goes by the condition as folded in either way.
+    async fn publish_status_conditions(&self, health: &mut [pure::repair::NodeHealth], now: i64) {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        for h in health.iter_mut() {
+            let Some(c) = h.publish_status_condition(now) else {
+                continue;
+            };
+            let patch = repair::condition_patch(&c);
+            match nodes
+                .patch_status(&h.node, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(node = %h.node, status = %c.status, reason = %c.reason, since = c.since, "{}: {}", pure::repair::EC2_STATUS_CONDITION, c.message)
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(node = %h.node, error = %e, "could not write the node's {} condition; tried again next pass", pure::repair::EC2_STATUS_CONDITION)
+                }
+            }
+        }
+    }
+
+    /// Node repair: every NodeClaim whose Node has reported an unhealthy condition past that
+    /// condition's toleration, or whose instance fails a cloud status check (EC2's instance or
+    /// system reachability) past 2 minutes ([`pure::repair`]; the checks are read from the
+    /// cloud only here, at most once a minute), is marked `Disrupting` (reason `Unhealthy`,
+    /// which termination reads as no grace period: the node is presumed unable to drain)
+    /// and deleted now, whatever budgets, do-not-disrupt and PodDisruptionBudgets say;
+    /// unless more than 20 % of its pool's nodes are unhealthy, when a `RepairBlocked`
+    /// event says so instead. Returns how many claims it deleted.
+    async fn repair(&self, built: &Built) -> anyhow::Result<usize> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut health = repair::health(&self.state.objects());
+        self.status_checks
+            .lock()
+            .await
+            .attach(
+                self.cloud.as_ref(),
+                &mut health,
+                built.input.now,
+                Instant::now(),
+            )
+            .await;
+        self.publish_status_conditions(&mut health, built.input.now)
+            .await;
+        let outcomes =
+            pure::repair::decide(&health, &pure::repair::default_policies(), built.input.now);
+        let mut deleted = 0;
+        for o in outcomes {
+            let message = o.message();
+            let Some(claim) = built.claim_of_node.get(&o.node) else {
+                continue;
+            };
+            let node = self.node_of(claim);
+            let span = tracing::info_span!("repair", nodeclaim = %o.nodeclaim, node = %o.node, nodepool = ?o.nodepool, condition = %o.finding.condition, status = %o.finding.status);
+            let _g = span.enter();
+            match o.verdict {
+                pure::repair::Verdict::Tolerated => {
+                    tracing::debug!("{message}");
+                    continue;
+                }
+                pure::repair::Verdict::Deleting => continue,
+                pure::repair::Verdict::Guarded { .. } => {
+                    tracing::warn!("{message}");
+                    if let Some(node) = &node {
+                        self.recorder.publish(
+                            reference(node.as_ref()),
+                            "Warning",
+                            "RepairBlocked",
+                            &message,
+                        );
+                    }
+                    self.recorder.publish(
+                        reference(claim.as_ref()),
+                        "Warning",
+                        "RepairBlocked",
+                        &message,
+                    );
+                    continue;
+                }
+                pure::repair::Verdict::Repair => {}
+            }
+            let name = claim.name_any();
+            if self.settings.dry_run {
+                tracing::info!(dry_run = true, "would repair: {message}");
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Normal",
+                    "DisruptionDryRun",
+                    &format!("dry run, not acted on: {message}"),
+                );
+                continue;
+            }
+            let conds = set_condition(
+                claim_conditions(claim),
+                cond::DISRUPTING,
+                true,
+                pure::repair::REASON,
+                &message,
+            );
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+            tracing::warn!(
+                "unhealthy node repaired: nodeclaim deleted; termination drains it without grace: {message}"
+            );
+            if let Some(node) = &node {
+                self.recorder.publish(
+                    reference(node.as_ref()),
+                    "Warning",
+                    pure::repair::REASON,
+                    &message,
+                );
+            }
+            self.recorder.publish(
+                reference(claim.as_ref()),
+                "Warning",
+                pure::repair::REASON,
+                &message,
+            );
+            record_repair();
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// Step 1 for one claim.
+    async fn mark(&self, claim: &NodeClaim, d: &Decision) -> anyhow::Result<()> {
+        let name = claim.name_any();
+        let conds = set_condition(
+            claim_conditions(claim),
+            cond::DISRUPTING,
+            true,
+            d.reason.as_str(),
+            &d.message,
+        );
+        Api::<NodeClaim>::all(self.client.clone())
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+        if let Some(node) = self.node_of(claim) {
+            self.edit_taints(&node.name_any(), |taints| {
+                if taints.iter().any(|t| t.key == TAINT_DISRUPTED) {
+                    return false;
+                }
+                taints.push(k8s_openapi::api::core::v1::Taint {
+                    key: TAINT_DISRUPTED.into(),
+                    effect: "NoSchedule".into(),
+                    ..Default::default()
+                });
+                true
+            })
+            .await?;
+            self.recorder
+                .publish(reference(node.as_ref()), "Normal", "Disrupting", &d.message);
+        }
+        self.recorder
+            .publish(reference(claim), "Normal", "Disrupting", &d.message);
+        Ok(())
+    }
+
+    /// Undoes [`Self::mark`]: the claim stays and its node takes pods again.
+    async fn unmark(&self, claim: &NodeClaim, why: &str) -> anyhow::Result<()> {
+        let conds = set_condition(
+            claim_conditions(claim),
+            cond::DISRUPTING,
+            false,
+            "Aborted",
+            why,
+        );
+        Api::<NodeClaim>::all(self.client.clone())
+            .patch_status(
+                &claim.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"conditions": conds}})),
+            )
+            .await?;
+        if let Some(node) = self.node_of(claim) {
+            self.edit_taints(&node.name_any(), |taints| {
+                let before = taints.len();
+                taints.retain(|t| t.key != TAINT_DISRUPTED);
+                taints.len() != before
+            })
+            .await?;
+        }
+        self.recorder.publish(
+            reference(claim),
+            "Warning",
+            "DisruptionAborted",
+            &format!("disruption aborted, node kept: {why}"),
+        );
+        Ok(())
+    }
+
+    /// Reads the node fresh, lets `f` edit its taints and writes them back if it changed
+    /// them (a concurrent writer makes the patch fail; the caller retries).
+    async fn edit_taints(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Vec<k8s_openapi::api::core::v1::Taint>) -> bool,
+    ) -> anyhow::Result<()> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let Some(node) = api.get_opt(name).await? else {
+            return Ok(());
+        };
+        let mut taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if f(&mut taints) {
+            api.patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({
+                    "metadata": {"resourceVersion": node.resource_version()},
+                    "spec": {"taints": taints},
+                })),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    fn node_of(&self, claim: &NodeClaim) -> Option<Arc<Node>> {
+        let pid = claim.status.as_ref()?.provider_id.as_deref()?;
+        self.state
+            .nodes
+            .state()
+            .into_iter()
+            .find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid))
+    }
+
+    /// Step 2. True once every replacement is Initialized; false (old claims un-marked,
+    /// replacements deleted) when they do not come up.
+    async fn replace(&self, d: &Decision, old: &[Arc<NodeClaim>]) -> anyhow::Result<bool> {
+        let objects = self.state.objects();
+        let uids: BTreeMap<String, String> = objects
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    p.metadata.uid.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut names = Vec::new();
+        let started = Instant::now();
+        for nc in &d.plan.new_claims {
+            let Some(pool) = objects
+                .nodepools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&nc.nodepool))
+            else {
+                return self
+                    .abort(old, &names, &format!("NodePool {} is gone", nc.nodepool))
+                    .await;
+            };
+            api.create(
+                &PostParams::default(),
+                &claim_object(
+                    nc,
+                    pool,
+                    drift::class_named(
+                        &pool.spec.template.spec.node_class_ref,
+                        objects.nodeclasses.as_deref(),
+                    ),
+                    &uids,
+                    objects.karpenter_labels,
+                ),
+            )
+            .await?;
+            tracing::info!(
+                nodeclaim = %nc.name, instance_type = %nc.instance_type, capacity_type = %nc.capacity_type,
+                price_per_hour = nc.price_per_hour, pods = nc.pods.len(), replaces = ?d.node_names(),
+                "replacement nodeclaim created"
+            );
+            names.push(nc.name.clone());
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let claims = self.state.claims.state();
+            let mut ready = 0;
+            for n in &names {
+                match claims
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(n))
+                {
+                    Some(c) if c.metadata.deletion_timestamp.is_some() => {
+                        return self
+                            .abort(old, &names, &format!("replacement {n} failed to launch"))
+                            .await;
+                    }
+                    Some(c) if is_initialized(c) => ready += 1,
+                    // Not in the watch yet, or launching.
+                    _ => {}
+                }
+            }
+            if ready == names.len() {
+                tracing::info!(replacements = ?names, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "replacements initialized; draining the old nodes");
+                return Ok(true);
+            }
+            if started.elapsed() > self.settings.replacement_timeout {
+                return self
+                    .abort(
+                        old,
+                        &names,
+                        &format!(
+                            "replacements not initialized within {:?}",
+                            self.settings.replacement_timeout
+                        ),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    async fn abort(
+        &self,
+        old: &[Arc<NodeClaim>],
+        replacements: &[String],
+        why: &str,
+    ) -> anyhow::Result<bool> {
+        tracing::warn!(nodeclaims = ?old.iter().map(|c| c.name_any()).collect::<Vec<_>>(), "disruption aborted, nodes kept: {why}");
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for n in replacements {
+            let initialized = self
+                .state
+                .claims
+                .state()
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(n) && is_initialized(c));
+            if !initialized {
+                let _ = api.delete(n, &DeleteParams::default()).await;
+            }
+        }
+        for c in old {
+            // The watched copy may be older than the Disrupting mark; read the claim again.
+            if let Some(fresh) = api.get_opt(&c.name_any()).await? {
+                self.unmark(&fresh, why).await?;
+            }
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adze_scheduling::disruption::{Blocker, Reason};
+
+    fn series(line: &str) -> u64 {
+        let text = crate::metrics::render();
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{line} in {text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_carried_out_decision_is_counted_by_action_and_reason() {
+        let line = r#"adze_disruption_decisions_total{decision="delete",reason="Expired"}"#;
+        let before = series(line);
+        let d = Decision {
+            reason: Reason::Expired,
+            nodes: Vec::new(),
+            plan: Default::default(),
+            removed_price: 0.1,
+            replacement_price: 0.0,
+            message: "expired".into(),
+        };
+        record_decision(&d);
+        assert_eq!(series(line), before + 1);
+    }
+
+    #[test]
+    fn blocked_nodes_are_gauged_by_blocker_and_go_back_to_zero() {
+        let blocked = |node: &str, blocker| pure::BlockedNode {
+            node: node.into(),
+            blocker,
+            methods: vec![Reason::Empty],
+        };
+        record_blocked(&[
+            blocked("a", Blocker::DoNotDisruptNode),
+            blocked("b", Blocker::DoNotDisruptPod("ns/p".into())),
+            blocked("c", Blocker::DoNotDisruptPod("ns/q".into())),
+            blocked("d", Blocker::ZonalShift("use1-az1".into())),
+        ]);
+        let g = |r: &str| series(&format!("adze_disruption_blocked_nodes{{reason=\"{r}\"}}"));
+        assert_eq!(
+            (
+                g("DoNotDisruptNode"),
+                g("DoNotDisruptPod"),
+                g("PdbForbids"),
+                g("ZonalShift")
+            ),
+            (1, 2, 0, 1)
+        );
+        record_blocked(&[]);
+        assert_eq!(
+            (g("DoNotDisruptNode"), g("DoNotDisruptPod"), g("ZonalShift")),
+            (0, 0, 0)
+        );
+    }
+
+    use adze_scheduling::disruption::drift::DriftReason;
+    use serde_json::json;
+
+    fn status(reasons: Vec<DriftReason>, consolidatable: Option<&str>) -> ClaimStatus {
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+        }))
+        .unwrap();
+        ClaimStatus {
+            claim: Arc::new(claim),
+            drift: drift::ClaimDrift {
+                message: reasons
+                    .iter()
+                    .map(|r| format!("{r}: why"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                reasons,
+                restamp: BTreeMap::new(),
+            },
+            consolidatable: consolidatable.map(String::from),
+        }
+    }
+
+    #[test]
+    fn drifted_and_consolidatable_are_set_true_and_removed_when_they_stop_holding() {
+        let initialized = set_condition(&[], cond::INITIALIZED, true, "Initialized", "ok");
+        let both = status(
+            vec![DriftReason::Requirements, DriftReason::NodePool],
+            Some("quiet"),
+        );
+        let set = status_conditions(&initialized, &both).expect("a change");
+        let drifted = conditions::find(&set, cond::DRIFTED).unwrap();
+        assert_eq!(
+            (drifted.status.as_str(), drifted.reason.as_str()),
+            ("True", "RequirementsDrifted")
+        );
+        assert!(drifted.message.contains("NodePoolDrifted"));
+        assert!(conditions::is_true(&set, cond::CONSOLIDATABLE));
+        assert!(conditions::is_true(&set, cond::INITIALIZED));
+        // Judged the same again: nothing to write.
+        assert_eq!(status_conditions(&set, &both), None);
+        // No longer drifted, a pod just arrived: both removed, the rest kept.
+        let cleared = status_conditions(&set, &status(vec![], None)).expect("a change");
+        assert!(conditions::find(&cleared, cond::DRIFTED).is_none());
+        assert!(conditions::find(&cleared, cond::CONSOLIDATABLE).is_none());
+        assert!(conditions::is_true(&cleared, cond::INITIALIZED));
+        assert_eq!(status_conditions(&cleared, &status(vec![], None)), None);
+    }
+}

@@ -1,0 +1,566 @@
+//! The disruption planner (`simulate --disruption`, [`plan_disruption`]) on small clusters:
+//! each test states a cluster and what one pass of the disruption controller does to it.
+
+use adze_provisioner::simulate::Scenario;
+use adze_provisioner::simulate::disruption::{
+    Action, DisruptionOptions, DisruptionPlan, LeftAloneReason, Method, plan_disruption,
+};
+
+const NOW: &str = "2026-06-01T12:00:00Z";
+
+/// Three on-demand types in one zone: small (2 CPU, $0.10/h), medium (4, $0.19/h),
+/// large (8, $0.38/h).
+const CATALOG: &str = r#"
+apiVersion: adze.sh/v1alpha1
+kind: InstanceCatalog
+metadata: {name: lab}
+instanceTypes:
+  - {name: small, cpu: 2, memory: 8Gi, pods: 29, arch: amd64,
+     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.10}]}
+  - {name: medium, cpu: 4, memory: 16Gi, pods: 58, arch: amd64,
+     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.19}]}
+  - {name: large, cpu: 8, memory: 32Gi, pods: 110, arch: amd64,
+     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.38}]}
+"#;
+
+fn pool(name: &str, disruption: &str, extra_spec: &str) -> String {
+    format!(
+        r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}
+      requirements:
+        - {{key: adze.sh/capacity-type, operator: In, values: [on-demand]}}
+{extra_spec}
+  disruption: {disruption}
+"#
+    )
+}
+
+fn default_pool() -> String {
+    pool(
+        "default",
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}",
+        "",
+    )
+}
+
+/// A node of `pool`, of `size` (small, medium, large), created a day before [`NOW`].
+fn node(name: &str, pool: &str, size: &str, annotations: &str) -> String {
+    let cpu = match size {
+        "small" => 2,
+        "medium" => 4,
+        _ => 8,
+    };
+    format!(
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  creationTimestamp: "2026-05-31T12:00:00Z"
+  labels:
+    adze.sh/nodepool: {pool}
+    node.kubernetes.io/instance-type: {size}
+    topology.kubernetes.io/zone: test-1a
+    adze.sh/capacity-type: on-demand
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: {name}
+  annotations: {{{annotations}}}
+spec: {{providerID: "aws:///test-1a/i-{name}"}}
+status:
+  allocatable: {{cpu: "{cpu}", memory: "{mem}Gi", pods: "29"}}
+  capacity: {{cpu: "{cpu}", memory: "{mem}Gi", pods: "29"}}
+"#,
+        mem = cpu * 4
+    )
+}
+
+/// A pod on `node` asking for `cpu`, created a day before [`NOW`].
+fn pod(name: &str, node: &str, cpu: &str, labels: &str, annotations: &str) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: shop
+  creationTimestamp: "2026-05-31T12:00:00Z"
+  labels: {{{labels}}}
+  annotations: {{{annotations}}}
+spec:
+  nodeName: {node}
+  containers: [{{name: c, image: app, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}]
+status: {{phase: Running, startTime: "2026-05-31T12:00:00Z"}}
+"#
+    )
+}
+
+fn scenario(docs: &[String]) -> Scenario {
+    let mut all = vec![CATALOG.to_string()];
+    all.extend(docs.iter().cloned());
+    Scenario::parse(&all.join("\n---\n")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn plan(docs: &[String]) -> DisruptionPlan {
+    let options = DisruptionOptions::at(NOW.parse().unwrap());
+    plan_disruption(&scenario(docs), &options)
+}
+
+#[test]
+fn an_empty_node_is_deleted_by_emptiness() {
+    let p = plan(&[
+        default_pool(),
+        node("busy", "default", "medium", ""),
+        node("idle", "default", "medium", ""),
+        pod("web-1", "busy", "3", "", ""),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::Emptiness);
+    assert_eq!(c.action, Action::Delete);
+    assert_eq!(c.nodes, ["idle"]);
+    assert!(c.pods.is_empty());
+    assert!((c.price_before - 0.19).abs() < 1e-9, "{c:?}");
+    // Karpenter's default budget (10% of 2 nodes, rounded up: 1) is used by the command.
+    let busy = p.left_alone("busy").expect("busy is listed");
+    assert_eq!(busy.reason, LeftAloneReason::Budget, "{busy:?}");
+    let (before, after) = p.total_cost();
+    assert!(
+        (before - 0.38).abs() < 1e-9 && (after - 0.19).abs() < 1e-9,
+        "{p:#?}"
+    );
+}
+
+fn pool_100() -> String {
+    pool(
+        "default",
+        "{consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s, budgets: [{nodes: \"100%\"}]}",
+        "",
+    )
+}
+
+#[test]
+fn two_underutilized_nodes_are_replaced_by_one_cheaper_node() {
+    let p = plan(&[
+        pool_100(),
+        node("a", "default", "medium", ""),
+        node("b", "default", "medium", ""),
+        pod("web-1", "a", "500m", "", ""),
+        pod("web-2", "b", "500m", "", ""),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::MultiNodeConsolidation, "{c:#?}");
+    assert_eq!(c.action, Action::Replace);
+    assert_eq!(c.nodes.len(), 2);
+    assert_eq!(c.replacements.len(), 1);
+    assert_eq!(c.replacements[0].instance_type, "small");
+    assert!(c.price_after < c.price_before, "{c:#?}");
+    assert!(
+        c.pods
+            .iter()
+            .all(|m| m.to == format!("new:{}", c.replacements[0].name)),
+        "{c:#?}"
+    );
+}
+
+#[test]
+fn an_underutilized_node_is_replaced_by_a_cheaper_one() {
+    let p = plan(&[
+        pool_100(),
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "1", "", ""),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::SingleNodeConsolidation);
+    assert_eq!(c.action, Action::Replace);
+    assert_eq!(c.replacements[0].instance_type, "small");
+    assert!((c.price_before - 0.38).abs() < 1e-9 && (c.price_after - 0.10).abs() < 1e-9);
+    let cost = &p.cost[0];
+    assert_eq!((cost.nodes_before, cost.nodes_after), (1, 1));
+    assert!((cost.after - 0.10).abs() < 1e-9, "{cost:?}");
+}
+
+#[test]
+fn an_underutilized_node_whose_pods_fit_elsewhere_is_deleted() {
+    let p = plan(&[
+        pool_100(),
+        node(
+            "kept",
+            "default",
+            "medium",
+            "adze.sh/do-not-disrupt: \"true\"",
+        ),
+        node("spare", "default", "medium", ""),
+        pod("web-1", "kept", "2", "", ""),
+        pod("web-2", "spare", "1", "", ""),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::SingleNodeConsolidation);
+    assert_eq!(c.action, Action::Delete);
+    assert_eq!(c.nodes, ["spare"]);
+    assert_eq!(c.pods[0].pod, "shop/web-2");
+    assert_eq!(c.pods[0].to, "kept");
+    assert_eq!(
+        p.left_alone("kept").unwrap().reason,
+        LeftAloneReason::DoNotDisrupt
+    );
+}
+
+fn big_with_one_small_pod(
+    pod_labels: &str,
+    pod_annotations: &str,
+    extra: &[String],
+) -> DisruptionPlan {
+    let mut docs = vec![
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "1", pod_labels, pod_annotations),
+    ];
+    docs.extend(extra.iter().cloned());
+    plan(&docs)
+}
+
+#[test]
+fn a_pdb_allowing_no_eviction_keeps_the_node() {
+    let pdb = |allowed: u32| {
+        format!(
+            r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web, namespace: shop}}
+spec: {{maxUnavailable: 1, selector: {{matchLabels: {{app: web}}}}}}
+status: {{disruptionsAllowed: {allowed}, currentHealthy: 1, desiredHealthy: 0, expectedPods: 1}}
+"#
+        )
+    };
+    let p = big_with_one_small_pod("app: web", "", &[pool_100(), pdb(0)]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("big").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::Pdb, "{l:?}");
+    assert!(l.message.contains("shop/web"), "{l:?}");
+    let p = big_with_one_small_pod("app: web", "", &[pool_100(), pdb(1)]);
+    assert_eq!(
+        p.commands.len(),
+        1,
+        "the same PDB allowing one eviction: {p:#?}"
+    );
+}
+
+#[test]
+fn a_do_not_disrupt_pod_keeps_its_node() {
+    let p = big_with_one_small_pod("", "karpenter.sh/do-not-disrupt: \"true\"", &[pool_100()]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("big").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::DoNotDisrupt, "{l:?}");
+    assert!(l.message.contains("shop/web-1"), "{l:?}");
+}
+
+#[test]
+fn a_budget_of_zero_keeps_every_node() {
+    let zero = pool(
+        "default",
+        "{consolidateAfter: 0s, budgets: [{nodes: \"0\"}]}",
+        "",
+    );
+    let p = big_with_one_small_pod("", "", &[zero]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    assert_eq!(p.left_alone("big").unwrap().reason, LeftAloneReason::Budget);
+}
+
+#[test]
+fn consolidate_after_not_elapsed_keeps_the_node_and_says_how_long() {
+    let hour = pool("default", "{consolidateAfter: 1h}", "");
+    let docs = [
+        hour,
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "1", "", "").replace(
+            "creationTimestamp: \"2026-05-31T12:00:00Z\"",
+            "creationTimestamp: \"2026-06-01T11:50:00Z\"",
+        ),
+    ];
+    let p = plan(&docs);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("big").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::ConsolidateAfter, "{l:?}");
+    assert!(l.message.contains("3000s to go"), "{l:?}");
+    // An hour later it goes.
+    let later = DisruptionOptions::at("2026-06-01T12:50:00Z".parse().unwrap());
+    let p = plan_disruption(&scenario(&docs), &later);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+}
+
+#[test]
+fn a_node_its_pool_no_longer_allows_is_replaced_by_drift() {
+    let pinned = pool(
+        "default",
+        "{consolidateAfter: Never}",
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [small, medium]}",
+    );
+    let p = big_with_one_small_pod("", "", &[pinned]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::Drift, "{c:#?}");
+    assert_eq!(c.action, Action::Replace);
+    assert_ne!(c.replacements[0].instance_type, "large");
+    assert_eq!(c.pods.len(), 1);
+}
+
+#[test]
+fn an_expired_node_is_deleted_whatever_protects_it() {
+    let expiring = pool("default", "{consolidateAfter: Never}", "").replace(
+        "      nodeClassRef:",
+        "      expireAfter: 24h\n      nodeClassRef:",
+    );
+    let p = big_with_one_small_pod("", "adze.sh/do-not-disrupt: \"true\"", &[expiring]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::Expiration, "{c:#?}");
+    assert_eq!(c.nodes, ["big"]);
+    assert_eq!(c.pods.len(), 1);
+    assert!(c.pods[0].to.starts_with("new:"), "{c:#?}");
+    assert!(c.message.contains("expired"), "{c:?}");
+}
+
+// --- The command line, as a user runs it on examples/disruption.yaml. ---
+
+fn cli(args: &[&str]) -> std::process::Output {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(["simulate", "--disruption", "--now", NOW])
+        .arg(example)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+#[test]
+fn the_cli_prints_the_plan_as_a_table_json_and_yaml_alike() {
+    let table = cli(&[]);
+    assert!(table.status.success(), "{}", text(&table.stderr));
+    let t = text(&table.stdout);
+    for want in [
+        "2 commands, 2 nodes left alone",
+        "Emptiness",
+        "SingleNodeConsolidation",
+        "shop/web-1: big -> busy",
+        "do-not-disrupt",
+        "budget",
+        "total     4             2            0.8600      0.2900",
+    ] {
+        assert!(t.contains(want), "{want:?} in\n{t}");
+    }
+    let json = cli(&["--output", "json"]);
+    assert!(json.status.success());
+    let from_json: DisruptionPlan = serde_json::from_slice(&json.stdout).unwrap();
+    let yaml = cli(&["--output", "yaml"]);
+    let from_yaml: DisruptionPlan = serde_yaml::from_slice(&yaml.stdout).unwrap();
+    assert_eq!(from_json, from_yaml);
+    let methods: Vec<Method> = from_json.commands.iter().map(|c| c.method).collect();
+    assert_eq!(
+        methods,
+        [Method::Emptiness, Method::SingleNodeConsolidation]
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["commands"][0]["method"], "Emptiness");
+    assert_eq!(v["commands"][0]["action"], "delete");
+    assert_eq!(v["leftAlone"][1]["reason"], "do-not-disrupt");
+    assert_eq!(v["commands"][1]["pods"][0]["to"], "busy");
+}
+
+#[test]
+fn fail_on_commands_exits_3_only_when_the_plan_has_commands() {
+    let out = cli(&["--fail-on-commands"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--fail-on-commands"));
+    assert!(!out.stdout.is_empty(), "the plan is printed either way");
+    // A budget of 0: a cluster Adze leaves alone.
+    let dir = std::env::temp_dir().join(format!("adze-dplan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    let frozen = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("budgets: [{nodes: \"50%\"}]", "budgets: [{nodes: \"0\"}]");
+    let path = dir.join("frozen.yaml");
+    std::fs::write(&path, frozen).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args([
+            "simulate",
+            "--disruption",
+            "--fail-on-commands",
+            "--now",
+            NOW,
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("0 commands"),
+        "{}",
+        text(&out.stdout)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn disruption_flags_are_refused_without_disruption_and_a_bad_clock_is_named() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/disruption.yaml");
+    for flag in [
+        &["--now", NOW][..],
+        &["--fail-on-commands"][..],
+        &["--explain-node", "big"][..],
+        &["--max-commands", "2"][..],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+            .arg("simulate")
+            .arg(&example)
+            .args(flag)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert!(
+            text(&out.stderr).contains("--disruption"),
+            "{flag:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .args(["simulate", "--disruption", "--now", "yesterday"])
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--now \"yesterday\""),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn max_commands_limits_the_plan_and_says_so() {
+    let out = cli(&["--max-commands", "1", "--output", "json"]);
+    let p: DisruptionPlan = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(
+        p.left_alone("big").unwrap().reason,
+        LeftAloneReason::CommandLimit,
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn explain_node_says_why_and_what_consolidation_tried() {
+    let out = cli(&["--explain-node", "busy"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for want in [
+        "Node busy (NodePool default",
+        "left alone (budget)",
+        "consolidateAfter: 300s",
+        "budget left now: Drifted 2, Empty 2, Underutilized 2",
+        "consolidation of it alone",
+    ] {
+        assert!(t.contains(want), "{want:?} in\n{t}");
+    }
+    let out = cli(&["--explain-node", "batch", "--output", "json"]);
+    let e: adze_provisioner::simulate::disruption::NodeExplanation =
+        serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        e.blocker.as_deref().unwrap().contains("shop/report"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.left_alone.as_ref().unwrap().reason,
+        LeftAloneReason::DoNotDisrupt
+    );
+    assert!(e.consolidation.is_none(), "not a candidate: {e:?}");
+    let out = cli(&["--explain-node", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("--explain-node nope"));
+}
+
+#[test]
+fn a_nodeclaim_in_the_scenario_is_linked_to_its_node_and_its_own_expire_after_counts() {
+    // The claim's own expireAfter (1h) is what expiry reads, not its pool's (the default
+    // 720h); it names its node by status.nodeName, the Node has no providerID.
+    let claim = r#"
+apiVersion: adze.sh/v1
+kind: NodeClaim
+metadata:
+  name: big-claim
+  creationTimestamp: "2026-06-01T10:00:00Z"
+  labels: {adze.sh/nodepool: default}
+spec:
+  nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+  expireAfter: 1h
+status:
+  nodeName: big
+  conditions:
+    - {type: Initialized, status: "True", reason: Initialized, message: "", lastTransitionTime: "2026-06-01T10:00:00Z"}
+"#
+    .to_string();
+    let bare_node = node("big", "default", "large", "")
+        .replace("spec: {providerID: \"aws:///test-1a/i-big\"}\n", "");
+    let p = plan(&[
+        pool("default", "{consolidateAfter: Never}", ""),
+        bare_node,
+        pod("web-1", "big", "1", "", ""),
+        claim.clone(),
+    ]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    assert_eq!(p.commands[0].method, Method::Expiration);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("NodeClaim big-claim linked to Node big")),
+        "{:?}",
+        p.notes
+    );
+    let wrong = claim.replace("apiVersion: adze.sh/v1", "apiVersion: karpenter.sh/v1");
+    let err = Scenario::parse(&[CATALOG.to_string(), wrong].join("\n---\n")).unwrap_err();
+    assert!(err.to_string().contains("adze.sh/v1"), "{err}");
+}
+
+#[test]
+fn a_node_nothing_cheaper_can_replace_is_left_alone_saying_so() {
+    let p = plan(&[
+        pool_100(),
+        node("small-1", "default", "small", ""),
+        pod("web-1", "small-1", "1500m", "", ""),
+    ]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("small-1").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::NoCheaperFit, "{l:?}");
+}
+
+#[test]
+fn pending_pods_the_provisioner_can_place_hold_every_disruption() {
+    let pending = pod("waiting", "x", "1", "", "").replace("  nodeName: x\n", "");
+    let p = plan(&[
+        pool_100(),
+        node("idle", "default", "medium", ""),
+        node("busy", "default", "medium", ""),
+        pod("api-1", "busy", "3", "", ""),
+        pending,
+    ]);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("idle").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::PendingPods, "{l:?}");
+    assert!(l.message.starts_with("1 pending pod"), "{l:?}");
+}
