@@ -174,6 +174,8 @@ pub enum LeftAloneReason {
     /// No NodeClaim of a NodePool with a disruption policy owns it.
     NotManaged,
     NotInitialized,
+    /// Its capacity type, zone or instance type is missing or unknown, so it has no price.
+    Unresolvable,
     /// Its NodeClaim is still launching.
     Launching,
     /// Already being deleted, tainted for disruption, or not Ready.
@@ -217,6 +219,7 @@ impl LeftAloneReason {
         match self {
             LeftAloneReason::NotManaged => "not-managed",
             LeftAloneReason::NotInitialized => "not-initialized",
+            LeftAloneReason::Unresolvable => "unresolvable",
             LeftAloneReason::Launching => "launching",
             LeftAloneReason::Disrupting => "disrupting",
             LeftAloneReason::DoNotDisrupt => "do-not-disrupt",
@@ -741,6 +744,7 @@ fn blocker_reason(b: &Blocker) -> LeftAloneReason {
         Blocker::DoNotDisruptNode | Blocker::DoNotDisruptPod(_) => LeftAloneReason::DoNotDisrupt,
         Blocker::PdbForbids { .. } => LeftAloneReason::Pdb,
         Blocker::ZonalShift(_) => LeftAloneReason::ZonalShift,
+        Blocker::Unresolvable(_) => LeftAloneReason::Unresolvable,
     }
 }
 
