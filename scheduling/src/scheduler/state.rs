@@ -86,13 +86,63 @@ pub(super) struct PoolFit {
     pub zones: Vec<String>,
 }
 
+/// Hashes a pool index or a `(pod, pool)` pair packed in a `u64` with one multiply: the keys are small
+/// distinct integers, and SipHash on the hot path of candidate checks costs more than it
+/// guards against here (the keys are indices, not input strings).
+#[derive(Default, Clone, Copy)]
+pub(super) struct PairHash;
+
+impl std::hash::BuildHasher for PairHash {
+    type Hasher = PairHasher;
+    fn build_hasher(&self) -> PairHasher {
+        PairHasher(0)
+    }
+}
+
+pub(super) struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        // The multiply mixes into the high bits; the table indexes by the low ones.
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// The key of [`Solver::alone_price`].
+pub(super) fn pair(a: usize, b: usize) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
 pub(super) struct VariantState {
     pub variant: Variant,
     /// Per node: 0 unknown, 1 fits statically (labels, taints), 2 does not.
     pub node_ok: Vec<u8>,
-    pub pool_fit: Vec<Option<Result<PoolFit, String>>>,
+    /// Pool → [`Solver::pool_fit`], for the pools tried (a map: groups × pools in full
+    /// would be a product of two input sizes).
+    pub pool_fit: HashMap<usize, Result<PoolFit, String>, PairHash>,
     /// Spread group → the domains that count for this pod (nodeAffinityPolicy etc.).
     pub eligible: HashMap<usize, Vec<DomainId>>,
+    /// [`Solver::candidate_pools`], once asked.
+    pub candidates: Option<Option<std::rc::Rc<Vec<usize>>>>,
+}
+
+/// Pools by the one value their requirements pin a label key to (see
+/// [`Solver::candidate_pools`]).
+#[derive(Default)]
+pub(super) struct PoolIndex {
+    pub by_value: HashMap<String, Vec<usize>>,
+    pub other: Vec<usize>,
 }
 
 pub(super) struct PodGroup {
@@ -128,14 +178,17 @@ pub struct Solver<'a> {
     pub(super) gang: Option<Resources>,
     /// Pending pods per group, in placement order.
     members: Vec<Vec<usize>>,
-    /// At `pod * pools + pool`: price of the cheapest type that holds the pod alone, for
-    /// the marginal-cost rule, once known (a flat table: it is read for most candidates).
-    pub(super) alone_price: std::cell::RefCell<Vec<Option<Option<f64>>>>,
+    /// At `(pod, pool)`: price of the cheapest type that holds the pod alone, for the
+    /// marginal-cost rule, once known. Sparse: a table of every pod × every pool would ask
+    /// for gigabytes with thousands of pools, while only the pairs tried are ever read.
+    pub(super) alone_price: std::cell::RefCell<HashMap<u64, Option<f64>, PairHash>>,
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
     open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
     /// See [`Solver::compatible_types`].
     pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
+    /// Label key → [`PoolIndex`], built when a variant first narrows pools by that key.
+    pub(super) pool_index: HashMap<String, std::rc::Rc<PoolIndex>>,
 }
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
@@ -274,9 +327,12 @@ impl<'a> Solver<'a> {
                     .into_iter()
                     .map(|v| VariantState {
                         variant: v,
-                        node_ok: vec![0; snap.nodes.len()],
-                        pool_fit: vec![None; pools.len()],
+                        // Sized on first use: groups × nodes up front is a product
+                        // of two input sizes, and most groups never look at nodes.
+                        node_ok: Vec::new(),
+                        pool_fit: HashMap::default(),
                         eligible: HashMap::new(),
+                        candidates: None,
                     })
                     .collect();
                 let own = t
@@ -388,12 +444,10 @@ impl<'a> Solver<'a> {
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
-            alone_price: std::cell::RefCell::new(vec![
-                None;
-                snap.pending.len() * snap.nodepools.len()
-            ]),
+            alone_price: Default::default(),
             open_fits: Default::default(),
             compatible: Default::default(),
+            pool_index: HashMap::new(),
         }
     }
 
@@ -544,7 +598,11 @@ impl<'a> Solver<'a> {
 
     /// Static fit of a variant on a node: cordon, labels, taints.
     fn node_static_ok(&mut self, g: usize, vi: usize, n: usize) -> bool {
-        let cached = self.groups[g].variants[vi].node_ok[n];
+        let node_ok = &mut self.groups[g].variants[vi].node_ok;
+        if node_ok.is_empty() {
+            node_ok.resize(self.snap.nodes.len(), 0);
+        }
+        let cached = node_ok[n];
         if cached != 0 {
             return cached == 1;
         }
@@ -671,8 +729,16 @@ impl<'a> Solver<'a> {
         let need = self.need(p).clone();
         let plain = [need.cpu, need.memory, need.ephemeral_storage, need.pods];
         let host_terms = self.host_terms(g, vi);
+        // Claims of pools the label index rules out would be refused by `claim_accepts`.
+        let pools = self.candidate_pools(g, vi);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
         for (c, b) in self.briefs.iter().enumerate() {
+            if pools
+                .as_ref()
+                .is_some_and(|ps| ps.binary_search(&self.claims[c].pool).is_err())
+            {
+                continue;
+            }
             let fits = if b.extended || !need.extended.is_empty() {
                 let claim = &self.claims[c];
                 claim.requests.fits_with(&need, &claim.max_usable)
@@ -764,12 +830,12 @@ impl<'a> Solver<'a> {
     /// instance types can ever match. Computed once per (group, variant, pool); returns
     /// whether the pool can take the variant at all.
     pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> bool {
-        if let Some(cached) = &self.groups[g].variants[vi].pool_fit[pi] {
+        if let Some(cached) = self.groups[g].variants[vi].pool_fit.get(&pi) {
             return cached.is_ok();
         }
         let result = self.compute_pool_fit(g, vi, pi);
         let ok = result.is_ok();
-        self.groups[g].variants[vi].pool_fit[pi] = Some(result);
+        self.groups[g].variants[vi].pool_fit.insert(pi, result);
         ok
     }
 
@@ -780,8 +846,9 @@ impl<'a> Solver<'a> {
         vi: usize,
         pi: usize,
     ) -> &Result<PoolFit, String> {
-        self.groups[g].variants[vi].pool_fit[pi]
-            .as_ref()
+        self.groups[g].variants[vi]
+            .pool_fit
+            .get(&pi)
             .expect("pool_fit computed before use")
     }
 

@@ -90,31 +90,47 @@ pub fn ladder(
         pod.node_requirements.clone()
     };
     for term in &required_terms {
-        for drop in 0..=soft.len() {
-            let mut v = Variant {
-                requirements: term.clone(),
-                required: term.clone(),
-                strict_taints: false,
-                spread: terms.spread_hard.clone(),
-                affinity: terms.affinity.clone(),
-                anti_affinity: terms.anti_affinity.clone(),
-                relaxed: drop,
-            };
-            for s in &soft[drop..] {
-                match *s {
-                    Soft::PodAffinity(g) => v.affinity.push(g),
-                    Soft::PodAntiAffinity(g) => v.anti_affinity.push(g),
-                    Soft::NodePreference(i) => v.requirements.add_all(&pod.preferred_node[i].term),
-                    Soft::Spread(g) => v.spread.push(g),
-                    Soft::PreferNoSchedule => v.strict_taints = true,
-                }
+        // Built from the loosest rung up, each adding one preference to the one below, so a
+        // ladder costs one merge per preference, not one per (rung, preference). Once the
+        // accumulated preferences contradict the required term, every stricter rung does too
+        // (requirements only narrow): those are skipped without being built.
+        let mut rungs = Vec::with_capacity(soft.len() + 1);
+        let mut v = Variant {
+            requirements: term.clone(),
+            required: term.clone(),
+            strict_taints: false,
+            spread: terms.spread_hard.clone(),
+            affinity: terms.affinity.clone(),
+            anti_affinity: terms.anti_affinity.clone(),
+            relaxed: soft.len(),
+        };
+        // Soft entries are pushed loosest-last-first here; each rung lists them in soft
+        // order, as a rung built on its own would.
+        let hard = (v.spread.len(), v.affinity.len(), v.anti_affinity.len());
+        let in_order = |v: &Variant| {
+            let mut r = v.clone();
+            r.spread[hard.0..].reverse();
+            r.affinity[hard.1..].reverse();
+            r.anti_affinity[hard.2..].reverse();
+            r
+        };
+        rungs.push(v.clone());
+        for drop in (0..soft.len()).rev() {
+            match soft[drop] {
+                Soft::PodAffinity(g) => v.affinity.push(g),
+                Soft::PodAntiAffinity(g) => v.anti_affinity.push(g),
+                Soft::NodePreference(i) => v.requirements.add_all(&pod.preferred_node[i].term),
+                Soft::Spread(g) => v.spread.push(g),
+                Soft::PreferNoSchedule => v.strict_taints = true,
             }
-            // A preference that contradicts the required term can never hold; skip the rung.
-            if v.requirements.unsatisfiable_key().is_some() && drop < soft.len() {
-                continue;
+            // A preference that contradicts the required term can never hold.
+            if v.requirements.unsatisfiable_key().is_some() {
+                break;
             }
-            out.push(v);
+            v.relaxed = drop;
+            rungs.push(in_order(&v));
         }
+        out.extend(rungs.into_iter().rev());
     }
     out
 }
