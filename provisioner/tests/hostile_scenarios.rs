@@ -458,7 +458,9 @@ fn capacity_buffers_past_the_pending_limit_are_refused_before_their_pods_are_mad
         ));
     }
     let start = Instant::now();
-    let err = Scenario::parse(&docs.join("---\n")).unwrap_err().to_string();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
     // The last buffer is the one that passes the limit, named with its field.
     let last = format!("(CapacityBuffer b{}): spec:", n - 1);
     assert!(err.contains(&last), "{err}");
@@ -483,7 +485,9 @@ fn nodepools_past_the_limit_are_refused_naming_the_limit() {
         ));
     }
     let start = Instant::now();
-    let err = Scenario::parse(&docs.join("---\n")).unwrap_err().to_string();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains(&format!("(NodePool p{})", MAX_NODEPOOLS - 1)),
         "{err}"
@@ -504,7 +508,9 @@ fn nodepools_past_the_limit_are_refused_naming_the_limit() {
 fn an_instance_catalog_past_the_limit_is_refused_naming_the_field() {
     use simulate::scenario::MAX_INSTANCE_TYPES;
     let types: Vec<String> = (0..=MAX_INSTANCE_TYPES)
-        .map(|i| format!("{{name: t{i}, cpu: 1, memory: 1Gi, pods: 10, arch: amd64, offerings: []}}"))
+        .map(|i| {
+            format!("{{name: t{i}, cpu: 1, memory: 1Gi, pods: 10, arch: amd64, offerings: []}}")
+        })
         .collect();
     let yaml = format!(
         "apiVersion: adze.sh/v1alpha1\nkind: InstanceCatalog\ninstanceTypes: [{}]\n",
@@ -547,11 +553,16 @@ fn terms_values_and_containers_past_their_limits_are_refused_naming_the_field() 
             "{key: aws.adze.sh/instance-category, operator: In, values: [c]}".into()
         }),
     );
-    let values: Vec<String> = (0..=MAX_REQUIREMENT_VALUES).map(|i| format!("v{i}")).collect();
+    let values: Vec<String> = (0..=MAX_REQUIREMENT_VALUES)
+        .map(|i| format!("v{i}"))
+        .collect();
     let values = pod_with(
         "values",
         &preferred(1, |_| {
-            format!("{{key: team, operator: In, values: [{}]}}", values.join(", "))
+            format!(
+                "{{key: team, operator: In, values: [{}]}}",
+                values.join(", ")
+            )
         }),
     );
     let containers = format!(
@@ -602,13 +613,18 @@ fn a_pod_with_the_most_preferred_terms_is_planned_quickly() {
     // first listed) is kept: category c.
     let category = &plan.new_claims[0].labels["aws.adze.sh/instance-category"];
     assert_eq!(category, "c", "{:?}", plan.new_claims[0]);
-    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
 fn migrate_refuses_a_json_list_past_the_object_limit_naming_the_list() {
     use adze_provisioner::migrate::{MAX_OBJECTS, migrate};
-    let item = r#"{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"p"},"spec":{}}"#;
+    let item =
+        r#"{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"p"},"spec":{}}"#;
     let json = format!(
         r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
         vec![item; MAX_OBJECTS + 1].join(",")

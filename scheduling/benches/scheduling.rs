@@ -137,7 +137,6 @@ fn main() {
     rows.push(("cluster", 100_000));
     rows.push(("generic", 200_000));
     rows.push(("pools", 20_000));
-    rows.push(("pools", 2_000));
     for (kind, n) in rows {
         if only.as_ref().is_some_and(|o| *o != format!("{kind}:{n}")) {
             continue;
@@ -163,7 +162,11 @@ fn main() {
                     let r = Requirement::new("team", Operator::In, &[team]).expect("valid");
                     p.node_requirements = vec![Requirements::new().with(r)];
                 }
-                (snap, n, "generic, 2,000 NodePools (one per team)".to_string())
+                (
+                    snap,
+                    n,
+                    "generic, 2,000 NodePools (one per team)".to_string(),
+                )
             }
             _ => {
                 let snap = cluster(n - 5000, 5000);
@@ -176,7 +179,9 @@ fn main() {
                 (snap, 5000, label)
             }
         };
-        let runs = if quick || n >= 20000 {
+        let runs = if n > 100_000 {
+            1
+        } else if quick || n >= 20000 {
             3
         } else if n >= 5000 {
             5

@@ -65,7 +65,9 @@ pub enum MigrateError {
     Input(YamlError),
     /// More objects than [`MAX_OBJECTS`], counted as lists are flattened, before any is
     /// converted.
-    #[error("{path}: more than {MAX_OBJECTS} objects in the input; split it (e.g. one kind per file)")]
+    #[error(
+        "{path}: more than {MAX_OBJECTS} objects in the input; split it (e.g. one kind per file)"
+    )]
     TooManyObjects { path: String },
 }
 

@@ -645,8 +645,7 @@ impl Builder {
         self.s.counts.capacity_buffers = buffers.len();
         // The room left under the pending-pod limit bounds the expansion itself.
         let room = MAX_PENDING_PODS.saturating_sub(self.s.snapshot.pending.len());
-        let out =
-            crate::rules::buffer_pods_within(buffers.iter().map(|(_, b)| *b), &refs, room);
+        let out = crate::rules::buffer_pods_within(buffers.iter().map(|(_, b)| *b), &refs, room);
         for (doc, b) in &buffers {
             let key = format!(
                 "{}/{}",
@@ -1452,8 +1451,8 @@ fn limits(docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
                         "values",
                     )?;
                 }
-                let taints = np.spec.template.spec.taints.len()
-                    + np.spec.template.spec.startup_taints.len();
+                let taints =
+                    np.spec.template.spec.taints.len() + np.spec.template.spec.startup_taints.len();
                 list(
                     doc,
                     "spec.template.spec.taints".into(),
@@ -1518,7 +1517,9 @@ fn pod_spec_limits(
                 doc,
                 Problem::Field {
                     field,
-                    message: format!("{n} entries are more than the limit of {limit} in a scenario"),
+                    message: format!(
+                        "{n} entries are more than the limit of {limit} in a scenario"
+                    ),
                 },
             ));
         }
@@ -1531,11 +1532,15 @@ fn pod_spec_limits(
     )?;
     check(
         format!("{at}.topologySpreadConstraints"),
-        spec.topology_spread_constraints.as_ref().map_or(0, Vec::len),
+        spec.topology_spread_constraints
+            .as_ref()
+            .map_or(0, Vec::len),
         MAX_TERMS,
     )?;
     let expressions = |field: String,
-                       e: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>>|
+                       e: Option<
+        &Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>,
+    >|
      -> Result<(), ScenarioError> {
         let e = e.map_or(&[][..], Vec::as_slice);
         check(field.clone(), e.len(), MAX_TERMS)?;
@@ -1591,8 +1596,9 @@ fn pod_spec_limits(
             }
         }
         if let Some(pref) = &na.preferred_during_scheduling_ignored_during_execution {
-            let field =
-                format!("{at}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution");
+            let field = format!(
+                "{at}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+            );
             check(field.clone(), pref.len(), MAX_TERMS)?;
             for (i, t) in pref.iter().enumerate() {
                 node_term(format!("{field}[{i}].preference"), &t.preference)?;
@@ -1622,8 +1628,7 @@ fn pod_spec_limits(
         let Some((required, preferred)) = a else {
             continue;
         };
-        let required: Vec<&core::PodAffinityTerm> =
-            required.iter().flatten().collect();
+        let required: Vec<&core::PodAffinityTerm> = required.iter().flatten().collect();
         pod_terms(
             format!("{at}.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"),
             &required,

@@ -119,6 +119,12 @@ pub(super) struct Claim {
     pub reserved: Resources,
     pub pods: Vec<usize>,
     pub host_ports: Vec<HostPort>,
+    /// (group, requests) of pods this claim refused since it last changed, for the groups
+    /// whose answer depends on nothing else (see [`Solver::memo_ok`]): their next pod of
+    /// the same requests gets the same answer, so it is not asked again. Without it, claims
+    /// a kind of pod can no longer join are asked by every such pod, and a plan's cost grows
+    /// with pods × claims × types.
+    pub refused: Vec<(usize, Resources)>,
 }
 
 /// While packing, a claim only grows within instance types at most this inefficient (see
@@ -159,6 +165,7 @@ impl Claim {
     }
 
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
+        self.refused.clear();
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
@@ -757,6 +764,7 @@ impl Solver<'_> {
             reserved: Resources::default(),
             pods: vec![p],
             host_ports,
+            refused: Vec::new(),
         };
         claim.refresh(&self.pools[pi].types);
         Ok(claim)

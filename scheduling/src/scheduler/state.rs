@@ -731,11 +731,20 @@ impl<'a> Solver<'a> {
         let host_terms = self.host_terms(g, vi);
         // Claims of pools the label index rules out would be refused by `claim_accepts`.
         let pools = self.candidate_pools(g, vi);
+        let memo = self.memo_ok(g);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
         for (c, b) in self.briefs.iter().enumerate() {
             if pools
                 .as_ref()
                 .is_some_and(|ps| ps.binary_search(&self.claims[c].pool).is_err())
+            {
+                continue;
+            }
+            if memo
+                && self.claims[c]
+                    .refused
+                    .iter()
+                    .any(|(rg, r)| *rg == g && *r == need)
             {
                 continue;
             }
@@ -763,6 +772,9 @@ impl<'a> Solver<'a> {
         if let Some(u) = self.claim_accepts(p, g, vi, c) {
             return Some((c, u));
         }
+        if memo {
+            self.claims[c].refused.push((g, need.clone()));
+        }
         // The rest in (score, claim) order; a heap, as often only a few are tried.
         let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
             candidates.into_iter().map(std::cmp::Reverse).collect();
@@ -770,8 +782,25 @@ impl<'a> Solver<'a> {
             if let Some(u) = self.claim_accepts(p, g, vi, c) {
                 return Some((c, u));
             }
+            if memo {
+                self.claims[c].refused.push((g, need.clone()));
+            }
         }
         None
+    }
+
+    /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group
+    /// and the pod's requests, so a refusal can be remembered until the claim changes: no
+    /// topology terms (their counts change as other pods land), one rung of relaxation (the
+    /// marginal-cost rule's price of a node of its own is kept per pod, worked out on the
+    /// rung first asked), no co-location leader's room, and no NodePool limits (what a pool
+    /// has left changes as other claims grow).
+    fn memo_ok(&self, g: usize) -> bool {
+        let group = &self.groups[g];
+        self.gang.is_none()
+            && !group.any_topology
+            && group.variants.len() == 1
+            && self.pools.iter().all(|ps| ps.pool.limits.is_empty())
     }
 
     fn commit_claim(&mut self, p: usize, g: usize, c: usize, update: ClaimUpdate) {
