@@ -164,6 +164,11 @@ impl Claim {
             .filter(|&o| self.requests.fits_in(&types[o as usize].usable))
     }
 
+    /// Remembers a refusal (see [`Claim::refused`]) until the claim changes.
+    pub(super) fn refuse(&mut self, g: usize, need: &Resources) {
+        self.refused.push((g, need.clone()));
+    }
+
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
         self.refused.clear();
         self.requests.add(&pod.requests);
@@ -372,14 +377,6 @@ impl Solver<'_> {
             }
         }
         let pool = self.claims[c].pool;
-        // A pool the label index rules out has no fit: said without computing (and keeping)
-        // one per (group, pool).
-        if self
-            .candidate_pools(g, vi)
-            .is_some_and(|c| c.binary_search(&pool).is_err())
-        {
-            return None;
-        }
         if !self.pool_fit(g, vi, pool) {
             return None;
         }
@@ -475,13 +472,13 @@ impl Solver<'_> {
             let alone = if self.gang.is_some() {
                 compute()
             } else {
-                let key = super::state::pair(p, pool);
-                let cached = self.alone_price.borrow().get(&key).copied();
+                let pools = self.pools.len();
+                let cached = self.alone_price.borrow().get(p, pool, pools);
                 match cached {
                     Some(price) => price,
                     None => {
                         let price = compute();
-                        self.alone_price.borrow_mut().insert(key, price);
+                        self.alone_price.borrow_mut().insert(p, pool, pools, price);
                         price
                     }
                 }

@@ -119,18 +119,92 @@ impl std::hash::Hasher for PairHasher {
     }
 }
 
-/// The key of [`Solver::alone_price`].
-pub(super) fn pair(a: usize, b: usize) -> u64 {
+/// The key of a sparse [`AlonePrices`].
+fn pair(a: usize, b: usize) -> u64 {
     ((a as u64) << 32) | b as u64
+}
+
+/// A variant's pool fits: a table indexed by pool when there are few pools (read for every
+/// candidate claim, so an index beats a hash), a map of the pools tried when there are many
+/// (groups × pools in full would be a product of two input sizes).
+pub(super) enum PoolFits {
+    Dense(Vec<Option<Result<PoolFit, String>>>),
+    Sparse(HashMap<usize, Result<PoolFit, String>, PairHash>),
+}
+
+/// [`Solver::alone_price`]: a flat `pod * pools + pool` table when there are few pools (it
+/// is read for most candidate claims), a map of the pairs tried when there are many.
+pub(super) enum AlonePrices {
+    Dense(Vec<Option<Option<f64>>>),
+    Sparse(HashMap<u64, Option<f64>, PairHash>),
+}
+
+impl AlonePrices {
+    fn new(pods: usize, pools: usize) -> AlonePrices {
+        if pools <= DENSE_POOL_FITS {
+            AlonePrices::Dense(vec![None; pods * pools])
+        } else {
+            AlonePrices::Sparse(HashMap::default())
+        }
+    }
+
+    pub(super) fn get(&self, p: usize, pool: usize, pools: usize) -> Option<Option<f64>> {
+        match self {
+            AlonePrices::Dense(v) => v[p * pools + pool],
+            AlonePrices::Sparse(m) => m.get(&pair(p, pool)).copied(),
+        }
+    }
+
+    pub(super) fn insert(&mut self, p: usize, pool: usize, pools: usize, price: Option<f64>) {
+        match self {
+            AlonePrices::Dense(v) => v[p * pools + pool] = Some(price),
+            AlonePrices::Sparse(m) => {
+                m.insert(pair(p, pool), price);
+            }
+        }
+    }
+}
+
+/// Up to this many pools, [`PoolFits`] and [`AlonePrices`] are tables.
+const DENSE_POOL_FITS: usize = 32;
+
+impl PoolFits {
+    fn new(pools: usize) -> PoolFits {
+        if pools <= DENSE_POOL_FITS {
+            PoolFits::Dense(Vec::new())
+        } else {
+            PoolFits::Sparse(HashMap::default())
+        }
+    }
+
+    fn get(&self, pi: usize) -> Option<&Result<PoolFit, String>> {
+        match self {
+            PoolFits::Dense(v) => v.get(pi).and_then(Option::as_ref),
+            PoolFits::Sparse(m) => m.get(&pi),
+        }
+    }
+
+    fn insert(&mut self, pi: usize, pools: usize, fit: Result<PoolFit, String>) {
+        match self {
+            PoolFits::Dense(v) => {
+                if v.is_empty() {
+                    v.resize_with(pools, || None);
+                }
+                v[pi] = Some(fit);
+            }
+            PoolFits::Sparse(m) => {
+                m.insert(pi, fit);
+            }
+        }
+    }
 }
 
 pub(super) struct VariantState {
     pub variant: Variant,
     /// Per node: 0 unknown, 1 fits statically (labels, taints), 2 does not.
     pub node_ok: Vec<u8>,
-    /// Pool → [`Solver::pool_fit`], for the pools tried (a map: groups × pools in full
-    /// would be a product of two input sizes).
-    pub pool_fit: HashMap<usize, Result<PoolFit, String>, PairHash>,
+    /// Pool → [`Solver::pool_fit`], for the pools tried.
+    pub pool_fit: PoolFits,
     /// Spread group → the domains that count for this pod (nodeAffinityPolicy etc.).
     pub eligible: HashMap<usize, Vec<DomainId>>,
     /// [`Solver::candidate_pools`], once asked.
@@ -181,7 +255,7 @@ pub struct Solver<'a> {
     /// At `(pod, pool)`: price of the cheapest type that holds the pod alone, for the
     /// marginal-cost rule, once known. Sparse: a table of every pod × every pool would ask
     /// for gigabytes with thousands of pools, while only the pairs tried are ever read.
-    pub(super) alone_price: std::cell::RefCell<HashMap<u64, Option<f64>, PairHash>>,
+    pub(super) alone_price: std::cell::RefCell<AlonePrices>,
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
     open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
@@ -330,7 +404,7 @@ impl<'a> Solver<'a> {
                         // Sized on first use: groups × nodes up front is a product
                         // of two input sizes, and most groups never look at nodes.
                         node_ok: Vec::new(),
-                        pool_fit: HashMap::default(),
+                        pool_fit: PoolFits::new(pools.len()),
                         eligible: HashMap::new(),
                         candidates: None,
                     })
@@ -444,7 +518,10 @@ impl<'a> Solver<'a> {
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
-            alone_price: Default::default(),
+            alone_price: std::cell::RefCell::new(AlonePrices::new(
+                snap.pending.len(),
+                snap.nodepools.len(),
+            )),
             open_fits: Default::default(),
             compatible: Default::default(),
             pool_index: HashMap::new(),
@@ -733,28 +810,18 @@ impl<'a> Solver<'a> {
         let pools = self.candidate_pools(g, vi);
         let memo = self.memo_ok(g);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
+        let filtered = pools.is_some() || memo;
         for (c, b) in self.briefs.iter().enumerate() {
-            if pools
-                .as_ref()
-                .is_some_and(|ps| ps.binary_search(&self.claims[c].pool).is_err())
-            {
-                continue;
-            }
-            if memo
-                && self.claims[c]
-                    .refused
-                    .iter()
-                    .any(|(rg, r)| *rg == g && *r == need)
-            {
-                continue;
-            }
             let fits = if b.extended || !need.extended.is_empty() {
                 let claim = &self.claims[c];
                 claim.requests.fits_with(&need, &claim.max_usable)
             } else {
                 b.fits(&plain)
             };
-            if !fits || self.host_blocked(&host_terms, self.claims[c].hostname) {
+            if !fits
+                || (filtered && self.passed_over(c, g, &need, pools.as_deref(), memo))
+                || self.host_blocked(&host_terms, self.claims[c].hostname)
+            {
                 continue;
             }
             let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
@@ -773,7 +840,7 @@ impl<'a> Solver<'a> {
             return Some((c, u));
         }
         if memo {
-            self.claims[c].refused.push((g, need.clone()));
+            self.claims[c].refuse(g, &need);
         }
         // The rest in (score, claim) order; a heap, as often only a few are tried.
         let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
@@ -783,10 +850,26 @@ impl<'a> Solver<'a> {
                 return Some((c, u));
             }
             if memo {
-                self.claims[c].refused.push((g, need.clone()));
+                self.claims[c].refuse(g, &need);
             }
         }
         None
+    }
+
+    /// Whether [`Self::try_claims`] skips claim `c` for a pod of group `g`: its pool is not
+    /// among the candidates, or it refused such a pod since it last changed.
+    #[inline(never)]
+    fn passed_over(
+        &self,
+        c: usize,
+        g: usize,
+        need: &Resources,
+        pools: Option<&Vec<usize>>,
+        memo: bool,
+    ) -> bool {
+        let claim = &self.claims[c];
+        pools.is_some_and(|ps| ps.binary_search(&claim.pool).is_err())
+            || (memo && claim.refused.iter().any(|(rg, r)| *rg == g && r == need))
     }
 
     /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group
@@ -859,12 +942,15 @@ impl<'a> Solver<'a> {
     /// instance types can ever match. Computed once per (group, variant, pool); returns
     /// whether the pool can take the variant at all.
     pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> bool {
-        if let Some(cached) = self.groups[g].variants[vi].pool_fit.get(&pi) {
+        if let Some(cached) = self.groups[g].variants[vi].pool_fit.get(pi) {
             return cached.is_ok();
         }
         let result = self.compute_pool_fit(g, vi, pi);
         let ok = result.is_ok();
-        self.groups[g].variants[vi].pool_fit.insert(pi, result);
+        let pools = self.pools.len();
+        self.groups[g].variants[vi]
+            .pool_fit
+            .insert(pi, pools, result);
         ok
     }
 
@@ -877,7 +963,7 @@ impl<'a> Solver<'a> {
     ) -> &Result<PoolFit, String> {
         self.groups[g].variants[vi]
             .pool_fit
-            .get(&pi)
+            .get(pi)
             .expect("pool_fit computed before use")
     }
 

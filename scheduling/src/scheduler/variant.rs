@@ -134,3 +134,59 @@ pub fn ladder(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::pod;
+    use crate::requirements::{Operator, Requirement};
+
+    fn category(c: &str) -> Requirement {
+        Requirement::new("aws.adze.sh/instance-category", Operator::In, &[c]).unwrap()
+    }
+
+    #[test]
+    fn contradicting_preferences_end_the_ladder_at_the_first_contradiction() {
+        // 1,000 preferences, no two of which hold together: two rungs (the heaviest alone,
+        // then none), not a thousand rungs of ever more merged requirements.
+        let mut b = pod("p");
+        for i in 0..1000 {
+            b = b.prefer(1, category(["c", "m", "r"][i % 3]));
+        }
+        let p = b.build();
+        let ladder = ladder(&p, &PodTerms::default(), false, false, &|_| true);
+        assert_eq!(ladder.len(), 2, "{ladder:?}");
+        assert_eq!(ladder[0].relaxed, 999);
+        assert_eq!(
+            ladder[0].requirements.get("aws.adze.sh/instance-category"),
+            Some(&category("c"))
+        );
+        assert_eq!(ladder[1].relaxed, 1000);
+        assert!(ladder[1].requirements.is_empty());
+    }
+
+    #[test]
+    fn compatible_preferences_give_one_rung_each_lightest_dropped_first() {
+        let p = pod("p")
+            .prefer(5, category("c"))
+            .prefer(
+                1,
+                Requirement::new("kubernetes.io/arch", Operator::In, &["arm64"]).unwrap(),
+            )
+            .build();
+        let ladder = ladder(&p, &PodTerms::default(), false, false, &|_| true);
+        assert_eq!(
+            ladder.iter().map(|v| v.relaxed).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(ladder[0].requirements.len(), 2);
+        // The weight-1 arch preference goes first; the weight-5 category stays.
+        assert!(ladder[1].requirements.get("kubernetes.io/arch").is_none());
+        assert!(
+            ladder[1]
+                .requirements
+                .get("aws.adze.sh/instance-category")
+                .is_some()
+        );
+    }
+}
