@@ -186,6 +186,17 @@ pub fn buffer_pods<'b>(
     buffers: impl IntoIterator<Item = &'b adze_api::CapacityBuffer>,
     refs: &BufferRefs<'_>,
 ) -> BufferPods {
+    buffer_pods_within(buffers, refs, usize::MAX)
+}
+
+/// [`buffer_pods`] making at most `room` pods in all: a buffer whose count would pass it is
+/// refused (an `Invalid` verdict naming `spec` and the limit) before any of its pods is made,
+/// so many buffers cannot allocate millions of pods before a caller's limit is checked.
+pub fn buffer_pods_within<'b>(
+    buffers: impl IntoIterator<Item = &'b adze_api::CapacityBuffer>,
+    refs: &BufferRefs<'_>,
+    room: usize,
+) -> BufferPods {
     let mut out = BufferPods::default();
     for b in buffers {
         if is_terminating(&b.metadata) {
@@ -194,6 +205,12 @@ pub fn buffer_pods<'b>(
         let ns = b.metadata.namespace.as_deref().unwrap_or("default");
         let name = b.metadata.name.as_deref().unwrap_or_default();
         let verdict = match buffer_shape_and_count(b, ns, refs) {
+            Ok((_, count)) if out.pods.len().saturating_add(count as usize) > room => {
+                BufferVerdict::Invalid(format!(
+                    "spec: resolves to {count} pods; after the {} placeholder pods before it that passes the limit of {room} pending pods",
+                    out.pods.len()
+                ))
+            }
             Ok((shape, count)) => {
                 let count = count as u32;
                 for i in 0..count {

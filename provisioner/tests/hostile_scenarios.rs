@@ -433,3 +433,213 @@ fn a_ten_thousand_character_name_is_not_echoed_back_in_full() {
     );
     assert!(err.contains("(10000 characters)"), "{err}");
 }
+
+/// The NodePool and EC2NodeClass of `examples/inflate.yaml`, without its Deployment.
+fn inflate_pool() -> String {
+    INFLATE
+        .split("---\napiVersion: apps/v1")
+        .next()
+        .expect("inflate has a head")
+        .to_string()
+}
+
+#[test]
+fn capacity_buffers_past_the_pending_limit_are_refused_before_their_pods_are_made() {
+    use simulate::scenario::MAX_PENDING_PODS;
+    let per = adze_provisioner::rules::MAX_BUFFER_PODS as usize;
+    let n = MAX_PENDING_PODS / per + 1;
+    let mut docs = vec![
+        inflate_pool(),
+        "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\ntemplate: {spec: {containers: [{name: a, resources: {requests: {cpu: 100m}}}]}}\n".to_string(),
+    ];
+    for i in 0..n {
+        docs.push(format!(
+            "apiVersion: autoscaling.x-k8s.io/v1alpha1\nkind: CapacityBuffer\nmetadata: {{name: b{i}}}\nspec: {{podTemplateRef: {{name: t}}, replicas: {per}}}\n"
+        ));
+    }
+    let start = Instant::now();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
+    // The last buffer is the one that passes the limit, named with its field.
+    let last = format!("(CapacityBuffer b{}): spec:", n - 1);
+    assert!(err.contains(&last), "{err}");
+    assert!(
+        err.contains(&format!("limit of {MAX_PENDING_PODS} pending pods")),
+        "{err}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn nodepools_past_the_limit_are_refused_naming_the_limit() {
+    use simulate::scenario::MAX_NODEPOOLS;
+    let mut docs = vec![inflate_pool()];
+    for i in 0..MAX_NODEPOOLS {
+        docs.push(format!(
+            "{{apiVersion: adze.sh/v1, kind: NodePool, metadata: {{name: p{i}}}, spec: {{template: {{spec: {{nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}, requirements: []}}}}}}}}\n"
+        ));
+    }
+    let start = Instant::now();
+    let err = Scenario::parse(&docs.join("---\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("(NodePool p{})", MAX_NODEPOOLS - 1)),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("more than {MAX_NODEPOOLS} NodePools")),
+        "{err}"
+    );
+    // Reading 10,000 documents in a debug build; no pool is converted.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn an_instance_catalog_past_the_limit_is_refused_naming_the_field() {
+    use simulate::scenario::MAX_INSTANCE_TYPES;
+    let types: Vec<String> = (0..=MAX_INSTANCE_TYPES)
+        .map(|i| {
+            format!("{{name: t{i}, cpu: 1, memory: 1Gi, pods: 10, arch: amd64, offerings: []}}")
+        })
+        .collect();
+    let yaml = format!(
+        "apiVersion: adze.sh/v1alpha1\nkind: InstanceCatalog\ninstanceTypes: [{}]\n",
+        types.join(", ")
+    );
+    let err = refused(&yaml);
+    assert!(err.contains("instanceTypes"), "{err}");
+    assert!(
+        err.contains(&format!("limit of {MAX_INSTANCE_TYPES}")),
+        "{err}"
+    );
+}
+
+/// A pod whose spec has `extra` (YAML lines indented under `spec:`) after one container.
+fn pod_with(name: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: a, resources: {{requests: {{cpu: 100m}}}}}}]\n{extra}"
+    )
+}
+
+fn preferred(n: usize, expression: impl Fn(usize) -> String) -> String {
+    let mut s = String::from(
+        "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n",
+    );
+    for i in 0..n {
+        s += &format!(
+            "        - {{weight: 1, preference: {{matchExpressions: [{}]}}}}\n",
+            expression(i)
+        );
+    }
+    s
+}
+
+#[test]
+fn terms_values_and_containers_past_their_limits_are_refused_naming_the_field() {
+    use simulate::scenario::{MAX_CONTAINERS, MAX_REQUIREMENT_VALUES, MAX_TERMS};
+    let terms = pod_with(
+        "prefs",
+        &preferred(MAX_TERMS + 1, |_| {
+            "{key: aws.adze.sh/instance-category, operator: In, values: [c]}".into()
+        }),
+    );
+    let values: Vec<String> = (0..=MAX_REQUIREMENT_VALUES)
+        .map(|i| format!("v{i}"))
+        .collect();
+    let values = pod_with(
+        "values",
+        &preferred(1, |_| {
+            format!(
+                "{{key: team, operator: In, values: [{}]}}",
+                values.join(", ")
+            )
+        }),
+    );
+    let containers = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: many}}\nspec:\n  containers: [{}]\n",
+        vec!["{name: a}"; MAX_CONTAINERS + 1].join(", ")
+    );
+    for (yaml, field, limit) in [
+        (
+            terms,
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution:",
+            MAX_TERMS,
+        ),
+        (
+            values,
+            "preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].values:",
+            MAX_REQUIREMENT_VALUES,
+        ),
+        (containers, "spec.containers:", MAX_CONTAINERS),
+    ] {
+        let err = refused(&format!("{}---\n{yaml}", inflate_pool()));
+        assert!(err.contains("(Pod "), "{err}");
+        assert!(err.contains(field), "{field} not in {err}");
+        assert!(err.contains(&format!("limit of {limit}")), "{err}");
+    }
+}
+
+#[test]
+fn a_pod_with_the_most_preferred_terms_is_planned_quickly() {
+    use simulate::scenario::MAX_TERMS;
+    // Every preference holds on its own, no two together (each names another category):
+    // each rung of relaxation is tried, and the relaxation must not cost terms².
+    let categories = ["c", "m", "r"];
+    let pod = pod_with(
+        "picky",
+        &preferred(MAX_TERMS, |i| {
+            format!(
+                "{{key: aws.adze.sh/instance-category, operator: In, values: [{}]}}",
+                categories[i % 3]
+            )
+        }),
+    );
+    let start = Instant::now();
+    let scenario = Scenario::parse(&format!("{}---\n{pod}", inflate_pool())).unwrap();
+    let plan = simulate::run(&scenario, 60).plan;
+    assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
+    assert_eq!(plan.new_claims.len(), 1);
+    // The lightest preferences are dropped first; the heaviest (all weight 1, so the
+    // first listed) is kept: category c.
+    let category = &plan.new_claims[0].labels["aws.adze.sh/instance-category"];
+    assert_eq!(category, "c", "{:?}", plan.new_claims[0]);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn migrate_refuses_a_json_list_past_the_object_limit_naming_the_list() {
+    use adze_provisioner::migrate::{MAX_OBJECTS, migrate};
+    let item =
+        r#"{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"p"},"spec":{}}"#;
+    let json = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        vec![item; MAX_OBJECTS + 1].join(",")
+    );
+    let start = Instant::now();
+    let Err(err) = migrate(&json) else {
+        panic!("a list past the limit was converted");
+    };
+    let err = err.to_string();
+    assert!(
+        err.starts_with(&format!(
+            "JSON value 1.items ({} items): more than {MAX_OBJECTS} objects",
+            MAX_OBJECTS + 1
+        )),
+        "{err}"
+    );
+    assert!(start.elapsed() < QUICK, "{:?}", start.elapsed());
+}

@@ -41,7 +41,9 @@ static ALLOC: Counting = Counting;
 use adze_scheduling::fixtures::{
     bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
 };
-use adze_scheduling::{BoundPod, Options, Pod, Snapshot, schedule};
+use adze_scheduling::{
+    BoundPod, Operator, Options, Pod, Requirement, Requirements, Snapshot, schedule,
+};
 
 fn snapshot(pods: Vec<adze_scheduling::Pod>) -> Snapshot {
     Snapshot {
@@ -133,6 +135,8 @@ fn main() {
         }
     }
     rows.push(("cluster", 100_000));
+    rows.push(("generic", 200_000));
+    rows.push(("pools", 20_000));
     for (kind, n) in rows {
         if only.as_ref().is_some_and(|o| *o != format!("{kind}:{n}")) {
             continue;
@@ -140,6 +144,30 @@ fn main() {
         let (snap, pending, label) = match kind {
             "diverse" => (snapshot(bench_pods(n, 42)), n, kind.to_string()),
             "generic" => (snapshot(generic_pods(n, 42)), n, kind.to_string()),
+            "pools" => {
+                // 2,000 NodePools of the same 400 types, one per team, each pod
+                // selecting its team's pool: a table sized pods × pools would be
+                // 40 million entries.
+                let catalog = bench_catalog(400);
+                let mut snap = snapshot(generic_pods(n, 42));
+                snap.nodepools = (0..2000)
+                    .map(|i| {
+                        let mut p = pool(&format!("team-{i:04}"), catalog.clone());
+                        p.labels.insert("team".into(), format!("t{i:04}"));
+                        p
+                    })
+                    .collect();
+                for (i, p) in snap.pending.iter_mut().enumerate() {
+                    let team = format!("t{:04}", i % 2000);
+                    let r = Requirement::new("team", Operator::In, &[team]).expect("valid");
+                    p.node_requirements = vec![Requirements::new().with(r)];
+                }
+                (
+                    snap,
+                    n,
+                    "generic, 2,000 NodePools (one per team)".to_string(),
+                )
+            }
             _ => {
                 let snap = cluster(n - 5000, 5000);
                 let label = format!(
@@ -151,7 +179,9 @@ fn main() {
                 (snap, 5000, label)
             }
         };
-        let runs = if quick || n >= 20000 {
+        let runs = if n > 100_000 {
+            1
+        } else if quick || n >= 20000 {
             3
         } else if n >= 5000 {
             5

@@ -32,7 +32,13 @@ pub fn for_plan(snapshot: &Snapshot, plan: &Plan) -> f64 {
         }
     }
     let mut types: Vec<(Resources, f64)> = Vec::new();
+    // A type another pool already offers at the same room and price adds nothing to the
+    // bound: kept once, so thousands of pools over one catalog make a problem of the
+    // catalog's size, not pools × types (the tableau is quadratic in its columns). The
+    // first pool's list is kept as it is.
+    let mut seen: std::collections::HashSet<(Resources, u64)> = std::collections::HashSet::new();
     for pool in &snapshot.nodepools {
+        let first = types.is_empty();
         let reqs = pool.node_requirements();
         let offered: Vec<(&crate::InstanceType, f64)> = pool
             .instance_types
@@ -43,7 +49,10 @@ pub fn for_plan(snapshot: &Snapshot, plan: &Plan) -> f64 {
         let its: Vec<&crate::InstanceType> = offered.iter().map(|(it, _)| *it).collect();
         let daemons = crate::scheduler::daemon_overheads(pool, &its, &snapshot.daemonsets);
         for ((it, price), daemon) in offered.iter().zip(daemons) {
-            types.push((it.allocatable().minus(&daemon), *price));
+            let room = it.allocatable().minus(&daemon);
+            if seen.insert((room.clone(), price.to_bits())) || first {
+                types.push((room, *price));
+            }
         }
     }
     lp_bound(&demand, &types)

@@ -63,7 +63,17 @@ pub enum MigrateError {
     /// The input as a whole is past a budget (size, documents).
     #[error("{0}")]
     Input(YamlError),
+    /// More objects than [`MAX_OBJECTS`], counted as lists are flattened, before any is
+    /// converted.
+    #[error(
+        "{path}: more than {MAX_OBJECTS} objects in the input; split it (e.g. one kind per file)"
+    )]
+    TooManyObjects { path: String },
 }
+
+/// Most objects `migrate` reads from its input, list items included: far more NodePools
+/// and node classes than a cluster holds, and a bound on the time a hostile list takes.
+pub const MAX_OBJECTS: usize = 10_000;
 
 impl Migration {
     /// The converted objects as one multi-document YAML stream.
@@ -128,9 +138,12 @@ impl Migration {
 /// `kubectl get -o yaml|json` prints several objects), flattened in order. The input is read
 /// under the budgets of [`crate::simulate::yaml`], JSON included.
 fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
-    fn flatten(v: Value, out: &mut Vec<Value>) {
+    /// Pushes `v`'s objects; `path` names it (a document or value, and its items) for the
+    /// limit's message.
+    fn flatten(v: Value, path: &str, out: &mut Vec<Value>) -> Result<(), MigrateError> {
         let is_list = v["kind"].as_str().is_some_and(|k| k.ends_with("List"))
             && v.get("items").is_some_and(Value::is_array);
+        let field = if is_list { ".items" } else { "" };
         let items = match v {
             Value::Array(items) => items,
             Value::Object(mut o) if is_list => match o.remove("items") {
@@ -139,13 +152,25 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
             },
             Value::Null => Vec::new(),
             v => {
+                if out.len() == MAX_OBJECTS {
+                    return Err(MigrateError::TooManyObjects {
+                        path: path.to_string(),
+                    });
+                }
                 out.push(v);
-                return;
+                return Ok(());
             }
         };
-        for item in items {
-            flatten(item, out);
+        if out.len().saturating_add(items.len()) > MAX_OBJECTS {
+            // Refused before the items are walked: a list's length is known up front.
+            return Err(MigrateError::TooManyObjects {
+                path: format!("{path}{field} ({} items)", items.len()),
+            });
         }
+        for (i, item) in items.into_iter().enumerate() {
+            flatten(item, &format!("{path}{field}[{i}]"), out)?;
+        }
+        Ok(())
     }
     let mut out = Vec::new();
     if input.len() > yaml::MAX_INPUT_BYTES {
@@ -159,15 +184,15 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
             .into_iter::<Value>()
             .collect();
         if let Ok(values) = json {
-            for v in values {
-                flatten(v, &mut out);
+            for (i, v) in values.into_iter().enumerate() {
+                flatten(v, &format!("JSON value {}", i + 1), &mut out)?;
             }
             return Ok(out);
         }
     }
     for (index, value) in yaml::documents(input).map_err(MigrateError::Input)? {
         let value = value.map_err(|source| MigrateError::Yaml { index, source })?;
-        flatten(value, &mut out);
+        flatten(value, &format!("document {index}"), &mut out)?;
     }
     Ok(out)
 }

@@ -491,6 +491,20 @@ fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
     Ok(out)
 }
 
+/// Most NodePools in a scenario: every pending pod group is checked against each pool.
+pub const MAX_NODEPOOLS: usize = 10_000;
+/// Most instance types in all InstanceCatalogs of a scenario.
+pub const MAX_INSTANCE_TYPES: usize = 10_000;
+/// Most values in one requirement or match expression (`values`).
+pub const MAX_REQUIREMENT_VALUES: usize = 1_000;
+/// Most entries in each list of terms of one pod or NodePool: `requirements`,
+/// `nodeSelectorTerms` and their `matchExpressions`, preferred node terms, pod (anti-)affinity
+/// terms (required and preferred), `topologySpreadConstraints`, a NodePool's taints. Each
+/// preferred term is a step of relaxation, tried with each required term.
+pub const MAX_TERMS: usize = 100;
+/// Most containers (init containers included) in one pod spec.
+pub const MAX_CONTAINERS: usize = 1_000;
+
 fn namespace(meta: &ObjectMeta) -> &str {
     meta.namespace
         .as_deref()
@@ -509,6 +523,7 @@ impl Scenario {
     /// scenario has an InstanceCatalog). An unknown region is refused.
     pub fn parse_in(yaml: &str, region: &str) -> Result<Scenario, ScenarioError> {
         let docs = read_documents(yaml)?;
+        limits(&docs)?;
         let mut b = Builder::default();
         b.s.region = region.to_string();
         b.catalog(&docs)?;
@@ -697,7 +712,9 @@ impl Builder {
             }
         }
         self.s.counts.capacity_buffers = buffers.len();
-        let out = crate::rules::buffer_pods(buffers.iter().map(|(_, b)| *b), &refs);
+        // The room left under the pending-pod limit bounds the expansion itself.
+        let room = MAX_PENDING_PODS.saturating_sub(self.s.snapshot.pending.len());
+        let out = crate::rules::buffer_pods_within(buffers.iter().map(|(_, b)| *b), &refs, room);
         for (doc, b) in &buffers {
             let key = format!(
                 "{}/{}",
@@ -715,15 +732,7 @@ impl Builder {
                 ));
             }
         }
-        if self.s.snapshot.pending.len() + out.pods.len() > MAX_PENDING_PODS {
-            return Err(ScenarioError::new(
-                &DocRef {
-                    index: 0,
-                    object: None,
-                },
-                Problem::Limit(format!("more than {MAX_PENDING_PODS} pending pods")),
-            ));
-        }
+        debug_assert!(self.s.snapshot.pending.len() + out.pods.len() <= MAX_PENDING_PODS);
         for p in out.pods {
             self.s.buffer_pods.insert(p.key());
             self.s.snapshot.pending.push(p);
@@ -1481,4 +1490,249 @@ fn class_facts(
         facts.images.push(Requirements::new());
     }
     Ok(facts)
+}
+
+/// The scenario's sizes against the limits above, before anything is converted or expanded:
+/// the first one past its limit is refused naming the document, the field and the limit.
+fn limits(docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
+    let over = |doc: &DocRef, field: String, n: usize, limit: usize, what: &str| {
+        ScenarioError::new(
+            doc,
+            Problem::Field {
+                field,
+                message: format!("{n} {what} are more than the limit of {limit} in a scenario"),
+            },
+        )
+    };
+    let list = |doc: &DocRef, field: String, n: usize, limit: usize, what: &str| {
+        if n > limit {
+            Err(over(doc, field, n, limit, what))
+        } else {
+            Ok(())
+        }
+    };
+    let (mut pools, mut types) = (0usize, 0usize);
+    for (doc, object) in docs {
+        match object {
+            Object::NodePool(np) => {
+                pools += 1;
+                if pools > MAX_NODEPOOLS {
+                    return Err(ScenarioError::new(
+                        doc,
+                        Problem::Limit(format!(
+                            "more than {MAX_NODEPOOLS} NodePools in a scenario"
+                        )),
+                    ));
+                }
+                let reqs = &np.spec.template.spec.requirements;
+                list(
+                    doc,
+                    "spec.template.spec.requirements".into(),
+                    reqs.len(),
+                    MAX_TERMS,
+                    "requirements",
+                )?;
+                for (i, r) in reqs.iter().enumerate() {
+                    let n = r.values.len();
+                    list(
+                        doc,
+                        format!("spec.template.spec.requirements[{i}].values"),
+                        n,
+                        MAX_REQUIREMENT_VALUES,
+                        "values",
+                    )?;
+                }
+                let taints =
+                    np.spec.template.spec.taints.len() + np.spec.template.spec.startup_taints.len();
+                list(
+                    doc,
+                    "spec.template.spec.taints".into(),
+                    taints,
+                    MAX_TERMS,
+                    "taints and startup taints",
+                )?;
+            }
+            Object::InstanceCatalog(c) => {
+                types = types.saturating_add(c.instance_types.len());
+                list(
+                    doc,
+                    "instanceTypes".into(),
+                    types,
+                    MAX_INSTANCE_TYPES,
+                    "instance types (all InstanceCatalogs together)",
+                )?;
+            }
+            Object::Pod(p) => pod_spec_limits(doc, "spec", p.spec.as_ref())?,
+            Object::Deployment(d) => pod_spec_limits(
+                doc,
+                "spec.template.spec",
+                d.spec.as_ref().and_then(|s| s.template.spec.as_ref()),
+            )?,
+            Object::ReplicaSet(r) => pod_spec_limits(
+                doc,
+                "spec.template.spec",
+                r.spec
+                    .as_ref()
+                    .and_then(|s| s.template.as_ref())
+                    .and_then(|t| t.spec.as_ref()),
+            )?,
+            Object::DaemonSet(d) => pod_spec_limits(
+                doc,
+                "spec.template.spec",
+                d.spec.as_ref().and_then(|s| s.template.spec.as_ref()),
+            )?,
+            Object::PodTemplate(t) => pod_spec_limits(
+                doc,
+                "template.spec",
+                t.template.as_ref().and_then(|t| t.spec.as_ref()),
+            )?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A pod spec's lists against [`MAX_CONTAINERS`], [`MAX_TERMS`] and
+/// [`MAX_REQUIREMENT_VALUES`]; `at` is the spec's path in its object.
+fn pod_spec_limits(
+    doc: &DocRef,
+    at: &str,
+    spec: Option<&core::PodSpec>,
+) -> Result<(), ScenarioError> {
+    let Some(spec) = spec else {
+        return Ok(());
+    };
+    let check = |field: String, n: usize, limit: usize| {
+        if n > limit {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::Field {
+                    field,
+                    message: format!(
+                        "{n} entries are more than the limit of {limit} in a scenario"
+                    ),
+                },
+            ));
+        }
+        Ok(())
+    };
+    check(
+        format!("{at}.containers"),
+        spec.containers.len() + spec.init_containers.as_ref().map_or(0, Vec::len),
+        MAX_CONTAINERS,
+    )?;
+    check(
+        format!("{at}.topologySpreadConstraints"),
+        spec.topology_spread_constraints
+            .as_ref()
+            .map_or(0, Vec::len),
+        MAX_TERMS,
+    )?;
+    let expressions = |field: String,
+                       e: Option<
+        &Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>,
+    >|
+     -> Result<(), ScenarioError> {
+        let e = e.map_or(&[][..], Vec::as_slice);
+        check(field.clone(), e.len(), MAX_TERMS)?;
+        for (i, r) in e.iter().enumerate() {
+            check(
+                format!("{field}[{i}].values"),
+                r.values.as_ref().map_or(0, Vec::len),
+                MAX_REQUIREMENT_VALUES,
+            )?;
+        }
+        Ok(())
+    };
+    let node_term = |field: String, t: &core::NodeSelectorTerm| -> Result<(), ScenarioError> {
+        for (name, e) in [
+            ("matchExpressions", t.match_expressions.as_ref()),
+            ("matchFields", t.match_fields.as_ref()),
+        ] {
+            let e = e.map_or(&[][..], Vec::as_slice);
+            check(format!("{field}.{name}"), e.len(), MAX_TERMS)?;
+            for (i, r) in e.iter().enumerate() {
+                check(
+                    format!("{field}.{name}[{i}].values"),
+                    r.values.as_ref().map_or(0, Vec::len),
+                    MAX_REQUIREMENT_VALUES,
+                )?;
+            }
+        }
+        Ok(())
+    };
+    let pod_terms = |field: String, terms: &[&core::PodAffinityTerm]| {
+        check(field.clone(), terms.len(), MAX_TERMS)?;
+        for (i, t) in terms.iter().enumerate() {
+            expressions(
+                format!("{field}[{i}].labelSelector.matchExpressions"),
+                t.label_selector
+                    .as_ref()
+                    .and_then(|s| s.match_expressions.as_ref()),
+            )?;
+        }
+        Ok(())
+    };
+    let Some(affinity) = &spec.affinity else {
+        return Ok(());
+    };
+    if let Some(na) = &affinity.node_affinity {
+        if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
+            let field = format!(
+                "{at}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            );
+            check(field.clone(), req.node_selector_terms.len(), MAX_TERMS)?;
+            for (i, t) in req.node_selector_terms.iter().enumerate() {
+                node_term(format!("{field}[{i}]"), t)?;
+            }
+        }
+        if let Some(pref) = &na.preferred_during_scheduling_ignored_during_execution {
+            let field = format!(
+                "{at}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+            );
+            check(field.clone(), pref.len(), MAX_TERMS)?;
+            for (i, t) in pref.iter().enumerate() {
+                node_term(format!("{field}[{i}].preference"), &t.preference)?;
+            }
+        }
+    }
+    for (name, a) in [
+        (
+            "podAffinity",
+            affinity.pod_affinity.as_ref().map(|a| {
+                (
+                    &a.required_during_scheduling_ignored_during_execution,
+                    &a.preferred_during_scheduling_ignored_during_execution,
+                )
+            }),
+        ),
+        (
+            "podAntiAffinity",
+            affinity.pod_anti_affinity.as_ref().map(|a| {
+                (
+                    &a.required_during_scheduling_ignored_during_execution,
+                    &a.preferred_during_scheduling_ignored_during_execution,
+                )
+            }),
+        ),
+    ] {
+        let Some((required, preferred)) = a else {
+            continue;
+        };
+        let required: Vec<&core::PodAffinityTerm> = required.iter().flatten().collect();
+        pod_terms(
+            format!("{at}.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"),
+            &required,
+        )?;
+        let preferred: Vec<&core::PodAffinityTerm> = preferred
+            .iter()
+            .flatten()
+            .map(|w| &w.pod_affinity_term)
+            .collect();
+        pod_terms(
+            format!("{at}.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution"),
+            &preferred,
+        )?;
+    }
+    Ok(())
 }

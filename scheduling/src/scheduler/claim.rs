@@ -133,6 +133,12 @@ pub(super) struct Claim {
     /// Host ports of the placed pods. DaemonSets' ports are not here: they depend on the
     /// type, so types whose DaemonSets hold one of these are left out of the options.
     pub host_ports: Vec<HostPort>,
+    /// (group, requests) of pods this claim refused since it last changed, for the groups
+    /// whose answer depends on nothing else (see [`Solver::memo_ok`]): their next pod of
+    /// the same requests gets the same answer, so it is not asked again. Without it, claims
+    /// a kind of pod can no longer join are asked by every such pod, and a plan's cost grows
+    /// with pods × claims × types.
+    pub refused: Vec<(usize, Resources)>,
 }
 
 /// While packing, a claim only grows within instance types at most this inefficient (see
@@ -172,7 +178,13 @@ impl Claim {
             .filter(|&o| self.requests.fits_in(&types[o as usize].usable))
     }
 
+    /// Remembers a refusal (see [`Claim::refused`]) until the claim changes.
+    pub(super) fn refuse(&mut self, g: usize, need: &Resources) {
+        self.refused.push((g, need.clone()));
+    }
+
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
+        self.refused.clear();
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
@@ -480,8 +492,16 @@ impl Solver<'_> {
             let alone = if self.gang.is_some() {
                 compute()
             } else {
-                *self.alone_price.borrow_mut()[p * self.pools.len() + pool]
-                    .get_or_insert_with(compute)
+                let pools = self.pools.len();
+                let cached = self.alone_price.borrow().get(p, pool, pools);
+                match cached {
+                    Some(price) => price,
+                    None => {
+                        let price = compute();
+                        self.alone_price.borrow_mut().insert(p, pool, pools, price);
+                        price
+                    }
+                }
             };
             if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
                 return None;
@@ -556,6 +576,17 @@ impl Solver<'_> {
         if self.pools.is_empty() {
             return Err("no NodePool exists and no existing node fits".to_string());
         }
+        // The pools a label index leaves (see [`Solver::candidate_pools`]) first: with
+        // thousands of pools, most are ruled out by one label without a fit of their own.
+        // The first pool (by weight) that takes the pod is one of them. Only when none does
+        // is every pool asked, for its reason.
+        if let Some(candidates) = self.candidate_pools(g, vi) {
+            for pi in candidates.iter().copied() {
+                if let Ok(c) = self.claim_from_pool(p, g, vi, pi) {
+                    return Ok(c);
+                }
+            }
+        }
         let mut reasons = Vec::new();
         for pi in 0..self.pools.len() {
             match self.claim_from_pool(p, g, vi, pi) {
@@ -564,6 +595,70 @@ impl Solver<'_> {
             }
         }
         Err(reasons.join("; "))
+    }
+
+    /// The pools, in order, that a new claim for the variant could come from by one of its
+    /// `In` requirements: a pool whose requirements (labels included) pin that key to one
+    /// value outside the allowed ones conflicts with the variant, so its fit is an error.
+    /// Pools whose instance types label the key are kept (the types decide it there).
+    /// `None` when no requirement narrows the pools (every pool is a candidate).
+    pub(super) fn candidate_pools(&mut self, g: usize, vi: usize) -> Option<Rc<Vec<usize>>> {
+        if let Some(c) = &self.groups[g].variants[vi].candidates {
+            return c.clone();
+        }
+        let keys: Vec<String> = self.groups[g].variants[vi]
+            .variant
+            .requirements
+            .iter()
+            .filter(|r| r.finite_values().is_some())
+            .map(|r| r.key.clone())
+            .collect();
+        let mut best: Option<Vec<usize>> = None;
+        for key in keys {
+            let index = self.pool_index(&key);
+            if index.other.len() == self.pools.len() {
+                continue; // no pool pins the key
+            }
+            let v = &self.groups[g].variants[vi].variant;
+            let Some(allowed) = v.requirements.get(&key).and_then(|r| r.finite_values()) else {
+                continue;
+            };
+            let mut pools = index.other.clone();
+            for value in allowed {
+                if let Some(at) = index.by_value.get(value) {
+                    pools.extend(at);
+                }
+            }
+            if best.as_ref().is_none_or(|b| pools.len() < b.len()) {
+                best = Some(pools);
+            }
+        }
+        let out = best.map(|mut b| {
+            b.sort_unstable();
+            Rc::new(b)
+        });
+        self.groups[g].variants[vi].candidates = Some(out.clone());
+        out
+    }
+
+    /// For `key`: the pools whose requirements pin it to one value, by value, and the
+    /// others (key open, several values, or labelled by the pool's instance types).
+    fn pool_index(&mut self, key: &str) -> Rc<super::state::PoolIndex> {
+        if let Some(i) = self.pool_index.get(key) {
+            return Rc::clone(i);
+        }
+        let mut index = super::state::PoolIndex::default();
+        for (pi, ps) in self.pools.iter().enumerate() {
+            match ps.reqs.get(key).and_then(|r| r.single_value()) {
+                Some(v) if !ps.type_keys.contains(key) => {
+                    index.by_value.entry(v.to_string()).or_default().push(pi)
+                }
+                _ => index.other.push(pi),
+            }
+        }
+        let index = Rc::new(index);
+        self.pool_index.insert(key.to_string(), Rc::clone(&index));
+        index
     }
 
     fn claim_from_pool(
@@ -697,6 +792,7 @@ impl Solver<'_> {
             reserved: Resources::default(),
             pods: vec![p],
             host_ports,
+            refused: Vec::new(),
         };
         claim.refresh(&self.pools[pi].types);
         Ok(claim)

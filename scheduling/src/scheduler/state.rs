@@ -87,13 +87,137 @@ pub(super) struct PoolFit {
     pub zones: Vec<String>,
 }
 
+/// Hashes a pool index or a `(pod, pool)` pair packed in a `u64` with one multiply: the keys are small
+/// distinct integers, and SipHash on the hot path of candidate checks costs more than it
+/// guards against here (the keys are indices, not input strings).
+#[derive(Default, Clone, Copy)]
+pub(super) struct PairHash;
+
+impl std::hash::BuildHasher for PairHash {
+    type Hasher = PairHasher;
+    fn build_hasher(&self) -> PairHasher {
+        PairHasher(0)
+    }
+}
+
+pub(super) struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        // The multiply mixes into the high bits; the table indexes by the low ones.
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// The key of a sparse [`AlonePrices`].
+fn pair(a: usize, b: usize) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+/// A variant's pool fits: a table indexed by pool when there are few pools (read for every
+/// candidate claim, so an index beats a hash), a map of the pools tried when there are many
+/// (groups × pools in full would be a product of two input sizes).
+pub(super) enum PoolFits {
+    Dense(Vec<Option<Result<PoolFit, String>>>),
+    Sparse(HashMap<usize, Result<PoolFit, String>, PairHash>),
+}
+
+/// [`Solver::alone_price`]: a flat `pod * pools + pool` table when there are few pools (it
+/// is read for most candidate claims), a map of the pairs tried when there are many.
+pub(super) enum AlonePrices {
+    Dense(Vec<Option<Option<f64>>>),
+    Sparse(HashMap<u64, Option<f64>, PairHash>),
+}
+
+impl AlonePrices {
+    fn new(pods: usize, pools: usize) -> AlonePrices {
+        if pools <= DENSE_POOL_FITS {
+            AlonePrices::Dense(vec![None; pods * pools])
+        } else {
+            AlonePrices::Sparse(HashMap::default())
+        }
+    }
+
+    pub(super) fn get(&self, p: usize, pool: usize, pools: usize) -> Option<Option<f64>> {
+        match self {
+            AlonePrices::Dense(v) => v[p * pools + pool],
+            AlonePrices::Sparse(m) => m.get(&pair(p, pool)).copied(),
+        }
+    }
+
+    pub(super) fn insert(&mut self, p: usize, pool: usize, pools: usize, price: Option<f64>) {
+        match self {
+            AlonePrices::Dense(v) => v[p * pools + pool] = Some(price),
+            AlonePrices::Sparse(m) => {
+                m.insert(pair(p, pool), price);
+            }
+        }
+    }
+}
+
+/// Up to this many pools, [`PoolFits`] and [`AlonePrices`] are tables.
+const DENSE_POOL_FITS: usize = 32;
+
+impl PoolFits {
+    fn new(pools: usize) -> PoolFits {
+        if pools <= DENSE_POOL_FITS {
+            PoolFits::Dense(Vec::new())
+        } else {
+            PoolFits::Sparse(HashMap::default())
+        }
+    }
+
+    fn get(&self, pi: usize) -> Option<&Result<PoolFit, String>> {
+        match self {
+            PoolFits::Dense(v) => v.get(pi).and_then(Option::as_ref),
+            PoolFits::Sparse(m) => m.get(&pi),
+        }
+    }
+
+    fn insert(&mut self, pi: usize, pools: usize, fit: Result<PoolFit, String>) {
+        match self {
+            PoolFits::Dense(v) => {
+                if v.is_empty() {
+                    v.resize_with(pools, || None);
+                }
+                v[pi] = Some(fit);
+            }
+            PoolFits::Sparse(m) => {
+                m.insert(pi, fit);
+            }
+        }
+    }
+}
+
 pub(super) struct VariantState {
     pub variant: Variant,
     /// Per node: 0 unknown, 1 fits statically (labels, taints), 2 does not.
     pub node_ok: Vec<u8>,
-    pub pool_fit: Vec<Option<Result<PoolFit, String>>>,
+    /// Pool → [`Solver::pool_fit`], for the pools tried.
+    pub pool_fit: PoolFits,
     /// Spread group → the domains that count for this pod (nodeAffinityPolicy etc.).
     pub eligible: HashMap<usize, Vec<DomainId>>,
+    /// [`Solver::candidate_pools`], once asked.
+    pub candidates: Option<Option<std::rc::Rc<Vec<usize>>>>,
+}
+
+/// Pools by the one value their requirements pin a label key to (see
+/// [`Solver::candidate_pools`]).
+#[derive(Default)]
+pub(super) struct PoolIndex {
+    pub by_value: HashMap<String, Vec<usize>>,
+    pub other: Vec<usize>,
 }
 
 pub(super) struct PodGroup {
@@ -129,14 +253,17 @@ pub struct Solver<'a> {
     pub(super) gang: Option<Resources>,
     /// Pending pods per group, in placement order.
     members: Vec<Vec<usize>>,
-    /// At `pod * pools + pool`: price of the cheapest type that holds the pod alone, for
-    /// the marginal-cost rule, once known (a flat table: it is read for most candidates).
-    pub(super) alone_price: std::cell::RefCell<Vec<Option<Option<f64>>>>,
+    /// At `(pod, pool)`: price of the cheapest type that holds the pod alone, for the
+    /// marginal-cost rule, once known. Sparse: a table of every pod × every pool would ask
+    /// for gigabytes with thousands of pools, while only the pairs tried are ever read.
+    pub(super) alone_price: std::cell::RefCell<AlonePrices>,
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
     open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
     /// See [`Solver::compatible_types`].
     pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
+    /// Label key → [`PoolIndex`], built when a variant first narrows pools by that key.
+    pub(super) pool_index: HashMap<String, std::rc::Rc<PoolIndex>>,
 }
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
@@ -275,9 +402,12 @@ impl<'a> Solver<'a> {
                     .into_iter()
                     .map(|v| VariantState {
                         variant: v,
-                        node_ok: vec![0; snap.nodes.len()],
-                        pool_fit: vec![None; pools.len()],
+                        // Sized on first use: groups × nodes up front is a product
+                        // of two input sizes, and most groups never look at nodes.
+                        node_ok: Vec::new(),
+                        pool_fit: PoolFits::new(pools.len()),
                         eligible: HashMap::new(),
+                        candidates: None,
                     })
                     .collect();
                 let own = t
@@ -389,12 +519,13 @@ impl<'a> Solver<'a> {
             placed_on: vec![None; snap.pending.len()],
             gang: None,
             members: Vec::new(),
-            alone_price: std::cell::RefCell::new(vec![
-                None;
-                snap.pending.len() * snap.nodepools.len()
-            ]),
+            alone_price: std::cell::RefCell::new(AlonePrices::new(
+                snap.pending.len(),
+                snap.nodepools.len(),
+            )),
             open_fits: Default::default(),
             compatible: Default::default(),
+            pool_index: HashMap::new(),
         }
     }
 
@@ -545,7 +676,11 @@ impl<'a> Solver<'a> {
 
     /// Static fit of a variant on a node: cordon, labels, taints.
     fn node_static_ok(&mut self, g: usize, vi: usize, n: usize) -> bool {
-        let cached = self.groups[g].variants[vi].node_ok[n];
+        let node_ok = &mut self.groups[g].variants[vi].node_ok;
+        if node_ok.is_empty() {
+            node_ok.resize(self.snap.nodes.len(), 0);
+        }
+        let cached = node_ok[n];
         if cached != 0 {
             return cached == 1;
         }
@@ -672,7 +807,11 @@ impl<'a> Solver<'a> {
         let need = self.need(p).clone();
         let plain = [need.cpu, need.memory, need.ephemeral_storage, need.pods];
         let host_terms = self.host_terms(g, vi);
+        // Claims of pools the label index rules out would be refused by `claim_accepts`.
+        let pools = self.candidate_pools(g, vi);
+        let memo = self.memo_ok(g);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
+        let filtered = pools.is_some() || memo;
         for (c, b) in self.briefs.iter().enumerate() {
             let fits = if b.extended || !need.extended.is_empty() {
                 let claim = &self.claims[c];
@@ -680,7 +819,10 @@ impl<'a> Solver<'a> {
             } else {
                 b.fits(&plain)
             };
-            if !fits || self.host_blocked(&host_terms, self.claims[c].hostname) {
+            if !fits
+                || (filtered && self.passed_over(c, g, &need, pools.as_deref(), memo))
+                || self.host_blocked(&host_terms, self.claims[c].hostname)
+            {
                 continue;
             }
             let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
@@ -698,6 +840,9 @@ impl<'a> Solver<'a> {
         if let Some(u) = self.claim_accepts(p, g, vi, c) {
             return Some((c, u));
         }
+        if memo {
+            self.claims[c].refuse(g, &need);
+        }
         // The rest in (score, claim) order; a heap, as often only a few are tried.
         let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
             candidates.into_iter().map(std::cmp::Reverse).collect();
@@ -705,8 +850,41 @@ impl<'a> Solver<'a> {
             if let Some(u) = self.claim_accepts(p, g, vi, c) {
                 return Some((c, u));
             }
+            if memo {
+                self.claims[c].refuse(g, &need);
+            }
         }
         None
+    }
+
+    /// Whether [`Self::try_claims`] skips claim `c` for a pod of group `g`: its pool is not
+    /// among the candidates, or it refused such a pod since it last changed.
+    #[inline(never)]
+    fn passed_over(
+        &self,
+        c: usize,
+        g: usize,
+        need: &Resources,
+        pools: Option<&Vec<usize>>,
+        memo: bool,
+    ) -> bool {
+        let claim = &self.claims[c];
+        pools.is_some_and(|ps| ps.binary_search(&claim.pool).is_err())
+            || (memo && claim.refused.iter().any(|(rg, r)| *rg == g && r == need))
+    }
+
+    /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group
+    /// and the pod's requests, so a refusal can be remembered until the claim changes: no
+    /// topology terms (their counts change as other pods land), one rung of relaxation (the
+    /// marginal-cost rule's price of a node of its own is kept per pod, worked out on the
+    /// rung first asked), no co-location leader's room, and no NodePool limits (what a pool
+    /// has left changes as other claims grow).
+    fn memo_ok(&self, g: usize) -> bool {
+        let group = &self.groups[g];
+        self.gang.is_none()
+            && !group.any_topology
+            && group.variants.len() == 1
+            && self.pools.iter().all(|ps| ps.pool.limits.is_empty())
     }
 
     fn commit_claim(&mut self, p: usize, g: usize, c: usize, update: ClaimUpdate) {
@@ -765,12 +943,15 @@ impl<'a> Solver<'a> {
     /// instance types can ever match. Computed once per (group, variant, pool); returns
     /// whether the pool can take the variant at all.
     pub(super) fn pool_fit(&mut self, g: usize, vi: usize, pi: usize) -> bool {
-        if let Some(cached) = &self.groups[g].variants[vi].pool_fit[pi] {
+        if let Some(cached) = self.groups[g].variants[vi].pool_fit.get(pi) {
             return cached.is_ok();
         }
         let result = self.compute_pool_fit(g, vi, pi);
         let ok = result.is_ok();
-        self.groups[g].variants[vi].pool_fit[pi] = Some(result);
+        let pools = self.pools.len();
+        self.groups[g].variants[vi]
+            .pool_fit
+            .insert(pi, pools, result);
         ok
     }
 
@@ -781,8 +962,9 @@ impl<'a> Solver<'a> {
         vi: usize,
         pi: usize,
     ) -> &Result<PoolFit, String> {
-        self.groups[g].variants[vi].pool_fit[pi]
-            .as_ref()
+        self.groups[g].variants[vi]
+            .pool_fit
+            .get(pi)
             .expect("pool_fit computed before use")
     }
 

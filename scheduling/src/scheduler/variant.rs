@@ -90,31 +90,103 @@ pub fn ladder(
         pod.node_requirements.clone()
     };
     for term in &required_terms {
-        for drop in 0..=soft.len() {
-            let mut v = Variant {
-                requirements: term.clone(),
-                required: term.clone(),
-                strict_taints: false,
-                spread: terms.spread_hard.clone(),
-                affinity: terms.affinity.clone(),
-                anti_affinity: terms.anti_affinity.clone(),
-                relaxed: drop,
-            };
-            for s in &soft[drop..] {
-                match *s {
-                    Soft::PodAffinity(g) => v.affinity.push(g),
-                    Soft::PodAntiAffinity(g) => v.anti_affinity.push(g),
-                    Soft::NodePreference(i) => v.requirements.add_all(&pod.preferred_node[i].term),
-                    Soft::Spread(g) => v.spread.push(g),
-                    Soft::PreferNoSchedule => v.strict_taints = true,
-                }
+        // Built from the loosest rung up, each adding one preference to the one below, so a
+        // ladder costs one merge per preference, not one per (rung, preference). Once the
+        // accumulated preferences contradict the required term, every stricter rung does too
+        // (requirements only narrow): those are skipped without being built.
+        let mut rungs = Vec::with_capacity(soft.len() + 1);
+        let mut v = Variant {
+            requirements: term.clone(),
+            required: term.clone(),
+            strict_taints: false,
+            spread: terms.spread_hard.clone(),
+            affinity: terms.affinity.clone(),
+            anti_affinity: terms.anti_affinity.clone(),
+            relaxed: soft.len(),
+        };
+        // Soft entries are pushed loosest-last-first here; each rung lists them in soft
+        // order, as a rung built on its own would.
+        let hard = (v.spread.len(), v.affinity.len(), v.anti_affinity.len());
+        let in_order = |v: &Variant| {
+            let mut r = v.clone();
+            r.spread[hard.0..].reverse();
+            r.affinity[hard.1..].reverse();
+            r.anti_affinity[hard.2..].reverse();
+            r
+        };
+        rungs.push(v.clone());
+        for drop in (0..soft.len()).rev() {
+            match soft[drop] {
+                Soft::PodAffinity(g) => v.affinity.push(g),
+                Soft::PodAntiAffinity(g) => v.anti_affinity.push(g),
+                Soft::NodePreference(i) => v.requirements.add_all(&pod.preferred_node[i].term),
+                Soft::Spread(g) => v.spread.push(g),
+                Soft::PreferNoSchedule => v.strict_taints = true,
             }
-            // A preference that contradicts the required term can never hold; skip the rung.
-            if v.requirements.unsatisfiable_key().is_some() && drop < soft.len() {
-                continue;
+            // A preference that contradicts the required term can never hold.
+            if v.requirements.unsatisfiable_key().is_some() {
+                break;
             }
-            out.push(v);
+            v.relaxed = drop;
+            rungs.push(in_order(&v));
         }
+        out.extend(rungs.into_iter().rev());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::pod;
+    use crate::requirements::{Operator, Requirement};
+
+    fn category(c: &str) -> Requirement {
+        Requirement::new("aws.adze.sh/instance-category", Operator::In, &[c]).unwrap()
+    }
+
+    #[test]
+    fn contradicting_preferences_end_the_ladder_at_the_first_contradiction() {
+        // 1,000 preferences, no two of which hold together: two rungs (the heaviest alone,
+        // then none), not a thousand rungs of ever more merged requirements.
+        let mut b = pod("p");
+        for i in 0..1000 {
+            b = b.prefer(1, category(["c", "m", "r"][i % 3]));
+        }
+        let p = b.build();
+        let ladder = ladder(&p, &PodTerms::default(), false, false, &|_| true);
+        assert_eq!(ladder.len(), 2, "{ladder:?}");
+        assert_eq!(ladder[0].relaxed, 999);
+        assert_eq!(
+            ladder[0].requirements.get("aws.adze.sh/instance-category"),
+            Some(&category("c"))
+        );
+        assert_eq!(ladder[1].relaxed, 1000);
+        assert!(ladder[1].requirements.is_empty());
+    }
+
+    #[test]
+    fn compatible_preferences_give_one_rung_each_lightest_dropped_first() {
+        let p = pod("p")
+            .prefer(5, category("c"))
+            .prefer(
+                1,
+                Requirement::new("kubernetes.io/arch", Operator::In, &["arm64"]).unwrap(),
+            )
+            .build();
+        let ladder = ladder(&p, &PodTerms::default(), false, false, &|_| true);
+        assert_eq!(
+            ladder.iter().map(|v| v.relaxed).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(ladder[0].requirements.len(), 2);
+        // The weight-1 arch preference goes first; the weight-5 category stays.
+        assert!(ladder[1].requirements.get("kubernetes.io/arch").is_none());
+        assert!(
+            ladder[1]
+                .requirements
+                .get("aws.adze.sh/instance-category")
+                .is_some()
+        );
+    }
 }
