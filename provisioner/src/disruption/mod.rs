@@ -424,6 +424,9 @@ impl Disruption {
                 let r = revalidate(&d, &now, &options);
                 if let Ok(kept) = &r {
                     commit(&mut now, kept);
+                    if kept.reason == pure::Reason::Underutilized {
+                        pure::hold(&mut now, kept);
+                    }
                 }
                 out.push((d, r.map_err(|e| e.to_string())));
             }
