@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use adze_scheduling::disruption::{
     Action, Blocker, Budget, BudgetNodes, Input, Invalidated, Options, Reason, blocked, commit,
-    decide, decide_all, expiry, revalidate,
+    decide, decide_all, expiry, hold, revalidate,
 };
 use adze_scheduling::fixtures::{ClusterBuilder, GI, ZONES, pod, pool, small_catalog};
 use adze_scheduling::labels;
@@ -672,8 +672,95 @@ fn side_by_side_decisions_share_a_pdbs_allowance() {
     assert_eq!(decide_all(&input, &opts(), true, 10).len(), 1);
 }
 
+/// `n` oversized m.16x nodes, each holding one pod of a Deployment with required hostname
+/// anti-affinity: no two pods may share a node, so each node is its own consolidation (a
+/// cheaper replacement), independent of the others.
+fn oversized_apart(n: usize) -> Input {
+    let mut b = cluster().policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Percent(100))]);
+    for i in 0..n {
+        let node = format!("big-{i}");
+        b = b.node(&node, "m.16x", A, false).pod(
+            &node,
+            pod(&format!("w{i}"))
+                .cpu(500)
+                .mem(GI)
+                .label("app", "w")
+                .anti_affinity(labels::HOSTNAME, "w")
+                .build(),
+        );
+    }
+    b.build()
+}
+
 #[test]
-fn consolidation_is_decided_once_per_call_and_only_when_asked() {
+fn independent_consolidations_are_taken_side_by_side_up_to_the_cap() {
+    let input = oversized_apart(5);
+    let all = decide_all(&input, &opts(), true, 100);
+    assert_eq!(
+        all.len(),
+        5,
+        "{:?}",
+        all.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+    let mut nodes = std::collections::BTreeSet::new();
+    for d in &all {
+        assert_eq!(d.reason, Reason::Underutilized);
+        assert_eq!(d.action(), Action::Replace, "{}", d.message);
+        assert_eq!(d.plan.new_claims.len(), 1, "{}", d.message);
+        // Each pod goes to its own replacement, never to an earlier decision's.
+        assert!(d.plan.existing.is_empty(), "{}", d.message);
+        nodes.extend(d.node_names().into_iter().map(String::from));
+    }
+    assert_eq!(nodes.len(), 5);
+    // The cap bounds one call; the rest is decided on the next.
+    let capped = Options {
+        consolidations_per_pass: 2,
+        ..opts()
+    };
+    assert_eq!(decide_all(&input, &capped, true, 100).len(), 2);
+    let one = Options {
+        consolidations_per_pass: 1,
+        ..opts()
+    };
+    assert_eq!(decide_all(&input, &one, true, 100).len(), 1);
+    // And the budget bounds it: 40 % of 5 nodes is 2.
+    let mut tight = input.clone();
+    tight.policies[0].budgets = vec![Budget::nodes(BudgetNodes::Percent(40))];
+    assert_eq!(decide_all(&tight, &opts(), true, 100).len(), 2);
+}
+
+#[test]
+fn a_node_receiving_pods_is_not_consolidated_in_the_same_call() {
+    // idle's pod moves onto busy-1 or busy-2 (three_nodes); that node must not then be
+    // drained by a later decision of the same call, whose pods would include one not there yet.
+    let input = three_nodes()
+        .policy(|p| p.budgets = vec![Budget::nodes(BudgetNodes::Percent(100))])
+        .build();
+    let all = decide_all(&input, &opts(), true, 100);
+    assert!(!all.is_empty());
+    let mut onto = std::collections::BTreeSet::new();
+    for d in &all {
+        for n in d.node_names() {
+            assert!(
+                !onto.contains(n),
+                "{n} receives pods and is disrupted: {}",
+                d.message
+            );
+        }
+        onto.extend(d.plan.existing.iter().map(|e| e.node.clone()));
+    }
+    assert!(!all[0].plan.existing.is_empty(), "{}", all[0].message);
+    let mut held = input.clone();
+    commit(&mut held, &all[0]);
+    hold(&mut held, &all[0]);
+    for e in &all[0].plan.existing {
+        let f = held.nodes.iter().find(|f| f.name == e.node).expect("facts");
+        assert!(f.do_not_disrupt, "{}", e.node);
+    }
+}
+
+#[test]
+fn consolidation_is_decided_only_when_asked() {
     let input = three_nodes().build();
     let all = decide_all(&input, &opts(), true, 10);
     assert_eq!(all.len(), 1);

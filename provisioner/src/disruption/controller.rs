@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use adze_api::NodeClaim;
 use adze_api::conditions::{self, nodeclaim as cond};
 use adze_scheduling::disruption::{self as pure, Action, Decision, commit, decide_all, revalidate};
-use adze_scheduling::labels::TAINT_DISRUPTED;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{
@@ -25,6 +24,7 @@ use crate::nodeclaim::set_condition;
 use crate::provisioning::claim_object;
 use crate::provisioning::snapshot::{claim_conditions, is_initialized};
 use crate::state::ClusterState;
+use crate::termination::writes;
 use input::{Built, ClaimStatus, Extra, PodActivity};
 
 #[derive(Debug, Clone)]
@@ -382,6 +382,9 @@ impl Disruption {
                 let r = revalidate(&d, &now, &options);
                 if let Ok(kept) = &r {
                     commit(&mut now, kept);
+                    if kept.reason == pure::Reason::Underutilized {
+                        pure::hold(&mut now, kept);
+                    }
                 }
                 out.push((d, r.map_err(|e| e.to_string())));
             }
@@ -799,18 +802,8 @@ impl Disruption {
             )
             .await?;
         if let Some(node) = self.node_of(claim) {
-            self.edit_taints(&node.name_any(), |taints| {
-                if taints.iter().any(|t| t.key == TAINT_DISRUPTED) {
-                    return false;
-                }
-                taints.push(k8s_openapi::api::core::v1::Taint {
-                    key: TAINT_DISRUPTED.into(),
-                    effect: "NoSchedule".into(),
-                    ..Default::default()
-                });
-                true
-            })
-            .await?;
+            self.patch_node(&node.name_any(), writes::add_disrupted_taint())
+                .await?;
             self.recorder
                 .publish(reference(node.as_ref()), "Normal", "Disrupting", &d.message);
         }
@@ -836,12 +829,8 @@ impl Disruption {
             )
             .await?;
         if let Some(node) = self.node_of(claim) {
-            self.edit_taints(&node.name_any(), |taints| {
-                let before = taints.len();
-                taints.retain(|t| t.key != TAINT_DISRUPTED);
-                taints.len() != before
-            })
-            .await?;
+            self.patch_node(&node.name_any(), writes::remove_disrupted_taint())
+                .await?;
         }
         self.recorder.publish(
             reference(claim),
@@ -852,34 +841,18 @@ impl Disruption {
         Ok(())
     }
 
-    /// Reads the node fresh, lets `f` edit its taints and writes them back if it changed
-    /// them (a concurrent writer makes the patch fail; the caller retries).
-    async fn edit_taints(
-        &self,
-        name: &str,
-        f: impl FnOnce(&mut Vec<k8s_openapi::api::core::v1::Taint>) -> bool,
-    ) -> anyhow::Result<()> {
+    /// Writes `patch` (a strategic merge patch of what disruption owns: its taint) to the
+    /// Node, whatever else others wrote to it meanwhile; a Node already gone is no error.
+    async fn patch_node(&self, name: &str, patch: serde_json::Value) -> anyhow::Result<()> {
         let api: Api<Node> = Api::all(self.client.clone());
-        let Some(node) = api.get_opt(name).await? else {
-            return Ok(());
-        };
-        let mut taints = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default();
-        if f(&mut taints) {
-            api.patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({
-                    "metadata": {"resourceVersion": node.resource_version()},
-                    "spec": {"taints": taints},
-                })),
-            )
-            .await?;
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     fn node_of(&self, claim: &NodeClaim) -> Option<Arc<Node>> {

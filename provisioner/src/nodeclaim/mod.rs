@@ -418,19 +418,17 @@ impl Lifecycle {
             "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "name": name,
             "uid": claim.metadata.uid,
         }]);
-        // The finalizer keeps the Node until termination has drained it.
-        let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
-        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
-            finalizers.push(TERMINATION_FINALIZER.into());
-        }
+        // The finalizer keeps the Node until termination has drained it. A strategic merge
+        // patch: labels and owner references merge by key and finalizers as a set, so the
+        // kubelet's concurrent writes neither conflict with it nor are overwritten.
         let nodes: Api<Node> = Api::all(self.client.clone());
         nodes
             .patch(
                 &node_name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {
-                    "labels": sync, "ownerReferences": owner, "finalizers": finalizers,
-                    "resourceVersion": node.metadata.resource_version,
+                &Patch::Strategic(json!({"metadata": {
+                    "labels": sync, "ownerReferences": owner,
+                    "finalizers": [TERMINATION_FINALIZER],
                 }})),
             )
             .await?;

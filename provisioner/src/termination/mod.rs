@@ -20,6 +20,7 @@
 
 pub mod drain;
 pub mod volumes;
+pub mod writes;
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -35,7 +36,6 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use serde_json::json;
 
 use crate::cloud::CloudProvider;
 use crate::events::{Recorder, reference};
@@ -168,8 +168,16 @@ impl Termination {
                 .for_each_concurrent(16, |c| {
                     let this = this.clone();
                     async move {
-                        if let Err(e) = this.reconcile(&c).await {
-                            tracing::warn!(nodeclaim = %c.name_any(), error = %format!("{e:#}"), "termination step failed; retrying");
+                        match this.reconcile(&c).await {
+                            Ok(()) => {}
+                            // Another writer got there first: retried next tick, on the
+                            // object as it is then.
+                            Err(e) if writes::is_conflict(&e) => {
+                                tracing::debug!(nodeclaim = %c.name_any(), error = %format!("{e:#}"), "termination step met a concurrent write; requeued");
+                            }
+                            Err(e) => {
+                                tracing::warn!(nodeclaim = %c.name_any(), error = %format!("{e:#}"), "termination step failed; retrying");
+                            }
                         }
                     }
                 })
@@ -179,6 +187,10 @@ impl Termination {
                     && has_finalizer(&node.metadata)
                     && let Err(e) = this.node_deleted(&node).await
                 {
+                    if writes::is_conflict(&e) {
+                        tracing::debug!(node = %node.name_any(), error = %format!("{e:#}"), "termination of a deleted node met a concurrent write; requeued");
+                        continue;
+                    }
                     tracing::warn!(node = %node.name_any(), error = %format!("{e:#}"), "termination of a deleted node failed; retrying");
                 }
             }
@@ -229,16 +241,21 @@ impl Termination {
             return self.release_node(claim, &node).await;
         }
         let name = claim.name_any();
-        self.claims()
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {
-                    "finalizers": without_ours(claim.finalizers()),
-                    "resourceVersion": claim.resource_version(),
-                }})),
-            )
-            .await?;
+        if let Some(p) = writes::remove_claim_finalizer(claim.finalizers()) {
+            match self
+                .claims()
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Json::<()>(writes::json_patch(p)?),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
         let age = claim
             .metadata
             .deletion_timestamp
@@ -262,13 +279,15 @@ impl Termination {
     /// Claims made before the finalizer existed, and Nodes that registered, get it.
     async fn ensure_finalizers(&self, claim: &NodeClaim) -> anyhow::Result<()> {
         if !has_finalizer(&claim.metadata) {
-            let mut f = claim.finalizers().to_vec();
-            f.push(TERMINATION_FINALIZER.into());
+            let p = writes::add_claim_finalizer(
+                claim.finalizers(),
+                &claim.resource_version().unwrap_or_default(),
+            );
             self.claims()
                 .patch(
                     &claim.name_any(),
                     &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"finalizers": f, "resourceVersion": claim.resource_version()}})),
+                    &Patch::Json::<()>(writes::json_patch(p)?),
                 )
                 .await?;
         }
@@ -276,13 +295,11 @@ impl Termination {
             && node.metadata.deletion_timestamp.is_none()
             && !has_finalizer(&node.metadata)
         {
-            let mut f = node.finalizers().to_vec();
-            f.push(TERMINATION_FINALIZER.into());
             self.nodes()
                 .patch(
                     &node.name_any(),
                     &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"finalizers": f, "resourceVersion": node.resource_version()}})),
+                    &Patch::Strategic(writes::add_node_finalizer()),
                 )
                 .await?;
         }
@@ -323,10 +340,7 @@ impl Termination {
             .patch(
                 &node.name_any(),
                 &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {
-                    "finalizers": without_ours(node.finalizers()),
-                    "resourceVersion": node.resource_version(),
-                }})),
+                &Patch::Strategic(writes::remove_node_finalizer()),
             )
             .await
         {
@@ -341,22 +355,11 @@ impl Termination {
         let name = claim.name_any();
         let node_name = node.name_any();
         if !has_disrupted_taint(node) {
-            let mut taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
-            taints.push(serde_json::from_value(
-                json!({"key": TAINT_DISRUPTED, "effect": "NoSchedule"}),
-            )?);
             self.nodes()
                 .patch(
                     &node_name,
                     &PatchParams::default(),
-                    &Patch::Merge(json!({
-                        "metadata": {"resourceVersion": node.resource_version()},
-                        "spec": {"taints": taints},
-                    })),
+                    &Patch::Strategic(writes::add_disrupted_taint()),
                 )
                 .await?;
             return Ok(false);
@@ -666,16 +669,10 @@ impl Termination {
     }
 }
 
-fn without_ours(f: &[String]) -> Vec<String> {
-    f.iter()
-        .filter(|f| *f != TERMINATION_FINALIZER)
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn claim(v: serde_json::Value) -> NodeClaim {
         serde_json::from_value(v).unwrap()

@@ -57,10 +57,16 @@ pub fn commit(input: &mut Input, d: &Decision) {
 }
 
 /// Every decision that can be carried out side by side now, in the order they were taken:
-/// drift and emptiness as often as the budgets allow, each next one decided on the cluster
-/// as the ones before will leave it ([`commit`]); then at most one consolidation (it weighs
-/// the whole cluster and is decided again on the next pass), only if `consolidate`.
-/// `max` bounds how many decisions one call returns.
+/// drift and emptiness as often as the budgets allow, then consolidations, each next one
+/// decided on the cluster as the ones before will leave it ([`commit`]), up to
+/// [`Options::consolidations_per_pass`] of them and only if `consolidate`. `max` bounds how
+/// many decisions one call returns.
+///
+/// A consolidation taken after another one never disrupts a node an earlier decision of the
+/// call moves pods onto (those pods are not there yet when its drain starts, and would then
+/// find the node tainted), and never counts on room on an earlier consolidation's
+/// replacement (its instance-type options were trimmed to what holds its own pods).
+/// Decisions are independent of each other in the order the controller carries them out.
 pub fn decide_all(
     input: &Input,
     options: &Options,
@@ -69,16 +75,36 @@ pub fn decide_all(
 ) -> Vec<Decision> {
     let mut out = Vec::new();
     let mut now = input.clone();
+    let mut consolidations = 0;
     while out.len() < max {
-        let Some(d) = Context::new(&now, options).next(consolidate) else {
+        let more = consolidate && consolidations < options.consolidations_per_pass;
+        let Some(d) = Context::new(&now, options).next(more) else {
             break;
         };
-        let last = d.reason == Reason::Underutilized;
         commit(&mut now, &d);
-        out.push(d);
-        if last {
-            break;
+        if d.reason == Reason::Underutilized {
+            consolidations += 1;
+            hold(&mut now, &d);
         }
+        out.push(d);
     }
     out
+}
+
+/// After [`commit`]ting consolidation `d` to `input`: the existing nodes it moves pods onto
+/// are kept out of later decisions (marked do-not-disrupt), and its replacements take no
+/// further pods.
+pub fn hold(input: &mut Input, d: &Decision) {
+    let onto: BTreeSet<&str> = d.plan.existing.iter().map(|e| e.node.as_str()).collect();
+    for f in &mut input.nodes {
+        if onto.contains(f.name.as_str()) {
+            f.do_not_disrupt = true;
+        }
+    }
+    let launched: BTreeSet<&str> = d.plan.new_claims.iter().map(|c| c.name.as_str()).collect();
+    for n in &mut input.snapshot.nodes {
+        if launched.contains(n.name.as_str()) {
+            n.unschedulable = true;
+        }
+    }
 }

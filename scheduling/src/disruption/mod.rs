@@ -49,7 +49,7 @@ pub use budgets::{Allowance, Budget, BudgetError, BudgetNodes, Window};
 pub use candidates::{
     BlockedNode, Blocker, Candidate, blocked, candidates, consolidatable, node_price,
 };
-pub use commit::{commit, decide_all};
+pub use commit::{commit, decide_all, hold};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, Method, RemovedNode};
 pub use methods::{Invalidated, decide, displaced_plan, revalidate, try_consolidating};
@@ -271,6 +271,11 @@ pub struct Options {
     pub spot_to_spot_min_types: usize,
     /// Passed to the scheduler for replacement claims.
     pub scheduling: crate::scheduler::Options,
+    /// At most this many consolidations per [`decide_all`] call, each decided on the
+    /// cluster as the ones before leave it: a wide scale-down is then consolidated in a few
+    /// waves instead of one command per wave. Each costs one full consolidation search, so
+    /// this bounds the time of a pass (budgets usually bound it first).
+    pub consolidations_per_pass: usize,
 }
 
 impl Default for Options {
@@ -278,6 +283,7 @@ impl Default for Options {
         Options {
             spot_to_spot_min_types: 15,
             scheduling: crate::scheduler::Options::default(),
+            consolidations_per_pass: 20,
         }
     }
 }
