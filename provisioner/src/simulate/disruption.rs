@@ -205,8 +205,9 @@ pub enum LeftAloneReason {
     /// What could replace it would not be cheaper (or, in a Balanced pool, would not save
     /// enough for the disruption).
     NoCheaperFit,
-    /// It could be consolidated alone, but one consolidation is decided per pass: it is
-    /// decided again after the one in this plan.
+    /// It could be consolidated alone, but not in this pass: a consolidation of the pass moves
+    /// pods onto it or counts on it, or the pass took its most consolidations. It is decided
+    /// again on the next pass.
     LaterPass,
     /// The plan reached `max_commands`.
     CommandLimit,
@@ -719,7 +720,7 @@ impl Why<'_> {
             Some(Ok(d)) if self.consolidated => (
                 LeftAloneReason::LaterPass,
                 format!(
-                    "one consolidation is decided per pass; on its own: {}",
+                    "decided again on the next pass (this pass's consolidations count on it, or took their most); on its own: {}",
                     d.message
                 ),
             ),
