@@ -14,20 +14,9 @@ use adze_provisioner::simulate::disruption::{DisruptionOptions, Method, plan_dis
 use adze_scheduling::disruption as pure;
 use serde_json::Value;
 
-const NOW: &str = "2026-06-01T12:00:00Z";
-
-const CATALOG: &str = r#"
-apiVersion: adze.sh/v1alpha1
-kind: InstanceCatalog
-metadata: {name: lab}
-instanceTypes:
-  - {name: small, cpu: 2, memory: 8Gi, pods: 29, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.10}]}
-  - {name: medium, cpu: 4, memory: 16Gi, pods: 58, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.19}]}
-  - {name: large, cpu: 8, memory: 32Gi, pods: 110, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.38}]}
-"#;
+#[path = "support/disruption.rs"]
+mod support;
+use support::{CATALOG, NOW};
 
 fn pool(name: &str, extra_requirement: &str) -> String {
     format!(
@@ -53,67 +42,15 @@ spec:
 
 /// A NodeClaim and its Node, linked by providerID, as a live cluster holds them.
 fn node(name: &str, pool: &str, size: &str, created: &str) -> String {
-    let cpu = match size {
-        "small" => 2,
-        "medium" => 4,
-        _ => 8,
-    };
     format!(
-        r#"
-apiVersion: adze.sh/v1
-kind: NodeClaim
-metadata:
-  name: {name}
-  creationTimestamp: "{created}"
-  labels: {{adze.sh/nodepool: {pool}, node.kubernetes.io/instance-type: {size}}}
-spec:
-  nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}
-  expireAfter: 720h
-status:
-  providerID: "aws:///test-1a/i-{name}"
-  nodeName: {name}
-  conditions:
-    - {{type: Initialized, status: "True", reason: Initialized, message: "", lastTransitionTime: "{created}"}}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: {name}
-  creationTimestamp: "{created}"
-  labels:
-    adze.sh/nodepool: {pool}
-    node.kubernetes.io/instance-type: {size}
-    topology.kubernetes.io/zone: test-1a
-    adze.sh/capacity-type: on-demand
-    kubernetes.io/arch: amd64
-    kubernetes.io/os: linux
-    kubernetes.io/hostname: {name}
-spec: {{providerID: "aws:///test-1a/i-{name}"}}
-status:
-  allocatable: {{cpu: "{cpu}", memory: "{mem}Gi", pods: "29"}}
-  conditions: [{{type: Ready, status: "True"}}]
-"#,
-        mem = cpu * 4
+        "{}---{}",
+        support::claim(name, pool, size, created),
+        support::node(name, pool, size, created, "")
     )
 }
 
 fn pod(name: &str, node: &str, cpu: &str, labels: &str) -> String {
-    format!(
-        r#"
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: shop
-  uid: uid-{name}
-  creationTimestamp: "2026-05-31T12:00:00Z"
-  labels: {{{labels}}}
-spec:
-  nodeName: {node}
-  containers: [{{name: c, image: app, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}]
-status: {{phase: Running}}
-"#
-    )
+    support::pod(name, node, cpu, labels, "")
 }
 
 const PDB: &str = r#"

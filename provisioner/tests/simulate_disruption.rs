@@ -6,22 +6,9 @@ use adze_provisioner::simulate::disruption::{
     Action, DisruptionOptions, DisruptionPlan, LeftAloneReason, Method, plan_disruption,
 };
 
-const NOW: &str = "2026-06-01T12:00:00Z";
-
-/// Three on-demand types in one zone: small (2 CPU, $0.10/h), medium (4, $0.19/h),
-/// large (8, $0.38/h).
-const CATALOG: &str = r#"
-apiVersion: adze.sh/v1alpha1
-kind: InstanceCatalog
-metadata: {name: lab}
-instanceTypes:
-  - {name: small, cpu: 2, memory: 8Gi, pods: 29, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.10}]}
-  - {name: medium, cpu: 4, memory: 16Gi, pods: 58, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.19}]}
-  - {name: large, cpu: 8, memory: 32Gi, pods: 110, arch: amd64,
-     offerings: [{zone: test-1a, capacityType: on-demand, price: 0.38}]}
-"#;
+#[path = "support/disruption.rs"]
+mod support;
+use support::{CATALOG, DAY_BEFORE, NOW};
 
 fn pool(name: &str, disruption: &str, extra_spec: &str) -> String {
     format!(
@@ -51,55 +38,10 @@ fn default_pool() -> String {
 
 /// A node of `pool`, of `size` (small, medium, large), created a day before [`NOW`].
 fn node(name: &str, pool: &str, size: &str, annotations: &str) -> String {
-    let cpu = match size {
-        "small" => 2,
-        "medium" => 4,
-        _ => 8,
-    };
-    format!(
-        r#"
-apiVersion: v1
-kind: Node
-metadata:
-  name: {name}
-  creationTimestamp: "2026-05-31T12:00:00Z"
-  labels:
-    adze.sh/nodepool: {pool}
-    node.kubernetes.io/instance-type: {size}
-    topology.kubernetes.io/zone: test-1a
-    adze.sh/capacity-type: on-demand
-    kubernetes.io/arch: amd64
-    kubernetes.io/os: linux
-    kubernetes.io/hostname: {name}
-  annotations: {{{annotations}}}
-spec: {{providerID: "aws:///test-1a/i-{name}"}}
-status:
-  allocatable: {{cpu: "{cpu}", memory: "{mem}Gi", pods: "29"}}
-  capacity: {{cpu: "{cpu}", memory: "{mem}Gi", pods: "29"}}
-"#,
-        mem = cpu * 4
-    )
+    support::node(name, pool, size, DAY_BEFORE, annotations)
 }
 
-/// A pod on `node` asking for `cpu`, created a day before [`NOW`].
-fn pod(name: &str, node: &str, cpu: &str, labels: &str, annotations: &str) -> String {
-    format!(
-        r#"
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: shop
-  creationTimestamp: "2026-05-31T12:00:00Z"
-  labels: {{{labels}}}
-  annotations: {{{annotations}}}
-spec:
-  nodeName: {node}
-  containers: [{{name: c, image: app, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}]
-status: {{phase: Running, startTime: "2026-05-31T12:00:00Z"}}
-"#
-    )
-}
+use support::pod;
 
 fn scenario(docs: &[String]) -> Scenario {
     let mut all = vec![CATALOG.to_string()];
