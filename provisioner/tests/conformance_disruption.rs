@@ -932,9 +932,10 @@ fn suite_successive_replacements_up_to_the_budget() {
 }
 
 /// Ten nodes of the most expensive type in pool `default` (Karpenter's budget-mapping setup).
-fn ten_for_budgets() -> Cluster {
+/// `count` equal nodes of the default pool, for the budget cases.
+fn for_budgets(count: usize) -> Cluster {
     let mut docs = vec![nodepool("default")];
-    for n in names("n", 10) {
+    for n in names("n", count) {
         docs.push(node(&n, "default", MOST_EXPENSIVE, BIG));
     }
     Cluster::new(&docs)
@@ -967,11 +968,7 @@ fn budgets_ignore_unmanaged_nodes() {
 /// BuildDisruptionBudgetMapping > should not consider nodes that are not initialized as part of disruption count
 #[test]
 fn budgets_ignore_uninitialized_nodes() {
-    let mut docs = vec![nodepool("default")];
-    for n in names("n", 11) {
-        docs.push(node(&n, "default", MOST_EXPENSIVE, BIG));
-    }
-    let mut c = Cluster::new(&docs);
+    let mut c = for_budgets(11);
     c.facts("n10").initialized = false;
     assert_eq!(all_reasons_left(&c), [10, 10, 10]);
 }
@@ -979,11 +976,7 @@ fn budgets_ignore_uninitialized_nodes() {
 /// BuildDisruptionBudgetMapping > should not consider nodes that have the terminating status condition as part of disruption count
 #[test]
 fn budgets_terminating_node_uses_no_other_nodes_allowance() {
-    let mut docs = vec![nodepool("default")];
-    for n in names("n", 11) {
-        docs.push(node(&n, "default", MOST_EXPENSIVE, BIG));
-    }
-    let mut c = Cluster::new(&docs);
+    let mut c = for_budgets(11);
     c.facts("n10").disrupting = true;
     assert_eq!(all_reasons_left(&c), [10, 10, 10]);
 }
@@ -991,7 +984,7 @@ fn budgets_terminating_node_uses_no_other_nodes_allowance() {
 /// BuildDisruptionBudgetMapping > should not return a negative disruption value
 #[test]
 fn budgets_never_negative() {
-    let mut c = ten_for_budgets();
+    let mut c = for_budgets(10);
     c.policies(|p| p.budgets = vec![budget("10%")]);
     for n in names("n", 10) {
         c.facts(&n).disrupting = true;
@@ -1003,7 +996,7 @@ fn budgets_never_negative() {
 /// BuildDisruptionBudgetMapping > should consider not ready nodes to the disruption count
 #[test]
 fn budgets_count_deleting_and_not_ready_nodes() {
-    let mut c = ten_for_budgets();
+    let mut c = for_budgets(10);
     c.facts("n0").disrupting = true;
     c.facts("n1").disrupting = true;
     assert_eq!(all_reasons_left(&c), [8, 8, 8]);
