@@ -175,6 +175,11 @@ struct RunArgs {
     /// past its toleration, unless over 20 % of its NodePool is unhealthy.
     #[arg(long, env = "ADZE_NODE_REPAIR")]
     node_repair: bool,
+    /// Drift of a static NodePool at its limits.nodes (Karpenter's TerminateFirstDrift
+    /// feature gate, off by default as there): delete the drifted node first and let the
+    /// pool refill it, instead of waiting for room to launch its replacement first.
+    #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT")]
+    terminate_first_drift: bool,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,
     #[command(flatten)]
@@ -392,6 +397,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             validation: args.disruption_validation_period,
             dry_run: args.disruption_dry_run,
             repair: args.node_repair,
+            terminate_first_drift: args.terminate_first_drift,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
             policies: args.policies,

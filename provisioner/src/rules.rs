@@ -75,6 +75,101 @@ pub fn nodepool_unusable(pool: &NodePool) -> Option<&'static str> {
         .then_some("it is static (spec.replicas): its node count is fixed")
 }
 
+/// The replicas a static pool is kept at, or `None` when its scaler leaves it alone: not
+/// static, being deleted, refused for gaining or losing `spec.replicas`, or invalid. Its
+/// drift takes no node then either (nothing would refill it).
+pub fn static_replicas(pool: &NodePool) -> Option<u64> {
+    let replicas = pool.spec.replicas?;
+    if is_terminating(&pool.metadata) || pool.kind_change().is_some() || pool.validate().is_err() {
+        return None;
+    }
+    Some(u64::try_from(replicas).unwrap_or(0))
+}
+
+/// The pool's `limits.nodes`, if set and a whole number.
+pub fn node_limit(pool: &NodePool) -> Option<u64> {
+    pool.spec
+        .limits
+        .get(adze_scheduling::nodepool::NODES_LIMIT)
+        .and_then(|q| q.0.parse::<u64>().ok())
+}
+
+/// The claims of static pool `pool` as its scaler and its drift count them, in name order.
+pub fn static_members(
+    pool: &str,
+    objects: &crate::provisioning::snapshot::Objects,
+) -> Vec<adze_scheduling::static_pool::Member> {
+    use crate::provisioning::snapshot::{is_initialized, owned_by_daemonset};
+    use adze_api::conditions::{self, nodeclaim};
+    use adze_scheduling::labels;
+    let mut out: Vec<adze_scheduling::static_pool::Member> = objects
+        .claims
+        .iter()
+        .filter(|c| {
+            c.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(labels::NODEPOOL))
+                .map(String::as_str)
+                == Some(pool)
+        })
+        .map(|c| {
+            let node = c.status.as_ref().and_then(|s| s.node_name.as_deref());
+            let pods = node.map_or(0, |n| {
+                objects
+                    .pods
+                    .iter()
+                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n))
+                    .filter(|p| !owned_by_daemonset(p) && !is_terminal(p))
+                    .count()
+            });
+            let deleting = c.metadata.deletion_timestamp.is_some();
+            adze_scheduling::static_pool::Member {
+                name: c.metadata.name.clone().unwrap_or_default(),
+                initialized: is_initialized(c),
+                deleting,
+                disrupting: !deleting
+                    && conditions::is_true(
+                        crate::provisioning::snapshot::claim_conditions(c),
+                        nodeclaim::DISRUPTING,
+                    ),
+                pods,
+                created: c
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map_or(0, |t| t.0.as_second()),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// What a static pool's claims are planned on: the pool as if it launched for pods, its
+/// DaemonSets and node classes, and no nodes, so no existing room absorbs the claim.
+pub fn static_planning_objects(
+    pool: &NodePool,
+    objects: &crate::provisioning::snapshot::Objects,
+) -> crate::provisioning::snapshot::Objects {
+    let mut launchable = pool.clone();
+    launchable.spec.replicas = None;
+    // Its recorded kind (Static) would make this stand-in read as a pool that lost its
+    // replicas, which provisioning refuses ([`NodePool::kind_change`]).
+    if let Some(status) = launchable.status.as_mut() {
+        status.kind = None;
+    }
+    // limits.nodes is applied by the scaler, over every claim of the pool.
+    launchable.spec.limits.clear();
+    crate::provisioning::snapshot::Objects {
+        nodepools: vec![std::sync::Arc::new(launchable)],
+        daemonsets: objects.daemonsets.clone(),
+        nodeclasses: objects.nodeclasses.clone(),
+        karpenter_labels: objects.karpenter_labels,
+        ..crate::provisioning::snapshot::Objects::default()
+    }
+}
+
 /// What became of one NodeOverlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OverlayVerdict {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use adze_provisioner::simulate::Scenario;
 use adze_scheduling::disruption::{
     self, Action, Budget, BudgetNodes, ConsolidationPolicy, Decision, Input, NodeFacts, Options,
-    Pdb, PodFacts, PoolPolicy, Reason, expiry,
+    Pdb, PodFacts, PoolPolicy, Reason, StaticSize, expiry,
 };
 
 // Karpenter's disruption suites (pkg/controllers/disruption/*_test.go), restated as Adze
@@ -2274,8 +2274,10 @@ fn balanced_cross_pool_scores_alike() {
 
 /// A static NodePool `name` with `spec` lines (e.g. `limits:`) and `n` drifted empty nodes of
 /// the most expensive type, named `<name>-<i>`. A scenario refuses `spec.replicas` (static pools
-/// launch nothing for pods), so the pool is written without it and is static in the decision's
-/// policy (`fixed_size`); the decision has no replica count.
+/// launch nothing for pods), so the pool is written without it; [`static_cluster`] makes it
+/// static in the decision's input as `run` does: its policy is `fixed_size` with its
+/// [`StaticSize`] (replicas, `limits.nodes` and its nodes counted), and the pool leaves the
+/// launchable pools for [`Input::static_pools`], what its replacements are planned from.
 fn static_pool(name: &str, spec: &str, n: usize) -> Vec<String> {
     let mut pool =
         nodepool(name).replace("spec:\n  template:", &format!("spec:\n{spec}  template:"));
@@ -2287,38 +2289,78 @@ fn static_pool(name: &str, spec: &str, n: usize) -> Vec<String> {
     docs
 }
 
-fn static_cluster(docs: &[String], budgets: &[(&str, &str)]) -> Cluster {
+/// `docs` with every node drifted, and each pool of `pools` (name, replicas, `limits.nodes`,
+/// Drifted budget) static.
+fn static_cluster(docs: &[String], pools: &[(&str, u64, Option<u64>, &str)]) -> Cluster {
     let mut c = Cluster::new(docs);
     let all: Vec<String> = c.input.nodes.iter().map(|f| f.name.clone()).collect();
     for n in &all {
         c.facts(n).drifted = true;
     }
-    for (pool, nodes) in budgets {
-        if let Some(p) = c.input.policies.iter_mut().find(|p| p.nodepool == *pool) {
-            p.fixed_size = true;
-            p.consolidate_after = None;
-            p.budgets = vec![reason_budget(nodes, &[Reason::Drifted])];
-        }
+    for (pool, replicas, limit, nodes) in pools {
+        let active = c
+            .input
+            .snapshot
+            .nodes
+            .iter()
+            .filter(|n| n.nodepool.as_deref() == Some(*pool))
+            .count() as u64;
+        let p = c
+            .input
+            .policies
+            .iter_mut()
+            .find(|p| p.nodepool == *pool)
+            .unwrap();
+        p.fixed_size = true;
+        p.consolidate_after = None;
+        p.budgets = vec![reason_budget(nodes, &[Reason::Drifted])];
+        p.static_size = Some(StaticSize {
+            replicas: *replicas,
+            node_limit: *limit,
+            active,
+            leaving: 0,
+        });
+        let i = (c.input.snapshot.nodepools.iter())
+            .position(|np| np.name == *pool)
+            .unwrap();
+        let mut np = c.input.snapshot.nodepools.remove(i);
+        np.limits.clear();
+        c.input.static_pools.push(np);
     }
     c
 }
 
 fn drifts_per_pool(c: &Cluster) -> std::collections::BTreeMap<String, usize> {
+    drifts_per_pool_with(c, &Options::default())
+}
+
+fn drifts_per_pool_with(
+    c: &Cluster,
+    options: &Options,
+) -> std::collections::BTreeMap<String, usize> {
     let mut out = std::collections::BTreeMap::new();
-    for d in c.decide_all() {
+    for d in disruption::decide_all(&c.input, options, true, 1000) {
         assert_eq!(d.reason, Reason::Drifted);
         *out.entry(d.nodes[0].nodepool.clone()).or_insert(0) += d.nodes.len();
     }
     out
 }
 
+/// Karpenter's `TerminateFirstDrift` gate on.
+fn terminate_first() -> Options {
+    Options {
+        terminate_first_drift: true,
+        ..Options::default()
+    }
+}
+
 /// StaticDrift > Budgets > should respect disruption budgets (Nodes Count) for static drift
 /// StaticDrift > Budgets > should respect disruption budgets (Nodes Percentage) for static drift
 #[test]
 fn static_drift_within_the_budget() {
-    let c = static_cluster(&static_pool("static", "", 5), &[("static", "2")]);
+    let c = static_cluster(&static_pool("static", "", 5), &[("static", 5, None, "2")]);
     assert_eq!(drifts_per_pool(&c)["static"], 2);
-    let c = static_cluster(&static_pool("static", "", 5), &[("static", "20%")]);
+    let c = static_cluster(&static_pool("static", "", 5), &[("static", 5, None, "20%")]);
     assert_eq!(drifts_per_pool(&c)["static"], 1);
 }
 
@@ -2330,7 +2372,11 @@ fn static_drift_budgets_per_pool() {
     docs.extend(static_pool("static-3", "", 2));
     let c = static_cluster(
         &docs,
-        &[("static-1", "1"), ("static-2", "2"), ("static-3", "100%")],
+        &[
+            ("static-1", 4, None, "1"),
+            ("static-2", 3, None, "2"),
+            ("static-3", 2, None, "100%"),
+        ],
     );
     let per_pool = drifts_per_pool(&c);
     assert_eq!(
@@ -2346,41 +2392,100 @@ fn static_drift_budgets_per_pool() {
 fn static_drift_with_room_under_the_limit() {
     let c = static_cluster(
         &static_pool("static", "  limits: {nodes: 5}\n", 2),
-        &[("static", "100%")],
+        &[("static", 5, Some(5), "100%")],
     );
     assert_eq!(drifts_per_pool(&c)["static"], 2);
-    let c = static_cluster(&static_pool("static", "", 5), &[("static", "100%")]);
-    assert_eq!(drifts_per_pool(&c)["static"], 5);
+    let c = static_cluster(
+        &static_pool("static", "", 5),
+        &[("static", 5, None, "100%")],
+    );
+    let ds = c.decide_all();
+    assert_eq!(ds.len(), 5);
+    // Each launches one node of the pool first.
+    assert!(ds.iter().all(|d| d.action() == Action::Replace
+        && d.plan.new_claims.len() == 1
+        && d.plan.new_claims[0].nodepool == "static"));
 }
 
 /// StaticDrift > Limits and Scaling > should not drift nodes when we cannot acquire limits
 /// StaticDrift > Limits and Scaling > should drift partially when we can acquire some limits
 /// StaticDrift > Limits and Scaling > should keep drifting partially when we can acquire some limits for each reconcile
-/// StaticDrift > Limits and Scaling > should wait until nodes are deprovisioned when we are overscaled
-/// StaticDrift > Multiple NodePools > should handle drift for multiple static NodePools independently
-/// StaticDrift > Edge Cases > should handle zero replicas
 #[test]
-#[ignore = "fails: a static pool's drifted nodes are deleted first and refilled by the pool's scaler after, so neither `limits.nodes` nor the replica count holds drift back, and the pool dips below its replicas meanwhile"]
-fn static_drift_surges_within_limits_and_replicas() {
+fn static_drift_replaces_first_within_the_limit() {
     let at_limit = static_cluster(
         &static_pool("static", "  limits: {nodes: 5}\n", 5),
-        &[("static", "100%")],
+        &[("static", 5, Some(5), "100%")],
     );
     assert!(at_limit.decide_all().is_empty());
     let two_spare = static_cluster(
         &static_pool("static", "  limits: {nodes: 7}\n", 5),
-        &[("static", "100%")],
+        &[("static", 5, Some(7), "100%")],
     );
     assert_eq!(drifts_per_pool(&two_spare)["static"], 2);
-    let one_spare = static_cluster(
+    // One spare: one node per pass, the pool never over its limit; once a replacement is
+    // up and the old node gone, the next pass takes the next one.
+    let mut one_spare = static_cluster(
         &static_pool("static", "  limits: {nodes: 6}\n", 5),
-        &[("static", "100%")],
+        &[("static", 5, Some(6), "100%")],
     );
-    assert_eq!(drifts_per_pool(&one_spare)["static"], 1);
-    let overscaled = static_cluster(&static_pool("static", "", 2), &[("static", "100%")]);
+    let mut taken = std::collections::BTreeSet::new();
+    for pass in 0..5 {
+        let ds = one_spare.decide_all();
+        assert_eq!(ds.len(), 1, "pass {pass}");
+        assert_eq!(ds[0].action(), Action::Replace);
+        let gone = ds[0].nodes[0].name.clone();
+        assert!(taken.insert(gone.clone()), "{gone} taken twice");
+        // Carried out: in the node's place an undrifted one, the pool at 5 again.
+        one_spare.facts(&gone).drifted = false;
+    }
+    assert!(one_spare.decide_all().is_empty());
+}
+
+/// StaticDrift > Limits and Scaling > should wait until nodes are deprovisioned when we are overscaled
+/// StaticDrift > Edge Cases > should handle zero replicas
+#[test]
+fn static_drift_waits_while_overscaled() {
+    let mut docs = static_pool("static", "", 2);
+    docs.push(bound("busy", "static-0", "cpu: 1", "{app: test}"));
+    let mut overscaled = static_cluster(&docs, &[("static", 1, None, "100%")]);
     assert!(overscaled.decide_all().is_empty());
-    let zero = static_cluster(&static_pool("static", "", 1), &[("static", "100%")]);
+    // The scaler removed the extra (the empty node): the other is drifted now.
+    overscaled.facts("static-1").disrupting = true;
+    overscaled.input.policies[0].static_size = Some(StaticSize {
+        replicas: 1,
+        node_limit: None,
+        active: 1,
+        leaving: 1,
+    });
+    let ds = overscaled.decide_all();
+    assert_eq!(ds.len(), 1);
+    assert_eq!(ds[0].node_names(), ["static-0"]);
+    assert_eq!(ds[0].action(), Action::Replace);
+    let zero = static_cluster(
+        &static_pool("static", "", 1),
+        &[("static", 0, None, "100%")],
+    );
     assert!(zero.decide_all().is_empty());
+}
+
+/// StaticDrift > Multiple NodePools > should handle drift for multiple static NodePools independently
+#[test]
+fn static_drift_pools_independently() {
+    let mut docs = static_pool("nodepool-1", "", 2);
+    docs.extend(static_pool("nodepool-2", "  limits: {nodes: 2}\n", 2));
+    docs.extend(static_pool("nodepool-3", "", 2));
+    let c = static_cluster(
+        &docs,
+        &[
+            ("nodepool-1", 3, None, "100%"),
+            ("nodepool-2", 2, Some(2), "100%"),
+            ("nodepool-3", 2, None, "100%"),
+        ],
+    );
+    let per_pool = drifts_per_pool(&c);
+    assert_eq!(per_pool.get("nodepool-1"), Some(&2), "{per_pool:?}");
+    assert_eq!(per_pool.get("nodepool-2"), None, "{per_pool:?}");
+    assert_eq!(per_pool.get("nodepool-3"), Some(&2), "{per_pool:?}");
 }
 
 /// StaticDrift > Edge Cases > should ignore nodes without the drifted status condition
@@ -2388,7 +2493,10 @@ fn static_drift_surges_within_limits_and_replicas() {
 /// StaticDrift > Edge Cases > should ignore nodes with the karpenter.sh/do-not-disrupt annotation
 #[test]
 fn static_drift_ignores_undrifted_and_protected_nodes() {
-    let mut c = static_cluster(&static_pool("static", "", 1), &[("static", "100%")]);
+    let mut c = static_cluster(
+        &static_pool("static", "", 1),
+        &[("static", 1, None, "100%")],
+    );
     c.facts("static-0").drifted = false;
     assert!(c.decide_all().is_empty());
     c.facts("static-0").drifted = true;
@@ -2405,26 +2513,36 @@ fn static_drift_ignores_undrifted_and_protected_nodes() {
 fn terminate_first_at_the_limit_deletes_only() {
     let c = static_cluster(
         &static_pool("static", "  limits: {nodes: 1}\n", 1),
-        &[("static", "100%")],
+        &[("static", 1, Some(1), "100%")],
     );
-    let ds = c.decide_all();
+    let ds = disruption::decide_all(&c.input, &terminate_first(), true, 1000);
     assert_eq!(ds.len(), 1);
     assert_eq!(ds[0].action(), Action::Delete);
     assert!(ds[0].plan.new_claims.is_empty());
+    // Without the gate it waits for room.
+    assert!(c.decide_all().is_empty());
 }
 
 /// TerminateFirstDrift > StaticDrift > replaces-first for a static NodePool below its node limit even when TerminateFirstDrift is enabled
 /// TerminateFirstDrift > StaticDrift > replaces-first for a static NodePool when TerminateFirstDrift is disabled
 #[test]
-#[ignore = "fails: a static pool's drifted node is always deleted first and refilled by the pool's scaler; there is no replace-first within the limit"]
 fn terminate_first_replaces_first_below_the_limit() {
     let c = static_cluster(
         &static_pool("static", "  limits: {nodes: 2}\n", 1),
-        &[("static", "100%")],
+        &[("static", 1, Some(2), "100%")],
     );
-    let ds = c.decide_all();
-    assert_eq!(ds.len(), 1);
-    assert_eq!(ds[0].action(), Action::Replace);
+    for options in [terminate_first(), Options::default()] {
+        let ds = disruption::decide_all(&c.input, &options, true, 1000);
+        assert_eq!(ds.len(), 1);
+        assert_eq!(ds[0].action(), Action::Replace);
+        assert_eq!(ds[0].plan.new_claims.len(), 1);
+    }
+    let unlimited = static_cluster(
+        &static_pool("static", "", 1),
+        &[("static", 1, None, "100%")],
+    );
+    let ds = unlimited.decide_all();
+    assert_eq!((ds.len(), ds[0].action()), (1, Action::Replace));
 }
 
 // =======================================================================================

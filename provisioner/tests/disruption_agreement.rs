@@ -231,3 +231,145 @@ fn the_controller_and_the_planner_take_the_same_commands() {
     );
     assert!(live.iter().all(|c| !c.1.contains(&"guarded".to_string())));
 }
+
+/// A static pool (`spec.replicas`: a scenario refuses one, so the objects are typed straight
+/// from YAML): its NodeClaims, `limits.nodes` and `Disrupting` marks become the decision's
+/// [`pure::StaticSize`], and the controller's pass and the planner's commands both launch
+/// a drifted node's replacement first, only as far as the limit leaves room, or delete first
+/// at the limit with the terminate-first gate.
+#[test]
+fn a_static_pools_drift_replaces_first_within_its_node_limit() {
+    let pool = r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: fixed}
+spec:
+  replicas: 3
+  limits: {nodes: "4"}
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: adze.sh/capacity-type, operator: In, values: [on-demand]}
+  disruption:
+    consolidateAfter: 0s
+    budgets: [{nodes: "100%"}]
+"#;
+    let yaml = [
+        pool.to_string(),
+        node("f-0", "fixed", "medium", support::DAY_BEFORE),
+        node("f-1", "fixed", "medium", support::DAY_BEFORE),
+        node("f-2", "fixed", "medium", support::DAY_BEFORE),
+        pod("web", "f-0", "1", "app: web"),
+    ]
+    .join("\n---\n");
+    let (objects, pdbs) = watched(&yaml);
+    let scenario = Scenario::parse(CATALOG).unwrap();
+    let now: k8s_openapi::jiff::Timestamp = NOW.parse().unwrap();
+    // The cloud reports every instance's node class drifted.
+    let drifted: BTreeSet<String> = ["f-0", "f-1", "f-2"].map(String::from).into();
+    let build = |objects: &Objects| {
+        input::build(
+            objects,
+            &scenario.instance_types,
+            &input::Extra {
+                pdbs: &pdbs,
+                pdb_empty_selects_all: true,
+                cloud_drifted: &drifted,
+                now: now.as_second(),
+            },
+            &mut input::PodActivity::default(),
+        )
+    };
+    let built = build(&objects);
+    let policy = &built.input.policies[0];
+    assert!(policy.fixed_size);
+    assert_eq!(
+        policy.static_size,
+        Some(pure::StaticSize {
+            replicas: 3,
+            node_limit: Some(4),
+            active: 3,
+            leaving: 0
+        })
+    );
+    assert_eq!(built.input.static_pools.len(), 1);
+    assert!(
+        built.input.snapshot.nodepools.is_empty(),
+        "not launchable for pods"
+    );
+
+    let options =
+        input::decision_options(&built, 60, &adze_provisioner::rules::Policies::default(), 0);
+    let decided = pure::decide_all(&built.input, &options, true, 100);
+    assert_eq!(decided.len(), 1, "one slot under limits.nodes");
+    let d = &decided[0];
+    assert_eq!(d.reason, pure::Reason::Drifted);
+    assert_eq!(d.plan.new_claims.len(), 1);
+    assert_eq!(d.plan.new_claims[0].nodepool, "fixed");
+    assert_eq!(
+        d.plan.new_claims[0].instance_type, "small",
+        "as its scaler plans one"
+    );
+
+    // The planner, on the same input, takes the same command and says why the rest wait.
+    let prepared = adze_provisioner::simulate::disruption::Prepared {
+        built,
+        options: options.clone(),
+        notes: Vec::new(),
+    };
+    let plan = adze_provisioner::simulate::disruption::plan_prepared(
+        &prepared,
+        &DisruptionOptions::at(now),
+    );
+    assert_eq!(plan.commands.len(), 1);
+    let c = &plan.commands[0];
+    assert_eq!(
+        (c.method, c.nodes.clone()),
+        (
+            Method::Drift,
+            d.node_names().iter().map(|n| n.to_string()).collect()
+        )
+    );
+    assert_eq!(c.replacements.len(), 1);
+    assert_eq!(c.replacements[0].nodepool, "fixed");
+    let waiting: Vec<_> = plan
+        .left_alone
+        .iter()
+        .filter(|l| l.message.contains("limits.nodes (4)"))
+        .collect();
+    assert_eq!(waiting.len(), 2, "{:?}", plan.left_alone);
+
+    // A claim already marked Disrupting leaves the replicas but not the limit: no room.
+    let mut marked = objects.clone();
+    let mut claim = (*marked.claims[1]).clone();
+    claim
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions
+        .push(serde_json::from_value(serde_json::json!({"type": "Disrupting", "status": "True", "reason": "Drifted", "message": "", "lastTransitionTime": NOW})).unwrap());
+    marked.claims[1] = Arc::new(claim);
+    // Its replacement, launching.
+    let launching: Value =
+        serde_yaml::from_str(&support::claim("f-new", "fixed", "small", NOW)).unwrap();
+    marked
+        .claims
+        .push(Arc::new(serde_json::from_value(launching).unwrap()));
+    let built = build(&marked);
+    assert_eq!(
+        built.input.policies[0]
+            .static_size
+            .map(|s| (s.active, s.leaving)),
+        Some((3, 1))
+    );
+    assert!(pure::decide_all(&built.input, &options, true, 100).is_empty());
+    // With the terminate-first gate the nodes at the limit are deleted first instead.
+    let gate = pure::Options {
+        terminate_first_drift: true,
+        ..options
+    };
+    let decided = pure::decide_all(&built.input, &gate, true, 100);
+    assert!(!decided.is_empty());
+    assert!(decided.iter().all(|d| d.plan.new_claims.is_empty()));
+}

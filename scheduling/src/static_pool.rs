@@ -3,8 +3,12 @@
 //! new one looks like; the controller creates and deletes them.
 //!
 //! Counting: every claim of the pool not being deleted counts, launched or not, so a claim
-//! still launching is not doubled. Scale-up stops at `limits.nodes` (every claim counts
-//! against it, deleting ones too, since their instances still run). Scale-down picks the
+//! still launching is not doubled. A claim marked for disruption but not yet deleted is
+//! not refilled (its disruption launches the replacement first, or deletes it and the
+//! refill follows) and is not counted as one to keep either, so the replacement is not
+//! taken for a surplus ([`crate::disruption::static_drift`]). Scale-up stops at
+//! `limits.nodes` (every claim counts against it, deleting ones too, since their instances
+//! still run). Scale-down picks the
 //! cheapest to lose first: claims not yet initialized, then those with the fewest workload
 //! pods, then the youngest, then by name. Scale-down is not a voluntary disruption: no
 //! disruption budget holds it back, but the drain still goes through the Eviction API, so
@@ -27,6 +31,8 @@ pub struct Member {
     pub initialized: bool,
     /// Being deleted: no longer counts towards replicas, still counts towards `limits.nodes`.
     pub deleting: bool,
+    /// Marked for disruption (its `Disrupting` condition), not yet deleted.
+    pub disrupting: bool,
     /// Non-DaemonSet pods bound to its node.
     pub pods: usize,
     pub created: UnixSeconds,
@@ -46,11 +52,18 @@ pub struct Scale {
 /// The change that brings a pool with `members` to `replicas` claims, launching no more than
 /// `node_limit` (its `limits.nodes`) allows.
 pub fn scale(replicas: u64, node_limit: Option<u64>, members: &[Member]) -> Scale {
-    let mut active: Vec<&Member> = members.iter().filter(|m| !m.deleting).collect();
+    let mut active: Vec<&Member> = members
+        .iter()
+        .filter(|m| !m.deleting && !m.disrupting)
+        .collect();
     let count = active.len() as u64;
+    let held = members
+        .iter()
+        .filter(|m| !m.deleting && m.disrupting)
+        .count() as u64;
     let mut out = Scale::default();
-    if count < replicas {
-        let want = replicas - count;
+    if count + held < replicas {
+        let want = replicas - count - held;
         let room = node_limit.map_or(u64::MAX, |l| l.saturating_sub(members.len() as u64));
         out.launch = want.min(room);
         out.held_by_limit = want - out.launch;
@@ -132,6 +145,7 @@ mod tests {
             name: name.into(),
             initialized,
             deleting: false,
+            disrupting: false,
             pods,
             created,
         }
@@ -153,6 +167,22 @@ mod tests {
         let held = scale(2, Some(2), &members);
         assert_eq!((held.launch, held.held_by_limit), (0, 1));
         assert_eq!(scale(2, Some(3), &members).launch, 1);
+    }
+
+    #[test]
+    fn a_claim_being_disrupted_is_neither_refilled_nor_kept() {
+        // Replace-first: the drifted claim is marked, its replacement launching.
+        let mut old = m("old", true, 3, 1);
+        old.disrupting = true;
+        let members = [old.clone(), m("b", true, 0, 2)];
+        assert_eq!(scale(2, None, &members), Scale::default(), "not refilled");
+        let with_new = [old.clone(), m("b", true, 0, 2), m("new", false, 0, 3)];
+        assert_eq!(scale(2, None, &with_new), Scale::default(), "new one kept");
+        // Once it is deleted, the refill follows (delete-first), within the limit.
+        old.deleting = true;
+        let members = [old, m("b", true, 0, 2)];
+        assert_eq!(scale(2, None, &members).launch, 1);
+        assert_eq!(scale(2, Some(2), &members).held_by_limit, 1);
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub fn pool_policy(np: &crate::NodePool) -> Result<PoolPolicy, ConvertError> {
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
         fixed_size: np.spec.is_static(),
+        // Counted from the pool's NodeClaims, which this conversion does not see.
+        static_size: None,
     })
 }
 

@@ -43,6 +43,9 @@ pub struct Settings {
     /// Node repair (`--node-repair`, Karpenter's `NodeRepair` feature gate): replace nodes
     /// whose conditions stay unhealthy past their toleration ([`Self::repair`]).
     pub repair: bool,
+    /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a static pool at
+    /// its `limits.nodes` deletes a drifted node first and lets its scaler refill it.
+    pub terminate_first_drift: bool,
 }
 
 pub struct Disruption {
@@ -272,12 +275,14 @@ impl Disruption {
     }
 
     fn options(&self, built: &Built) -> pure::Options {
-        input::decision_options(
+        let mut options = input::decision_options(
             built,
             self.settings.max_instance_types,
             &self.settings.policies,
             crate::provisioning::fresh_name_seed(),
-        )
+        );
+        options.terminate_first_drift = self.settings.terminate_first_drift;
+        options
     }
 
     /// Whether anything may be decided now, and whether consolidation may be too; says why

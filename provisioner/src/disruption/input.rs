@@ -62,6 +62,25 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
         // either kind is in play, its nodes are not consolidated.
         fixed_size: pool.spec.is_static()
             || pool.status.as_ref().and_then(|s| s.kind) == Some(adze_api::PoolKind::Static),
+        // Counted from the pool's NodeClaims by `build` ([`static_size`]).
+        static_size: None,
+    })
+}
+
+/// A static pool's size as its scaler counts it ([`crate::rules::static_members`]), or
+/// `None` when the scaler leaves the pool alone ([`crate::rules::static_replicas`]).
+pub fn static_size(pool: &NodePool, objects: &Objects) -> Option<pure::StaticSize> {
+    let replicas = crate::rules::static_replicas(pool)?;
+    let members = crate::rules::static_members(pool.metadata.name.as_deref()?, objects);
+    let active = members
+        .iter()
+        .filter(|m| !m.deleting && !m.disrupting)
+        .count() as u64;
+    Some(pure::StaticSize {
+        replicas,
+        node_limit: crate::rules::node_limit(pool),
+        active,
+        leaving: members.len() as u64 - active,
     })
 }
 
@@ -327,12 +346,24 @@ pub fn build(
     }
 
     let mut policies = Vec::new();
+    let mut static_pools = Vec::new();
     for p in &objects.nodepools {
         if p.metadata.deletion_timestamp.is_some() {
             continue;
         }
         match policy(p) {
-            Ok(pol) => policies.push(pol),
+            Ok(mut pol) => {
+                if pol.fixed_size {
+                    pol.static_size = static_size(p, objects);
+                    // What its drifted nodes' replacements are planned from, as its scaler
+                    // plans its claims.
+                    if pol.static_size.is_some() {
+                        let planning = crate::rules::static_planning_objects(p, objects);
+                        static_pools.extend(snapshot::build(&planning, catalog).snapshot.nodepools);
+                    }
+                }
+                policies.push(pol)
+            }
             Err(e) => problems.push(e),
         }
     }
@@ -515,6 +546,7 @@ pub fn build(
             buffer,
             // The zonal-shift reading is the controller's (UnavailableOfferings::zones_away).
             zones_away: BTreeSet::new(),
+            static_pools,
         },
         reserved_names: built.reserved_names,
         pending,

@@ -20,67 +20,9 @@ use crate::cloud::{CloudProvider, UnavailableOfferings};
 use crate::provisioning::snapshot::{self, Objects, is_initialized, owned_by_daemonset};
 use crate::state::ClusterState;
 
-/// The pool's `limits.nodes`, if set and a whole number.
-pub fn node_limit(pool: &NodePool) -> Option<u64> {
-    pool.spec
-        .limits
-        .get(adze_scheduling::nodepool::NODES_LIMIT)
-        .and_then(|q| q.0.parse::<u64>().ok())
-}
-
-/// The claims of `pool` as the scaler sees them, in name order.
-pub fn members(pool: &str, objects: &Objects) -> Vec<Member> {
-    let mut out: Vec<Member> = objects
-        .claims
-        .iter()
-        .filter(|c| c.labels().get(labels::NODEPOOL).map(String::as_str) == Some(pool))
-        .map(|c| {
-            let node = c.status.as_ref().and_then(|s| s.node_name.as_deref());
-            let pods = node.map_or(0, |n| {
-                objects
-                    .pods
-                    .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n))
-                    .filter(|p| !owned_by_daemonset(p) && !crate::rules::is_terminal(p))
-                    .count()
-            });
-            Member {
-                name: c.name_any(),
-                initialized: is_initialized(c),
-                deleting: c.metadata.deletion_timestamp.is_some(),
-                pods,
-                created: c
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map_or(0, |t| t.0.as_second()),
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
-}
-
-/// What a static pool's claims are planned on: the pool as if it launched for pods, its
-/// DaemonSets and node classes, and no nodes, so no existing room absorbs the claim.
-pub fn planning_objects(pool: &NodePool, objects: &Objects) -> Objects {
-    let mut launchable = pool.clone();
-    launchable.spec.replicas = None;
-    // Its recorded kind (Static) would make this stand-in read as a pool that lost its
-    // replicas, which provisioning refuses ([`NodePool::kind_change`]).
-    if let Some(status) = launchable.status.as_mut() {
-        status.kind = None;
-    }
-    // limits.nodes is applied by the scaler, over every claim of the pool.
-    launchable.spec.limits.clear();
-    Objects {
-        nodepools: vec![Arc::new(launchable)],
-        daemonsets: objects.daemonsets.clone(),
-        nodeclasses: objects.nodeclasses.clone(),
-        karpenter_labels: objects.karpenter_labels,
-        ..Objects::default()
-    }
-}
+pub use crate::rules::{
+    node_limit, static_members as members, static_planning_objects as planning_objects,
+};
 
 pub struct Replicas {
     pub client: Client,
@@ -108,21 +50,13 @@ impl Replicas {
                 continue;
             };
             let name = pool.name_any();
-            if crate::rules::is_terminating(&pool.metadata) {
+            // Being deleted, refused (acting on it as static now would silently convert
+            // it; the status controller reports the refusal) or invalid.
+            let Some(want) = crate::rules::static_replicas(pool) else {
+                tracing::debug!(nodepool = %name, "static nodepool not scaled: being deleted, refused or invalid");
                 continue;
-            }
-            if let Some(why) = pool.kind_change() {
-                // Acting on it as static now would silently convert it; the status
-                // controller reports the refusal.
-                tracing::debug!(nodepool = %name, reason = %why, "static nodepool not scaled: refused");
-                continue;
-            }
-            if let Err(e) = pool.validate() {
-                tracing::debug!(nodepool = %name, error = %e, "static nodepool not scaled: invalid");
-                continue;
-            }
+            };
             let members = members(&name, &objects);
-            let want = u64::try_from(replicas).unwrap_or(0);
             let scale = static_pool::scale(want, node_limit(pool), &members);
             if scale.held_by_limit > 0 {
                 tracing::info!(nodepool = %name, replicas, missing = scale.held_by_limit, "static nodepool held below replicas by limits.nodes");

@@ -183,7 +183,8 @@ pub enum LeftAloneReason {
     DoNotDisrupt,
     Pdb,
     ZonalShift,
-    /// A static pool (`spec.replicas`): only drift replaces its nodes.
+    /// A static pool (`spec.replicas`): only drift replaces its nodes, and only within its
+    /// replicas and `limits.nodes`.
     StaticPool,
     /// `consolidateAfter: Never`.
     ConsolidationDisabled,
@@ -643,6 +644,21 @@ impl Why<'_> {
                     "drifted; the plan reached its command limit".to_string(),
                 );
             }
+            if policy.fixed_size {
+                let verdict = pure::static_drift::verdict(
+                    policy.static_size.as_ref(),
+                    self.options.terminate_first_drift,
+                );
+                if let pure::static_drift::Verdict::Wait(hold) = verdict {
+                    return (LeftAloneReason::StaticPool, format!("drifted, but {hold}"));
+                }
+                return (
+                    LeftAloneReason::StaticPool,
+                    format!(
+                        "drifted, but no replacement can be planned for static NodePool {pool}"
+                    ),
+                );
+            }
             return (
                 LeftAloneReason::PodsCannotMove,
                 "drifted, but its pods cannot all be placed elsewhere (on the other nodes plus new ones)".to_string(),
@@ -755,6 +771,7 @@ fn invalidated_reason(e: &Invalidated) -> LeftAloneReason {
         Invalidated::NotWorthIt(_) => LeftAloneReason::NoCheaperFit,
         Invalidated::Pdb(_) => LeftAloneReason::Pdb,
         Invalidated::Budget(_) => LeftAloneReason::Budget,
+        Invalidated::StaticPool(_) => LeftAloneReason::StaticPool,
         Invalidated::Blocked { blocker, .. } => blocker_reason(blocker),
         Invalidated::NodeGone(_) | Invalidated::NoLongerEligible { .. } => {
             LeftAloneReason::NotChosen

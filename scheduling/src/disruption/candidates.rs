@@ -342,6 +342,7 @@ fn unresolvable(input: &Input, node: &ExistingNode) -> Option<String> {
             .snapshot
             .nodepools
             .iter()
+            .chain(&input.static_pools)
             .flat_map(|p| p.instance_types.iter())
             .any(|t| t.name == it);
     (!known).then(|| format!("instance type {it} is in no NodePool's catalog"))
@@ -388,7 +389,8 @@ pub fn node_price(input: &Input, node: &ExistingNode) -> f64 {
         return p;
     }
     let (it, ct, zone) = node_labels(node);
-    let pools = input.snapshot.nodepools.iter();
+    // A static pool's nodes are priced from the pool as its replacements are planned.
+    let pools = input.snapshot.nodepools.iter().chain(&input.static_pools);
     let own = pools
         .clone()
         .filter(|p| Some(p.name.as_str()) == node.nodepool.as_deref());

@@ -30,6 +30,17 @@ pub fn commit(input: &mut Input, d: &Decision) {
     for c in &d.plan.new_claims {
         input.snapshot.nodes.push(ExistingNode::planned(c));
     }
+    // A static pool's counts: the nodes taken leave it, its replacements join it.
+    for p in &mut input.policies {
+        let Some(size) = p.static_size.as_mut() else {
+            continue;
+        };
+        let removed = d.nodes.iter().filter(|n| n.nodepool == p.nodepool).count() as u64;
+        let launched = (d.plan.new_claims.iter())
+            .filter(|c| c.nodepool == p.nodepool)
+            .count() as u64;
+        super::static_drift::after(size, removed, launched);
+    }
     let placements = d.plan.placements();
     let pdbs_of: HashMap<&str, Vec<String>> = input
         .pods

@@ -67,7 +67,9 @@ pub struct Decision {
     pub nodes: Vec<RemovedNode>,
     /// The scheduler's plan for the removed nodes' pods on the cluster without them:
     /// `new_claims` are the replacements (with the pods they are for), `existing` the pods
-    /// that move to nodes that stay. Never has unschedulable pods.
+    /// that move to nodes that stay. Never has unschedulable pods, except when a static
+    /// pool's drifted node is swapped ([`super::static_drift`]): its pods that fit nowhere
+    /// are left to provisioning.
     pub plan: Plan,
     /// Sum of the removed nodes' prices, USD per hour.
     pub removed_price: f64,

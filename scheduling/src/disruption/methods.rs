@@ -7,8 +7,12 @@ use super::candidates::{Candidate, candidates, qualifies};
 use super::consolidation;
 use super::decision::{Decision, RemovedNode};
 use super::simulate::Simulator;
+use super::static_drift::{self, Verdict};
 use super::{Input, Options, Reason};
-use crate::plan::Plan;
+use crate::node::ExistingNode;
+use crate::plan::{NewClaim, Plan};
+use crate::scheduler::{Snapshot, schedule};
+use crate::static_pool;
 
 /// What every method reads, computed once per decision.
 pub(super) struct Context<'a> {
@@ -86,10 +90,67 @@ impl<'a> Context<'a> {
                 .then_with(|| a.name.cmp(&b.name))
         });
         list.into_iter().find_map(|c| {
+            if self.fixed_size(c) {
+                return self.static_drift(c).ok();
+            }
             let plan = self.sim.run(&[c.node]);
             plan.unschedulable
                 .is_empty()
                 .then(|| self.decision(reason, &[c], plan))
+        })
+    }
+
+    /// Whether `c` belongs to a static pool.
+    pub fn fixed_size(&self, c: &Candidate) -> bool {
+        self.input.policy(&c.nodepool).is_some_and(|p| p.fixed_size)
+    }
+
+    /// Drift of static pool node `c` ([`super::static_drift`]): replaced first by one claim
+    /// of its pool, or deleted first, or why it waits. Its pods are planned on the cluster
+    /// without it, the replacement included, and nothing else is launched for them.
+    pub fn static_drift(&self, c: &Candidate) -> Result<Decision, String> {
+        let size = self
+            .input
+            .policy(&c.nodepool)
+            .and_then(|p| p.static_size.as_ref());
+        let claim = match static_drift::verdict(size, self.options.terminate_first_drift) {
+            Verdict::Wait(hold) => return Err(hold.to_string()),
+            Verdict::DeleteFirst => None,
+            Verdict::ReplaceFirst => Some(self.static_claim(&c.nodepool)?),
+        };
+        let mut snap = self.sim.snapshot_without(&[c.node]);
+        snap.nodepools.clear();
+        if let Some(claim) = &claim {
+            snap.nodes.push(ExistingNode::planned(claim));
+        }
+        let mut plan = schedule(&snap, &self.sim.options);
+        if let Some(mut claim) = claim {
+            if let Some(i) = plan.existing.iter().position(|e| e.node == claim.name) {
+                claim.pods = plan.existing.remove(i).pods;
+            }
+            plan.new_claims = vec![claim];
+        }
+        Ok(self.decision(Reason::Drifted, &[c], plan))
+    }
+
+    /// One claim of static pool `pool`, planned as its scaler plans one.
+    fn static_claim(&self, pool: &str) -> Result<NewClaim, String> {
+        let Some(np) = self.input.static_pools.iter().find(|p| p.name == pool) else {
+            return Err(format!(
+                "static NodePool {pool} has nothing to launch a replacement from"
+            ));
+        };
+        let snap = Snapshot {
+            nodepools: vec![np.clone()],
+            daemonsets: self.input.snapshot.daemonsets.clone(),
+            ..Snapshot::default()
+        };
+        let (mut claims, why) = static_pool::plan_claims(&snap, pool, 1, &self.sim.options);
+        claims.pop().ok_or_else(|| {
+            format!(
+                "no replacement can be planned for static NodePool {pool}: {}",
+                why.unwrap_or_default()
+            )
         })
     }
 
@@ -169,6 +230,8 @@ pub enum Invalidated {
     PodsDoNotFit(String),
     #[error("consolidation no longer pays: {0}")]
     NotWorthIt(String),
+    #[error("{0}")]
+    StaticPool(String),
 }
 
 /// Checks a decision made earlier against `input` as the cluster is now: the same nodes
@@ -225,6 +288,9 @@ pub fn revalidate(
                 ));
             }
             Ok(ctx.decision(Reason::Empty, &set, Plan::default()))
+        }
+        Reason::Drifted if set.len() == 1 && ctx.fixed_size(set[0]) => {
+            ctx.static_drift(set[0]).map_err(Invalidated::StaticPool)
         }
         Reason::Drifted | Reason::Expired => {
             let idx: Vec<usize> = set.iter().map(|c| c.node).collect();

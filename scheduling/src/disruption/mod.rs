@@ -8,7 +8,8 @@
 //! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node with pods, earliest drifted
 //!    first (see [`drift`] for what drifted means). An empty drifted node is left to
 //!    emptiness, so it does not use up the Drifted budget (static pools aside, whose nodes
-//!    emptiness never takes).
+//!    emptiness never takes). A static pool's node is replaced by one of the pool's own,
+//!    launched first within `limits.nodes` and the replicas ([`static_drift`]).
 //! 2. **Emptiness** ([`Reason::Empty`]): delete every empty node (no non-DaemonSet pods for
 //!    `consolidateAfter`) the budgets allow.
 //! 3. **Consolidation** ([`Reason::Underutilized`], policy `WhenEmptyOrUnderutilized` or
@@ -39,6 +40,7 @@ pub mod expiry;
 mod methods;
 pub mod repair;
 mod simulate;
+pub mod static_drift;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -116,8 +118,41 @@ pub struct PoolPolicy {
     /// Empty means no limit.
     pub budgets: Vec<Budget>,
     /// A static pool (`spec.replicas`): its node count is fixed, so neither emptiness nor
-    /// consolidation takes its nodes; drift does (the scaler launches the replacement).
+    /// consolidation takes its nodes; drift does, within [`Self::static_size`].
     pub fixed_size: bool,
+    /// A static pool's size as its scaler counts it, which its drift must respect
+    /// ([`static_drift`]); `None` when the scaler leaves the pool alone (being deleted,
+    /// invalid, or refused for gaining or losing `spec.replicas`): nothing would refill a
+    /// node taken from it, so drift takes none.
+    pub static_size: Option<StaticSize>,
+}
+
+/// How many NodeClaims a static pool has, against its replicas and `limits.nodes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaticSize {
+    /// `spec.replicas`.
+    pub replicas: u64,
+    /// `limits.nodes`; `None` is no limit.
+    pub node_limit: Option<u64>,
+    /// Claims that count towards the replicas: neither being deleted nor marked for
+    /// disruption (claims still launching included).
+    pub active: u64,
+    /// Claims being deleted or marked for disruption: no longer towards the replicas, still
+    /// against `limits.nodes` (their instances still run).
+    pub leaving: u64,
+}
+
+impl StaticSize {
+    /// More claims than replicas: the scaler is about to remove some.
+    pub fn overscaled(&self) -> bool {
+        self.active > self.replicas
+    }
+
+    /// How many more claims `limits.nodes` allows now; `None` when unlimited.
+    pub fn headroom(&self) -> Option<u64> {
+        self.node_limit
+            .map(|l| l.saturating_sub(self.active.saturating_add(self.leaving)))
+    }
 }
 
 impl PoolPolicy {
@@ -129,6 +164,7 @@ impl PoolPolicy {
             consolidate_after: Some(Duration::ZERO),
             budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
             fixed_size: false,
+            static_size: None,
         }
     }
 }
@@ -243,6 +279,10 @@ pub struct Input {
     /// ([`Blocker::ZonalShift`]). The catalog's offerings there are already unavailable, so
     /// no replacement is planned there either.
     pub zones_away: std::collections::BTreeSet<String>,
+    /// Static pools (policies with [`PoolPolicy::fixed_size`]) as launchable pools, limits
+    /// cleared: what a drifted static node's replacement is planned from. Placement never
+    /// launches for them, so they are not in [`Snapshot::nodepools`].
+    pub static_pools: Vec<crate::nodepool::NodePool>,
 }
 
 impl Input {
@@ -276,6 +316,10 @@ pub struct Options {
     /// waves instead of one command per wave. Each costs one full consolidation search, so
     /// this bounds the time of a pass (budgets usually bound it first).
     pub consolidations_per_pass: usize,
+    /// Karpenter's `TerminateFirstDrift`: a static pool at its `limits.nodes`, which cannot
+    /// launch a drifted node's replacement first, deletes the node first and lets its scaler
+    /// refill it. Off: such a node waits until the limit leaves room.
+    pub terminate_first_drift: bool,
 }
 
 impl Default for Options {
@@ -284,6 +328,7 @@ impl Default for Options {
             spot_to_spot_min_types: 15,
             scheduling: crate::scheduler::Options::default(),
             consolidations_per_pass: 20,
+            terminate_first_drift: false,
         }
     }
 }

@@ -17,7 +17,8 @@ pub(super) struct Simulator<'a> {
     order: Vec<usize>,
     /// Per node index: indices into `input.snapshot.bound`.
     pods_on: Vec<Vec<usize>>,
-    options: Options,
+    /// The scheduling options, every node's name reserved.
+    pub options: Options,
     /// Per node index: has facts saying it is not initialized, so it takes no displaced pod.
     not_ready: Vec<bool>,
     /// The buffer's placeholder pods the cluster holds room for now (see
