@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adze_api::{NodeClaim, NodePool};
-use adze_scheduling::static_pool::{self, Member};
-use adze_scheduling::{Options, labels};
+use adze_scheduling::Options;
+use adze_scheduling::static_pool;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 
 use crate::cloud::{CloudProvider, UnavailableOfferings};
-use crate::provisioning::snapshot::{self, Objects, is_initialized, owned_by_daemonset};
+use crate::provisioning::snapshot::{self, Objects};
 use crate::state::ClusterState;
 
 pub use crate::rules::{
@@ -120,6 +120,7 @@ impl Replicas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use adze_scheduling::labels;
     use serde_json::json;
 
     fn pool(v: serde_json::Value) -> NodePool {
