@@ -870,14 +870,28 @@ fn a_static_pool_keeps_its_replicas_through_consolidation() {
         .build();
     assert!(decide(&input, &opts()).is_none());
     assert!(decide_all(&input, &opts(), true, 10).is_empty());
-    // Drift still replaces a static pool's node.
-    let drifted = three_nodes()
-        .policy(|p| p.fixed_size = true)
+    // Drift still replaces a static pool's node, launching one of the pool's first ...
+    let mut drifted = three_nodes()
+        .policy(|p| {
+            p.fixed_size = true;
+            p.static_size = Some(adze_scheduling::disruption::StaticSize {
+                replicas: 3,
+                node_limit: None,
+                active: 3,
+                leaving: 0,
+            })
+        })
         .facts("idle", |f| f.drifted = true)
         .build();
+    drifted.static_pools = drifted.snapshot.nodepools.clone();
     let d = decide(&drifted, &opts()).expect("a decision");
     assert_eq!(d.reason, Reason::Drifted);
     assert_eq!(d.node_names(), vec!["idle"]);
+    assert_eq!(d.plan.new_claims.len(), 1);
+    assert_eq!(d.plan.new_claims[0].nodepool, drifted.policies[0].nodepool);
+    // ... but takes none while the pool is not scaled (refused, invalid, being deleted).
+    drifted.policies[0].static_size = None;
+    assert!(decide(&drifted, &opts()).is_none());
 }
 
 /// An empty node and a drifted node in zone A, an empty node in zone B.
