@@ -2,7 +2,7 @@
 //! each recognisable reason (a taint, a selector on a label nothing has, too big for every
 //! instance type, a pool at its limits), in table and JSON form.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 #[path = "support/scratch.rs"]
@@ -103,7 +103,7 @@ fn scenario(name: &str) -> PathBuf {
     support_scratch::scratch("explain", name, SCENARIO)
 }
 
-fn explain(path: &PathBuf, pod: &str, extra: &[&str]) -> Output {
+fn explain(path: &Path, pod: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
         .args(["simulate", path.to_str().unwrap(), "--explain-pod", pod])
         .args(extra)
@@ -120,7 +120,7 @@ fn text(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-fn json(path: &PathBuf, pod: &str) -> serde_json::Value {
+fn json(path: &Path, pod: &str) -> serde_json::Value {
     serde_json::from_str(&text(&explain(path, pod, &["--output", "json"]))).unwrap()
 }
 
@@ -249,7 +249,7 @@ fn a_pod_too_big_for_every_type_gets_the_types_grouped_with_the_largest() {
             .unwrap()
             > 50
     );
-    assert!(line.ends_with(", ...)"), "{line}");
+    assert!(line.ends_with(", ..."), "{line}");
     let _ = std::fs::remove_file(path);
 }
 

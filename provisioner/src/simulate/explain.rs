@@ -299,7 +299,7 @@ fn pools_text(out: &mut String, x: &Explanation) {
         }
         if !p.compatible.is_empty() {
             out.push_str(&format!(
-                "    {} of {} hold it ({})\n",
+                "    {} of {} hold it, e.g. {}\n",
                 p.compatible.len(),
                 plural(p.instance_types, "instance type", "instance types"),
                 examples(&p.compatible)
@@ -312,7 +312,7 @@ fn pools_text(out: &mut String, x: &Explanation) {
         }
         for g in &p.refused {
             out.push_str(&format!(
-                "    {}: {} ({})\n",
+                "    {}: {}; e.g. {}\n",
                 plural(g.instance_types.len(), "type", "types"),
                 g.reason,
                 examples(&g.instance_types)
