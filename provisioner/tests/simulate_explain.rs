@@ -53,6 +53,18 @@ spec:
   limits:
     cpu: 2
 ---
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata:
+  name: old
+  deletionTimestamp: "2026-06-01T12:00:00Z"
+  finalizers: [adze.sh/termination]
+spec:
+  weight: 50
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+---
 apiVersion: aws.adze.sh/v1
 kind: EC2NodeClass
 metadata:
@@ -147,7 +159,17 @@ fn a_placed_pod_names_its_pool_and_why_the_others_refuse() {
         .iter()
         .map(|p| p["nodePool"].as_str().unwrap())
         .collect();
-    assert_eq!(pools, ["gpu", "default", "tiny"]);
+    assert_eq!(pools, ["gpu", "default", "tiny", "old"]);
+    // A NodePool being deleted launches nothing, by `run`'s rule, and is listed as such.
+    let old = pool(&e, "old");
+    assert_eq!(old["refusal"]["kind"], "notUsable", "{old:#}");
+    assert!(
+        old["refusal"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("being deleted"),
+        "{old:#}"
+    );
     let gpu = pool(&e, "gpu");
     assert_eq!(gpu["refusal"]["kind"], "taint");
     assert!(
