@@ -487,6 +487,17 @@ struct SimulateArgs {
         requires = "disruption"
     )]
     explain_node: Option<String>,
+    /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
+    /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
+    /// NodePool checked, and each pool's instance types grouped by why they were refused,
+    /// instead of the plan. Not with --disruption.
+    #[arg(
+        long,
+        env = "ADZE_EXPLAIN_POD",
+        value_name = "NAMESPACE/NAME",
+        conflicts_with = "disruption"
+    )]
+    explain_pod: Option<String>,
     /// Plan as `run --karpenter-labels` does: new nodes carry Karpenter's well-known labels
     /// (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-family, ...) beside Adze's.
     #[arg(long, env = "ADZE_KARPENTER_LABELS")]
@@ -534,6 +545,21 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     }
     if args.karpenter_labels {
         simulate::with_karpenter_labels(&mut scenario);
+    }
+    if let Some(pod) = &args.explain_pod {
+        let key = simulate::explain::pod_key(pod);
+        let e = simulate::explain::explain_pod(
+            &scenario,
+            &simulate::options(args.max_instance_types as usize, &args.policies),
+            &key,
+        )
+        .with_context(|| format!("--explain-pod {pod}"))?;
+        let text = match args.output {
+            Format::Table => simulate::explain::text(&e),
+            Format::Json => serde_json::to_string_pretty(&e)? + "\n",
+            Format::Yaml => serde_yaml::to_string(&e)?,
+        };
+        return Ok((text, ExitCode::SUCCESS));
     }
     let mut outcome =
         simulate::run_with(&scenario, args.max_instance_types as usize, &args.policies);

@@ -3,6 +3,7 @@
 //! exactly as the provisioner would, and [`output`] prints the plan.
 
 pub mod disruption;
+pub mod explain;
 pub mod output;
 pub mod scenario;
 pub mod yaml;
@@ -47,6 +48,16 @@ pub fn run(scenario: &Scenario, max_instance_types: usize) -> Outcome {
     )
 }
 
+/// The placement options [`run_with`] plans with.
+pub fn options(max_instance_types: usize, policies: &crate::rules::Policies) -> Options {
+    let mut options = Options {
+        max_instance_types,
+        ..Options::default()
+    };
+    policies.apply(&mut options);
+    options
+}
+
 /// [`run`] under the given placement policies (`--preference-policy`,
 /// `--min-values-policy`).
 pub fn run_with(
@@ -54,11 +65,7 @@ pub fn run_with(
     max_instance_types: usize,
     policies: &crate::rules::Policies,
 ) -> Outcome {
-    let mut options = Options {
-        max_instance_types,
-        ..Options::default()
-    };
-    policies.apply(&mut options);
+    let options = options(max_instance_types, policies);
     let start = Instant::now();
     let mut plan = schedule(&scenario.snapshot, &options);
     // Pods their volumes kept out of placement, as `run` reports them: unschedulable too.

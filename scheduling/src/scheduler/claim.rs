@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
+use super::explain::{Refusal, Why};
 use super::state::{Solver, Target, type_compatible};
 use crate::instance_type::{InstanceType, Offering};
 use crate::labels;
@@ -152,6 +153,51 @@ const EFFICIENCY_SLACK: f64 = 1.10;
 /// would cost. Growth in small steps (one size up) stays well inside it; a jump to a type of
 /// another kind (a CPU pod pushing a GPU claim onto a 4-GPU type) does not.
 const MARGINAL_LIMIT: f64 = 2.0;
+
+/// Why a claim planned in this run refuses a pod ([`Solver::claim_takes`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ClaimMiss {
+    /// None of the types it may grow within holds its pods and this one.
+    Room,
+    /// One of the pod's host ports is taken by a pod already on it.
+    HostPort,
+    /// Its NodePool refuses the pod (the pool's own reason says why).
+    Pool,
+    /// Its requirements (zone, type, ...) conflict with the pod's.
+    Requirements,
+    Topology(super::topology_fit::Miss),
+    /// No instance type it may launch as holds it within limits, requirements and ports.
+    Types,
+    /// Joining would raise its price by more than a node of the pod's own would cost.
+    Price,
+    /// Too few distinct values would remain for its pool's `minValues`.
+    MinValues,
+}
+
+/// A new claim before it is named ([`Solver::new_claim_stage`]).
+pub(super) struct NewStage {
+    pub reqs: Requirements,
+    /// The pool fit's types the topology narrowing keeps.
+    pub offered: Vec<u32>,
+    /// Those that hold the pod within the pool's limits, cheapest first.
+    pub options: Vec<u32>,
+    pub growth: Vec<u32>,
+    /// The pool fit's types that are not options, and why.
+    pub misses: Vec<(u32, NewTypeMiss)>,
+    /// What the pool's limits leave for one more claim (None: no limits).
+    pub room: Option<BTreeMap<String, i64>>,
+}
+
+/// Why a type the pool fit kept is not an option for a new claim ([`Solver::new_type_miss`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NewTypeMiss {
+    /// The topology narrowing (zone, capacity type) rules it out.
+    Topology,
+    /// Its room (after DaemonSets) does not hold the pod's requests.
+    TooSmall,
+    /// Launching it would pass the pool's limits.
+    Limits,
+}
 
 /// What accepting a pod changes.
 pub(super) struct ClaimUpdate {
@@ -367,12 +413,23 @@ impl Solver<'_> {
         vi: usize,
         c: usize,
     ) -> Option<ClaimUpdate> {
+        self.claim_takes(p, g, vi, c).ok()
+    }
+
+    /// [`Self::claim_accepts`] with the reason for a refusal (for `explain`).
+    pub(super) fn claim_takes(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        c: usize,
+    ) -> Result<ClaimUpdate, ClaimMiss> {
         let pod = &self.snap.pending[p];
         {
             let claim = &self.claims[c];
             let need = self.need(p);
             if !claim.requests.fits_with(need, &claim.max_usable) {
-                return None;
+                return Err(ClaimMiss::Room);
             }
             let types = &self.pools[claim.pool].types;
             if !claim
@@ -380,19 +437,19 @@ impl Solver<'_> {
                 .iter()
                 .any(|&f| claim.requests.fits_with(need, &types[f as usize].usable))
             {
-                return None;
+                return Err(ClaimMiss::Room);
             }
             if pod
                 .host_ports
                 .iter()
                 .any(|hp| claim.host_ports.iter().any(|o| o.conflicts(hp)))
             {
-                return None;
+                return Err(ClaimMiss::HostPort);
             }
         }
         let pool = self.claims[c].pool;
         if !self.pool_fit(g, vi, pool) {
-            return None;
+            return Err(ClaimMiss::Pool);
         }
         let v = &self.groups[g].variants[vi].variant;
         let narrowing = !v.requirements.is_empty();
@@ -401,10 +458,11 @@ impl Solver<'_> {
                 .reqs
                 .compatible(&v.requirements, Undefined::WellKnownOpen)
         {
-            return None;
+            return Err(ClaimMiss::Requirements);
         }
         let extra = if self.groups[g].any_topology {
-            self.topology_fit(g, vi, Target::Claim(c)).ok()?
+            self.topology_fit(g, vi, Target::Claim(c))
+                .map_err(ClaimMiss::Topology)?
         } else {
             None
         };
@@ -417,7 +475,7 @@ impl Solver<'_> {
                 r.add_all(e);
             }
             if r.unsatisfiable_key().is_some() {
-                return None;
+                return Err(ClaimMiss::Requirements);
             }
             Some(r)
         } else {
@@ -459,7 +517,7 @@ impl Solver<'_> {
             // list is filtered.
             let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
             if growth.is_empty() {
-                return None;
+                return Err(ClaimMiss::Types);
             }
             growth
         };
@@ -468,7 +526,8 @@ impl Solver<'_> {
         let first_at = claim.first
             + claim.options[claim.first..]
                 .iter()
-                .position(|&o| keeps(o))?;
+                .position(|&o| keeps(o))
+                .ok_or(ClaimMiss::Types)?;
         let first = claim.options[first_at];
         // Joining must not cost more than a node of its own: a pod that would push the claim
         // to a much dearer type (a CPU pod onto a GPU claim, a memory-heavy pod onto a full
@@ -504,11 +563,11 @@ impl Solver<'_> {
                 }
             };
             if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
-                return None;
+                return Err(ClaimMiss::Price);
             }
         }
         if lazy {
-            return Some(ClaimUpdate {
+            return Ok(ClaimUpdate {
                 reqs: None,
                 lists: Lists::Lazy { first: first_at },
             });
@@ -527,10 +586,10 @@ impl Solver<'_> {
                 min_values_short(reqs, &options, &ps.types).is_some()
             };
             if short {
-                return None;
+                return Err(ClaimMiss::MinValues);
             }
         }
-        Some(ClaimUpdate {
+        Ok(ClaimUpdate {
             reqs: new_reqs,
             lists: Lists::Filtered { options, growth },
         })
@@ -591,7 +650,7 @@ impl Solver<'_> {
         for pi in 0..self.pools.len() {
             match self.claim_from_pool(p, g, vi, pi) {
                 Ok(c) => return Ok(c),
-                Err(r) => reasons.push(r),
+                Err(r) => reasons.push(r.message),
             }
         }
         Err(reasons.join("; "))
@@ -667,112 +726,25 @@ impl Solver<'_> {
         g: usize,
         vi: usize,
         pi: usize,
-    ) -> Result<Claim, String> {
+    ) -> Result<Claim, Refusal> {
         let pod = &self.snap.pending[p];
         if !self.pool_fit(g, vi, pi) {
             return Err(self
                 .pool_fit_result(g, vi, pi)
                 .clone()
                 .err()
-                .unwrap_or_default());
+                .expect("pool_fit is an error"));
         }
-        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
-            unreachable!("pool_fit is ok")
-        };
-        let mut reqs = fit.reqs.clone();
-        let zones = fit.zones.clone();
-        reqs.add(Requirement::any_of(labels::ZONE, zones));
-        let extra = if self.groups[g].any_topology {
-            self.topology_fit(g, vi, Target::NewClaim(&reqs))
-                .map_err(|miss| {
-                    format!(
-                        "NodePool {}: {}",
-                        self.pools[pi].pool.name,
-                        self.describe_miss(&miss)
-                    )
-                })?
-        } else {
-            None
-        };
-        if let Some(e) = &extra {
-            reqs.add_all(e);
-        }
-        let changed: Vec<&str> = extra.iter().flat_map(|e| e.keys()).collect();
-        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
-            unreachable!("pool_fit is ok")
-        };
-        let ps = &self.pools[pi];
-        let room = ps.room_for(&Resources::default());
-        let offered: Vec<u32> = fit
-            .types
-            .iter()
-            .copied()
-            .filter(|&o| {
-                extra.is_none() || type_compatible(&ps.types[o as usize].it, &reqs, Some(&changed))
-            })
-            .collect();
-        let fitting: Vec<u32> = offered
-            .iter()
-            .copied()
-            .filter(|&o| {
-                let t = &ps.types[o as usize];
-                self.need(p).fits_in(&t.usable) && room_ok(&room, &t.it.capacity)
-            })
-            .collect();
-        let ideal = &ps.ideal_hull;
-        let efficient: Vec<u32> = fitting
-            .iter()
-            .copied()
-            .filter(|&o| {
-                let t = &ps.types[o as usize];
-                t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
-            })
-            .collect();
-        // Types cheaper than every efficient one may grow too: a lone small pod (or a GPU
-        // pod the LP would rather put on a quarter of a 4-GPU type) should get a small node.
-        let growth: Vec<u32> = match efficient.first() {
-            None => fitting.clone(),
-            Some(&cheapest) => {
-                let bar = ps.types[cheapest as usize].min_price;
-                fitting
-                    .iter()
-                    .copied()
-                    .filter(|o| ps.types[*o as usize].min_price < bar || efficient.contains(o))
-                    .collect()
-            }
-        };
-        let options = fitting;
-        if options.is_empty() {
-            let mut why = self.explain_no_fit(pi, pod, &offered, &reqs, &room);
-            // The pool fit left out the types whose DaemonSets hold the pod's host ports:
-            // if one of those would have held it, that is the reason to give.
-            let ps = &self.pools[pi];
-            if ps.daemon_ports
-                && let Some(t) = ps.types.iter().find(|t| {
-                    t.ports_taken(&pod.host_ports)
-                        && self.need(p).fits_in(&t.usable)
-                        && type_compatible(&t.it, &reqs, None)
-                })
-            {
-                why = format!(
-                    "{why}; {} would hold it, but a DaemonSet there holds one of its host ports",
-                    t.it.name
-                );
-            }
+        let stage = self.new_claim_stage(p, g, vi, pi)?;
+        if let Some(why) = self.new_claim_refusal(p, pi, &stage) {
             return Err(why);
         }
-        if ps.has_min_values
-            && self.opts.min_values_policy == super::MinValuesPolicy::Strict
-            && let Some((r, have)) = min_values_short(&reqs, &options, &ps.types)
-        {
-            return Err(format!(
-                "NodePool {}: only {have} value(s) of {} remain among instance types that fit, \
-                 but minValues is {}",
-                ps.pool.name,
-                r.key,
-                r.min_values.unwrap_or(0)
-            ));
-        }
+        let NewStage {
+            mut reqs,
+            options,
+            growth,
+            ..
+        } = stage;
         let host_ports = pod.host_ports.clone();
         let name = self.fresh_name(pi);
         let hostname = self.topo.intern(&name);
@@ -798,6 +770,168 @@ impl Solver<'_> {
         Ok(claim)
     }
 
+    /// A new claim from pool `pi` for pod `p` before it is named: its requirements (the
+    /// pool fit's, narrowed by topology) and which of the fit's types hold the pod. Call
+    /// [`Self::pool_fit`] first; an error is the topology's refusal.
+    pub(super) fn new_claim_stage(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        pi: usize,
+    ) -> Result<NewStage, Refusal> {
+        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
+            unreachable!("pool_fit is ok")
+        };
+        let mut reqs = fit.reqs.clone();
+        let zones = fit.zones.clone();
+        reqs.add(Requirement::any_of(labels::ZONE, zones));
+        let extra = if self.groups[g].any_topology {
+            self.topology_fit(g, vi, Target::NewClaim(&reqs))
+                .map_err(|miss| {
+                    Refusal::new(
+                        Why::Topology,
+                        format!(
+                            "NodePool {}: {}",
+                            self.pools[pi].pool.name,
+                            self.describe_miss(&miss)
+                        ),
+                    )
+                })?
+        } else {
+            None
+        };
+        if let Some(e) = &extra {
+            reqs.add_all(e);
+        }
+        let changed: Vec<&str> = extra.iter().flat_map(|e| e.keys()).collect();
+        let narrowed = extra.is_some().then_some(changed.as_slice());
+        let Ok(fit) = self.pool_fit_result(g, vi, pi) else {
+            unreachable!("pool_fit is ok")
+        };
+        let ps = &self.pools[pi];
+        let room = ps.room_for(&Resources::default());
+        let (mut offered, mut fitting, mut misses) = (Vec::new(), Vec::new(), Vec::new());
+        for &o in &fit.types {
+            match self.new_type_miss(p, pi, o, &reqs, narrowed, &room) {
+                None => {
+                    offered.push(o);
+                    fitting.push(o);
+                }
+                Some(NewTypeMiss::Topology) => misses.push((o, NewTypeMiss::Topology)),
+                Some(m) => {
+                    offered.push(o);
+                    misses.push((o, m));
+                }
+            }
+        }
+        let ideal = &ps.ideal_hull;
+        let efficient: Vec<u32> = fitting
+            .iter()
+            .copied()
+            .filter(|&o| {
+                let t = &ps.types[o as usize];
+                t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
+            })
+            .collect();
+        // Types cheaper than every efficient one may grow too: a lone small pod (or a GPU
+        // pod the LP would rather put on a quarter of a 4-GPU type) should get a small node.
+        let growth: Vec<u32> = match efficient.first() {
+            None => fitting.clone(),
+            Some(&cheapest) => {
+                let bar = ps.types[cheapest as usize].min_price;
+                fitting
+                    .iter()
+                    .copied()
+                    .filter(|o| ps.types[*o as usize].min_price < bar || efficient.contains(o))
+                    .collect()
+            }
+        };
+        Ok(NewStage {
+            reqs,
+            offered,
+            options: fitting,
+            growth,
+            misses,
+            room,
+        })
+    }
+
+    /// Why type `o` of pool `pi` cannot hold pod `p` as a new claim with requirements
+    /// `reqs` (topology narrowed the keys `narrowed`, if any) within the pool's `room`.
+    pub(super) fn new_type_miss(
+        &self,
+        p: usize,
+        pi: usize,
+        o: u32,
+        reqs: &Requirements,
+        narrowed: Option<&[&str]>,
+        room: &Option<BTreeMap<String, i64>>,
+    ) -> Option<NewTypeMiss> {
+        let t = &self.pools[pi].types[o as usize];
+        if narrowed.is_some_and(|changed| !type_compatible(&t.it, reqs, Some(changed))) {
+            return Some(NewTypeMiss::Topology);
+        }
+        if !self.need(p).fits_in(&t.usable) {
+            return Some(NewTypeMiss::TooSmall);
+        }
+        (!room_ok(room, &t.it.capacity)).then_some(NewTypeMiss::Limits)
+    }
+
+    /// Why the new claim [`Self::new_claim_stage`] made cannot launch: no type holds the
+    /// pod, or `minValues` cannot be met.
+    pub(super) fn new_claim_refusal(
+        &self,
+        p: usize,
+        pi: usize,
+        stage: &NewStage,
+    ) -> Option<Refusal> {
+        let pod = &self.snap.pending[p];
+        let ps = &self.pools[pi];
+        let NewStage {
+            reqs,
+            offered,
+            options,
+            room,
+            ..
+        } = stage;
+        if options.is_empty() {
+            let mut why = self.explain_no_fit(pi, pod, offered, reqs, room);
+            // The pool fit left out the types whose DaemonSets hold the pod's host ports:
+            // if one of those would have held it, that is the reason to give.
+            if ps.daemon_ports
+                && let Some(t) = ps.types.iter().find(|t| {
+                    t.ports_taken(&pod.host_ports)
+                        && self.need(p).fits_in(&t.usable)
+                        && type_compatible(&t.it, reqs, None)
+                })
+            {
+                why.kind = Why::HostPort;
+                why.message = format!(
+                    "{}; {} would hold it, but a DaemonSet there holds one of its host ports",
+                    why.message, t.it.name
+                );
+            }
+            return Some(why);
+        }
+        if ps.has_min_values
+            && self.opts.min_values_policy == super::MinValuesPolicy::Strict
+            && let Some((r, have)) = min_values_short(reqs, options, &ps.types)
+        {
+            return Some(Refusal::new(
+                Why::MinValues,
+                format!(
+                    "NodePool {}: only {have} value(s) of {} remain among instance types that fit, \
+                     but minValues is {}",
+                    ps.pool.name,
+                    r.key,
+                    r.min_values.unwrap_or(0)
+                ),
+            ));
+        }
+        None
+    }
+
     /// Why no instance type of a pool can hold a pod, in words a person can act on.
     fn explain_no_fit(
         &self,
@@ -806,7 +940,7 @@ impl Solver<'_> {
         offered: &[u32],
         reqs: &Requirements,
         room: &Option<BTreeMap<String, i64>>,
-    ) -> String {
+    ) -> Refusal {
         let ps = &self.pools[pi];
         let name = &ps.pool.name;
         if ps.types.is_empty() {
@@ -819,18 +953,24 @@ impl Solver<'_> {
                 .filter(|r| r.key != labels::ZONE)
                 .map(|r| r.to_string())
                 .collect();
-            return format!(
-                "NodePool {name}: no instance type of the catalog meets the NodePool's requirements{}",
-                if reqs.is_empty() {
-                    " and its node class".to_string()
-                } else {
-                    format!(" ({})", reqs.join(", "))
-                }
+            return Refusal::new(
+                Why::InstanceTypes,
+                format!(
+                    "NodePool {name}: no instance type of the catalog meets the NodePool's requirements{}",
+                    if reqs.is_empty() {
+                        " and its node class".to_string()
+                    } else {
+                        format!(" ({})", reqs.join(", "))
+                    }
+                ),
             );
         }
         let zones = zone_phrase(reqs, &ps.zones);
         if offered.is_empty() {
-            return format!("NodePool {name}: no matching instance type is offered{zones}");
+            return Refusal::new(
+                Why::InstanceTypes,
+                format!("NodePool {name}: no matching instance type is offered{zones}"),
+            );
         }
         let mut largest = Resources::default();
         for &o in offered {
@@ -845,20 +985,26 @@ impl Solver<'_> {
             } else {
                 ""
             };
-            return format!(
-                "no instance type in NodePool {name} has {}{beside}{zones}; the largest offers {}",
-                Resources::describe(r, pod.requests.get(r)),
-                Resources::describe(r, largest.get(r)),
+            return Refusal::new(
+                Why::Resources,
+                format!(
+                    "no instance type in NodePool {name} has {}{beside}{zones}; the largest offers {}",
+                    Resources::describe(r, pod.requests.get(r)),
+                    Resources::describe(r, largest.get(r)),
+                ),
             );
         }
         let fits_alone = offered
             .iter()
             .any(|&o| pod.requests.fits_in(&ps.types[o as usize].usable));
         if !fits_alone {
-            return format!(
-                "no single instance type in NodePool {name} has {} and {} together{zones}",
-                Resources::describe(crate::resources::CPU, pod.requests.cpu),
-                Resources::describe(crate::resources::MEMORY, pod.requests.memory),
+            return Refusal::new(
+                Why::Resources,
+                format!(
+                    "no single instance type in NodePool {name} has {} and {} together{zones}",
+                    Resources::describe(crate::resources::CPU, pod.requests.cpu),
+                    Resources::describe(crate::resources::MEMORY, pod.requests.memory),
+                ),
             );
         }
         if let Some(room) = room {
@@ -872,12 +1018,18 @@ impl Solver<'_> {
                     )
                 })
                 .collect();
-            return format!(
-                "NodePool {name} has reached its limits ({}); no instance type that fits stays within them",
-                limited.join(", ")
+            return Refusal::new(
+                Why::Limits,
+                format!(
+                    "NodePool {name} has reached its limits ({}); no instance type that fits stays within them",
+                    limited.join(", ")
+                ),
             );
         }
-        format!("NodePool {name}: no instance type fits")
+        Refusal::new(
+            Why::InstanceTypes,
+            format!("NodePool {name}: no instance type fits"),
+        )
     }
 
     /// Turns the claims under construction into plan entries.

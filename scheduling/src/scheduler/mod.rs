@@ -8,6 +8,7 @@
 
 mod claim;
 mod daemons;
+pub mod explain;
 mod state;
 mod topology_fit;
 pub mod variant;
@@ -21,6 +22,7 @@ use crate::pod::Pod;
 use crate::requirements::Requirements;
 use crate::taints::Effect;
 
+pub use explain::explain;
 pub use state::Solver;
 
 /// Whether a NodePool with requirements `reqs` may launch `it` (labels it decides, and an
@@ -115,6 +117,11 @@ impl Default for Options {
 /// Runs placement and returns the plan. The cost lower bound is filled in too.
 pub fn schedule(snapshot: &Snapshot, options: &Options) -> Plan {
     let mut solver = Solver::new(snapshot, options);
+    plan_with(&mut solver, snapshot)
+}
+
+/// [`schedule`] on a solver already made (one [`explain::explain`] watches).
+fn plan_with(solver: &mut Solver, snapshot: &Snapshot) -> Plan {
     let mut failures = solver.place_all();
     let (new_claims, unlaunched) = solver.finish_claims();
     failures.extend(unlaunched);

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::claim::{Claim, ClaimUpdate, TypeInfo};
+use super::explain::{Refusal, Why};
 use super::variant::{self, Variant};
 use super::{Options, Snapshot, group_pods, name_suffix, placement_order};
 use crate::instance_type::InstanceType;
@@ -129,8 +130,8 @@ fn pair(a: usize, b: usize) -> u64 {
 /// candidate claim, so an index beats a hash), a map of the pools tried when there are many
 /// (groups × pools in full would be a product of two input sizes).
 pub(super) enum PoolFits {
-    Dense(Vec<Option<Result<PoolFit, String>>>),
-    Sparse(HashMap<usize, Result<PoolFit, String>, PairHash>),
+    Dense(Vec<Option<Result<PoolFit, Refusal>>>),
+    Sparse(HashMap<usize, Result<PoolFit, Refusal>, PairHash>),
 }
 
 /// [`Solver::alone_price`]: a flat `pod * pools + pool` table when there are few pools (it
@@ -178,14 +179,14 @@ impl PoolFits {
         }
     }
 
-    fn get(&self, pi: usize) -> Option<&Result<PoolFit, String>> {
+    fn get(&self, pi: usize) -> Option<&Result<PoolFit, Refusal>> {
         match self {
             PoolFits::Dense(v) => v.get(pi).and_then(Option::as_ref),
             PoolFits::Sparse(m) => m.get(&pi),
         }
     }
 
-    fn insert(&mut self, pi: usize, pools: usize, fit: Result<PoolFit, String>) {
+    fn insert(&mut self, pi: usize, pools: usize, fit: Result<PoolFit, Refusal>) {
         match self {
             PoolFits::Dense(v) => {
                 if v.is_empty() {
@@ -264,6 +265,10 @@ pub struct Solver<'a> {
     pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
     /// Label key → [`PoolIndex`], built when a variant first narrows pools by that key.
     pub(super) pool_index: HashMap<String, std::rc::Rc<PoolIndex>>,
+    /// The pending pod [`super::explain::explain`] asks about: each attempt to place it is
+    /// checked against every option first, into `considered`.
+    pub(super) explain_for: Option<usize>,
+    pub(super) considered: Option<super::explain::Considered>,
 }
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
@@ -304,7 +309,7 @@ impl Brief {
 /// A hostname term of a pod that a node or claim already holding matching pods fails:
 /// checked on every candidate before the full topology check, which most of them fail.
 #[derive(Clone, Copy)]
-enum HostTerm {
+pub(super) enum HostTerm {
     /// Anti-affinity: no matching pod on the node.
     Anti(usize),
     /// A placed pod's anti-affinity selects this one: none of its owners on the node.
@@ -312,6 +317,26 @@ enum HostTerm {
     /// Spread: at most this many matching pods on the node (a new node is always a domain
     /// with none, so the minimum is 0).
     Spread(usize, u32),
+}
+
+/// Why an existing node (or in-flight claim) refuses a pod, as data: most nodes refuse most
+/// pods, and only `explain` needs the words.
+#[derive(Debug, Clone)]
+pub(super) enum NodeMiss<'a> {
+    /// Cordoned, or on its way out.
+    Cordoned,
+    Label(crate::requirements::Conflict),
+    Taint(&'a crate::taints::Taint),
+    /// [`Self::Cordoned`], [`Self::Label`] or [`Self::Taint`], from the cache.
+    Static,
+    /// Not enough room left for the pod's requests.
+    Room,
+    /// A hostname topology term rules it out (the full check, [`Self::Topology`], agrees).
+    HostTerm,
+    /// The pod's host port is taken there.
+    HostPort(&'a HostPort),
+    Volumes(crate::volumes::LimitExceeded),
+    Topology(super::topology_fit::Miss),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -526,6 +551,8 @@ impl<'a> Solver<'a> {
             open_fits: Default::default(),
             compatible: Default::default(),
             pool_index: HashMap::new(),
+            explain_for: None,
+            considered: None,
         }
     }
 
@@ -641,6 +668,11 @@ impl<'a> Solver<'a> {
         let g = self.group_of[p];
         let mut last = String::new();
         for vi in 0..self.groups[g].variants.len() {
+            if self.explain_for == Some(p) {
+                // The last attempt's checks stand: the one that placed the pod, or the
+                // loosest rung of its last try.
+                self.considered = Some(self.consider(p, g, vi));
+            }
             if let Some((n, pin)) = self.try_nodes(p, g, vi) {
                 debug_assert!(pin.is_none() || pin.as_ref().is_some_and(|r| r.is_empty()));
                 self.commit_node(p, g, n);
@@ -684,16 +716,66 @@ impl<'a> Solver<'a> {
         if cached != 0 {
             return cached == 1;
         }
+        let ok = self.node_static_miss(g, vi, n).is_none();
+        self.groups[g].variants[vi].node_ok[n] = if ok { 1 } else { 2 };
+        ok
+    }
+
+    /// Why node `n` refuses the variant whatever its room: cordoned (or leaving), a label the
+    /// pod requires, a taint it does not tolerate. Uncached; [`Self::node_static_ok`] keeps
+    /// the answer.
+    pub(super) fn node_static_miss(&self, g: usize, vi: usize, n: usize) -> Option<NodeMiss<'a>> {
         let node = &self.snap.nodes[n];
         let v = &self.groups[g].variants[vi].variant;
         let pod = self.rep_pod(g);
-        let ok = !node.unschedulable
-            && node
-                .requirements
-                .compatible(&v.requirements, Undefined::Absent)
-            && first_untolerated(&node.taints, &pod.tolerations, v.strict_taints).is_none();
-        self.groups[g].variants[vi].node_ok[n] = if ok { 1 } else { 2 };
-        ok
+        if node.unschedulable {
+            return Some(NodeMiss::Cordoned);
+        }
+        if let Some(c) = node
+            .requirements
+            .conflict_with(&v.requirements, Undefined::Absent)
+        {
+            return Some(NodeMiss::Label(c));
+        }
+        first_untolerated(&node.taints, &pod.tolerations, v.strict_taints).map(NodeMiss::Taint)
+    }
+
+    /// Why node `n` refuses pod `p` under variant `vi` now, or None when it takes the pod:
+    /// [`Self::try_nodes`]' test, cheapest checks first.
+    pub(super) fn node_miss(
+        &mut self,
+        p: usize,
+        g: usize,
+        vi: usize,
+        n: usize,
+        host_terms: &[HostTerm],
+    ) -> Option<NodeMiss<'a>> {
+        let pod: &'a Pod = &self.snap.pending[p];
+        if !self.need(p).fits_in(&self.nodes[n].remaining) {
+            return Some(NodeMiss::Room);
+        }
+        if self.host_blocked(host_terms, self.nodes[n].hostname) {
+            return Some(NodeMiss::HostTerm);
+        }
+        if !self.node_static_ok(g, vi, n) {
+            return Some(NodeMiss::Static);
+        }
+        if let Some(hp) = pod
+            .host_ports
+            .iter()
+            .find(|hp| self.nodes[n].host_ports.iter().any(|o| o.conflicts(hp)))
+        {
+            return Some(NodeMiss::HostPort(hp));
+        }
+        if !pod.volumes.is_empty()
+            && let Some(a) = &self.nodes[n].attached
+            && let Err(e) = a.fits(&self.snap.nodes[n].volume_limits, &pod.volumes)
+        {
+            return Some(NodeMiss::Volumes(e));
+        }
+        self.topology_fit(g, vi, Target::Node(n))
+            .err()
+            .map(NodeMiss::Topology)
     }
 
     pub(super) fn rep_pod(&self, g: usize) -> &'a Pod {
@@ -701,7 +783,7 @@ impl<'a> Solver<'a> {
     }
 
     /// The variant's hostname terms (see [`HostTerm`]).
-    fn host_terms(&self, g: usize, vi: usize) -> Vec<HostTerm> {
+    pub(super) fn host_terms(&self, g: usize, vi: usize) -> Vec<HostTerm> {
         let group = &self.groups[g];
         if !group.any_topology {
             return Vec::new();
@@ -752,37 +834,10 @@ impl<'a> Solver<'a> {
         g: usize,
         vi: usize,
     ) -> Option<(usize, Option<Requirements>)> {
-        let pod = &self.snap.pending[p];
         let host_terms = self.host_terms(g, vi);
-        for n in 0..self.nodes.len() {
-            if !self.need(p).fits_in(&self.nodes[n].remaining) {
-                continue;
-            }
-            if self.host_blocked(&host_terms, self.nodes[n].hostname) {
-                continue;
-            }
-            if !self.node_static_ok(g, vi, n) {
-                continue;
-            }
-            if pod
-                .host_ports
-                .iter()
-                .any(|hp| self.nodes[n].host_ports.iter().any(|o| o.conflicts(hp)))
-            {
-                continue;
-            }
-            if !pod.volumes.is_empty()
-                && let Some(a) = &self.nodes[n].attached
-                && a.fits(&self.snap.nodes[n].volume_limits, &pod.volumes)
-                    .is_err()
-            {
-                continue;
-            }
-            if self.topology_fit(g, vi, Target::Node(n)).is_ok() {
-                return Some((n, None));
-            }
-        }
-        None
+        (0..self.nodes.len())
+            .find(|&n| self.node_miss(p, g, vi, n, &host_terms).is_none())
+            .map(|n| (n, None))
     }
 
     fn commit_node(&mut self, p: usize, g: usize, n: usize) {
@@ -961,21 +1016,21 @@ impl<'a> Solver<'a> {
         g: usize,
         vi: usize,
         pi: usize,
-    ) -> &Result<PoolFit, String> {
+    ) -> &Result<PoolFit, Refusal> {
         self.groups[g].variants[vi]
             .pool_fit
             .get(pi)
             .expect("pool_fit computed before use")
     }
 
-    fn compute_pool_fit(&self, g: usize, vi: usize, pi: usize) -> Result<PoolFit, String> {
+    fn compute_pool_fit(&self, g: usize, vi: usize, pi: usize) -> Result<PoolFit, Refusal> {
         let pod = self.rep_pod(g);
         let v = &self.groups[g].variants[vi].variant;
         let ps = &self.pools[pi];
         if let Some(t) = first_untolerated(&ps.pool.taints, &pod.tolerations, v.strict_taints) {
-            return Err(format!(
-                "NodePool {}: taint {t} is not tolerated",
-                ps.pool.name
+            return Err(Refusal::new(
+                Why::Taint,
+                format!("NodePool {}: taint {t} is not tolerated", ps.pool.name),
             ));
         }
         // Keys the pool's instance types label (a catalog's own labels) are the types' to
@@ -994,11 +1049,14 @@ impl<'a> Solver<'a> {
             &untyped
         };
         if let Some(c) = ps.reqs.conflict_with(checked, Undefined::WellKnownOpen) {
-            return Err(format!(
-                "NodePool {}: pod {}",
-                ps.pool.name,
-                c.to_string()
-                    .replace("the node offers", "the NodePool allows")
+            return Err(Refusal::new(
+                Why::Requirement,
+                format!(
+                    "NodePool {}: pod {}",
+                    ps.pool.name,
+                    c.to_string()
+                        .replace("the node offers", "the NodePool allows")
+                ),
             ));
         }
         // DaemonSets hold host ports per instance type (as their requests): a pod needing one
@@ -1020,9 +1078,12 @@ impl<'a> Solver<'a> {
             let (port, protocol) = hp
                 .map(|h| (h.port, h.protocol.as_str()))
                 .unwrap_or_default();
-            format!(
-                "NodePool {}: host port {port}/{protocol} is held by a DaemonSet on every instance type that could take the pod",
-                ps.pool.name
+            Refusal::new(
+                Why::HostPort,
+                format!(
+                    "NodePool {}: host port {port}/{protocol} is held by a DaemonSet on every instance type that could take the pod",
+                    ps.pool.name
+                ),
             )
         };
         if let Some(r) = [labels::HOSTNAME, labels::NODECLAIM]
@@ -1033,9 +1094,12 @@ impl<'a> Solver<'a> {
             // A new node's name is made at launch: no pod can name it in advance, and a pod
             // pinned to another node's name must wait for that node, not get a new one. Nor
             // is a made name ever an integer, which Gt/Lt need.
-            return Err(format!(
-                "NodePool {}: pod requires {r}, which no new node can have",
-                ps.pool.name
+            return Err(Refusal::new(
+                Why::Hostname,
+                format!(
+                    "NodePool {}: pod requires {r}, which no new node can have",
+                    ps.pool.name
+                ),
             ));
         }
         if v.requirements.is_empty() && !ports {
@@ -1058,9 +1122,9 @@ impl<'a> Solver<'a> {
         let mut reqs = ps.reqs.clone();
         reqs.add_all(&v.requirements);
         if let Some(r) = reqs.unsatisfiable_key() {
-            return Err(format!(
-                "NodePool {}: no node can satisfy {r}",
-                ps.pool.name
+            return Err(Refusal::new(
+                Why::Requirement,
+                format!("NodePool {}: no node can satisfy {r}", ps.pool.name),
             ));
         }
         let types: Vec<u32> = ps
@@ -1090,14 +1154,17 @@ impl<'a> Solver<'a> {
                 .filter(|r| labels::is_well_known(&r.key))
                 .map(|r| r.to_string())
                 .collect();
-            return Err(format!(
-                "NodePool {}: no instance type matches {}",
-                ps.pool.name,
-                if wanted.is_empty() {
-                    "the NodePool's requirements".to_string()
-                } else {
-                    wanted.join(", ")
-                }
+            return Err(Refusal::new(
+                Why::InstanceTypes,
+                format!(
+                    "NodePool {}: no instance type matches {}",
+                    ps.pool.name,
+                    if wanted.is_empty() {
+                        "the NodePool's requirements".to_string()
+                    } else {
+                        wanted.join(", ")
+                    }
+                ),
             ));
         }
         let zones: BTreeSet<String> = types
@@ -1217,11 +1284,31 @@ pub(super) fn producible_values<'t>(
 
 /// Whether an instance type can satisfy `reqs` on the keys the instance type decides.
 /// With `only`, just those keys are checked (the rest were checked before).
+#[inline]
 pub(super) fn type_compatible(
     it: &InstanceType,
     reqs: &Requirements,
     only: Option<&[&str]>,
 ) -> bool {
+    type_miss(it, reqs, only).is_none()
+}
+
+/// Why an instance type cannot satisfy a set of requirements ([`type_miss`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TypeMiss<'r> {
+    /// The type's label (or its absence) does not satisfy this requirement.
+    Label(&'r Requirement),
+    /// No available offering in an allowed zone and capacity type.
+    Offering,
+}
+
+/// [`type_compatible`]'s answer with its reason: the first requirement the type fails, or
+/// its offerings. One definition serves placement and `explain`.
+pub(super) fn type_miss<'r>(
+    it: &InstanceType,
+    reqs: &'r Requirements,
+    only: Option<&[&str]>,
+) -> Option<TypeMiss<'r>> {
     // A key the type labels (well-known, or a catalog's own label) is the type's to decide;
     // another well-known key the type lacks is absent on its nodes; any other key is the
     // pool's or the pod's business, not the type's.
@@ -1238,15 +1325,62 @@ pub(super) fn type_compatible(
             None => !labels::is_well_known(&r.key) || r.allows_absent(),
         }
     };
-    let (ok, offerings_matter) = match only {
+    let (failed, offerings_matter) = match only {
         Some(keys) => (
-            keys.iter().all(|k| reqs.get(k).is_none_or(check)),
+            keys.iter().filter_map(|k| reqs.get(k)).find(|r| !check(r)),
             keys.iter()
                 .any(|k| [labels::ZONE, labels::ZONE_ID, labels::CAPACITY_TYPE].contains(k)),
         ),
-        None => (reqs.iter().all(check), true),
+        None => (reqs.iter().find(|r| !check(r)), true),
     };
-    ok && (!offerings_matter || it.any_offering(reqs))
+    if let Some(r) = failed {
+        return Some(TypeMiss::Label(r));
+    }
+    (offerings_matter && !it.any_offering(reqs)).then_some(TypeMiss::Offering)
+}
+
+/// Why a pool leaves one of its instance types out before any pod is considered.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PoolTypeMiss<'r> {
+    /// The pool's own requirements (or offerings under them) rule it out.
+    Type(TypeMiss<'r>),
+    /// The pool's DaemonSets do not fit on it.
+    Daemons,
+}
+
+/// One instance type as pool requirements `reqs` see it, or why the pool leaves it out:
+/// [`prepare_pool`]'s filter, and `explain`'s.
+pub(super) fn pool_type<'r>(
+    it: &Arc<InstanceType>,
+    reqs: &'r Requirements,
+    daemons: &super::daemons::Daemons,
+    pool_daemons: &super::daemons::PoolDaemons,
+) -> Result<TypeInfo, PoolTypeMiss<'r>> {
+    if let Some(miss) = type_miss(it, reqs, None) {
+        return Err(PoolTypeMiss::Type(miss));
+    }
+    let daemon = daemons.overhead(pool_daemons, it);
+    let daemon_ports = daemons.host_ports(pool_daemons, it);
+    // The DaemonSets must fit in full, extended resources too (a DaemonSet asking for a GPU
+    // rules out the types without one, as in Karpenter).
+    let allocatable = it.allocatable();
+    if !daemon.fits_in(allocatable) {
+        return Err(PoolTypeMiss::Daemons);
+    }
+    let usable = allocatable.minus(&daemon);
+    // type_miss checked an allowed available offering exists, so there is a cheapest one.
+    let price = it
+        .cheapest_offering(reqs)
+        .ok_or(PoolTypeMiss::Type(TypeMiss::Offering))?
+        .price;
+    Ok(TypeInfo {
+        it: Arc::clone(it),
+        usable,
+        daemon,
+        daemon_ports,
+        min_price: price,
+        efficiency: 1.0,
+    })
 }
 
 /// The share of the fractional optimum's spend a type needs to widen [`PoolState::ideal_hull`].
@@ -1262,27 +1396,7 @@ fn prepare_pool<'a>(
     let mut types: Vec<TypeInfo> = pool
         .instance_types
         .iter()
-        .filter(|it| type_compatible(it, &reqs, None))
-        .filter_map(|it| {
-            let daemon = daemons.overhead(&pool_daemons, it);
-            let daemon_ports = daemons.host_ports(&pool_daemons, it);
-            // The DaemonSets must fit in full, extended resources too (a DaemonSet asking
-            // for a GPU rules out the types without one, as in Karpenter).
-            let allocatable = it.allocatable();
-            if !daemon.fits_in(allocatable) {
-                return None;
-            }
-            let usable = allocatable.minus(&daemon);
-            let price = it.cheapest_offering(&reqs)?.price;
-            Some(TypeInfo {
-                it: Arc::clone(it),
-                usable,
-                daemon,
-                daemon_ports,
-                min_price: price,
-                efficiency: 1.0,
-            })
-        })
+        .filter_map(|it| pool_type(it, &reqs, daemons, &pool_daemons).ok())
         .collect();
     types.sort_by(|a, b| {
         a.min_price
