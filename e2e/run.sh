@@ -639,22 +639,22 @@ contexts: [{name: e2e, context: {cluster: e2e, user: snapshot-reader}}]
 current-context: e2e
 YAML
 chmod 600 "$snap_kc"
-snap_now=2026-06-01T12:00:00Z
+snap_now=$(date -u +%Y-%m-%dT%H:%M:%SZ)  # one clock for both plans
 t_snap=$(now)
 "$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --save "$dir/snapshot.yaml" \
-  --allow-unschedulable -o json >"$dir/snap-plan.json" 2>"$dir/snap.log"
+  --allow-unschedulable --output json >"$dir/snap-plan.json" 2>"$dir/snap.log"
 snap_rc=$?
 echo "snapshot + plan: $(elapsed "$t_snap" "$(now)") s"
 cat "$dir/snap.log"
 check "simulate --from-cluster as the read-only ServiceAccount read the cluster and planned it (exit 0)" test "$snap_rc" -eq 0
 check "... Karpenter's v1 NodePool converted by migrate's rules, its report printed" \
   bash -c "grep -q \"NodePools: Karpenter's karpenter.sh/v1\" '$dir/snap.log' && grep -q 'migrated 2 object(s)' '$dir/snap.log'"
-"$bin" simulate --allow-unschedulable -o json "$dir/snapshot.yaml" >"$dir/file-plan.json" 2>/dev/null
+"$bin" simulate --allow-unschedulable --output json "$dir/snapshot.yaml" >"$dir/file-plan.json" 2>/dev/null
 check "its plan equals simulate's on the snapshot it saved (elapsedMs aside)" \
   bash -c "diff <(jq -S 'del(.elapsedMs)' '$dir/snap-plan.json') <(jq -S 'del(.elapsedMs)' '$dir/file-plan.json')"
 "$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --save "$dir/snapshot-d.yaml" \
-  --disruption --now "$snap_now" -o json >"$dir/snap-disruption.json" 2>/dev/null
-"$bin" simulate --disruption --now "$snap_now" -o json "$dir/snapshot-d.yaml" >"$dir/file-disruption.json" 2>/dev/null
+  --disruption --now "$snap_now" --output json >"$dir/snap-disruption.json" 2>/dev/null
+"$bin" simulate --disruption --now "$snap_now" --output json "$dir/snapshot-d.yaml" >"$dir/file-disruption.json" 2>/dev/null
 check "the disruption plan from the cluster equals simulate --disruption's on its saved snapshot, karp-general's nodes in it" \
   bash -c "diff '$dir/snap-disruption.json' '$dir/file-disruption.json' &&
     jqe '[.cost[] | select(.nodepool == \"karp-general\" and .nodesBefore >= 1 and .before > 0)] | length == 1' '$dir/snap-disruption.json' >/dev/null"
@@ -810,9 +810,9 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   cpu1=$(burst_cpu)
   curl -s "$sched_metrics" >"$dir/scheduler-after.prom" || true
   apiserver_metrics >"$dir/apiserver-after.prom"
-  k get pods -n bench -o json >"$dir/bench-pods.json"
-  k get nodeclaims -l adze.sh/nodepool=bench -o json >"$dir/bench-claims.json"
-  k get nodes -o json >"$dir/bench-nodes.json"
+  k get pods -n bench --output json >"$dir/bench-pods.json"
+  k get nodeclaims -l adze.sh/nodepool=bench --output json >"$dir/bench-claims.json"
+  k get nodes --output json >"$dir/bench-nodes.json"
   echo "$cpu0 $cpu1" | awk -v s="$(elapsed "$t0" "$t_run")" '{ printf "BENCH: CPU seconds from the apply to all Running (%s s wall, 2 cores): kube-apiserver %.2f, etcd %.2f, kube-scheduler %.2f, kube-controller-manager %.2f, adze-provisioner %.2f\n", s, $6-$1, $7-$2, $8-$3, $9-$4, $10-$5 }'
   echo "BENCH: where the time went (e2e/harness/burst-breakdown.py):"
   python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" | sed 's/^/BENCH:   /'

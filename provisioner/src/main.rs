@@ -623,6 +623,18 @@ enum Format {
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
+    // clap drops `requires = "from_cluster"` once a SCENARIO (which conflicts with it) is
+    // given, so the cluster's flags are refused here rather than ignored.
+    if !args.from_cluster {
+        let given = [
+            ("--kubeconfig", args.kubeconfig.is_some()),
+            ("--save", args.save.is_some()),
+            ("--nodepools-from", args.nodepools_from.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            anyhow::bail!("{flag} reads the cluster: it needs --from-cluster (a SCENARIO file is planned as it is)");
+        }
+    }
     // Refused before the scenario is read, naming the flag.
     adze_scheduling::catalog::regions::table()
         .map_err(anyhow::Error::from)
@@ -691,9 +703,7 @@ fn scenario_from_cluster(args: &SimulateArgs) -> anyhow::Result<String> {
 }
 
 #[cfg(not(feature = "controller"))]
-fn scenario_from_cluster(args: &SimulateArgs) -> anyhow::Result<String> {
-    // Read only to say what was refused: none of them is used without the client.
-    let _ = (&args.kubeconfig, &args.save, args.nodepools_from);
+fn scenario_from_cluster(_: &SimulateArgs) -> anyhow::Result<String> {
     anyhow::bail!("simulate --from-cluster: {NO_CLIENT}")
 }
 

@@ -722,8 +722,10 @@ fn from_cluster_without_a_cluster_fails_naming_the_kubeconfig() {
         "/tmp/x",
         example("inflate.yaml").to_str().unwrap(),
     ]);
+    assert_eq!(lone.status.code(), Some(1));
+    assert!(lone.stdout.is_empty());
     assert!(
-        stderr(&lone).contains("--from-cluster"),
+        stderr(&lone).contains("--save reads the cluster: it needs --from-cluster"),
         "{}",
         stderr(&lone)
     );
@@ -734,7 +736,7 @@ fn from_cluster_without_a_cluster_fails_naming_the_kubeconfig() {
 #[test]
 fn the_cost_per_nodepool_today_and_after_is_printed() {
     let path = example("disruption.yaml");
-    let out = simulate(&path, &["--allow-unschedulable", "-o", "json"]);
+    let out = simulate(&path, &["--allow-unschedulable", "--output", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cost = json["cost"].as_array().expect("cost with existing nodes");
@@ -766,7 +768,7 @@ fn the_cost_per_nodepool_today_and_after_is_printed() {
         "{table}"
     );
     // No existing nodes: no cost section.
-    let inflate = simulate(&example("inflate.yaml"), &["-o", "json"]);
+    let inflate = simulate(&example("inflate.yaml"), &["--output", "json"]);
     let json: serde_json::Value = serde_json::from_slice(&inflate.stdout).unwrap();
     assert!(json.get("cost").is_none());
 }

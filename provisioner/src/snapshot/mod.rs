@@ -458,7 +458,8 @@ type PoolKey = (String, String, BTreeMap<String, String>);
 
 /// One NodePool per (instance family, capacity type, custom labels) of `nodes`, for a
 /// cluster with no autoscaler objects: each pool requires its family and capacity type,
-/// gives new nodes its labels, and references an EC2NodeClass `inferred` (absent, so
+/// gives new nodes its labels, expires no node (`expireAfter: Never`, as node groups do not),
+/// and references an EC2NodeClass `inferred` (absent, so
 /// placement assumes a subnet in every zone and an image for every type). Every node so
 /// described is labelled with its pool (`adze.sh/nodepool`) and capacity type; nodes
 /// without an instance-type label stay out of every pool. Returns the pools and one note per
@@ -541,6 +542,9 @@ pub fn infer_pools(nodes: &mut [Node]) -> (Vec<Value>, Vec<String>) {
                 "metadata": {"labels": custom},
                 "spec": {
                     "nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "inferred"},
+                    // Node groups do not expire nodes: with Adze's default (720h) every node
+                    // older than 30 days would be planned away by expiry, hiding the rest.
+                    "expireAfter": "Never",
                     "requirements": [
                         {"key": labels::INSTANCE_FAMILY, "operator": "In", "values": [fam]},
                         {"key": labels::CAPACITY_TYPE, "operator": "In", "values": [ct]},
@@ -637,7 +641,7 @@ pub fn assemble(mut c: Collected) -> Snapshot {
             }
             let (pools, notes) = infer_pools(&mut c.nodes);
             s.source = format!(
-                "NodePools: none in the cluster (no adze.sh or karpenter.sh NodePool API): {} inferred from the nodes' instance-type and capacity-type labels, one per (instance family, capacity type, custom labels); their limits, disruption settings and node classes are Adze's defaults, not the cluster's",
+                "NodePools: none in the cluster (no adze.sh or karpenter.sh NodePool API): {} inferred from the nodes' instance-type and capacity-type labels, one per (instance family, capacity type, custom labels); their limits, disruption settings and node classes are Adze's defaults (expireAfter Never), not the cluster's",
                 pools.len()
             );
             count(&mut s, "NodePools (inferred)", pools.len());

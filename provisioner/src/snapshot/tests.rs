@@ -248,6 +248,7 @@ fn pools_are_inferred_per_family_capacity_type_and_labels() {
         json!({"team": "data"})
     );
     for p in &pools {
+        assert_eq!(p["spec"]["template"]["spec"]["expireAfter"], "Never");
         let pool: adze_api::NodePool = typed(p.clone());
         pool.validate().expect("an inferred pool is valid");
     }
@@ -395,7 +396,7 @@ fn a_cluster_without_autoscaler_objects_is_planned_on_inferred_pools() {
     );
     // The empty node of the inferred pool is Adze's to disrupt: emptiness deletes it.
     let cmd = plan.command_for("idle").expect("the idle node is planned");
-    assert_eq!(cmd.method.as_str(), "emptiness", "{cmd:?}");
+    assert_eq!(cmd.method.as_str(), "Emptiness", "{cmd:?}");
     assert!(plan.total_cost().1 < plan.total_cost().0);
 }
 
