@@ -20,7 +20,7 @@ use super::{Autoscaler, Collected, PAGE_SIZE, PoolSource};
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error(
-        "list {resource}: forbidden (403): {message}; the identity needs get/list on it (the chart's read-only ClusterRole, or manifests/adze-snapshot-reader.yaml, grants exactly what the snapshot reads)"
+        "list {resource}: forbidden (403): {message}; the identity needs get/list on it (the chart's read-only ClusterRole, or manifests/rbac/snapshot-reader.yaml, grants exactly what the snapshot reads)"
     )]
     Forbidden { resource: String, message: String },
     #[error(
