@@ -632,7 +632,9 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
             ("--nodepools-from", args.nodepools_from.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
-            anyhow::bail!("{flag} reads the cluster: it needs --from-cluster (a SCENARIO file is planned as it is)");
+            anyhow::bail!(
+                "{flag} reads the cluster: it needs --from-cluster (a SCENARIO file is planned as it is)"
+            );
         }
     }
     // Refused before the scenario is read, naming the flag.

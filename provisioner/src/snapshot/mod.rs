@@ -366,8 +366,8 @@ pub fn add_adze_labels(n: &mut Node) -> usize {
     }
     let mut added = 0;
     for (k, v) in add {
-        if !l.contains_key(&k) {
-            l.insert(k, v);
+        if let std::collections::btree_map::Entry::Vacant(e) = l.entry(k) {
+            e.insert(v);
             added += 1;
         }
     }
