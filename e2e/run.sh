@@ -617,6 +617,57 @@ check "on nodes of the converted pool, labelled for both" bash -c "
     kubectl --kubeconfig $KUBECONFIG get node \"\$n\" -o json | jqe '.metadata.labels as \$l |
       \$l[\"adze.sh/nodepool\"] == \"karp-general\" and \$l[\"karpenter.sh/nodepool\"] == \"karp-general\"' >/dev/null || exit 1
   done"
+
+# ---- 7b''. a read-only snapshot of this cluster, Karpenter's pools converted -----------------
+# As a ServiceAccount bound only to manifests/rbac/snapshot-reader.yaml's ClusterRole: the
+# snapshot reads the cluster (Karpenter's v1 NodePool and EC2NodeClass above, converted by
+# migrate's rules; the running workload on its nodes), and `simulate --from-cluster` plans
+# exactly what `simulate` plans on the file it saved; the cost per NodePool is printed; a
+# write with that identity is refused.
+echo "== snapshot: the cluster read by a read-only ServiceAccount, planned as simulate plans the saved file"
+k apply -f "$root/manifests/rbac/snapshot-reader.yaml" >/dev/null
+snap_secret() { kubectl --kubeconfig "$KUBECONFIG" -n adze-system get sa adze-snapshot-reader -o jsonpath='{.secrets[0].name}'; }
+wait_for 60 bash -c "[[ -n \$(kubectl --kubeconfig $KUBECONFIG -n adze-system get sa adze-snapshot-reader -o jsonpath='{.secrets[0].name}') ]]"
+snap_token=$(k -n adze-system get secret "$(snap_secret)" -o jsonpath='{.data.token}' | base64 -d)
+snap_kc=$dir/snapshot-reader.kubeconfig
+cat >"$snap_kc" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: "$APISERVER", certificate-authority: "$ADZE_CA_CERT"}}]
+users: [{name: snapshot-reader, user: {token: "$snap_token"}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: snapshot-reader}}]
+current-context: e2e
+YAML
+chmod 600 "$snap_kc"
+snap_now=$(date -u +%Y-%m-%dT%H:%M:%SZ)  # one clock for both plans
+t_snap=$(now)
+"$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --save "$dir/snapshot.yaml" \
+  --allow-unschedulable --output json >"$dir/snap-plan.json" 2>"$dir/snap.log"
+snap_rc=$?
+echo "snapshot + plan: $(elapsed "$t_snap" "$(now)") s"
+cat "$dir/snap.log"
+check "simulate --from-cluster as the read-only ServiceAccount read the cluster and planned it (exit 0)" test "$snap_rc" -eq 0
+check "... Karpenter's v1 NodePool converted by migrate's rules, its report printed" \
+  bash -c "grep -q \"NodePools: Karpenter's karpenter.sh/v1\" '$dir/snap.log' && grep -q 'migrated 2 object(s)' '$dir/snap.log'"
+"$bin" simulate --allow-unschedulable --output json "$dir/snapshot.yaml" >"$dir/file-plan.json" 2>/dev/null
+check "its plan equals simulate's on the snapshot it saved (elapsedMs aside)" \
+  bash -c "diff <(jq -S 'del(.elapsedMs)' '$dir/snap-plan.json') <(jq -S 'del(.elapsedMs)' '$dir/file-plan.json')"
+"$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --save "$dir/snapshot-d.yaml" \
+  --disruption --now "$snap_now" --output json >"$dir/snap-disruption.json" 2>/dev/null
+"$bin" simulate --disruption --now "$snap_now" --output json "$dir/snapshot-d.yaml" >"$dir/file-disruption.json" 2>/dev/null
+check "the disruption plan from the cluster equals simulate --disruption's on its saved snapshot, karp-general's nodes in it" \
+  bash -c "diff '$dir/snap-disruption.json' '$dir/file-disruption.json' &&
+    jqe '[.cost[] | select(.nodepool == \"karp-general\" and .nodesBefore >= 1 and .before > 0)] | length == 1' '$dir/snap-disruption.json' >/dev/null"
+"$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --allow-unschedulable \
+  >"$dir/snap-table.txt" 2>/dev/null
+sed -n '/^Cost per NodePool/,$p' "$dir/snap-table.txt"
+check "the cost per NodePool, today and after the plan, is printed (karp-general priced from the catalog)" \
+  bash -c "grep -q '^Cost per NodePool, today and with the plan' '$dir/snap-table.txt' &&
+    awk '\$1 == \"karp-general\" && \$2 >= 1 && \$4 > 0 { ok = 1 } END { exit !ok }' '$dir/snap-table.txt'"
+check "a write as the snapshot's ServiceAccount is refused (403 Forbidden)" \
+  bash -c "! kubectl --kubeconfig '$snap_kc' -n karpmig delete deployment legacy 2>'$dir/snap-write.err' && grep -q 'Forbidden' '$dir/snap-write.err' && kubectl --kubeconfig $KUBECONFIG -n karpmig get deployment legacy >/dev/null"
+check "... and the role grants no write verb" \
+  bash -c "[[ \$(kubectl --kubeconfig '$snap_kc' auth can-i create pods -A) == no && \$(kubectl --kubeconfig '$snap_kc' auth can-i patch nodes) == no && \$(kubectl --kubeconfig '$snap_kc' auth can-i list pods -A) == yes ]]"
 k delete crd nodepools.karpenter.sh ec2nodeclasses.karpenter.k8s.aws >/dev/null
 
 # ---- 7c. a CapacityBuffer keeps a node's room ahead of the pods ---------------------------
@@ -759,9 +810,9 @@ if [[ "${ADZE_E2E_BENCH:-0}" == 1 ]]; then
   cpu1=$(burst_cpu)
   curl -s "$sched_metrics" >"$dir/scheduler-after.prom" || true
   apiserver_metrics >"$dir/apiserver-after.prom"
-  k get pods -n bench -o json >"$dir/bench-pods.json"
-  k get nodeclaims -l adze.sh/nodepool=bench -o json >"$dir/bench-claims.json"
-  k get nodes -o json >"$dir/bench-nodes.json"
+  k get pods -n bench --output json >"$dir/bench-pods.json"
+  k get nodeclaims -l adze.sh/nodepool=bench --output json >"$dir/bench-claims.json"
+  k get nodes --output json >"$dir/bench-nodes.json"
   echo "$cpu0 $cpu1" | awk -v s="$(elapsed "$t0" "$t_run")" '{ printf "BENCH: CPU seconds from the apply to all Running (%s s wall, 2 cores): kube-apiserver %.2f, etcd %.2f, kube-scheduler %.2f, kube-controller-manager %.2f, adze-provisioner %.2f\n", s, $6-$1, $7-$2, $8-$3, $9-$4, $10-$5 }'
   echo "BENCH: where the time went (e2e/harness/burst-breakdown.py):"
   python3 "$harness/burst-breakdown.py" "$dir/bench-pods.json" "$dir/bench-claims.json" "$dir/bench-nodes.json" | sed 's/^/BENCH:   /'

@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod provisioning;
 pub mod rules;
 pub mod simulate;
+pub mod snapshot;
 pub mod state;
 
 #[cfg(feature = "controller")]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use adze_provisioner::simulate::{self, Report, Scenario, output};
+use adze_provisioner::snapshot::PoolSource;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
@@ -47,6 +48,88 @@ enum Command {
     /// nothing was converted (unless --allow-actions); else 0, so
     /// `migrate ... > adze.yaml && kubectl apply -f adze.yaml` applies only a clean conversion.
     Migrate(MigrateArgs),
+    /// Read the cluster in KUBECONFIG (or the in-cluster config) read-only and print it as a
+    /// scenario file that `simulate` and `simulate --disruption` replay offline.
+    ///
+    /// Reads Nodes, Pods (terminal ones skipped), PodDisruptionBudgets, DaemonSets,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and the autoscaler
+    /// objects: Adze's NodePools, EC2NodeClasses, NodeClaims and NodeOverlays; else
+    /// Karpenter's (karpenter.sh v1 or v1beta1) converted by `migrate`'s rules, its report on
+    /// stderr; else none, and one NodePool is inferred per instance family, capacity type and
+    /// custom labels of the nodes (said so on stderr and in the file). Lists are read 500
+    /// objects a page. Needs only get/list (manifests/adze-snapshot-reader.yaml). Exits 1 when
+    /// a list fails (a 403 names the resource), else 0.
+    Snapshot(SnapshotArgs),
+}
+
+#[cfg(feature = "controller")]
+#[derive(Debug, clap::Args)]
+struct SnapshotArgs {
+    /// Kubeconfig file; in-cluster config (or KUBECONFIG) when absent.
+    #[arg(long, env = "ADZE_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// Write the scenario to FILE instead of stdout.
+    #[arg(long, env = "ADZE_SAVE", value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Where the NodePools come from.
+    #[arg(long, env = "ADZE_NODEPOOLS_FROM", value_enum, default_value_t = PoolSource::Auto)]
+    nodepools_from: PoolSource,
+}
+
+/// Built without the `controller` feature: `snapshot` is refused by name, as `run` is.
+#[cfg(not(feature = "controller"))]
+#[derive(Debug, clap::Args)]
+struct SnapshotArgs {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+/// Why the lean build cannot read a cluster, naming the feature.
+#[cfg(not(feature = "controller"))]
+const NO_CLIENT: &str = "this adze-provisioner was built without the `controller` feature (cargo build --no-default-features), which holds the Kubernetes client; build it with default features to read a cluster";
+
+/// The cluster read into a snapshot; the summary, notes and `migrate`'s report go to stderr.
+#[cfg(feature = "controller")]
+fn read_cluster(
+    kubeconfig: Option<&std::path::Path>,
+    from: PoolSource,
+) -> anyhow::Result<adze_provisioner::snapshot::Snapshot> {
+    let collected = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let config = adze_cli::kube_config(kubeconfig, "adze-provisioner-snapshot").await?;
+            let client = kube::Client::try_from(config)?;
+            anyhow::Ok(adze_provisioner::snapshot::live::read(&client, from).await?)
+        })?;
+    let snap = adze_provisioner::snapshot::assemble(collected);
+    if let Some(report) = &snap.migration_report {
+        eprint!("{report}");
+    }
+    eprint!("{}", snap.summary());
+    for n in &snap.notes {
+        eprintln!("  note: {n}");
+    }
+    Ok(snap)
+}
+
+#[cfg(feature = "controller")]
+fn snapshot(args: &SnapshotArgs) -> anyhow::Result<String> {
+    let snap = read_cluster(args.kubeconfig.as_deref(), args.nodepools_from)?;
+    let yaml = snap.yaml();
+    match &args.save {
+        Some(path) => {
+            std::fs::write(path, &yaml).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("snapshot written to {}", path.display());
+            Ok(String::new())
+        }
+        None => Ok(yaml),
+    }
+}
+
+#[cfg(not(feature = "controller"))]
+fn snapshot(_: &SnapshotArgs) -> anyhow::Result<String> {
+    anyhow::bail!("snapshot: {NO_CLIENT}")
 }
 
 #[derive(Debug, clap::Args)]
@@ -430,8 +513,34 @@ fn run(_: &RunArgs) -> anyhow::Result<String> {
 #[derive(Debug, clap::Args)]
 struct SimulateArgs {
     /// The scenario file.
-    #[arg(value_name = "SCENARIO.yaml")]
-    scenario: PathBuf,
+    #[arg(value_name = "SCENARIO.yaml", required_unless_present = "from_cluster")]
+    scenario: Option<PathBuf>,
+    /// Plan the cluster in KUBECONFIG (or the in-cluster config) instead of a file: read it
+    /// read-only as `snapshot` does (its report on stderr), then plan that snapshot exactly
+    /// as `simulate` plans the file `--save` writes. Needs the `controller` feature.
+    #[arg(long, env = "ADZE_FROM_CLUSTER", conflicts_with = "scenario")]
+    from_cluster: bool,
+    /// With --from-cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or
+    /// in-cluster).
+    #[arg(long, env = "ADZE_KUBECONFIG", requires = "from_cluster")]
+    kubeconfig: Option<PathBuf>,
+    /// With --from-cluster: also write the snapshot to FILE, to replay it later with
+    /// `simulate FILE`.
+    #[arg(
+        long,
+        env = "ADZE_SAVE",
+        value_name = "FILE",
+        requires = "from_cluster"
+    )]
+    save: Option<PathBuf>,
+    /// With --from-cluster: where the NodePools come from (as `snapshot --nodepools-from`).
+    #[arg(
+        long,
+        env = "ADZE_NODEPOOLS_FROM",
+        value_enum,
+        requires = "from_cluster"
+    )]
+    nodepools_from: Option<PoolSource>,
     /// How to print the plan.
     #[arg(long, env = "ADZE_OUTPUT", value_enum, value_name = "FORMAT", default_value_t = Format::Table)]
     output: Format,
@@ -531,15 +640,36 @@ enum Format {
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
+    // clap drops `requires = "from_cluster"` once a SCENARIO (which conflicts with it) is
+    // given, so the cluster's flags are refused here rather than ignored.
+    if !args.from_cluster {
+        let given = [
+            ("--kubeconfig", args.kubeconfig.is_some()),
+            ("--save", args.save.is_some()),
+            ("--nodepools-from", args.nodepools_from.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            anyhow::bail!(
+                "{flag} reads the cluster: it needs --from-cluster (a SCENARIO file is planned as it is)"
+            );
+        }
+    }
     // Refused before the scenario is read, naming the flag.
     adze_scheduling::catalog::regions::table()
         .map_err(anyhow::Error::from)
         .and_then(|t| t.region(&args.region).map(|_| ()).map_err(Into::into))
         .context("--region")?;
-    let yaml = std::fs::read_to_string(&args.scenario)
-        .with_context(|| format!("reading {}", args.scenario.display()))?;
-    let mut scenario = Scenario::parse_in(&yaml, &args.region)
-        .with_context(|| format!("{}", args.scenario.display()))?;
+    let (yaml, source) = match &args.scenario {
+        Some(path) => (
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => (
+            scenario_from_cluster(args)?,
+            "the cluster's snapshot".to_string(),
+        ),
+    };
+    let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source)?;
     if args.disruption {
         return simulate_disruption(args, &scenario);
     }
@@ -566,16 +696,18 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
     if args.karpenter_labels {
         simulate::add_karpenter_labels(&mut outcome.plan);
     }
+    let cost = output::cost(&scenario, &outcome.plan);
+    let report = || {
+        Report::new(&outcome.plan, outcome.elapsed)
+            .mark_buffer(&scenario.buffer_pods)
+            .with_cost(cost.clone())
+    };
     let text = match args.output {
-        Format::Table => output::table(&scenario, &outcome.plan, outcome.elapsed),
-        Format::Json => {
-            let report =
-                Report::new(&outcome.plan, outcome.elapsed).mark_buffer(&scenario.buffer_pods);
-            serde_json::to_string_pretty(&report)? + "\n"
+        Format::Table => {
+            output::table(&scenario, &outcome.plan, outcome.elapsed) + &output::cost_table(&cost)
         }
-        Format::Yaml => serde_yaml::to_string(
-            &Report::new(&outcome.plan, outcome.elapsed).mark_buffer(&scenario.buffer_pods),
-        )?,
+        Format::Json => serde_json::to_string_pretty(&report())? + "\n",
+        Format::Yaml => serde_yaml::to_string(&report())?,
     };
     let unschedulable = outcome.plan.unschedulable.len();
     let code = if unschedulable > 0 && !args.allow_unschedulable {
@@ -587,6 +719,26 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
         ExitCode::SUCCESS
     };
     Ok((text, code))
+}
+
+/// `simulate --from-cluster`: the snapshot's scenario text (saved with `--save`).
+#[cfg(feature = "controller")]
+fn scenario_from_cluster(args: &SimulateArgs) -> anyhow::Result<String> {
+    let yaml = read_cluster(
+        args.kubeconfig.as_deref(),
+        args.nodepools_from.unwrap_or_default(),
+    )?
+    .yaml();
+    if let Some(path) = &args.save {
+        std::fs::write(path, &yaml).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("snapshot written to {}", path.display());
+    }
+    Ok(yaml)
+}
+
+#[cfg(not(feature = "controller"))]
+fn scenario_from_cluster(_: &SimulateArgs) -> anyhow::Result<String> {
+    anyhow::bail!("simulate --from-cluster: {NO_CLIENT}")
 }
 
 /// `simulate --disruption`: the plan, or one node's explanation.
@@ -686,6 +838,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate(args),
         Command::Run(args) => run(args).map(|t| (t, ExitCode::SUCCESS)),
         Command::Migrate(args) => migrate(args),
+        Command::Snapshot(args) => snapshot(args).map(|t| (t, ExitCode::SUCCESS)),
     };
     match result {
         Ok((text, code)) => {

@@ -97,7 +97,10 @@ fn keys(v: &serde_json::Value) -> BTreeSet<&str> {
 }
 
 fn assert_exact_keys(json: &serde_json::Value) {
-    assert_eq!(keys(json), TOP_LEVEL_KEYS.into_iter().collect());
+    let mut top = keys(json);
+    // Present only when the scenario has existing nodes (checked in its own test).
+    top.remove("cost");
+    assert_eq!(top, TOP_LEVEL_KEYS.into_iter().collect());
     for claim in json["nodeClaims"].as_array().unwrap() {
         let mut k = keys(claim);
         k.remove("bufferPods");
@@ -665,6 +668,109 @@ fn without_the_controller_feature_run_is_refused_naming_it() {
         err.contains("run:") && err.contains("`controller` feature"),
         "{err}"
     );
+}
+
+/// Without the `controller` feature there is no Kubernetes client: `snapshot` and
+/// `simulate --from-cluster` are refused naming the feature, never ignored.
+#[cfg(not(feature = "controller"))]
+#[test]
+fn without_the_controller_feature_the_cluster_snapshot_is_refused_naming_it() {
+    for args in [
+        &["simulate", "--from-cluster"][..],
+        &[
+            "simulate",
+            "--from-cluster",
+            "--disruption",
+            "--save",
+            "/tmp/x.yaml",
+        ],
+        &["snapshot", "--save", "/tmp/x.yaml"],
+    ] {
+        let out = adze(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("`controller` feature"), "{args:?}: {err}");
+        assert!(stdout(&out).is_empty(), "{args:?}: nothing planned");
+    }
+}
+
+/// With the client but no cluster, `--from-cluster` fails at the kubeconfig, saying so,
+/// rather than planning an empty cluster.
+#[cfg(feature = "controller")]
+#[test]
+fn from_cluster_without_a_cluster_fails_naming_the_kubeconfig() {
+    let out = adze(&[
+        "simulate",
+        "--from-cluster",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+    assert!(stdout(&out).is_empty());
+    // A file and the cluster at once, or a cluster flag without the cluster: refused.
+    let both = adze(&[
+        "simulate",
+        "--from-cluster",
+        example("inflate.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    let lone = adze(&[
+        "simulate",
+        "--save",
+        "/tmp/x",
+        example("inflate.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(lone.status.code(), Some(1));
+    assert!(lone.stdout.is_empty());
+    assert!(
+        stderr(&lone).contains("--save reads the cluster: it needs --from-cluster"),
+        "{}",
+        stderr(&lone)
+    );
+}
+
+/// A scenario with existing nodes: the cost per NodePool today and with the new capacity, in
+/// the table and the JSON.
+#[test]
+fn the_cost_per_nodepool_today_and_after_is_printed() {
+    let path = example("disruption.yaml");
+    let out = simulate(&path, &["--allow-unschedulable", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cost = json["cost"].as_array().expect("cost with existing nodes");
+    let pool = cost.iter().find(|c| c["nodepool"] == "default").unwrap();
+    assert_eq!(pool["nodesBefore"], 4);
+    // 2 medium (0.19) + 1 large (0.38) + busy's type, from the scenario's catalog.
+    assert!(pool["before"].as_f64().unwrap() > 0.7, "{pool}");
+    let added: f64 = json["nodeClaims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["nodePool"] == "default")
+        .map(|c| c["pricePerHour"].as_f64().unwrap())
+        .sum();
+    let after = pool["after"].as_f64().unwrap();
+    assert!(
+        (after - pool["before"].as_f64().unwrap() - added).abs() < 1e-3,
+        "{pool}"
+    );
+    let table = stdout(&simulate(&path, &["--allow-unschedulable"]));
+    assert!(
+        table.contains("Cost per NodePool, today and with the plan's new capacity:"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("default ") && l.contains(" 4 ")),
+        "{table}"
+    );
+    // No existing nodes: no cost section.
+    let inflate = simulate(&example("inflate.yaml"), &["--output", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&inflate.stdout).unwrap();
+    assert!(json.get("cost").is_none());
 }
 
 /// Built with the controller but without the `aws` feature, `run` refuses what needs it by

@@ -22,6 +22,10 @@ pub struct Report {
     pub total_price_per_hour: f64,
     pub cost_lower_bound: f64,
     pub elapsed_ms: f64,
+    /// Per NodePool, the existing nodes' cost per hour today and with the plan's new
+    /// capacity added ([`cost`]); empty when the scenario has no existing nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cost: Vec<super::disruption::PoolCost>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,8 +115,145 @@ impl Report {
             total_price_per_hour: price(plan.total_price_per_hour),
             cost_lower_bound: price(plan.cost_lower_bound),
             elapsed_ms: millis(elapsed),
+            cost: Vec::new(),
         }
     }
+
+    /// The report with the cost per NodePool today and after the plan.
+    pub fn with_cost(mut self, cost: Vec<super::disruption::PoolCost>) -> Report {
+        self.cost = cost
+            .into_iter()
+            .map(|mut c| {
+                c.before = price(c.before);
+                c.after = price(c.after);
+                c
+            })
+            .collect();
+        self
+    }
+}
+
+/// Nodes of no NodePool (capacity Adze does not manage), in [`cost`].
+pub const UNMANAGED: &str = "(no NodePool)";
+
+/// The cluster's cost per hour per NodePool: today (the existing nodes, each priced by its
+/// instance type, zone and capacity type labels from its pool's catalog, else any pool's, as
+/// the disruption planner prices a node) and after the plan (its new capacity added). Nodes
+/// of no pool are counted under [`UNMANAGED`]; a node whose type no catalog lists costs 0.
+/// Empty when the scenario has no existing nodes.
+pub fn cost(scenario: &Scenario, plan: &Plan) -> Vec<super::disruption::PoolCost> {
+    use adze_scheduling::labels as l;
+    let snap = &scenario.snapshot;
+    let mut out: BTreeMap<String, super::disruption::PoolCost> = BTreeMap::new();
+    fn row<'a>(
+        out: &'a mut BTreeMap<String, super::disruption::PoolCost>,
+        pool: &str,
+    ) -> &'a mut super::disruption::PoolCost {
+        out.entry(pool.to_string())
+            .or_insert_with(|| super::disruption::PoolCost {
+                nodepool: pool.to_string(),
+                nodes_before: 0,
+                nodes_after: 0,
+                before: 0.0,
+                after: 0.0,
+            })
+    }
+    let existing: Vec<_> = snap.nodes.iter().filter(|n| !n.in_flight).collect();
+    if existing.is_empty() {
+        return Vec::new();
+    }
+    for n in existing {
+        let label = |k: &str| {
+            n.requirements
+                .get(k)
+                .and_then(|r| r.single_value())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (it, ct, zone) = (
+            label(l::INSTANCE_TYPE),
+            label(l::CAPACITY_TYPE),
+            label(l::ZONE),
+        );
+        let ct = if ct.is_empty() {
+            l::CAPACITY_TYPE_ON_DEMAND.to_string()
+        } else {
+            ct
+        };
+        let p = n.price.unwrap_or_else(|| {
+            let own = snap
+                .nodepools
+                .iter()
+                .filter(|p| Some(p.name.as_str()) == n.nodepool.as_deref());
+            own.chain(snap.nodepools.iter())
+                .flat_map(|p| p.instance_types.iter())
+                .chain(scenario.instance_types.iter())
+                .find(|t| t.name == it)
+                .and_then(|t| {
+                    t.offerings
+                        .iter()
+                        .find(|o| o.zone == zone && o.capacity_type == ct)
+                        .or_else(|| t.offerings.iter().find(|o| o.capacity_type == ct))
+                })
+                .map_or(0.0, |o| o.price)
+        });
+        let r = row(&mut out, n.nodepool.as_deref().unwrap_or(UNMANAGED));
+        r.nodes_before += 1;
+        r.nodes_after += 1;
+        r.before += p;
+        r.after += p;
+    }
+    for c in &plan.new_claims {
+        let r = row(&mut out, &c.nodepool);
+        r.nodes_after += 1;
+        r.after += c.price_per_hour;
+    }
+    out.into_values().collect()
+}
+
+/// [`cost`] for a person: one row per NodePool and the total.
+pub fn cost_table(cost: &[super::disruption::PoolCost]) -> String {
+    if cost.is_empty() {
+        return String::new();
+    }
+    let money = |v: f64| format!("{:.4}", v + 0.0);
+    let mut rows = vec![
+        [
+            "NODEPOOL",
+            "NODES TODAY",
+            "NODES AFTER",
+            "$/H TODAY",
+            "$/H AFTER",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for c in cost {
+        rows.push(vec![
+            c.nodepool.clone(),
+            c.nodes_before.to_string(),
+            c.nodes_after.to_string(),
+            money(c.before),
+            money(c.after),
+        ]);
+    }
+    rows.push(vec![
+        "total".into(),
+        cost.iter()
+            .map(|c| c.nodes_before)
+            .sum::<usize>()
+            .to_string(),
+        cost.iter()
+            .map(|c| c.nodes_after)
+            .sum::<usize>()
+            .to_string(),
+        money(cost.iter().map(|c| c.before).sum()),
+        money(cost.iter().map(|c| c.after).sum()),
+    ]);
+    format!(
+        "\nCost per NodePool, today and with the plan's new capacity:\n{}",
+        columns(&rows)
+    )
 }
 
 impl NodeClaimReport {
