@@ -29,8 +29,8 @@
 # Phases: the NodePool starts with consolidation off (consolidateAfter: Never, budget 100 %);
 # the 30 Deployments are applied at once and timed to every pod bound and Running; then every
 # Deployment is scaled to BENCH_SCALE % and the pool switched to consolidateAfter: 0s in the same
-# moment. Settled: no disruption command for BENCH_QUIET seconds, nothing disrupting, no pod
-# pending. The report (e2e/bench/wide-report.py) gives per phase the times, waves, commands per
+# moment. Settled: no disruption command started or proposed for BENCH_QUIET seconds (more
+# than a pass: poll, decision, validation), nothing disrupting, no pod pending. The report (e2e/bench/wide-report.py) gives per phase the times, waves, commands per
 # wave, nodes per command, nodes and $/h before and after.
 #
 # Environment: BENCH_PODS (1000; split over the 30 Deployments), BENCH_SCALE (70),
@@ -191,7 +191,8 @@ pool 0s | k apply -f - >/dev/null
 until_counts 120 "$target_pods" "$target_pods" "$target_pods" && t_scaled=$(now) \
   && pass "scaled to $target_pods pods $(elapsed "$t_scale" "$t_scaled") s after" || fail "scaled to $target_pods pods"
 
-# Settled: no command for $quiet s, nothing disrupting or launching, no pod pending.
+# Settled: no command started or proposed for $quiet s, nothing disrupting or launching, no
+# pod pending.
 last_command() { # epoch of the last "disrupting:" line, or $t_scale
   local t; t=$(report last-command "$dir/provisioner.log") && [[ -n "$t" ]] && echo "$t" || echo "$t_scale"
 }

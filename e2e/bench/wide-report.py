@@ -5,7 +5,7 @@
   wide-report.py cost KUBECONFIG METRICS_URL   "nodes=N price=P": Nodes and their $/h, each
                                                priced at its offering's price as the provisioner
                                                publishes it (adze_cloudprovider_offering_price_dollars)
-  wide-report.py last-command LOG              epoch of the last command started ("disrupting:")
+  wide-report.py last-command LOG              epoch of the last command started or proposed
   wide-report.py phases LOG SAMPLES --apply T ...   the per-phase table (Markdown)
 """
 import argparse
@@ -146,9 +146,11 @@ def main():
     if op == "cost" and len(sys.argv) == 4:
         print(cost(sys.argv[2], sys.argv[3]))
     elif op == "last-command" and len(sys.argv) == 3:
-        c = commands(sys.argv[2])
-        if c:
-            print(f"{c[-1]['t']:.3f}")
+        # A proposal counts: its command starts a validation period later.
+        last = [t for t, f in records(sys.argv[2])
+                if f.get("message", "").startswith(("disrupting:", "disruption proposed"))]
+        if last:
+            print(f"{last[-1]:.3f}")
     elif op == "phases":
         p = argparse.ArgumentParser(prog="wide-report.py phases")
         p.add_argument("log")

@@ -394,7 +394,11 @@ impl Disruption {
         .await?;
         self.announce_blocked(&built, &blocked);
         if decisions.is_empty() {
-            return Ok(if consolidate { Pass::Idle } else { Pass::Waiting });
+            return Ok(if consolidate {
+                Pass::Idle
+            } else {
+                Pass::Waiting
+            });
         }
         for d in &decisions {
             tracing::info!(
