@@ -244,7 +244,9 @@ struct RunArgs {
     /// Instance types kept per NodeClaim, cheapest first (minValues may keep more).
     #[arg(long, env = "ADZE_MAX_INSTANCE_TYPES", default_value_t = 60)]
     max_instance_types: usize,
-    /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked for.
+    /// Disruption: how often the next drift, expiration, emptiness or consolidation is looked
+    /// for while there is nothing to do; after a disruption the next look comes within 1s, and
+    /// while the cluster settles the looks back off from 1s to this.
     #[arg(long, env = "ADZE_DISRUPTION_POLL_PERIOD", value_parser = duration, default_value = "10s")]
     disruption_poll_period: std::time::Duration,
     /// Disruption: wait this long after deciding, then act only if the decision still holds.

@@ -69,6 +69,37 @@ pub struct Disruption {
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
 const MAX_DECISIONS_PER_PASS: usize = 100;
 
+/// What a pass came to; it sets when the next one starts ([`next_pass_in`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Nothing to disrupt and nothing in the way (or a failed pass, or a dry run).
+    Idle,
+    /// Disruptions were started, or expired or unhealthy nodes deleted.
+    Acted,
+    /// The cluster is moving: pods the provisioner can place are pending (the pods of the
+    /// nodes just disrupted, among others), NodeClaims are launching or commands running,
+    /// so nothing (or no consolidation) could be decided; or every decision was dropped at
+    /// validation.
+    Waiting,
+}
+
+/// The first look after a pass that acted, and the shortest wait between two passes.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
+/// How long to wait after a pass that came to `outcome`, the wait before it having been
+/// `last`. Idle: the poll period. Acted: [`RECHECK`], so the next wave is decided as soon as
+/// the last one's pods have landed rather than a poll period later (waves of a wide
+/// scale-down were a poll plus a validation period apart). Waiting: twice `last`, from
+/// [`RECHECK`] up to the poll period, so a cluster that settles within seconds is decided on
+/// soon after, and one that stays unsettled is not observed more often than it was.
+pub fn next_pass_in(outcome: Pass, last: Duration, poll: Duration) -> Duration {
+    match outcome {
+        Pass::Idle => poll,
+        Pass::Acted => RECHECK.min(poll),
+        Pass::Waiting => last.saturating_mul(2).clamp(RECHECK.min(poll), poll),
+    }
+}
+
 /// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
 async fn pdb_resource(client: &Client) -> ApiResource {
     let v1 = client
@@ -202,25 +233,43 @@ impl Disruption {
 
     pub async fn run(self) {
         let me = Arc::new(self);
+        let mut wait = me.settings.poll;
         loop {
-            tokio::time::sleep(me.settings.poll).await;
-            if let Err(e) = me.pass().await {
-                tracing::warn!(error = %format!("{e:#}"), "disruption pass failed; retrying");
-            }
+            tokio::time::sleep(wait).await;
+            let outcome = match me.pass().await {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "disruption pass failed; retrying");
+                    Pass::Idle
+                }
+            };
+            wait = next_pass_in(outcome, wait, me.settings.poll);
         }
     }
 
     /// Claims marked Disrupting but not deleted and not in a running command: left by a
     /// process that stopped before deleting them, or by an abort whose un-marking failed.
+    /// Each such claim is read again first: the watched copy may not show yet the deletion
+    /// that a command just finished with (or that expiry or repair just made), and a claim
+    /// being deleted is termination's, not left unfinished.
     async fn recover(&self) -> anyhow::Result<()> {
         let running = self.commands.lock_or_recover().clone();
-        for c in self.state.claims.state() {
-            if c.metadata.deletion_timestamp.is_none()
+        let unfinished = |c: &NodeClaim| {
+            c.metadata.deletion_timestamp.is_none()
                 && !running.contains(&c.name_any())
-                && conditions::is_true(claim_conditions(&c), cond::DISRUPTING)
-            {
+                && conditions::is_true(claim_conditions(c), cond::DISRUPTING)
+        };
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for c in self.state.claims.state() {
+            if !unfinished(&c) {
+                continue;
+            }
+            let Some(fresh) = api.get_opt(&c.name_any()).await? else {
+                continue;
+            };
+            if unfinished(&fresh) {
                 tracing::info!(nodeclaim = %c.name_any(), "disruption left unfinished; undoing it");
-                self.unmark(&c, "left unfinished (restart or failed abort)")
+                self.unmark(&fresh, "left unfinished (restart or failed abort)")
                     .await?;
             }
         }
@@ -322,21 +371,21 @@ impl Disruption {
         (true, consolidate)
     }
 
-    pub async fn pass(self: &Arc<Self>) -> anyhow::Result<()> {
+    pub async fn pass(self: &Arc<Self>) -> anyhow::Result<Pass> {
         self.recover().await?;
         let built = self.observe().await?;
         self.record_activity(&built.activity_writes).await;
         self.record_status(&built.statuses).await;
         if self.expire(&built).await? > 0 {
             // The expired nodes now count as disrupting; decide on the next pass.
-            return Ok(());
+            return Ok(Pass::Acted);
         }
         if self.settings.repair && self.repair(&built).await? > 0 {
-            return Ok(());
+            return Ok(Pass::Acted);
         }
         let (any, consolidate) = self.readiness(&built);
         if !any {
-            return Ok(());
+            return Ok(Pass::Waiting);
         }
         let started = Instant::now();
         // Off the async workers: deciding on a large cluster takes CPU time.
@@ -350,7 +399,11 @@ impl Disruption {
         .await?;
         self.announce_blocked(&built, &blocked);
         if decisions.is_empty() {
-            return Ok(());
+            return Ok(if consolidate {
+                Pass::Idle
+            } else {
+                Pass::Waiting
+            });
         }
         for d in &decisions {
             tracing::info!(
@@ -369,7 +422,7 @@ impl Disruption {
                 decisions = decisions.len(),
                 "disruptions dropped: pods the provisioner can place became pending"
             );
-            return Ok(());
+            return Ok(Pass::Waiting);
         }
         // Each decision is checked on the cluster as the ones kept before it will leave it.
         let (input, options) = (again.input.clone(), self.options(&again));
@@ -408,15 +461,19 @@ impl Disruption {
                 }
             }
         }
-        if started > 0 && !self.settings.dry_run {
-            let running = self.commands.lock_or_recover().len();
-            tracing::info!(
-                started,
-                claims_in_commands = running,
-                "disruption wave: {started} command(s) started"
-            );
+        if self.settings.dry_run {
+            return Ok(Pass::Idle);
         }
-        Ok(())
+        if started == 0 {
+            return Ok(Pass::Waiting);
+        }
+        let running = self.commands.lock_or_recover().len();
+        tracing::info!(
+            started,
+            claims_in_commands = running,
+            "disruption wave: {started} command(s) started"
+        );
+        Ok(Pass::Acted)
     }
 
     /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would
@@ -1000,6 +1057,32 @@ mod tests {
             .unwrap_or_else(|| panic!("{line} in {text}"))
             .parse()
             .unwrap()
+    }
+
+    #[test]
+    fn the_next_pass_comes_at_once_after_a_wave_and_backs_off_while_the_cluster_settles() {
+        let poll = Duration::from_secs(10);
+        let s = Duration::from_secs;
+        // Nothing to do: the poll period, whatever came before.
+        assert_eq!(next_pass_in(Pass::Idle, s(1), poll), poll);
+        // A wave started: look again within a second, however long the last wait was.
+        assert_eq!(next_pass_in(Pass::Acted, poll, poll), RECHECK);
+        // Its pods are still pending: 1 s, 2 s, 4 s, 8 s, then the poll period, not beyond.
+        let mut wait = RECHECK;
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            wait = next_pass_in(Pass::Waiting, wait, poll);
+            seen.push(wait.as_secs());
+        }
+        assert_eq!(seen, [2, 4, 8, 10, 10, 10]);
+        // Waiting after an idle pass starts from the poll period and stays there.
+        assert_eq!(next_pass_in(Pass::Waiting, poll, poll), poll);
+        // A poll period shorter than the recheck is never exceeded (e2e runs use 2 s).
+        let short = Duration::from_millis(500);
+        assert_eq!(next_pass_in(Pass::Acted, short, short), short);
+        assert_eq!(next_pass_in(Pass::Waiting, short, short), short);
+        // A huge last wait does not overflow.
+        assert_eq!(next_pass_in(Pass::Waiting, Duration::MAX, poll), poll);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The disruption controller: every poll period it builds the cluster's [`Input`] ([`input`]),
+//! The disruption controller: every pass it builds the cluster's [`Input`] ([`input`]),
 //! asks the pure decision ([`adze_scheduling::disruption::decide_all`]) for every disruption
 //! that can run side by side within the budgets, waits the validation period, re-checks each
 //! against the cluster as it is then ([`adze_scheduling::disruption::revalidate`], each on the
@@ -26,6 +26,10 @@
 //! and no NodePool could take do not hold anything up). Consolidation also waits for every
 //! NodeClaim launch and every command to finish: it weighs the whole cluster, so the picture
 //! must settle first. Drift and emptiness do not wait for the commands' own replacements.
+//! Passes come a poll period apart while there is nothing to do; after a pass that started
+//! commands the next comes within a second, and while the cluster settles (their pods
+//! pending, launches, commands) the wait doubles from a second up to the poll period
+//! ([`next_pass_in`]): the next wave starts when the last one's pods have landed.
 //! With `dry_run` decisions are logged and recorded as events but not carried out. Marks
 //! left by a process that stopped before step 3 are undone at the next pass; the decision is
 //! simply taken again.
