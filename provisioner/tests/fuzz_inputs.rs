@@ -700,8 +700,9 @@ fn check_plan(scenario: &Scenario, plan: &adze_scheduling::Plan) -> Vec<String> 
         for key in &c.pods {
             if let Some(p) = pods.get(key) {
                 for hp in &p.host_ports {
-                    // Two containers of one pod naming one port is an input Kubernetes
-                    // refuses, not a placement: only holders in different pods count here.
+                    // One pod may hold a port twice (a sidecar and an app container:
+                    // the apiserver compares init containers with neither), which is not
+                    // two pods sharing it: only holders in different pods count here.
                     if let Some((other, _)) = ports
                         .iter()
                         .find(|(owner, o)| *owner != key.as_str() && o.conflicts(hp))

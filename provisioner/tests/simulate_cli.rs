@@ -1192,6 +1192,13 @@ fn inputs_kubernetes_refuses_exit_1_naming_the_field() {
             ],
         ),
         (
+            "duplicate-host-port",
+            pod("  containers:\n  - {name: a, ports: [{containerPort: 80, hostPort: 8080}]}\n  - {name: b, ports: [{containerPort: 81, hostPort: 8080}]}\n"),
+            vec![
+                "spec.containers[1].ports[0].hostPort: duplicate value \"TCP//8080\": spec.containers[0].ports[0] already declares this protocol, hostIP and hostPort".into(),
+            ],
+        ),
+        (
             "unknown-operator",
             pool("default", "      requirements: [{key: kubernetes.io/arch, operator: Within, values: [amd64]}]\n"),
             vec![

@@ -7,8 +7,9 @@
 //! diverse pods pending.
 //!
 //! `cargo bench -p adze-scheduling --bench scheduling` (add `-- --quick` for fewer runs,
-//! `-- --only diverse:20000` for one row, e.g. under a profiler; `-- --digest` prints a
-//! fingerprint of each plan to stderr, to check that a change keeps the plans).
+//! `-- --only diverse:20000` for one row, e.g. under a profiler, `-- --once` for one run a
+//! row; `-- --digest` prints a fingerprint of each plan to stderr, to check that a change
+//! keeps the plans).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +43,7 @@ use adze_scheduling::fixtures::{
     bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
 };
 use adze_scheduling::{
-    BoundPod, Operator, Options, Pod, Requirement, Requirements, Snapshot, schedule,
+    BoundPod, Operator, Options, Pod, Requirement, Requirements, Snapshot, labels, schedule,
 };
 
 fn snapshot(pods: Vec<adze_scheduling::Pod>) -> Snapshot {
@@ -117,6 +118,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    // `--once`: one run a row (under a profiler).
+    let once = args.iter().any(|a| a == "--once");
     // `--only kind:n` runs one row.
     let only = args
         .iter()
@@ -137,6 +140,19 @@ fn main() {
     rows.push(("cluster", 100_000));
     rows.push(("generic", 200_000));
     rows.push(("pools", 20_000));
+    rows.push(("anti", 8_000));
+    rows.push(("terms", 20_000));
+    // `--only kind:n` with a count of its own (say, to see how a kind's time grows).
+    let extra = only.as_deref().and_then(|o| {
+        let (kind, n) = o.split_once(':')?;
+        let kind = ["diverse", "generic", "pools", "anti", "terms"]
+            .into_iter()
+            .find(|k| *k == kind)?;
+        Some((kind, n.parse::<usize>().ok()?))
+    });
+    if let Some(row) = extra.filter(|r| !rows.contains(r)) {
+        rows.push(row);
+    }
     for (kind, n) in rows {
         if only.as_ref().is_some_and(|o| *o != format!("{kind}:{n}")) {
             continue;
@@ -168,6 +184,42 @@ fn main() {
                     "generic, 2,000 NodePools (one per team)".to_string(),
                 )
             }
+            "anti" => {
+                // One Deployment whose pods exclude each other by hostname: a node each.
+                let mut snap = snapshot(generic_pods(n, 42));
+                for p in &mut snap.pending {
+                    p.labels.insert("app".into(), "lonely".into());
+                    p.anti_affinity = vec![term(labels::HOSTNAME, "lonely")];
+                }
+                (
+                    snap,
+                    n,
+                    "generic, one Deployment with required hostname anti-affinity".to_string(),
+                )
+            }
+            "terms" => {
+                // Two required node-selector terms (ORed): zone a, or spot capacity.
+                let mut snap = snapshot(generic_pods(n, 42));
+                let zone =
+                    Requirement::new(labels::ZONE, Operator::In, &["test-1a"]).expect("valid");
+                let spot = Requirement::new(
+                    labels::CAPACITY_TYPE,
+                    Operator::In,
+                    &[labels::CAPACITY_TYPE_SPOT],
+                )
+                .expect("valid");
+                for p in &mut snap.pending {
+                    p.node_requirements = vec![
+                        Requirements::new().with(zone.clone()),
+                        Requirements::new().with(spot.clone()),
+                    ];
+                }
+                (
+                    snap,
+                    n,
+                    "generic, two required node-selector terms".to_string(),
+                )
+            }
             _ => {
                 let snap = cluster(n - 5000, 5000);
                 let label = format!(
@@ -179,7 +231,7 @@ fn main() {
                 (snap, 5000, label)
             }
         };
-        let runs = if n > 100_000 {
+        let runs = if n > 100_000 || once {
             1
         } else if quick || n >= 20000 {
             3

@@ -20,7 +20,9 @@
 //!   `namespaceSelector` needs Namespace objects to evaluate, which conversion does not
 //!   have: it is approximated by the `namespaces` list plus the pod's own namespace.
 //! * **Host ports**: from app and sidecar containers' `hostPort`s (protocol TCP unless
-//!   given); with `hostNetwork: true`, every container port is a host port.
+//!   given); with `hostNetwork: true`, every container port is a host port. One protocol,
+//!   host IP and host port declared twice among the app containers, or twice in one init
+//!   container, is refused as the apiserver refuses it.
 //! * **Priority**: `spec.priority`, 0 when unset (`priorityClassName` is not resolved).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -592,6 +594,59 @@ impl Terms<'_> {
     }
 }
 
+/// Refuses a pod whose containers declare one host port twice, as the apiserver does: a
+/// port is its protocol (TCP when unset), host IP (as written: "" and "0.0.0.0" differ) and
+/// host port, which with `hostNetwork` defaults to the container port. The app containers
+/// share one set, since they run together; each init container, sidecar or not, is checked
+/// on its own, since the apiserver does not compare init containers with each other (they
+/// run one after another) nor with the app containers.
+fn unique_host_ports(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<(), ConvertError> {
+    let host_network = spec.host_network == Some(true);
+    // One set of ports: the containers named, each with its field path.
+    let check = |containers: &mut dyn Iterator<Item = (String, &Container)>| {
+        let mut seen: BTreeMap<(&str, &str, i32), String> = BTreeMap::new();
+        for (f, c) in containers {
+            for (pi, p) in c.ports.iter().flatten().enumerate() {
+                let port = match p.host_port {
+                    Some(hp) if hp != 0 => hp,
+                    _ if host_network => p.container_port,
+                    _ => continue,
+                };
+                let protocol = p.protocol.as_deref().unwrap_or("TCP");
+                let ip = p.host_ip.as_deref().unwrap_or_default();
+                let here = format!("{f}.ports[{pi}]");
+                if let Some(first) = seen.get(&(protocol, ip, port)) {
+                    return Err(ConvertError::invalid(
+                        object,
+                        &format!("{here}.hostPort"),
+                        format!(
+                            "duplicate value {}: {first} already declares this protocol, \
+                             hostIP and hostPort",
+                            crate::validation::shown(&format!("{protocol}/{ip}/{port}"))
+                        ),
+                    ));
+                }
+                seen.insert((protocol, ip, port), here);
+            }
+        }
+        Ok(())
+    };
+    check(
+        &mut spec
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("{base}.containers[{i}]"), c)),
+    )?;
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        check(&mut std::iter::once((
+            format!("{base}.initContainers[{i}]"),
+            c,
+        )))?;
+    }
+    Ok(())
+}
+
 fn host_ports(
     object: &ObjectRef,
     base: &str,
@@ -645,6 +700,7 @@ fn host_ports(
             });
         }
     }
+    unique_host_ports(object, base, spec)?;
     Ok(out)
 }
 
@@ -1229,5 +1285,56 @@ spec:
         );
         let protocols: Vec<&str> = p.host_ports.iter().map(|h| h.protocol.as_str()).collect();
         assert_eq!(protocols, ["UDP", "TCP"]);
+    }
+
+    #[test]
+    fn a_host_port_declared_twice_is_refused_as_the_apiserver_refuses_it() {
+        let pod =
+            |spec: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n{spec}");
+        // Two app containers: the second declaration is named, with the first.
+        let err = refused(&pod(
+            "  containers:\n  - {name: a, ports: [{containerPort: 80, hostPort: 8080}]}\n  - {name: b, ports: [{containerPort: 81}, {containerPort: 82, hostPort: 8080, protocol: TCP}]}\n",
+        ));
+        assert_eq!(
+            err.to_string(),
+            r#"pod default/p: spec.containers[1].ports[1].hostPort: duplicate value "TCP//8080": spec.containers[0].ports[0] already declares this protocol, hostIP and hostPort"#
+        );
+        // One container twice, with a host IP.
+        let err = refused(&pod(
+            "  containers: [{name: a, ports: [{containerPort: 53, hostPort: 53, protocol: UDP, hostIP: 10.0.0.1}, {containerPort: 54, hostPort: 53, protocol: UDP, hostIP: 10.0.0.1}]}]\n",
+        ));
+        assert_eq!(err.field, "spec.containers[0].ports[1].hostPort");
+        assert!(err.to_string().contains(r#""UDP/10.0.0.1/53""#), "{err}");
+        // With host networking every container port is a host port.
+        let err = refused(&pod(
+            "  hostNetwork: true\n  containers:\n  - {name: a, ports: [{containerPort: 9100}]}\n  - {name: b, ports: [{containerPort: 9100}]}\n",
+        ));
+        assert_eq!(err.field, "spec.containers[1].ports[0].hostPort");
+        // One init container twice (a sidecar too: each init container is checked alone).
+        for restart in ["", ", restartPolicy: Always"] {
+            let err = refused(&pod(&format!(
+                "  initContainers:\n  - {{name: i0}}\n  - {{name: i1{restart}, ports: [{{containerPort: 1, hostPort: 9}}, {{containerPort: 2, hostPort: 9}}]}}\n  containers: [{{name: a}}]\n",
+            )));
+            assert_eq!(err.field, "spec.initContainers[1].ports[1].hostPort");
+        }
+        // In a workload's template the path starts at the template.
+        let deployment: k8s_openapi::api::apps::v1::Deployment = serde_yaml::from_str(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {}\n  template:\n    spec:\n      containers:\n      - {name: a, ports: [{containerPort: 80, hostPort: 80}]}\n      - {name: b, ports: [{containerPort: 80, hostPort: 80}]}\n",
+        )
+        .unwrap();
+        let spec = deployment.spec.unwrap();
+        let err = workload_pod("deployment", &deployment.metadata, &spec.template).unwrap_err();
+        assert_eq!(
+            err.field,
+            "spec.template.spec.containers[1].ports[0].hostPort"
+        );
+
+        // What the apiserver accepts: another protocol, another host IP (even "" against
+        // "0.0.0.0", compared as written), an init container against an app container or
+        // another init container, and the same container port without a host port.
+        let p = convert(&pod(
+            "  initContainers:\n  - {name: i0, ports: [{containerPort: 1, hostPort: 80}]}\n  - {name: i1, restartPolicy: Always, ports: [{containerPort: 1, hostPort: 80}]}\n  containers:\n  - {name: a, ports: [{containerPort: 80, hostPort: 80}, {containerPort: 80, hostPort: 80, protocol: UDP}, {containerPort: 80}]}\n  - {name: b, ports: [{containerPort: 80, hostPort: 80, hostIP: 0.0.0.0}, {containerPort: 80, hostPort: 80, hostIP: 10.0.0.1}, {containerPort: 80}]}\n",
+        ));
+        assert_eq!(p.host_ports.len(), 5);
     }
 }

@@ -134,12 +134,25 @@ pub(super) struct Claim {
     /// Host ports of the placed pods. DaemonSets' ports are not here: they depend on the
     /// type, so types whose DaemonSets hold one of these are left out of the options.
     pub host_ports: Vec<HostPort>,
-    /// (group, requests) of pods this claim refused since it last changed, for the groups
-    /// whose answer depends on nothing else (see [`Solver::memo_ok`]): their next pod of
-    /// the same requests gets the same answer, so it is not asked again. Without it, claims
-    /// a kind of pod can no longer join are asked by every such pod, and a plan's cost grows
+    /// Pods this claim refused since it last changed, for the groups whose answer depends
+    /// on nothing else (see [`Solver::memo_ok`]): their next pod of the same requests, on
+    /// the same rung, gets the same answer, so it is not asked again. Without it, claims a
+    /// kind of pod can no longer join are asked by every such pod, and a plan's cost grows
     /// with pods × claims × types.
-    pub refused: Vec<(usize, Resources)>,
+    pub refused: Vec<Refusal>,
+}
+
+/// One remembered refusal (see [`Claim::refused`]).
+pub(super) struct Refusal {
+    pub group: usize,
+    /// The rung of relaxation asked.
+    pub variant: usize,
+    pub need: Resources,
+    /// Set when the marginal-cost rule refused, to the price of a node of its own that it
+    /// compared with: that price is kept per pod, worked out on the first rung that asks,
+    /// so for a group of several rungs another pod's answer is the same only if its price
+    /// is the same. Any other refusal depends on the claim, group, rung and requests alone.
+    pub alone: Option<f64>,
 }
 
 /// While packing, a claim only grows within instance types at most this inefficient (see
@@ -225,8 +238,22 @@ impl Claim {
     }
 
     /// Remembers a refusal (see [`Claim::refused`]) until the claim changes.
-    pub(super) fn refuse(&mut self, g: usize, need: &Resources) {
-        self.refused.push((g, need.clone()));
+    pub(super) fn refuse(&mut self, g: usize, vi: usize, need: &Resources, alone: Option<f64>) {
+        let known = |r: &Refusal| {
+            r.group == g
+                && r.variant == vi
+                && r.alone.map(f64::to_bits) == alone.map(f64::to_bits)
+                && r.need == *need
+        };
+        if self.refused.iter().any(known) {
+            return;
+        }
+        self.refused.push(Refusal {
+            group: g,
+            variant: vi,
+            need: need.clone(),
+            alone,
+        });
     }
 
     pub(super) fn apply(&mut self, u: ClaimUpdate, pod: &Pod, p: usize, types: &[TypeInfo]) {
@@ -424,6 +451,7 @@ impl Solver<'_> {
         vi: usize,
         c: usize,
     ) -> Result<ClaimUpdate, ClaimMiss> {
+        self.marginal_refusal.set(None);
         let pod = &self.snap.pending[p];
         {
             let claim = &self.claims[c];
@@ -562,7 +590,10 @@ impl Solver<'_> {
                     }
                 }
             };
-            if alone.is_some_and(|alone| after - before > MARGINAL_LIMIT * alone + 1e-12) {
+            if let Some(alone) = alone
+                && after - before > MARGINAL_LIMIT * alone + 1e-12
+            {
+                self.marginal_refusal.set(Some(alone));
                 return Err(ClaimMiss::Price);
             }
         }

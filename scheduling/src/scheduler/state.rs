@@ -211,7 +211,34 @@ pub(super) struct VariantState {
     pub eligible: HashMap<usize, Vec<DomainId>>,
     /// [`Solver::candidate_pools`], once asked.
     pub candidates: Option<Option<std::rc::Rc<Vec<usize>>>>,
+    /// The claims this variant's hostname terms have not ruled out yet.
+    pub host_live: HostLive,
 }
+
+/// The claims a variant's hostname terms ([`HostTerm`]) have not ruled out, kept across the
+/// pods of its group: counts only grow while pods are placed, so a claim ruled out stays
+/// ruled out, and each pod looks at the claims still open instead of at every claim. With
+/// required hostname anti-affinity among a Deployment's pods every claim holds one of them,
+/// and a scan of every claim per pod would make planning quadratic in pods.
+pub(super) enum HostLive {
+    /// Claims `0..seen` were sorted out; `live` holds those still open, in order.
+    List { seen: usize, live: Vec<u32> },
+    /// Over [`HOST_LIVE_BUDGET`]: every claim is scanned, as without the list.
+    Off,
+}
+
+impl Default for HostLive {
+    fn default() -> Self {
+        HostLive::List {
+            seen: 0,
+            live: Vec::new(),
+        }
+    }
+}
+
+/// Most claim indices all [`HostLive`] lists hold together (16 MiB): groups × claims is a
+/// product of two input sizes, so past it a variant scans every claim.
+const HOST_LIVE_BUDGET: usize = 1 << 22;
 
 /// Pools by the one value their requirements pin a label key to (see
 /// [`Solver::candidate_pools`]).
@@ -269,6 +296,11 @@ pub struct Solver<'a> {
     /// checked against every option first, into `considered`.
     pub(super) explain_for: Option<usize>,
     pub(super) considered: Option<super::explain::Considered>,
+    /// Set by [`Solver::claim_accepts`] when the marginal-cost rule refused, to the price it
+    /// compared with (see [`super::claim::Refusal::alone`]).
+    pub(super) marginal_refusal: std::cell::Cell<Option<f64>>,
+    /// Entries of all [`HostLive`] lists.
+    host_live_entries: usize,
 }
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
@@ -433,6 +465,7 @@ impl<'a> Solver<'a> {
                         pool_fit: PoolFits::new(pools.len()),
                         eligible: HashMap::new(),
                         candidates: None,
+                        host_live: HostLive::default(),
                     })
                     .collect();
                 let own = t
@@ -553,6 +586,8 @@ impl<'a> Solver<'a> {
             pool_index: HashMap::new(),
             explain_for: None,
             considered: None,
+            marginal_refusal: std::cell::Cell::new(None),
+            host_live_entries: 0,
         }
     }
 
@@ -867,7 +902,9 @@ impl<'a> Solver<'a> {
         let memo = self.memo_ok(g);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
         let filtered = pools.is_some() || memo;
-        for (c, b) in self.briefs.iter().enumerate() {
+        let live = self.live_claims(g, vi, &host_terms);
+        let mut consider = |c: usize| {
+            let b = &self.briefs[c];
             let fits = if b.extended || !need.extended.is_empty() {
                 let claim = &self.claims[c];
                 claim.requests.fits_with(&need, &claim.max_usable)
@@ -875,10 +912,10 @@ impl<'a> Solver<'a> {
                 b.fits(&plain)
             };
             if !fits
-                || (filtered && self.passed_over(c, g, &need, pools.as_deref(), memo))
-                || self.host_blocked(&host_terms, self.claims[c].hostname)
+                || (filtered && self.passed_over(c, p, g, vi, &need, pools.as_deref(), memo))
+                || (live.is_none() && self.host_blocked(&host_terms, self.claims[c].hostname))
             {
-                continue;
+                return;
             }
             let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
                 let fc = (b.requests[0] + need.cpu) as f64 / b.ideal_cpu as f64;
@@ -888,6 +925,16 @@ impl<'a> Solver<'a> {
                 0
             };
             candidates.push((score, c));
+        };
+        match &live {
+            Some(l) => l.iter().for_each(|&c| consider(c as usize)),
+            None => (0..self.briefs.len()).for_each(&mut consider),
+        }
+        if let Some(live) = live {
+            self.groups[g].variants[vi].host_live = HostLive::List {
+                seen: self.claims.len(),
+                live,
+            };
         }
         // Usually the best candidate takes the pod: try it before ordering the rest.
         let best = (0..candidates.len()).min_by_key(|&i| candidates[i])?;
@@ -896,49 +943,107 @@ impl<'a> Solver<'a> {
             return Some((c, u));
         }
         if memo {
-            self.claims[c].refuse(g, &need);
+            let alone = self.marginal_refusal.get();
+            self.claims[c].refuse(g, vi, &need, alone);
         }
         // The rest in (score, claim) order; a heap, as often only a few are tried.
         let mut rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
             candidates.into_iter().map(std::cmp::Reverse).collect();
         while let Some(std::cmp::Reverse((_, c))) = rest.pop() {
+            // Asked again: a refusal by the marginal-cost rule is known to apply only once
+            // this pod's own price is worked out, which the claims tried so far may have done.
+            if memo && self.passed_over(c, p, g, vi, &need, None, memo) {
+                continue;
+            }
             if let Some(u) = self.claim_accepts(p, g, vi, c) {
                 return Some((c, u));
             }
             if memo {
-                self.claims[c].refuse(g, &need);
+                let alone = self.marginal_refusal.get();
+                self.claims[c].refuse(g, vi, &need, alone);
             }
         }
         None
     }
 
-    /// Whether [`Self::try_claims`] skips claim `c` for a pod of group `g`: its pool is not
-    /// among the candidates, or it refused such a pod since it last changed.
+    /// The claims `host_terms` (the variant's) leave open, brought up to date (see
+    /// [`HostLive`]), taken out of the variant for [`Self::try_claims`] to put back; `None`
+    /// when there are no such terms or the lists are over their budget: then every claim is
+    /// a candidate.
+    fn live_claims(&mut self, g: usize, vi: usize, host_terms: &[HostTerm]) -> Option<Vec<u32>> {
+        if host_terms.is_empty() {
+            return None;
+        }
+        let state = std::mem::replace(&mut self.groups[g].variants[vi].host_live, HostLive::Off);
+        let HostLive::List { seen, mut live } = state else {
+            return None;
+        };
+        let before = live.len();
+        live.retain(|&c| !self.host_blocked(host_terms, self.claims[c as usize].hostname));
+        for c in seen..self.claims.len() {
+            if !self.host_blocked(host_terms, self.claims[c].hostname) {
+                // Claim indices fit in u32: there are at most as many claims as pods.
+                live.push(c as u32);
+            }
+        }
+        self.host_live_entries = self.host_live_entries - before + live.len();
+        if self.host_live_entries > HOST_LIVE_BUDGET {
+            self.host_live_entries -= live.len();
+            return None;
+        }
+        Some(live)
+    }
+
+    /// Whether [`Self::try_claims`] skips claim `c` for pod `p` of group `g` on rung `vi`:
+    /// its pool is not among the candidates, or it refused such a pod since it last changed
+    /// (see [`super::claim::Refusal`]).
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn passed_over(
         &self,
         c: usize,
+        p: usize,
         g: usize,
+        vi: usize,
         need: &Resources,
         pools: Option<&Vec<usize>>,
         memo: bool,
     ) -> bool {
         let claim = &self.claims[c];
-        pools.is_some_and(|ps| ps.binary_search(&claim.pool).is_err())
-            || (memo && claim.refused.iter().any(|(rg, r)| *rg == g && r == need))
+        if pools.is_some_and(|ps| ps.binary_search(&claim.pool).is_err()) {
+            return true;
+        }
+        if !memo {
+            return false;
+        }
+        let one_rung = self.groups[g].variants.len() == 1;
+        claim.refused.iter().any(|r| {
+            r.group == g
+                && r.variant == vi
+                && r.need == *need
+                && match r.alone {
+                    None => true,
+                    // One rung: the pod's own price, whenever worked out, is this one.
+                    Some(_) if one_rung => true,
+                    // Skipping must not skip working out the pod's price on this rung.
+                    Some(a) => {
+                        let pools = self.pools.len();
+                        self.alone_price.borrow().get(p, claim.pool, pools) == Some(Some(a))
+                    }
+                }
+        })
     }
 
-    /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group
-    /// and the pod's requests, so a refusal can be remembered until the claim changes: no
-    /// topology terms (their counts change as other pods land), one rung of relaxation (the
-    /// marginal-cost rule's price of a node of its own is kept per pod, worked out on the
-    /// rung first asked), no co-location leader's room, and no NodePool limits (what a pool
-    /// has left changes as other claims grow).
+    /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group,
+    /// the rung and the pod's requests (and, for the marginal-cost rule, the pod's price of
+    /// a node of its own: see [`super::claim::Refusal`]), so a refusal can be remembered
+    /// until the claim changes: no topology terms (their counts change as other pods land),
+    /// no co-location leader's room, and no NodePool limits (what a pool has left changes
+    /// as other claims grow).
     fn memo_ok(&self, g: usize) -> bool {
         let group = &self.groups[g];
         self.gang.is_none()
             && !group.any_topology
-            && group.variants.len() == 1
             && self.pools.iter().all(|ps| ps.pool.limits.is_empty())
     }
 
