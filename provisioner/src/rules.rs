@@ -58,6 +58,22 @@ pub fn wants_node(pod: &Pod) -> bool {
         && !is_gated(pod)
 }
 
+/// Why a pending pod cannot be planned at all, whatever the NodePools, or None when it can.
+/// A pod that asks for devices through Dynamic Resource Allocation (`spec.resourceClaims`)
+/// needs a device driver's allocation that Adze does not model; planning it on its other
+/// requests would launch a node that may hold no such device, so it is left pending with
+/// this reason instead (a bound pod with claims is only room taken, and is kept).
+pub fn unplannable(pod: &Pod) -> Option<String> {
+    let claims = pod.spec.as_ref()?.resource_claims.as_ref()?;
+    let first = claims.first()?;
+    Some(format!(
+        "spec.resourceClaims: the pod asks for devices through Dynamic Resource Allocation \
+         ({} claim(s), first {:?}), which Adze does not plan",
+        claims.len(),
+        first.name
+    ))
+}
+
 /// Why `pool` may not launch nodes for pods now, or None when it may. A static pool
 /// (`spec.replicas`) never does: its NodeClaims are kept at a fixed count by
 /// [`crate::nodepool::replicas`], whatever the pods (pods still land on its nodes).

@@ -574,6 +574,57 @@ spec: {containers: [{name: a, resources: {requests: {cpu: "5000"}}}]}
     assert_eq!(from_json["unschedulable"].as_array().unwrap().len(), 1);
 }
 
+/// A pod that asks for devices through DRA is left pending with a reason naming
+/// `spec.resourceClaims`, not planned on its cpu alone (a node that may hold no device);
+/// a bound pod with claims still takes its room.
+#[test]
+fn dra_pods_stay_pending_naming_resource_claims() {
+    let path = scratch(
+        "dra",
+        r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain}
+spec: {containers: [{name: a, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-claim}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+  containers: [{name: a, resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}]
+"#,
+    );
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let report = support_scratch::report(&out);
+    assert_eq!(report.unschedulable.len(), 1, "{report:?}");
+    assert_eq!(report.unschedulable[0].pod, "default/gpu-claim");
+    let reason = &report.unschedulable[0].reason;
+    assert!(
+        reason.contains("spec.resourceClaims") && reason.contains("Dynamic Resource Allocation"),
+        "{reason}"
+    );
+    assert_eq!(
+        report
+            .node_claims
+            .iter()
+            .map(|c| c.pods.len())
+            .sum::<usize>(),
+        1,
+        "only the plain pod is planned: {report:?}"
+    );
+}
+
 #[test]
 fn ec2_named_catalog_types_satisfy_a_family_min_values_pool() {
     let ty = |name: &str, price: f64| {

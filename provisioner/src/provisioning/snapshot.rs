@@ -534,6 +534,14 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
         if objects.karpenter_labels {
             pod.alias_karpenter_keys();
         }
+        if let (Some(reason), None) = (crate::rules::unplannable(p), &target) {
+            built.pending_uids.insert(pod_key(p), uid);
+            built.unschedulable.push(Unschedulable {
+                pod: pod.key(),
+                reason,
+            });
+            continue;
+        }
         let pod = match (convert::with_volumes(p, pod.clone(), &volumes), &target) {
             (Ok(placed), _) => placed,
             (Err(_), Some(node)) => {
@@ -1418,6 +1426,32 @@ mod tests {
             built.pending_uids["default/db"], "u-db",
             "still counted as seen, so it does not reopen a batch every tick"
         );
+    }
+
+    #[test]
+    fn pending_dra_pod_is_left_out_naming_resource_claims() {
+        let mut pod = (*pending_pod("gpu", "u-gpu")).clone();
+        pod.spec.as_mut().unwrap().resource_claims = Some(vec![
+            serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "one-gpu"}))
+                .unwrap(),
+        ]);
+        let objects = Objects {
+            pods: vec![Arc::new(pod), pending_pod("plain", "u-plain")],
+            nodepools: vec![default_pool()],
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        assert_eq!(built.snapshot.pending.len(), 1, "only the plain pod");
+        assert_eq!(built.unschedulable.len(), 1);
+        assert_eq!(built.unschedulable[0].pod, "default/gpu");
+        assert!(
+            built.unschedulable[0]
+                .reason
+                .contains("spec.resourceClaims"),
+            "{:?}",
+            built.unschedulable
+        );
+        assert_eq!(built.pending_uids["default/gpu"], "u-gpu");
     }
 
     #[test]

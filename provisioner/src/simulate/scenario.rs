@@ -815,6 +815,13 @@ impl Builder {
         pod: Pod,
         volumes: &convert::VolumeObjects<'_>,
     ) -> Option<Pod> {
+        if let Some(reason) = crate::rules::unplannable(p) {
+            self.s.unschedulable.push(Unschedulable {
+                pod: pod.key(),
+                reason,
+            });
+            return None;
+        }
         if !has_claims(p.spec.as_ref()) {
             return Some(pod);
         }
