@@ -139,11 +139,11 @@ pub(super) struct Claim {
     /// the same rung, gets the same answer, so it is not asked again. Without it, claims a
     /// kind of pod can no longer join are asked by every such pod, and a plan's cost grows
     /// with pods × claims × types.
-    pub refused: Vec<Refusal>,
+    pub refused: Vec<RefusedPod>,
 }
 
 /// One remembered refusal (see [`Claim::refused`]).
-pub(super) struct Refusal {
+pub(super) struct RefusedPod {
     pub group: usize,
     /// The rung of relaxation asked.
     pub variant: usize,
@@ -239,7 +239,7 @@ impl Claim {
 
     /// Remembers a refusal (see [`Claim::refused`]) until the claim changes.
     pub(super) fn refuse(&mut self, g: usize, vi: usize, need: &Resources, alone: Option<f64>) {
-        let known = |r: &Refusal| {
+        let known = |r: &RefusedPod| {
             r.group == g
                 && r.variant == vi
                 && r.alone.map(f64::to_bits) == alone.map(f64::to_bits)
@@ -248,7 +248,7 @@ impl Claim {
         if self.refused.iter().any(known) {
             return;
         }
-        self.refused.push(Refusal {
+        self.refused.push(RefusedPod {
             group: g,
             variant: vi,
             need: need.clone(),

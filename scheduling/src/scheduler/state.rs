@@ -297,7 +297,7 @@ pub struct Solver<'a> {
     pub(super) explain_for: Option<usize>,
     pub(super) considered: Option<super::explain::Considered>,
     /// Set by [`Solver::claim_accepts`] when the marginal-cost rule refused, to the price it
-    /// compared with (see [`super::claim::Refusal::alone`]).
+    /// compared with (see [`super::claim::RefusedPod::alone`]).
     pub(super) marginal_refusal: std::cell::Cell<Option<f64>>,
     /// Entries of all [`HostLive`] lists.
     host_live_entries: usize,
@@ -996,7 +996,7 @@ impl<'a> Solver<'a> {
 
     /// Whether [`Self::try_claims`] skips claim `c` for pod `p` of group `g` on rung `vi`:
     /// its pool is not among the candidates, or it refused such a pod since it last changed
-    /// (see [`super::claim::Refusal`]).
+    /// (see [`super::claim::RefusedPod`]).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn passed_over(
@@ -1036,7 +1036,7 @@ impl<'a> Solver<'a> {
 
     /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group,
     /// the rung and the pod's requests (and, for the marginal-cost rule, the pod's price of
-    /// a node of its own: see [`super::claim::Refusal`]), so a refusal can be remembered
+    /// a node of its own: see [`super::claim::RefusedPod`]), so a refusal can be remembered
     /// until the claim changes: no topology terms (their counts change as other pods land),
     /// no co-location leader's room, and no NodePool limits (what a pool has left changes
     /// as other claims grow).
