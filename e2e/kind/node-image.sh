@@ -7,6 +7,9 @@
 # boot. The result is imported into podman as IMAGE.
 #
 #   e2e/kind/node-image.sh IMAGE       (root; podman with the caller's CONTAINERS_* settings)
+#   e2e/kind/node-image.sh --base-only (only the cached base root filesystem: the one step that
+#                                       needs Debian's mirror, so run.sh takes it before it moves
+#                                       into a network namespace of its own)
 #
 # What it is not, compared with kind's own kindest/node images: no CoreDNS image exists in
 # Debian, so kubeadm's CoreDNS add-on is skipped (a kubeadm wrapper adds
@@ -15,7 +18,7 @@
 # what kindnetd adds); no local-path-provisioner (a StorageClass without a provisioner).
 # The base root filesystem is cached in $ADZE_CACHE/kind-node/ (keyed by its package list).
 set -euo pipefail
-image=${1:?usage: node-image.sh IMAGE}
+image=${1:?usage: node-image.sh IMAGE | --base-only}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache=${ADZE_CACHE:-$HOME/.cache/adze}
@@ -24,11 +27,14 @@ node_bin=$cache/kubelet-1.20.2/bin
 log() { echo "[node-image] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-for b in "$cp_bin"/kube-{apiserver,controller-manager,scheduler} "$node_bin"/{kubelet,kube-proxy,kubeadm,pause}; do
-  [[ -x "$b" ]] || die "$b missing (e2e/harness/build-k8s.sh builds it)"
-done
-etcd=$(command -v etcd) || die "etcd missing (Debian's etcd-server)"
-kubectl=$(command -v kubectl) || die "kubectl missing (Debian's kubernetes-client)"
+base_only=0; [[ "$image" == --base-only ]] && base_only=1
+if (( ! base_only )); then
+  for b in "$cp_bin"/kube-{apiserver,controller-manager,scheduler} "$node_bin"/{kubelet,kube-proxy,kubeadm,pause}; do
+    [[ -x "$b" ]] || die "$b missing (e2e/harness/build-k8s.sh builds it)"
+  done
+  etcd=$(command -v etcd) || die "etcd missing (Debian's etcd-server)"
+  kubectl=$(command -v kubectl) || die "kubectl missing (Debian's kubernetes-client)"
+fi
 for p in mmdebstrap iptables conntrack; do
   command -v "$p" >/dev/null || die "$p missing"
 done
@@ -37,13 +43,28 @@ done
 pkgs=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plugins,iptables,conntrack,ethtool,socat,util-linux,mount,kmod,procps,ca-certificates,iproute2,libseccomp2
 key=$(echo "bookworm $pkgs" | sha256sum | cut -c1-12)
 base=$cache/kind-node/base-$key.tar
-if [[ ! -s "$base" ]]; then
+if [[ ! -f "$base" || ! -s "$base" ]]; then
   mkdir -p "$cache/kind-node"
-  log "mmdebstrap bookworm ($pkgs) -> $base"
-  nice -n 5 mmdebstrap --quiet --variant=minbase --include="$pkgs" bookworm "$base.tmp" http://deb.debian.org/debian \
-    || die "mmdebstrap failed"
-  mv "$base.tmp" "$base"
+  rm -rf "$base" "$base.tmp" "$cache"/kind-node/.base-"$key".*.tar  # an earlier run's leftovers
+  # The partial file keeps a .tar ending and --format=tar: mmdebstrap picks its output format
+  # from the name, and any other ending makes it a directory that must be empty on the next try.
+  part=$cache/kind-node/.base-$key.$$.tar
+  trap 'rm -f "$part"' EXIT
+  # Debian's mirrors fail an `apt-get update` now and then; a second and third try, a little later.
+  for try in 1 2 3; do
+    log "mmdebstrap bookworm ($pkgs) -> $base (try $try)"
+    if nice -n 5 mmdebstrap --quiet --variant=minbase --format=tar --include="$pkgs" \
+      bookworm "$part" http://deb.debian.org/debian; then
+      break
+    fi
+    rm -f "$part"
+    [[ $try == 3 ]] && die "mmdebstrap failed three times (Debian's mirror unreachable?)"
+    sleep $((try * 15))
+  done
+  mv "$part" "$base"
+  trap - EXIT
 fi
+(( base_only )) && exit 0
 
 work=$(mktemp -d /tmp/adze-kind-node.XXXXXX)
 trap 'rm -rf "$work"' EXIT

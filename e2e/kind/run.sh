@@ -99,6 +99,9 @@ podman_prepare() {
   fi
   e2e/harness/build-control-plane.sh >/dev/null || { echo "FAIL: control plane build"; exit 1; }
   e2e/harness/build-kubelet.sh || { echo "FAIL: kubelet/kubeadm build"; exit 1; }
+  # The node image's Debian base comes from the mirror: fetched here, before the run moves into a
+  # network namespace with no route out (the rest of the image is assembled in there, offline).
+  e2e/kind/node-image.sh --base-only || { echo "FAIL: node image base (mmdebstrap)"; exit 1; }
   if [[ "${ADZE_E2E_NO_BUILD:-0}" != 1 ]]; then
     e2e/harness/build-binaries.sh || { echo "FAIL: cargo build"; exit 1; }
   fi
