@@ -14,4 +14,7 @@ args=("$@")
 # The drift-check benchmark (tests/sweep_bench.rs) is not a test: aws/ci/sweep-bench.sh runs it.
 if [[ " ${args[*]} " == *" -- "* ]]; then args+=(--include-ignored); else args+=(--); args+=(--include-ignored); fi
 args+=(--skip drift_pass_calls_and_time_per_claim_vs_sweep)
-cargo test -p adze-aws "${args[@]}"
+# `--workspace --test moto`: the same feature set as `cargo test --workspace`, so after that
+# command nothing is built again (`-p adze-aws` alone unifies features differently and rebuilds
+# most of the AWS SDK); the other tests of adze-aws need no server and run in the workspace's.
+cargo test --workspace --test moto "${args[@]}"

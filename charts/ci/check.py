@@ -114,7 +114,7 @@ AWS = {
     # installCapacityBufferCRD off: the CRD is kept on uninstall, so a second release would
     # find the first one's; its rendering is checked offline (offline_capacity_buffer_crd).
     "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True,
-                    "installCapacityBufferCRD": False, "zonalShift": True},
+                    "installCapacityBufferCRD": False, "zonalShift": True, "terminateFirstDrift": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -177,7 +177,7 @@ def expect_aws(docs):
                  "--batch-idle-duration=1s", "--max-instance-types=60",
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
                  "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels",
-                 "--node-repair", "--capacity-buffers", "--enable-zonal-shift"]:
+                 "--node-repair", "--capacity-buffers", "--enable-zonal-shift", "--terminate-first-drift"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -507,6 +507,8 @@ def expect_simulated(docs):
     check("simulated: no --karpenter-labels unless provisioner.karpenterLabels", "--karpenter-labels" not in args)
     check("simulated: no --node-repair unless provisioner.nodeRepair (off by default, as Karpenter's gate)",
           "--node-repair" not in args)
+    check("simulated: no --terminate-first-drift unless provisioner.terminateFirstDrift (off by default, as Karpenter's gate)",
+          "--terminate-first-drift" not in args)
     check("simulated: no --capacity-buffers unless provisioner.capacityBuffers (off by default, as Karpenter's gate)",
           "--capacity-buffers" not in args)
     check("simulated: no --enable-zonal-shift unless provisioner.zonalShift (off by default, as Karpenter's setting)",
@@ -1004,9 +1006,12 @@ MANIFEST_VALUES = merge(AWS, {
     "clusterCABundle": "",
     "aws": {"region": "us-west-2", "interruptionQueue": "CLUSTER_NAME", "kubernetesVersion": ""},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
-    # The chart's default for an alpha gate: manifests users apply as they are stay without it.
-    # Zonal shift likewise: it needs zonal shift enabled on the EKS cluster (docs/zonal-shift.md).
-    "provisioner": {"capacityBuffers": False, "zonalShift": False},
+    # The chart's defaults for the gates: manifests users apply as they are stay without them
+    # (node repair and terminate-first drift are Karpenter's opt-in gates; Karpenter's labels
+    # would be counted by a Karpenter still running during a cutover). Zonal shift likewise: it
+    # needs zonal shift enabled on the EKS cluster (docs/zonal-shift.md).
+    "provisioner": {"capacityBuffers": False, "zonalShift": False, "karpenterLabels": False,
+                    "nodeRepair": False, "terminateFirstDrift": False},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"certManager": {"enabled": True}}},
     "scheduler": {"enabled": True},
