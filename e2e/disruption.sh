@@ -665,8 +665,8 @@ check "its pod Ready again on a replacement, although the PDB allowed no evictio
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n ec2 -l app=e -o json | jq '[.items[] | select(.spec.nodeName == \"$imp_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=ec2 -o name | wc -l) == 5 ]]"
 check "the healed node $imp_b is kept" k get nodeclaim "$imp_b"
 prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
-check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy} is 2 ($sick_a and $imp_a)" \
-  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\"} 2'"
+check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy,...,termination_mode=forceful} is 2 ($sick_a and $imp_a)" \
+  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\",consolidation_policy=\"none\",termination_mode=\"forceful\"} 2'"
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" absent panicked "$dir/provisioner.log"

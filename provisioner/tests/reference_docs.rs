@@ -46,6 +46,12 @@ fn provisioner_metrics_reference_is_current() {
     };
     m.nodepool_usage.replace([(resource.clone(), 1.0)]);
     m.nodepool_limit.replace([(resource, 1.0)]);
+    let _ = m.pods_disrupted.get_or_create(&PodsDisruptedLabels {
+        reason: "Empty".into(),
+        nodepool: "example".into(),
+        consolidation_policy: "WhenEmpty".into(),
+        termination_mode: "graceful".into(),
+    });
     let table = adze_cli::reference::metrics_markdown(&metrics::render());
     adze_cli::reference::sync_section(&page(), "adze-provisioner metrics", &table);
 }

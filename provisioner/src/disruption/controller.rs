@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::cloud::{CloudProvider, UnavailableOfferings};
 use crate::events::{Recorder, reference};
-use crate::nodeclaim::set_condition;
+use crate::nodeclaim::{nodepool_of, set_condition};
 use crate::provisioning::claim_object;
 use crate::provisioning::snapshot::{claim_conditions, is_initialized};
 use crate::state::ClusterState;
@@ -116,28 +116,126 @@ async fn pdb_resource(client: &Client) -> ApiResource {
     }
 }
 
-/// `adze_disruption_decisions_total{decision,reason}`: one disruption carried out.
-fn record_decision(d: &Decision) {
-    let decision = match d.action() {
+fn action_label(d: &Decision) -> &'static str {
+    match d.action() {
         Action::Delete => "delete",
         Action::Replace => "replace",
+    }
+}
+
+/// The metric labels of one node a decision removes: its pool and, as
+/// [`crate::metrics::PodsDisruptedLabels`] spells them, its consolidation policy and
+/// termination mode.
+fn node_labels(
+    reason: &str,
+    nodepool: &str,
+    policies: &[pure::PoolPolicy],
+    claim: &NodeClaim,
+    repair: bool,
+) -> crate::metrics::PodsDisruptedLabels {
+    let policy = policies
+        .iter()
+        .find(|p| p.nodepool == nodepool)
+        .map(|p| p.consolidation);
+    let grace = claim
+        .spec
+        .termination_grace_period
+        .as_ref()
+        .map(|g| g.as_std());
+    crate::metrics::PodsDisruptedLabels {
+        reason: reason.into(),
+        nodepool: nodepool.into(),
+        consolidation_policy: crate::metrics::consolidation_policy(reason, policy).into(),
+        termination_mode: crate::metrics::termination_mode(grace, repair).into(),
+    }
+}
+
+/// The labels of each node `d` removes, in its order; `claims` are the nodes' NodeClaims in
+/// the same order.
+fn decision_node_labels(
+    d: &Decision,
+    policies: &[pure::PoolPolicy],
+    claims: &[Arc<NodeClaim>],
+) -> Vec<crate::metrics::PodsDisruptedLabels> {
+    d.nodes
+        .iter()
+        .zip(claims)
+        .map(|(n, c)| node_labels(d.reason.as_str(), &n.nodepool, policies, c, false))
+        .collect()
+}
+
+/// One value for a label the nodes of a decision each have: theirs when they agree, `mixed`
+/// when they do not (a consolidation across NodePools).
+fn one_value<'a>(mut values: impl Iterator<Item = &'a str>, none: &str) -> String {
+    let Some(first) = values.next() else {
+        return none.to_string();
     };
+    if values.all(|v| v == first) {
+        first.to_string()
+    } else {
+        "mixed".to_string()
+    }
+}
+
+/// `adze_disruption_decisions_total`: one disruption carried out, with `nodes` the labels of
+/// the nodes it removes ([`decision_node_labels`]).
+fn record_decision(d: &Decision, nodes: &[crate::metrics::PodsDisruptedLabels]) {
     crate::metrics::provisioner()
         .disruption_decisions
         .get_or_create(&crate::metrics::DecisionLabels {
-            decision: decision.into(),
+            decision: action_label(d).into(),
+            reason: d.reason.as_str().into(),
+            consolidation_policy: one_value(
+                nodes.iter().map(|n| n.consolidation_policy.as_str()),
+                crate::metrics::NO_POLICY,
+            ),
+            termination_mode: one_value(
+                nodes.iter().map(|n| n.termination_mode.as_str()),
+                crate::metrics::GRACEFUL,
+            ),
+        })
+        .inc();
+}
+
+/// `adze_disruption_commands_total{stage}`: a command proposed by a method, or approved.
+fn record_command(d: &Decision, stage: &str) {
+    crate::metrics::provisioner()
+        .disruption_commands
+        .get_or_create(&crate::metrics::CommandLabels {
+            stage: stage.into(),
+            decision: action_label(d).into(),
             reason: d.reason.as_str().into(),
         })
         .inc();
 }
 
-/// `adze_disruption_decisions_total{decision="delete",reason="Unhealthy"}`: one node repaired.
-fn record_repair() {
+/// `adze_pods_disrupted_total`: the `pods` non-DaemonSet pods of a node whose NodeClaim a
+/// disruption just deleted (termination drains them from here).
+fn record_pods(labels: &crate::metrics::PodsDisruptedLabels, pods: usize) {
+    crate::metrics::provisioner()
+        .pods_disrupted
+        .get_or_create(labels)
+        .inc_by(pods as u64);
+}
+
+/// Non-DaemonSet pods bound to `node` in `built`'s snapshot: those its deletion displaces.
+fn pods_on(built: &Built, node: &str) -> usize {
+    (built.input.snapshot.bound.iter())
+        .filter(|b| b.node == node && !b.daemon)
+        .count()
+}
+
+/// `adze_disruption_decisions_total{decision="delete"}` for a forceful method's deletion of
+/// one node (`reason` Expired, or Unhealthy: node repair): no command, so no validation and
+/// no budgets, and not in `adze_disruption_commands_total`.
+fn record_forceful(labels: &crate::metrics::PodsDisruptedLabels) {
     crate::metrics::provisioner()
         .disruption_decisions
         .get_or_create(&crate::metrics::DecisionLabels {
             decision: "delete".into(),
-            reason: pure::repair::REASON.into(),
+            reason: labels.reason.clone(),
+            consolidation_policy: labels.consolidation_policy.clone(),
+            termination_mode: labels.termination_mode.clone(),
         })
         .inc();
 }
@@ -406,6 +504,9 @@ impl Disruption {
             });
         }
         for d in &decisions {
+            if !self.settings.dry_run {
+                record_command(d, crate::metrics::COMMANDED);
+            }
             tracing::info!(
                 reason = %d.reason, nodes = ?d.node_names(),
                 saving_per_hour = format!("{:.4}", d.saving()),
@@ -542,7 +643,9 @@ impl Disruption {
             .lock_or_recover()
             .extend(names.iter().cloned());
         tracing::info!(reason = %d.reason, nodes = ?d.node_names(), saving_per_hour = %saving, replacements = d.plan.new_claims.len(), commands = self.commands.lock_or_recover().len(), "disrupting: {}", d.message);
-        record_decision(&d);
+        let node_labels = decision_node_labels(&d, &built.input.policies, &claims);
+        record_command(&d, crate::metrics::APPROVED);
+        record_decision(&d, &node_labels);
         for c in &claims {
             if let Err(e) = self.mark(c, &d).await {
                 // The marks already made are undone by the next pass's recovery.
@@ -558,7 +661,7 @@ impl Disruption {
                 disruption: &me,
                 names: &names,
             };
-            if let Err(e) = me.carry_out(&d, &claims).await {
+            if let Err(e) = me.carry_out(&d, &claims, &node_labels).await {
                 tracing::warn!(reason = %d.reason, nodes = ?d.node_names(), error = %format!("{e:#}"), "disruption failed; the next pass undoes its marks");
             }
         });
@@ -572,18 +675,25 @@ impl Disruption {
         }
     }
 
-    /// Steps 2 and 3 of a marked decision.
-    async fn carry_out(&self, d: &Decision, claims: &[Arc<NodeClaim>]) -> anyhow::Result<()> {
+    /// Steps 2 and 3 of a marked decision; `labels` are its nodes' ([`decision_node_labels`]).
+    /// Each node's pods are counted once its NodeClaim is deleted: an aborted replacement
+    /// disrupts none.
+    async fn carry_out(
+        &self,
+        d: &Decision,
+        claims: &[Arc<NodeClaim>],
+        labels: &[crate::metrics::PodsDisruptedLabels],
+    ) -> anyhow::Result<()> {
         if d.action() == Action::Replace && !self.replace(d, claims).await? {
             return Ok(());
         }
         let claim_api: Api<NodeClaim> = Api::all(self.client.clone());
-        for c in claims {
+        for ((c, node), labels) in claims.iter().zip(&d.nodes).zip(labels) {
             match claim_api
                 .delete(&c.name_any(), &DeleteParams::default())
                 .await
             {
-                Ok(_) => {}
+                Ok(_) => record_pods(labels, node.pods.len()),
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(e.into()),
             }
@@ -690,8 +800,18 @@ impl Disruption {
                 &Patch::Merge(json!({"status": {"conditions": conds}})),
             )
             .await?;
+            let labels = node_labels(
+                pure::Reason::Expired.as_str(),
+                &nodepool_of(claim),
+                &built.input.policies,
+                claim,
+                false,
+            );
             match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {}
+                Ok(_) => {
+                    record_forceful(&labels);
+                    record_pods(&labels, pods_on(built, &e.node));
+                }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(e.into()),
             }
@@ -818,8 +938,15 @@ impl Disruption {
                 &Patch::Merge(json!({"status": {"conditions": conds}})),
             )
             .await?;
+            let labels = node_labels(
+                pure::repair::REASON,
+                &nodepool_of(claim),
+                &built.input.policies,
+                claim,
+                true,
+            );
             match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {}
+                Ok(_) => record_pods(&labels, pods_on(built, &o.node)),
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(e.into()),
             }
@@ -840,7 +967,7 @@ impl Disruption {
                 pure::repair::REASON,
                 &message,
             );
-            record_repair();
+            record_forceful(&labels);
             deleted += 1;
         }
         Ok(deleted)
@@ -1059,6 +1186,14 @@ mod tests {
             .unwrap()
     }
 
+    /// The series' value, 0 while it does not exist yet.
+    fn series_or_zero(line: &str) -> u64 {
+        let text = crate::metrics::render();
+        text.lines()
+            .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+            .map_or(0, |v| v.parse().unwrap())
+    }
+
     #[test]
     fn the_next_pass_comes_at_once_after_a_wave_and_backs_off_while_the_cluster_settles() {
         let poll = Duration::from_secs(10);
@@ -1085,19 +1220,131 @@ mod tests {
         assert_eq!(next_pass_in(Pass::Waiting, Duration::MAX, poll), poll);
     }
 
+    /// The decisions one pass would take on examples/disruption.yaml (emptiness deletes
+    /// `idle`, consolidation deletes `big` and moves its pod to `busy`), its NodePool given a
+    /// `terminationGracePeriod` (so the series are this test's own: `eventual`), with the
+    /// built input they were taken on.
+    fn example_decisions() -> (Vec<Decision>, Built) {
+        let yaml = include_str!("../../../examples/disruption.yaml").replacen(
+            "      expireAfter: 720h\n",
+            "      expireAfter: 720h\n      terminationGracePeriod: 2h\n",
+            1,
+        );
+        assert!(yaml.contains("terminationGracePeriod: 2h"));
+        let scenario = crate::simulate::scenario::Scenario::parse(&yaml).unwrap();
+        let now = "2026-06-01T12:00:00Z".parse().unwrap();
+        let options = crate::simulate::disruption::DisruptionOptions::at(now);
+        let prepared = crate::simulate::disruption::prepare(&scenario, &options);
+        let decisions = decide_all(&prepared.built.input, &prepared.options, true, 100);
+        (decisions, prepared.built)
+    }
+
     #[test]
-    fn a_carried_out_decision_is_counted_by_action_and_reason() {
-        let line = r#"adze_disruption_decisions_total{decision="delete",reason="Expired"}"#;
-        let before = series(line);
-        let d = Decision {
-            reason: Reason::Expired,
-            nodes: Vec::new(),
-            plan: Default::default(),
-            removed_price: 0.1,
-            replacement_price: 0.0,
-            message: "expired".into(),
+    fn a_real_decision_is_counted_commanded_then_approved_with_its_policy_mode_and_pods() {
+        let (decisions, built) = example_decisions();
+        let reasons: Vec<_> = decisions.iter().map(|d| d.reason).collect();
+        assert_eq!(
+            reasons,
+            [Reason::Empty, Reason::Underutilized],
+            "{decisions:?}"
+        );
+        let decided = |reason: &str| {
+            series_or_zero(&format!(
+                "adze_disruption_decisions_total{{decision=\"delete\",reason=\"{reason}\",consolidation_policy=\"WhenEmptyOrUnderutilized\",termination_mode=\"eventual\"}}"
+            ))
         };
-        record_decision(&d);
+        let pods = |reason: &str| {
+            series_or_zero(&format!(
+                "adze_pods_disrupted_total{{reason=\"{reason}\",nodepool=\"default\",consolidation_policy=\"WhenEmptyOrUnderutilized\",termination_mode=\"eventual\"}}"
+            ))
+        };
+        let command = |stage: &str| {
+            series(&format!(
+                "adze_disruption_commands_total{{stage=\"{stage}\",decision=\"delete\",reason=\"Underutilized\"}}"
+            ))
+        };
+        let before = (
+            decided("Empty"),
+            decided("Underutilized"),
+            pods("Empty"),
+            pods("Underutilized"),
+            command("commanded"),
+            command("approved"),
+        );
+        // As a pass does: every decision is commanded; the consolidation is dropped at
+        // validation, the emptiness approved, started and carried out.
+        for d in &decisions {
+            record_command(d, crate::metrics::COMMANDED);
+        }
+        let d = &decisions[0];
+        let claims: Vec<_> = d
+            .nodes
+            .iter()
+            .map(|n| built.claim_of_node[&n.name].clone())
+            .collect();
+        let labels = decision_node_labels(d, &built.input.policies, &claims);
+        record_command(d, crate::metrics::APPROVED);
+        record_decision(d, &labels);
+        for (n, l) in d.nodes.iter().zip(&labels) {
+            record_pods(l, n.pods.len());
+        }
+        assert_eq!(
+            (
+                decided("Empty"),
+                decided("Underutilized"),
+                pods("Empty"),
+                pods("Underutilized"),
+                command("commanded"),
+                command("approved"),
+            ),
+            (
+                before.0 + 1,
+                before.1,
+                before.2,
+                before.3,
+                before.4 + 1,
+                before.5
+            ),
+            "idle (no workload pods) deleted; the consolidation of big commanded, not approved"
+        );
+        // Carried out the consolidation too: big's one pod is counted, once.
+        let d = &decisions[1];
+        assert_eq!(d.nodes.len(), 1);
+        assert_eq!(d.nodes[0].pods.len(), 1, "{:?}", d.nodes);
+        let claims = vec![built.claim_of_node[&d.nodes[0].name].clone()];
+        let labels = decision_node_labels(d, &built.input.policies, &claims);
+        record_command(d, crate::metrics::APPROVED);
+        record_decision(d, &labels);
+        record_pods(&labels[0], d.nodes[0].pods.len());
+        assert_eq!(decided("Underutilized"), before.1 + 1);
+        assert_eq!(pods("Underutilized"), before.3 + 1);
+        assert_eq!(command("approved"), before.5 + 1);
+        assert_eq!(
+            pods_on(&built, &d.nodes[0].name),
+            1,
+            "the same pod, by the snapshot"
+        );
+    }
+
+    #[test]
+    fn a_decision_across_pools_of_different_policies_is_labelled_mixed() {
+        let (decisions, built) = example_decisions();
+        let d = &decisions[1];
+        let claim = built.claim_of_node[&d.nodes[0].name].clone();
+        let mut policies = built.input.policies.clone();
+        let mut other = policies[0].clone();
+        other.nodepool = "other".into();
+        other.consolidation = pure::ConsolidationPolicy::Balanced;
+        policies.push(other);
+        let mut two = d.clone();
+        let mut second = two.nodes[0].clone();
+        second.nodepool = "other".into();
+        two.nodes.push(second);
+        let labels = decision_node_labels(&two, &policies, &[claim.clone(), claim]);
+        assert_eq!(labels[1].consolidation_policy, "Balanced");
+        let line = r#"adze_disruption_decisions_total{decision="delete",reason="Underutilized",consolidation_policy="mixed",termination_mode="eventual"}"#;
+        let before = series_or_zero(line);
+        record_decision(&two, &labels);
         assert_eq!(series(line), before + 1);
     }
 

@@ -48,6 +48,12 @@ pub const ALL: &[Reason] = &[
         "The cloud provider refused to launch the NodeClaim's instance (permissions, image, quota); retried with backoff up to the launch timeout.",
     ),
     reason(
+        "InsufficientCapacity",
+        "Warning",
+        "NodeClaim, Pod",
+        "The cloud had no capacity for the NodeClaim's offering (instance type, zone, capacity type; the message names it): the NodeClaim is deleted, the offering avoided for 3 minutes, and the pods it was for are planned again.",
+    ),
+    reason(
         "LaunchTimedOut",
         "Warning",
         "NodeClaim, Pod",

@@ -65,10 +65,82 @@ pub struct PoolResourceLabels {
     pub resource_type: String,
 }
 
+/// `adze_disruption_decisions_total`'s labels. `decision` and `reason` come first, as before
+/// the other two were added, so a selector on them alone still matches.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
     pub decision: String,
     pub reason: String,
+    /// The NodePool's `consolidationPolicy` for an Empty or Underutilized decision
+    /// ([`consolidation_policy`]); `none` for the other methods.
+    pub consolidation_policy: String,
+    /// How the node's pods are drained ([`termination_mode`]).
+    pub termination_mode: String,
+}
+
+/// `adze_pods_disrupted_total`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PodsDisruptedLabels {
+    pub reason: String,
+    pub nodepool: String,
+    pub consolidation_policy: String,
+    pub termination_mode: String,
+}
+
+/// `adze_disruption_commands_total`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommandLabels {
+    /// [`COMMANDED`] or [`APPROVED`].
+    pub stage: String,
+    pub decision: String,
+    pub reason: String,
+}
+
+/// A disruption method proposed the command.
+pub const COMMANDED: &str = "commanded";
+/// The command still held after the validation period (pending pods, budgets, the cluster
+/// as the commands before it leave it) and was started.
+pub const APPROVED: &str = "approved";
+
+/// `consolidation_policy` of a disruption that is not consolidation (drift, expiry, repair).
+pub const NO_POLICY: &str = "none";
+
+/// The `consolidation_policy` label of a disruption for `reason` (a method's name, as
+/// [`adze_scheduling::disruption::Reason::as_str`] spells it) of a node whose NodePool has
+/// `policy`: the policy as the NodePool spells it for emptiness and consolidation, `none` for
+/// the other methods (their nodes go whatever the policy says).
+pub fn consolidation_policy(
+    reason: &str,
+    policy: Option<adze_scheduling::disruption::ConsolidationPolicy>,
+) -> &'static str {
+    use adze_scheduling::disruption::{ConsolidationPolicy as P, Reason as R};
+    let consolidating = reason == R::Empty.as_str() || reason == R::Underutilized.as_str();
+    match policy {
+        Some(p) if consolidating => match p {
+            P::WhenEmpty => "WhenEmpty",
+            P::WhenEmptyOrUnderutilized => "WhenEmptyOrUnderutilized",
+            P::Balanced => "Balanced",
+        },
+        _ => NO_POLICY,
+    }
+}
+
+/// The termination modes, as `termination_mode` spells them.
+pub const GRACEFUL: &str = "graceful";
+pub const EVENTUAL: &str = "eventual";
+pub const FORCEFUL: &str = "forceful";
+
+/// The `termination_mode` label of a NodeClaim's disruption: `graceful` when the claim has no
+/// `terminationGracePeriod` (the drain waits for every PodDisruptionBudget), `eventual` when it
+/// has one (budgets are honoured until it runs out), `forceful` when it is zero or the node is
+/// repaired (drained without waiting).
+pub fn termination_mode(grace: Option<std::time::Duration>, repair: bool) -> &'static str {
+    match grace {
+        _ if repair => FORCEFUL,
+        None => GRACEFUL,
+        Some(d) if d.is_zero() => FORCEFUL,
+        Some(_) => EVENTUAL,
+    }
 }
 
 pub fn nodepool(name: &str) -> NodePoolLabel {
@@ -160,8 +232,14 @@ pub struct Provisioner {
     pub nodepool_usage: GaugeSet<PoolResourceLabels>,
     /// Each NodePool's `spec.limits`, per resource, in the same units.
     pub nodepool_limit: GaugeSet<PoolResourceLabels>,
-    /// Disruptions carried out (not dry runs), by action and method.
+    /// Disruptions carried out (not dry runs), by action, method, consolidation policy and
+    /// termination mode.
     pub disruption_decisions: Family<DecisionLabels, Counter>,
+    /// Commands the methods proposed and those approved after validation, so the ones
+    /// dropped in between show.
+    pub disruption_commands: Family<CommandLabels, Counter>,
+    /// Non-DaemonSet pods on nodes a disruption deleted, by method and NodePool.
+    pub pods_disrupted: Family<PodsDisruptedLabels, Counter>,
     /// Nodes a disruption method would consider but for a blocker a user set or a zonal
     /// shift, by blocker,
     /// as of the last disruption pass.
@@ -256,7 +334,19 @@ impl Provisioner {
             disruption_decisions: add(
                 r,
                 "adze_disruption_decisions_total",
-                "Disruptions carried out, by decision (delete, replace) and reason (Drifted, Expired, Empty, Underutilized, Unhealthy: node repair).",
+                "Disruptions carried out, by decision (delete, replace), reason (Drifted, Expired, Empty, Underutilized, Unhealthy: node repair), consolidation_policy (the NodePool's, for Empty and Underutilized; none for the others; mixed when the nodes' pools differ) and termination_mode (graceful: no terminationGracePeriod; eventual: one; forceful: zero, or node repair).",
+                Family::default(),
+            ),
+            disruption_commands: add(
+                r,
+                "adze_disruption_commands_total",
+                "Disruption commands by stage: commanded (a method proposed it) and approved (it still held after the validation period and was started), by decision and reason; commanded minus approved were dropped at validation.",
+                Family::default(),
+            ),
+            pods_disrupted: add(
+                r,
+                "adze_pods_disrupted_total",
+                "Pods (DaemonSet pods aside) on nodes a disruption deleted, so drained elsewhere, by reason, nodepool, consolidation_policy and termination_mode (as on adze_disruption_decisions_total).",
                 Family::default(),
             ),
             disruption_blocked: add(
@@ -273,23 +363,56 @@ impl Provisioner {
             ),
         };
         adze_metrics::build_info(r);
+        // The series every cluster can have, at 0: each method with the policies that let
+        // it act, nodes drained without a grace period limit; repair, forcefully.
         for decision in ["delete", "replace"] {
             for reason in adze_scheduling::disruption::Reason::ALL {
-                let _ = m.disruption_decisions.get_or_create(&DecisionLabels {
-                    decision: decision.into(),
-                    reason: reason.as_str().into(),
-                });
+                for policy in policies_for(reason.as_str()) {
+                    for stage in [COMMANDED, APPROVED] {
+                        let _ = m.disruption_commands.get_or_create(&CommandLabels {
+                            stage: stage.into(),
+                            decision: decision.into(),
+                            reason: reason.as_str().into(),
+                        });
+                    }
+                    let _ = m.disruption_decisions.get_or_create(&DecisionLabels {
+                        decision: decision.into(),
+                        reason: reason.as_str().into(),
+                        consolidation_policy: policy.into(),
+                        termination_mode: GRACEFUL.into(),
+                    });
+                }
             }
         }
         let _ = m.disruption_decisions.get_or_create(&DecisionLabels {
             decision: "delete".into(),
             reason: adze_scheduling::disruption::repair::REASON.into(),
+            consolidation_policy: NO_POLICY.into(),
+            termination_mode: FORCEFUL.into(),
         });
         for b in ANNOUNCED_BLOCKERS {
             let _ = m.disruption_blocked.get_or_create(&self::reason(b));
         }
         m
     }
+}
+
+/// The `consolidation_policy` values a method's disruptions can have.
+fn policies_for(reason: &str) -> Vec<&'static str> {
+    use adze_scheduling::disruption::ConsolidationPolicy as P;
+    let mut out: Vec<&'static str> = [P::WhenEmpty, P::WhenEmptyOrUnderutilized, P::Balanced]
+        .into_iter()
+        .map(|p| consolidation_policy(reason, Some(p)))
+        .filter(|p| *p != NO_POLICY)
+        .collect();
+    // WhenEmpty never consolidates an underutilized node.
+    if reason == adze_scheduling::disruption::Reason::Underutilized.as_str() {
+        out.retain(|p| *p != "WhenEmpty");
+    }
+    if out.is_empty() {
+        out.push(NO_POLICY);
+    }
+    out
 }
 
 fn global() -> &'static (Registry, Provisioner) {
@@ -528,12 +651,47 @@ mod tests {
     fn known_disruption_series_are_listed_at_zero() {
         let text = render();
         for line in [
-            "adze_disruption_decisions_total{decision=\"delete\",reason=\"Empty\"}",
-            "adze_disruption_decisions_total{decision=\"replace\",reason=\"Underutilized\"}",
+            "adze_disruption_decisions_total{decision=\"delete\",reason=\"Empty\",consolidation_policy=\"WhenEmpty\",termination_mode=\"graceful\"}",
+            "adze_disruption_decisions_total{decision=\"replace\",reason=\"Underutilized\",consolidation_policy=\"Balanced\",termination_mode=\"graceful\"}",
+            "adze_disruption_decisions_total{decision=\"replace\",reason=\"Drifted\",consolidation_policy=\"none\",termination_mode=\"graceful\"}",
+            "adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\",consolidation_policy=\"none\",termination_mode=\"forceful\"}",
+            "adze_disruption_commands_total{stage=\"commanded\",decision=\"delete\",reason=\"Empty\"}",
+            "adze_disruption_commands_total{stage=\"approved\",decision=\"replace\",reason=\"Drifted\"}",
             "adze_disruption_blocked_nodes{reason=\"PdbForbids\"}",
         ] {
             assert!(text.contains(&format!("\n{line} ")), "{line} in {text}");
         }
+        // WhenEmpty never consolidates an underutilized node; drift has no policy.
+        for absent in [
+            "reason=\"Underutilized\",consolidation_policy=\"WhenEmpty\"",
+            "reason=\"Drifted\",consolidation_policy=\"WhenEmpty",
+        ] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+    }
+
+    #[test]
+    fn the_policy_label_is_the_pools_for_consolidation_only_and_the_mode_follows_the_grace() {
+        use adze_scheduling::disruption::ConsolidationPolicy as P;
+        assert_eq!(
+            consolidation_policy("Empty", Some(P::WhenEmpty)),
+            "WhenEmpty"
+        );
+        assert_eq!(
+            consolidation_policy("Underutilized", Some(P::Balanced)),
+            "Balanced"
+        );
+        assert_eq!(consolidation_policy("Drifted", Some(P::Balanced)), "none");
+        assert_eq!(
+            consolidation_policy("Unhealthy", Some(P::WhenEmpty)),
+            "none"
+        );
+        assert_eq!(consolidation_policy("Empty", None), "none");
+        let s = std::time::Duration::from_secs;
+        assert_eq!(termination_mode(None, false), "graceful");
+        assert_eq!(termination_mode(Some(s(3600)), false), "eventual");
+        assert_eq!(termination_mode(Some(s(0)), false), "forceful");
+        assert_eq!(termination_mode(None, true), "forceful");
     }
 
     #[test]
@@ -549,6 +707,7 @@ mod tests {
                 "adze_cloudprovider_errors_total",
                 "adze_cloudprovider_offering_price_dollars",
                 "adze_disruption_blocked_nodes",
+                "adze_disruption_commands_total",
                 "adze_disruption_decisions_total",
                 "adze_interruption_messages_total",
                 "adze_leader",
@@ -559,6 +718,7 @@ mod tests {
                 "adze_nodeclaims_terminated_total",
                 "adze_nodepool_limit",
                 "adze_nodepool_usage",
+                "adze_pods_disrupted_total",
                 "adze_pods_pending",
                 "adze_pods_startup_duration_seconds",
                 "adze_scheduling_duration_seconds",

@@ -132,7 +132,7 @@ fn version_of(claim: &NodeClaim) -> String {
     claim.metadata.resource_version.clone().unwrap_or_default()
 }
 
-fn nodepool_of(claim: &NodeClaim) -> String {
+pub(crate) fn nodepool_of(claim: &NodeClaim) -> String {
     claim
         .metadata
         .labels
@@ -288,18 +288,8 @@ impl Lifecycle {
 
     /// Tells the claim and the pods nominated to it why their capacity is late or gone.
     fn announce(&self, claim: &NodeClaim, reason: &str, message: &str) {
-        let recorder = &self.recorder;
-        recorder.publish(crate::events::reference(claim), "Warning", reason, message);
-        for n in crate::state::nomination::of_claim(claim) {
-            let about = k8s_openapi::api::core::v1::ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(n.name),
-                namespace: Some(n.namespace),
-                uid: Some(n.uid),
-                ..Default::default()
-            };
-            recorder.publish(about, "Warning", reason, message);
+        for n in warnings(claim, reason, message) {
+            self.recorder.send(n);
         }
     }
 
@@ -380,6 +370,17 @@ impl Lifecycle {
             }) => {
                 self.unavailable
                     .mark(&instance_type, &zone, &capacity_type, Instant::now());
+                self.announce(
+                    claim,
+                    INSUFFICIENT_CAPACITY,
+                    &insufficient_capacity_message(
+                        name,
+                        &instance_type,
+                        &zone,
+                        &capacity_type,
+                        &message,
+                    ),
+                );
                 self.delete_claim(name, "insufficient_capacity", &format!("launch failed: {message}; offering {instance_type}/{zone}/{capacity_type} unavailable for 3m")).await
             }
             Err(e) => {
@@ -533,6 +534,46 @@ impl Lifecycle {
     }
 }
 
+/// The Warning a launch problem gets: on the NodeClaim and on each pending pod it was planned
+/// for (its nominations), where the pod's owner looks (`kubectl describe pod`).
+fn warnings(claim: &NodeClaim, reason: &str, message: &str) -> Vec<crate::events::Note> {
+    let mut out = vec![crate::events::Note::new(
+        crate::events::reference(claim),
+        "Warning",
+        reason,
+        message,
+    )];
+    for n in crate::state::nomination::of_claim(claim) {
+        let about = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(n.name),
+            namespace: Some(n.namespace),
+            uid: Some(n.uid),
+            ..Default::default()
+        };
+        out.push(crate::events::Note::new(about, "Warning", reason, message));
+    }
+    out
+}
+
+/// The event reason of a launch the cloud refused for want of capacity.
+pub const INSUFFICIENT_CAPACITY: &str = "InsufficientCapacity";
+
+/// What the pods of a claim the cloud had no capacity for are told: which offering, the
+/// cloud's own words, and what happens next.
+fn insufficient_capacity_message(
+    claim: &str,
+    instance_type: &str,
+    zone: &str,
+    capacity_type: &str,
+    cloud: &str,
+) -> String {
+    format!(
+        "NodeClaim {claim} could not launch: the cloud has no {capacity_type} {instance_type} capacity in {zone} ({cloud}); the NodeClaim is deleted, that offering is avoided for 3m and its pods are planned again on other offerings"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,6 +596,68 @@ mod tests {
         assert_eq!(unregistered_extended_resources(&instance, &node).len(), 1);
         node.insert("nvidia.com/gpu".into(), q("1"));
         assert!(unregistered_extended_resources(&instance, &node).is_empty());
+    }
+
+    #[test]
+    fn insufficient_capacity_is_told_to_the_claim_and_each_pod_it_was_for() {
+        let pods = [("shop", "web-1", "u1"), ("shop", "web-2", "u2")].map(|(ns, n, u)| {
+            crate::state::nomination::Nomination {
+                namespace: ns.into(),
+                name: n.into(),
+                uid: u.into(),
+            }
+        });
+        let claim: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "default-abc", "uid": "c1", "annotations": {
+                (labels::NOMINATED_PODS): crate::state::nomination::encode(&pods)}},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}},
+        }))
+        .unwrap();
+        let message = insufficient_capacity_message(
+            "default-abc",
+            "t3a.xlarge",
+            "us-east-1a",
+            "on-demand",
+            "InsufficientInstanceCapacity: none left",
+        );
+        for part in [
+            "default-abc",
+            "no on-demand t3a.xlarge capacity in us-east-1a",
+            "InsufficientInstanceCapacity: none left",
+            "planned again",
+        ] {
+            assert!(message.contains(part), "{part} in {message}");
+        }
+        let notes = warnings(&claim, INSUFFICIENT_CAPACITY, &message);
+        let about: Vec<_> = notes
+            .iter()
+            .map(|n| {
+                (
+                    n.about.kind.as_deref().unwrap(),
+                    n.about.namespace.as_deref(),
+                    n.about.name.as_deref().unwrap(),
+                    n.about.uid.as_deref().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            about,
+            [
+                ("NodeClaim", None, "default-abc", "c1"),
+                ("Pod", Some("shop"), "web-1", "u1"),
+                ("Pod", Some("shop"), "web-2", "u2"),
+            ]
+        );
+        assert!(notes.iter().all(|n| n.type_ == "Warning"
+            && n.reason == "InsufficientCapacity"
+            && n.message == message));
+        // A documented reason, distinct from LaunchFailed's.
+        assert!(
+            crate::events::reasons::ALL
+                .iter()
+                .any(|r| r.name == INSUFFICIENT_CAPACITY && r.on == "NodeClaim, Pod")
+        );
     }
 
     #[test]
