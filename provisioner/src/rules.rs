@@ -599,6 +599,26 @@ mod tests {
     }
 
     #[test]
+    fn daemonset_mirror_and_terminating_pods_go_with_their_node_but_a_statefulsets() {
+        let owned = |kind: &str, deleting: bool| {
+            let mut v = json!({"metadata": {"name": "p",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": "o", "uid": "u"}]}});
+            if deleting {
+                v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            pod(v)
+        };
+        assert!(stays_with_node(&owned("DaemonSet", false)));
+        assert!(stays_with_node(&owned("Node", false)));
+        assert!(stays_with_node(&owned("ReplicaSet", true)));
+        assert!(!stays_with_node(&owned("ReplicaSet", false)));
+        assert!(!stays_with_node(&owned("StatefulSet", true)));
+        let mirror = pod(json!({"metadata": {"name": "m",
+            "annotations": {"kubernetes.io/config.mirror": "x"}}}));
+        assert!(is_mirror(&mirror) && stays_with_node(&mirror));
+    }
+
+    #[test]
     fn only_unbound_live_ungated_non_daemon_pods_want_a_node() {
         let base = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
         assert!(wants_node(&pod(base.clone())));

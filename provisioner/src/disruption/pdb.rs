@@ -132,6 +132,29 @@ mod tests {
     }
 
     #[test]
+    fn always_allow_guards_no_running_pod_that_is_not_ready() {
+        let pod = |phase: &str, ready: &str| -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}))
+            .unwrap()
+        };
+        let budget = |policy: Option<&str>| {
+            let mut v = json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {}});
+            if let Some(p) = policy {
+                v["spec"]["unhealthyPodEvictionPolicy"] = json!(p);
+            }
+            Budget::from_json(&v).unwrap()
+        };
+        let always = budget(Some("AlwaysAllow"));
+        assert!(!always.guards(&pod("Running", "False")));
+        assert!(always.guards(&pod("Running", "True")));
+        assert!(always.guards(&pod("Pending", "False")));
+        for b in [budget(None), budget(Some("IfHealthyBudget"))] {
+            assert!(b.guards(&pod("Running", "False")));
+        }
+    }
+
+    #[test]
     fn budget_without_status_allows_nothing() {
         let b = Budget::from_json(&json!({"metadata": {"name": "x", "namespace": "n"}})).unwrap();
         assert_eq!(b.disruptions_allowed, 0);
