@@ -31,6 +31,42 @@ pub fn daemonset_owner(meta: &ObjectMeta) -> Option<&str> {
         .map(|o| o.name.as_str())
 }
 
+/// The kubelet's mirror of a static pod (annotation `kubernetes.io/config.mirror`, owned by
+/// its Node): its node's kubelet runs it, and it cannot be evicted.
+pub fn is_mirror(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
+        || pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "Node")
+}
+
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// Owned by a StatefulSet.
+pub fn owned_by_statefulset(meta: &ObjectMeta) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "StatefulSet")
+}
+
+/// A bound pod that goes with its node instead of needing a new home when the node goes: a
+/// DaemonSet's (its controller places it), a mirror pod, or one already terminating, except
+/// a StatefulSet's, which its controller recreates under the same name once it is gone (so
+/// its new home is needed all the same). Karpenter's "reschedulable" pods are the others:
+/// a node holding only such pods is empty, and disruption moves none of them.
+pub fn stays_with_node(pod: &Pod) -> bool {
+    daemonset_owner(&pod.metadata).is_some()
+        || is_mirror(pod)
+        || (is_terminating(&pod.metadata) && !owned_by_statefulset(&pod.metadata))
+}
+
 /// Held back by `schedulingGates`: no scheduler would place it on new capacity either.
 pub fn is_gated(pod: &Pod) -> bool {
     pod.spec
@@ -560,6 +596,26 @@ mod tests {
 
     fn pod(v: serde_json::Value) -> Pod {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn daemonset_mirror_and_terminating_pods_go_with_their_node_but_a_statefulsets() {
+        let owned = |kind: &str, deleting: bool| {
+            let mut v = json!({"metadata": {"name": "p",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": "o", "uid": "u"}]}});
+            if deleting {
+                v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            pod(v)
+        };
+        assert!(stays_with_node(&owned("DaemonSet", false)));
+        assert!(stays_with_node(&owned("Node", false)));
+        assert!(stays_with_node(&owned("ReplicaSet", true)));
+        assert!(!stays_with_node(&owned("ReplicaSet", false)));
+        assert!(!stays_with_node(&owned("StatefulSet", true)));
+        let mirror = pod(json!({"metadata": {"name": "m",
+            "annotations": {"kubernetes.io/config.mirror": "x"}}}));
+        assert!(is_mirror(&mirror) && stays_with_node(&mirror));
     }
 
     #[test]

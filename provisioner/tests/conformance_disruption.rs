@@ -4,6 +4,7 @@ mod conformance;
 use std::time::Duration;
 
 use adze_provisioner::simulate::Scenario;
+use adze_provisioner::simulate::disruption::{DisruptionOptions, prepare};
 use adze_scheduling::disruption::{
     self, Action, Budget, BudgetNodes, ConsolidationPolicy, Decision, Input, NodeFacts, Options,
     Pdb, PodFacts, PoolPolicy, Reason, StaticSize, expiry,
@@ -127,6 +128,54 @@ fn daemonset(name: &str) -> String {
     format!(
         "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n        - name: d\n          image: busybox\n          resources:\n            requests: {{cpu: 100m}}\n"
     )
+}
+
+/// A pod `default/<name>` bound to `node`, owned by a `kind` (ReplicaSet, StatefulSet, ...)
+/// named `owner`, already being deleted (`deletionTimestamp` set, as an eviction leaves it
+/// until its containers stop); `annotations` and `labels` are flow-map bodies.
+fn terminating(
+    name: &str,
+    node: &str,
+    kind: &str,
+    owner: &str,
+    annotations: &str,
+    labels: &str,
+) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{{labels}}}\n  annotations: {{{annotations}}}\n  deletionTimestamp: \"2027-01-15T07:59:00Z\"\n  ownerReferences: [{{apiVersion: apps/v1, kind: {kind}, name: {owner}, uid: u-{owner}, controller: true}}]\nspec:\n  nodeName: {node}\n  containers:\n    - name: app\n      image: nginx\n      resources:\n        requests: {{cpu: 100m}}\n"
+    )
+}
+
+/// The kubelet's mirror of a static pod on `node` (owned by the Node, with the mirror
+/// annotation) with these annotations and labels (flow-map bodies).
+fn mirror_pod(name: &str, node: &str, annotations: &str, labels: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{{labels}}}\n  annotations: {{kubernetes.io/config.mirror: m-{name}, {annotations}}}\n  ownerReferences: [{{apiVersion: v1, kind: Node, name: {node}, uid: u-{node}, controller: true}}]\nspec:\n  nodeName: {node}\n  containers:\n    - name: static\n      image: nginx\n      resources:\n        requests: {{cpu: 100m}}\n"
+    )
+}
+
+/// A policy/v1 PodDisruptionBudget `default/<name>` selecting `labels` (flow-map body) whose
+/// status allows `allowed` evictions now.
+fn pdb_object(name: &str, namespace: &str, labels: &str, allowed: u32) -> String {
+    format!(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  maxUnavailable: 0\n  selector:\n    matchLabels: {{{labels}}}\nstatus:\n  disruptionsAllowed: {allowed}\n  currentHealthy: 1\n  desiredHealthy: 1\n  expectedPods: 1\n"
+    )
+}
+
+/// The scenario `docs` (after the assorted catalog) read as `run` reads a cluster: the
+/// objects become the decision's facts through the controller's own mapping
+/// (`disruption::input::build`, by way of the offline planner's `prepare`), so annotations,
+/// owners, deletion timestamps and PodDisruptionBudget objects are read as they are live.
+fn from_objects(docs: &[String]) -> Input {
+    let catalog = assorted();
+    let mut all: Vec<&str> = vec![&catalog];
+    all.extend(docs.iter().map(String::as_str));
+    let scenario =
+        Scenario::parse(&conformance::scenario(&all)).unwrap_or_else(|e| panic!("scenario: {e}"));
+    let options = DisruptionOptions::at("2027-01-15T08:00:00Z".parse().unwrap());
+    let prepared = prepare(&scenario, &options);
+    assert_eq!(prepared.built.input.now, NOW);
+    prepared.built.input
 }
 
 /// A cluster and the facts disruption reads beside it.
@@ -429,6 +478,57 @@ fn emptiness_daemonset_pods_do_not_count() {
     let d = c.decide().expect("a decision");
     assert_eq!(d.reason, Reason::Empty);
     assert_eq!(removed(&d), ["n0"]);
+}
+
+/// Emptiness > will consider a node with terminating Deployment pods as empty
+#[test]
+fn emptiness_terminating_deployment_pods_do_not_count() {
+    let mut docs = vec![
+        nodepool("default"),
+        node("n0", "default", LEAST_EXPENSIVE, BIG),
+    ];
+    for i in 0..3 {
+        docs.push(terminating(
+            &format!("p{i}"),
+            "n0",
+            "ReplicaSet",
+            "rs",
+            "",
+            "app: test",
+        ));
+    }
+    let mut c = Cluster::new(&docs);
+    when_empty(&mut c);
+    let d = c.decide().expect("a decision");
+    assert_eq!(d.reason, Reason::Empty);
+    assert_eq!(removed(&d), ["n0"]);
+    // Nothing needs a new home: the pods are on their way out with the node.
+    assert_eq!(d.pods().count(), 0, "{}", d.message);
+    // The same through the mapping from objects `run` uses.
+    let mut input = from_objects(&docs);
+    input.policies.iter_mut().for_each(|p| {
+        p.consolidation = ConsolidationPolicy::WhenEmpty;
+        p.budgets = vec![budget("100%")];
+    });
+    let d = disruption::decide(&input, &Options::default()).expect("a decision");
+    assert_eq!(
+        (d.reason, removed(&d)),
+        (Reason::Empty, vec!["n0".to_string()])
+    );
+}
+
+/// Emptiness > will not consider a node with a terminating StatefulSet pod as empty
+#[test]
+fn emptiness_terminating_statefulset_pod_counts() {
+    let docs = vec![
+        nodepool("default"),
+        node("n0", "default", LEAST_EXPENSIVE, BIG),
+        terminating("web-0", "n0", "StatefulSet", "web", "", "app: web"),
+    ];
+    let mut c = Cluster::new(&docs);
+    when_empty(&mut c);
+    // Its controller recreates it under the same name once it is gone: it needs a place.
+    assert!(c.decide().is_none());
 }
 
 // =======================================================================================
@@ -931,6 +1031,93 @@ fn suite_successive_replacements_up_to_the_budget() {
     }
 }
 
+/// Simulate Scheduling > should allow pods on deleting nodes to reschedule to uninitialized nodes
+///
+/// Ten 3-CPU nodes, nine of them being deleted (tainted and marked disrupting), one 2-CPU pod
+/// on the tenth: if the tenth went too, its pod gets a new node (the nodes going away take
+/// nothing).
+#[test]
+fn suite_pods_of_a_candidate_go_to_new_capacity_when_the_rest_is_leaving() {
+    let mut docs = vec![nodepool("default")];
+    for i in 0..10 {
+        let mut n = node(
+            &format!("n{i}"),
+            "default",
+            MOST_EXPENSIVE,
+            "cpu: 3, memory: 128Gi, pods: 100",
+        );
+        if i > 0 {
+            n = n.replace(
+                "status:\n",
+                "spec:\n  taints: [{key: adze.sh/disrupted, effect: NoSchedule}]\nstatus:\n",
+            );
+        }
+        docs.push(n);
+    }
+    docs.push(bound("p", "n0", "cpu: 2, memory: 100Mi", "{app: test}"));
+    let mut c = Cluster::new(&docs);
+    for i in 1..10 {
+        c.facts(&format!("n{i}")).disrupting = true;
+    }
+    let (cands, _) = disruption::candidates::candidates(&c.input);
+    assert_eq!(
+        cands.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+        ["n0"]
+    );
+    let plan = disruption::displaced_plan(&c.input, &Options::default(), &["n0"]);
+    assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
+    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(plan.new_claims[0].pods, ["default/p"]);
+}
+
+/// A StatefulSet pod `default/db-0` on `node` whose claim is bound to a `local` volume pinned
+/// (node affinity on the hostname) to that node.
+fn local_volume_docs(node: &str) -> Vec<String> {
+    vec![
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local-path}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n".to_string(),
+        format!("apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv-local}}\nspec:\n  capacity: {{storage: 10Gi}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local-path\n  local: {{path: /mnt/disk}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n        - matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{node}]}}]\n"),
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data-db-0, namespace: default}\nspec:\n  storageClassName: local-path\n  volumeName: pv-local\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 10Gi}}\n".to_string(),
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: db-0\n  namespace: default\n  labels: {{app: test}}\n  ownerReferences: [{{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: u-db, controller: true}}]\nspec:\n  nodeName: {node}\n  containers:\n    - name: db\n      image: postgres\n  volumes:\n    - name: data\n      persistentVolumeClaim: {{claimName: data-db-0}}\n"),
+    ]
+}
+
+/// Simulate Scheduling > can replace node with a local PV (ignoring hostname affinity)
+///
+/// Adze keeps a running pod on its local disk: the volume's hostname term binds a pod that
+/// is on a node, so consolidation finds it no other home and leaves the node. Without the
+/// volume the same node is replaced by a cheaper one.
+#[test]
+fn suite_local_volume_keeps_its_pod_on_its_node() {
+    // Volumes are read as `run` reads them (the live snapshot's volume rules).
+    let decide = |docs: &[String]| {
+        let mut input = from_objects(docs);
+        input
+            .policies
+            .iter_mut()
+            .for_each(|p| p.budgets = vec![budget("100%")]);
+        disruption::decide(&input, &Options::default())
+    };
+    let base = vec![
+        nodepool("default"),
+        node("n0", "default", MOST_EXPENSIVE, BIG),
+    ];
+    let mut docs = base.clone();
+    docs.extend(local_volume_docs("n0"));
+    let d = decide(&docs);
+    assert!(d.is_none(), "{:?}", d.map(|d| d.message));
+    let input = from_objects(&docs);
+    let plan = disruption::displaced_plan(&input, &Options::default(), &["n0"]);
+    let reason = &plan.unschedulable[0].reason;
+    assert!(
+        reason.contains("kubernetes.io/hostname In [n0]"),
+        "{reason}"
+    );
+    let mut without = base;
+    without.push(bound("db-0", "n0", "", "{app: test}"));
+    let d = decide(&without).expect("a decision");
+    assert_eq!(d.action(), Action::Replace);
+}
+
 /// Ten nodes of the most expensive type in pool `default` (Karpenter's budget-mapping setup).
 /// `count` equal nodes of the default pool, for the budget cases.
 fn for_budgets(count: usize) -> Cluster {
@@ -1251,6 +1438,91 @@ fn candidate_without_type_zone_or_capacity_type_is_not_one() {
         let c = Cluster::new(&[nodepool("default"), node_with_labels("n0", &labels, BIG)]);
         assert!(blocker(&c).is_some(), "{labels}");
     }
+}
+
+/// The blocker of n0 (None: a candidate) when `extra` is read from objects as `run` reads them.
+fn blocker_from_objects(extra: &[String]) -> Option<disruption::Blocker> {
+    let mut docs = vec![
+        nodepool("default"),
+        node("n0", "default", MOST_EXPENSIVE, BIG),
+    ];
+    docs.extend(extra.iter().cloned());
+    let input = from_objects(&docs);
+    let (cands, blocked) = disruption::candidates::candidates(&input);
+    match blocked.into_iter().find(|(n, _)| n == "n0") {
+        Some((_, b)) => Some(b),
+        None => {
+            assert!(cands.iter().any(|x| x.name == "n0"), "n0 is neither");
+            None
+        }
+    }
+}
+
+/// Candidate Filtering > should not consider candidates that have do-not-disrupt mirror pods scheduled
+#[test]
+fn candidate_do_not_disrupt_mirror_pod_blocks() {
+    let b = blocker_from_objects(&[mirror_pod(
+        "static-n0",
+        "n0",
+        "karpenter.sh/do-not-disrupt: \"true\"",
+        "",
+    )]);
+    assert_eq!(
+        b,
+        Some(disruption::Blocker::DoNotDisruptPod(
+            "default/static-n0".into()
+        ))
+    );
+}
+
+/// Candidate Filtering > should consider candidates that have fully blocking PDBs on mirror pods
+#[test]
+fn candidate_pdb_on_mirror_pod_does_not_block() {
+    // A mirror pod cannot be evicted, so its PDB is not asked.
+    let b = blocker_from_objects(&[
+        mirror_pod("static-n0", "n0", "", "test: value"),
+        pdb_object("pdb", "default", "test: value", 0),
+    ]);
+    assert_eq!(b, None);
+    // The same PDB over an ordinary pod does block: the PDB object is read.
+    let b = blocker_from_objects(&[
+        bound("p", "n0", "cpu: 100m", "{test: value}"),
+        pdb_object("pdb", "default", "test: value", 0),
+    ]);
+    assert!(
+        matches!(b, Some(disruption::Blocker::PdbForbids { .. })),
+        "{b:?}"
+    );
+}
+
+/// Candidate Filtering > should consider candidates that have do-not-disrupt terminating pods
+/// Candidate Filtering > should consider candidates that have fully blocking PDBs on terminating pods
+#[test]
+fn candidate_terminating_pods_do_not_block() {
+    let b = blocker_from_objects(&[terminating(
+        "leaving",
+        "n0",
+        "ReplicaSet",
+        "rs",
+        "karpenter.sh/do-not-disrupt: \"true\"",
+        "",
+    )]);
+    assert_eq!(b, None);
+    let b = blocker_from_objects(&[
+        terminating("leaving", "n0", "ReplicaSet", "rs", "", "test: value"),
+        pdb_object("pdb", "default", "test: value", 0),
+    ]);
+    assert_eq!(b, None);
+    // Running, the same pod blocks.
+    let mut running = bound("p", "n0", "cpu: 100m", "{test: value}");
+    running = running.replace(
+        "  labels: {test: value}\n",
+        "  labels: {test: value}\n  annotations: {karpenter.sh/do-not-disrupt: \"true\"}\n",
+    );
+    assert!(matches!(
+        blocker_from_objects(&[running]),
+        Some(disruption::Blocker::DoNotDisruptPod(_))
+    ));
 }
 
 // =======================================================================================
@@ -2178,6 +2450,157 @@ fn validation_budget_closed_during_the_wait_drops_the_command() {
 // balanced_test.go (Karpenter's scoring function, restated on Adze's BalancedScore)
 // =======================================================================================
 
+/// Consolidation > Replace > can replace nodes, PDB namespace must match (if the candidate is on-demand node)
+/// Consolidation > Replace > can replace nodes, PDB namespace must match (if the candidate is spot node)
+#[test]
+fn consolidation_pdb_of_another_namespace_does_not_hold() {
+    for itype in [MOST_EXPENSIVE, MOST_EXPENSIVE_SPOT] {
+        let docs = vec![
+            nodepool("default"),
+            node("n0", "default", itype, BIG),
+            bound("p", "n0", "", "{app: test}"),
+            pdb_object("pdb", "other", "app: test", 0),
+        ];
+        let mut input = from_objects(&docs);
+        input
+            .policies
+            .iter_mut()
+            .for_each(|p| p.budgets = vec![budget("100%")]);
+        let d = disruption::decide(&input, &Options::default()).expect("a decision");
+        assert_eq!(d.action(), Action::Replace, "{itype}: {}", d.message);
+        // In the pod's own namespace the PDB holds it.
+        let mut docs = docs;
+        docs[3] = pdb_object("pdb", "default", "app: test", 0);
+        let mut input = from_objects(&docs);
+        input
+            .policies
+            .iter_mut()
+            .for_each(|p| p.budgets = vec![budget("100%")]);
+        assert!(
+            disruption::decide(&input, &Options::default()).is_none(),
+            "{itype}"
+        );
+    }
+}
+
+/// Consolidation > Replace > can replace nodes, considers PDB policy (if the candidate is on-demand node)
+/// Consolidation > Replace > can replace nodes, considers PDB policy (if the candidate is spot node)
+///
+/// A PDB allowing no eviction, with `unhealthyPodEvictionPolicy: AlwaysAllow`, over three
+/// running pods that are not Ready: the eviction API lets unhealthy pods go, so the node is
+/// replaced. Ready, the same pods hold it.
+#[test]
+fn consolidation_pdb_always_allow_lets_unready_pods_go() {
+    let pod = |name: &str, ready: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{app: test}}\nspec:\n  nodeName: n0\n  containers:\n    - name: app\n      image: nginx\nstatus:\n  phase: Running\n  conditions: [{{type: Ready, status: \"{ready}\"}}]\n"
+        )
+    };
+    let pdb = pdb_object("pdb", "default", "app: test", 0).replace(
+        "  maxUnavailable: 0\n",
+        "  maxUnavailable: 0\n  unhealthyPodEvictionPolicy: AlwaysAllow\n",
+    );
+    for itype in [MOST_EXPENSIVE, MOST_EXPENSIVE_SPOT] {
+        for (ready, replaced) in [("False", true), ("True", false)] {
+            let mut docs = vec![
+                nodepool("default"),
+                node("n0", "default", itype, BIG),
+                pdb.clone(),
+            ];
+            docs.extend((0..3).map(|i| pod(&format!("p{i}"), ready)));
+            let mut input = from_objects(&docs);
+            input
+                .policies
+                .iter_mut()
+                .for_each(|p| p.budgets = vec![budget("100%")]);
+            let d = disruption::decide(&input, &Options::default());
+            assert_eq!(
+                d.as_ref().map(|d| d.action()),
+                replaced.then_some(Action::Replace),
+                "{itype}, Ready={ready}"
+            );
+        }
+    }
+}
+
+/// Consolidation > Delete > does not delete nodes with pod churn, deletes nodes without pod churn
+///
+/// Two empty nodes are to go; during the wait a pod lands on one. Karpenter's validation
+/// narrows the command to the other; Adze's `revalidate` refuses the command, and the next
+/// decision takes the other node alone.
+#[test]
+fn consolidation_churn_refuses_the_command_and_the_next_takes_the_quiet_node() {
+    let docs = vec![
+        nodepool("default"),
+        node("n0", "default", LEAST_EXPENSIVE, BIG),
+        node("n1", "default", LEAST_EXPENSIVE, BIG),
+    ];
+    let d = Cluster::new(&docs).decide().expect("a decision");
+    assert_eq!(
+        (d.reason, removed(&d)),
+        (Reason::Empty, vec!["n0".to_string(), "n1".to_string()])
+    );
+    let mut churned = docs.clone();
+    churned.push(bound("p", "n0", "cpu: 1", "{app: test}"));
+    let mut later = Cluster::new(&churned);
+    later.facts("n0").last_pod_event = NOW;
+    let err = disruption::revalidate(&d, &later.input, &Options::default()).unwrap_err();
+    assert!(
+        matches!(err, disruption::Invalidated::NoLongerEligible { ref node, .. } if node == "n0"),
+        "{err}"
+    );
+    let next = later.decide().expect("a decision");
+    assert_eq!(
+        (next.reason, removed(&next)),
+        (Reason::Empty, vec!["n1".to_string()])
+    );
+}
+
+/// Consolidation > Delete > should consider initialized nodes before uninitialized nodes
+///
+/// Thirty 3-CPU nodes each hold a 2-CPU pod, only one of them initialized; a 1-CPU node holds
+/// a 1-CPU pod. The small node goes, its pod onto the initialized node (Karpenter's case has
+/// a hundred such nodes; thirty keep the case cheap).
+#[test]
+fn consolidation_moves_pods_onto_the_initialized_node_only() {
+    let catalog = "apiVersion: adze.sh/v1alpha1\nkind: InstanceCatalog\nmetadata: {name: two}\ninstanceTypes:\n  - {name: default-type, cpu: 3, memory: 3Gi, pods: 110, arch: amd64, offerings: [{zone: test-zone-1, capacityType: on-demand, price: 0.6221}]}\n  - {name: small-type, cpu: 1, memory: 1Gi, pods: 10, arch: amd64, offerings: [{zone: test-zone-1, capacityType: on-demand, price: 0.2074}]}\n";
+    let mut docs = vec![nodepool("default")];
+    for i in 0..30 {
+        let mut n = node(
+            &format!("n{i}"),
+            "default",
+            "default-type",
+            "cpu: 3, memory: 3Gi, pods: 100",
+        );
+        if i != 17 {
+            n = n.replace(", adze.sh/initialized: \"true\"", "");
+        }
+        docs.push(n);
+        docs.push(bound(
+            &format!("p{i}"),
+            &format!("n{i}"),
+            "cpu: 2, memory: 2Gi",
+            "{app: test}",
+        ));
+    }
+    docs.push(node(
+        "small",
+        "default",
+        "small-type",
+        "cpu: 1, memory: 1Gi, pods: 100",
+    ));
+    docs.push(bound("q", "small", "cpu: 1, memory: 1Gi", "{app: test}"));
+    let mut c = Cluster::with_catalog(catalog, &docs);
+    for i in (0..30).filter(|&i| i != 17) {
+        c.facts(&format!("n{i}")).initialized = false;
+    }
+    let d = c.decide().expect("a decision");
+    assert_eq!(removed(&d), ["small"], "{}", d.message);
+    assert_eq!(d.action(), Action::Delete);
+    assert_eq!(d.plan.existing.len(), 1);
+    assert_eq!(d.plan.existing[0].node, "n17");
+}
+
 /// A move saving `savings` per day with disruption cost `cost`, in a pool whose nodes cost
 /// `pool_cost` per day and whose disruption cost totals `pool_disruption`, scored as
 /// `balanced_score` scores it (the fractions of the pool's totals; 0 where a total is 0).
@@ -2250,6 +2673,7 @@ fn balanced_zero_pool_cost_rejects() {
 /// TestScoreMove_ZeroTotalDisruptionCost
 /// TestScoreMove_DivisionByZero_MoveDisruption
 /// TestScoreMove_DivisionByZero_PoolDisruption
+/// Balanced Scoring > ScoreMove (SavingsRatio) > should compute correct scores (zero disruption cost)
 #[test]
 fn balanced_zero_disruption_scores_zero() {
     // Every node counts 1 towards disruption in Adze, so neither a move nor a pool can have
@@ -2257,6 +2681,9 @@ fn balanced_zero_disruption_scores_zero() {
     assert!(!balanced(4.84, 0.0, 58.08, 90.0).passes());
     assert!(!balanced(4.84, 5.0, 58.08, 0.0).passes());
     assert!(!balanced(0.0, 0.0, 58.08, 90.0).passes());
+    // ScoreMove's table: 10 saved of 100, no disruption of 100.
+    let none = balanced(10.0, 0.0, 100.0, 100.0);
+    assert!(none.score() == 0.0 && !none.passes());
 }
 
 /// TestScoreMove_CrossNodePool
@@ -2627,4 +3054,101 @@ fn balanced_cross_pool_savings_are_shared_by_price() {
     let s = score_of_deleting(&c, "balanced", &["balanced-0", "other-0"]);
     assert!(close(s.score(), 1.0, 0.05), "{}", s.score());
     assert!(s.passes());
+}
+
+/// Balanced Scoring > ScoreMove (SavingsRatio) > should compute correct scores: a move
+/// against pool totals of 100 (cost) and 100 (disruption), k = 2, for each table entry
+/// whose move has some disruption (the zero-disruption entry is
+/// `balanced_zero_disruption_scores_zero`).
+#[test]
+fn balanced_score_move_table() {
+    // (savings, disruption) → (score, passes)
+    let entries = [
+        ((20.0, 5.0), (4.0, true)),   // high savings, low disruption
+        ((10.0, 10.0), (1.0, true)),  // equal fractions
+        ((5.0, 50.0), (0.10, false)), // low savings, high disruption
+        ((0.0, 10.0), (0.0, false)),  // zero savings
+        ((-5.0, 10.0), (0.0, false)), // negative savings
+    ];
+    for ((savings, cost), (score, passes)) in entries {
+        let s = balanced(savings, cost, 100.0, 100.0);
+        assert!(
+            close(s.score(), score, 0.01),
+            "{savings}/{cost}: {}",
+            s.score()
+        );
+        assert_eq!(s.passes(), passes, "{savings}/{cost}");
+    }
+}
+
+/// Balanced Scoring > ShouldDisrupt > should accept Balanced candidates
+/// Balanced Scoring > ShouldDisrupt > should accept WhenEmptyOrUnderutilized candidates
+#[test]
+fn balanced_and_underutilized_pools_both_consolidate() {
+    for policy in [
+        ConsolidationPolicy::Balanced,
+        ConsolidationPolicy::WhenEmptyOrUnderutilized,
+    ] {
+        let mut c = one_with_a_pod(MOST_EXPENSIVE);
+        c.policies(|p| p.consolidation = policy);
+        let (cands, blocked) = disruption::candidates::candidates(&c.input);
+        assert!(blocked.is_empty(), "{policy:?}: {blocked:?}");
+        assert!(disruption::consolidatable(
+            &c.input.policies[0],
+            &cands[0].facts,
+            NOW
+        ));
+        let d = c.decide().expect("a decision");
+        assert_eq!(d.reason, Reason::Underutilized, "{policy:?}");
+        assert_eq!(removed(&d), ["n0"]);
+    }
+    // WhenEmpty takes no node with pods.
+    let mut c = one_with_a_pod(MOST_EXPENSIVE);
+    c.policies(|p| p.consolidation = ConsolidationPolicy::WhenEmpty);
+    assert!(c.decide().is_none());
+}
+
+/// Balanced Scoring > Candidate.SavingsRatio > should compute expected ratios for different configurations
+/// Balanced Scoring > sortCandidates > should sort Balanced candidates by savings ratio (highest first)
+/// Balanced Scoring > sortCandidates > should sort non-Balanced candidates by savings ratio descending
+/// Balanced Scoring > sortCandidates > should sort all candidates by savings ratio when any uses Balanced
+///
+/// Karpenter orders candidates by price over disruption cost (1 + the pods' eviction costs),
+/// highest first; Adze orders them emptiest first. `cheap` (a 32-CPU/32Gi node, 0.3% used,
+/// one pod: ratio 6.6/2) and `dear` (the 64-CPU type, 6.25% used, two pods: ratio 20.1/3):
+/// with a budget of one node, Karpenter's order tries `dear` first, Adze's `cheap` (either
+/// move also passes the Balanced score).
+#[test]
+fn consolidation_order_is_emptiest_first_not_by_savings_ratio() {
+    for policy in [
+        ConsolidationPolicy::Balanced,
+        ConsolidationPolicy::WhenEmptyOrUnderutilized,
+    ] {
+        let mut c = Cluster::new(&[
+            nodepool("default"),
+            node_with_labels("room", &format!("{ZONE}: test-zone-1"), BIG),
+            node(
+                "cheap",
+                "default",
+                "32-cpu-32-mem-test-zone-1-on-demand",
+                "cpu: 32, memory: 32Gi, pods: 100",
+            ),
+            node("dear", "default", MOST_EXPENSIVE, BIG),
+            bound("c0", "cheap", "cpu: 100m", "{app: test}"),
+            bound("d0", "dear", "cpu: 1", "{app: test}"),
+            bound("d1", "dear", "cpu: 1", "{app: test}"),
+        ]);
+        c.policies(|p| {
+            p.consolidation = policy;
+            p.budgets = vec![budget("1")];
+        });
+        let (cands, _) = disruption::candidates::candidates(&c.input);
+        let ratio = |n: &str| {
+            let x = cands.iter().find(|x| x.name == n).unwrap();
+            x.price / (1.0 + x.pods.len() as f64)
+        };
+        assert!(ratio("dear") > ratio("cheap"));
+        let d = c.decide().expect("a decision");
+        assert_eq!(removed(&d), ["cheap"], "{policy:?}: {}", d.message);
+    }
 }

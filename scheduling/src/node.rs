@@ -65,6 +65,8 @@ impl ExistingNode {
 pub struct BoundPod {
     pub node: String,
     pub pod: Pod,
-    /// DaemonSet pods stay with their node; disruption does not move them.
+    /// Goes with its node: disruption neither moves it nor counts it against the node being
+    /// empty. DaemonSet pods, and (as callers read pods) mirror pods and pods already
+    /// terminating other than a StatefulSet's, which nothing needs to place again.
     pub daemon: bool,
 }

@@ -495,7 +495,12 @@ pub fn build(
 
     let mut pod_facts = Vec::new();
     for p in &objects.pods {
-        if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
+        // A pod already terminating is on its way out: neither its do-not-disrupt nor a
+        // PodDisruptionBudget (which evicts nothing that is already leaving) holds its node
+        // (Karpenter reads only active pods for both).
+        if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+            || crate::rules::is_terminating(&p.metadata)
+        {
             continue;
         }
         let ns = p
@@ -504,10 +509,16 @@ pub fn build(
             .clone()
             .unwrap_or_else(|| "default".into());
         let pod_labels = p.metadata.labels.clone().unwrap_or_default();
+        // A mirror pod cannot be evicted, so no PDB is asked about it; its do-not-disrupt
+        // still holds the node, as Karpenter reads it.
         let pdbs: Vec<String> = extra
             .pdbs
             .iter()
-            .filter(|b| b.selects(&ns, &pod_labels, extra.pdb_empty_selects_all))
+            .filter(|b| {
+                !crate::rules::is_mirror(p)
+                    && b.guards(p)
+                    && b.selects(&ns, &pod_labels, extra.pdb_empty_selects_all)
+            })
             .map(pdb::Budget::key)
             .collect();
         let (protection, invalid) = pod_protection(p);

@@ -13,6 +13,9 @@ pub struct Budget {
     pub name: String,
     pub selector: LabelSelector,
     pub disruptions_allowed: u32,
+    /// `spec.unhealthyPodEvictionPolicy: AlwaysAllow`: a running pod that is not Ready may be
+    /// evicted whatever the budget allows, so the budget does not hold such a pod's node.
+    pub unhealthy_always_allowed: bool,
 }
 
 impl Budget {
@@ -31,7 +34,18 @@ impl Budget {
                 .pointer("/status/disruptionsAllowed")
                 .and_then(Value::as_u64)
                 .unwrap_or(0) as u32,
+            unhealthy_always_allowed: v
+                .pointer("/spec/unhealthyPodEvictionPolicy")
+                .and_then(Value::as_str)
+                == Some("AlwaysAllow"),
         })
+    }
+
+    /// Whether the budget is asked before evicting `pod`: not for a running pod that is not
+    /// Ready when the budget's `unhealthyPodEvictionPolicy` is `AlwaysAllow` (the eviction API
+    /// lets it go).
+    pub fn guards(&self, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+        !(self.unhealthy_always_allowed && running_unready(pod))
     }
 
     pub fn key(&self) -> String {
@@ -74,6 +88,20 @@ impl Budget {
     }
 }
 
+/// Running (`status.phase`) but without its Ready condition True: the eviction API's unhealthy
+/// pod.
+fn running_unready(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    let Some(status) = pod.status.as_ref() else {
+        return false;
+    };
+    status.phase.as_deref() == Some("Running")
+        && !status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +129,29 @@ mod tests {
         assert!(b.selects("shop", &labels(&[("app", "web")]), false));
         assert!(!b.selects("other", &labels(&[("app", "web")]), false));
         assert!(!b.selects("shop", &labels(&[("app", "db")]), false));
+    }
+
+    #[test]
+    fn always_allow_guards_no_running_pod_that_is_not_ready() {
+        let pod = |phase: &str, ready: &str| -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}))
+            .unwrap()
+        };
+        let budget = |policy: Option<&str>| {
+            let mut v = json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {}});
+            if let Some(p) = policy {
+                v["spec"]["unhealthyPodEvictionPolicy"] = json!(p);
+            }
+            Budget::from_json(&v).unwrap()
+        };
+        let always = budget(Some("AlwaysAllow"));
+        assert!(!always.guards(&pod("Running", "False")));
+        assert!(always.guards(&pod("Running", "True")));
+        assert!(always.guards(&pod("Pending", "False")));
+        for b in [budget(None), budget(Some("IfHealthyBudget"))] {
+            assert!(b.guards(&pod("Running", "False")));
+        }
     }
 
     #[test]

@@ -11,9 +11,7 @@ use adze_api::{NodeClaim, conditions};
 use adze_scheduling::labels;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::snapshot::{Objects, claim_conditions, owned_by_daemonset};
-
-const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+use super::snapshot::{Objects, claim_conditions};
 
 pub fn is_leaving(node: &Node, claim: Option<&NodeClaim>) -> bool {
     let tainted = node
@@ -53,34 +51,16 @@ pub fn leaving_nodes(objects: &Objects) -> BTreeSet<String> {
         .collect()
 }
 
-/// A pod on a leaving node that has to find a new home: not a DaemonSet's or a mirror pod, not
-/// finished, and not already terminating — except a StatefulSet's, which its controller
-/// recreates under the same name once it is gone, so its new home is needed all the same.
+/// A pod on a leaving node that has to find a new home: not finished, and not one that goes
+/// with its node ([`crate::rules::stays_with_node`]: a DaemonSet's, a mirror pod, or one
+/// already terminating other than a StatefulSet's).
 pub fn is_displaced(pod: &Pod, leaving: &BTreeSet<String>) -> bool {
     let on_leaving = pod
         .spec
         .as_ref()
         .and_then(|s| s.node_name.as_ref())
         .is_some_and(|n| leaving.contains(n));
-    let mirror = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
-    let finished = crate::rules::is_terminal(pod);
-    on_leaving
-        && !mirror
-        && !finished
-        && !owned_by_daemonset(pod)
-        && (!crate::rules::is_terminating(&pod.metadata) || owned_by_statefulset(pod))
-}
-
-fn owned_by_statefulset(pod: &Pod) -> bool {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.kind == "StatefulSet")
+    on_leaving && !crate::rules::is_terminal(pod) && !crate::rules::stays_with_node(pod)
 }
 
 /// The node condition the node agent keeps; while it is fresh and true an agent drains this

@@ -562,7 +562,7 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             Some(node) => snap.bound.push(BoundPod {
                 node,
                 pod,
-                daemon: owned_by_daemonset(p),
+                daemon: crate::rules::stays_with_node(p),
             }),
             None => {
                 built.pending_uids.insert(pod_key(p), uid);

@@ -1221,7 +1221,7 @@ impl Builder {
                 self.s.snapshot.bound.push(BoundPod {
                     node: node.to_string(),
                     pod,
-                    daemon: daemon.is_some(),
+                    daemon: crate::rules::stays_with_node(p),
                 });
             }
             // The DaemonSet controller places its own pods; terminating and gated pods wait
