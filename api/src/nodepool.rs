@@ -212,7 +212,41 @@ pub struct Disruption {
     #[serde(default = "default_budgets")]
     #[schemars(length(max = 50))]
     pub budgets: Vec<Budget>,
+    /// The least a consolidation that launches a replacement must save, in USD per hour, for
+    /// each unit of disruption cost of the nodes it removes (about one per pod evicted, less
+    /// for a node near its expiry; never under 1). A decimal such as "0.01"; unset or "0" is
+    /// no minimum. A move across pools must meet the highest of their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(patterns::DECIMAL), length(max = 32))]
+    pub min_savings_per_disruption_cost: Option<String>,
 }
+
+impl Disruption {
+    /// `minSavingsPerDisruptionCost` as a number: 0 when unset; an error (for the field's
+    /// path) when it is not an unsigned decimal.
+    pub fn min_savings_per_disruption_cost(&self) -> Result<f64, String> {
+        let Some(value) = &self.min_savings_per_disruption_cost else {
+            return Ok(0.0);
+        };
+        let invalid = || {
+            format!(
+                "{} must be an unsigned decimal such as \"0.01\" (USD per hour per unit of disruption cost; \"0\" is no minimum)",
+                crate::validation::shown(value)
+            )
+        };
+        if value.len() > DECIMAL_MAX_LEN || !patterns::is_match(patterns::DECIMAL, value) {
+            return Err(invalid());
+        }
+        value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(invalid)
+    }
+}
+
+/// Longest `minSavingsPerDisruptionCost` accepted, as in the CRD.
+pub const DECIMAL_MAX_LEN: usize = 32;
 
 impl Default for Disruption {
     fn default() -> Self {
@@ -220,6 +254,7 @@ impl Default for Disruption {
             consolidation_policy: ConsolidationPolicy::default(),
             consolidate_after: default_consolidate_after(),
             budgets: default_budgets(),
+            min_savings_per_disruption_cost: None,
         }
     }
 }

@@ -25,6 +25,8 @@ pub const PRICE_ADJUSTMENT: &str =
     r"^([+-][0-9]*[.]?[0-9]+|[+][0-9]*[.]?[0-9]+%|-([0-9]{1,2}([.][0-9]+)?|100)%)$";
 /// A NodeOverlay `price`: an unsigned decimal.
 pub const PRICE: &str = r"^[0-9]+([.][0-9]+)?$";
+/// An unsigned decimal ("0.01", "2"): a NodePool's `minSavingsPerDisruptionCost`.
+pub const DECIMAL: &str = r"^[0-9]+([.][0-9]+)?$";
 /// A disruption budget: a node count or a percentage of the pool's nodes.
 pub const BUDGET_NODES: &str = r"^((100|[0-9]{1,2})%|[0-9]+)$";
 /// A cron macro or five whitespace-separated cron fields; the disruption controller parses the fields.

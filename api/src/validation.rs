@@ -712,6 +712,9 @@ fn node_class_ref(p: &mut Problems, path: &Path, reference: &NodeClassRef) {
 }
 
 fn disruption(p: &mut Problems, path: &Path, disruption: &Disruption) {
+    if let Err(problem) = disruption.min_savings_per_disruption_cost() {
+        p.add(&path.field("minSavingsPerDisruptionCost"), problem);
+    }
     let budgets_path = path.field("budgets");
     count_between(p, &budgets_path, disruption.budgets.len(), 0, 50);
     for (i, budget) in disruption.budgets.iter().enumerate() {

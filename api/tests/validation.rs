@@ -294,6 +294,42 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
             message: "value \"a b\" must be at most 63",
         },
         BadCase {
+            name: "minSavingsPerDisruptionCost negative",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/disruption/minSavingsPerDisruptionCost",
+                    json!("-0.05"),
+                )
+            },
+            path: "spec.disruption.minSavingsPerDisruptionCost",
+            message: "must be an unsigned decimal",
+        },
+        BadCase {
+            name: "minSavingsPerDisruptionCost not a number",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/disruption/minSavingsPerDisruptionCost",
+                    json!("a cent"),
+                )
+            },
+            path: "spec.disruption.minSavingsPerDisruptionCost",
+            message: "must be an unsigned decimal",
+        },
+        BadCase {
+            name: "minSavingsPerDisruptionCost too long",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/disruption/minSavingsPerDisruptionCost",
+                    json!(format!("0.{}", "0".repeat(40))),
+                )
+            },
+            path: "spec.disruption.minSavingsPerDisruptionCost",
+            message: "must be an unsigned decimal",
+        },
+        BadCase {
             name: "budget schedule without duration",
             edit: |o| set(o, "/spec/disruption/budgets/0/schedule", json!("@daily")),
             path: "spec.disruption.budgets[0].duration",
@@ -426,7 +462,7 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn nodepool_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 14] = [
+    let cases: [GoodCase; 15] = [
         ("the fixture as written", |_| {}),
         ("Gt on network bandwidth", |o| {
             requirement(
@@ -500,6 +536,13 @@ fn nodepool_good_cases_pass_everywhere() {
         ("no budgets, integer limits", |o| {
             set(o, "/spec/disruption/budgets", json!([]));
             set(o, "/spec/limits/cpu", json!(64));
+        }),
+        ("a minimum saving per disruption cost", |o| {
+            set(
+                o,
+                "/spec/disruption/minSavingsPerDisruptionCost",
+                json!("0.01"),
+            );
         }),
         ("no weight, no limits", |o| {
             common::remove(o, "/spec/weight");

@@ -3152,3 +3152,286 @@ fn consolidation_order_is_emptiest_first_not_by_savings_ratio() {
         assert_eq!(removed(&d), ["cheap"], "{policy:?}: {}", d.message);
     }
 }
+
+// =======================================================================================
+// savings_threshold_test.go (a NodePool's minSavingsPerDisruptionCost, restated on Adze's
+// `disruption::savings` and the consolidation decision that applies it)
+// =======================================================================================
+
+/// Savings Threshold > CheckSavingsThreshold > should correctly evaluate threshold
+#[test]
+fn savings_threshold_check_cases() {
+    use disruption::savings::SavingsCheck;
+    // (case, price of the removed node, replacement price, disruption cost, threshold,
+    // held back)
+    let cases = [
+        (
+            "threshold disabled (0) always passes",
+            1.00,
+            0.99,
+            10.0,
+            0.0,
+            false,
+        ),
+        (
+            "negative threshold treated as disabled",
+            1.00,
+            0.99,
+            10.0,
+            -0.05,
+            false,
+        ),
+        (
+            "high savings with low disruption cost passes",
+            1.00,
+            0.50,
+            1.0,
+            0.01,
+            false,
+        ),
+        (
+            "low savings with high disruption cost fails",
+            1.00,
+            0.99,
+            100.0,
+            0.01,
+            true,
+        ),
+        (
+            "marginal savings with moderate disruption fails",
+            0.10,
+            0.099,
+            10.0,
+            0.01,
+            true,
+        ),
+        (
+            "zero disruption cost with good savings passes",
+            1.00,
+            0.50,
+            0.0,
+            0.01,
+            false,
+        ),
+        (
+            "zero disruption cost with marginal savings fails",
+            1.00,
+            0.999,
+            0.0,
+            0.01,
+            true,
+        ),
+        (
+            "slightly above threshold passes",
+            1.00,
+            0.89,
+            10.0,
+            0.01,
+            false,
+        ),
+        (
+            "slightly below threshold fails",
+            1.00,
+            0.92,
+            10.0,
+            0.01,
+            true,
+        ),
+        (
+            "no savings (equal prices) passes",
+            1.00,
+            1.00,
+            10.0,
+            0.01,
+            false,
+        ),
+        ("negative savings passes", 1.00, 1.10, 10.0, 0.01, false),
+    ];
+    for (case, removed, replacement, cost, threshold, held) in cases {
+        let check = SavingsCheck::new(threshold, removed, replacement, cost);
+        assert_eq!(!check.passes(), held, "{case}: {check}");
+    }
+}
+
+/// The check inside the decision: a replacement saving less per unit of disruption cost than
+/// the pool's threshold is not taken (and single-node consolidation says why); one saving
+/// more is; a move that only deletes is never held back.
+#[test]
+fn savings_threshold_gates_replacements_in_decide() {
+    let free = one_with_a_pod(MOST_EXPENSIVE).decide().expect("a decision");
+    assert_eq!(free.action(), Action::Replace);
+    // One pod an hour into a 30-day life: disruption cost just under 1, charged as 1.
+    let ratio = free.removed_price - free.replacement_price;
+    let with = |threshold: f64| {
+        let mut c = one_with_a_pod(MOST_EXPENSIVE);
+        c.policies(|p| p.min_savings_per_disruption_cost = threshold);
+        c
+    };
+    let held = with(ratio * 1.01);
+    assert!(held.decide().is_none());
+    match disruption::try_consolidating(&held.input, &Options::default(), "n0") {
+        Some(Err(disruption::Invalidated::BelowSavingsThreshold(check))) => {
+            assert!(close(check.savings, ratio, 1e-9), "{check}");
+            assert_eq!(
+                check.disruption_cost,
+                disruption::savings::MIN_DISRUPTION_COST
+            );
+            assert!(!check.passes());
+        }
+        other => panic!("expected the threshold to hold it back, got {other:?}"),
+    }
+    let taken = with(ratio * 0.99).decide().expect("a decision");
+    assert_eq!(taken.action(), Action::Replace);
+    assert!(
+        taken.message.contains(">= minSavingsPerDisruptionCost"),
+        "{}",
+        taken.message
+    );
+    // Deleting n1 (its pod fits on n0) saves its whole price: no threshold applies.
+    let mut c = Cluster::new(&[
+        nodepool("default"),
+        node("n0", "default", MOST_EXPENSIVE, BIG),
+        node("n1", "default", MOST_EXPENSIVE, BIG),
+        bound("p", "n0", "", "{app: test}"),
+        bound("q", "n1", "", "{app: test}"),
+    ]);
+    c.policies(|p| p.min_savings_per_disruption_cost = 1_000_000.0);
+    let d = c.decide().expect("a decision");
+    assert_eq!(d.action(), Action::Delete, "{}", d.message);
+}
+
+/// Savings Threshold > GetTotalDisruptionCost > should sum costs for single candidate
+/// Savings Threshold > GetTotalDisruptionCost > should sum costs for multiple candidates
+/// Savings Threshold > GetTotalDisruptionCost > should return zero for empty candidates
+/// Savings Threshold > GetTotalDisruptionCost > should handle zero cost candidates
+#[test]
+fn savings_threshold_total_disruption_cost() {
+    use disruption::savings::total_disruption_cost;
+    assert_eq!(total_disruption_cost([5.0]), 5.0);
+    assert_eq!(total_disruption_cost([1.0, 2.0, 3.0]), 6.0);
+    assert_eq!(total_disruption_cost([]), 0.0);
+    assert_eq!(total_disruption_cost([0.0, 0.0]), 0.0);
+}
+
+/// Savings Threshold > MinDisruptionCost constant > should be positive
+/// Savings Threshold > MinDisruptionCost constant > should equal 1.0 (equivalent to one default pod)
+#[test]
+fn savings_threshold_min_disruption_cost_is_one_pod() {
+    let min = disruption::savings::MIN_DISRUPTION_COST;
+    assert!(min > 0.0);
+    assert_eq!(min, 1.0);
+    // As much as evicting one pod of default priority.
+    let pod = adze_scheduling::Pod::new("default", "p", Default::default());
+    assert_eq!(disruption::consolidation::pod_disruption_cost(&pod), min);
+}
+
+/// An on-demand type in test-zone-1.. with one offering per (price, available).
+fn priced_type(name: &str, offerings: &[(f64, bool)]) -> adze_scheduling::InstanceType {
+    let offerings = offerings
+        .iter()
+        .enumerate()
+        .map(|(i, &(price, available))| adze_scheduling::Offering {
+            zone: format!("test-zone-{}", i + 1),
+            zone_id: None,
+            capacity_type: "on-demand".to_string(),
+            price,
+            available,
+            reservation: None,
+        })
+        .collect();
+    adze_scheduling::InstanceType::new(
+        name,
+        adze_scheduling::Resources::new(1000, 1 << 30),
+        Default::default(),
+        Default::default(),
+        offerings,
+    )
+}
+
+/// Savings Threshold > GetCheapestReplacementPrice > should return cheapest price from first instance type
+/// Savings Threshold > GetCheapestReplacementPrice > should return cheapest offering from first type when multiple offerings exist
+/// Savings Threshold > GetCheapestReplacementPrice > should return MaxFloat64 for empty instance types
+/// Savings Threshold > GetCheapestReplacementPrice > should return MaxFloat64 when no offerings are available
+#[test]
+fn savings_threshold_cheapest_replacement_price() {
+    use disruption::savings::cheapest_replacement_price;
+    let any = adze_scheduling::Requirements::default();
+    let cheap = priced_type("cheap", &[(0.10, true), (0.15, true)]);
+    let expensive = priced_type("expensive", &[(0.50, true)]);
+    assert_eq!(
+        cheapest_replacement_price(&[&cheap, &expensive], &any),
+        Some(0.10)
+    );
+    // Only the first type is read: the options are ordered cheapest first.
+    let first = priced_type("first", &[(0.20, true), (0.10, true), (0.15, true)]);
+    let second = priced_type("second", &[(0.05, true)]);
+    assert_eq!(
+        cheapest_replacement_price(&[&first, &second], &any),
+        Some(0.10)
+    );
+    // Karpenter's MaxFloat64 ("no price"; savings then negative) is None here.
+    assert_eq!(cheapest_replacement_price(&[], &any), None);
+    let unavailable = priced_type("unavailable", &[(0.10, false)]);
+    assert_eq!(cheapest_replacement_price(&[&unavailable], &any), None);
+}
+
+/// A NodePool's disruption policy as `run` converts it, with this
+/// `minSavingsPerDisruptionCost` (None: unset).
+fn pool_with_threshold(name: &str, threshold: Option<&str>) -> Result<PoolPolicy, String> {
+    let field = threshold.map_or(String::new(), |t| {
+        format!("\n  disruption: {{minSavingsPerDisruptionCost: \"{t}\"}}")
+    });
+    let pool: adze_api::NodePool = serde_yaml::from_str(&format!(
+        "apiVersion: adze.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}{field}\n"
+    ))
+    .unwrap();
+    adze_api::convert::pool_policy(&pool).map_err(|e| e.to_string())
+}
+
+/// The threshold of a move whose nodes belong to these pools.
+fn threshold_of(pools: &[Option<&str>]) -> f64 {
+    disruption::savings::threshold(pools.iter().enumerate().map(|(i, t)| {
+        pool_with_threshold(&format!("p{i}"), *t)
+            .unwrap()
+            .min_savings_per_disruption_cost
+    }))
+}
+
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return controller default when no candidates
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return controller default when candidates have nil NodePool
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return controller default when NodePool has no threshold set
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return NodePool threshold for single candidate
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return max threshold for multi-node with same NodePool
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should return max threshold for multi-node with different NodePools
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should use controller default when it's higher than NodePool thresholds
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should handle mixed candidates (some with threshold, some without)
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should handle threshold of 0 (disabled)
+#[test]
+fn savings_threshold_resolution_across_pools() {
+    // No nodes (a node without a NodePool is never a candidate, so it adds nothing either):
+    // the default, 0.
+    assert_eq!(threshold_of(&[]), 0.0);
+    assert_eq!(threshold_of(&[None]), 0.0);
+    assert_eq!(threshold_of(&[Some("0.02")]), 0.02);
+    assert_eq!(threshold_of(&[Some("0.03"), Some("0.03")]), 0.03);
+    assert_eq!(threshold_of(&[Some("0.01"), Some("0.05")]), 0.05);
+    // Adze has no controller-wide default to raise it: the floor is 0.
+    assert_eq!(threshold_of(&[Some("0.01")]), 0.01);
+    assert_eq!(threshold_of(&[Some("0.04"), None]), 0.04);
+    assert_eq!(threshold_of(&[Some("0"), Some("0.01")]), 0.01);
+}
+
+/// Savings Threshold > GetMinSavingsPerDisruptionCost > should handle invalid threshold strings gracefully
+#[test]
+fn savings_threshold_invalid_value_is_refused() {
+    // Karpenter skips a value it cannot parse; Adze refuses the NodePool, naming the field,
+    // so a typo does not silently turn the minimum off.
+    for bad in ["not-a-number", "-0.05", "1e-3"] {
+        let err = pool_with_threshold("invalid", Some(bad)).unwrap_err();
+        assert!(
+            err.contains("spec.disruption.minSavingsPerDisruptionCost"),
+            "{bad}: {err}"
+        );
+    }
+    assert!(pool_with_threshold("valid", Some("0.02")).is_ok());
+}

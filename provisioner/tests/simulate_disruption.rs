@@ -491,6 +491,61 @@ fn a_node_nothing_cheaper_can_replace_is_left_alone_saying_so() {
     assert_eq!(l.reason, LeftAloneReason::NoCheaperFit, "{l:?}");
 }
 
+/// `big` (large, $0.38/h) holds one pod; a small node ($0.10/h) would do: the replacement
+/// saves $0.28/h for a disruption cost of 1 (one pod, charged at least 1).
+fn big_with_threshold(threshold: &str) -> DisruptionPlan {
+    plan(&[
+        pool(
+            "default",
+            &format!(
+                "{{consolidateAfter: 0s, budgets: [{{nodes: \"100%\"}}], minSavingsPerDisruptionCost: \"{threshold}\"}}"
+            ),
+            "",
+        ),
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "1", "", ""),
+    ])
+}
+
+#[test]
+fn a_replacement_saving_less_than_min_savings_per_disruption_cost_is_left_alone() {
+    let p = big_with_threshold("0.3");
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone("big").unwrap();
+    assert_eq!(l.reason, LeftAloneReason::SavingsThreshold, "{l:?}");
+    assert!(
+        l.message
+            .contains("saves $0.2800/h for a disruption cost of 1.00: 0.2800 per unit < minSavingsPerDisruptionCost 0.3000"),
+        "{l:?}"
+    );
+    let p = big_with_threshold("0.2");
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.action, Action::Replace);
+    assert!(
+        c.message.contains(">= minSavingsPerDisruptionCost 0.2000"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn an_invalid_min_savings_per_disruption_cost_is_refused_naming_the_field() {
+    let docs = [
+        CATALOG.to_string(),
+        pool(
+            "default",
+            "{consolidateAfter: 0s, minSavingsPerDisruptionCost: \"a cent\"}",
+            "",
+        ),
+    ];
+    let err = Scenario::parse(&docs.join("\n---\n")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.disruption.minSavingsPerDisruptionCost"),
+        "{err}"
+    );
+}
+
 #[test]
 fn pending_pods_the_provisioner_can_place_hold_every_disruption() {
     let pending = pod("waiting", "x", "1", "", "").replace("  nodeName: x\n", "");

@@ -47,6 +47,9 @@ pub fn pool_policy(np: &crate::NodePool) -> Result<PoolPolicy, ConvertError> {
         })?;
         budgets.push(parsed);
     }
+    let min_savings = d.min_savings_per_disruption_cost().map_err(|e| {
+        ConvertError::invalid(&object, "spec.disruption.minSavingsPerDisruptionCost", e)
+    })?;
     Ok(PoolPolicy {
         nodepool: name.to_string(),
         consolidation: match d.consolidation_policy {
@@ -56,6 +59,7 @@ pub fn pool_policy(np: &crate::NodePool) -> Result<PoolPolicy, ConvertError> {
         },
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
+        min_savings_per_disruption_cost: min_savings,
         fixed_size: np.spec.is_static(),
         // Counted from the pool's NodeClaims, which this conversion does not see.
         static_size: None,

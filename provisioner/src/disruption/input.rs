@@ -47,6 +47,9 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
             .map_err(|e| format!("NodePool {name}: spec.disruption.budgets[{i}]: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let min_savings = d.min_savings_per_disruption_cost().map_err(|e| {
+        format!("NodePool {name}: spec.disruption.minSavingsPerDisruptionCost: {e}")
+    })?;
     Ok(PoolPolicy {
         nodepool: name,
         consolidation: match d.consolidation_policy {
@@ -58,6 +61,7 @@ pub fn policy(pool: &NodePool) -> Result<PoolPolicy, String> {
         },
         consolidate_after: d.consolidate_after.as_std(),
         budgets,
+        min_savings_per_disruption_cost: min_savings,
         // A pool whose spec.replicas was added or removed is refused, not converted: while
         // either kind is in play, its nodes are not consolidated.
         fixed_size: pool.spec.is_static()
@@ -701,6 +705,35 @@ mod tests {
         }));
         let e = policy(&p).unwrap_err();
         assert!(e.contains("spec.disruption.budgets[0]"), "{e}");
+    }
+
+    #[test]
+    fn min_savings_per_disruption_cost_is_carried_or_refused_naming_the_field() {
+        let with = |v: &str| {
+            pool(json!({
+                "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+                "spec": {"template": {"spec": {"nodeClassRef":
+                        {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}},
+                    "disruption": {"minSavingsPerDisruptionCost": v}},
+            }))
+        };
+        assert_eq!(
+            policy(&with("0.05"))
+                .unwrap()
+                .min_savings_per_disruption_cost,
+            0.05
+        );
+        let unset = pool(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                    {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "default"}}}},
+        }));
+        assert_eq!(policy(&unset).unwrap().min_savings_per_disruption_cost, 0.0);
+        let e = policy(&with("NaN")).unwrap_err();
+        assert!(
+            e.contains("spec.disruption.minSavingsPerDisruptionCost"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -144,6 +144,37 @@ fn fields_adze_does_not_have_are_reported_not_silently_lost() {
 }
 
 #[test]
+fn min_savings_per_disruption_cost_is_carried_and_a_value_adze_refuses_is_flagged() {
+    let with = |value: &str| {
+        GENERAL.replacen(
+            "  disruption:\n",
+            &format!("  disruption:\n    minSavingsPerDisruptionCost: \"{value}\"\n"),
+            1,
+        )
+    };
+    let m = migrate(&with("0.02")).unwrap();
+    assert_eq!(
+        m.objects[0]["spec"]["disruption"]["minSavingsPerDisruptionCost"],
+        "0.02"
+    );
+    let field = "spec.disruption.minSavingsPerDisruptionCost";
+    assert!(
+        notes_about(&m, "NodePool/general-purpose", field).is_empty(),
+        "{:#?}",
+        m.notes
+    );
+    // Karpenter reads a negative value as "off"; Adze refuses it, so a person must look.
+    let m = migrate(&with("-0.05")).unwrap();
+    let n = notes_about(&m, "NodePool/general-purpose", field);
+    assert_eq!(n.len(), 1, "{:#?}", m.notes);
+    assert!(
+        n[0].action && n[0].message.contains("unsigned decimal"),
+        "{}",
+        n[0].message
+    );
+}
+
+#[test]
 fn windows_classes_carry_a_pricing_note_static_pools_and_reservations_are_carried() {
     let m = migrate(LEGACY).unwrap();
     assert_eq!(

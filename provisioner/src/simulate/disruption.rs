@@ -206,6 +206,9 @@ pub enum LeftAloneReason {
     /// What could replace it would not be cheaper (or, in a Balanced pool, would not save
     /// enough for the disruption).
     NoCheaperFit,
+    /// A cheaper replacement exists, but it saves less per unit of disruption cost than the
+    /// NodePool's `minSavingsPerDisruptionCost`.
+    SavingsThreshold,
     /// It could be consolidated alone, but not in this pass: a consolidation of the pass moves
     /// pods onto it or counts on it, or the pass took its most consolidations. It is decided
     /// again on the next pass.
@@ -237,6 +240,7 @@ impl LeftAloneReason {
             LeftAloneReason::ExpiryFirst => "expiry-first",
             LeftAloneReason::PodsCannotMove => "pods-cannot-move",
             LeftAloneReason::NoCheaperFit => "no-cheaper-fit",
+            LeftAloneReason::SavingsThreshold => "savings-threshold",
             LeftAloneReason::LaterPass => "later-pass",
             LeftAloneReason::CommandLimit => "command-limit",
             LeftAloneReason::NotChosen => "not-chosen",
@@ -769,6 +773,7 @@ fn invalidated_reason(e: &Invalidated) -> LeftAloneReason {
     match e {
         Invalidated::PodsDoNotFit(_) => LeftAloneReason::PodsCannotMove,
         Invalidated::NotWorthIt(_) => LeftAloneReason::NoCheaperFit,
+        Invalidated::BelowSavingsThreshold(_) => LeftAloneReason::SavingsThreshold,
         Invalidated::Pdb(_) => LeftAloneReason::Pdb,
         Invalidated::Budget(_) => LeftAloneReason::Budget,
         Invalidated::StaticPool(_) => LeftAloneReason::StaticPool,

@@ -28,7 +28,10 @@
 //!
 //! `Balanced` pools ([`super::ConsolidationPolicy::Balanced`]) add one test, Karpenter's:
 //! a move must save a share of its pool's cost at least half the share of its pool's
-//! disruption it causes ([`balanced_score`]).
+//! disruption it causes ([`balanced_score`]). A pool with `minSavingsPerDisruptionCost` adds
+//! another to moves that launch a replacement: the hourly savings over the removed nodes'
+//! disruption cost must reach the highest threshold of their pools ([`savings`]); it is
+//! checked once the options are cut to the cheaper ones, before the spot-to-spot count.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +39,7 @@ use super::Reason;
 use super::candidates::Candidate;
 use super::decision::Decision;
 use super::methods::{Context, Invalidated, pdb_overrun};
+use super::savings;
 use crate::labels;
 use crate::resources::Resources;
 
@@ -91,7 +95,7 @@ fn better(multi: Option<Decision>, single: Option<Decision>) -> Option<Decision>
 /// Karpenter's disruption cost of a candidate, the tie-break of the consolidation order:
 /// its pods' eviction costs ([`pod_disruption_cost`]) weighted by the share of the node's
 /// lifetime (`expireAfter`) still ahead of it, so of two equally used nodes the one with
-/// fewer pods, or closer to expiry, goes first.
+/// fewer pods, or closer to expiry, goes first. Also what [`savings`] divides the savings by.
 fn candidate_disruption_cost(ctx: &Context, c: &Candidate) -> f64 {
     let bound = &ctx.input.snapshot.bound;
     let pods: f64 = c
@@ -192,6 +196,7 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
         )));
     }
     let removed: f64 = set.iter().map(|c| c.price).sum();
+    let mut checked = None;
     if let Some(claim) = plan.new_claims.first_mut() {
         if claim.price_per_hour >= removed {
             return Err(Invalidated::NotWorthIt(format!(
@@ -225,6 +230,31 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
             return Err(Invalidated::NotWorthIt(
                 "no replacement type is cheaper than the nodes it replaces".to_string(),
             ));
+        }
+        let threshold = savings::threshold(
+            set.iter()
+                .filter_map(|c| ctx.input.policy(&c.nodepool))
+                .map(|p| p.min_savings_per_disruption_cost),
+        );
+        if threshold > 0.0 {
+            // The options are cheapest first: the first type holds the cheapest launch.
+            let first: Vec<&crate::InstanceType> = claim
+                .instance_type_options
+                .first()
+                .and_then(|n| pool.and_then(|p| p.instance_types.iter().find(|t| &t.name == n)))
+                .map(|t| &**t)
+                .into_iter()
+                .collect();
+            let replacement = savings::cheapest_replacement_price(&first, &claim.requirements)
+                .unwrap_or(claim.price_per_hour);
+            let cost = savings::total_disruption_cost(
+                set.iter().map(|c| candidate_disruption_cost(ctx, c)),
+            );
+            let check = savings::SavingsCheck::new(threshold, removed, replacement, cost);
+            if !check.passes() {
+                return Err(Invalidated::BelowSavingsThreshold(check));
+            }
+            checked = Some(check);
         }
         let spot_removed = set
             .iter()
@@ -292,7 +322,7 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
         scores.push(s.to_string());
     }
     let mut d = ctx.decision(Reason::Underutilized, set, plan);
-    for s in scores {
+    for s in scores.into_iter().chain(checked.map(|c| c.to_string())) {
         d.message.push_str("; ");
         d.message.push_str(&s);
     }

@@ -230,6 +230,10 @@ pub enum Invalidated {
     PodsDoNotFit(String),
     #[error("consolidation no longer pays: {0}")]
     NotWorthIt(String),
+    /// The replacement saves too little for the disruption: below the pools'
+    /// `minSavingsPerDisruptionCost` ([`super::savings`]).
+    #[error("the savings do not justify the disruption: {0}")]
+    BelowSavingsThreshold(super::savings::SavingsCheck),
     #[error("{0}")]
     StaticPool(String),
 }
@@ -354,7 +358,7 @@ pub fn displaced_plan(input: &Input, options: &Options, nodes: &[&str]) -> Plan 
 
 /// Single-node consolidation of `node` alone, as the search would judge it: the decision,
 /// or why it is refused (its pods do not fit, the replacement would not be cheaper, a
-/// Balanced pool's score is too low). `None` when `node` is not a candidate at all
+/// Balanced pool's score is too low, it saves less than `minSavingsPerDisruptionCost`). `None` when `node` is not a candidate at all
 /// ([`super::candidates`]). Budgets and `consolidateAfter` are not consulted: this explains
 /// what consolidation would find once they allow it.
 pub fn try_consolidating(

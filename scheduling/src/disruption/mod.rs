@@ -16,7 +16,8 @@
 //!    `Balanced`): the largest-saving set of nodes whose pods fit on the other nodes plus at
 //!    most one cheaper replacement, multi-node first, then single-node (also when multi-node
 //!    finds a replacement: the bigger saving wins); under `Balanced` only
-//!    moves whose savings justify their disruption. See [`consolidation`].
+//!    moves whose savings justify their disruption, and a replacement only when it saves
+//!    at least the pools' `minSavingsPerDisruptionCost` ([`savings`]). See [`consolidation`].
 //!
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
 //! do-not-disrupt, and the controller carries it out before asking for a decision. So is
@@ -39,6 +40,7 @@ pub mod drift;
 pub mod expiry;
 mod methods;
 pub mod repair;
+pub mod savings;
 mod simulate;
 pub mod static_drift;
 
@@ -117,6 +119,10 @@ pub struct PoolPolicy {
     pub consolidate_after: Option<Duration>,
     /// Empty means no limit.
     pub budgets: Vec<Budget>,
+    /// `minSavingsPerDisruptionCost`: the least a consolidation that launches a replacement
+    /// must save per hour for each unit of disruption cost it causes ([`savings`]); 0 is no
+    /// minimum.
+    pub min_savings_per_disruption_cost: f64,
     /// A static pool (`spec.replicas`): its node count is fixed, so neither emptiness nor
     /// consolidation takes its nodes; drift does, within [`Self::static_size`].
     pub fixed_size: bool,
@@ -163,6 +169,7 @@ impl PoolPolicy {
             consolidation: ConsolidationPolicy::WhenEmptyOrUnderutilized,
             consolidate_after: Some(Duration::ZERO),
             budgets: vec![Budget::nodes(BudgetNodes::Percent(10))],
+            min_savings_per_disruption_cost: 0.0,
             fixed_size: false,
             static_size: None,
         }
