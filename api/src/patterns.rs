@@ -48,17 +48,23 @@ pub const VOLUME_SIZE: &str = r"^[1-9][0-9]*(G|Gi|T|Ti)$";
 pub const EVICTION_THRESHOLD: &str = r"^(([0-9]{1,2}([.][0-9]{1,2})?|100([.]0{1,2})?)%|(\+|-)?(([0-9]+([.][0-9]*)?)|([.][0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+([.][0-9]*)?)|([.][0-9]+))))?)$";
 
 /// Whether `value` matches one of the patterns above (compiled once, on first use).
+///
+/// Each pattern's one `Regex` is shared, never cloned: a clone starts with an empty cache
+/// pool, so every match on a clone would build its lazy DFA again (thousands of label keys
+/// in a large plan cost seconds that way).
 pub fn is_match(pattern: &'static str, value: &str) -> bool {
-    static COMPILED: LazyLock<Mutex<HashMap<&'static str, Regex>>> =
+    // Leaked once per pattern: the patterns are this module's constants, a fixed few.
+    static COMPILED: LazyLock<Mutex<HashMap<&'static str, &'static Regex>>> =
         LazyLock::new(Default::default);
-    let regex = {
+    let regex: &'static Regex = {
         let mut compiled = COMPILED
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        compiled
-            .entry(pattern)
-            .or_insert_with(|| Regex::new(pattern).expect("patterns in this module compile"))
-            .clone()
+        compiled.entry(pattern).or_insert_with(|| {
+            Box::leak(Box::new(
+                Regex::new(pattern).expect("patterns in this module compile"),
+            ))
+        })
     };
     regex.is_match(value)
 }

@@ -40,7 +40,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOC: Counting = Counting;
 
 use adze_scheduling::fixtures::{
-    bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
+    self, bench_catalog, bench_pods, generic_pods, node_from_claim, pool, term,
 };
 use adze_scheduling::{
     BoundPod, Operator, Options, Pod, Requirement, Requirements, Snapshot, labels, schedule,
@@ -142,12 +142,16 @@ fn main() {
     rows.push(("pools", 20_000));
     rows.push(("anti", 8_000));
     rows.push(("terms", 20_000));
+    rows.push(("hostport", 1_300));
+    rows.push(("gpu", 900));
     // `--only kind:n` with a count of its own (say, to see how a kind's time grows).
     let extra = only.as_deref().and_then(|o| {
         let (kind, n) = o.split_once(':')?;
-        let kind = ["diverse", "generic", "pools", "anti", "terms"]
-            .into_iter()
-            .find(|k| *k == kind)?;
+        let kind = [
+            "diverse", "generic", "pools", "anti", "terms", "hostport", "gpu",
+        ]
+        .into_iter()
+        .find(|k| *k == kind)?;
         Some((kind, n.parse::<usize>().ok()?))
     });
     if let Some(row) = extra.filter(|r| !rows.contains(r)) {
@@ -218,6 +222,41 @@ fn main() {
                     snap,
                     n,
                     "generic, two required node-selector terms".to_string(),
+                )
+            }
+            "hostport" => {
+                // Every pod holds the same host port: a node each, like hostNetwork agents.
+                let mut snap = snapshot(generic_pods(n, 42));
+                for p in &mut snap.pending {
+                    p.host_ports.push(adze_scheduling::pod::HostPort {
+                        port: 9100,
+                        protocol: "TCP".to_string(),
+                        host_ip: String::new(),
+                    });
+                }
+                (
+                    snap,
+                    n,
+                    "generic, each holding host port 9100 (a node each)".to_string(),
+                )
+            }
+            "gpu" => {
+                // Pods of 4 GPUs on the embedded catalog's GPU types: a node each.
+                let pods = (0..n)
+                    .map(|i| {
+                        fixtures::pod(&format!("gpu-{i:05}"))
+                            .cpu(4600)
+                            .mem(8 << 30)
+                            .gpu(4)
+                            .build()
+                    })
+                    .collect();
+                let mut snap = snapshot(pods);
+                snap.nodepools = vec![pool("default", adze_scheduling::catalog::embedded())];
+                (
+                    snap,
+                    n,
+                    "4 GPUs each, embedded catalog (a node each)".to_string(),
                 )
             }
             _ => {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::explain::{Refusal, Why};
-use super::state::{Solver, Target, type_compatible};
+use super::state::{Solver, Target, ports_clash, type_compatible};
 use crate::instance_type::{InstanceType, Offering};
 use crate::labels;
 use crate::plan::NewClaim;
@@ -467,11 +467,7 @@ impl Solver<'_> {
             {
                 return Err(ClaimMiss::Room);
             }
-            if pod
-                .host_ports
-                .iter()
-                .any(|hp| claim.host_ports.iter().any(|o| o.conflicts(hp)))
-            {
+            if ports_clash(&pod.host_ports, &claim.host_ports) {
                 return Err(ClaimMiss::HostPort);
             }
         }

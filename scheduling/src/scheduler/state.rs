@@ -211,7 +211,8 @@ pub(super) struct VariantState {
     pub eligible: HashMap<usize, Vec<DomainId>>,
     /// [`Solver::candidate_pools`], once asked.
     pub candidates: Option<Option<std::rc::Rc<Vec<usize>>>>,
-    /// The claims this variant's hostname terms have not ruled out yet.
+    /// The claims this variant's hostname terms and the group's host ports have not ruled
+    /// out yet.
     pub host_live: HostLive,
 }
 
@@ -220,6 +221,10 @@ pub(super) struct VariantState {
 /// ruled out, and each pod looks at the claims still open instead of at every claim. With
 /// required hostname anti-affinity among a Deployment's pods every claim holds one of them,
 /// and a scan of every claim per pod would make planning quadratic in pods.
+///
+/// A claim holding one of the group's host ports is ruled out the same way (a claim's ports
+/// only grow, and [`Solver::claim_takes`] refuses it): pods that all ask for one host port
+/// each need a node of their own, and would otherwise each scan every claim.
 pub(super) enum HostLive {
     /// Claims `0..seen` were sorted out; `live` holds those still open, in order.
     List { seen: usize, live: Vec<u32> },
@@ -902,6 +907,7 @@ impl<'a> Solver<'a> {
         let memo = self.memo_ok(g);
         let mut candidates: Vec<(u64, usize)> = Vec::new();
         let filtered = pools.is_some() || memo;
+        let ports = &self.rep_pod(g).host_ports;
         let live = self.live_claims(g, vi, &host_terms);
         let mut consider = |c: usize| {
             let b = &self.briefs[c];
@@ -913,7 +919,9 @@ impl<'a> Solver<'a> {
             };
             if !fits
                 || (filtered && self.passed_over(c, p, g, vi, &need, pools.as_deref(), memo))
-                || (live.is_none() && self.host_blocked(&host_terms, self.claims[c].hostname))
+                || (live.is_none()
+                    && (self.host_blocked(&host_terms, self.claims[c].hostname)
+                        || ports_clash(ports, &self.claims[c].host_ports)))
             {
                 return;
             }
@@ -966,22 +974,27 @@ impl<'a> Solver<'a> {
         None
     }
 
-    /// The claims `host_terms` (the variant's) leave open, brought up to date (see
-    /// [`HostLive`]), taken out of the variant for [`Self::try_claims`] to put back; `None`
-    /// when there are no such terms or the lists are over their budget: then every claim is
-    /// a candidate.
+    /// The claims `host_terms` (the variant's) and the group's host ports leave open,
+    /// brought up to date (see [`HostLive`]), taken out of the variant for
+    /// [`Self::try_claims`] to put back; `None` when there are no such terms or ports, or the
+    /// lists are over their budget: then every claim is a candidate.
     fn live_claims(&mut self, g: usize, vi: usize, host_terms: &[HostTerm]) -> Option<Vec<u32>> {
-        if host_terms.is_empty() {
+        let ports = &self.rep_pod(g).host_ports;
+        if host_terms.is_empty() && ports.is_empty() {
             return None;
         }
         let state = std::mem::replace(&mut self.groups[g].variants[vi].host_live, HostLive::Off);
         let HostLive::List { seen, mut live } = state else {
             return None;
         };
+        let blocked = |c: usize| {
+            let claim = &self.claims[c];
+            ports_clash(ports, &claim.host_ports) || self.host_blocked(host_terms, claim.hostname)
+        };
         let before = live.len();
-        live.retain(|&c| !self.host_blocked(host_terms, self.claims[c as usize].hostname));
+        live.retain(|&c| !blocked(c as usize));
         for c in seen..self.claims.len() {
-            if !self.host_blocked(host_terms, self.claims[c].hostname) {
+            if !blocked(c) {
                 // Claim indices fit in u32: there are at most as many claims as pods.
                 live.push(c as u32);
             }
@@ -1339,6 +1352,12 @@ impl<'a> Solver<'a> {
             })
             .collect()
     }
+}
+
+/// Whether one of a pod's host `ports` conflicts with one of those already `held` on a
+/// node or claim: [`Solver::claim_takes`]'s host-port refusal.
+pub(super) fn ports_clash(ports: &[HostPort], held: &[HostPort]) -> bool {
+    ports.iter().any(|hp| held.iter().any(|o| o.conflicts(hp)))
 }
 
 /// The values `key` can take on a node of one of `types` launched under `reqs`: zones,
