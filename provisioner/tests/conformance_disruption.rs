@@ -1251,7 +1251,12 @@ fn candidate_case(extra: &[String]) -> Cluster {
 }
 
 fn blocker(c: &Cluster) -> Option<disruption::Blocker> {
-    let (cands, blocked) = disruption::candidates::candidates(&c.input);
+    blocker_of_n0(&c.input)
+}
+
+/// n0's blocker in `input` (None: n0 is a candidate; neither fails the test).
+fn blocker_of_n0(input: &Input) -> Option<disruption::Blocker> {
+    let (cands, blocked) = disruption::candidates::candidates(input);
     match blocked.into_iter().find(|(n, _)| n == "n0") {
         Some((_, b)) => Some(b),
         None => {
@@ -1447,15 +1452,7 @@ fn blocker_from_objects(extra: &[String]) -> Option<disruption::Blocker> {
         node("n0", "default", MOST_EXPENSIVE, BIG),
     ];
     docs.extend(extra.iter().cloned());
-    let input = from_objects(&docs);
-    let (cands, blocked) = disruption::candidates::candidates(&input);
-    match blocked.into_iter().find(|(n, _)| n == "n0") {
-        Some((_, b)) => Some(b),
-        None => {
-            assert!(cands.iter().any(|x| x.name == "n0"), "n0 is neither");
-            None
-        }
-    }
+    blocker_of_n0(&from_objects(&docs))
 }
 
 /// Candidate Filtering > should not consider candidates that have do-not-disrupt mirror pods scheduled
