@@ -433,7 +433,7 @@ check "/metrics counts the InsufficientCapacity launch error and the claim it de
   curl -fsS '$url_b/metrics' | grep -Eq '^adze_nodeclaims_terminated_total\\{reason=\"insufficient_capacity\"\\} [1-9]'"
 check "the scarce pods were told: an InsufficientCapacity event naming t3a.xlarge" bash -c "
   kubectl --kubeconfig $KUBECONFIG get events -n scarce --field-selector reason=InsufficientCapacity -o json |
-  jq -e '[.items[] | select(.involvedObject.kind == \"Pod\" and .type == \"Warning\" and (.message | contains(\"t3a.xlarge\")))] | length > 0' >/dev/null"
+  jqe '[.items[] | select(.involvedObject.kind == \"Pod\" and .type == \"Warning\" and (.message | contains(\"t3a.xlarge\")))] | length > 0'"
 
 # ---- 7. a volume in one zone: the node goes where the disk is ------------------------------
 # A statically bound PV (claimRef + volumeName; the controller-manager's PV binder completes
