@@ -1383,6 +1383,19 @@ def offline(write):
               bool(ext) and ("bindVerb" in ext) == (short == "1.30"), json.dumps(ext))
         check(f"offline {family}: a v1beta1 scheduler config only before 1.25",
               ("scheduler/kube-scheduler-config-v1beta1.yaml" in by_family[short]) == (short == "1.20"))
+    # manifests/*.yaml (top level) are rendered against a live 1.20 API server, so only the full
+    # check regenerates them; their containers' commands and arguments are compared here, against
+    # the 1.20 family rendered offline, so a changed flag or chart default fails without a cluster.
+    def containers(text):
+        return {(d["kind"], d["metadata"]["name"], c["name"]): (c.get("command"), c.get("args"))
+                for d in yaml.safe_load_all(text) if d and d["kind"] in ("Deployment", "DaemonSet")
+                for c in d["spec"]["template"]["spec"].get("containers", [])}
+    for path in ["provisioner.yaml", "extender.yaml", "agent.yaml"]:
+        live = containers((base / path).read_text()) if (base / path).is_file() else {}
+        rendered = containers(by_family["1.20"].get(path, ""))
+        differ = sorted(f"{k[1]}/{k[2]}" for k in set(live) | set(rendered) if live.get(k) != rendered.get(k))
+        check(f"manifests/{path}: containers' commands and flags are what the chart renders "
+              "(charts/ci/check.sh --write-manifests)", bool(rendered) and not differ, str(differ))
 
 
 def main():
