@@ -975,6 +975,21 @@ impl<'a> Solver<'a> {
         let need_extended = !need.extended.is_empty();
         let check_host = live.is_none() && !host_terms.is_empty();
         let check_ports = live.is_none() && !ports.is_empty();
+        // Required hostname affinity past a group's first pod: only a claim already holding
+        // a matching pod can pass the topology check, so the others are no candidates.
+        let host_affinity: Vec<usize> = {
+            let group = &self.groups[g];
+            group.variants[vi]
+                .variant
+                .affinity
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    let t = self.topo.group(a);
+                    t.key == labels::HOSTNAME && !(t.total() == 0 && group.matches.contains(&a))
+                })
+                .collect()
+        };
         let mut consider = |c: usize| -> Verdict {
             let b = &self.briefs[c];
             let fits = if b.extended || need_extended {
@@ -992,6 +1007,12 @@ impl<'a> Solver<'a> {
                     Skip::Always => return Verdict::Static,
                     Skip::Now => return Verdict::Dynamic,
                 }
+            }
+            if host_affinity
+                .iter()
+                .any(|&a| self.topo.group(a).count(self.claims[c].hostname) == 0)
+            {
+                return Verdict::Dynamic;
             }
             if (check_host && self.host_blocked(&host_terms, self.claims[c].hostname))
                 || (check_ports && ports_clash(ports, &self.claims[c].host_ports))
