@@ -306,6 +306,47 @@ pub struct Solver<'a> {
     pub(super) marginal_refusal: std::cell::Cell<Option<f64>>,
     /// Entries of all [`HostLive`] lists.
     host_live_entries: usize,
+    /// Claims in the order they changed (one entry per pod a claim took): see [`MemoLive`].
+    changes: Vec<u32>,
+    /// Per pool, its claims in creation order.
+    by_pool: Vec<Vec<u32>>,
+    /// Per (group, rung, requests) of a group whose refusals are remembered: see [`MemoLive`].
+    memo_live: HashMap<(usize, usize, Resources), MemoLive>,
+    /// Entries of all [`MemoLive`] lists.
+    memo_live_entries: usize,
+    /// Scratch marks per claim for [`Solver::memo_claims`] (a mark equal to `memo_stamp` means
+    /// listed), so re-listing a changed claim needs no per-list set.
+    memo_marks: Vec<u32>,
+    memo_stamp: u32,
+}
+
+/// The claims a kind of pod (group, rung, requests) whose answers [`Solver::memo_ok`] lets
+/// be remembered may still be offered. A claim it does not fit, of a pool it cannot use, or
+/// that refused it (outright, see [`super::claim::RefusedPod`]) gives the same answer until
+/// the claim changes: it leaves the list, and comes back when it changes. Without it every
+/// pod scans every claim, and most claims are ones that already refused its kind, so a plan
+/// costs pods × claims.
+#[derive(Default)]
+pub(super) struct MemoLive {
+    /// Claims `0..seen` were sorted out.
+    seen: usize,
+    /// `changes[..cursor]` were taken into account.
+    cursor: usize,
+    /// The claims below `seen` that may answer, in no particular order (candidates are
+    /// ranked by score and index, so the order does not matter).
+    live: Vec<u32>,
+    /// Over [`HOST_LIVE_BUDGET`]: every claim is scanned.
+    off: bool,
+}
+
+/// What [`Solver::try_claims`] made of one claim.
+#[derive(PartialEq, Eq)]
+enum Verdict {
+    Candidate,
+    /// Refused for a reason that holds until the claim changes.
+    Static,
+    /// Refused for now.
+    Dynamic,
 }
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
@@ -341,6 +382,16 @@ impl Brief {
     fn fits(&self, need: &[i64; 4]) -> bool {
         (0..4).all(|i| self.requests[i].saturating_add(need[i]) <= self.max_usable[i])
     }
+}
+
+/// [`Solver::skip`]'s answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    No,
+    /// Until the claim changes.
+    Always,
+    /// For this pod.
+    Now,
 }
 
 /// A hostname term of a pod that a node or claim already holding matching pods fails:
@@ -593,6 +644,12 @@ impl<'a> Solver<'a> {
             considered: None,
             marginal_refusal: std::cell::Cell::new(None),
             host_live_entries: 0,
+            changes: Vec::new(),
+            by_pool: vec![Vec::new(); snap.nodepools.len()],
+            memo_live: HashMap::new(),
+            memo_live_entries: 0,
+            memo_marks: Vec::new(),
+            memo_stamp: 0,
         }
     }
 
@@ -729,6 +786,7 @@ impl<'a> Solver<'a> {
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
                     let pool = self.claims[c].pool;
+                    self.by_pool[pool].push(c as u32);
                     self.pools[pool].reserved.add(&self.claims[c].reserved);
                     self.record(p, g, Placement::Claim(c));
                     return Ok(());
@@ -909,21 +967,57 @@ impl<'a> Solver<'a> {
         let filtered = pools.is_some() || memo;
         let ports = &self.rep_pod(g).host_ports;
         let live = self.live_claims(g, vi, &host_terms);
-        let mut consider = |c: usize| {
+        let mut memo_list = if memo && live.is_none() {
+            self.memo_claims(g, vi, &need, pools.as_deref().map(Vec::as_slice))
+        } else {
+            None
+        };
+        let need_extended = !need.extended.is_empty();
+        let check_host = live.is_none() && !host_terms.is_empty();
+        let check_ports = live.is_none() && !ports.is_empty();
+        // Required hostname affinity past a group's first pod: only a claim already holding
+        // a matching pod can pass the topology check, so the others are no candidates.
+        let host_affinity: Vec<usize> = {
+            let group = &self.groups[g];
+            group.variants[vi]
+                .variant
+                .affinity
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    let t = self.topo.group(a);
+                    t.key == labels::HOSTNAME && !(t.total() == 0 && group.matches.contains(&a))
+                })
+                .collect()
+        };
+        let mut consider = |c: usize| -> Verdict {
             let b = &self.briefs[c];
-            let fits = if b.extended || !need.extended.is_empty() {
+            let fits = if b.extended || need_extended {
                 let claim = &self.claims[c];
                 claim.requests.fits_with(&need, &claim.max_usable)
             } else {
                 b.fits(&plain)
             };
-            if !fits
-                || (filtered && self.passed_over(c, p, g, vi, &need, pools.as_deref(), memo))
-                || (live.is_none()
-                    && (self.host_blocked(&host_terms, self.claims[c].hostname)
-                        || ports_clash(ports, &self.claims[c].host_ports)))
+            if !fits {
+                return Verdict::Static;
+            }
+            if filtered {
+                match self.skip(c, p, g, vi, &need, pools.as_deref(), memo) {
+                    Skip::No => {}
+                    Skip::Always => return Verdict::Static,
+                    Skip::Now => return Verdict::Dynamic,
+                }
+            }
+            if host_affinity
+                .iter()
+                .any(|&a| self.topo.group(a).count(self.claims[c].hostname) == 0)
             {
-                return;
+                return Verdict::Dynamic;
+            }
+            if (check_host && self.host_blocked(&host_terms, self.claims[c].hostname))
+                || (check_ports && ports_clash(ports, &self.claims[c].host_ports))
+            {
+                return Verdict::Dynamic;
             }
             let score = if b.ideal_cpu > 0 && b.ideal_memory > 0 {
                 let fc = (b.requests[0] + need.cpu) as f64 / b.ideal_cpu as f64;
@@ -933,16 +1027,26 @@ impl<'a> Solver<'a> {
                 0
             };
             candidates.push((score, c));
+            Verdict::Candidate
         };
-        match &live {
-            Some(l) => l.iter().for_each(|&c| consider(c as usize)),
-            None => (0..self.briefs.len()).for_each(&mut consider),
+        match (&live, memo_list.as_mut()) {
+            (Some(l), _) => l.iter().for_each(|&c| {
+                consider(c as usize);
+            }),
+            (None, Some(m)) => m.live.retain(|&c| consider(c as usize) != Verdict::Static),
+            (None, None) => (0..self.briefs.len()).for_each(|c| {
+                consider(c);
+            }),
         }
         if let Some(live) = live {
             self.groups[g].variants[vi].host_live = HostLive::List {
                 seen: self.claims.len(),
                 live,
             };
+        }
+        if let Some(m) = memo_list {
+            self.memo_live_entries += m.live.len();
+            self.memo_live.insert((g, vi, need.clone()), m);
         }
         // Usually the best candidate takes the pod: try it before ordering the rest.
         let best = (0..candidates.len()).min_by_key(|&i| candidates[i])?;
@@ -1010,7 +1114,6 @@ impl<'a> Solver<'a> {
     /// Whether [`Self::try_claims`] skips claim `c` for pod `p` of group `g` on rung `vi`:
     /// its pool is not among the candidates, or it refused such a pod since it last changed
     /// (see [`super::claim::RefusedPod`]).
-    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn passed_over(
         &self,
@@ -1022,29 +1125,128 @@ impl<'a> Solver<'a> {
         pools: Option<&Vec<usize>>,
         memo: bool,
     ) -> bool {
+        self.skip(c, p, g, vi, need, pools, memo) != Skip::No
+    }
+
+    /// [`Self::passed_over`], and whether the answer holds until the claim changes
+    /// ([`Skip::Always`]) or may differ for another pod of the same requests ([`Skip::Now`]:
+    /// a refusal by the marginal-cost rule on a group of several rungs).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn skip(
+        &self,
+        c: usize,
+        p: usize,
+        g: usize,
+        vi: usize,
+        need: &Resources,
+        pools: Option<&Vec<usize>>,
+        memo: bool,
+    ) -> Skip {
         let claim = &self.claims[c];
         if pools.is_some_and(|ps| ps.binary_search(&claim.pool).is_err()) {
-            return true;
+            return Skip::Always;
         }
-        if !memo {
-            return false;
+        if !memo || claim.refused.is_empty() {
+            return Skip::No;
         }
         let one_rung = self.groups[g].variants.len() == 1;
-        claim.refused.iter().any(|r| {
-            r.group == g
-                && r.variant == vi
-                && r.need == *need
-                && match r.alone {
-                    None => true,
-                    // One rung: the pod's own price, whenever worked out, is this one.
-                    Some(_) if one_rung => true,
-                    // Skipping must not skip working out the pod's price on this rung.
-                    Some(a) => {
-                        let pools = self.pools.len();
-                        self.alone_price.borrow().get(p, claim.pool, pools) == Some(Some(a))
+        let mut out = Skip::No;
+        for r in &claim.refused {
+            if r.group != g || r.variant != vi || r.need != *need {
+                continue;
+            }
+            match r.alone {
+                None => return Skip::Always,
+                // One rung: the pod's own price, whenever worked out, is this one.
+                Some(_) if one_rung => return Skip::Always,
+                // Skipping must not skip working out the pod's price on this rung.
+                Some(a) => {
+                    let pools = self.pools.len();
+                    if self.alone_price.borrow().get(p, claim.pool, pools) == Some(Some(a)) {
+                        out = Skip::Now;
                     }
                 }
-        })
+            }
+        }
+        out
+    }
+
+    /// The [`MemoLive`] list of pod kind (`g`, `vi`, `need`), brought up to date with the
+    /// claims made and changed since it was last read, taken out of the map for
+    /// [`Self::try_claims`] to put back; `None` over the budget (then every claim is scanned).
+    fn memo_claims(
+        &mut self,
+        g: usize,
+        vi: usize,
+        need: &Resources,
+        pools: Option<&[usize]>,
+    ) -> Option<MemoLive> {
+        let key = (g, vi, need.clone());
+        let mut m = match self.memo_live.remove(&key) {
+            Some(m) => {
+                self.memo_live_entries -= m.live.len();
+                m
+            }
+            None => MemoLive::default(),
+        };
+        if m.off {
+            self.memo_live.insert(key, m);
+            return None;
+        }
+        let n = self.claims.len();
+        let in_pools =
+            |c: u32| pools.is_none_or(|ps| ps.binary_search(&self.claims[c as usize].pool).is_ok());
+        if self.changes.len() - m.cursor > m.seen {
+            // More changes than claims: listing every claim again is cheaper.
+            m.live.clear();
+            match pools {
+                Some(ps) => {
+                    for &pi in ps {
+                        let list = &self.by_pool[pi];
+                        let end = list.partition_point(|&c| (c as usize) < m.seen);
+                        m.live.extend_from_slice(&list[..end]);
+                    }
+                }
+                None => m.live.extend(0..m.seen as u32),
+            }
+        } else if m.cursor < self.changes.len() {
+            self.memo_marks.resize(n, 0);
+            self.memo_stamp = self.memo_stamp.wrapping_add(1);
+            if self.memo_stamp == 0 {
+                self.memo_marks.iter_mut().for_each(|x| *x = 0);
+                self.memo_stamp = 1;
+            }
+            let stamp = self.memo_stamp;
+            for &c in &m.live {
+                self.memo_marks[c as usize] = stamp;
+            }
+            for &c in &self.changes[m.cursor..] {
+                if (c as usize) < m.seen && self.memo_marks[c as usize] != stamp && in_pools(c) {
+                    self.memo_marks[c as usize] = stamp;
+                    m.live.push(c);
+                }
+            }
+        }
+        m.cursor = self.changes.len();
+        match pools {
+            Some(ps) => {
+                for &pi in ps {
+                    let list = &self.by_pool[pi];
+                    let start = list.partition_point(|&c| (c as usize) < m.seen);
+                    m.live.extend_from_slice(&list[start..]);
+                }
+            }
+            None => m.live.extend(m.seen as u32..n as u32),
+        }
+        m.seen = n;
+        if self.memo_live_entries + m.live.len() > HOST_LIVE_BUDGET {
+            m.live = Vec::new();
+            m.off = true;
+            self.memo_live.insert(key, m);
+            return None;
+        }
+        Some(m)
     }
 
     /// Whether a claim's answer to a pod of group `g` depends only on the claim, the group,
@@ -1067,6 +1269,7 @@ impl<'a> Solver<'a> {
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
         self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
+        self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.record(p, g, Placement::Claim(c));
     }
