@@ -718,3 +718,23 @@ fn pod_fields_the_apiserver_refuses_are_refused_at_their_path() {
         "{err}"
     );
 }
+
+#[test]
+fn a_negative_kubelet_reservation_is_refused_not_added_to_allocatable() {
+    // Before: kubeReserved cpu "-3" was planned with exit 0, each node 3 cpu larger than it is.
+    for field in ["kubeReserved", "systemReserved"] {
+        let yaml = inflate_pool().replacen(
+            "  role: AdzeNodeRole-demo\n",
+            &format!("  role: AdzeNodeRole-demo\n  kubelet: {{{field}: {{cpu: \"-3\"}}}}\n"),
+            1,
+        );
+        let err = refused(&yaml);
+        for part in [
+            "EC2NodeClass \"default\"",
+            &format!("spec.kubelet.{field}"),
+            "may not be negative",
+        ] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+}
