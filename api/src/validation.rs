@@ -1118,6 +1118,12 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
                     &map_path.key(key),
                     format!("{value:?} is not a resource quantity"),
                 );
+            } else if value.starts_with('-') {
+                // A negative reservation would add to allocatable: more room than the node has.
+                p.add(
+                    &map_path.key(key),
+                    format!("{} may not be negative", shown(value)),
+                );
             }
         }
     }

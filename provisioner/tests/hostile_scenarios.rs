@@ -643,3 +643,98 @@ fn migrate_refuses_a_json_list_past_the_object_limit_naming_the_list() {
     );
     assert!(start.elapsed() < QUICK, "{:?}", start.elapsed());
 }
+
+#[test]
+fn pod_fields_the_apiserver_refuses_are_refused_at_their_path() {
+    // Before: each was planned with exit 0 (a nodeSelector Kubernetes refuses left the pod
+    // pending, a weight of 1000 outweighed every other preference, an unknown restartPolicy
+    // made a sidecar an ordinary init container).
+    let c = "containers: [{name: a, resources: {requests: {cpu: 100m}}}]";
+    for (meta, spec, field, message) in [
+        (
+            "labels: {a: \"no way!\"}",
+            c.to_string(),
+            "metadata.labels.a",
+            "must be a label value",
+        ),
+        (
+            "",
+            format!("nodeSelector: {{\"bad key!\": x}}, {c}"),
+            "spec.nodeSelector",
+            "must be a label key",
+        ),
+        (
+            "",
+            format!("nodeSelector: {{a: \"-x\"}}, {c}"),
+            "spec.nodeSelector.a",
+            "must be a label value",
+        ),
+        (
+            "",
+            format!("initContainers: [{{name: i, restartPolicy: Sometimes}}], {c}"),
+            "spec.initContainers[0].restartPolicy",
+            "supported values: \"Always\"",
+        ),
+        (
+            "",
+            format!(
+                "affinity: {{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, preference: {{matchExpressions: [{{key: a, operator: Exists}}]}}}}, {{weight: 0, preference: {{matchExpressions: [{{key: a, operator: Exists}}]}}}}]}}}}, {c}"
+            ),
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[1].weight",
+            "must be between 1 and 100, got 0",
+        ),
+        (
+            "",
+            format!(
+                "affinity: {{podAntiAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1000, podAffinityTerm: {{topologyKey: zone, labelSelector: {{matchLabels: {{a: b}}}}}}}}]}}}}, {c}"
+            ),
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            "must be between 1 and 100, got 1000",
+        ),
+        (
+            "",
+            format!("tolerations: [{{key: a, operator: Exists, value: b}}], {c}"),
+            "spec.tolerations[0].value",
+            "must be empty when operator is Exists",
+        ),
+    ] {
+        let yaml = [
+            inflate_pool(),
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: sly, {meta}}}\nspec: {{{spec}}}\n"
+            ),
+        ]
+        .join("---\n");
+        let err = refused(&yaml);
+        for part in ["pod default/sly", &format!("{field}: "), message] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+    // A workload's template labels are named at the template's path.
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web, tier: \"fr ont\"}}\n    spec: {containers: [{name: a}]}\n";
+    let err = refused(&[inflate_pool(), deployment.to_string()].join("---\n"));
+    assert!(
+        err.contains("spec.template.metadata.labels.tier: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_negative_kubelet_reservation_is_refused_not_added_to_allocatable() {
+    // Before: kubeReserved cpu "-3" was planned with exit 0, each node 3 cpu larger than it is.
+    for field in ["kubeReserved", "systemReserved"] {
+        let yaml = inflate_pool().replacen(
+            "  role: AdzeNodeRole-demo\n",
+            &format!("  role: AdzeNodeRole-demo\n  kubelet: {{{field}: {{cpu: \"-3\"}}}}\n"),
+            1,
+        );
+        let err = refused(&yaml);
+        for part in [
+            "EC2NodeClass \"default\"",
+            &format!("spec.kubelet.{field}"),
+            "may not be negative",
+        ] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+}

@@ -155,6 +155,7 @@ fn from_spec(
     labels: BTreeMap<String, String>,
     spec: &PodSpec,
 ) -> Result<model::Pod, ConvertError> {
+    api_rules(object, base, &labels, spec)?;
     let requests = requests(object, base, spec)?;
     let node_requirements = node_requirements(object, base, spec)?;
     let preferred_node = preferred_node(object, base, spec)?;
@@ -267,6 +268,126 @@ fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources,
     )?);
     total.pods = 1;
     Ok(total)
+}
+
+/// The apiserver's rules for the pod fields the planner reads that have no other check: label
+/// keys and values (its own and its `nodeSelector`), an init container's `restartPolicy`,
+/// preferred term weights and an `Exists` toleration's value. A pod breaking one would never
+/// exist in a cluster, so a scenario holding it is refused at its path, not planned.
+fn api_rules(
+    object: &ObjectRef,
+    base: &str,
+    labels: &BTreeMap<String, String>,
+    spec: &PodSpec,
+) -> Result<(), ConvertError> {
+    let meta = format!("{}metadata.labels", base.strip_suffix("spec").unwrap_or(""));
+    for (field, map) in [
+        (meta, Some(labels)),
+        (format!("{base}.nodeSelector"), spec.node_selector.as_ref()),
+    ] {
+        for (k, v) in map.into_iter().flatten() {
+            label_pair(object, &field, k, v)?;
+        }
+    }
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        if let Some(policy) = c.restart_policy.as_deref().filter(|p| *p != "Always") {
+            return Err(ConvertError::invalid(
+                object,
+                &format!("{base}.initContainers[{i}].restartPolicy"),
+                format!(
+                    "unsupported value {}: supported values: \"Always\"",
+                    crate::validation::shown(policy)
+                ),
+            ));
+        }
+    }
+    let affinity = spec.affinity.as_ref();
+    let node = affinity
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .unwrap_or_default()
+        .iter()
+        .map(|p| ("nodeAffinity", p.weight));
+    let pods = |name: &'static str, terms: Option<&Vec<WeightedPodAffinityTerm>>| {
+        terms
+            .into_iter()
+            .flatten()
+            .map(|w| (name, w.weight))
+            .collect::<Vec<_>>()
+    };
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let weights = node
+        .chain(pods(
+            "podAffinity",
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        ))
+        .chain(pods(
+            "podAntiAffinity",
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        ));
+    for (name, weight) in weights {
+        let i = seen.entry(name).or_default();
+        if !(1..=100).contains(&weight) {
+            return Err(ConvertError::invalid(
+                object,
+                &format!(
+                    "{base}.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution[{i}].weight"
+                ),
+                format!("must be between 1 and 100, got {weight}"),
+            ));
+        }
+        *i += 1;
+    }
+    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+        if t.operator.as_deref() == Some("Exists")
+            && t.value.as_deref().is_some_and(|v| !v.is_empty())
+        {
+            return Err(ConvertError::invalid(
+                object,
+                &format!("{base}.tolerations[{i}].value"),
+                "must be empty when operator is Exists",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One label: a qualified-name key and a label value, as the apiserver requires.
+fn label_pair(object: &ObjectRef, field: &str, key: &str, value: &str) -> Result<(), ConvertError> {
+    if !crate::patterns::is_qualified_name(key) {
+        return Err(ConvertError::invalid(
+            object,
+            field,
+            format!(
+                "key {} must be a label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters",
+                crate::validation::shown(key)
+            ),
+        ));
+    }
+    if !crate::patterns::is_label_value(value) {
+        return Err(ConvertError::invalid(
+            object,
+            &format!("{field}.{key}"),
+            format!(
+                "{} must be a label value: at most 63 characters, alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric",
+                crate::validation::shown(value)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn is_sidecar(c: &Container) -> bool {
