@@ -351,10 +351,9 @@ pub fn revalidate(
                     && options.terminate_first_drift
                     && decision.plan.new_claims.is_empty()
                     && set.len() == 1
+                    && let Ok(d) = ctx.reserved_delete_first(set[0])
                 {
-                    if let Ok(d) = ctx.reserved_delete_first(set[0]) {
-                        return Ok(d);
-                    }
+                    return Ok(d);
                 }
                 return Err(Invalidated::PodsDoNotFit(format!(
                     "{}: {}",
