@@ -260,9 +260,10 @@ struct RunArgs {
     /// past its toleration, unless over 20 % of its NodePool is unhealthy.
     #[arg(long, env = "ADZE_NODE_REPAIR")]
     node_repair: bool,
-    /// Drift of a static NodePool at its limits.nodes (Karpenter's TerminateFirstDrift
-    /// feature gate, off by default as there): delete the drifted node first and let the
-    /// pool refill it, instead of waiting for room to launch its replacement first.
+    /// Drift of a static NodePool at its limits.nodes, or of a reserved node whose NodePool
+    /// may only use its full capacity reservations (Karpenter's TerminateFirstDrift feature
+    /// gate, off by default as there): delete the drifted node first and let the freed slot
+    /// be refilled, instead of waiting for room to launch its replacement first.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT")]
     terminate_first_drift: bool,
     #[command(flatten)]

@@ -44,7 +44,8 @@ pub struct Settings {
     /// whose conditions stay unhealthy past their toleration ([`Self::repair`]).
     pub repair: bool,
     /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a static pool at
-    /// its `limits.nodes` deletes a drifted node first and lets its scaler refill it.
+    /// its `limits.nodes`, or a reserved node whose pool's reservations are full, is deleted
+    /// first and the freed slot refilled.
     pub terminate_first_drift: bool,
 }
 

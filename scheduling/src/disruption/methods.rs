@@ -6,6 +6,7 @@ use super::budgets::Allowance;
 use super::candidates::{Candidate, candidates, qualifies};
 use super::consolidation;
 use super::decision::{Decision, RemovedNode};
+use super::reserved_drift;
 use super::simulate::Simulator;
 use super::static_drift::{self, Verdict};
 use super::{Input, Options, Reason};
@@ -94,10 +95,41 @@ impl<'a> Context<'a> {
                 return self.static_drift(c).ok();
             }
             let plan = self.sim.run(&[c.node]);
-            plan.unschedulable
-                .is_empty()
-                .then(|| self.decision(reason, &[c], plan))
+            if plan.unschedulable.is_empty() {
+                return Some(self.decision(reason, &[c], plan));
+            }
+            (reason == Reason::Drifted && self.options.terminate_first_drift)
+                .then(|| self.reserved_delete_first(c).ok())
+                .flatten()
         })
+    }
+
+    /// Drift of `c` when its pool's reservations are full ([`super::reserved_drift`]):
+    /// deleted first when its pods fit once its own slot is counted free. Nothing is
+    /// launched for them here; provisioning refills the slot after the drain.
+    pub fn reserved_delete_first(&self, c: &Candidate) -> Result<Decision, String> {
+        let node = &self.input.snapshot.nodes[c.node];
+        let Some(pool) = (self.input.snapshot.nodepools.iter()).find(|p| p.name == c.nodepool)
+        else {
+            return Err(format!("NodePool {} is not launching", c.nodepool));
+        };
+        let id = reserved_drift::frees_its_slot(pool, node)?;
+        let mut snap = self.sim.snapshot_without(&[c.node]);
+        for p in &mut snap.nodepools {
+            if p.name == pool.name {
+                *p = reserved_drift::credited(p, &id);
+            }
+        }
+        let mut plan = schedule(&snap, &self.sim.options);
+        if !plan.unschedulable.is_empty() {
+            return Err(format!(
+                "{} of its pods would not fit even in the slot it frees in capacity reservation {id}",
+                plan.unschedulable.len()
+            ));
+        }
+        plan.new_claims.clear();
+        plan.total_price_per_hour = 0.0;
+        Ok(self.decision(Reason::Drifted, &[c], plan))
     }
 
     /// Whether `c` belongs to a static pool.
@@ -116,7 +148,21 @@ impl<'a> Context<'a> {
         let claim = match static_drift::verdict(size, self.options.terminate_first_drift) {
             Verdict::Wait(hold) => return Err(hold.to_string()),
             Verdict::DeleteFirst => None,
-            Verdict::ReplaceFirst => Some(self.static_claim(&c.nodepool)?),
+            Verdict::ReplaceFirst => match self.static_claim(&c.nodepool) {
+                Ok(claim) => Some(claim),
+                // No replacement can be planned: deleted first only when the pool's
+                // reservations are full and the node frees one of their slots.
+                Err(why) if self.options.terminate_first_drift => {
+                    let pool = (self.input.static_pools.iter()).find(|p| p.name == c.nodepool);
+                    let node = &self.input.snapshot.nodes[c.node];
+                    match pool.map(|p| reserved_drift::frees_its_slot(p, node)) {
+                        Some(Ok(_)) => None,
+                        Some(Err(full)) => return Err(format!("{why}; {full}")),
+                        None => return Err(why),
+                    }
+                }
+                Err(why) => return Err(why),
+            },
         };
         let mut snap = self.sim.snapshot_without(&[c.node]);
         snap.nodepools.clear();
@@ -300,6 +346,15 @@ pub fn revalidate(
             let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
             let plan = ctx.sim.run(&idx);
             if let Some(u) = plan.unschedulable.first() {
+                // Deleted first for a full reservation: still so, by the same rule.
+                if decision.reason == Reason::Drifted
+                    && options.terminate_first_drift
+                    && decision.plan.new_claims.is_empty()
+                    && set.len() == 1
+                    && let Ok(d) = ctx.reserved_delete_first(set[0])
+                {
+                    return Ok(d);
+                }
                 return Err(Invalidated::PodsDoNotFit(format!(
                     "{}: {}",
                     u.pod, u.reason

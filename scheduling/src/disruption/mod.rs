@@ -40,6 +40,7 @@ pub mod drift;
 pub mod expiry;
 mod methods;
 pub mod repair;
+pub mod reserved_drift;
 pub mod savings;
 mod simulate;
 pub mod static_drift;
@@ -325,7 +326,9 @@ pub struct Options {
     pub consolidations_per_pass: usize,
     /// Karpenter's `TerminateFirstDrift`: a static pool at its `limits.nodes`, which cannot
     /// launch a drifted node's replacement first, deletes the node first and lets its scaler
-    /// refill it. Off: such a node waits until the limit leaves room.
+    /// refill it. Off: such a node waits until the limit leaves room. Also a drifted
+    /// reserved node whose pool may only use its full reservations
+    /// ([`reserved_drift`]).
     pub terminate_first_drift: bool,
 }
 
