@@ -919,11 +919,10 @@ impl Solver<'_> {
             reqs,
             offered,
             options,
-            room,
             ..
         } = stage;
         if options.is_empty() {
-            let mut why = self.explain_no_fit(pi, pod, offered, reqs, room);
+            let mut why = self.explain_no_fit(pi, pod, offered, reqs);
             // The pool fit left out the types whose DaemonSets hold the pod's host ports:
             // if one of those would have held it, that is the reason to give.
             if ps.daemon_ports
@@ -966,7 +965,6 @@ impl Solver<'_> {
         pod: &Pod,
         offered: &[u32],
         reqs: &Requirements,
-        room: &Option<BTreeMap<String, i64>>,
     ) -> Refusal {
         let ps = &self.pools[pi];
         let name = &ps.pool.name;
