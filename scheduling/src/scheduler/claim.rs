@@ -197,8 +197,6 @@ pub(super) struct NewStage {
     pub growth: Vec<u32>,
     /// The pool fit's types that are not options, and why.
     pub misses: Vec<(u32, NewTypeMiss)>,
-    /// What the pool's limits leave for one more claim (None: no limits).
-    pub room: Option<BTreeMap<String, i64>>,
 }
 
 /// Why a type the pool fit kept is not an option for a new claim ([`Solver::new_type_miss`]).
@@ -880,7 +878,6 @@ impl Solver<'_> {
             options: fitting,
             growth,
             misses,
-            room,
         })
     }
 
