@@ -1179,6 +1179,33 @@ def offline_capacity_buffer_crd():
           skip == [], str(len(skip)))
 
 
+def offline_cluster_limits():
+    """provisioner.clusterLimits reaches the provisioner as --cluster-limits (names sorted,
+    numbers whole), is absent by default, and a negative or unparsable quantity or a bad
+    resource name is refused by the values schema naming the value."""
+    import offline
+    sim = {"cloudProvider": "simulated"}
+
+    def args(values):
+        return container(one(docs_of(offline.render("1.30.0", values)), "Deployment", "-provisioner"))["args"]
+    default = args(sim)
+    check("clusterLimits: no --cluster-limits by default",
+          not any(a.startswith("--cluster-limits") for a in default), str(default))
+    limits = {"nodes": 200, "cpu": 1000000, "memory": "4Ti", "nvidia.com/gpu": "64"}
+    got = args(merge(sim, {"provisioner": {"clusterLimits": limits}}))
+    want = "--cluster-limits=cpu=1000000,memory=4Ti,nodes=200,nvidia.com/gpu=64"
+    check(f"clusterLimits: rendered as {want}", want in got, str(got))
+    # Helm names a bad value by its path, a bad key only by the key itself.
+    for bad, named in [({"cpu": "-1"}, "clusterLimits/cpu"), ({"cpu": -1}, "clusterLimits/cpu"),
+                       ({"cpu": "lots"}, "clusterLimits/cpu"), ({"bad name": "1"}, "'bad name'")]:
+        try:
+            offline.render("1.30.0", merge(sim, {"provisioner": {"clusterLimits": bad}}))
+            check(f"clusterLimits {bad}: refused by the values schema", False, "rendered")
+        except Exception as e:  # helm's schema error
+            check(f"clusterLimits {bad}: refused by the values schema naming {named}",
+                  named in str(e), str(e)[:300])
+
+
 def helm_set(values, dotted, value):
     """`helm --set KEY=VALUE` on a values dict: KEY split at dots not escaped with a backslash."""
     parts = [p.replace("\0", ".") for p in dotted.replace("\\.", "\0").split(".")]
@@ -1348,6 +1375,7 @@ def offline(write):
     if not write:
         offline_value_dependent_rbac()
         offline_capacity_buffer_crd()
+        offline_cluster_limits()
         offline_values_eks()
         offline_examples_eks()
     out = offline_manifests()

@@ -486,9 +486,9 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             terminate_first_drift: args.terminate_first_drift,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
-            policies: args.policies,
+            policies: args.policies.clone(),
         },
-        policies: args.policies,
+        policies: args.policies.clone(),
     };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -759,7 +759,7 @@ fn simulate_disruption(
     let mut options = d::DisruptionOptions::at(now);
     options.max_commands = args.max_commands as usize;
     options.max_instance_types = args.max_instance_types as usize;
-    options.policies = args.policies;
+    options.policies = args.policies.clone();
     options.karpenter_labels = args.karpenter_labels;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);

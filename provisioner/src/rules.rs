@@ -541,8 +541,9 @@ pub fn daemon_pod_from_live<'p>(
     }
 }
 
-/// Karpenter's placement policy flags, the same for `run` and `simulate`.
-#[derive(Debug, Clone, Copy, Default, clap::Args)]
+/// Karpenter's placement policy flags and the cluster-wide limits, the same for `run` and
+/// `simulate`.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct Policies {
     /// `Respect`: preferred node and pod (anti-)affinity, ScheduleAnyway spread and avoiding
     /// PreferNoSchedule taints are honoured, then relaxed one by one; `Ignore`: only required
@@ -554,6 +555,83 @@ pub struct Policies {
     /// (Karpenter's --min-values-policy).
     #[arg(long, env = "ADZE_MIN_VALUES_POLICY", value_enum, default_value_t = MinValuesPolicy::Strict)]
     pub min_values_policy: MinValuesPolicy,
+    /// A cap on what all NodePools' nodes and in-flight NodeClaims hold together, on top of
+    /// each NodePool's own spec.limits: comma-separated RESOURCE=QUANTITY pairs in
+    /// Kubernetes quantity syntax, e.g. `cpu=1000,memory=4Ti,nvidia.com/gpu=64,nodes=200`
+    /// (`nodes` counts nodes). Capacity that would pass it is not launched; its pods stay
+    /// pending saying so. Empty: no cluster-wide cap.
+    #[arg(
+        long,
+        env = "ADZE_CLUSTER_LIMITS",
+        value_name = "RESOURCE=QUANTITY,...",
+        value_parser = cluster_limits,
+        default_value = ""
+    )]
+    pub cluster_limits: ClusterLimits,
+}
+
+/// `--cluster-limits` parsed: resource name → amount in the units limits are kept in
+/// (millicores for cpu, bytes for memory and storage, a count otherwise).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterLimits(pub BTreeMap<String, i64>);
+
+/// Most entries `--cluster-limits` takes: a resource list, not a data set.
+const MAX_CLUSTER_LIMITS: usize = 64;
+
+/// Parses `--cluster-limits`: `name=quantity` pairs, comma-separated. A name that is not a
+/// Kubernetes resource name, a repeated name, a quantity that is not one, is negative, or
+/// (for `nodes`) is not a whole count is refused, naming the entry.
+pub fn cluster_limits(value: &str) -> Result<ClusterLimits, String> {
+    let mut out = BTreeMap::new();
+    if value.trim().is_empty() {
+        return Ok(ClusterLimits(out));
+    }
+    let entries: Vec<&str> = value.split(',').collect();
+    if entries.len() > MAX_CLUSTER_LIMITS {
+        return Err(format!(
+            "{} entries are more than the {MAX_CLUSTER_LIMITS} allowed",
+            entries.len()
+        ));
+    }
+    for entry in entries {
+        let entry = entry.trim();
+        let Some((name, q)) = entry.split_once('=') else {
+            return Err(format!(
+                "{entry:?} is not RESOURCE=QUANTITY (e.g. cpu=1000,memory=4Ti,nodes=200)"
+            ));
+        };
+        let (name, q) = (name.trim(), q.trim());
+        if !adze_api::patterns::is_qualified_name(name) {
+            return Err(format!(
+                "{name:?} is not a resource name such as cpu, memory, nvidia.com/gpu or nodes"
+            ));
+        }
+        if !adze_api::patterns::is_match(adze_api::patterns::QUANTITY, q) {
+            return Err(format!(
+                "{name}={q:?}: not a resource quantity such as \"4\", \"500m\" or \"16Gi\""
+            ));
+        }
+        let amount = if name == adze_scheduling::resources::CPU {
+            adze_scheduling::quantity::parse_milli(q)
+        } else if name == adze_scheduling::nodepool::NODES_LIMIT {
+            match adze_scheduling::quantity::parse_milli(q) {
+                Ok(m) if m % 1000 != 0 => {
+                    return Err(format!("{name}={q}: a count of nodes is a whole number"));
+                }
+                r => r.map(|m| m / 1000),
+            }
+        } else {
+            adze_scheduling::quantity::parse_units(q)
+        }
+        .map_err(|e| format!("{name}={q}: {e}"))?;
+        if amount < 0 {
+            return Err(format!("{name}={q}: a limit cannot be negative"));
+        }
+        if out.insert(name.to_string(), amount).is_some() {
+            return Err(format!("{name} is given twice"));
+        }
+    }
+    Ok(ClusterLimits(out))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -586,6 +664,7 @@ impl Policies {
             MinValuesPolicy::Strict => s::MinValuesPolicy::Strict,
             MinValuesPolicy::BestEffort => s::MinValuesPolicy::BestEffort,
         };
+        options.cluster_limits = self.cluster_limits.0.clone();
     }
 }
 
@@ -596,6 +675,36 @@ mod tests {
 
     fn pod(v: serde_json::Value) -> Pod {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn cluster_limits_parse_strictly_and_reach_placement_options() {
+        let l = cluster_limits("cpu=1000, memory=4Ti,nvidia.com/gpu=64,nodes=200").unwrap();
+        assert_eq!(l.0["cpu"], 1_000_000);
+        assert_eq!(l.0["memory"], 4 << 40);
+        assert_eq!(l.0["nvidia.com/gpu"], 64);
+        assert_eq!(l.0["nodes"], 200);
+        assert_eq!(cluster_limits("").unwrap(), ClusterLimits::default());
+        for (bad, says) in [
+            ("cpu", "not RESOURCE=QUANTITY"),
+            ("cpu=-1", "negative"),
+            ("cpu=lots", "not a resource quantity"),
+            ("cpu=1e100000", "cpu=1e100000"),
+            ("nodes=1.5", "whole number"),
+            ("bad name=1", "not a resource name"),
+            ("cpu=1,cpu=2", "given twice"),
+            ("cpu=1,,memory=1", "not RESOURCE=QUANTITY"),
+        ] {
+            let e = cluster_limits(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let mut options = adze_scheduling::Options::default();
+        Policies {
+            cluster_limits: l.clone(),
+            ..Policies::default()
+        }
+        .apply(&mut options);
+        assert_eq!(options.cluster_limits, l.0);
     }
 
     #[test]

@@ -1279,3 +1279,39 @@ fn inputs_kubernetes_refuses_exit_1_naming_the_field() {
         }
     }
 }
+
+#[test]
+fn cluster_limits_cap_both_pools_and_leave_pods_pending_naming_the_cap() {
+    let (_, free) = plan("gpu-team.yaml", &[]);
+    assert!(free.node_claims.len() > 1 && free.unschedulable.is_empty());
+    let pools: BTreeSet<&str> = free
+        .node_claims
+        .iter()
+        .map(|c| c.node_pool.as_str())
+        .collect();
+    assert_eq!(pools.len(), 2, "{pools:?}");
+    let (_, capped) = plan("gpu-team.yaml", &["--cluster-limits", "nodes=1"]);
+    assert_eq!(capped.node_claims.len(), 1);
+    assert!(!capped.unschedulable.is_empty());
+    for u in &capped.unschedulable {
+        assert!(
+            u.reason.contains("cluster-wide limits") && u.reason.contains("1 nodes limit"),
+            "{}",
+            u.reason
+        );
+    }
+    for (bad, says) in [
+        ("cpu=-1", "negative"),
+        ("gpus=lots", "not a resource quantity"),
+        ("nodes=1.5", "whole number"),
+    ] {
+        let out = simulate(&example("gpu-team.yaml"), &["--cluster-limits", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--cluster-limits") && err.contains(says),
+            "{bad}: {err}"
+        );
+        assert!(stdout(&out).is_empty());
+    }
+}

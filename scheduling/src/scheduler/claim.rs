@@ -197,8 +197,6 @@ pub(super) struct NewStage {
     pub growth: Vec<u32>,
     /// The pool fit's types that are not options, and why.
     pub misses: Vec<(u32, NewTypeMiss)>,
-    /// What the pool's limits leave for one more claim (None: no limits).
-    pub room: Option<BTreeMap<String, i64>>,
 }
 
 /// Why a type the pool fit kept is not an option for a new claim ([`Solver::new_type_miss`]).
@@ -512,7 +510,7 @@ impl Solver<'_> {
             .collect();
         let ps = &self.pools[pool];
         let need = self.need(p);
-        let room = ps.room_for(&claim.reserved);
+        let room = self.room_for(pool, &claim.reserved);
         let compatible = new_reqs
             .as_ref()
             .map(|r| self.compatible_types(pool, r, &changed));
@@ -837,7 +835,7 @@ impl Solver<'_> {
             unreachable!("pool_fit is ok")
         };
         let ps = &self.pools[pi];
-        let room = ps.room_for(&Resources::default());
+        let room = self.room_for(pi, &Resources::default());
         let (mut offered, mut fitting, mut misses) = (Vec::new(), Vec::new(), Vec::new());
         for &o in &fit.types {
             match self.new_type_miss(p, pi, o, &reqs, narrowed, &room) {
@@ -880,7 +878,6 @@ impl Solver<'_> {
             options: fitting,
             growth,
             misses,
-            room,
         })
     }
 
@@ -919,11 +916,10 @@ impl Solver<'_> {
             reqs,
             offered,
             options,
-            room,
             ..
         } = stage;
         if options.is_empty() {
-            let mut why = self.explain_no_fit(pi, pod, offered, reqs, room);
+            let mut why = self.explain_no_fit(pi, pod, offered, reqs);
             // The pool fit left out the types whose DaemonSets hold the pod's host ports:
             // if one of those would have held it, that is the reason to give.
             if ps.daemon_ports
@@ -966,7 +962,6 @@ impl Solver<'_> {
         pod: &Pod,
         offered: &[u32],
         reqs: &Requirements,
-        room: &Option<BTreeMap<String, i64>>,
     ) -> Refusal {
         let ps = &self.pools[pi];
         let name = &ps.pool.name;
@@ -1034,7 +1029,36 @@ impl Solver<'_> {
                 ),
             );
         }
-        if let Some(room) = room {
+        // Within the pool's own limits some type would fit: the cluster-wide limits stop it.
+        let pool_room = ps.room_for(&Resources::default());
+        if let Some(cluster) = self.cluster_room(&Resources::default())
+            && offered.iter().any(|&o| {
+                let t = &ps.types[o as usize];
+                pod.requests.fits_in(&t.usable) && room_ok(&pool_room, &t.it.capacity)
+            })
+        {
+            let limited: Vec<String> = cluster
+                .iter()
+                .map(|(k, left)| {
+                    format!(
+                        "{} limit with {} left",
+                        Resources::describe(
+                            k,
+                            self.opts.cluster_limits.get(k).copied().unwrap_or(0)
+                        ),
+                        Resources::describe(k, (*left).max(0))
+                    )
+                })
+                .collect();
+            return Refusal::new(
+                Why::Limits,
+                format!(
+                    "the cluster-wide limits across NodePools are reached ({}); no instance type of NodePool {name} that fits stays within them",
+                    limited.join(", ")
+                ),
+            );
+        }
+        if let Some(room) = pool_room {
             let limited: Vec<String> = room
                 .iter()
                 .map(|(k, left)| {
@@ -1075,6 +1099,8 @@ impl Solver<'_> {
             .iter()
             .map(|ps| ps.room_for(&Resources::default()))
             .collect();
+        // The cluster-wide room is shared by every pool's claims the same way.
+        let mut cluster_slack = self.cluster_room(&Resources::default());
         let mut offers = HashMap::new();
         let mut slots = ReservedSlots::new(
             self.pools
@@ -1084,7 +1110,12 @@ impl Solver<'_> {
         );
         let (mut claims, mut failed) = (Vec::new(), Vec::new());
         for c in &self.claims {
-            match self.finish(c, &mut slack[c.pool], &mut offers, &mut slots) {
+            match self.finish(
+                c,
+                [&mut slack[c.pool], &mut cluster_slack],
+                &mut offers,
+                &mut slots,
+            ) {
                 Some(claim) => claims.push(claim),
                 None => failed.extend(c.pods.iter().map(|&p| {
                     (
@@ -1103,7 +1134,7 @@ impl Solver<'_> {
     fn finish<'s>(
         &'s self,
         c: &Claim,
-        slack: &mut Option<BTreeMap<String, i64>>,
+        slacks: [&mut Option<BTreeMap<String, i64>>; 2],
         offers: &mut TypeOffers<'s>,
         slots: &mut ReservedSlots,
     ) -> Option<NewClaim> {
@@ -1128,9 +1159,11 @@ impl Solver<'_> {
             });
         let base = &c.reserved;
         let within_slack = |cap: &Resources| {
-            slack
-                .as_ref()
-                .is_none_or(|s| s.iter().all(|(k, left)| cap.get(k) - base.get(k) <= *left))
+            slacks.iter().all(|slack| {
+                slack
+                    .as_ref()
+                    .is_none_or(|s| s.iter().all(|(k, left)| cap.get(k) - base.get(k) <= *left))
+            })
         };
         // Every compatible type that holds the pods, not only the efficient ones packing
         // grew within.
@@ -1188,7 +1221,7 @@ impl Solver<'_> {
             }
             kept.push(x.2);
         }
-        if let Some(s) = slack.as_mut() {
+        for s in slacks.into_iter().filter_map(Option::as_mut) {
             for (k, left) in s.iter_mut() {
                 let widest = kept
                     .iter()

@@ -78,6 +78,10 @@ pub struct Options {
     pub preference_policy: PreferencePolicy,
     /// What happens when a NodePool's `minValues` cannot be met.
     pub min_values_policy: MinValuesPolicy,
+    /// Cluster-wide limits: resource name (or [`crate::nodepool::NODES_LIMIT`]) → the most
+    /// that all NodePool-managed nodes and in-flight claims together may hold, on top of each
+    /// pool's own limits. Empty: no cluster-wide cap.
+    pub cluster_limits: std::collections::BTreeMap<String, i64>,
 }
 
 /// Karpenter's `--preference-policy`.
@@ -110,6 +114,7 @@ impl Default for Options {
             name_seed: 0,
             preference_policy: PreferencePolicy::Respect,
             min_values_policy: MinValuesPolicy::Strict,
+            cluster_limits: std::collections::BTreeMap::new(),
         }
     }
 }

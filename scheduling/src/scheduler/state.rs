@@ -318,6 +318,12 @@ pub struct Solver<'a> {
     /// listed), so re-listing a changed claim needs no per-list set.
     memo_marks: Vec<u32>,
     memo_stamp: u32,
+    /// What every NodePool-managed node (leaving ones included) counts against the
+    /// cluster-wide limits, whether or not its pool is in the snapshot.
+    pub(super) cluster_in_use: Resources,
+    /// What this run's new claims hold against the cluster-wide limits (the sum of the
+    /// pools' `reserved`).
+    pub(super) cluster_reserved: Resources,
 }
 
 /// The claims a kind of pod (group, rung, requests) whose answers [`Solver::memo_ok`] lets
@@ -616,6 +622,14 @@ impl<'a> Solver<'a> {
                 }
             }
         }
+        let mut cluster_in_use = Resources::default();
+        if !opts.cluster_limits.is_empty() {
+            for n in snap.nodes.iter().chain(&snap.leaving) {
+                if n.nodepool.is_some() {
+                    cluster_in_use.add(&crate::nodepool::limit_usage(&n.capacity));
+                }
+            }
+        }
         let mut taken_names: HashSet<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
         taken_names.extend(opts.reserved_names.iter().cloned());
 
@@ -650,7 +664,48 @@ impl<'a> Solver<'a> {
             memo_live_entries: 0,
             memo_marks: Vec::new(),
             memo_stamp: 0,
+            cluster_in_use,
+            cluster_reserved: Resources::default(),
         }
+    }
+
+    /// Room for one claim of pool `pi` holding `own_reserved`, given everything else
+    /// already held: per key the smaller of what the pool's limits and the cluster-wide
+    /// limits leave (None: neither limits anything).
+    pub(super) fn room_for(
+        &self,
+        pi: usize,
+        own_reserved: &Resources,
+    ) -> Option<BTreeMap<String, i64>> {
+        let mut room = self.pools[pi].room_for(own_reserved);
+        if let Some(cluster) = self.cluster_room(own_reserved) {
+            let r = room.get_or_insert_with(BTreeMap::new);
+            for (k, left) in cluster {
+                r.entry(k)
+                    .and_modify(|v| *v = (*v).min(left))
+                    .or_insert(left);
+            }
+        }
+        room
+    }
+
+    /// What the cluster-wide limits leave for one claim holding `own_reserved` (None: no
+    /// cluster-wide limits).
+    pub(super) fn cluster_room(&self, own_reserved: &Resources) -> Option<BTreeMap<String, i64>> {
+        if self.opts.cluster_limits.is_empty() {
+            return None;
+        }
+        let held = self
+            .cluster_in_use
+            .plus(&self.cluster_reserved)
+            .minus(own_reserved);
+        Some(
+            self.opts
+                .cluster_limits
+                .iter()
+                .map(|(k, v)| (k.clone(), v.saturating_sub(held.get(k))))
+                .collect(),
+        )
     }
 
     /// Places every pending pod it can; returns the others with reasons, in pod order.
@@ -788,6 +843,7 @@ impl<'a> Solver<'a> {
                     let pool = self.claims[c].pool;
                     self.by_pool[pool].push(c as u32);
                     self.pools[pool].reserved.add(&self.claims[c].reserved);
+                    self.cluster_reserved.add(&self.claims[c].reserved);
                     self.record(p, g, Placement::Claim(c));
                     return Ok(());
                 }
@@ -1260,17 +1316,20 @@ impl<'a> Solver<'a> {
         self.gang.is_none()
             && !group.any_topology
             && self.pools.iter().all(|ps| ps.pool.limits.is_empty())
+            && self.opts.cluster_limits.is_empty()
     }
 
     fn commit_claim(&mut self, p: usize, g: usize, c: usize, update: ClaimUpdate) {
         let pool = self.claims[c].pool;
         let old_reserved = self.claims[c].reserved.clone();
         self.pools[pool].reserved.sub(&old_reserved);
+        self.cluster_reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
         self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
         self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
+        self.cluster_reserved.add(&self.claims[c].reserved);
         self.record(p, g, Placement::Claim(c));
     }
 
