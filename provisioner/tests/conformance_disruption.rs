@@ -3247,7 +3247,7 @@ fn reserved_drift_full_without_fallback_deletes_first() {
     assert_eq!(ds.len(), 1);
     assert_eq!(ds[0].action(), Action::Delete, "{}", ds[0].message);
     assert_eq!(ds[0].node_names(), ["reserved-0"]);
-    assert!(ds[0].plan.placements().get("default/p").is_none());
+    assert!(!ds[0].plan.placements().contains_key("default/p"));
     // Gate off: blocked.
     assert!(drift_decisions(&c, &Options::default()).is_empty());
 }

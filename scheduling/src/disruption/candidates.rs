@@ -193,18 +193,28 @@ impl BlockedNode {
 pub fn blocked(input: &Input) -> Vec<BlockedNode> {
     let facts = input.facts_by_node();
     let (_, blocked) = candidates(input);
+    // Looked up per blocked node: indexed once, not scanned per node (nodes × pods).
+    let nodes: HashMap<&str, &ExistingNode> = input
+        .snapshot
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n))
+        .collect();
+    let busy: std::collections::HashSet<&str> = input
+        .snapshot
+        .bound
+        .iter()
+        .filter(|b| !b.daemon)
+        .map(|b| b.node.as_str())
+        .collect();
     blocked
         .into_iter()
         .filter(|(_, b)| b.announced())
         .filter_map(|(name, blocker)| {
-            let node = input.snapshot.nodes.iter().find(|n| n.name == name)?;
+            let node = *nodes.get(name.as_str())?;
             let policy = input.policy(node.nodepool.as_deref()?)?;
             let f = facts.get(name.as_str())?;
-            let empty = !input
-                .snapshot
-                .bound
-                .iter()
-                .any(|b| !b.daemon && b.node == name);
+            let empty = !busy.contains(name.as_str());
             let methods: Vec<Reason> = Reason::ALL
                 .into_iter()
                 .filter(|&r| qualifies(policy, f, empty, input.now, r))
