@@ -65,6 +65,9 @@ pub struct Disruption {
     cloud_drifted: Mutex<BTreeSet<String>>,
     /// Node repair's reading of the instances' status checks (read only with `repair` on).
     status_checks: tokio::sync::Mutex<repair::StatusChecks>,
+    /// Set by a pass that was held back: the [`Hold`] then, and how many pending pods it
+    /// found no place for ([`hold_lifted`]).
+    held: Mutex<Option<(Hold, usize)>>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -99,6 +102,28 @@ pub fn next_pass_in(outcome: Pass, last: Duration, poll: Duration) -> Duration {
         Pass::Acted => RECHECK.min(poll),
         Pass::Waiting => last.saturating_mul(2).clamp(RECHECK.min(poll), poll),
     }
+}
+
+/// What holds a pass back, read cheaply from the watches (no placement): disruption commands
+/// running, NodeClaims launching (not initialised, not being deleted), and pending pods no
+/// claim is nominated for ([`crate::provisioning::snapshot::unplaced_demand`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hold {
+    pub commands: usize,
+    pub launching: usize,
+    pub pending: usize,
+}
+
+/// Whether a pass that waited on `at_pass` may run before its backoff ([`next_pass_in`])
+/// ends: what held it is gone `now` (no command, no launch, and no more pending pods than the
+/// pass found no place for: `unplaceable`). Only a hold that was there at the pass can lift:
+/// if the cheap reading already looked clear then (the pass waited for another reason, or
+/// every decision was dropped at validation), the backoff stands, so a disagreement between
+/// the two readings cannot make a pass a second. The backoff alone put the next wave up to
+/// 10 s after the last one's pods had landed.
+pub fn hold_lifted(at_pass: Hold, now: Hold, unplaceable: usize) -> bool {
+    let clear = |h: Hold| h.commands == 0 && h.launching == 0 && h.pending <= unplaceable;
+    !clear(at_pass) && clear(now)
 }
 
 /// policy/v1 when the apiserver serves PodDisruptionBudgets there, else policy/v1beta1.
@@ -327,6 +352,7 @@ impl Disruption {
             commands: Mutex::default(),
             cloud_drifted: Mutex::default(),
             status_checks: tokio::sync::Mutex::default(),
+            held: Mutex::default(),
         }
     }
 
@@ -334,7 +360,7 @@ impl Disruption {
         let me = Arc::new(self);
         let mut wait = me.settings.poll;
         loop {
-            tokio::time::sleep(wait).await;
+            me.sleep_unless_lifted(wait).await;
             let outcome = match me.pass().await {
                 Ok(o) => o,
                 Err(e) => {
@@ -343,6 +369,49 @@ impl Disruption {
                 }
             };
             wait = next_pass_in(outcome, wait, me.settings.poll);
+        }
+    }
+
+    /// Sleeps `wait`, or less when the last pass was held back and the hold lifts first
+    /// (looked at every [`RECHECK`]).
+    async fn sleep_unless_lifted(&self, wait: Duration) {
+        let held = *self.held.lock_or_recover();
+        let Some((at_pass, unplaceable)) = held else {
+            tokio::time::sleep(wait).await;
+            return;
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(RECHECK)).await;
+            let now = self.hold_now();
+            if hold_lifted(at_pass, now, unplaceable) {
+                tracing::debug!(
+                    ?at_pass,
+                    early_ms = deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis() as u64,
+                    "disruption hold lifted; passing before the backoff ends"
+                );
+                return;
+            }
+        }
+    }
+
+    /// The [`Hold`] as the watches show it now.
+    fn hold_now(&self) -> Hold {
+        let objects = self.state.objects();
+        Hold {
+            commands: self.commands.lock_or_recover().len(),
+            launching: objects
+                .claims
+                .iter()
+                .filter(|c| c.metadata.deletion_timestamp.is_none() && !is_initialized(c))
+                .count(),
+            pending: crate::provisioning::snapshot::unplaced_demand(&objects).len(),
         }
     }
 
@@ -437,8 +506,17 @@ impl Disruption {
     /// not at debug level. Pending pods the provisioner can place make everything wait
     /// (capacity is on its way); pods no node and no NodePool could take do not, or one such
     /// pod would stop every disruption. Consolidation also waits for launches and commands.
+    /// When it says not, the hold is recorded for [`Self::sleep_unless_lifted`].
     fn readiness(&self, built: &Built) -> (bool, bool) {
         let waiting = input::waiting_for(built, &self.options(built));
+        let (any, consolidate) = self.readiness_with(built, waiting);
+        let held = (!(any && consolidate))
+            .then(|| (self.hold_now(), built.pending.saturating_sub(waiting)));
+        *self.held.lock_or_recover() = held;
+        (any, consolidate)
+    }
+
+    fn readiness_with(&self, built: &Built, waiting: usize) -> (bool, bool) {
         if waiting > 0 {
             tracing::debug!(
                 pending = built.pending,
@@ -471,8 +549,10 @@ impl Disruption {
     }
 
     pub async fn pass(self: &Arc<Self>) -> anyhow::Result<Pass> {
+        let pass_start = Instant::now();
         self.recover().await?;
         let built = self.observe().await?;
+        let observe_ms = pass_start.elapsed().as_millis() as u64;
         self.record_activity(&built.activity_writes).await;
         self.record_status(&built.statuses).await;
         if self.expire(&built).await? > 0 {
@@ -497,6 +577,14 @@ impl Disruption {
         })
         .await?;
         self.announce_blocked(&built, &blocked);
+        let decide_ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(
+            observe_ms,
+            decide_ms,
+            decisions = decisions.len(),
+            consolidate,
+            "disruption pass timing: observe (watches, PDBs, input), decision"
+        );
         if decisions.is_empty() {
             return Ok(if consolidate {
                 Pass::Idle
@@ -517,6 +605,7 @@ impl Disruption {
             );
         }
         tokio::time::sleep(self.settings.validation).await;
+        let revalidate_start = Instant::now();
         let again = self.observe().await?;
         let (any, consolidate) = self.readiness(&again);
         if !any {
@@ -551,6 +640,8 @@ impl Disruption {
             out
         })
         .await?;
+        let revalidate_ms = revalidate_start.elapsed().as_millis() as u64;
+        let start_start = Instant::now();
         let mut started = 0;
         for (proposed, r) in checked {
             match r {
@@ -563,6 +654,17 @@ impl Disruption {
                 }
             }
         }
+        tracing::debug!(
+            observe_ms,
+            decide_ms,
+            validation_ms = self.settings.validation.as_millis() as u64,
+            revalidate_ms,
+            start_ms = start_start.elapsed().as_millis() as u64,
+            started,
+            total_ms = pass_start.elapsed().as_millis() as u64,
+            "disruption pass timing: observe, decision, validation wait, revalidation, start \
+             (marks; replacements and deletions go on in the background)"
+        );
         if self.settings.dry_run {
             return Ok(Pass::Idle);
         }
@@ -1193,6 +1295,34 @@ mod tests {
         text.lines()
             .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
             .map_or(0, |v| v.parse().unwrap())
+    }
+
+    #[test]
+    fn a_held_pass_runs_as_soon_as_its_hold_lifts_not_at_the_end_of_its_backoff() {
+        let h = |commands, launching, pending| Hold {
+            commands,
+            launching,
+            pending,
+        };
+        let clear = h(0, 0, 0);
+        // A command running, replacements launching, moved pods pending: each lifts.
+        assert!(hold_lifted(h(1, 0, 0), clear, 0));
+        assert!(hold_lifted(h(0, 2, 0), clear, 0));
+        assert!(hold_lifted(h(0, 0, 5), clear, 0));
+        assert!(
+            !hold_lifted(h(1, 2, 5), h(0, 0, 1), 0),
+            "a pod still pending"
+        );
+        assert!(
+            !hold_lifted(h(1, 0, 0), h(0, 1, 0), 0),
+            "a claim still launching"
+        );
+        // Pods no NodePool can place do not hold disruption, so they do not keep it waiting.
+        assert!(hold_lifted(h(0, 0, 3), h(0, 0, 1), 1));
+        // The cheap reading looked clear at the pass already: the pass waited for something
+        // else (or dropped its decisions at validation), so the backoff stands.
+        assert!(!hold_lifted(clear, clear, 0));
+        assert!(!hold_lifted(h(0, 0, 1), h(0, 0, 0), 1));
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::state::ClusterState;
 use crate::state::nomination::{self, Nomination};
 use batcher::Batcher;
 use futures::StreamExt;
+use snapshot::Verdict;
 
 /// NodeClaim creates one pass keeps in flight at once.
 const CREATE_CONCURRENCY: usize = 16;
@@ -159,19 +160,22 @@ pub struct Outcome {
     pub nominated: usize,
     pub unschedulable: usize,
     /// Pending pods this pass saw and did not launch for (on existing capacity or unplaceable),
-    /// uid → whether kube-scheduler had already confirmed they fit nowhere
+    /// uid → kube-scheduler's verdict on each as the pass saw it
     /// ([`snapshot::unplaced_demand`]).
-    pub left_pending: BTreeMap<String, bool>,
+    pub left_pending: BTreeMap<String, Verdict>,
 }
 
 impl Provisioner {
     /// Watches pending pods and provisions when a batch window closes. Never returns.
     pub async fn run(self) {
         let mut batcher = Batcher::new(self.settings.batch_idle, self.settings.batch_max);
-        // Pending uids the last pass decided about, with whether kube-scheduler had confirmed
-        // them then; a pod outside this map, or newly confirmed, opens a window.
-        let mut handled: BTreeMap<String, bool> = BTreeMap::new();
+        // Pending uids the last pass decided about, with kube-scheduler's verdict as the pass
+        // saw it; a pod outside this map, newly confirmed or refused anew opens a window
+        // ([`snapshot::is_news`]).
+        let mut handled: BTreeMap<String, Verdict> = BTreeMap::new();
         let mut last_pass = Instant::now();
+        // When the open window opened (for its length in the pass timing).
+        let mut window_opened: Option<Instant> = None;
         // Interrupted claims just handed to termination (deleted), until the watch shows it.
         let mut drained: BTreeSet<String> = BTreeSet::new();
         loop {
@@ -196,23 +200,36 @@ impl Provisioner {
             if opens_window(&demand, &handled) {
                 if !batcher.is_open() {
                     tracing::debug!(pending = demand.len(), "batch window opened");
+                    window_opened = Some(now);
                 }
                 batcher.add(now);
                 // The coming pass plans every pending pod with what it shows then, so a
                 // verdict kube-scheduler writes while the window is open is no news: only
-                // what a pass left unconfirmed may reopen a window (else kube-scheduler's
+                // what a pass left pending may reopen a window (else kube-scheduler's
                 // stream of Unschedulable writes during a burst would hold it open to max).
-                handled.extend(demand.into_keys().map(|u| (u, true)));
+                handled.extend(demand.into_keys().map(|u| (u, Verdict::absorbed())));
             } else if (!demand.is_empty() || !objects.buffers.capacitybuffers.is_empty())
                 && !batcher.is_open()
                 && now.duration_since(last_pass) >= self.settings.retry
             {
+                tracing::debug!(
+                    pending = demand.len(),
+                    retry_s = self.settings.retry.as_secs_f64(),
+                    "batch window opened: periodic retry of pods left pending"
+                );
+                window_opened = Some(now);
                 batcher.add(now);
             }
             if !batcher.take_if_closed(now) {
                 continue;
             }
             last_pass = Instant::now();
+            if let Some(opened) = window_opened.take() {
+                tracing::debug!(
+                    window_ms = last_pass.duration_since(opened).as_millis() as u64,
+                    "batch window closed; provisioning pass starts"
+                );
+            }
             match self.provision().await {
                 Ok(outcome) => handled = outcome.left_pending,
                 Err(e) => {
@@ -248,6 +265,7 @@ impl Provisioner {
         let catalog = self.unavailable.apply(&self.cloud.instance_types(), start);
         let objects = self.state.objects();
         let built = snapshot::build(&objects, &catalog);
+        let snapshot_ms = start.elapsed().as_millis() as u64;
         for p in &built.problems {
             tracing::warn!(problem = %p, "object left out of scheduling");
         }
@@ -280,6 +298,7 @@ impl Provisioner {
             let demand = snapshot::unplaced_demand(&objects);
             outcome.left_pending = left_pending(built.pending_uids.values(), &demand);
             self.send_events(events);
+            tracing::debug!(snapshot_ms, "provisioning pass timing: nothing to plan");
             return Ok(outcome);
         }
         let mut options = Options {
@@ -289,7 +308,10 @@ impl Provisioner {
             ..Options::default()
         };
         self.settings.policies.apply(&mut options);
+        let decide_start = Instant::now();
         let plan = schedule(&built.snapshot, &options);
+        let decide_ms = decide_start.elapsed().as_millis() as u64;
+        let launch_start = Instant::now();
         crate::metrics::provisioner()
             .scheduling_duration
             .observe(start.elapsed().as_secs_f64());
@@ -458,6 +480,8 @@ impl Provisioner {
                 .map(|(_, u)| u),
             &demand,
         );
+        let launch_ms = launch_start.elapsed().as_millis() as u64;
+        let watch_start = Instant::now();
         // The next pass must see the claims just created, or it would launch for their pods again.
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -479,6 +503,17 @@ impl Provisioner {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.send_events(events);
+        tracing::debug!(
+            snapshot_ms,
+            decide_ms,
+            launch_ms,
+            watch_ms = watch_start.elapsed().as_millis() as u64,
+            total_ms = start.elapsed().as_millis() as u64,
+            created = outcome.created.len(),
+            "provisioning pass timing: snapshot (objects to placement input), decision \
+             (placement), launch (NodeClaim creates and nominations), watch (until the watch \
+             shows them)"
+        );
         Ok(outcome)
     }
 
@@ -490,26 +525,27 @@ impl Provisioner {
     }
 }
 
-/// Whether the pods pending now hold news for provisioning: a pod no pass has decided about
-/// yet (a fresh pod of the default scheduler, from its first watch event), or one a pass
-/// left pending before kube-scheduler confirmed it fits nowhere and which it now has (the
-/// room the pass saw for it went to another pod).
-fn opens_window(demand: &BTreeMap<String, bool>, handled: &BTreeMap<String, bool>) -> bool {
+/// Whether any pod pending now holds news for provisioning ([`snapshot::is_news`], the
+/// rule itself), `handled` being what the last pass saw.
+fn opens_window(demand: &BTreeMap<String, Verdict>, handled: &BTreeMap<String, Verdict>) -> bool {
     demand
         .iter()
-        .any(|(uid, confirmed)| match handled.get(uid) {
-            None => true,
-            Some(was) => *confirmed && !*was,
-        })
+        .any(|(uid, now)| snapshot::is_news(now, handled.get(uid)))
 }
 
-/// The uids a pass leaves pending, each with its confirmation as the pass saw it.
+/// The uids a pass leaves pending, each with kube-scheduler's verdict as the pass saw it (a
+/// pod the pass planned that is no longer unplaced demand: absorbed).
 fn left_pending<'a>(
     uids: impl Iterator<Item = &'a String>,
-    demand: &BTreeMap<String, bool>,
-) -> BTreeMap<String, bool> {
-    uids.map(|u| (u.clone(), demand.get(u).copied().unwrap_or(true)))
-        .collect()
+    demand: &BTreeMap<String, Verdict>,
+) -> BTreeMap<String, Verdict> {
+    uids.map(|u| {
+        (
+            u.clone(),
+            demand.get(u).cloned().unwrap_or_else(Verdict::absorbed),
+        )
+    })
+    .collect()
 }
 
 /// A random seed for new NodeClaim names ([`Options::name_seed`]): a claim deleted a minute
@@ -526,24 +562,57 @@ mod tests {
 
     #[test]
     fn window_opens_for_new_pods_and_for_pods_kube_scheduler_newly_turned_down() {
-        let m = |v: &[(&str, bool)]| -> BTreeMap<String, bool> {
-            v.iter().map(|(u, c)| (u.to_string(), *c)).collect()
+        let refused = |message: &str| Verdict {
+            confirmed: true,
+            refusal: Some(snapshot::Refusal {
+                message: Some(message.into()),
+                last_transition: Some("2026-12-03T06:00:00Z".into()),
+            }),
+        };
+        let unconfirmed = Verdict::default();
+        let m = |v: &[(&str, &Verdict)]| -> BTreeMap<String, Verdict> {
+            v.iter()
+                .map(|(u, c)| (u.to_string(), (*c).clone()))
+                .collect()
         };
         assert!(!opens_window(&m(&[]), &m(&[])));
-        assert!(opens_window(&m(&[("a", false)]), &m(&[])), "a fresh pod");
-        assert!(!opens_window(&m(&[("a", false)]), &m(&[("a", false)])));
         assert!(
-            opens_window(&m(&[("a", true)]), &m(&[("a", false)])),
+            opens_window(&m(&[("a", &unconfirmed)]), &m(&[])),
+            "a fresh pod"
+        );
+        assert!(!opens_window(
+            &m(&[("a", &unconfirmed)]),
+            &m(&[("a", &unconfirmed)])
+        ));
+        assert!(
+            opens_window(&m(&[("a", &refused("0/3"))]), &m(&[("a", &unconfirmed)])),
             "left on existing room, then kube-scheduler found none"
         );
-        assert!(!opens_window(&m(&[("a", true)]), &m(&[("a", true)])));
-        assert!(!opens_window(&m(&[("a", false)]), &m(&[("a", true)])));
+        assert!(!opens_window(
+            &m(&[("a", &refused("0/3"))]),
+            &m(&[("a", &refused("0/3"))])
+        ));
+        assert!(
+            opens_window(&m(&[("a", &refused("0/2"))]), &m(&[("a", &refused("0/3"))])),
+            "left pending refused, then refused again on a changed cluster"
+        );
+        assert!(
+            !opens_window(
+                &m(&[("a", &refused("0/2"))]),
+                &m(&[("a", &Verdict::absorbed())])
+            ),
+            "rewritten while the window was open"
+        );
+        assert!(!opens_window(
+            &m(&[("a", &unconfirmed)]),
+            &m(&[("a", &refused("0/3"))])
+        ));
         assert_eq!(
             left_pending(
                 ["a".to_string(), "x".to_string()].iter(),
-                &m(&[("a", false)])
+                &m(&[("a", &refused("0/3"))])
             ),
-            m(&[("a", false), ("x", true)])
+            m(&[("a", &refused("0/3")), ("x", &Verdict::absorbed())])
         );
     }
 

@@ -98,7 +98,7 @@ pub fn agent_alive(node: &Node, now_unix: i64) -> bool {
 /// [`super::snapshot::unplaced_demand`]), so the replacement is launched before the drain.
 pub fn interrupted_without_agent(
     objects: &Objects,
-    unplaced: &BTreeMap<String, bool>,
+    unplaced: &BTreeMap<String, super::snapshot::Verdict>,
     now_unix: i64,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -150,6 +150,7 @@ fn interrupted_for(claim: &NodeClaim, reason: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provisioning::snapshot::Verdict;
     use serde_json::json;
     use std::sync::Arc;
 
@@ -214,7 +215,7 @@ mod tests {
     #[test]
     fn interrupted_claim_without_agent_is_drained_once_its_pods_have_a_replacement() {
         let o = objects(true, false);
-        let waiting = BTreeMap::from([("p2".to_string(), true)]);
+        let waiting = BTreeMap::from([("p2".to_string(), Verdict::absorbed())]);
         assert!(
             interrupted_without_agent(&o, &waiting, NOW).is_empty(),
             "p2 has no replacement yet: launch first, then drain"
@@ -265,7 +266,7 @@ mod tests {
         let conds = &mut c.status.as_mut().unwrap().conditions;
         conds[0].reason = conditions::nodeclaim::REASON_CAPACITY_RESERVATION_INTERRUPTION.into();
         o.claims = vec![Arc::new(c)];
-        let waiting = BTreeMap::from([("p1".to_string(), true)]);
+        let waiting = BTreeMap::from([("p1".to_string(), Verdict::absorbed())]);
         assert!(interrupted_without_agent(&o, &waiting, NOW).is_empty());
         assert_eq!(
             interrupted_without_agent(&o, &BTreeMap::new(), NOW),

@@ -675,13 +675,87 @@ fn nominations(
     nominated
 }
 
+/// What provisioning knows of kube-scheduler's view of one pending pod: whether it has
+/// confirmed the pod fits nowhere ([`scheduler_found_no_room`]; displaced pods count as
+/// confirmed) and, when that came from its `PodScheduled=False` `Unschedulable` condition,
+/// that condition's message and last transition time ([`Refusal`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub confirmed: bool,
+    pub refusal: Option<Refusal>,
+}
+
+/// kube-scheduler's `Unschedulable` condition as last written. kube-scheduler writes a new
+/// message when it tries the pod again on a changed cluster and still finds no node (another
+/// count of nodes, another reason), so a changed refusal says the cluster moved under a pod a
+/// pass left pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: Option<String>,
+    /// RFC 3339, as the API serves it.
+    pub last_transition: Option<String>,
+}
+
+impl Verdict {
+    /// What a batch window already covers: confirmed, and whatever kube-scheduler writes
+    /// before the pass runs is no news (the pass plans with what it shows then).
+    pub fn absorbed() -> Verdict {
+        Verdict {
+            confirmed: true,
+            refusal: None,
+        }
+    }
+}
+
+/// Whether a pending pod holds news for provisioning, `before` being what the last pass saw
+/// of it (None: no pass has decided about it). News: a pod no pass has seen (a fresh pod of
+/// the default scheduler, from its first watch event); one the pass saw unconfirmed and
+/// kube-scheduler has since turned down (the room the pass saw for it went to another pod);
+/// or one the pass saw turned down that kube-scheduler has turned down again with another
+/// message or transition time. The last is what a consolidation wave makes: a moved pod that
+/// the pass still placed on existing room is refused again once that room changes, and
+/// without a new pass it would wait for the periodic retry (30 s) to get a node.
+pub fn is_news(now: &Verdict, before: Option<&Verdict>) -> bool {
+    let Some(was) = before else {
+        return true;
+    };
+    if !now.confirmed {
+        return false;
+    }
+    if !was.confirmed {
+        return true;
+    }
+    match (&was.refusal, &now.refusal) {
+        (Some(a), Some(b)) => a != b,
+        // Absorbed into a window, or confirmed by the extender's signal: the pass decided
+        // with the pod already refused.
+        _ => false,
+    }
+}
+
+/// kube-scheduler's `Unschedulable` condition on `pod`, if it has one.
+pub fn refusal(pod: &Pod) -> Option<Refusal> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
+        .map(|c| Refusal {
+            message: c.message.clone(),
+            last_transition: c.last_transition_time.as_ref().map(|t| t.0.to_string()),
+        })
+}
+
 /// Uids of the pending and displaced pods no claim is nominated for — what opens a batch
 /// window, so a node that starts leaving wakes provisioning at once; cheap (no conversion), so
-/// it runs on every tick — each with whether kube-scheduler has confirmed the pod fits
-/// nowhere ([`scheduler_found_no_room`]; displaced pods count as confirmed). A pod a pass saw
-/// unconfirmed and left pending (the simulation found it room on an existing node) opens a
-/// new window when the confirmation arrives: kube-scheduler gave that room to another pod.
-pub fn unplaced_demand(objects: &Objects) -> BTreeMap<String, bool> {
+/// it runs on every tick — each with kube-scheduler's [`Verdict`] on it. Whether a pass must
+/// run for them is [`is_news`].
+pub fn unplaced_demand(objects: &Objects) -> BTreeMap<String, Verdict> {
     let nominated = nominations(objects, &HashMap::new());
     let leaving = super::leaving::leaving_nodes(objects);
     objects
@@ -695,7 +769,10 @@ pub fn unplaced_demand(objects: &Objects) -> BTreeMap<String, bool> {
             let uid = p.metadata.uid.clone()?;
             Some((
                 uid,
-                displaced || scheduler_found_no_room(p, &objects.failed_every_node),
+                Verdict {
+                    confirmed: displaced || scheduler_found_no_room(p, &objects.failed_every_node),
+                    refusal: refusal(p),
+                },
             ))
         })
         .filter(|(u, _)| !nominated.contains_key(u))
@@ -794,6 +871,14 @@ mod tests {
         let built = build(objects, &adze_scheduling::catalog::embedded());
         let plan = adze_scheduling::schedule(&built.snapshot, &adze_scheduling::Options::default());
         (built, plan)
+    }
+
+    /// [`unplaced_demand`] with whether kube-scheduler confirmed each.
+    fn confirmations(objects: &Objects) -> BTreeMap<String, bool> {
+        unplaced_demand(objects)
+            .into_iter()
+            .map(|(u, v)| (u, v.confirmed))
+            .collect()
     }
 
     /// The uids [`unplaced_demand`] holds.
@@ -1194,7 +1279,7 @@ mod tests {
         objects.failed_every_node =
             Arc::new(HashMap::from([("u-q".to_string(), "default".to_string())]));
         assert_eq!(
-            unplaced_demand(&objects),
+            confirmations(&objects),
             BTreeMap::from([("u-q".to_string(), true)])
         );
     }
@@ -1213,6 +1298,72 @@ mod tests {
             {"type": "PodScheduled", "status": "False", "reason": reason}]}))
         .unwrap();
         p
+    }
+
+    fn refused(pod: &Pod, message: &str, at: &str) -> Arc<Pod> {
+        let mut p = pod.clone();
+        p.status = serde_json::from_value(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": message, "lastTransitionTime": at}]}))
+        .unwrap();
+        Arc::new(p)
+    }
+
+    /// A consolidation wave: the pass left a moved pod pending (it found room on an existing
+    /// node that kube-scheduler had already refused), then kube-scheduler tried the pod again
+    /// on the changed cluster and refused it with another message. That is news: a pass plans
+    /// it again now, instead of the periodic retry 30 s later.
+    #[test]
+    fn a_pod_refused_anew_is_news_for_provisioning_the_same_refusal_is_not() {
+        let fresh = fresh_pod("a", "u-a");
+        let first = refused(
+            &fresh,
+            "0/40 nodes are available: 40 Insufficient cpu.",
+            "2026-12-03T06:00:00Z",
+        );
+        let objects = |p: &Arc<Pod>| Objects {
+            pods: vec![p.clone()],
+            ..Objects::default()
+        };
+        // What the pass saw and left pending.
+        let handled = unplaced_demand(&objects(&first));
+        let seen = handled["u-a"].clone();
+        assert!(seen.confirmed);
+        assert_eq!(
+            seen.refusal.as_ref().and_then(|r| r.message.as_deref()),
+            Some("0/40 nodes are available: 40 Insufficient cpu.")
+        );
+        let news = |p: &Arc<Pod>| is_news(&unplaced_demand(&objects(p))["u-a"], Some(&seen));
+        assert!(!news(&first), "nothing changed");
+        assert!(
+            news(&refused(
+                &fresh,
+                "0/39 nodes are available: 1 node(s) had taint {adze.sh/disruption}, 38 Insufficient cpu.",
+                "2026-12-03T06:00:00Z",
+            )),
+            "refused again with another message"
+        );
+        assert!(
+            news(&refused(
+                &fresh,
+                "0/40 nodes are available: 40 Insufficient cpu.",
+                "2026-12-03T06:00:31Z",
+            )),
+            "refused again at another transition time"
+        );
+        // While a window is open every pending pod is absorbed: kube-scheduler's rewrites
+        // during a burst do not hold the window open.
+        let changed = refused(&fresh, "0/41 nodes are available.", "2026-12-03T06:00:05Z");
+        assert!(!is_news(
+            &unplaced_demand(&objects(&changed))["u-a"],
+            Some(&Verdict::absorbed())
+        ));
+        // Unconfirmed pods are not news until kube-scheduler refuses them; a pod no pass saw is.
+        let unconfirmed = unplaced_demand(&objects(&fresh))["u-a"].clone();
+        assert!(!unconfirmed.confirmed && unconfirmed.refusal.is_none());
+        assert!(!is_news(&unconfirmed, Some(&unconfirmed)));
+        assert!(is_news(&seen, Some(&unconfirmed)));
+        assert!(is_news(&unconfirmed, None));
     }
 
     #[test]
@@ -1266,7 +1417,7 @@ mod tests {
             ..Objects::default()
         };
         assert_eq!(
-            unplaced_demand(&objects),
+            confirmations(&objects),
             BTreeMap::from([("u-a".to_string(), false), ("u-b".to_string(), true)]),
             "fresh demand is unconfirmed until kube-scheduler says Unschedulable"
         );
@@ -1331,7 +1482,7 @@ mod tests {
             ..Objects::default()
         };
         assert_eq!(
-            unplaced_demand(&objects),
+            confirmations(&objects),
             BTreeMap::from([("u-a".to_string(), true)]),
             "A is confirmed now, so it opens a window again"
         );
