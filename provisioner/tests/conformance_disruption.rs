@@ -4053,9 +4053,9 @@ fn balanced_nan_price_does_not_poison_the_pool() {
         "{name: nan-instance, cpu: 4, memory: 16Gi, pods: 110, arch: amd64, offerings: [{zone: test-zone-1, capacityType: on-demand, price: .nan}]}",
     );
     assert_ne!(bad, PRICED_CATALOG);
-    let err = Scenario::parse(&conformance::scenario(&[&bad, &nodepool("nan")]))
-        .err()
-        .expect("a NaN price is refused");
+    let Err(err) = Scenario::parse(&conformance::scenario(&[&bad, &nodepool("nan")])) else {
+        panic!("a NaN price is refused");
+    };
     assert!(err.to_string().contains("non-finite float"), "{err}");
 
     let mut docs = vec![nodepool("nan")];
