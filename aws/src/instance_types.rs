@@ -382,7 +382,13 @@ pub async fn spot_prices(
             else {
                 continue;
             };
-            if let Ok(price) = price.parse::<f64>() {
+            // "NaN" and "inf" parse as floats; a price that is not a finite, non-negative
+            // number is no price (the type keeps its fallback).
+            if let Some(price) = price
+                .parse::<f64>()
+                .ok()
+                .filter(|p| p.is_finite() && *p >= 0.0)
+            {
                 out.entry((t.as_str().to_string(), z)).or_insert(price);
             }
         }

@@ -394,8 +394,12 @@ pub(super) fn node_labels(node: &ExistingNode) -> (String, String, String) {
 
 /// The node's price per hour: its own, else its instance type's offering in its zone and
 /// capacity type from its pool's catalog (any pool's if its own lacks the type), else 0.
+/// The offering's availability does not matter: it says whether a new node can launch
+/// there, not what a running one costs. A price that is not a finite number counts as
+/// unknown, so one bad price cannot turn its pool's `Balanced` totals into NaN (which would
+/// refuse every move of the pool).
 pub fn node_price(input: &Input, node: &ExistingNode) -> f64 {
-    if let Some(p) = node.price {
+    if let Some(p) = node.price.filter(|p| p.is_finite()) {
         return p;
     }
     let (it, ct, zone) = node_labels(node);
@@ -414,5 +418,6 @@ pub fn node_price(input: &Input, node: &ExistingNode) -> f64 {
                 .or_else(|| t.offerings.iter().find(|o| o.capacity_type == ct))
         })
         .map(|o| o.price)
+        .filter(|p| p.is_finite())
         .unwrap_or(0.0)
 }
