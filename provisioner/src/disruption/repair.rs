@@ -224,7 +224,10 @@ mod tests {
         assert_eq!(mode(true, false), Ok(Some(RepairMode::Budgeted)));
         assert_eq!(mode(true, true), Ok(Some(RepairMode::Legacy)));
         let e = mode(false, true).unwrap_err();
-        assert!(e.contains("--legacy-node-repair") && e.contains("--node-repair"), "{e}");
+        assert!(
+            e.contains("--legacy-node-repair") && e.contains("--node-repair"),
+            "{e}"
+        );
         // What each mode does with a repair due in a pool whose budget allows none: the
         // decision (budgeted) holds it; the legacy mode leaves the decision alone and the
         // forceful verdict stands, budgets unread.
@@ -259,7 +262,11 @@ mod tests {
             (d.len(), held.len())
         };
         assert_eq!(run(mode(true, false).unwrap()), (0, 1), "budgeted: held");
-        assert_eq!(run(mode(true, true).unwrap()), (0, 0), "legacy: not the decision's");
+        assert_eq!(
+            run(mode(true, true).unwrap()),
+            (0, 0),
+            "legacy: not the decision's"
+        );
         let forceful = decide(&b.health, &default_policies(), now);
         assert_eq!(forceful[0].verdict, Verdict::Repair);
         // With room in the budget, budgeted repair decides it.
@@ -269,7 +276,10 @@ mod tests {
             ..Default::default()
         };
         let d = adze_scheduling::disruption::decide_all(&b, &options, true, 10);
-        assert_eq!(d[0].reason.as_str(), adze_scheduling::disruption::repair::REASON);
+        assert_eq!(
+            d[0].reason.as_str(),
+            adze_scheduling::disruption::repair::REASON
+        );
         assert_eq!(d[0].node_names(), ["n1"]);
     }
 
