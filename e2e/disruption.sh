@@ -512,7 +512,7 @@ read -r h_n h_rss h_avail h_load <<<"$(awk 'NR == 1 || $1 > n { n = $1; r = $2 }
 echo "hollow fleet at its peak: $h_n kubelets, $h_rss MB RSS together; lowest MemAvailable $h_avail MB; highest load average $h_load ($(wc -l <"$dir/host.samples") samples, 5 s apart)"
 check "the machine held the whole fleet at once: $h_n hollow kubelets >= the $fleet_n + the $n_before of the earlier sections" test "$h_n" -ge "$((fleet_n + n_before))"
 
-echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; 20 % guard); an EC2 status check failing -> EC2StatusImpaired on the Node, replaced 2 min from impairedSince"
+echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; legacy forceful mode, outside budgets; 20 % guard); an EC2 status check failing -> EC2StatusImpaired on the Node, replaced 2 min from impairedSince"
 # KernelReady (the EKS node monitoring agent's condition; tolerated 30m) rather than Ready:
 # the kubelet owns Ready (and its pressure conditions) and rewrites an injected Ready=False on
 # its next status update (checked below), while a condition type it does not own is carried
@@ -590,7 +590,9 @@ claim_state() {
 ( while :; do echo "$(date +%s) $(claim_state "$imp_a")"; sleep 2; done ) >>"$dir/imp.samples" 2>/dev/null &
 samplers+=($!)
 stop_provisioner
-PROV_ARGS+=(--node-repair)
+# Today's forceful repair (outside budgets; the default is budgeted since Karpenter v1.15):
+# what steps 7 and 7b check.
+PROV_ARGS+=(--node-repair --legacy-node-repair)
 start_provisioner
 repair_blocked() {
   k get events -A --field-selector reason=RepairBlocked -o json | jqe --arg a "$sick_a" --arg b "$sick_b" \

@@ -190,6 +190,9 @@ pub enum DisruptionReason {
     Underutilized,
     Empty,
     Drifted,
+    /// Node repair (Karpenter v1.15): repair is a voluntary disruption that budgets hold,
+    /// unless the provisioner runs with `--legacy-node-repair`, when no budget applies.
+    Unhealthy,
     /// Not a budget reason since expiry became forceful (Karpenter v1): no budget holds an
     /// expired node back. Kept so stored pools that name it still read; the CRD no longer
     /// admits it and validation refuses it, naming the field.

@@ -757,7 +757,7 @@ fn budget(p: &mut Problems, path: &Path, budget: &Budget) {
         if *reason == DisruptionReason::Expired {
             p.add(
                 &path.field("reasons").index(i),
-                "Expired is not a budget reason: expiry is forceful and no budget holds it back (use Underutilized, Empty or Drifted)",
+                "Expired is not a budget reason: expiry is forceful and no budget holds it back (use Underutilized, Empty, Drifted or Unhealthy)",
             );
         }
     }

@@ -257,9 +257,15 @@ struct RunArgs {
     disruption_dry_run: bool,
     /// Node repair (Karpenter's NodeRepair feature gate, off by default as there): replace a
     /// node whose Ready (False/Unknown) or node-monitoring-agent condition stays unhealthy
-    /// past its toleration, unless over 20 % of its NodePool is unhealthy.
+    /// past its toleration, unless over 20 % of its NodePool is unhealthy. As in Karpenter
+    /// v1.15, repair is a voluntary disruption: the first method (before drift and
+    /// consolidation), held by the NodePool's disruption budgets for reason Unhealthy.
     #[arg(long, env = "ADZE_NODE_REPAIR")]
     node_repair: bool,
+    /// With --node-repair: repair as before Karpenter v1.15, forceful, outside disruption
+    /// budgets (Karpenter's --legacy-node-repair). Refused without --node-repair.
+    #[arg(long, env = "ADZE_LEGACY_NODE_REPAIR")]
+    legacy_node_repair: bool,
     /// Drift of a static NodePool at its limits.nodes, or of a reserved node whose NodePool
     /// may only use its full capacity reservations (Karpenter's TerminateFirstDrift feature
     /// gate, off by default as there): delete the drifted node first and let the freed slot
@@ -482,7 +488,11 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             poll: args.disruption_poll_period,
             validation: args.disruption_validation_period,
             dry_run: args.disruption_dry_run,
-            repair: args.node_repair,
+            repair: adze_provisioner::disruption::repair::mode(
+                args.node_repair,
+                args.legacy_node_repair,
+            )
+            .map_err(anyhow::Error::msg)?,
             terminate_first_drift: args.terminate_first_drift,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,

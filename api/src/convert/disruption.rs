@@ -15,6 +15,7 @@ fn reason(r: DisruptionReason) -> Reason {
         DisruptionReason::Expired => Reason::Expired,
         DisruptionReason::Empty => Reason::Empty,
         DisruptionReason::Underutilized => Reason::Underutilized,
+        DisruptionReason::Unhealthy => Reason::Unhealthy,
     }
 }
 
@@ -89,6 +90,7 @@ spec:
     budgets:
       - nodes: "20%"
       - {nodes: "0", schedule: "0 9 * * mon-fri", duration: 8h, reasons: [Underutilized]}
+      - {nodes: "1", reasons: [Unhealthy, Drifted]}
   template:
     spec:
       nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
@@ -101,7 +103,13 @@ spec:
         assert_eq!(p.nodepool, "general");
         assert_eq!(p.consolidation, ConsolidationPolicy::WhenEmpty);
         assert_eq!(p.consolidate_after, Some(Duration::from_secs(300)));
-        assert_eq!(p.budgets.len(), 2);
+        assert_eq!(p.budgets.len(), 3);
+        // Node repair's reason: the budget the default (budgeted) repair is held by.
+        assert_eq!(
+            p.budgets[2].reasons,
+            vec![Reason::Unhealthy, Reason::Drifted]
+        );
+        assert_eq!(p.budgets[2].nodes, BudgetNodes::Count(1));
         assert_eq!(p.budgets[0].nodes, BudgetNodes::Percent(20));
         let w = p.budgets[1].window.as_ref().unwrap();
         assert_eq!(w.duration, Duration::from_secs(8 * 3600));

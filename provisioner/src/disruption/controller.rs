@@ -41,8 +41,11 @@ pub struct Settings {
     /// Placement policies, as provisioning uses them: replacements are planned alike.
     pub policies: crate::rules::Policies,
     /// Node repair (`--node-repair`, Karpenter's `NodeRepair` feature gate): replace nodes
-    /// whose conditions stay unhealthy past their toleration ([`Self::repair`]).
-    pub repair: bool,
+    /// whose conditions stay unhealthy past their toleration. `None`: off. Budgeted (the
+    /// default once on, Karpenter v1.15): the decision's first method, within the pools'
+    /// budgets for `Unhealthy`. Legacy (`--legacy-node-repair`): forceful, before any
+    /// decision ([`Self::repair`]). See [`super::repair::mode`].
+    pub repair: Option<pure::repair::RepairMode>,
     /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a static pool at
     /// its `limits.nodes`, or a reserved node whose pool's reservations are full, is deleted
     /// first and the freed slot refilled.
@@ -186,7 +189,16 @@ fn decision_node_labels(
     d.nodes
         .iter()
         .zip(claims)
-        .map(|(n, c)| node_labels(d.reason.as_str(), &n.nodepool, policies, c, false))
+        .map(|(n, c)| {
+            node_labels(
+                d.reason.as_str(),
+                &n.nodepool,
+                policies,
+                c,
+                // Repair's drain has no grace period (termination reads the reason).
+                d.reason == pure::Reason::Unhealthy,
+            )
+        })
         .collect()
 }
 
@@ -485,6 +497,9 @@ impl Disruption {
             &mut self.activity.lock_or_recover(),
         );
         built.input.zones_away = self.unavailable.zones_away(extra.now);
+        if self.settings.repair == Some(pure::repair::RepairMode::Budgeted) {
+            built.input.health = self.read_health(extra.now).await;
+        }
         for p in &built.problems {
             tracing::debug!(problem = %p, "left out of disruption");
         }
@@ -499,6 +514,7 @@ impl Disruption {
             crate::provisioning::fresh_name_seed(),
         );
         options.terminate_first_drift = self.settings.terminate_first_drift;
+        options.node_repair = self.settings.repair;
         options
     }
 
@@ -559,7 +575,9 @@ impl Disruption {
             // The expired nodes now count as disrupting; decide on the next pass.
             return Ok(Pass::Acted);
         }
-        if self.settings.repair && self.repair(&built).await? > 0 {
+        if self.settings.repair == Some(pure::repair::RepairMode::Legacy)
+            && self.repair(&built).await? > 0
+        {
             return Ok(Pass::Acted);
         }
         let (any, consolidate) = self.readiness(&built);
@@ -569,14 +587,14 @@ impl Disruption {
         let started = Instant::now();
         // Off the async workers: deciding on a large cluster takes CPU time.
         let (input, options) = (built.input.clone(), self.options(&built));
-        let (decisions, blocked) = tokio::task::spawn_blocking(move || {
-            (
-                decide_all(&input, &options, consolidate, MAX_DECISIONS_PER_PASS),
-                pure::blocked(&input),
-            )
+        let (decisions, blocked, held) = tokio::task::spawn_blocking(move || {
+            let decisions = decide_all(&input, &options, consolidate, MAX_DECISIONS_PER_PASS);
+            let held = pure::repair_held(&input, &options, &decisions);
+            (decisions, pure::blocked(&input), held)
         })
         .await?;
         self.announce_blocked(&built, &blocked);
+        self.announce_repair_held(&built, &held);
         let decide_ms = started.elapsed().as_millis() as u64;
         tracing::debug!(
             observe_ms,
@@ -707,6 +725,35 @@ impl Disruption {
                     "Normal",
                     "DisruptionBlocked",
                     &message,
+                );
+            }
+        }
+    }
+
+    /// A `RepairBlocked` event (Warning) on each node due for budgeted repair that is held
+    /// this pass, and its NodeClaim: the 20 % guard, or its pool's budget for `Unhealthy`
+    /// ([`pure::repair_held`]). The recorder folds the repeats of each pass into one Event.
+    fn announce_repair_held(&self, built: &Built, held: &[pure::RepairHold]) {
+        if held.is_empty() {
+            return;
+        }
+        let nodes = self.state.nodes.state();
+        for h in held {
+            tracing::warn!(node = %h.node, nodeclaim = %h.nodeclaim, nodepool = ?h.nodepool, "{}", h.message);
+            if let Some(node) = nodes.iter().find(|n| n.name_any() == h.node) {
+                self.recorder.publish(
+                    reference(node.as_ref()),
+                    "Warning",
+                    "RepairBlocked",
+                    &h.message,
+                );
+            }
+            if let Some(claim) = built.claim_of_node.get(&h.node) {
+                self.recorder.publish(
+                    reference(claim.as_ref()),
+                    "Warning",
+                    "RepairBlocked",
+                    &h.message,
                 );
             }
         }
@@ -957,29 +1004,31 @@ impl Disruption {
         }
     }
 
-    /// Node repair: every NodeClaim whose Node has reported an unhealthy condition past that
+    /// What node repair reads: each NodeClaim's Node conditions, with the instances' status
+    /// checks (from the cloud at most once a minute) folded in and written on the Nodes as
+    /// `EC2StatusImpaired` where they changed.
+    async fn read_health(&self, now: i64) -> Vec<pure::repair::NodeHealth> {
+        let mut health = repair::health(&self.state.objects());
+        self.status_checks
+            .lock()
+            .await
+            .attach(self.cloud.as_ref(), &mut health, now, Instant::now())
+            .await;
+        self.publish_status_conditions(&mut health, now).await;
+        health
+    }
+
+    /// Legacy (forceful) node repair, `--legacy-node-repair`: every NodeClaim whose Node has reported an unhealthy condition past that
     /// condition's toleration, or whose instance fails a cloud status check (EC2's instance or
     /// system reachability) past 2 minutes ([`pure::repair`]; the checks are read from the
-    /// cloud only here, at most once a minute), is marked `Disrupting` (reason `Unhealthy`,
+    /// cloud at most once a minute), is marked `Disrupting` (reason `UnhealthyForceful`,
     /// which termination reads as no grace period: the node is presumed unable to drain)
     /// and deleted now, whatever budgets, do-not-disrupt and PodDisruptionBudgets say;
     /// unless more than 20 % of its pool's nodes are unhealthy, when a `RepairBlocked`
     /// event says so instead. Returns how many claims it deleted.
     async fn repair(&self, built: &Built) -> anyhow::Result<usize> {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let mut health = repair::health(&self.state.objects());
-        self.status_checks
-            .lock()
-            .await
-            .attach(
-                self.cloud.as_ref(),
-                &mut health,
-                built.input.now,
-                Instant::now(),
-            )
-            .await;
-        self.publish_status_conditions(&mut health, built.input.now)
-            .await;
+        let health = self.read_health(built.input.now).await;
         let outcomes =
             pure::repair::decide(&health, &pure::repair::default_policies(), built.input.now);
         let mut deleted = 0;
@@ -1032,7 +1081,7 @@ impl Disruption {
                 claim_conditions(claim),
                 cond::DISRUPTING,
                 true,
-                pure::repair::REASON,
+                pure::repair::REASON_FORCEFUL,
                 &message,
             );
             api.patch_status(

@@ -26,6 +26,7 @@ fn reason(r: DisruptionReason) -> Reason {
         DisruptionReason::Empty => Reason::Empty,
         DisruptionReason::Drifted => Reason::Drifted,
         DisruptionReason::Expired => Reason::Expired,
+        DisruptionReason::Unhealthy => Reason::Unhealthy,
     }
 }
 
@@ -474,6 +475,9 @@ pub fn build(
             do_not_disrupt: do_not_disrupt(node.metadata.annotations.as_ref())
                 || do_not_disrupt(c.metadata.annotations.as_ref()),
             disrupting: is_disrupting(c) || going_away(node) || !snapshot::node_ready(node),
+            disrupting_as_not_ready: !snapshot::node_ready(node)
+                && !is_disrupting(c)
+                && !going_away(node),
             last_pod_event,
             capacity_block_end,
         };
@@ -562,6 +566,9 @@ pub fn build(
             // The zonal-shift reading is the controller's (UnavailableOfferings::zones_away).
             zones_away: BTreeSet::new(),
             static_pools,
+            // Node health, with the cloud's status checks, is read by whoever repairs:
+            // the controller ([`super::repair::StatusChecks`]) or `simulate --node-repair`.
+            health: Vec::new(),
         },
         reserved_names: built.reserved_names,
         pending,

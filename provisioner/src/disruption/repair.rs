@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use adze_api::NodeClaim;
 use adze_scheduling::disruption::UnixSeconds;
 use adze_scheduling::disruption::repair::{
-    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, StatusCheck,
+    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, RepairMode, StatusCheck,
     remember_first_failures,
 };
 use adze_scheduling::labels;
@@ -18,6 +18,20 @@ use kube::ResourceExt;
 
 use crate::cloud::CloudProvider;
 use crate::provisioning::snapshot::Objects;
+
+/// The repair mode `--node-repair` and `--legacy-node-repair` ask for: off, budgeted (the
+/// default once on, Karpenter v1.15) or legacy (forceful, outside budgets). The legacy flag
+/// alone is refused, naming both flags, rather than silently doing nothing.
+pub fn mode(node_repair: bool, legacy: bool) -> Result<Option<RepairMode>, String> {
+    match (node_repair, legacy) {
+        (false, false) => Ok(None),
+        (true, false) => Ok(Some(RepairMode::Budgeted)),
+        (true, true) => Ok(Some(RepairMode::Legacy)),
+        (false, true) => Err(
+            "--legacy-node-repair (ADZE_LEGACY_NODE_REPAIR) chooses how node repair runs, and node repair is off: add --node-repair (ADZE_NODE_REPAIR), or drop --legacy-node-repair".into(),
+        ),
+    }
+}
 
 /// How often the cloud's status checks are read: EC2 runs them every minute, and Karpenter
 /// polls DescribeInstanceStatus as often. Between readings the last one is used.
@@ -202,6 +216,71 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn the_legacy_flag_keeps_repair_forceful_and_the_default_is_budgeted() {
+        assert_eq!(mode(false, false), Ok(None));
+        assert_eq!(mode(true, false), Ok(Some(RepairMode::Budgeted)));
+        assert_eq!(mode(true, true), Ok(Some(RepairMode::Legacy)));
+        let e = mode(false, true).unwrap_err();
+        assert!(
+            e.contains("--legacy-node-repair") && e.contains("--node-repair"),
+            "{e}"
+        );
+        // What each mode does with a repair due in a pool whose budget allows none: the
+        // decision (budgeted) holds it; the legacy mode leaves the decision alone and the
+        // forceful verdict stands, budgets unread.
+        let now = 1_767_225_600;
+        let mut b = adze_scheduling::fixtures::ClusterBuilder::new(
+            adze_scheduling::fixtures::pool("web", adze_scheduling::fixtures::small_catalog()),
+        )
+        .node("n1", "m.4x", adze_scheduling::fixtures::ZONES[0], false)
+        .facts("n1", |f| {
+            f.disrupting = true;
+            f.disrupting_as_not_ready = true;
+        })
+        .policy(|p| {
+            p.budgets = vec![adze_scheduling::disruption::Budget::nodes(
+                adze_scheduling::disruption::BudgetNodes::Count(0),
+            )]
+        })
+        .now(now)
+        .build();
+        b.health = vec![NodeHealth::new("n1", "n1-claim", "web").with(
+            "Ready",
+            "Unknown",
+            Some(now - 31 * 60),
+        )];
+        let run = |m: Option<RepairMode>| {
+            let options = adze_scheduling::disruption::Options {
+                node_repair: m,
+                ..Default::default()
+            };
+            let d = adze_scheduling::disruption::decide_all(&b, &options, true, 10);
+            let held = adze_scheduling::disruption::repair_held(&b, &options, &d);
+            (d.len(), held.len())
+        };
+        assert_eq!(run(mode(true, false).unwrap()), (0, 1), "budgeted: held");
+        assert_eq!(
+            run(mode(true, true).unwrap()),
+            (0, 0),
+            "legacy: not the decision's"
+        );
+        let forceful = decide(&b.health, &default_policies(), now);
+        assert_eq!(forceful[0].verdict, Verdict::Repair);
+        // With room in the budget, budgeted repair decides it.
+        b.policies[0].budgets.clear();
+        let options = adze_scheduling::disruption::Options {
+            node_repair: mode(true, false).unwrap(),
+            ..Default::default()
+        };
+        let d = adze_scheduling::disruption::decide_all(&b, &options, true, 10);
+        assert_eq!(
+            d[0].reason.as_str(),
+            adze_scheduling::disruption::repair::REASON
+        );
+        assert_eq!(d[0].node_names(), ["n1"]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ const DELETE_REPEAT: Duration = Duration::from_secs(10);
 /// Seconds from `now` to the claim's deadline (its deletion plus its
 /// `terminationGracePeriod`), rounded down; `None` when it has no grace period or is not
 /// being deleted. Zero or less: the deadline has passed. A claim deleted by node repair
-/// (`Disrupting`, reason `Unhealthy`) has no grace period, as in Karpenter: its node is
+/// (`Disrupting`, reason `Unhealthy`, or `UnhealthyForceful` in its legacy mode) has no grace period, as in Karpenter: its node is
 /// presumed unable to drain, so its deadline is its deletion.
 pub fn remaining(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> Option<i64> {
     let deleted = claim.metadata.deletion_timestamp.as_ref()?;
@@ -75,7 +75,8 @@ pub fn remaining(claim: &NodeClaim, now: k8s_openapi::jiff::Timestamp) -> Option
 /// Whether node repair deleted the claim.
 fn repaired(claim: &NodeClaim) -> bool {
     conditions::find(claim_conditions(claim), cond::DISRUPTING).is_some_and(|c| {
-        c.status == "True" && c.reason == adze_scheduling::disruption::repair::REASON
+        use adze_scheduling::disruption::repair::{REASON, REASON_FORCEFUL};
+        c.status == "True" && (c.reason == REASON || c.reason == REASON_FORCEFUL)
     })
 }
 
@@ -717,6 +718,9 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("terminationGracePeriod");
+        assert!(grace_over(&claim(v.clone()), at("2026-01-01T00:00:01Z")));
+        // Legacy (forceful) repair's reason alike.
+        v["status"]["conditions"][0]["reason"] = json!("UnhealthyForceful");
         assert!(grace_over(&claim(v.clone()), at("2026-01-01T00:00:01Z")));
         // Any other reason keeps the claim's own grace.
         v["status"]["conditions"][0]["reason"] = json!("Drifted");

@@ -4,7 +4,8 @@
 //! how a maintenance freeze is written); the most restrictive budget that applies wins; a
 //! pool with no budgets is unlimited. Percentages are of the pool's initialized nodes and
 //! round up, so a small pool with a non-zero percentage still makes progress. Nodes already
-//! disrupting count against every method's allowance.
+//! disrupting count against every method's allowance, except that a node disrupting only
+//! for being not Ready does not count against `Unhealthy`'s (node repair's).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -128,6 +129,8 @@ impl Allowance {
     pub fn compute(input: &Input) -> Allowance {
         let mut total: BTreeMap<&str, u64> = BTreeMap::new();
         let mut disrupting: BTreeMap<&str, u64> = BTreeMap::new();
+        // Disrupting nodes bar those disrupting only for being not Ready (Unhealthy's count).
+        let mut going: BTreeMap<&str, u64> = BTreeMap::new();
         let facts = input.facts_by_node();
         for n in &input.snapshot.nodes {
             let (Some(pool), Some(f)) = (n.nodepool.as_deref(), facts.get(n.name.as_str())) else {
@@ -139,13 +142,22 @@ impl Allowance {
             *total.entry(pool).or_default() += 1;
             if f.disrupting {
                 *disrupting.entry(pool).or_default() += 1;
+                if !f.disrupting_as_not_ready {
+                    *going.entry(pool).or_default() += 1;
+                }
             }
         }
         let mut left = BTreeMap::new();
         for p in &input.policies {
             let n = total.get(p.nodepool.as_str()).copied().unwrap_or(0);
-            let busy = disrupting.get(p.nodepool.as_str()).copied().unwrap_or(0);
+            let all_busy = disrupting.get(p.nodepool.as_str()).copied().unwrap_or(0);
+            let going_busy = going.get(p.nodepool.as_str()).copied().unwrap_or(0);
             for reason in Reason::ALL {
+                let busy = if reason == Reason::Unhealthy {
+                    going_busy
+                } else {
+                    all_busy
+                };
                 let cap = p
                     .budgets
                     .iter()

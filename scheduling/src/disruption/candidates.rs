@@ -134,7 +134,8 @@ impl Blocker {
 
 /// Whether a node of a pool with `policy` qualifies for `reason` at `now` (blockers and
 /// budgets aside); `empty` is "has no non-DaemonSet pods". Never for [`Reason::Expired`]:
-/// expiry is forceful and not a voluntary method ([`super::expiry`]).
+/// expiry is forceful and not a voluntary method ([`super::expiry`]); nor for
+/// [`Reason::Unhealthy`], which reads node health, not candidates ([`super::repair_method`]).
 pub(super) fn qualifies(
     policy: &PoolPolicy,
     facts: &NodeFacts,
@@ -144,7 +145,7 @@ pub(super) fn qualifies(
 ) -> bool {
     match reason {
         Reason::Drifted => facts.drifted,
-        Reason::Expired => false,
+        Reason::Expired | Reason::Unhealthy => false,
         Reason::Empty => !policy.fixed_size && empty && consolidatable(policy, facts, now),
         Reason::Underutilized => {
             !policy.fixed_size

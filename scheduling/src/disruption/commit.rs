@@ -20,6 +20,7 @@ pub fn commit(input: &mut Input, d: &Decision) {
     for f in &mut input.nodes {
         if removed.contains(f.name.as_str()) {
             f.disrupting = true;
+            f.disrupting_as_not_ready = false;
         }
     }
     for n in &mut input.snapshot.nodes {

@@ -19,7 +19,8 @@ pub enum Action {
 pub enum Method {
     /// Forceful: the NodeClaim outlived its `expireAfter` ([`super::expiry`]).
     Expiration,
-    /// Forceful: unhealthy node conditions past their toleration ([`super::repair`]).
+    /// Unhealthy node conditions past their toleration ([`super::repair`]): budgeted by
+    /// default, forceful in its legacy mode.
     Repair,
     Drift,
     Emptiness,
@@ -99,6 +100,7 @@ impl Decision {
             Reason::Empty => Method::Emptiness,
             Reason::Underutilized if self.nodes.len() > 1 => Method::MultiNodeConsolidation,
             Reason::Underutilized => Method::SingleNodeConsolidation,
+            Reason::Unhealthy => Method::Repair,
         }
     }
 
@@ -172,6 +174,7 @@ impl Decision {
             Reason::Drifted => "drifted from its NodePool or node class".to_string(),
             Reason::Expired => "older than the NodePool's expireAfter".to_string(),
             Reason::Empty => "no workload pods for consolidateAfter".to_string(),
+            Reason::Unhealthy => "unhealthy past its toleration".to_string(),
             Reason::Underutilized => match self.action() {
                 Action::Delete => format!("underutilized: {its} {pods} pod(s) fit on other nodes"),
                 Action::Replace => format!(

@@ -235,18 +235,19 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The next voluntary disruption to carry out, if any: drift, then emptiness, then
-/// consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision
+/// The next voluntary disruption to carry out, if any: repair (when budgeted), drift, then
+/// emptiness, then consolidation (expiry is forceful and not decided here: [`super::expiry`]). One decision
 /// per call; [`super::decide_all`] takes as many as can run side by side.
 pub fn decide(input: &Input, options: &Options) -> Option<Decision> {
     Context::new(input, options).next(true)
 }
 
 impl Context<'_> {
-    /// Drift, then emptiness, then (when `consolidate`) consolidation: the first that finds
-    /// something.
+    /// Repair (when budgeted), drift, then emptiness, then (when `consolidate`)
+    /// consolidation: the first that finds something.
     pub(super) fn next(&self, consolidate: bool) -> Option<Decision> {
-        self.replace_one(Reason::Drifted)
+        self.repair()
+            .or_else(|| self.replace_one(Reason::Drifted))
             .or_else(|| self.empty())
             .or_else(|| {
                 consolidate
@@ -295,6 +296,16 @@ pub fn revalidate(
     options: &Options,
 ) -> Result<Decision, Invalidated> {
     let ctx = Context::new(input, options);
+    if decision.reason == Reason::Unhealthy {
+        // Repaired nodes are not candidates (not Ready ones never are): checked apart.
+        return match decision.nodes.as_slice() {
+            [n] => ctx.revalidate_repair(&n.name),
+            _ => Err(Invalidated::NoLongerEligible {
+                node: decision.node_names().join(", "),
+                reason: Reason::Unhealthy,
+            }),
+        };
+    }
     let (_, blocked) = candidates(input);
     let by_name: HashMap<&str, &Candidate> = ctx
         .candidates
@@ -342,7 +353,7 @@ pub fn revalidate(
         Reason::Drifted if set.len() == 1 && ctx.fixed_size(set[0]) => {
             ctx.static_drift(set[0]).map_err(Invalidated::StaticPool)
         }
-        Reason::Drifted | Reason::Expired => {
+        Reason::Drifted | Reason::Expired | Reason::Unhealthy => {
             let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
             let plan = ctx.sim.run(&idx);
             if let Some(u) = plan.unschedulable.first() {

@@ -5,6 +5,10 @@
 //! calls [`revalidate`] on a fresh input, launches replacements, then drains.
 //!
 //! Methods, in order, first one that finds something wins ([`decide`]):
+//! 0. **Repair** ([`Reason::Unhealthy`], with [`Options::node_repair`] set to
+//!    [`repair::RepairMode::Budgeted`], Karpenter v1.15's order): one node whose condition
+//!    stayed unhealthy past its toleration, within its pool's budget for `Unhealthy`, under
+//!    the 20 % guard ([`repair`], [`repair_method`]).
 //! 1. **Drift** ([`Reason::Drifted`]): replace one drifted node with pods, earliest drifted
 //!    first (see [`drift`] for what drifted means). An empty drifted node is left to
 //!    emptiness, so it does not use up the Drifted budget (static pools aside, whose nodes
@@ -21,7 +25,7 @@
 //!
 //! Expiration is not one of them: it is forceful ([`expiry`]), outside budgets and
 //! do-not-disrupt, and the controller carries it out before asking for a decision. So is
-//! node repair ([`repair`]: unhealthy node conditions past their toleration), when enabled.
+//! node repair in its legacy mode ([`repair::RepairMode::Legacy`], `--legacy-node-repair`).
 //!
 //! [`decide_all`] repeats this on the cluster as the decisions already taken will leave it
 //! ([`commit`]), so a drift rollout keeps as many replacements in flight as the budgets
@@ -40,6 +44,7 @@ pub mod drift;
 pub mod expiry;
 mod methods;
 pub mod repair;
+mod repair_method;
 pub mod reserved_drift;
 pub mod savings;
 mod simulate;
@@ -58,26 +63,30 @@ pub use commit::{commit, decide_all, hold};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, Method, RemovedNode};
 pub use methods::{Invalidated, decide, displaced_plan, revalidate, try_consolidating};
+pub use repair_method::{RepairHold, repair_held};
 
 /// Seconds since the Unix epoch, UTC. The caller reads the clock; this module never does.
 pub type UnixSeconds = i64;
 
 /// Why a node is disrupted; budgets can be scoped to the voluntary reasons. `Expired` is
 /// forceful ([`expiry`]): no budget limits it, and a budget naming it has no effect.
+/// `Unhealthy` is node repair: voluntary (budgeted) unless in its legacy mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
     Drifted,
     Expired,
     Empty,
     Underutilized,
+    Unhealthy,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 4] = [
+    pub const ALL: [Reason; 5] = [
         Reason::Drifted,
         Reason::Expired,
         Reason::Empty,
         Reason::Underutilized,
+        Reason::Unhealthy,
     ];
 
     /// The name used in NodePool budgets, events and metrics.
@@ -87,6 +96,7 @@ impl Reason {
             Reason::Expired => "Expired",
             Reason::Empty => "Empty",
             Reason::Underutilized => "Underutilized",
+            Reason::Unhealthy => "Unhealthy",
         }
     }
 }
@@ -201,6 +211,10 @@ pub struct NodeFacts {
     /// Already going away (being deleted, tainted `adze.sh/disrupted`) or not Ready: counts
     /// against budgets and is never a candidate.
     pub disrupting: bool,
+    /// `disrupting` is set only because the Node is not Ready. Such a node counts against
+    /// every reason's budget but `Unhealthy`'s: a repair budget that the unhealthy nodes
+    /// themselves used up would hold back the very repairs they need.
+    pub disrupting_as_not_ready: bool,
     /// Last time a pod was bound to or removed from the node (its creation if never): the
     /// node is consolidatable once this is `consolidateAfter` in the past.
     pub last_pod_event: UnixSeconds,
@@ -222,6 +236,7 @@ impl NodeFacts {
             drifted_since: None,
             do_not_disrupt: false,
             disrupting: false,
+            disrupting_as_not_ready: false,
             last_pod_event: created,
             capacity_block_end: None,
         }
@@ -291,6 +306,10 @@ pub struct Input {
     /// cleared: what a drifted static node's replacement is planned from. Placement never
     /// launches for them, so they are not in [`Snapshot::nodepools`].
     pub static_pools: Vec<crate::nodepool::NodePool>,
+    /// What node repair reads of each node with a NodeClaim (its conditions and status
+    /// checks); read only with [`Options::node_repair`] set to
+    /// [`repair::RepairMode::Budgeted`]. Empty: nothing is repaired.
+    pub health: Vec<repair::NodeHealth>,
 }
 
 impl Input {
@@ -330,6 +349,11 @@ pub struct Options {
     /// reserved node whose pool may only use its full reservations
     /// ([`reserved_drift`]).
     pub terminate_first_drift: bool,
+    /// Node repair: `None` is off (Karpenter's `NodeRepair` gate off). `Budgeted` makes it
+    /// the first method of [`decide`], under the pools' budgets for `Unhealthy`; `Legacy` is
+    /// forceful and carried out by the controller outside the decision, as expiry is, so the
+    /// decision leaves it alone.
+    pub node_repair: Option<repair::RepairMode>,
 }
 
 impl Default for Options {
@@ -339,6 +363,7 @@ impl Default for Options {
             scheduling: crate::scheduler::Options::default(),
             consolidations_per_pass: 20,
             terminate_first_drift: false,
+            node_repair: None,
         }
     }
 }

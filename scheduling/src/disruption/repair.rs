@@ -1,8 +1,11 @@
 //! Node repair, Karpenter's meaning (v1.1+, behind its `NodeRepair` feature gate): a node
 //! that has reported an unhealthy condition for longer than that condition's toleration is
-//! replaced. Like expiry it is forceful: disruption budgets, `do-not-disrupt` and
-//! PodDisruptionBudgets are not consulted, and the controller gives the drain no grace
-//! period. One guard holds it back: when more than 20 % of a NodePool's nodes (rounded up,
+//! replaced. Two modes ([`RepairMode`]): by default (Karpenter v1.15) it is a voluntary
+//! disruption, the first method of the decision, held by the NodePool's disruption budgets
+//! for `Unhealthy` ([`super::repair_method`]); in its legacy mode (Karpenter before v1.15)
+//! it is forceful like expiry, budgets not consulted. In both, `do-not-disrupt` and
+//! PodDisruptionBudgets are not consulted (the node is presumed unable to serve or drain its
+//! pods) and the controller gives the drain no grace period. One guard holds it back: when more than 20 % of a NodePool's nodes (rounded up,
 //! as a PodDisruptionBudget's percentage) report an unhealthy condition at all, however
 //! briefly, none of that pool is repaired, since a fault that wide is more likely the
 //! cluster's (network, control plane) than the nodes', and replacing them would not help.
@@ -26,6 +29,20 @@ use super::UnixSeconds;
 
 /// The reason repair gives in events, conditions and metrics (Karpenter's `Unhealthy`).
 pub const REASON: &str = "Unhealthy";
+
+/// The `Disrupting` condition's reason on a NodeClaim deleted by legacy (forceful) repair,
+/// so a reader tells it from a budgeted one; events and metrics still say [`REASON`].
+pub const REASON_FORCEFUL: &str = "UnhealthyForceful";
+
+/// How node repair is carried out once enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepairMode {
+    /// Karpenter v1.15's: a voluntary disruption, first in the decision's order (repair,
+    /// drift, emptiness, consolidation), within the pool's budgets for `Unhealthy`.
+    Budgeted,
+    /// `--legacy-node-repair`: forceful, outside budgets, before any decision is made.
+    Legacy,
+}
 
 /// The share of a pool's nodes that may be unhealthy for repair to go on in that pool.
 pub const MAX_UNHEALTHY_PERCENT: u64 = 20;
@@ -394,15 +411,49 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// For events and log lines: the condition, for how long, and its toleration.
+    /// For events and log lines: the condition, for how long, and its toleration (the legacy,
+    /// forceful mode's words for a repair).
     pub fn message(&self) -> String {
+        self.message_as(RepairMode::Legacy)
+    }
+
+    /// [`Self::message`] as `mode` carries a repair out.
+    pub fn message_as(&self, mode: RepairMode) -> String {
+        let base = self.base();
+        match (&self.verdict, mode) {
+            (Verdict::Repair, RepairMode::Legacy) => format!(
+                "unhealthy: {base}; repaired regardless of budgets, do-not-disrupt and PodDisruptionBudgets"
+            ),
+            (Verdict::Repair, RepairMode::Budgeted) => format!(
+                "unhealthy: {base}; repaired within the NodePool's disruption budget for Unhealthy, regardless of do-not-disrupt and PodDisruptionBudgets"
+            ),
+            (Verdict::Tolerated, _) => format!("unhealthy, not yet repaired: {base}"),
+            (
+                Verdict::Guarded {
+                    unhealthy,
+                    nodes,
+                    allowed,
+                },
+                _,
+            ) => format!(
+                "repair blocked: {base}, but more than {MAX_UNHEALTHY_PERCENT}% of the nodes of {} are unhealthy ({unhealthy} of {nodes}; at most {allowed} may be)",
+                self.nodepool
+                    .as_deref()
+                    .map_or_else(|| "the cluster".to_string(), |p| format!("nodepool {p}")),
+            ),
+            (Verdict::Deleting, _) => format!("unhealthy, already being deleted: {base}"),
+        }
+    }
+
+    /// The condition (or failing checks), for how long, and its toleration.
+    pub fn base(&self) -> String {
         let f = &self.finding;
         let held = f.since.map_or_else(
             || "with no lastTransitionTime".to_string(),
             |s| format!("for {}", human(self.now.saturating_sub(s))),
         );
         let tolerated = human(i64::try_from(f.toleration.as_secs()).unwrap_or(i64::MAX));
-        let base = match &f.checks {
+        match &f.checks {
             Some(checks) => {
                 let held = f.since.map_or_else(
                     || "with no impairedSince".to_string(),
@@ -416,23 +467,6 @@ impl Outcome {
                 "node condition {} has been {} {held} (tolerated for {tolerated})",
                 f.condition, f.status,
             ),
-        };
-        match &self.verdict {
-            Verdict::Repair => format!(
-                "unhealthy: {base}; repaired regardless of budgets, do-not-disrupt and PodDisruptionBudgets"
-            ),
-            Verdict::Tolerated => format!("unhealthy, not yet repaired: {base}"),
-            Verdict::Guarded {
-                unhealthy,
-                nodes,
-                allowed,
-            } => format!(
-                "repair blocked: {base}, but more than {MAX_UNHEALTHY_PERCENT}% of the nodes of {} are unhealthy ({unhealthy} of {nodes}; at most {allowed} may be)",
-                self.nodepool
-                    .as_deref()
-                    .map_or_else(|| "the cluster".to_string(), |p| format!("nodepool {p}")),
-            ),
-            Verdict::Deleting => format!("unhealthy, already being deleted: {base}"),
         }
     }
 }

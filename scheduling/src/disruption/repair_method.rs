@@ -1,0 +1,158 @@
+//! Budgeted node repair (Karpenter v1.15's default, [`RepairMode::Budgeted`]): the first
+//! method of the decision. A node whose condition stayed unhealthy past its toleration
+//! ([`super::repair::decide`], 20 % guard included) is taken when its pool's disruption
+//! budget for `Unhealthy` leaves room, earliest due first. Nodes disrupting only for being
+//! not Ready do not use up that budget ([`super::NodeFacts::disrupting_as_not_ready`]), or
+//! the unhealthy nodes would hold back their own repair. Do-not-disrupt and
+//! PodDisruptionBudgets are not consulted, as in the legacy mode: the node is presumed unable
+//! to serve or drain its pods. Its pods are planned on the cluster without it, replacements
+//! included; pods that fit nowhere are left to provisioning (the node goes regardless).
+//! Pure; the same rule for `simulate --disruption` and the controller.
+
+use super::candidates::{node_labels, node_price};
+use super::decision::{Decision, RemovedNode};
+use super::methods::{Context, Invalidated};
+use super::repair::{self, Outcome, RepairMode, Verdict};
+use super::{Input, Options, Reason};
+
+/// The repairs due now (verdict [`Verdict::Repair`]), earliest due first, then by node.
+fn due(input: &Input) -> Vec<Outcome> {
+    let mut out: Vec<Outcome> =
+        repair::decide(&input.health, &repair::default_policies(), input.now)
+            .into_iter()
+            .filter(|o| o.verdict == Verdict::Repair)
+            .collect();
+    out.sort_by(|a, b| (a.finding.due().cmp(&b.finding.due())).then_with(|| a.node.cmp(&b.node)));
+    out
+}
+
+/// A node due for repair that is not repaired now, and why: the 20 % guard, the pool's
+/// budget, or a node the decision cannot take. What the controller announces as
+/// `RepairBlocked` and `simulate` lists as held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairHold {
+    pub node: String,
+    pub nodeclaim: String,
+    pub nodepool: Option<String>,
+    pub message: String,
+}
+
+/// Every node due for repair (or guarded) that `decisions` (a [`super::decide_all`] on
+/// `input`) do not repair, with why. Empty unless `options` has budgeted repair on.
+pub fn repair_held(input: &Input, options: &Options, decisions: &[Decision]) -> Vec<RepairHold> {
+    if options.node_repair != Some(RepairMode::Budgeted) {
+        return Vec::new();
+    }
+    let ctx = Context::new(input, options);
+    let repaired: std::collections::BTreeSet<&str> = decisions
+        .iter()
+        .filter(|d| d.reason == Reason::Unhealthy)
+        .flat_map(|d| d.node_names())
+        .collect();
+    repair::decide(&input.health, &repair::default_policies(), input.now)
+        .into_iter()
+        .filter_map(|o| {
+            let message = match &o.verdict {
+                Verdict::Guarded { .. } => o.message(),
+                Verdict::Repair if !repaired.contains(o.node.as_str()) => {
+                    let why = match ctx.repairable(&o) {
+                        Err(why) => why,
+                        Ok((_, pool)) => format!(
+                            "the disruption budget of nodepool {pool} allows no more Unhealthy disruptions now"
+                        ),
+                    };
+                    format!("repair blocked: {}, but {why}", o.base())
+                }
+                _ => return None,
+            };
+            Some(RepairHold {
+                node: o.node,
+                nodeclaim: o.nodeclaim,
+                nodepool: o.nodepool,
+                message,
+            })
+        })
+        .collect()
+}
+
+impl Context<'_> {
+    /// The node's index in the snapshot and its pool when the decision may repair it
+    /// (budgets aside); else why not.
+    pub(super) fn repairable(&self, o: &Outcome) -> Result<(usize, String), String> {
+        let Some(i) = (self.input.snapshot.nodes.iter()).position(|n| n.name == o.node) else {
+            return Err(format!("node {} is not in the cluster's snapshot", o.node));
+        };
+        let Some(f) = self.input.nodes.iter().find(|f| f.name == o.node) else {
+            return Err(format!("nothing is known of node {}'s NodeClaim", o.node));
+        };
+        if f.disrupting && !f.disrupting_as_not_ready {
+            return Err(format!("node {} is already being disrupted", o.node));
+        }
+        let Some(pool) = self.input.snapshot.nodes[i].nodepool.clone() else {
+            return Err(format!("node {} belongs to no NodePool", o.node));
+        };
+        if self.input.policy(&pool).is_none() {
+            return Err(format!("nodepool {pool} has no disruption policy"));
+        }
+        Ok((i, pool))
+    }
+
+    /// The first repair due that the budgets allow, with budgeted repair on.
+    pub(super) fn repair(&self) -> Option<Decision> {
+        if self.options.node_repair != Some(RepairMode::Budgeted) {
+            return None;
+        }
+        due(self.input).iter().find_map(|o| {
+            let (i, pool) = self.repairable(o).ok()?;
+            (self.allowance.left(&pool, Reason::Unhealthy) > 0)
+                .then(|| self.repair_decision(i, &pool, o))
+        })
+    }
+
+    /// A repair of `node` decided earlier, checked on this input: still due, still
+    /// repairable, still within the budget; recomputed.
+    pub(super) fn revalidate_repair(&self, node: &str) -> Result<Decision, Invalidated> {
+        let no_longer = || Invalidated::NoLongerEligible {
+            node: node.to_string(),
+            reason: Reason::Unhealthy,
+        };
+        let due = due(self.input);
+        let o = due.iter().find(|o| o.node == node).ok_or_else(no_longer)?;
+        let (i, pool) = self.repairable(o).map_err(|_| no_longer())?;
+        if self.allowance.left(&pool, Reason::Unhealthy) == 0 {
+            return Err(Invalidated::Budget(pool));
+        }
+        Ok(self.repair_decision(i, &pool, o))
+    }
+
+    fn repair_decision(&self, i: usize, pool: &str, o: &Outcome) -> Decision {
+        let node = &self.input.snapshot.nodes[i];
+        let (instance_type, capacity_type, zone) = node_labels(node);
+        let pods = (self.input.snapshot.bound.iter())
+            .filter(|b| !b.daemon && b.node == node.name)
+            .map(|b| b.pod.key())
+            .collect();
+        let price = node_price(self.input, node);
+        let plan = self.sim.run(&[i]);
+        let replacement_price = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
+        let mut d = Decision {
+            reason: Reason::Unhealthy,
+            nodes: vec![RemovedNode {
+                name: node.name.clone(),
+                nodepool: pool.to_string(),
+                instance_type,
+                capacity_type,
+                zone,
+                price,
+                pods,
+            }],
+            plan,
+            removed_price: price,
+            replacement_price,
+            message: String::new(),
+        };
+        d.describe();
+        d.message = format!("{}; {}", d.message, o.message_as(RepairMode::Budgeted));
+        d
+    }
+}
