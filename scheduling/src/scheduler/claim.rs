@@ -1,7 +1,9 @@
 //! NodeClaims under construction: which instance types still fit the pods given so far,
 //! and how a finished claim becomes a [`NewClaim`] in the plan.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::fast_hash::FastMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use crate::topology::DomainId;
 /// compatible, and its cheapest allowed offering.
 /// Per (pool, claim requirements, reservations planned full so far): each type's compatibility
 /// and cheapest usable offering.
-type TypeOffers<'s> = HashMap<(usize, Requirements, usize), Vec<(bool, Option<&'s Offering>)>>;
+type TypeOffers<'s> = FastMap<(usize, Requirements, usize), Vec<(bool, Option<&'s Offering>)>>;
 
 /// Slots left in each capacity reservation while claims are finished one by one, so no more
 /// claims are planned into a reservation than it has room for.
@@ -1101,7 +1103,7 @@ impl Solver<'_> {
             .collect();
         // The cluster-wide room is shared by every pool's claims the same way.
         let mut cluster_slack = self.cluster_room(&Resources::default());
-        let mut offers = HashMap::new();
+        let mut offers = FastMap::default();
         let mut slots = ReservedSlots::new(
             self.pools
                 .iter()

@@ -13,7 +13,7 @@ mod state;
 mod topology_fit;
 pub mod variant;
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap;
 
 use crate::node::{BoundPod, ExistingNode};
 use crate::nodepool::NodePool;
@@ -220,7 +220,7 @@ fn signature(pod: &Pod) -> Signature<'_> {
 }
 
 fn group_pods(pods: &[Pod]) -> (Vec<usize>, Vec<usize>) {
-    let mut index: HashMap<Signature, usize> = HashMap::new();
+    let mut index: FastMap<Signature, usize> = FastMap::default();
     let mut reps = Vec::new();
     let group_of = pods
         .iter()

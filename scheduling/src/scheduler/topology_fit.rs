@@ -65,10 +65,17 @@ impl Solver<'_> {
 
     /// Domains a spread constraint is measured over for this pod: existing nodes' values and
     /// the values NodePools can create, filtered per nodeAffinityPolicy / nodeTaintsPolicy.
-    fn eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> Vec<DomainId> {
-        if let Some(d) = self.groups[g].variants[vi].eligible.get(&s) {
-            return d.clone();
+    /// Computed once per (group, variant, term) and kept in the variant; see
+    /// [`Self::spread_min`] for the reader.
+    fn eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> &[DomainId] {
+        if !self.groups[g].variants[vi].eligible.contains_key(&s) {
+            let ids = self.compute_eligible_domains(g, vi, s);
+            self.groups[g].variants[vi].eligible.insert(s, ids);
         }
+        &self.groups[g].variants[vi].eligible[&s]
+    }
+
+    fn compute_eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> Vec<DomainId> {
         let grp = self.topo.group(s).clone();
         let pod = self.rep_pod(g);
         let v = self.groups[g].variants[vi].variant.clone();
@@ -117,9 +124,7 @@ impl Solver<'_> {
                     .filter(|val| !grp.honor_node_affinity || wanted.is_none_or(|w| w.allows(val))),
             );
         }
-        let ids: Vec<DomainId> = values.iter().map(|v| self.topo.intern(v)).collect();
-        self.groups[g].variants[vi].eligible.insert(s, ids.clone());
-        ids
+        values.iter().map(|v| self.topo.intern(v)).collect()
     }
 
     /// The smallest count among the domains the pod could use; 0 for hostname (a new node
@@ -133,13 +138,14 @@ impl Solver<'_> {
             Kind::Spread { min_domains, .. } => min_domains.unwrap_or(1) as usize,
             _ => 1,
         };
-        let eligible = self.eligible_domains(g, vi, s);
-        if eligible.len() < min_domains {
+        if self.eligible_domains(g, vi, s).len() < min_domains {
             return 0;
         }
-        eligible
+        // Read in place (not a copy per candidate): the list is kept per variant.
+        let grp = self.topo.group(s);
+        self.groups[g].variants[vi].eligible[&s]
             .iter()
-            .map(|d| self.topo.group(s).count(*d))
+            .map(|d| grp.count(*d))
             .min()
             .unwrap_or(0)
     }
@@ -177,25 +183,41 @@ impl Solver<'_> {
         vi: usize,
         target: Target,
     ) -> Result<Option<Requirements>, Miss> {
+        // The keys are lent out for the check (nothing it calls reads them), not copied
+        // per candidate.
+        let keys = std::mem::take(&mut self.groups[g].keys);
+        let out = self.topology_fit_keys(g, vi, target, &keys);
+        self.groups[g].keys = keys;
+        out
+    }
+
+    fn topology_fit_keys(
+        &mut self,
+        g: usize,
+        vi: usize,
+        target: Target,
+        keys: &[String],
+    ) -> Result<Option<Requirements>, Miss> {
         let mut extra = Requirements::new();
-        for ki in 0..self.groups[g].keys.len() {
-            let key = self.groups[g].keys[ki].clone();
-            let candidates = match target {
+        for key in keys {
+            let key = key.as_str();
+            let mut allowed = match target {
                 Target::Node(n) => node_domains(
                     &mut self.topo,
                     &self.snap.nodes[n],
                     self.nodes[n].hostname,
-                    &key,
+                    key,
                 ),
                 Target::Claim(c) => claim_domains(
                     &mut self.topo,
                     Some(self.claims[c].hostname),
                     &self.claims[c].reqs,
-                    &key,
+                    key,
                 ),
-                Target::NewClaim(reqs) => claim_domains(&mut self.topo, None, reqs, &key),
+                Target::NewClaim(reqs) => claim_domains(&mut self.topo, None, reqs, key),
             };
-            let mut allowed = candidates.clone();
+            // How many domains the candidate had before the terms narrowed them.
+            let before = allowed.as_ref().map(Vec::len);
             let mut first_spread: Option<usize> = None;
 
             for si in 0..self.groups[g].variants[vi].variant.spread.len() {
@@ -269,10 +291,10 @@ impl Solver<'_> {
                 }
             }
 
-            if labels::is_per_node(&key) {
+            if labels::is_per_node(key) {
                 continue;
             }
-            if let (Some(mut cands), Some(orig)) = (allowed, candidates) {
+            if let (Some(mut cands), Some(before)) = (allowed, before) {
                 if cands.len() > 1 {
                     // The pod takes part in this key's counts: its domain must be known.
                     cands.sort_by(|a, b| {
@@ -283,9 +305,9 @@ impl Solver<'_> {
                     });
                     cands.truncate(1);
                 }
-                if cands.len() < orig.len() {
+                if cands.len() < before {
                     extra.add(Requirement::any_of(
-                        &key,
+                        key,
                         cands.iter().map(|d| self.topo.domain_name(*d).to_string()),
                     ));
                 }
