@@ -142,6 +142,11 @@ pub(super) struct Claim {
     /// kind of pod can no longer join are asked by every such pod, and a plan's cost grows
     /// with pods × claims × types.
     pub refused: Vec<RefusedPod>,
+    /// Per topology key asked so far, the domains `reqs` allows (None: no label for the
+    /// key), as [`Solver::topology_fit`] reads them for every pod it checks here: a lookup
+    /// in `reqs` and an interning per value each time cost more than the check itself.
+    /// Emptied whenever `reqs` changes.
+    pub domains: Vec<(String, Option<Vec<DomainId>>)>,
 }
 
 /// One remembered refusal (see [`Claim::refused`]).
@@ -261,6 +266,7 @@ impl Claim {
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
+            self.domains.clear();
         }
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
@@ -792,6 +798,7 @@ impl Solver<'_> {
             pods: vec![p],
             host_ports,
             refused: Vec::new(),
+            domains: Vec::new(),
         };
         claim.refresh(&self.pools[pi].types);
         Ok(claim)

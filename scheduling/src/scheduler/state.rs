@@ -326,6 +326,8 @@ pub struct Solver<'a> {
     /// What this run's new claims hold against the cluster-wide limits (the sum of the
     /// pools' `reserved`).
     pub(super) cluster_reserved: Resources,
+    /// The buffer [`Solver::topology_fit`] narrows a candidate's domains in.
+    pub(super) scratch_domains: Vec<DomainId>,
 }
 
 /// The claims a kind of pod (group, rung, requests) whose answers [`Solver::memo_ok`] lets
@@ -371,12 +373,23 @@ struct Brief {
     ideal_memory: i64,
     /// Extended resources on either side: the plain arrays do not tell whether a pod fits.
     extended: bool,
+    /// The one zone the claim's requirements allow, or [`NO_ZONE`].
+    zone: DomainId,
 }
 
+/// [`Brief::zone`] of a claim not pinned to one zone.
+const NO_ZONE: DomainId = DomainId::MAX;
+
 impl Brief {
-    fn of(claim: &Claim, ideal: &Resources) -> Brief {
+    fn of(claim: &Claim, ideal: &Resources, topo: &mut Topology) -> Brief {
         let plain = |r: &Resources| [r.cpu, r.memory, r.ephemeral_storage, r.pods];
+        let zone = claim
+            .reqs
+            .get(labels::ZONE)
+            .and_then(|r| r.single_value())
+            .map_or(NO_ZONE, |z| topo.intern(z));
         Brief {
+            zone,
             requests: plain(&claim.requests),
             max_usable: plain(&claim.max_usable),
             ideal_cpu: ideal.cpu,
@@ -668,6 +681,7 @@ impl<'a> Solver<'a> {
             memo_stamp: 0,
             cluster_in_use,
             cluster_reserved: Resources::default(),
+            scratch_domains: Vec::new(),
         }
     }
 
@@ -839,7 +853,7 @@ impl<'a> Solver<'a> {
             match self.new_claim(p, g, vi) {
                 Ok(claim) => {
                     let ideal = &self.pools[claim.pool].ideal_room;
-                    self.briefs.push(Brief::of(&claim, ideal));
+                    self.briefs.push(Brief::of(&claim, ideal, &mut self.topo));
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
                     let pool = self.claims[c].pool;
@@ -1048,6 +1062,13 @@ impl<'a> Solver<'a> {
                 })
                 .collect()
         };
+        // Claims known to sit in one zone (or other domain) where the pod's terms fail:
+        // refused by the topology check, so no candidates (most refusals were these).
+        let mut zone_check = if self.groups[g].any_topology {
+            self.zone_check(g, vi)
+        } else {
+            None
+        };
         let mut consider = |c: usize| -> Verdict {
             let b = &self.briefs[c];
             let fits = if b.extended || need_extended {
@@ -1074,6 +1095,12 @@ impl<'a> Solver<'a> {
             }
             if (check_host && self.host_blocked(&host_terms, self.claims[c].hostname))
                 || (check_ports && ports_clash(ports, &self.claims[c].host_ports))
+            {
+                return Verdict::Dynamic;
+            }
+            if let Some(zc) = zone_check.as_mut()
+                && b.zone != NO_ZONE
+                && self.zone_refuses(g, vi, b.zone, zc)
             {
                 return Verdict::Dynamic;
             }
@@ -1328,7 +1355,11 @@ impl<'a> Solver<'a> {
         self.cluster_reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
-        self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
+        self.briefs[c] = Brief::of(
+            &self.claims[c],
+            &self.pools[pool].ideal_room,
+            &mut self.topo,
+        );
         self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.cluster_reserved.add(&self.claims[c].reserved);
