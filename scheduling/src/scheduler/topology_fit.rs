@@ -390,10 +390,17 @@ impl Solver<'_> {
     /// Whether a claim pinned to zone `zone` fails the pod's zone terms: then
     /// [`Self::topology_fit`] refuses it (it runs the same tests on that one zone), so
     /// choosing among claims need not offer it.
+    #[inline]
     pub(super) fn zone_refuses(&self, g: usize, vi: usize, zone: DomainId, zc: &mut ZoneCheck) -> bool {
-        if let Some(&(_, r)) = zc.judged.iter().find(|(z, _)| *z == zone) {
-            return r;
+        match zc.judged.iter().find(|(z, _)| *z == zone) {
+            Some(&(_, r)) => r,
+            None => self.judge_zone(g, vi, zone, zc),
         }
+    }
+
+    /// [`Self::zone_refuses`] for a zone not judged yet (a few times per pod).
+    #[inline(never)]
+    fn judge_zone(&self, g: usize, vi: usize, zone: DomainId, zc: &mut ZoneCheck) -> bool {
         let r = self.domain_refuses(g, vi, labels::ZONE, zone, &zc.mins);
         zc.judged.push((zone, r));
         r
