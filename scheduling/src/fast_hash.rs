@@ -35,8 +35,10 @@ impl FastHasher {
 impl Hasher for FastHasher {
     #[inline]
     fn finish(&self) -> u64 {
-        // One more multiply so the low bits (the table's index) depend on every input bit.
-        (self.0 ^ (self.0 >> 32)).wrapping_mul(K)
+        // A folded full-width multiply, so the low bits (the table's index) depend on
+        // every input bit: a plain multiply carries only upwards.
+        let m = u128::from(self.0) * u128::from(K ^ 0x2d35_8dcc_aa6c_78a5);
+        (m as u64) ^ ((m >> 64) as u64)
     }
 
     #[inline]
