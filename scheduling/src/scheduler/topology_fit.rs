@@ -257,7 +257,8 @@ impl Solver<'_> {
             };
             // The candidate's domains, narrowed below term by term (one buffer for all
             // keys and candidates: this runs for most claims for every pod).
-            let mut allowed: Option<&mut Vec<DomainId>> = if has { Some(&mut *scratch) } else { None };
+            let mut allowed: Option<&mut Vec<DomainId>> =
+                if has { Some(&mut *scratch) } else { None };
             // How many domains the candidate had before the terms narrowed them.
             let before = allowed.as_ref().map(|d| d.len());
             let mut first_spread: Option<usize> = None;
@@ -391,7 +392,13 @@ impl Solver<'_> {
     /// [`Self::topology_fit`] refuses it (it runs the same tests on that one zone), so
     /// choosing among claims need not offer it.
     #[inline]
-    pub(super) fn zone_refuses(&self, g: usize, vi: usize, zone: DomainId, zc: &mut ZoneCheck) -> bool {
+    pub(super) fn zone_refuses(
+        &self,
+        g: usize,
+        vi: usize,
+        zone: DomainId,
+        zc: &mut ZoneCheck,
+    ) -> bool {
         match zc.judged.iter().find(|(z, _)| *z == zone) {
             Some(&(_, r)) => r,
             None => self.judge_zone(g, vi, zone, zc),
@@ -406,7 +413,14 @@ impl Solver<'_> {
         r
     }
     /// [`Self::topology_fit_keys`]' tests on key `key` for a candidate in domain `d` alone.
-    fn domain_refuses(&self, g: usize, vi: usize, key: &str, d: DomainId, mins: &[(usize, u32)]) -> bool {
+    fn domain_refuses(
+        &self,
+        g: usize,
+        vi: usize,
+        key: &str,
+        d: DomainId,
+        mins: &[(usize, u32)],
+    ) -> bool {
         let group = &self.groups[g];
         let v = &group.variants[vi].variant;
         let count = |t: &crate::topology::Group| if d == FRESH { 0 } else { t.count(d) };
