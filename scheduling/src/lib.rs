@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod disruption;
+pub(crate) mod fast_hash;
 pub mod fixtures;
 pub mod instance_type;
 pub mod labels;

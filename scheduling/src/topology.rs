@@ -6,6 +6,8 @@
 //! integers so the per-candidate checks are map lookups on integers.
 
 use std::collections::HashMap;
+
+use crate::fast_hash::FastMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::labels;
@@ -117,8 +119,8 @@ pub struct PodTerms {
 #[derive(Debug, Default)]
 pub struct Topology {
     groups: Vec<Group>,
-    index: HashMap<GroupKey, usize>,
-    domain_ids: HashMap<String, DomainId>,
+    index: FastMap<GroupKey, usize>,
+    domain_ids: FastMap<String, DomainId>,
     domain_names: Vec<String>,
     /// Built on first use after the last group was added; see [`LabelIndex`].
     label_index: std::cell::RefCell<Option<LabelIndex>>,
@@ -131,7 +133,7 @@ pub struct Topology {
 #[derive(Debug, Default)]
 struct LabelIndex {
     /// key → value → groups.
-    by_label: HashMap<String, HashMap<String, Vec<usize>>>,
+    by_label: FastMap<String, FastMap<String, Vec<usize>>>,
     rest: Vec<usize>,
 }
 

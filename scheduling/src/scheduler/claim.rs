@@ -1,7 +1,9 @@
 //! NodeClaims under construction: which instance types still fit the pods given so far,
 //! and how a finished claim becomes a [`NewClaim`] in the plan.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::fast_hash::FastMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use crate::topology::DomainId;
 /// compatible, and its cheapest allowed offering.
 /// Per (pool, claim requirements, reservations planned full so far): each type's compatibility
 /// and cheapest usable offering.
-type TypeOffers<'s> = HashMap<(usize, Requirements, usize), Vec<(bool, Option<&'s Offering>)>>;
+type TypeOffers<'s> = FastMap<(usize, Requirements, usize), Vec<(bool, Option<&'s Offering>)>>;
 
 /// Slots left in each capacity reservation while claims are finished one by one, so no more
 /// claims are planned into a reservation than it has room for.
@@ -140,6 +142,11 @@ pub(super) struct Claim {
     /// kind of pod can no longer join are asked by every such pod, and a plan's cost grows
     /// with pods × claims × types.
     pub refused: Vec<RefusedPod>,
+    /// Per topology key asked so far, the domains `reqs` allows (None: no label for the
+    /// key), as [`Solver::topology_fit`] reads them for every pod it checks here: a lookup
+    /// in `reqs` and an interning per value each time cost more than the check itself.
+    /// Emptied whenever `reqs` changes.
+    pub domains: Vec<(String, Option<Vec<DomainId>>)>,
 }
 
 /// One remembered refusal (see [`Claim::refused`]).
@@ -259,6 +266,7 @@ impl Claim {
         self.requests.add(&pod.requests);
         if let Some(r) = u.reqs {
             self.reqs = r;
+            self.domains.clear();
         }
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
@@ -790,6 +798,7 @@ impl Solver<'_> {
             pods: vec![p],
             host_ports,
             refused: Vec::new(),
+            domains: Vec::new(),
         };
         claim.refresh(&self.pools[pi].types);
         Ok(claim)
@@ -1101,7 +1110,7 @@ impl Solver<'_> {
             .collect();
         // The cluster-wide room is shared by every pool's claims the same way.
         let mut cluster_slack = self.cluster_room(&Resources::default());
-        let mut offers = HashMap::new();
+        let mut offers = FastMap::default();
         let mut slots = ReservedSlots::new(
             self.pools
                 .iter()

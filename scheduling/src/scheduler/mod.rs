@@ -13,7 +13,7 @@ mod state;
 mod topology_fit;
 pub mod variant;
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap;
 
 use crate::node::{BoundPod, ExistingNode};
 use crate::nodepool::NodePool;
@@ -220,7 +220,7 @@ fn signature(pod: &Pod) -> Signature<'_> {
 }
 
 fn group_pods(pods: &[Pod]) -> (Vec<usize>, Vec<usize>) {
-    let mut index: HashMap<Signature, usize> = HashMap::new();
+    let mut index: FastMap<Signature, usize> = FastMap::default();
     let mut reps = Vec::new();
     let group_of = pods
         .iter()
@@ -256,17 +256,20 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
             )
         })
         .collect();
+    let dominant: Vec<f64> = shares.iter().map(|s| s.0.max(s.1)).collect();
+    // Lazily chained (`then_with`): most pairs differ in size, and the names are compared
+    // only for the rest. The index last makes every key distinct, so the unstable sort
+    // below gives the stable sort's order.
     let by_size = |a: &usize, b: &usize| {
-        let (sa, sb) = (
-            shares[*a].0.max(shares[*a].1),
-            shares[*b].0.max(shares[*b].1),
-        );
-        sb.total_cmp(&sa)
-            .then(pods[*b].requests.cpu.cmp(&pods[*a].requests.cpu))
-            .then(pods[*b].requests.memory.cmp(&pods[*a].requests.memory))
-            .then(pods[*b].requests.extended.cmp(&pods[*a].requests.extended))
-            .then(pods[*a].namespace.cmp(&pods[*b].namespace))
-            .then(pods[*a].name.cmp(&pods[*b].name))
+        let (pa, pb) = (&pods[*a], &pods[*b]);
+        dominant[*b]
+            .total_cmp(&dominant[*a])
+            .then(pb.requests.cpu.cmp(&pa.requests.cpu))
+            .then(pb.requests.memory.cmp(&pa.requests.memory))
+            .then_with(|| pb.requests.extended.cmp(&pa.requests.extended))
+            .then_with(|| pa.namespace.cmp(&pb.namespace))
+            .then_with(|| pa.name.cmp(&pb.name))
+            .then(a.cmp(b))
     };
     let mut priorities: Vec<i32> = pods.iter().map(|p| p.priority).collect();
     priorities.sort_unstable_by(|a, b| b.cmp(a));
@@ -276,8 +279,8 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
         let (mut cpu_heavy, mut mem_heavy): (Vec<usize>, Vec<usize>) = (0..pods.len())
             .filter(|&i| pods[i].priority == prio)
             .partition(|&i| shares[i].0 >= shares[i].1);
-        cpu_heavy.sort_by(by_size);
-        mem_heavy.sort_by(by_size);
+        cpu_heavy.sort_unstable_by(by_size);
+        mem_heavy.sort_unstable_by(by_size);
         let (mut a, mut b) = (0, 0);
         let mut lean = 0.0f64; // Σ cpu share − Σ memory share of pods taken so far
         while a < cpu_heavy.len() || b < mem_heavy.len() {

@@ -1,7 +1,9 @@
 //! The solver's working state: nodes, NodePools, claims under construction, pod groups and
 //! topology counts, and the placement loop over them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::fast_hash::{FastMap, FastSet};
 use std::sync::Arc;
 
 use super::claim::{Claim, ClaimUpdate, TypeInfo};
@@ -208,7 +210,7 @@ pub(super) struct VariantState {
     /// Pool → [`Solver::pool_fit`], for the pools tried.
     pub pool_fit: PoolFits,
     /// Spread group → the domains that count for this pod (nodeAffinityPolicy etc.).
-    pub eligible: HashMap<usize, Vec<DomainId>>,
+    pub eligible: FastMap<usize, Vec<DomainId>>,
     /// [`Solver::candidate_pools`], once asked.
     pub candidates: Option<Option<std::rc::Rc<Vec<usize>>>>,
     /// The claims this variant's hostname terms and the group's host ports have not ruled
@@ -249,7 +251,7 @@ const HOST_LIVE_BUDGET: usize = 1 << 22;
 /// [`Solver::candidate_pools`]).
 #[derive(Default)]
 pub(super) struct PoolIndex {
-    pub by_value: HashMap<String, Vec<usize>>,
+    pub by_value: FastMap<String, Vec<usize>>,
     pub other: Vec<usize>,
 }
 
@@ -278,7 +280,7 @@ pub struct Solver<'a> {
     briefs: Vec<Brief>,
     pub(super) groups: Vec<PodGroup>,
     pub(super) group_of: Vec<usize>,
-    pub(super) taken_names: HashSet<String>,
+    pub(super) taken_names: FastSet<String>,
     /// Where each placed pod went, for recording.
     pub(super) placed_on: Vec<Option<Placement>>,
     /// While the first pod of a hostname self-affinity group is being placed: the whole
@@ -292,11 +294,11 @@ pub struct Solver<'a> {
     pub(super) alone_price: std::cell::RefCell<AlonePrices>,
     /// (pool, topology keys) → the fit of a variant without node requirements: the same
     /// for every group with those keys, and there are many groups (one per Deployment).
-    open_fits: std::cell::RefCell<HashMap<(usize, Vec<String>), PoolFit>>,
+    open_fits: std::cell::RefCell<FastMap<(usize, Vec<String>), PoolFit>>,
     /// See [`Solver::compatible_types`].
     pub(super) compatible: std::cell::RefCell<CompatibleTypes>,
     /// Label key → [`PoolIndex`], built when a variant first narrows pools by that key.
-    pub(super) pool_index: HashMap<String, std::rc::Rc<PoolIndex>>,
+    pub(super) pool_index: FastMap<String, std::rc::Rc<PoolIndex>>,
     /// The pending pod [`super::explain::explain`] asks about: each attempt to place it is
     /// checked against every option first, into `considered`.
     pub(super) explain_for: Option<usize>,
@@ -311,7 +313,7 @@ pub struct Solver<'a> {
     /// Per pool, its claims in creation order.
     by_pool: Vec<Vec<u32>>,
     /// Per (group, rung, requests) of a group whose refusals are remembered: see [`MemoLive`].
-    memo_live: HashMap<(usize, usize, Resources), MemoLive>,
+    memo_live: FastMap<(usize, usize, Resources), MemoLive>,
     /// Entries of all [`MemoLive`] lists.
     memo_live_entries: usize,
     /// Scratch marks per claim for [`Solver::memo_claims`] (a mark equal to `memo_stamp` means
@@ -324,6 +326,8 @@ pub struct Solver<'a> {
     /// What this run's new claims hold against the cluster-wide limits (the sum of the
     /// pools' `reserved`).
     pub(super) cluster_reserved: Resources,
+    /// The buffer [`Solver::topology_fit`] narrows a candidate's domains in.
+    pub(super) scratch_domains: Vec<DomainId>,
 }
 
 /// The claims a kind of pod (group, rung, requests) whose answers [`Solver::memo_ok`] lets
@@ -357,7 +361,7 @@ enum Verdict {
 
 /// (pool, the requirements a narrowing changed) → per type: compatible with them.
 pub(super) type CompatibleTypes =
-    HashMap<(usize, Vec<(String, Option<Requirement>)>), std::rc::Rc<Vec<bool>>>;
+    FastMap<(usize, Vec<(String, Option<Requirement>)>), std::rc::Rc<Vec<bool>>>;
 
 /// A claim's requests, the room of its largest growth types and its pool's ideal shape, as
 /// [`Solver::try_claims`] reads them for every claim and every pod.
@@ -369,12 +373,23 @@ struct Brief {
     ideal_memory: i64,
     /// Extended resources on either side: the plain arrays do not tell whether a pod fits.
     extended: bool,
+    /// The one zone the claim's requirements allow, or [`NO_ZONE`].
+    zone: DomainId,
 }
 
+/// [`Brief::zone`] of a claim not pinned to one zone.
+const NO_ZONE: DomainId = DomainId::MAX;
+
 impl Brief {
-    fn of(claim: &Claim, ideal: &Resources) -> Brief {
+    fn of(claim: &Claim, ideal: &Resources, topo: &mut Topology) -> Brief {
         let plain = |r: &Resources| [r.cpu, r.memory, r.ephemeral_storage, r.pods];
+        let zone = claim
+            .reqs
+            .get(labels::ZONE)
+            .and_then(|r| r.single_value())
+            .map_or(NO_ZONE, |z| topo.intern(z));
         Brief {
+            zone,
             requests: plain(&claim.requests),
             max_usable: plain(&claim.max_usable),
             ideal_cpu: ideal.cpu,
@@ -525,7 +540,7 @@ impl<'a> Solver<'a> {
                         // of two input sizes, and most groups never look at nodes.
                         node_ok: Vec::new(),
                         pool_fit: PoolFits::new(pools.len()),
-                        eligible: HashMap::new(),
+                        eligible: FastMap::default(),
                         candidates: None,
                         host_live: HostLive::default(),
                     })
@@ -554,7 +569,7 @@ impl<'a> Solver<'a> {
             })
             .collect();
 
-        let node_index: HashMap<&str, usize> = snap
+        let node_index: FastMap<&str, usize> = snap
             .nodes
             .iter()
             .enumerate()
@@ -572,8 +587,8 @@ impl<'a> Solver<'a> {
             })
             .collect();
         // Bound pods: charge their nodes and count them in every group they match.
-        let mut match_cache: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
-            HashMap::new();
+        let mut match_cache: FastMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
+            FastMap::default();
         // Per node, its single-valued labels as domains: the same for all its pods.
         let mut node_ids: Vec<Option<Vec<(String, DomainId)>>> = vec![None; snap.nodes.len()];
         for (b, bt) in snap.bound.iter().zip(&bound_terms) {
@@ -630,7 +645,7 @@ impl<'a> Solver<'a> {
                 }
             }
         }
-        let mut taken_names: HashSet<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
+        let mut taken_names: FastSet<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
         taken_names.extend(opts.reserved_names.iter().cloned());
 
         Solver {
@@ -653,19 +668,20 @@ impl<'a> Solver<'a> {
             )),
             open_fits: Default::default(),
             compatible: Default::default(),
-            pool_index: HashMap::new(),
+            pool_index: FastMap::default(),
             explain_for: None,
             considered: None,
             marginal_refusal: std::cell::Cell::new(None),
             host_live_entries: 0,
             changes: Vec::new(),
             by_pool: vec![Vec::new(); snap.nodepools.len()],
-            memo_live: HashMap::new(),
+            memo_live: FastMap::default(),
             memo_live_entries: 0,
             memo_marks: Vec::new(),
             memo_stamp: 0,
             cluster_in_use,
             cluster_reserved: Resources::default(),
+            scratch_domains: Vec::new(),
         }
     }
 
@@ -837,7 +853,7 @@ impl<'a> Solver<'a> {
             match self.new_claim(p, g, vi) {
                 Ok(claim) => {
                     let ideal = &self.pools[claim.pool].ideal_room;
-                    self.briefs.push(Brief::of(&claim, ideal));
+                    self.briefs.push(Brief::of(&claim, ideal, &mut self.topo));
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
                     let pool = self.claims[c].pool;
@@ -1046,6 +1062,13 @@ impl<'a> Solver<'a> {
                 })
                 .collect()
         };
+        // Claims known to sit in one zone (or other domain) where the pod's terms fail:
+        // refused by the topology check, so no candidates (most refusals were these).
+        let mut zone_check = if self.groups[g].any_topology {
+            self.zone_check(g, vi)
+        } else {
+            None
+        };
         let mut consider = |c: usize| -> Verdict {
             let b = &self.briefs[c];
             let fits = if b.extended || need_extended {
@@ -1072,6 +1095,12 @@ impl<'a> Solver<'a> {
             }
             if (check_host && self.host_blocked(&host_terms, self.claims[c].hostname))
                 || (check_ports && ports_clash(ports, &self.claims[c].host_ports))
+            {
+                return Verdict::Dynamic;
+            }
+            if let Some(zc) = zone_check.as_mut()
+                && b.zone != NO_ZONE
+                && self.zone_refuses(g, vi, b.zone, zc)
             {
                 return Verdict::Dynamic;
             }
@@ -1326,7 +1355,11 @@ impl<'a> Solver<'a> {
         self.cluster_reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
-        self.briefs[c] = Brief::of(&self.claims[c], &self.pools[pool].ideal_room);
+        self.briefs[c] = Brief::of(
+            &self.claims[c],
+            &self.pools[pool].ideal_room,
+            &mut self.topo,
+        );
         self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.cluster_reserved.add(&self.claims[c].reserved);

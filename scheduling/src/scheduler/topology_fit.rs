@@ -28,30 +28,43 @@ pub(super) enum Miss {
     InverseAntiAffinity(usize),
 }
 
+/// Fills `out` with the node's domains for `key`; false when the node has no such label.
 fn node_domains(
     topo: &mut Topology,
     node: &ExistingNode,
     hostname: DomainId,
     key: &str,
-) -> Option<Vec<DomainId>> {
+    out: &mut Vec<DomainId>,
+) -> bool {
     if key == labels::HOSTNAME {
-        return Some(vec![hostname]);
+        out.push(hostname);
+        return true;
     }
-    let v = node.requirements.get(key)?.single_value()?;
-    Some(vec![topo.intern(v)])
+    let Some(v) = node.requirements.get(key).and_then(|r| r.single_value()) else {
+        return false;
+    };
+    out.push(topo.intern(v));
+    true
 }
 
+/// Fills `out` with the domains a claim with `reqs` could be in for `key`; false when it
+/// would have no such label.
 fn claim_domains(
     topo: &mut Topology,
     hostname: Option<DomainId>,
     reqs: &Requirements,
     key: &str,
-) -> Option<Vec<DomainId>> {
+    out: &mut Vec<DomainId>,
+) -> bool {
     if labels::is_per_node(key) {
-        return Some(vec![hostname.unwrap_or(FRESH)]);
+        out.push(hostname.unwrap_or(FRESH));
+        return true;
     }
-    let values = reqs.get(key)?.finite_values()?;
-    Some(values.iter().map(|v| topo.intern(v)).collect())
+    let Some(values) = reqs.get(key).and_then(|r| r.finite_values()) else {
+        return false;
+    };
+    out.extend(values.iter().map(|v| topo.intern(v)));
+    true
 }
 
 impl Solver<'_> {
@@ -65,10 +78,17 @@ impl Solver<'_> {
 
     /// Domains a spread constraint is measured over for this pod: existing nodes' values and
     /// the values NodePools can create, filtered per nodeAffinityPolicy / nodeTaintsPolicy.
-    fn eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> Vec<DomainId> {
-        if let Some(d) = self.groups[g].variants[vi].eligible.get(&s) {
-            return d.clone();
+    /// Computed once per (group, variant, term) and kept in the variant; see
+    /// [`Self::spread_min`] for the reader.
+    fn eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> &[DomainId] {
+        if !self.groups[g].variants[vi].eligible.contains_key(&s) {
+            let ids = self.compute_eligible_domains(g, vi, s);
+            self.groups[g].variants[vi].eligible.insert(s, ids);
         }
+        &self.groups[g].variants[vi].eligible[&s]
+    }
+
+    fn compute_eligible_domains(&mut self, g: usize, vi: usize, s: usize) -> Vec<DomainId> {
         let grp = self.topo.group(s).clone();
         let pod = self.rep_pod(g);
         let v = self.groups[g].variants[vi].variant.clone();
@@ -117,9 +137,7 @@ impl Solver<'_> {
                     .filter(|val| !grp.honor_node_affinity || wanted.is_none_or(|w| w.allows(val))),
             );
         }
-        let ids: Vec<DomainId> = values.iter().map(|v| self.topo.intern(v)).collect();
-        self.groups[g].variants[vi].eligible.insert(s, ids.clone());
-        ids
+        values.iter().map(|v| self.topo.intern(v)).collect()
     }
 
     /// The smallest count among the domains the pod could use; 0 for hostname (a new node
@@ -133,13 +151,14 @@ impl Solver<'_> {
             Kind::Spread { min_domains, .. } => min_domains.unwrap_or(1) as usize,
             _ => 1,
         };
-        let eligible = self.eligible_domains(g, vi, s);
-        if eligible.len() < min_domains {
+        if self.eligible_domains(g, vi, s).len() < min_domains {
             return 0;
         }
-        eligible
+        // Read in place (not a copy per candidate): the list is kept per variant.
+        let grp = self.topo.group(s);
+        self.groups[g].variants[vi].eligible[&s]
             .iter()
-            .map(|d| self.topo.group(s).count(*d))
+            .map(|d| grp.count(*d))
             .min()
             .unwrap_or(0)
     }
@@ -177,25 +196,71 @@ impl Solver<'_> {
         vi: usize,
         target: Target,
     ) -> Result<Option<Requirements>, Miss> {
+        // The keys are lent out for the check (nothing it calls reads them), not copied
+        // per candidate.
+        let keys = std::mem::take(&mut self.groups[g].keys);
+        let mut scratch = std::mem::take(&mut self.scratch_domains);
+        let out = self.topology_fit_keys(g, vi, target, &keys, &mut scratch);
+        self.groups[g].keys = keys;
+        self.scratch_domains = scratch;
+        out
+    }
+
+    /// Fills `out` with claim `c`'s domains for `key` (see [`super::claim::Claim::domains`]);
+    /// false when it has no such label.
+    fn claim_domains_cached(&mut self, c: usize, key: &str, out: &mut Vec<DomainId>) -> bool {
+        if labels::is_per_node(key) {
+            out.push(self.claims[c].hostname);
+            return true;
+        }
+        let claim = &mut self.claims[c];
+        let at = match claim.domains.iter().position(|(k, _)| k == key) {
+            Some(at) => at,
+            None => {
+                let mut ids = Vec::new();
+                let has = claim_domains(&mut self.topo, None, &claim.reqs, key, &mut ids);
+                claim.domains.push((key.to_string(), has.then_some(ids)));
+                claim.domains.len() - 1
+            }
+        };
+        match &claim.domains[at].1 {
+            Some(ids) => {
+                out.extend_from_slice(ids);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn topology_fit_keys(
+        &mut self,
+        g: usize,
+        vi: usize,
+        target: Target,
+        keys: &[String],
+        scratch: &mut Vec<DomainId>,
+    ) -> Result<Option<Requirements>, Miss> {
         let mut extra = Requirements::new();
-        for ki in 0..self.groups[g].keys.len() {
-            let key = self.groups[g].keys[ki].clone();
-            let candidates = match target {
+        for key in keys {
+            let key = key.as_str();
+            scratch.clear();
+            let has = match target {
                 Target::Node(n) => node_domains(
                     &mut self.topo,
                     &self.snap.nodes[n],
                     self.nodes[n].hostname,
-                    &key,
+                    key,
+                    scratch,
                 ),
-                Target::Claim(c) => claim_domains(
-                    &mut self.topo,
-                    Some(self.claims[c].hostname),
-                    &self.claims[c].reqs,
-                    &key,
-                ),
-                Target::NewClaim(reqs) => claim_domains(&mut self.topo, None, reqs, &key),
+                Target::Claim(c) => self.claim_domains_cached(c, key, scratch),
+                Target::NewClaim(reqs) => claim_domains(&mut self.topo, None, reqs, key, scratch),
             };
-            let mut allowed = candidates.clone();
+            // The candidate's domains, narrowed below term by term (one buffer for all
+            // keys and candidates: this runs for most claims for every pod).
+            let mut allowed: Option<&mut Vec<DomainId>> =
+                if has { Some(&mut *scratch) } else { None };
+            // How many domains the candidate had before the terms narrowed them.
+            let before = allowed.as_ref().map(|d| d.len());
             let mut first_spread: Option<usize> = None;
 
             for si in 0..self.groups[g].variants[vi].variant.spread.len() {
@@ -269,10 +334,10 @@ impl Solver<'_> {
                 }
             }
 
-            if labels::is_per_node(&key) {
+            if labels::is_per_node(key) {
                 continue;
             }
-            if let (Some(mut cands), Some(orig)) = (allowed, candidates) {
+            if let (Some(cands), Some(before)) = (allowed, before) {
                 if cands.len() > 1 {
                     // The pod takes part in this key's counts: its domain must be known.
                     cands.sort_by(|a, b| {
@@ -283,14 +348,116 @@ impl Solver<'_> {
                     });
                     cands.truncate(1);
                 }
-                if cands.len() < orig.len() {
+                if cands.len() < before {
                     extra.add(Requirement::any_of(
-                        &key,
+                        key,
                         cands.iter().map(|d| self.topo.domain_name(*d).to_string()),
                     ));
                 }
             }
         }
         Ok(if extra.is_empty() { None } else { Some(extra) })
+    }
+}
+
+/// What [`Solver::zone_refuses`] needs, worked out once per pod before its claims are
+/// scanned: the minimum count of each of its zone spread terms (counts do not change while
+/// a pod's claims are scanned), and the zones already judged.
+pub(super) struct ZoneCheck {
+    mins: Vec<(usize, u32)>,
+    judged: Vec<(DomainId, bool)>,
+}
+
+impl Solver<'_> {
+    /// A [`ZoneCheck`] for the pod's variant, or None when it has no term on zones.
+    pub(super) fn zone_check(&mut self, g: usize, vi: usize) -> Option<ZoneCheck> {
+        if !self.groups[g].keys.iter().any(|k| k == labels::ZONE) {
+            return None;
+        }
+        let mut mins = Vec::new();
+        for si in 0..self.groups[g].variants[vi].variant.spread.len() {
+            let s = self.groups[g].variants[vi].variant.spread[si];
+            if self.topo.group(s).key == labels::ZONE {
+                let min = self.spread_min(g, vi, s);
+                mins.push((s, min));
+            }
+        }
+        Some(ZoneCheck {
+            mins,
+            judged: Vec::new(),
+        })
+    }
+
+    /// Whether a claim pinned to zone `zone` fails the pod's zone terms: then
+    /// [`Self::topology_fit`] refuses it (it runs the same tests on that one zone), so
+    /// choosing among claims need not offer it.
+    #[inline]
+    pub(super) fn zone_refuses(
+        &self,
+        g: usize,
+        vi: usize,
+        zone: DomainId,
+        zc: &mut ZoneCheck,
+    ) -> bool {
+        match zc.judged.iter().find(|(z, _)| *z == zone) {
+            Some(&(_, r)) => r,
+            None => self.judge_zone(g, vi, zone, zc),
+        }
+    }
+
+    /// [`Self::zone_refuses`] for a zone not judged yet (a few times per pod).
+    #[inline(never)]
+    fn judge_zone(&self, g: usize, vi: usize, zone: DomainId, zc: &mut ZoneCheck) -> bool {
+        let r = self.domain_refuses(g, vi, labels::ZONE, zone, &zc.mins);
+        zc.judged.push((zone, r));
+        r
+    }
+    /// [`Self::topology_fit_keys`]' tests on key `key` for a candidate in domain `d` alone.
+    fn domain_refuses(
+        &self,
+        g: usize,
+        vi: usize,
+        key: &str,
+        d: DomainId,
+        mins: &[(usize, u32)],
+    ) -> bool {
+        let group = &self.groups[g];
+        let v = &group.variants[vi].variant;
+        let count = |t: &crate::topology::Group| if d == FRESH { 0 } else { t.count(d) };
+        for &s in &v.spread {
+            let t = self.topo.group(s);
+            if t.key != key {
+                continue;
+            }
+            let Kind::Spread { max_skew, .. } = t.kind else {
+                continue;
+            };
+            let Some(&(_, min)) = mins.iter().find(|(m, _)| *m == s) else {
+                return false;
+            };
+            let self_match = u32::from(group.matches.contains(&s));
+            if count(t) + self_match > min + max_skew {
+                return true;
+            }
+        }
+        for &a in &v.affinity {
+            let t = self.topo.group(a);
+            if t.key != key || (t.total() == 0 && group.matches.contains(&a)) {
+                continue;
+            }
+            if d == FRESH || t.count(d) == 0 {
+                return true;
+            }
+        }
+        for &a in &v.anti_affinity {
+            let t = self.topo.group(a);
+            if t.key == key && d != FRESH && t.count(d) > 0 {
+                return true;
+            }
+        }
+        group.inverse_anti.iter().any(|&a| {
+            let t = self.topo.group(a);
+            t.key == key && d != FRESH && t.owners_in(d) > 0
+        })
     }
 }
