@@ -1300,7 +1300,11 @@ pub fn strip_unknown_fields(kind: &str, object: &mut Value) -> Vec<(String, Valu
         .errors
         .into_iter()
         .map(|e| e.path)
-        .zip(found.removed)
+        .zip({
+            // Taken out as each object's walk ends, deeper ones first: back in error order.
+            found.removed.sort_by_key(|(at, _)| *at);
+            found.removed.into_iter().map(|(_, v)| v)
+        })
         .collect()
 }
 
@@ -1311,8 +1315,8 @@ struct Unknown {
     more: usize,
     /// Take the fields out and keep every path, not the first few.
     strip: bool,
-    /// What was taken out, in the order of `errors`.
-    removed: Vec<Value>,
+    /// What was taken out, with the index of its entry in `errors`.
+    removed: Vec<(usize, Value)>,
 }
 
 impl Unknown {
@@ -1383,13 +1387,13 @@ fn walk_unknown(schema: &Value, value: &mut Value, path: &Path, found: &mut Unkn
                     && (properties.is_some() || is_object)
                 {
                     found.add(child(path, key).0, properties);
-                    unknown.push(key.clone());
+                    unknown.push((key.clone(), found.errors.len() - 1));
                 }
             }
             if found.strip {
-                for key in unknown {
+                for (key, at) in unknown {
                     let gone = map.remove(&key).unwrap_or_default();
-                    found.removed.push(gone);
+                    found.removed.push((at, gone));
                 }
             }
         }
