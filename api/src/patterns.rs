@@ -73,6 +73,52 @@ pub fn is_label_value(value: &str) -> bool {
     value.len() <= LABEL_VALUE_MAX_LEN && is_match(LABEL_VALUE, value)
 }
 
+/// Longest DNS-1123 label (a namespace, a container name).
+pub const DNS1123_LABEL_MAX_LEN: usize = 63;
+/// Longest DNS-1123 subdomain (a pod, a Deployment).
+pub const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+
+/// What is wrong with `value` as a DNS-1123 label, in the apiserver's words; `None` when it
+/// is one. Kubernetes requires it of namespaces and container names: they become DNS names
+/// and API paths, so a scenario or a request that the apiserver would refuse is refused too.
+pub fn dns1123_label_error(value: &str) -> Option<String> {
+    if value.len() > DNS1123_LABEL_MAX_LEN {
+        return Some(format!(
+            "must be no more than {DNS1123_LABEL_MAX_LEN} characters, got {}",
+            value.len()
+        ));
+    }
+    (!is_dns1123_label(value)).then(|| {
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".to_string()
+    })
+}
+
+/// What is wrong with `value` as a DNS-1123 subdomain (labels joined by '.'); `None` when
+/// it is one. Kubernetes requires it of pod and workload names.
+pub fn dns1123_subdomain_error(value: &str) -> Option<String> {
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LEN {
+        return Some(format!(
+            "must be no more than {DNS1123_SUBDOMAIN_MAX_LEN} characters, got {}",
+            value.len()
+        ));
+    }
+    (!value.split('.').all(is_dns1123_label)).then(|| {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".to_string()
+    })
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, length aside.
+fn is_dns1123_label(value: &str) -> bool {
+    let b = value.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            alnum(first) && alnum(last) && b.iter().all(|c| alnum(c) || *c == b'-')
+        }
+        _ => false,
+    }
+}
+
 pub fn is_qualified_name(key: &str) -> bool {
     key.len() <= QUALIFIED_NAME_MAX_LEN && is_match(QUALIFIED_NAME, key)
 }
@@ -110,6 +156,34 @@ mod tests {
         for bad in ["-a", "a-", "a b", "a/b", &"x".repeat(64)] {
             assert!(!is_label_value(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn dns1123_labels_and_subdomains() {
+        for ok in ["a", "web-1", "0", &"x".repeat(63)] {
+            assert_eq!(dns1123_label_error(ok), None, "{ok}");
+        }
+        for bad in ["", "A", "a.b", "-a", "a-", "x?dryRun=All", "../x", "a_b"] {
+            assert!(dns1123_label_error(bad).is_some(), "{bad}");
+        }
+        let long = dns1123_label_error(&"x".repeat(64)).unwrap();
+        assert_eq!(long, "must be no more than 63 characters, got 64");
+        for ok in [
+            "a",
+            "web-1.example",
+            "a.b.c",
+            &format!("{}.{}", "x".repeat(63), "y".repeat(63)),
+        ] {
+            assert_eq!(dns1123_subdomain_error(ok), None, "{ok}");
+        }
+        for bad in ["", "a..b", ".a", "a.", "A.b", "x?dryRun=All", "../x", "a/b"] {
+            assert!(dns1123_subdomain_error(bad).is_some(), "{bad}");
+        }
+        assert!(
+            dns1123_subdomain_error(&"x".repeat(254))
+                .unwrap()
+                .contains("253")
+        );
     }
 
     #[test]

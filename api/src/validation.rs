@@ -8,6 +8,7 @@
 use std::{collections::BTreeMap, fmt};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde_json::Value;
 
 use crate::{
     EC2NodeClass, NodeClaim, NodePool,
@@ -1222,5 +1223,220 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
             ),
         ),
         _ => {}
+    }
+}
+
+/// Unknown fields reported per object; past it one more entry says how many were left out,
+/// so a hostile object with a million stray keys gets a short message.
+pub const UNKNOWN_FIELDS_SHOWN: usize = 20;
+
+/// The kinds whose CRD schema [`unknown_fields`] walks.
+pub const SCHEMA_KINDS: &[&str] = &[
+    "NodePool",
+    "NodeClaim",
+    "EC2NodeClass",
+    "NodeOverlay",
+    "CapacityBuffer",
+];
+
+/// Each kind's `openAPIV3Schema`, from the same types the committed CRDs are generated from.
+fn schemas() -> &'static BTreeMap<String, Value> {
+    static SCHEMAS: std::sync::OnceLock<BTreeMap<String, Value>> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        crate::crds::all()
+            .into_iter()
+            .chain([crate::crds::capacity_buffer()])
+            .filter_map(|crd| {
+                let version = crd.spec.versions.iter().find(|v| v.storage)?;
+                let schema = version.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+                Some((
+                    crd.spec.names.kind.clone(),
+                    serde_json::to_value(schema).ok()?,
+                ))
+            })
+            .collect()
+    })
+}
+
+/// Fields of `object` (a whole `kind` object as JSON) that its CRD's schema does not declare,
+/// each at its path: `spec.template2: unknown field`. The apiserver drops such fields (or,
+/// with kubectl's strict field validation, refuses them), and serde ignores them, so a
+/// misspelt `requirments` would otherwise vanish without a word. `metadata` is Kubernetes'
+/// own and is not checked; `x-kubernetes-preserve-unknown-fields` is respected. A kind not in
+/// [`SCHEMA_KINDS`] has nothing to check.
+pub fn unknown_fields(kind: &str, object: &Value) -> Vec<FieldError> {
+    let mut copy = object.clone();
+    let mut found = Unknown::default();
+    if let Some(schema) = schemas().get(kind) {
+        walk_unknown(schema, &mut copy, &Path(String::new()), &mut found);
+    }
+    found.into_errors()
+}
+
+/// [`unknown_fields`] as a result naming the object: `NodePool "default" is invalid:
+/// spec.template2: unknown field ...`.
+pub fn check_unknown_fields(kind: &'static str, object: &Value) -> Result<(), ValidationError> {
+    let name = object
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str);
+    into_result(kind, name, unknown_fields(kind, object))
+}
+
+/// Takes out of `object` every field [`unknown_fields`] reports and returns all their paths
+/// with the values taken out:
+/// for objects read from a live cluster, where another autoscaler's version of a kind (a
+/// Karpenter v1beta1 NodeClaim's `spec.kubelet`) carries fields Adze's lacks, and the reader
+/// notes what it left out instead of refusing the whole snapshot.
+pub fn strip_unknown_fields(kind: &str, object: &mut Value) -> Vec<(String, Value)> {
+    let mut found = Unknown {
+        strip: true,
+        ..Unknown::default()
+    };
+    if let Some(schema) = schemas().get(kind) {
+        walk_unknown(schema, object, &Path(String::new()), &mut found);
+    }
+    found
+        .errors
+        .into_iter()
+        .map(|e| e.path)
+        .zip({
+            // Taken out as each object's walk ends, deeper ones first: back in error order.
+            found.removed.sort_by_key(|(at, _)| *at);
+            found.removed.into_iter().map(|(_, v)| v)
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Unknown {
+    errors: Vec<FieldError>,
+    /// Found past [`UNKNOWN_FIELDS_SHOWN`], not listed.
+    more: usize,
+    /// Take the fields out and keep every path, not the first few.
+    strip: bool,
+    /// What was taken out, with the index of its entry in `errors`.
+    removed: Vec<(usize, Value)>,
+}
+
+impl Unknown {
+    fn add(&mut self, path: String, known: Option<&serde_json::Map<String, Value>>) {
+        if !self.strip && self.errors.len() >= UNKNOWN_FIELDS_SHOWN {
+            self.more += 1;
+            return;
+        }
+        let names: Vec<&str> = known
+            .map(|k| k.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let message = if names.is_empty() {
+            "unknown field".to_string()
+        } else {
+            format!("unknown field (known here: {})", names.join(", "))
+        };
+        self.errors.push(FieldError { path, message });
+    }
+
+    fn into_errors(mut self) -> Vec<FieldError> {
+        if self.more > 0 {
+            self.errors.push(FieldError {
+                path: "...".to_string(),
+                message: format!("{} more unknown field(s) not listed", self.more),
+            });
+        }
+        self.errors
+    }
+}
+
+/// A child path (no leading dot at the root), the name cut as messages cut input.
+fn child(path: &Path, name: &str) -> Path {
+    let name = cut(name);
+    if path.0.is_empty() {
+        Path(name)
+    } else {
+        path.field(&name)
+    }
+}
+
+/// Walks `value` against `schema` as the apiserver's pruning does, recording (and when
+/// stripping, taking out) every field the schema does not declare.
+fn walk_unknown(schema: &Value, value: &mut Value, path: &Path, found: &mut Unknown) {
+    if schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
+            let mut unknown = Vec::new();
+            for (key, item) in map.iter_mut() {
+                // The root's apiVersion, kind and metadata (ObjectMeta) are every object's,
+                // checked by their own rules; the CRD schema need not declare them.
+                if path.0.is_empty() && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                if let Some(sub) = properties.and_then(|p| p.get(key)) {
+                    walk_unknown(sub, item, &child(path, key), found);
+                } else if let Some(sub) = additional.filter(|a| a.is_object()) {
+                    walk_unknown(sub, item, &path.key(&cut(key)), found);
+                } else if additional.and_then(Value::as_bool) != Some(true)
+                    && (properties.is_some() || is_object)
+                {
+                    found.add(child(path, key).0, properties);
+                    unknown.push((key.clone(), found.errors.len() - 1));
+                }
+            }
+            if found.strip {
+                for (key, at) in unknown {
+                    let gone = map.remove(&key).unwrap_or_default();
+                    found.removed.push((at, gone));
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk_unknown(sub, item, &path.index(i), found);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn preserve_unknown_fields_and_open_maps_are_respected() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "open": {"type": "object", "additionalProperties": true},
+                        "closed": {"type": "object"},
+                    },
+                },
+            },
+        });
+        let mut value = json!({"spec": {
+            "free": {"anything": {"deep": 1}},
+            "open": {"any": 2},
+            "closed": {"no": 3},
+            "other": 4,
+        }});
+        let mut found = Unknown::default();
+        walk_unknown(&schema, &mut value, &Path(String::new()), &mut found);
+        let paths: Vec<String> = found.errors.into_iter().map(|e| e.path).collect();
+        assert_eq!(paths, ["spec.closed.no", "spec.other"]);
     }
 }

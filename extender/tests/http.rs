@@ -624,20 +624,43 @@ async fn bind_refuses_an_empty_uid_and_invalid_names_before_any_api_call() {
     assert_eq!(binder.calls.lock().unwrap().len(), 1);
 }
 
-/// A filter request whose pod has a name Kubernetes would not accept still gets its answer,
-/// but is not reported for the unschedulable annotation (whose API path it would become).
+/// A filter request whose pod has a name Kubernetes would not accept is refused with an
+/// error naming the field (the shared pod validation), and not reported for the
+/// unschedulable annotation (whose API path it would become).
 #[tokio::test]
-async fn a_pod_with_an_invalid_name_is_not_signalled() {
+async fn a_pod_with_an_invalid_name_is_refused_and_not_signalled() {
     let (s, _) = cluster();
     let (signal, mut rx) = adze_extender::signal::Signal::new();
     let s = s.with_signal(signal);
-    let r: ExtenderFilterResult = post(
-        &s,
-        "/filter",
-        json!({"Pod": pod("x?dryRun=All", "1"), "NodeNames": ["n1"]}),
-    )
-    .await;
-    assert_eq!(r.node_names.unwrap(), Vec::<String>::new());
+    for (args, field) in [
+        (
+            json!({"Pod": pod("x?dryRun=All", "1"), "NodeNames": ["n1"]}),
+            "metadata.name",
+        ),
+        (
+            json!({"Pod": pod("x?dryRun=All", "1"), "Nodes": {"items": [node("n1")]}}),
+            "metadata.name",
+        ),
+        (
+            json!({"Pod": {"metadata": {"name": "p", "namespace": "a.b", "uid": "u"},
+                "spec": {"containers": [{"name": "c"}]}}, "NodeNames": ["n1"]}),
+            "metadata.namespace",
+        ),
+        (
+            json!({"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+                "spec": {"initContainers": [{"name": "c"}], "containers": [{"name": "c"}]}},
+                "NodeNames": ["n1"]}),
+            "spec.containers[0].name",
+        ),
+    ] {
+        let r: ExtenderFilterResult = post(&s, "/filter", args).await;
+        assert!(
+            r.error.contains(&format!(": {field}: ")),
+            "{field}: {}",
+            r.error
+        );
+        assert!(r.node_names.is_none_or(|n| n.is_empty()));
+    }
     assert!(rx.try_recv().is_err());
     let _: ExtenderFilterResult = post(
         &s,

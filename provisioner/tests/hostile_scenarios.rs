@@ -738,3 +738,62 @@ fn a_negative_kubelet_reservation_is_refused_not_added_to_allocatable() {
         }
     }
 }
+
+#[test]
+fn a_field_the_crd_schema_does_not_declare_is_refused_at_its_path() {
+    for (from, to, path) in [
+        (
+            "  limits:\n",
+            "  template2: {}\n  limits:\n",
+            "spec.template2",
+        ),
+        (
+            "      requirements:\n",
+            "      requirments: []\n      requirements:\n",
+            "spec.template.spec.requirments",
+        ),
+        (
+            "          operator: Gt\n",
+            "          operator: Gt\n          valeus: [\"3\"]\n",
+            "spec.template.spec.requirements[4].valeus",
+        ),
+    ] {
+        let yaml = INFLATE.replacen(from, to, 1);
+        assert_ne!(yaml, INFLATE);
+        let err = refused(&yaml);
+        assert!(
+            err.starts_with(&format!(
+                "document 1 (NodePool default): NodePool \"default\" is invalid:\n  - {path}: unknown field"
+            )),
+            "{err}"
+        );
+    }
+    // The EC2NodeClass, and the metadata of either, which is Kubernetes' own.
+    let yaml = INFLATE.replacen("  role: ", "  rol: x\n  role: ", 1);
+    assert!(
+        refused(&yaml)
+            .contains("EC2NodeClass \"default\" is invalid:\n  - spec.rol: unknown field")
+    );
+    let overlays = include_str!("../../examples/node-overlay.yaml");
+    let yaml = overlays.replacen(
+        "  priceAdjustment:",
+        "  priceAdjustmnt: x\n  priceAdjustment:",
+        1,
+    );
+    assert!(refused(&yaml).contains(
+        "NodeOverlay \"m5-savings-plan\" is invalid:\n  - spec.priceAdjustmnt: unknown field"
+    ));
+    let buffers = include_str!("../../examples/capacity-buffer.yaml");
+    let yaml = buffers.replacen("  replicas: 3\n", "  replicas: 3\n  replica: 3\n", 1);
+    assert!(
+        refused(&yaml)
+            .contains("CapacityBuffer \"web-burst\" is invalid:\n  - spec.replica: unknown field")
+    );
+    let yaml = INFLATE.replacen(
+        "metadata:\n  name: default\n",
+        "metadata:\n  name: default\n  somethingElse: 1\n",
+        2,
+    );
+    assert_ne!(yaml, INFLATE);
+    Scenario::parse(&yaml).expect("metadata's own fields are not checked against the CRD");
+}

@@ -71,13 +71,14 @@ impl ObjectRef {
 
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Cut: a hostile 10,000-character name is not echoed back in full.
         let name = if self.name.is_empty() {
-            "<unnamed>"
+            "<unnamed>".to_string()
         } else {
-            &self.name
+            crate::validation::cut(&self.name)
         };
         match &self.namespace {
-            Some(ns) => write!(f, "{} {ns}/{name}", self.kind),
+            Some(ns) => write!(f, "{} {}/{name}", self.kind, crate::validation::cut(ns)),
             None => write!(f, "{} {name}", self.kind),
         }
     }

@@ -62,12 +62,100 @@ pub fn pod(p: &Pod) -> Result<model::Pod, ConvertError> {
     if name.is_empty() {
         return Err(ConvertError::missing(&object, "metadata.name"));
     }
+    object_names(&object, namespace, name)?;
     let spec = p
         .spec
         .as_ref()
         .ok_or_else(|| ConvertError::missing(&object, "spec"))?;
     let labels = p.metadata.labels.clone().unwrap_or_default();
     from_spec(&object, "spec", namespace, name, labels, spec)
+}
+
+/// A pod's or workload's name (a DNS-1123 subdomain) and namespace (a DNS-1123 label), as
+/// the apiserver requires: both become API paths (`x?dryRun=All` would turn into a query
+/// string) and label values.
+fn object_names(object: &ObjectRef, namespace: &str, name: &str) -> Result<(), ConvertError> {
+    let shown = crate::validation::shown;
+    if let Some(why) = crate::patterns::dns1123_subdomain_error(name) {
+        return Err(ConvertError::invalid(
+            object,
+            "metadata.name",
+            format!("invalid value {}: {why}", shown(name)),
+        ));
+    }
+    if let Some(why) = crate::patterns::dns1123_label_error(namespace) {
+        return Err(ConvertError::invalid(
+            object,
+            "metadata.namespace",
+            format!("invalid value {}: {why}", shown(namespace)),
+        ));
+    }
+    Ok(())
+}
+
+/// Container names (DNS-1123 labels, unique across init and app containers) and port
+/// numbers (containerPort 1-65535, hostPort 0-65535) of every container, init ones too, as
+/// the apiserver checks them: a port out of range would otherwise be read as some other
+/// port, or wrap, when host ports are reserved.
+fn containers(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<(), ConvertError> {
+    let shown = crate::validation::shown;
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (format!("{base}.initContainers[{i}]"), c));
+    let app = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("{base}.containers[{i}]"), c));
+    let mut names: BTreeMap<&str, String> = BTreeMap::new();
+    for (f, c) in init.chain(app) {
+        let field = format!("{f}.name");
+        if c.name.is_empty() {
+            return Err(ConvertError::missing(object, &field));
+        }
+        if let Some(why) = crate::patterns::dns1123_label_error(&c.name) {
+            return Err(ConvertError::invalid(
+                object,
+                &field,
+                format!("invalid value {}: {why}", shown(&c.name)),
+            ));
+        }
+        if let Some(first) = names.insert(&c.name, f.clone()) {
+            return Err(ConvertError::invalid(
+                object,
+                &field,
+                format!(
+                    "duplicate value {}: {first} has this name already",
+                    shown(&c.name)
+                ),
+            ));
+        }
+        for (pi, p) in c.ports.iter().flatten().enumerate() {
+            if !(1..=65535).contains(&p.container_port) {
+                return Err(ConvertError::invalid(
+                    object,
+                    &format!("{f}.ports[{pi}].containerPort"),
+                    format!(
+                        "must be between 1 and 65535, inclusive, got {}",
+                        p.container_port
+                    ),
+                ));
+            }
+            if let Some(host) = p.host_port
+                && !(0..=65535).contains(&host)
+            {
+                return Err(ConvertError::invalid(
+                    object,
+                    &format!("{f}.ports[{pi}].hostPort"),
+                    format!("must be between 0 and 65535, inclusive, got {host}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Deprecated node label keys read as their GA names (see
@@ -92,6 +180,7 @@ pub fn workload_pod(
     if name.is_empty() {
         return Err(ConvertError::missing(&object, "metadata.name"));
     }
+    object_names(&object, namespace, name)?;
     let spec = template
         .spec
         .as_ref()
@@ -289,6 +378,7 @@ fn api_rules(
             label_pair(object, &field, k, v)?;
         }
     }
+    containers(object, base, spec)?;
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         if let Some(policy) = c.restart_policy.as_deref().filter(|p| *p != "Always") {
             return Err(ConvertError::invalid(
@@ -1293,6 +1383,89 @@ spec:
 
     fn refused(yaml: &str) -> ConvertError {
         pod(&serde_yaml::from_str(yaml).unwrap()).unwrap_err()
+    }
+
+    #[test]
+    fn pod_and_namespace_names_are_refused_as_the_apiserver_refuses_them() {
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: \"x?dryRun=All\"}\nspec: {containers: [{name: a}]}\n",
+        );
+        assert_eq!(err.field, "metadata.name");
+        assert!(err.to_string().contains("RFC 1123 subdomain"), "{err}");
+        let err = refused(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: Team.A}\nspec: {containers: [{name: a}]}\n",
+        );
+        assert_eq!(err.field, "metadata.namespace");
+        assert!(err.to_string().contains("RFC 1123 label"), "{err}");
+        let long = "x".repeat(254);
+        let err = refused(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {long}}}\nspec: {{containers: [{{name: a}}]}}\n"
+        ));
+        assert!(err.to_string().contains("no more than 253"), "{err}");
+        assert!(err.to_string().len() < 400, "the name is cut: {err}");
+        // A workload's own name is held to the same rule.
+        let template: PodTemplateSpec =
+            serde_yaml::from_str("spec: {containers: [{name: a}]}").unwrap();
+        let meta = ObjectMeta {
+            name: Some("Web".into()),
+            ..Default::default()
+        };
+        let err = workload_pod("deployment", &meta, &template).unwrap_err();
+        assert_eq!(err.field, "metadata.name");
+    }
+
+    #[test]
+    fn container_names_and_ports_are_refused_at_their_path() {
+        let spec = |containers: &str| {
+            format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n{containers}")
+        };
+        for (containers, field, message) in [
+            (
+                "  containers: [{name: Web}]\n",
+                "spec.containers[0].name",
+                "RFC 1123 label",
+            ),
+            (
+                "  containers: [{name: \"\"}]\n",
+                "spec.containers[0].name",
+                "required field is missing",
+            ),
+            (
+                "  initContainers: [{name: a}]\n  containers: [{name: b}, {name: a}]\n",
+                "spec.containers[1].name",
+                "duplicate value \"a\": spec.initContainers[0] has this name already",
+            ),
+            (
+                "  containers: [{name: a}, {name: b, ports: [{containerPort: 80}, {containerPort: 0}]}]\n",
+                "spec.containers[1].ports[1].containerPort",
+                "must be between 1 and 65535, inclusive, got 0",
+            ),
+            (
+                "  containers: [{name: a, ports: [{containerPort: 65536}]}]\n",
+                "spec.containers[0].ports[0].containerPort",
+                "got 65536",
+            ),
+            (
+                "  initContainers: [{name: i, ports: [{containerPort: 80, hostPort: 70000}]}]\n  containers: [{name: a}]\n",
+                "spec.initContainers[0].ports[0].hostPort",
+                "must be between 0 and 65535, inclusive, got 70000",
+            ),
+            (
+                "  containers: [{name: a, ports: [{containerPort: 80, hostPort: -1}]}]\n",
+                "spec.containers[0].ports[0].hostPort",
+                "got -1",
+            ),
+        ] {
+            let err = refused(&spec(containers));
+            assert_eq!(err.field, field, "{containers}: {err}");
+            assert!(err.to_string().contains(message), "{containers}: {err}");
+        }
+        // hostPort 0 means none; the edges of both ranges are accepted.
+        pod(&serde_yaml::from_str(&spec(
+            "  containers: [{name: a, ports: [{containerPort: 65535, hostPort: 0}, {containerPort: 1, hostPort: 65535}]}]\n",
+        ))
+        .unwrap())
+        .unwrap();
     }
 
     #[test]

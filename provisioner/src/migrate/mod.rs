@@ -763,9 +763,22 @@ fn typed<T: DeserializeOwned + Serialize>(
     mut removed: Removed,
     validate: impl Fn(&T) -> Option<Vec<adze_api::validation::FieldError>>,
 ) -> Value {
+    // Fields Adze's CRD does not declare (Karpenter's own, a newer version's, a typo) are
+    // reported at their path and taken out, by the same schema walk a scenario and the CRD
+    // apply: the output never carries a field Adze would refuse.
+    let mut out = out;
+    let kind = out["kind"].as_str().unwrap_or_default().to_string();
+    for (field, was) in adze_api::validation::strip_unknown_fields(&kind, &mut out) {
+        notes.action(
+            &remap(&field, &removed),
+            format!(
+                "not carried over: Adze's {kind} has no such field (was {})",
+                short(&was)
+            ),
+        );
+    }
     // Each field Adze's type refuses is reported at its path and taken out (a list item
     // whole), and the rest is read again, so every error of an object is reported.
-    let mut out = out;
     let mut parsed: Option<T> = None;
     for _ in 0..MAX_FIELD_ERRORS {
         match serde_path_to_error::deserialize::<_, T>(out.clone()) {

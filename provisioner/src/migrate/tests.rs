@@ -1324,3 +1324,40 @@ spec:
     );
     assert!(!m.incomplete(), "{}", m.report());
 }
+
+#[test]
+fn fields_adze_s_crd_lacks_are_actions_at_their_path_and_not_printed() {
+    let mut pool: Value = serde_yaml::from_str(GENERAL.split("\n---").next().unwrap()).unwrap();
+    pool["spec"]["template2"] = serde_json::json!({});
+    pool["spec"]["weightt"] = serde_json::json!(5);
+    pool["spec"]["template"]["spec"]["requirments"] = serde_json::json!([{"key": "a"}]);
+    let m = migrate(&serde_json::to_string(&pool).unwrap()).unwrap();
+    let object = "NodePool/general-purpose";
+    for field in [
+        "spec.template2",
+        "spec.weightt",
+        "spec.template.spec.requirments",
+    ] {
+        let notes = notes_about(&m, object, field);
+        assert_eq!(notes.len(), 1, "{field}: {}", m.report());
+        assert!(notes[0].action);
+        assert!(
+            notes[0]
+                .message
+                .starts_with("not carried over: Adze's NodePool has no such field (was "),
+            "{}",
+            notes[0].message
+        );
+        assert!(
+            m.report().contains(&format!(
+                "ACTION: {object} {field}: not carried over: Adze's NodePool has no such field"
+            )),
+            "{}",
+            m.report()
+        );
+    }
+    let out = &m.objects[0];
+    assert!(out["spec"].get("template2").is_none() && out["spec"].get("weightt").is_none());
+    assert!(adze_api::validation::unknown_fields("NodePool", out).is_empty());
+    assert!(m.incomplete());
+}

@@ -366,6 +366,19 @@ fn typed<T: DeserializeOwned>(doc: &DocRef, value: Value) -> Result<T, ScenarioE
     })
 }
 
+/// Reads one of Adze's CRD kinds as `T`, first refusing every field its CRD schema does not
+/// declare (at its path), as a cluster with strict field validation would: serde alone would
+/// drop a misspelt `requirments` without a word.
+fn crd_typed<T: DeserializeOwned>(
+    doc: &DocRef,
+    kind: &'static str,
+    value: Value,
+) -> Result<T, ScenarioError> {
+    adze_api::validation::check_unknown_fields(kind, &value)
+        .map_err(|e| ScenarioError::new(doc, Problem::Invalid(e)))?;
+    typed(doc, value)
+}
+
 fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
     let text = |k: &str| {
         value
@@ -392,12 +405,18 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
     };
     // Core kinds check their own apiVersion when deserialising; ours are checked here.
     Ok(match kind.as_str() {
-        "NodePool" if api_version == ADZE_V1 => Object::NodePool(typed(doc, value)?),
-        "EC2NodeClass" if api_version == AWS_ADZE_V1 => Object::EC2NodeClass(typed(doc, value)?),
+        "NodePool" if api_version == ADZE_V1 => {
+            Object::NodePool(crd_typed(doc, "NodePool", value)?)
+        }
+        "EC2NodeClass" if api_version == AWS_ADZE_V1 => {
+            Object::EC2NodeClass(crd_typed(doc, "EC2NodeClass", value)?)
+        }
         "InstanceCatalog" if api_version == ADZE_V1ALPHA1 => {
             Object::InstanceCatalog(typed(doc, value)?)
         }
-        "NodeOverlay" if api_version == ADZE_V1ALPHA1 => Object::NodeOverlay(typed(doc, value)?),
+        "NodeOverlay" if api_version == ADZE_V1ALPHA1 => {
+            Object::NodeOverlay(crd_typed(doc, "NodeOverlay", value)?)
+        }
         "NodePool" | "EC2NodeClass" | "InstanceCatalog" | "NodeOverlay" => {
             let expected = match kind.as_str() {
                 "NodePool" => ADZE_V1,
@@ -422,7 +441,9 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
             typed::<PodDisruptionBudget>(doc, value.clone())?;
             Object::PodDisruptionBudget(Box::new(value))
         }
-        "NodeClaim" if api_version == ADZE_V1 => Object::NodeClaim(typed(doc, value)?),
+        "NodeClaim" if api_version == ADZE_V1 => {
+            Object::NodeClaim(crd_typed(doc, "NodeClaim", value)?)
+        }
         "NodeClaim" => {
             return Err(ScenarioError::new(
                 doc,
@@ -439,7 +460,7 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
         "CSINode" => Object::CSINode(typed(doc, value)?),
         "PodTemplate" => Object::PodTemplate(typed(doc, value)?),
         "CapacityBuffer" if api_version == CAPACITY_BUFFER_API => {
-            Object::CapacityBuffer(typed(doc, value)?)
+            Object::CapacityBuffer(crd_typed(doc, "CapacityBuffer", value)?)
         }
         "CapacityBuffer" => {
             return Err(ScenarioError::new(

@@ -306,6 +306,29 @@ pub fn autoscaler_object(mut v: Value) -> Value {
     v
 }
 
+/// Takes out of an autoscaler object the fields its Adze CRD does not declare, with a note
+/// naming them: a live cluster's objects may come from another version of the API (a
+/// Karpenter v1beta1 NodeClaim's `spec.kubelet`, a newer Adze's field), and the scenario the
+/// snapshot becomes refuses unknown fields, so they are left out rather than failing it.
+fn strip_unknown(v: &mut Value, notes: &mut Vec<String>) {
+    let Some(kind) = v["kind"].as_str().map(str::to_string) else {
+        return;
+    };
+    let removed = adze_api::validation::strip_unknown_fields(&kind, v);
+    if removed.is_empty() {
+        return;
+    }
+    let name = adze_api::validation::cut(v["metadata"]["name"].as_str().unwrap_or_default());
+    notes.push(format!(
+        "{kind} {name}: {} left out (Adze's {kind} has no such field)",
+        removed
+            .iter()
+            .map(|(path, _)| path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+}
+
 /// A PodDisruptionBudget of policy/v1 or policy/v1beta1 as policy/v1 JSON, or why it is
 /// left out. A v1beta1 budget whose selector is absent or empty selects no pod (v1 would
 /// read an empty one as every pod), so it is left out rather than restated.
@@ -587,9 +610,14 @@ pub fn assemble(mut c: Collected) -> Snapshot {
             count(&mut s, "NodePools", nodepools.len());
             count(&mut s, "EC2NodeClasses", ec2nodeclasses.len());
             count(&mut s, "NodeOverlays", nodeoverlays.len());
-            docs.extend(nodepools);
-            docs.extend(ec2nodeclasses);
-            docs.extend(nodeoverlays);
+            for mut v in nodepools
+                .into_iter()
+                .chain(ec2nodeclasses)
+                .chain(nodeoverlays)
+            {
+                strip_unknown(&mut v, &mut s.notes);
+                docs.push(v);
+            }
             claims = nodeclaims;
         }
         Autoscaler::Karpenter {
@@ -657,7 +685,8 @@ pub fn assemble(mut c: Collected) -> Snapshot {
     count(&mut s, "Nodes", c.nodes.len());
     docs.extend(c.nodes.into_iter().map(|n| to_doc(n, "v1", "Node")));
     let mut kept_claims = 0;
-    for v in claims {
+    for mut v in claims {
+        strip_unknown(&mut v, &mut s.notes);
         let name = v["metadata"]["name"]
             .as_str()
             .unwrap_or_default()

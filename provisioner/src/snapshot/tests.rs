@@ -431,3 +431,29 @@ fn an_adze_cluster_passes_through_and_bad_claims_are_noted() {
     assert_eq!(scenario.counts.nodeclaims, 0);
     assert_eq!(scenario.counts.nodepools, 1);
 }
+
+#[test]
+fn a_v1beta1_nodeclaim_loses_the_fields_adze_lacks_with_a_note() {
+    let mut c = karpenter_cluster();
+    if let Autoscaler::Karpenter { nodeclaims, .. } = &mut c.autoscaler {
+        nodeclaims.push(json!({
+            "apiVersion": "karpenter.sh/v1beta1", "kind": "NodeClaim",
+            "metadata": {"name": "general-abcde", "labels": {"karpenter.sh/nodepool": "general"}},
+            "spec": {
+                "nodeClassRef": {"apiVersion": "karpenter.k8s.aws/v1beta1", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                "kubelet": {"maxPods": 110},
+            },
+            "status": {"nodeName": "busy"},
+        }));
+    }
+    let snap = assemble(c);
+    assert!(
+        snap.notes.iter().any(|n| n
+            == "NodeClaim general-abcde: spec.kubelet left out (Adze's NodeClaim has no such field)"),
+        "{:?}",
+        snap.notes
+    );
+    let scenario = Scenario::parse(&snap.yaml()).expect("the snapshot is a valid scenario");
+    assert_eq!(scenario.counts.nodeclaims, 1);
+}
