@@ -609,6 +609,16 @@ struct SimulateArgs {
         requires = "disruption"
     )]
     explain_node: Option<String>,
+    /// With --disruption: plan as `run --node-repair` does: nodes whose Node conditions stay
+    /// unhealthy past their toleration are repaired, first, within their NodePool's budgets
+    /// for reason Unhealthy; those held are listed as repair-blocked. Status checks are not
+    /// read offline.
+    #[arg(long, env = "ADZE_NODE_REPAIR", requires = "disruption")]
+    node_repair: bool,
+    /// With --disruption --node-repair: as `run --legacy-node-repair`, forceful repair
+    /// outside budgets, before any decision.
+    #[arg(long, env = "ADZE_LEGACY_NODE_REPAIR", requires = "disruption")]
+    legacy_node_repair: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
     /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
     /// NodePool checked, and each pool's instance types grouped by why they were refused,
@@ -771,6 +781,9 @@ fn simulate_disruption(
     options.max_instance_types = args.max_instance_types as usize;
     options.policies = args.policies.clone();
     options.karpenter_labels = args.karpenter_labels;
+    options.node_repair =
+        adze_provisioner::disruption::repair::mode(args.node_repair, args.legacy_node_repair)
+            .map_err(anyhow::Error::msg)?;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
     if let Some(node) = &args.explain_node {

@@ -561,3 +561,88 @@ fn pending_pods_the_provisioner_can_place_hold_every_disruption() {
     assert_eq!(l.reason, LeftAloneReason::PendingPods, "{l:?}");
     assert!(l.message.starts_with("1 pending pod"), "{l:?}");
 }
+
+/// Ten medium nodes with a pod each, two of them (`sick-a`, `sick-b`) Ready False for an
+/// hour (due for repair: tolerated 30 minutes); the pool's only budget is one node for
+/// reason Unhealthy, and consolidation is off, so repair alone acts.
+fn sick_cluster() -> Vec<String> {
+    let mut docs = vec![pool(
+        "default",
+        r#"{consolidationPolicy: WhenEmpty, consolidateAfter: Never, budgets: [{nodes: "1", reasons: [Unhealthy]}]}"#,
+        "",
+    )];
+    for i in 0..10 {
+        let name = match i {
+            0 => "sick-a".to_string(),
+            1 => "sick-b".to_string(),
+            _ => format!("n{i}"),
+        };
+        let mut n = node(&name, "default", "medium", "");
+        if i < 2 {
+            n = n.replace(
+                r#"conditions: [{type: Ready, status: "True"}]"#,
+                r#"conditions: [{type: Ready, status: "False", lastTransitionTime: "2026-06-01T11:00:00Z"}]"#,
+            );
+        }
+        docs.push(n);
+        docs.push(pod(&format!("web-{i}"), &name, "1", "", ""));
+    }
+    docs
+}
+
+fn plan_repair(mode: Option<adze_scheduling::disruption::repair::RepairMode>) -> DisruptionPlan {
+    let mut options = DisruptionOptions::at(NOW.parse().unwrap());
+    options.node_repair = mode;
+    plan_disruption(&scenario(&sick_cluster()), &options)
+}
+
+#[test]
+fn node_repair_is_planned_first_within_the_unhealthy_budget_or_forcefully_in_legacy_mode() {
+    use adze_scheduling::disruption::repair::RepairMode;
+    // Off: the unhealthy nodes are only "disrupting" (not Ready), nothing is done.
+    let off = plan_repair(None);
+    assert!(off.commands.is_empty(), "{off:#?}");
+    assert_eq!(
+        off.left_alone("sick-a").unwrap().reason,
+        LeftAloneReason::Disrupting
+    );
+
+    // Budgeted: one repair (the budget is one node; the two not-Ready nodes do not use it
+    // up), the other held by the budget.
+    let p = plan_repair(Some(RepairMode::Budgeted));
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!((c.method, c.reason.as_str()), (Method::Repair, "Unhealthy"));
+    assert_eq!(c.nodes, ["sick-a"]);
+    assert_eq!(c.pods.len(), 1);
+    assert_ne!(c.pods[0].to, "pending", "{c:?}");
+    assert!(
+        c.message.contains("node condition Ready has been False for 1h (tolerated for 30m); repaired within the NodePool's disruption budget for Unhealthy"),
+        "{}",
+        c.message
+    );
+    let held = p.left_alone("sick-b").unwrap();
+    assert_eq!(held.reason, LeftAloneReason::RepairBlocked, "{held:?}");
+    assert!(
+        held.message.ends_with(
+            "but the disruption budget of nodepool default allows no more Unhealthy disruptions now"
+        ),
+        "{}",
+        held.message
+    );
+
+    // Legacy: both repaired at once, the budget not read, the rest of the pass waits.
+    let p = plan_repair(Some(RepairMode::Legacy));
+    assert_eq!(p.commands.len(), 2, "{p:#?}");
+    assert!(p.commands.iter().all(|c| {
+        c.method == Method::Repair
+            && c.action == Action::Delete
+            && c.message.ends_with(
+                "repaired regardless of budgets, do-not-disrupt and PodDisruptionBudgets",
+            )
+    }));
+    assert_eq!(
+        p.left_alone("n5").unwrap().reason,
+        LeftAloneReason::RepairFirst
+    );
+}

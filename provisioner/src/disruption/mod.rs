@@ -41,7 +41,6 @@
 pub mod drift;
 pub mod input;
 pub mod pdb;
-#[cfg(feature = "controller")]
 pub mod repair;
 
 #[cfg(feature = "controller")]

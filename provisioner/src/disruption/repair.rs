@@ -1,21 +1,27 @@
 //! What node repair ([`adze_scheduling::disruption::repair`]) is given: each NodeClaim's
 //! Node with its conditions as the Node reports them, and the instance's status checks as
-//! the cloud reports them ([`StatusChecks`]). Reading only; the disruption controller
-//! carries the verdicts out.
+//! the cloud reports them (`StatusChecks`, with the `controller` feature). Reading only; the
+//! disruption controller carries the verdicts out, and `simulate --disruption --node-repair`
+//! plans them from the Node conditions alone.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
+#[cfg(feature = "controller")]
+use std::collections::{BTreeMap, BTreeSet};
+#[cfg(feature = "controller")]
 use std::time::{Duration, Instant};
 
 use adze_api::NodeClaim;
+#[cfg(feature = "controller")]
 use adze_scheduling::disruption::UnixSeconds;
 use adze_scheduling::disruption::repair::{
-    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, RepairMode, StatusCheck,
-    remember_first_failures,
+    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, RepairMode,
 };
+#[cfg(feature = "controller")]
+use adze_scheduling::disruption::repair::{StatusCheck, remember_first_failures};
 use adze_scheduling::labels;
 use k8s_openapi::api::core::v1::Node;
-use kube::ResourceExt;
 
+#[cfg(feature = "controller")]
 use crate::cloud::CloudProvider;
 use crate::provisioning::snapshot::Objects;
 
@@ -33,12 +39,14 @@ pub fn mode(node_repair: bool, legacy: bool) -> Result<Option<RepairMode>, Strin
     }
 }
 
+#[cfg(feature = "controller")]
 /// How often the cloud's status checks are read: EC2 runs them every minute, and Karpenter
 /// polls DescribeInstanceStatus as often. Between readings the last one is used.
 pub const STATUS_CHECK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The cloud's status checks, read at most every [`STATUS_CHECK_INTERVAL`], and when each
 /// failing check was first seen (for checks the cloud gives no `impairedSince`).
+#[cfg(feature = "controller")]
 #[derive(Default)]
 pub struct StatusChecks {
     /// When the last reading was taken and what it said; None after a failed call: nothing
@@ -47,6 +55,7 @@ pub struct StatusChecks {
     first_seen: BTreeMap<String, UnixSeconds>,
 }
 
+#[cfg(feature = "controller")]
 impl StatusChecks {
     /// Gives each of `health` its instance's status checks: from the cloud when the last
     /// reading is older than the interval (asking only for these instances), else from that
@@ -109,6 +118,7 @@ impl StatusChecks {
 
 /// One successful reading: the providerIDs asked about, and the checks the cloud reported
 /// (providerID → checks; an instance asked about and left out has none failing).
+#[cfg(feature = "controller")]
 struct Reading {
     asked: BTreeSet<String>,
     reports: BTreeMap<String, Vec<StatusCheck>>,
@@ -171,9 +181,13 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
         .and_then(|s| s.provider_id.clone())
         .or_else(|| node.spec.as_ref()?.provider_id.clone());
     NodeHealth {
-        node: node.name_any(),
-        nodeclaim: claim.name_any(),
-        nodepool: claim.labels().get(labels::NODEPOOL).cloned(),
+        node: node.metadata.name.clone().unwrap_or_default(),
+        nodeclaim: claim.metadata.name.clone().unwrap_or_default(),
+        nodepool: claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL).cloned()),
         provider_id,
         conditions,
         status_checks: Vec::new(),
@@ -183,7 +197,7 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "controller"))]
 mod tests {
     use super::*;
     use adze_scheduling::disruption::repair::{Verdict, decide, default_policies};

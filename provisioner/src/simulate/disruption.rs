@@ -50,6 +50,10 @@ pub struct DisruptionOptions {
     /// As `run --karpenter-labels`: pods selecting Karpenter's well-known keys are planned
     /// as if they selected Adze's.
     pub karpenter_labels: bool,
+    /// As `run --node-repair` (and `--legacy-node-repair`): node repair judged from the
+    /// scenario's Node conditions (no cloud to read status checks from offline; an
+    /// `EC2StatusImpaired` condition on a Node counts as the Node holds it).
+    pub node_repair: Option<pure::repair::RepairMode>,
 }
 
 /// The controller's limit of commands per pass.
@@ -64,6 +68,7 @@ impl DisruptionOptions {
             max_instance_types: 60,
             policies: crate::rules::Policies::default(),
             karpenter_labels: false,
+            node_repair: None,
         }
     }
 }
@@ -153,7 +158,7 @@ pub struct Replacement {
 #[serde(rename_all = "camelCase")]
 pub struct Command {
     pub method: Method,
-    /// The budget reason: Drifted, Expired, Empty or Underutilized.
+    /// The budget reason: Drifted, Expired, Empty, Underutilized or Unhealthy (repair).
     pub reason: String,
     pub action: Action,
     pub nodes: Vec<String>,
@@ -201,6 +206,12 @@ pub enum LeftAloneReason {
     WaitingForLaunches,
     /// Expired nodes go first; voluntary methods are decided on the next pass.
     ExpiryFirst,
+    /// Legacy (forceful) node repair deleted unhealthy nodes this pass; voluntary methods are
+    /// decided on the next pass.
+    RepairFirst,
+    /// Due for node repair, but held: more than 20 % of its NodePool is unhealthy, or (budgeted
+    /// repair) its NodePool's disruption budget for Unhealthy has no room.
+    RepairBlocked,
     /// Its pods cannot all be placed elsewhere (on the other nodes plus at most one new one).
     PodsCannotMove,
     /// What could replace it would not be cheaper (or, in a Balanced pool, would not save
@@ -238,6 +249,8 @@ impl LeftAloneReason {
             LeftAloneReason::PendingPods => "pending-pods",
             LeftAloneReason::WaitingForLaunches => "waiting-for-launches",
             LeftAloneReason::ExpiryFirst => "expiry-first",
+            LeftAloneReason::RepairFirst => "repair-first",
+            LeftAloneReason::RepairBlocked => "repair-blocked",
             LeftAloneReason::PodsCannotMove => "pods-cannot-move",
             LeftAloneReason::NoCheaperFit => "no-cheaper-fit",
             LeftAloneReason::SavingsThreshold => "savings-threshold",
@@ -341,15 +354,19 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
         cloud_drifted: &cloud_drifted,
         now: options.now.as_second(),
     };
-    let built = input::build(
+    let mut built = input::build(
         &objects,
         &scenario.instance_types,
         &extra,
         &mut input::PodActivity::default(),
     );
+    if options.node_repair.is_some() {
+        built.input.health = crate::disruption::repair::health(&objects);
+    }
     // A fixed seed: the same scenario gives the same replacement names.
-    let pure_options =
+    let mut pure_options =
         input::decision_options(&built, options.max_instance_types, &options.policies, 0);
+    pure_options.node_repair = options.node_repair;
     Prepared {
         built,
         options: pure_options,
@@ -374,6 +391,27 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
     let mut general: Option<(LeftAloneReason, String)> = None;
     let mut consolidate = true;
     let mut decided: Vec<pure::Decision> = Vec::new();
+    // Nodes due for repair and held, by node: the guard, or the budget (budgeted repair).
+    let mut held: BTreeMap<String, String> = BTreeMap::new();
+    let legacy = options.node_repair == Some(pure::repair::RepairMode::Legacy);
+    let outcomes = if legacy {
+        pure::repair::decide(
+            &input0.health,
+            &pure::repair::default_policies(),
+            input0.now,
+        )
+    } else {
+        Vec::new()
+    };
+    for o in &outcomes {
+        if matches!(o.verdict, pure::repair::Verdict::Guarded { .. }) {
+            held.insert(o.node.clone(), o.message());
+        }
+    }
+    let forceful: Vec<&pure::repair::Outcome> = (outcomes.iter())
+        .filter(|o| o.verdict == pure::repair::Verdict::Repair)
+        .filter(|o| built.claim_of_node.contains_key(&o.node))
+        .collect();
 
     let expiring = input::expiring(built);
     if !expiring.is_empty() {
@@ -391,6 +429,22 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
             LeftAloneReason::ExpiryFirst,
             "expired nodes are deleted first; the voluntary methods are decided on the next pass, once their pods are placed".to_string(),
         ));
+    } else if !forceful.is_empty() {
+        // The controller's legacy repair: forceful, outside budgets, before any decision.
+        let names: Vec<&str> = forceful.iter().map(|o| o.node.as_str()).collect();
+        let plan = pure::displaced_plan(input0, opts, &names);
+        for o in forceful.iter().take(options.max_commands) {
+            commands.push(forceful_repair_command(input0, o, &plan));
+            for f in &mut after.nodes {
+                if f.name == o.node {
+                    f.disrupting = true;
+                }
+            }
+        }
+        general = Some((
+            LeftAloneReason::RepairFirst,
+            "unhealthy nodes are repaired first (legacy, forceful repair); the voluntary methods are decided on the next pass, once their pods are placed".to_string(),
+        ));
     } else {
         let waiting = input::waiting_for(built, opts);
         if waiting > 0 {
@@ -403,6 +457,9 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         } else {
             consolidate = built.in_flight.is_empty();
             decided = pure::decide_all(input0, opts, consolidate, options.max_commands);
+            for h in pure::repair_held(input0, opts, &decided) {
+                held.insert(h.node, h.message);
+            }
             for d in &decided {
                 pure::commit(&mut after, d);
                 commands.push(command(d));
@@ -437,7 +494,10 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         if taken.contains(n.name.as_str()) || n.in_flight {
             continue;
         }
-        let (reason, message) = ctx.why(&n.name);
+        let (reason, message) = match held.get(&n.name) {
+            Some(m) => (LeftAloneReason::RepairBlocked, m.clone()),
+            None => ctx.why(&n.name),
+        };
         left_alone.push(LeftAlone {
             node: n.name.clone(),
             nodepool: n.nodepool.clone(),
@@ -453,6 +513,43 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         cost,
         notes: prepared.notes.clone(),
         problems: built.problems.clone(),
+    }
+}
+
+/// A legacy (forceful) repair of `o`'s node, as the controller carries it out: deleted now,
+/// its pods wherever `plan` (every repaired node's pods at once) puts them, or pending.
+fn forceful_repair_command(
+    input: &pure::Input,
+    o: &pure::repair::Outcome,
+    plan: &adze_scheduling::Plan,
+) -> Command {
+    let placements = plan.placements();
+    let node = input.snapshot.nodes.iter().find(|n| n.name == o.node);
+    let price = node.map_or(0.0, |n| pure::node_price(input, n));
+    let pods: Vec<PodMove> = (input.snapshot.bound.iter())
+        .filter(|b| !b.daemon && b.node == o.node)
+        .map(|b| {
+            let key = b.pod.key();
+            let to = placements
+                .get(key.as_str())
+                .map_or_else(|| "pending".to_string(), |t| t.to_string());
+            PodMove {
+                pod: key,
+                from: o.node.clone(),
+                to,
+            }
+        })
+        .collect();
+    Command {
+        method: Method::Repair,
+        reason: pure::repair::REASON.to_string(),
+        action: Action::Delete,
+        nodes: vec![o.node.clone()],
+        pods,
+        replacements: Vec::new(),
+        price_before: price,
+        price_after: 0.0,
+        message: o.message(),
     }
 }
 
