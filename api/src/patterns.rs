@@ -107,8 +107,9 @@ pub fn dns1123_subdomain_error(value: &str) -> Option<String> {
     })
 }
 
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, length aside.
-fn is_dns1123_label(value: &str) -> bool {
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, length aside: one rule for every reader of names
+/// (scenarios, `run`'s conversion, the extender's request paths).
+pub fn is_dns1123_label(value: &str) -> bool {
     let b = value.as_bytes();
     let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     match (b.first(), b.last()) {

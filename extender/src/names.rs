@@ -3,6 +3,8 @@
 //! string, `../x` another path), so a name from a request must pass these before it reaches
 //! an [`kube::Api`] call.
 
+use adze_api::patterns::is_dns1123_label;
+
 /// Longest DNS-1123 label (namespaces).
 pub const MAX_LABEL: usize = 63;
 /// Longest DNS-1123 subdomain (pod and node names).
@@ -25,7 +27,7 @@ pub enum NameError {
 /// Kubernetes requires of a namespace.
 pub fn dns1123_label(s: &str) -> Result<(), NameError> {
     check_len(s, MAX_LABEL)?;
-    if label_ok(s) {
+    if is_dns1123_label(s) {
         Ok(())
     } else {
         Err(NameError::Invalid("label"))
@@ -36,7 +38,7 @@ pub fn dns1123_label(s: &str) -> Result<(), NameError> {
 /// Kubernetes requires of pod and node names.
 pub fn dns1123_subdomain(s: &str) -> Result<(), NameError> {
     check_len(s, MAX_SUBDOMAIN)?;
-    if s.split('.').all(label_ok) {
+    if s.split('.').all(is_dns1123_label) {
         Ok(())
     } else {
         Err(NameError::Invalid("subdomain"))
@@ -48,17 +50,6 @@ fn check_len(s: &str, max: usize) -> Result<(), NameError> {
         0 => Err(NameError::Empty),
         n if n > max => Err(NameError::TooLong(n, max)),
         _ => Ok(()),
-    }
-}
-
-fn label_ok(l: &str) -> bool {
-    let b = l.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            alnum(first) && alnum(last) && b.iter().all(|c| alnum(c) || *c == b'-')
-        }
-        _ => false,
     }
 }
 
