@@ -419,11 +419,7 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         let plan = pure::displaced_plan(input0, opts, &names);
         for e in expiring.iter().take(options.max_commands) {
             commands.push(expiry_command(input0, e, &plan));
-            for f in &mut after.nodes {
-                if f.name == e.node {
-                    f.disrupting = true;
-                }
-            }
+            mark_disrupting(&mut after, &e.node);
         }
         general = Some((
             LeftAloneReason::ExpiryFirst,
@@ -435,11 +431,7 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         let plan = pure::displaced_plan(input0, opts, &names);
         for o in forceful.iter().take(options.max_commands) {
             commands.push(forceful_repair_command(input0, o, &plan));
-            for f in &mut after.nodes {
-                if f.name == o.node {
-                    f.disrupting = true;
-                }
-            }
+            mark_disrupting(&mut after, &o.node);
         }
         general = Some((
             LeftAloneReason::RepairFirst,
@@ -518,6 +510,13 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
 
 /// A legacy (forceful) repair of `o`'s node, as the controller carries it out: deleted now,
 /// its pods wherever `plan` (every repaired node's pods at once) puts them, or pending.
+/// `node` as the commands before the decision leave it: already disrupting.
+fn mark_disrupting(input: &mut pure::Input, node: &str) {
+    for f in input.nodes.iter_mut().filter(|f| f.name == node) {
+        f.disrupting = true;
+    }
+}
+
 fn forceful_repair_command(
     input: &pure::Input,
     o: &pure::repair::Outcome,
