@@ -23,6 +23,9 @@
 //!   given); with `hostNetwork: true`, every container port is a host port. One protocol,
 //!   host IP and host port declared twice among the app containers, or twice in one init
 //!   container, is refused as the apiserver refuses it.
+//! * **In-place resize**: a running pod's container statuses count as kube-scheduler counts
+//!   them: per resource the larger of the spec, the applied and the admitted requests
+//!   ([`Resize`]).
 //! * **Priority**: `spec.priority`, 0 when unset (`priorityClassName` is not resolved).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,8 +37,8 @@ use adze_scheduling::resources::{ContainerRequests, effective_pod_requests};
 use adze_scheduling::{Requirement, Requirements, Resources, Toleration, labels, pod as model};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Container, Pod, PodAffinityTerm, PodSpec, PodTemplateSpec, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+    Container, ContainerStatus, Pod, PodAffinityTerm, PodSpec, PodStatus, PodTemplateSpec,
+    TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -68,7 +71,15 @@ pub fn pod(p: &Pod) -> Result<model::Pod, ConvertError> {
         .as_ref()
         .ok_or_else(|| ConvertError::missing(&object, "spec"))?;
     let labels = p.metadata.labels.clone().unwrap_or_default();
-    from_spec(&object, "spec", namespace, name, labels, spec)
+    from_spec(
+        &object,
+        "spec",
+        namespace,
+        name,
+        labels,
+        spec,
+        p.status.as_ref(),
+    )
 }
 
 /// A pod's or workload's name (a DNS-1123 subdomain) and namespace (a DNS-1123 label), as
@@ -190,7 +201,15 @@ pub fn workload_pod(
         .as_ref()
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
-    from_spec(&object, "spec.template.spec", namespace, name, labels, spec)
+    from_spec(
+        &object,
+        "spec.template.spec",
+        namespace,
+        name,
+        labels,
+        spec,
+        None,
+    )
 }
 
 /// The pod a DaemonSet runs on every node it selects, for overhead. Carries the tolerations
@@ -235,7 +254,8 @@ fn daemon_tolerations(host_network: bool) -> Vec<Toleration> {
     out
 }
 
-/// Converts a pod spec; `base` is its field path ("spec" or "spec.template.spec").
+/// Converts a pod spec; `base` is its field path ("spec" or "spec.template.spec"). `status`
+/// is a running pod's, read for in-place resizes ([`Resize`]); a template has none.
 fn from_spec(
     object: &ObjectRef,
     base: &str,
@@ -243,9 +263,10 @@ fn from_spec(
     name: &str,
     labels: BTreeMap<String, String>,
     spec: &PodSpec,
+    status: Option<&PodStatus>,
 ) -> Result<model::Pod, ConvertError> {
     api_rules(object, base, &labels, spec)?;
-    let requests = requests(object, base, spec)?;
+    let requests = requests(object, base, spec, status)?;
     let node_requirements = node_requirements(object, base, spec)?;
     let preferred_node = preferred_node(object, base, spec)?;
     let tolerations = tolerations(object, base, spec)?;
@@ -308,17 +329,24 @@ fn from_spec(
     Ok(normalized(pod))
 }
 
-fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources, ConvertError> {
+fn requests(
+    object: &ObjectRef,
+    base: &str,
+    spec: &PodSpec,
+    status: Option<&PodStatus>,
+) -> Result<Resources, ConvertError> {
+    let resize = Resize::of(status);
     let containers = spec
         .containers
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            requests_with_limits(
+            let own = requests_with_limits(
                 object,
                 &format!("{base}.containers[{i}].resources"),
                 c.resources.as_ref(),
-            )
+            )?;
+            resize.requests(object, &c.name, own)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let inits = spec
@@ -327,14 +355,19 @@ fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources,
         .flatten()
         .enumerate()
         .map(|(i, c)| {
-            Ok(ContainerRequests {
-                requests: requests_with_limits(
-                    object,
-                    &format!("{base}.initContainers[{i}].resources"),
-                    c.resources.as_ref(),
-                )?,
-                sidecar: is_sidecar(c),
-            })
+            let own = requests_with_limits(
+                object,
+                &format!("{base}.initContainers[{i}].resources"),
+                c.resources.as_ref(),
+            )?;
+            let sidecar = is_sidecar(c);
+            // Only a sidecar keeps running, so only its resize holds room on the node.
+            let requests = if sidecar {
+                resize.requests(object, &c.name, own)?
+            } else {
+                own
+            };
+            Ok(ContainerRequests { requests, sidecar })
         })
         .collect::<Result<Vec<_>, ConvertError>>()?;
     let mut total = effective_pod_requests(&containers, &inits, None);
@@ -357,6 +390,83 @@ fn requests(object: &ObjectRef, base: &str, spec: &PodSpec) -> Result<Resources,
     )?);
     total.pods = 1;
     Ok(total)
+}
+
+/// In-place pod resize (`InPlacePodVerticalScaling`, beta and on by default from Kubernetes
+/// 1.33): a running pod's `spec` holds what was asked for, its container statuses what the
+/// kubelet admitted (`allocatedResources`) and what the runtime applied
+/// (`resources.requests`). While a resize is pending or under way the node holds the larger of
+/// them, so kube-scheduler charges a container whose status reports `resources` the greatest
+/// of the three per resource, and leaves the spec out once the kubelet has found the resize
+/// infeasible (it will never be admitted). Planning charges the same, so a node never looks
+/// roomier to Adze than to kube-scheduler.
+struct Resize<'a> {
+    /// By container name: the index in its status list, that list's path, the status.
+    statuses: BTreeMap<&'a str, (usize, &'static str, &'a ContainerStatus)>,
+    infeasible: bool,
+}
+
+impl<'a> Resize<'a> {
+    fn of(status: Option<&'a PodStatus>) -> Self {
+        let mut statuses = BTreeMap::new();
+        let Some(status) = status else {
+            return Self {
+                statuses,
+                infeasible: false,
+            };
+        };
+        for (field, list) in [
+            ("status.containerStatuses", &status.container_statuses),
+            (
+                "status.initContainerStatuses",
+                &status.init_container_statuses,
+            ),
+        ] {
+            for (i, cs) in list.iter().flatten().enumerate() {
+                statuses.entry(cs.name.as_str()).or_insert((i, field, cs));
+            }
+        }
+        // Kubernetes 1.33 reports it as a condition; 1.27 to 1.32 in `status.resize`.
+        let infeasible =
+            status.conditions.iter().flatten().any(|c| {
+                c.type_ == "PodResizePending" && c.reason.as_deref() == Some("Infeasible")
+            }) || status.resize.as_deref() == Some("Infeasible");
+        Self {
+            statuses,
+            infeasible,
+        }
+    }
+
+    /// A container's requests, given its spec's (`own`, after defaulting).
+    fn requests(
+        &self,
+        object: &ObjectRef,
+        container: &str,
+        own: Resources,
+    ) -> Result<Resources, ConvertError> {
+        let Some(&(i, field, cs)) = self.statuses.get(container) else {
+            return Ok(own);
+        };
+        let Some(applied) = &cs.resources else {
+            return Ok(own);
+        };
+        let mut out = if self.infeasible {
+            Resources::default()
+        } else {
+            own
+        };
+        out.max_with(&pod_resource_list(
+            object,
+            &format!("{field}[{i}].resources.requests"),
+            applied.requests.as_ref(),
+        )?);
+        out.max_with(&pod_resource_list(
+            object,
+            &format!("{field}[{i}].allocatedResources"),
+            cs.allocated_resources.as_ref(),
+        )?);
+        Ok(out)
+    }
 }
 
 /// The apiserver's rules for the pod fields the planner reads that have no other check: label
@@ -998,6 +1108,128 @@ spec:
         );
         assert_eq!(p.requests.cpu, 3000);
         assert_eq!(p.requests.memory, GI);
+    }
+
+    /// A running pod resized in place; `status` is spliced into its YAML.
+    fn resized(status: &str) -> Result<model::Pod, ConvertError> {
+        let yaml = format!(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-1}}
+spec:
+  initContainers:
+    - {{name: init, resources: {{requests: {{cpu: 100m}}}}}}
+    - {{name: proxy, restartPolicy: Always, resources: {{requests: {{cpu: 100m}}}}}}
+  containers:
+    - {{name: app, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}
+status:
+{status}
+"#
+        );
+        pod(&serde_yaml::from_str(&yaml).unwrap())
+    }
+
+    #[test]
+    fn a_resize_under_way_holds_the_largest_of_asked_admitted_and_applied() {
+        // cpu asked down to 1, still admitted at 1.5; memory asked 1Gi, still applied at 2Gi.
+        let p = resized(
+            r#"
+  containerStatuses:
+    - name: app
+      allocatedResources: {cpu: 1500m, memory: 1Gi}
+      resources: {requests: {cpu: 1500m, memory: 2Gi}}
+  initContainerStatuses:
+    - name: proxy
+      allocatedResources: {cpu: 300m}
+      resources: {requests: {cpu: 300m}}
+    - name: init
+      allocatedResources: {cpu: "8"}
+      resources: {requests: {cpu: "8"}}
+"#,
+        )
+        .unwrap();
+        // The app's 1.5 plus the sidecar's resized 0.3. The finished init container's status
+        // (8 cpu) is not read: kube-scheduler reads app and sidecar containers' only.
+        assert_eq!(p.requests.cpu, 1800);
+        assert_eq!(p.requests.memory, 2 * GI);
+    }
+
+    #[test]
+    fn a_resize_up_not_yet_admitted_is_charged_at_the_spec() {
+        let p = resized(
+            r#"
+  containerStatuses:
+    - name: app
+      allocatedResources: {cpu: 500m, memory: 1Gi}
+      resources: {requests: {cpu: 500m, memory: 1Gi}}
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.requests.cpu, 1100, "the app's spec 1 + the sidecar's 0.1");
+        assert_eq!(p.requests.memory, GI);
+    }
+
+    #[test]
+    fn an_infeasible_resize_is_charged_at_what_the_node_holds() {
+        for marker in [
+            "  conditions: [{type: PodResizePending, status: \"True\", reason: Infeasible}]",
+            "  resize: Infeasible",
+        ] {
+            let p = resized(&format!(
+                r#"
+{marker}
+  containerStatuses:
+    - name: app
+      allocatedResources: {{cpu: 250m, memory: 512Mi}}
+      resources: {{requests: {{cpu: 250m, memory: 512Mi}}}}
+"#
+            ))
+            .unwrap();
+            assert_eq!(p.requests.memory, GI / 2, "{marker}");
+        }
+        // Without the marker the spec's 1Gi counts.
+        let p = resized(
+            r#"
+  containerStatuses:
+    - name: app
+      allocatedResources: {cpu: 250m, memory: 512Mi}
+      resources: {requests: {cpu: 250m, memory: 512Mi}}
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.requests.memory, GI);
+    }
+
+    #[test]
+    fn a_status_without_applied_resources_is_not_read() {
+        // As kube-scheduler: only a container status that reports `resources` counts.
+        let p = resized(
+            r#"
+  containerStatuses:
+    - {name: app, allocatedResources: {memory: 8Gi}}
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.requests.memory, GI);
+    }
+
+    #[test]
+    fn a_bad_status_quantity_names_its_path() {
+        let e = resized(
+            r#"
+  containerStatuses:
+    - name: app
+      allocatedResources: {cpu: "-1"}
+      resources: {requests: {cpu: 500m}}
+"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("status.containerStatuses[0].allocatedResources.cpu"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use adze_scheduling::labels;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec, PodStatus,
+    Container, ContainerStatus, Node, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod,
+    PodSpec, PodStatus, ResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -233,7 +234,8 @@ fn pod_spec(mut s: PodSpec) -> PodSpec {
 }
 
 /// A pod as the planner reads it, or None for a terminal one (Succeeded or Failed), which
-/// holds no room. Its status keeps the phase, conditions and start time.
+/// holds no room. Its status keeps the phase, conditions, start time and what an in-place
+/// resize reads.
 pub fn pod(mut p: Pod) -> Option<Pod> {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
@@ -246,9 +248,32 @@ pub fn pod(mut p: Pod) -> Option<Pod> {
         conditions: s.conditions,
         start_time: s.start_time,
         nominated_node_name: s.nominated_node_name,
+        // An in-place resize under way changes what the pod holds on its node.
+        resize: s.resize,
+        container_statuses: resize_statuses(s.container_statuses),
+        init_container_statuses: resize_statuses(s.init_container_statuses),
         ..Default::default()
     });
     Some(p)
+}
+
+/// Of each container status, what an in-place resize reads: its name and its admitted and
+/// applied requests. Statuses that report neither are dropped.
+fn resize_statuses(list: Option<Vec<ContainerStatus>>) -> Option<Vec<ContainerStatus>> {
+    let kept: Vec<_> = list?
+        .into_iter()
+        .filter(|c| c.resources.is_some())
+        .map(|c| ContainerStatus {
+            name: c.name,
+            allocated_resources: c.allocated_resources,
+            resources: c.resources.map(|r| ResourceRequirements {
+                requests: r.requests,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// A DaemonSet as placement reads it: its selector and pod template; not its status.

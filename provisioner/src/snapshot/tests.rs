@@ -101,6 +101,30 @@ fn a_pod_keeps_what_placement_reads_and_loses_the_rest() {
 }
 
 #[test]
+fn a_resized_pod_keeps_what_its_container_statuses_say_it_holds() {
+    let mut api = api_pod("web", Some("n1"), "Running", "500m");
+    api.status = Some(typed(json!({
+        "phase": "Running", "resize": "InProgress",
+        "containerStatuses": [{"name": "app", "image": "registry/app:1", "imageID": "x",
+            "ready": true, "restartCount": 3,
+            "allocatedResources": {"cpu": "2"},
+            "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}}],
+    })));
+    let p = pod(api).expect("kept");
+    let st = p.status.as_ref().unwrap();
+    assert_eq!(st.resize.as_deref(), Some("InProgress"));
+    let cs = &st.container_statuses.as_ref().unwrap()[0];
+    assert_eq!(cs.name, "app");
+    assert_eq!(cs.allocated_resources.as_ref().unwrap()["cpu"].0, "2");
+    let applied = cs.resources.as_ref().unwrap();
+    assert_eq!(applied.requests.as_ref().unwrap()["cpu"].0, "2");
+    assert!(applied.limits.is_none() && cs.image.is_empty() && cs.restart_count == 0);
+    // And the planner charges the resized size, not the spec's 500m.
+    let planned = adze_api::convert::pod(&p).unwrap();
+    assert_eq!(planned.requests.cpu, 2000);
+}
+
+#[test]
 fn terminal_pods_are_skipped() {
     assert!(pod(api_pod("done", Some("n1"), "Succeeded", "1")).is_none());
     assert!(pod(api_pod("crashed", None, "Failed", "1")).is_none());
