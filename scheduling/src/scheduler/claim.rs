@@ -92,6 +92,9 @@ pub(super) struct TypeInfo {
     /// Price over the worth of its room at the pool's shadow prices: 1.0 for the types an
     /// ideal fractional plan buys, more for types of the wrong shape or with much overhead.
     pub efficiency: f64,
+    /// Position among the pool's types by size, largest first (CPU, then memory, then
+    /// index): a claim orders its growth types by it, one integer compared instead of three.
+    pub size_rank: u32,
 }
 
 impl TypeInfo {
@@ -306,11 +309,8 @@ impl Claim {
         }
         self.max_usable = max_usable;
         let mut by_size = self.growth.clone();
-        // Largest first; the index breaks ties, so no two keys are equal.
-        by_size.sort_unstable_by_key(|&o| {
-            let r = &types[o as usize].usable;
-            (std::cmp::Reverse(r.cpu), std::cmp::Reverse(r.memory), o)
-        });
+        // Largest first; ranks are distinct.
+        by_size.sort_unstable_by_key(|&o| types[o as usize].size_rank);
         self.frontier.clear();
         for o in by_size {
             let room = &types[o as usize].usable;
@@ -540,17 +540,11 @@ impl Solver<'_> {
             && !ps.has_min_values
             && self.gang.is_none()
             && !ports;
-        let growth: Vec<u32> = if lazy {
-            Vec::new()
-        } else {
-            // The growth set is small: most rejections end here, before the full option
-            // list is filtered.
-            let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
-            if growth.is_empty() {
-                return Err(ClaimMiss::Types);
-            }
-            growth
-        };
+        // The growth set is small: most rejections end here, before the full option list is
+        // filtered. Only tested here; the list itself is made once the pod is known to fit.
+        if !lazy && !claim.growth.iter().any(|&o| keeps(o)) {
+            return Err(ClaimMiss::Types);
+        }
         // Options are cheapest first: the first one kept is what the claim would cost. The
         // entries before `claim.first` no longer fit the claim, let alone with this pod.
         let first_at = claim.first
@@ -610,6 +604,7 @@ impl Solver<'_> {
             .copied()
             .filter(|&o| keeps(o))
             .collect();
+        let growth: Vec<u32> = claim.growth.iter().copied().filter(|&o| keeps(o)).collect();
         if ps.has_min_values {
             let reqs = new_reqs.as_ref().unwrap_or(&claim.reqs);
             let short = if self.opts.min_values_policy == super::MinValuesPolicy::BestEffort {
@@ -860,24 +855,22 @@ impl Solver<'_> {
             }
         }
         let ideal = &ps.ideal_hull;
-        let efficient: Vec<u32> = fitting
-            .iter()
-            .copied()
-            .filter(|&o| {
-                let t = &ps.types[o as usize];
-                t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
-            })
-            .collect();
+        let efficient = |o: u32| {
+            let t = &ps.types[o as usize];
+            t.efficiency <= EFFICIENCY_SLACK && (ideal.is_zero() || t.usable.fits_in(ideal))
+        };
         // Types cheaper than every efficient one may grow too: a lone small pod (or a GPU
         // pod the LP would rather put on a quarter of a 4-GPU type) should get a small node.
-        let growth: Vec<u32> = match efficient.first() {
+        // (The predicate per type, not a search of a list of the efficient ones: that was
+        // quadratic in the number of types.)
+        let growth: Vec<u32> = match fitting.iter().copied().find(|&o| efficient(o)) {
             None => fitting.clone(),
-            Some(&cheapest) => {
+            Some(cheapest) => {
                 let bar = ps.types[cheapest as usize].min_price;
                 fitting
                     .iter()
                     .copied()
-                    .filter(|o| ps.types[*o as usize].min_price < bar || efficient.contains(o))
+                    .filter(|&o| ps.types[o as usize].min_price < bar || efficient(o))
                     .collect()
             }
         };
@@ -1179,9 +1172,10 @@ impl Solver<'_> {
         let mut all: Vec<u32> = (0..ps.types.len() as u32)
             .filter(|&o| {
                 let t = &ps.types[o as usize];
-                c.requests.fits_in(&t.usable)
+                // The stored compatibility first: the cheapest test.
+                offer[o as usize].0
+                    && c.requests.fits_in(&t.usable)
                     && within_slack(&t.it.capacity)
-                    && offer[o as usize].0
                     && !t.ports_taken(&c.host_ports)
             })
             .collect();
