@@ -13,6 +13,7 @@ pub mod disruption;
 pub mod migrate;
 pub mod provisioning;
 pub mod rules;
+pub mod scheduler_config;
 pub mod simulate;
 pub mod snapshot;
 pub mod state;

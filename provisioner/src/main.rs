@@ -693,6 +693,9 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
         ),
     };
     let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source)?;
+    if let Some(defaults) = &args.policies.kube_scheduler_config {
+        simulate::with_default_spread(&mut scenario, defaults);
+    }
     if args.disruption {
         return simulate_disruption(args, &scenario);
     }

@@ -568,6 +568,19 @@ pub struct Policies {
         default_value = ""
     )]
     pub cluster_limits: ClusterLimits,
+    /// The KubeSchedulerConfiguration file the cluster's kube-scheduler reads: pods that set
+    /// no topologySpreadConstraints are planned with its PodTopologySpread default
+    /// constraints (defaultingType System, kube-scheduler's default: hostname maxSkew 3 and
+    /// zone maxSkew 5, ScheduleAnyway; List: its defaultConstraints, none if empty), counting
+    /// the pods of the ReplicaSet, StatefulSet, ReplicationController or Services selecting
+    /// the pod. Not set: no default constraints (as Karpenter without --scheduler-config).
+    #[arg(
+        long,
+        env = "ADZE_KUBE_SCHEDULER_CONFIG",
+        value_name = "FILE",
+        value_parser = crate::scheduler_config::read
+    )]
+    pub kube_scheduler_config: Option<adze_scheduling::default_spread::DefaultSpread>,
 }
 
 /// `--cluster-limits` parsed: resource name → amount in the units limits are kept in

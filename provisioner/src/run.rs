@@ -96,6 +96,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         client.clone(),
         config.aws.is_some(),
         config.capacity_buffers,
+        config.policies.kube_scheduler_config.as_ref(),
     )
     .await?;
     state.karpenter_labels = config.karpenter_labels;

@@ -78,6 +78,7 @@ fn watched(yaml: &str) -> (Objects, Vec<pdb::Budget>) {
         karpenter_labels: false,
         failed_every_node: Arc::new(HashMap::new()),
         buffers: Default::default(),
+        spread: Default::default(),
     };
     let mut pdbs = Vec::new();
     for doc in yaml.split("\n---\n") {

@@ -7,6 +7,7 @@
 //! [`lower_bound`].
 
 pub mod catalog;
+pub mod default_spread;
 pub mod disruption;
 pub(crate) mod fast_hash;
 pub mod fixtures;

@@ -86,6 +86,10 @@ pub struct Pod {
     pub preferred_node: Vec<Weighted<Requirements>>,
     pub tolerations: Vec<Toleration>,
     pub spread: Vec<TopologySpread>,
+    /// The pod's spec lists `topologySpreadConstraints` (even ones conversion dropped for
+    /// having no selector): kube-scheduler's cluster defaults do not apply
+    /// ([`crate::default_spread`]).
+    pub spread_declared: bool,
     pub affinity: Vec<AffinityTerm>,
     pub anti_affinity: Vec<AffinityTerm>,
     pub preferred_affinity: Vec<Weighted<AffinityTerm>>,

@@ -34,7 +34,7 @@ pub use node::node;
 pub use nodeclass::{nodeclass, root_device, root_volume_bytes};
 pub use nodepool::nodepool;
 pub use overlay::overlay;
-pub use pod::{DEFAULT_NAMESPACE, daemonset_pod, pod, workload_pod};
+pub use pod::{DEFAULT_NAMESPACE, controller_selector, daemonset_pod, pod, workload_pod};
 pub use volumes::{
     DEFAULT_CLASS_ANNOTATION, VolumeError, VolumeObjects, VolumeTopology, csinode_limits,
     pod_volumes, volume_topology, with_volume_topology, with_volumes,

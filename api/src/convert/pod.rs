@@ -212,6 +212,19 @@ pub fn workload_pod(
     )
 }
 
+/// A controller's `spec.selector` (ReplicaSet, StatefulSet, Deployment) as the pod selector
+/// kube-scheduler's default spread counts by ([`adze_scheduling::default_spread`]).
+pub fn controller_selector(
+    kind: &'static str,
+    metadata: &ObjectMeta,
+    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Result<adze_scheduling::pod::PodSelector, ConvertError> {
+    let namespace = metadata.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
+    let name = metadata.name.as_deref().unwrap_or_default();
+    let object = ObjectRef::namespaced(kind, namespace, name);
+    super::selector::label_selector(&object, "spec.selector", selector)
+}
+
 /// The pod a DaemonSet runs on every node it selects, for overhead. Carries the tolerations
 /// the DaemonSet controller adds to every daemon pod (not-ready, unreachable, pressure,
 /// unschedulable; network-unavailable with host networking).
@@ -281,6 +294,10 @@ fn from_spec(
         preferred_node,
         tolerations,
         spread,
+        spread_declared: spec
+            .topology_spread_constraints
+            .as_ref()
+            .is_some_and(|c| !c.is_empty()),
         host_ports,
         priority: spec.priority.unwrap_or(0),
         ..Default::default()

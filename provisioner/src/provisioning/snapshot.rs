@@ -67,6 +67,124 @@ pub struct Objects {
     pub failed_every_node: Arc<HashMap<String, String>>,
     /// `--capacity-buffers`: CapacityBuffers and what they refer to (empty when off).
     pub buffers: BufferObjects,
+    /// `--kube-scheduler-config`: kube-scheduler's default topology spread and the objects
+    /// its selectors come from (empty when off).
+    pub spread: SpreadObjects,
+}
+
+/// kube-scheduler's default topology spread ([`adze_scheduling::default_spread`]) and what
+/// a pod's selector is derived from: its controlling ReplicaSet, StatefulSet or
+/// ReplicationController and the Services that select it.
+#[derive(Default, Clone)]
+pub struct SpreadObjects {
+    /// None or empty: no defaults, and nothing below is read.
+    pub defaults: Option<Arc<adze_scheduling::default_spread::DefaultSpread>>,
+    pub replicasets: Vec<Arc<k8s_openapi::api::apps::v1::ReplicaSet>>,
+    pub statefulsets: Vec<Arc<k8s_openapi::api::apps::v1::StatefulSet>>,
+    pub replication_controllers: Vec<Arc<k8s_openapi::api::core::v1::ReplicationController>>,
+    pub services: Vec<Arc<k8s_openapi::api::core::v1::Service>>,
+}
+
+/// [`SpreadObjects`] indexed for one snapshot: controllers' selectors by (kind, namespace,
+/// name), Services' selectors by namespace.
+struct SpreadIndex<'o> {
+    defaults: &'o adze_scheduling::default_spread::DefaultSpread,
+    controllers: HashMap<(&'static str, &'o str, &'o str), adze_scheduling::pod::PodSelector>,
+    services: HashMap<&'o str, Vec<&'o BTreeMap<String, String>>>,
+}
+
+impl<'o> SpreadIndex<'o> {
+    fn new(spread: &'o SpreadObjects, problems: &mut Vec<String>) -> Option<SpreadIndex<'o>> {
+        let defaults = spread.defaults.as_deref().filter(|d| !d.is_empty())?;
+        let ns = |m: &'o k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            (
+                m.namespace.as_deref().unwrap_or(convert::DEFAULT_NAMESPACE),
+                m.name.as_deref().unwrap_or_default(),
+            )
+        };
+        let mut controllers = HashMap::new();
+        let mut add = |kind: &'static str,
+                       meta: &'o k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                       sel: Option<
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+        >| {
+            let Some(sel) = sel else { return };
+            match convert::controller_selector(kind, meta, sel) {
+                Ok(r) => {
+                    let (n, name) = ns(meta);
+                    controllers.insert((kind, n, name), r);
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
+        };
+        for r in &spread.replicasets {
+            add(
+                "ReplicaSet",
+                &r.metadata,
+                r.spec.as_ref().map(|s| &s.selector),
+            );
+        }
+        for s in &spread.statefulsets {
+            add(
+                "StatefulSet",
+                &s.metadata,
+                s.spec.as_ref().map(|s| &s.selector),
+            );
+        }
+        for rc in &spread.replication_controllers {
+            let Some(sel) = rc.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+                continue;
+            };
+            let (n, name) = ns(&rc.metadata);
+            let reqs = sel
+                .iter()
+                .fold(adze_scheduling::pod::PodSelector::new(), |r, (k, v)| {
+                    r.with(Requirement::single(k, v))
+                });
+            controllers.insert(("ReplicationController", n, name), reqs);
+        }
+        let mut services: HashMap<&str, Vec<&BTreeMap<String, String>>> = HashMap::new();
+        for svc in &spread.services {
+            // A Service without a selector selects no pod.
+            if let Some(sel) = svc.spec.as_ref().and_then(|s| s.selector.as_ref()) {
+                services.entry(ns(&svc.metadata).0).or_default().push(sel);
+            }
+        }
+        Some(SpreadIndex {
+            defaults,
+            controllers,
+            services,
+        })
+    }
+
+    /// Gives `pod` (converted from `p`) the default constraints, by the one rule.
+    fn apply(&self, p: &Pod, pod: &mut adze_scheduling::Pod) {
+        let namespace = p
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or(convert::DEFAULT_NAMESPACE);
+        // Only the controlling owner, and only these kinds, as kube-scheduler.
+        let controller = p
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .and_then(|o| {
+                let kind = match (o.api_version.as_str(), o.kind.as_str()) {
+                    ("apps/v1", "ReplicaSet") => "ReplicaSet",
+                    ("apps/v1", "StatefulSet") => "StatefulSet",
+                    ("v1", "ReplicationController") => "ReplicationController",
+                    _ => return None,
+                };
+                self.controllers.get(&(kind, namespace, o.name.as_str()))
+            });
+        let services = self.services.get(namespace).into_iter().flatten().copied();
+        let selector =
+            adze_scheduling::default_spread::owner_selector(&pod.labels, services, controller);
+        self.defaults.apply(pod, &selector);
+    }
 }
 
 /// CapacityBuffers and the objects their refs name, as the watches hold them.
@@ -443,6 +561,7 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     }
 
     let leaving = super::leaving::leaving_nodes(objects);
+    let spread = SpreadIndex::new(&objects.spread, &mut built.problems);
     let csinodes: HashMap<&str, &CSINode> = objects
         .csinodes
         .iter()
@@ -531,6 +650,9 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                 continue;
             }
         };
+        if let Some(index) = &spread {
+            index.apply(p, &mut pod);
+        }
         if objects.karpenter_labels {
             pod.alias_karpenter_keys();
         }
@@ -1286,6 +1408,112 @@ mod tests {
 
     /// A pod as the ReplicaSet controller creates it: no status yet, kube-scheduler has not
     /// looked at it.
+    /// A pending pod with labels and, optionally, a controlling owner.
+    fn owned_pod(
+        name: &str,
+        labels: serde_json::Value,
+        owner: Option<(&str, &str, &str)>,
+    ) -> Arc<Pod> {
+        let mut p = (*pending_pod(name, &format!("u-{name}"))).clone();
+        p.metadata.labels = serde_json::from_value(labels).unwrap();
+        if let Some((api_version, kind, owner)) = owner {
+            p.metadata.owner_references = serde_json::from_value(json!([{
+                "apiVersion": api_version, "kind": kind, "name": owner, "uid": "o", "controller": true
+            }]))
+            .unwrap();
+        }
+        Arc::new(p)
+    }
+
+    #[test]
+    fn default_spread_selects_by_the_controlling_replicaset_and_services_only() {
+        use adze_scheduling::default_spread::DefaultSpread;
+        let rs: k8s_openapi::api::apps::v1::ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "web-abc", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web", "pod-template-hash": "abc"}}},
+        }))
+        .unwrap();
+        let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+            "metadata": {"name": "api", "namespace": "default"},
+            "spec": {"selector": {"tier": "api"}},
+        }))
+        .unwrap();
+        let web = json!({"app": "web", "pod-template-hash": "abc"});
+        let mut declared = (*owned_pod(
+            "own",
+            web.clone(),
+            Some(("apps/v1", "ReplicaSet", "web-abc")),
+        ))
+        .clone();
+        declared.spec.as_mut().unwrap().topology_spread_constraints = serde_json::from_value(json!([
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
+        ]))
+        .unwrap();
+        let objects = Objects {
+            pods: vec![
+                owned_pod(
+                    "web-1",
+                    web.clone(),
+                    Some(("apps/v1", "ReplicaSet", "web-abc")),
+                ),
+                owned_pod(
+                    "api-1",
+                    json!({"tier": "api"}),
+                    Some(("batch/v1", "Job", "api")),
+                ),
+                owned_pod("bare", web, None),
+                Arc::new(declared),
+            ],
+            nodepools: vec![default_pool()],
+            spread: SpreadObjects {
+                defaults: Some(Arc::new(DefaultSpread::system())),
+                replicasets: vec![Arc::new(rs)],
+                services: vec![Arc::new(svc)],
+                ..Default::default()
+            },
+            ..Objects::default()
+        };
+        let built = build(&objects, &adze_scheduling::catalog::embedded());
+        let spread: BTreeMap<&str, Vec<String>> = built
+            .snapshot
+            .pending
+            .iter()
+            .map(|p| {
+                let keys = p
+                    .spread
+                    .iter()
+                    .map(|s| format!("{}:{}:{}", s.topology_key, s.max_skew, s.selector))
+                    .collect();
+                (p.name.as_str(), keys)
+            })
+            .collect();
+        let web_sel = Requirements::new()
+            .with(Requirement::single("app", "web"))
+            .with(Requirement::single("pod-template-hash", "abc"));
+        assert_eq!(
+            spread["web-1"],
+            vec![
+                format!("{}:3:{web_sel}", labels::HOSTNAME),
+                format!("{}:5:{web_sel}", labels::ZONE)
+            ]
+        );
+        let api_sel = Requirements::new().with(Requirement::single("tier", "api"));
+        assert_eq!(spread["api-1"].len(), 2, "a Job's pod a Service selects");
+        assert!(spread["api-1"][0].ends_with(&api_sel.to_string()));
+        assert!(spread["bare"].is_empty(), "nothing selects a bare pod");
+        assert!(
+            spread["own"].is_empty(),
+            "its own constraint (dropped for having no selector) keeps the defaults off"
+        );
+        // Without defaults nothing changes.
+        let off = Objects {
+            spread: SpreadObjects::default(),
+            ..objects
+        };
+        let built = build(&off, &adze_scheduling::catalog::embedded());
+        assert!(built.snapshot.pending.iter().all(|p| p.spread.is_empty()));
+    }
+
     fn fresh_pod(name: &str, uid: &str) -> Arc<Pod> {
         let mut p = (*pending_pod(name, uid)).clone();
         p.status = None;

@@ -1068,6 +1068,9 @@ pub fn live_objects(scenario: &Scenario) -> (Objects, Vec<String>) {
         karpenter_labels: false,
         failed_every_node: Arc::new(HashMap::new()),
         buffers: Default::default(),
+        // A scenario lists no ReplicaSets or Services as objects (its workloads are
+        // expanded to pending pods), so no listed pod gets default spread constraints.
+        spread: Default::default(),
     };
     (objects, notes)
 }

@@ -31,6 +31,25 @@ pub fn with_karpenter_labels(scenario: &mut Scenario) {
     }
 }
 
+/// As `run --kube-scheduler-config` plans: pending pods that set no topology spread get the
+/// cluster's default constraints, selecting by their Deployment's or ReplicaSet's selector
+/// (a scenario has no Services; its bare Pods get none, as kube-scheduler gives a pod no
+/// controller or Service selects). The rule is [`adze_scheduling::default_spread`].
+pub fn with_default_spread(
+    scenario: &mut Scenario,
+    defaults: &adze_scheduling::default_spread::DefaultSpread,
+) -> usize {
+    let mut applied = 0;
+    for p in &mut scenario.snapshot.pending {
+        if let Some(sel) = scenario.owner_selectors.get(&p.key())
+            && defaults.apply(p, sel)
+        {
+            applied += 1;
+        }
+    }
+    applied
+}
+
 /// The plan's claims labelled as nodes are with `--karpenter-labels`.
 pub fn add_karpenter_labels(plan: &mut Plan) {
     for c in &mut plan.new_claims {

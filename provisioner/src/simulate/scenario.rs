@@ -124,6 +124,9 @@ pub struct Scenario {
     /// The objects as the scenario lists them, for the disruption planner
     /// ([`super::disruption`]), which builds its input from them by `run`'s own rule.
     pub objects: ClusterObjects,
+    /// Pending pods' (by key) selectors for kube-scheduler's default topology spread, derived
+    /// from the Deployment or ReplicaSet that makes them ([`super::with_default_spread`]).
+    pub owner_selectors: BTreeMap<String, adze_scheduling::pod::PodSelector>,
 }
 
 /// A scenario's objects as `run` would watch them: what the disruption planner builds its
@@ -592,6 +595,7 @@ impl Scenario {
                     let w = Workload {
                         kind: "deployment",
                         meta: &d.metadata,
+                        selector: d.spec.as_ref().map(|s| &s.selector),
                         replicas,
                         template,
                     };
@@ -604,6 +608,7 @@ impl Scenario {
                     let w = Workload {
                         kind: "replicaset",
                         meta: &r.metadata,
+                        selector: r.spec.as_ref().map(|s| &s.selector),
                         replicas,
                         template,
                     };
@@ -681,6 +686,8 @@ struct Builder {
 struct Workload<'a> {
     kind: &'static str,
     meta: &'a ObjectMeta,
+    /// `spec.selector`: what kube-scheduler's default spread counts the replicas by.
+    selector: Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
     replicas: Option<i32>,
     template: Option<&'a core::PodTemplateSpec>,
 }
@@ -1267,6 +1274,7 @@ impl Builder {
         let Workload {
             kind,
             meta,
+            selector,
             replicas,
             template,
         } = w;
@@ -1285,6 +1293,14 @@ impl Builder {
             ));
         };
         let pod = convert::workload_pod(kind, meta, template).map_err(Self::convert_err(doc))?;
+        // As the ReplicaSet controller's pods: their controller's selector (a Deployment's,
+        // which its ReplicaSet narrows to one revision; a scenario holds one).
+        let owner_selector = match selector {
+            Some(sel) => Some(
+                convert::controller_selector(kind, meta, sel).map_err(Self::convert_err(doc))?,
+            ),
+            None => None,
+        };
         let replicas = replicas.unwrap_or(1);
         if !(0..=MAX_REPLICAS).contains(&replicas) {
             return Err(ScenarioError::new(
@@ -1322,6 +1338,9 @@ impl Builder {
             } else {
                 p
             };
+            if let Some(sel) = &owner_selector {
+                self.s.owner_selectors.insert(p.key(), sel.clone());
+            }
             self.s.snapshot.pending.push(p);
         }
         Ok(())

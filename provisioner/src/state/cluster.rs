@@ -37,6 +37,54 @@ pub struct ClusterState {
     /// `--capacity-buffers` with the CapacityBuffer CRD installed: buffers and what they
     /// refer to.
     pub buffers: Option<BufferStores>,
+    /// `--kube-scheduler-config` with default constraints: what pods' selectors for them
+    /// are derived from.
+    pub spread: Option<SpreadStores>,
+}
+
+/// The watches kube-scheduler's default topology spread needs: the controllers and Services
+/// a pod's selector is derived from.
+#[derive(Clone)]
+pub struct SpreadStores {
+    pub defaults: std::sync::Arc<adze_scheduling::default_spread::DefaultSpread>,
+    pub replicasets: Store<k8s_openapi::api::apps::v1::ReplicaSet>,
+    pub statefulsets: Store<k8s_openapi::api::apps::v1::StatefulSet>,
+    pub replication_controllers: Store<k8s_openapi::api::core::v1::ReplicationController>,
+    pub services: Store<k8s_openapi::api::core::v1::Service>,
+}
+
+impl SpreadStores {
+    /// Starts the watches; None when there are no default constraints (nothing is read).
+    pub async fn start(
+        client: &Client,
+        defaults: Option<&adze_scheduling::default_spread::DefaultSpread>,
+    ) -> anyhow::Result<Option<SpreadStores>> {
+        let Some(defaults) = defaults.filter(|d| !d.is_empty()) else {
+            return Ok(None);
+        };
+        let s = SpreadStores {
+            defaults: std::sync::Arc::new(defaults.clone()),
+            replicasets: watch(Api::all(client.clone())),
+            statefulsets: watch(Api::all(client.clone())),
+            replication_controllers: watch(Api::all(client.clone())),
+            services: watch(Api::all(client.clone())),
+        };
+        s.replicasets.wait_until_ready().await?;
+        s.statefulsets.wait_until_ready().await?;
+        s.replication_controllers.wait_until_ready().await?;
+        s.services.wait_until_ready().await?;
+        Ok(Some(s))
+    }
+
+    fn objects(&self) -> crate::provisioning::snapshot::SpreadObjects {
+        crate::provisioning::snapshot::SpreadObjects {
+            defaults: Some(self.defaults.clone()),
+            replicasets: self.replicasets.state(),
+            statefulsets: self.statefulsets.state(),
+            replication_controllers: self.replication_controllers.state(),
+            services: self.services.state(),
+        }
+    }
 }
 
 /// The watches `--capacity-buffers` adds.
@@ -132,8 +180,10 @@ impl ClusterState {
         client: Client,
         nodeclasses: bool,
         capacity_buffers: bool,
+        default_spread: Option<&adze_scheduling::default_spread::DefaultSpread>,
     ) -> anyhow::Result<ClusterState> {
         require_nodeoverlay_crd(&client).await?;
+        let spread = SpreadStores::start(&client, default_spread).await?;
         let buffers = if capacity_buffers {
             BufferStores::start(&client).await?
         } else {
@@ -154,6 +204,7 @@ impl ClusterState {
             karpenter_labels: false,
             failed_every_node: signals::FailedEveryNode::start(client),
             buffers,
+            spread,
         };
         if let Some(classes) = &s.nodeclasses {
             classes.wait_until_ready().await?;
@@ -190,6 +241,11 @@ impl ClusterState {
                 .buffers
                 .as_ref()
                 .map(BufferStores::objects)
+                .unwrap_or_default(),
+            spread: self
+                .spread
+                .as_ref()
+                .map(SpreadStores::objects)
                 .unwrap_or_default(),
         }
     }

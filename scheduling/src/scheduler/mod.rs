@@ -195,6 +195,8 @@ fn signature(pod: &Pod) -> Signature<'_> {
         preferred_node,
         tolerations,
         spread,
+        // Only decides whether defaults were added to `spread`, which is compared.
+        spread_declared: _,
         affinity,
         anti_affinity,
         preferred_affinity,
