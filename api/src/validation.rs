@@ -1261,16 +1261,124 @@ fn schemas() -> &'static BTreeMap<String, Value> {
 /// Fields of `object` (a whole `kind` object as JSON) that its CRD's schema does not declare,
 /// each at its path: `spec.template2: unknown field`. The apiserver drops such fields (or,
 /// with kubectl's strict field validation, refuses them), and serde ignores them, so a
-/// misspelt `requirments` would otherwise vanish without a word. `metadata` is Kubernetes'
-/// own and is not checked; `x-kubernetes-preserve-unknown-fields` is respected. A kind not in
-/// [`SCHEMA_KINDS`] has nothing to check.
+/// misspelt `requirments` would otherwise vanish without a word. `metadata` is checked
+/// against Kubernetes' ObjectMeta (`metadata.lables`); `x-kubernetes-preserve-unknown-fields`
+/// is respected. A kind not in [`SCHEMA_KINDS`] has only its metadata checked.
 pub fn unknown_fields(kind: &str, object: &Value) -> Vec<FieldError> {
     let mut copy = object.clone();
     let mut found = Unknown::default();
     if let Some(schema) = schemas().get(kind) {
         walk_unknown(schema, &mut copy, &Path(String::new()), &mut found);
+    } else if let Some(meta) = copy.get_mut("metadata") {
+        object_meta(meta, &mut found);
     }
     found.into_errors()
+}
+
+/// The fields of `object`'s `metadata` that Kubernetes' ObjectMeta does not have, every one
+/// with its path and value: for a reader that copies metadata field by field (`migrate`) and
+/// must say what it did not carry.
+pub fn unknown_metadata_fields(object: &Value) -> Vec<(String, Value)> {
+    let Some(meta) = object.get("metadata") else {
+        return Vec::new();
+    };
+    let mut meta = meta.clone();
+    let mut found = Unknown {
+        strip: true,
+        ..Unknown::default()
+    };
+    object_meta(&mut meta, &mut found);
+    found.removed.sort_by_key(|(at, _)| *at);
+    found
+        .errors
+        .into_iter()
+        .map(|e| e.path)
+        .zip(found.removed.into_iter().map(|(_, v)| v))
+        .collect()
+}
+
+/// Every field of Kubernetes' ObjectMeta (k8s.io/apimachinery `metav1.ObjectMeta`), named in
+/// the message for a misspelt one.
+pub const OBJECT_META_FIELDS: &[&str] = &[
+    "annotations",
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "finalizers",
+    "generateName",
+    "generation",
+    "labels",
+    "managedFields",
+    "name",
+    "namespace",
+    "ownerReferences",
+    "resourceVersion",
+    "selfLink",
+    "uid",
+];
+
+/// Checks `metadata` against ObjectMeta by reading it as k8s-openapi's type and writing it
+/// back: a key the reading dropped is one Kubernetes does not have (`metadata.lables`), down
+/// to `ownerReferences[0].contoller`. A metadata that does not read at all is left to the
+/// typed reading of the whole object, which reports it at its path.
+fn object_meta(meta: &mut Value, found: &mut Unknown) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let Ok(typed) = serde_json::from_value::<ObjectMeta>(meta.clone()) else {
+        return;
+    };
+    let Ok(kept) = serde_json::to_value(&typed) else {
+        return;
+    };
+    walk_dropped(meta, &kept, &Path::new("metadata"), found);
+}
+
+/// Fields of `read` (an object as given) that are not in `kept` (the same object read as its
+/// typed form and written back), each at its path: the fields the typed reading silently
+/// dropped. For Kubernetes' own kinds, whose k8s-openapi types ignore unknown keys and carry
+/// no schema at run time. A `null` is not a field (it reads as absent). At most
+/// [`UNKNOWN_FIELDS_SHOWN`] are listed.
+pub fn dropped_fields(read: &Value, kept: &Value) -> Vec<FieldError> {
+    let mut found = Unknown::default();
+    let mut copy = read.clone();
+    walk_dropped(&mut copy, kept, &Path(String::new()), &mut found);
+    found.into_errors()
+}
+
+fn walk_dropped(read: &mut Value, kept: &Value, path: &Path, found: &mut Unknown) {
+    match (read, kept) {
+        (Value::Object(map), Value::Object(kept_map)) => {
+            let mut unknown = Vec::new();
+            for (key, item) in map.iter_mut() {
+                if item.is_null() {
+                    continue;
+                }
+                match kept_map.get(key) {
+                    Some(sub) => walk_dropped(item, sub, &child(path, key), found),
+                    None => {
+                        let at = child(path, key);
+                        if at.0.starts_with("metadata.") && !at.0[9..].contains(['.', '[']) {
+                            found.add_listed(at.0, OBJECT_META_FIELDS);
+                        } else {
+                            found.add(at.0, None);
+                        }
+                        if found.strip {
+                            unknown.push((key.clone(), found.errors.len() - 1));
+                        }
+                    }
+                }
+            }
+            for (key, at) in unknown {
+                let gone = map.remove(&key).unwrap_or_default();
+                found.removed.push((at, gone));
+            }
+        }
+        (Value::Array(items), Value::Array(kept_items)) if items.len() == kept_items.len() => {
+            for (i, (item, sub)) in items.iter_mut().zip(kept_items).enumerate() {
+                walk_dropped(item, sub, &path.index(i), found);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// [`unknown_fields`] as a result naming the object: `NodePool "default" is invalid:
@@ -1336,6 +1444,17 @@ impl Unknown {
         self.errors.push(FieldError { path, message });
     }
 
+    fn add_listed(&mut self, path: String, known: &[&str]) {
+        if !self.strip && self.errors.len() >= UNKNOWN_FIELDS_SHOWN {
+            self.more += 1;
+            return;
+        }
+        self.errors.push(FieldError {
+            path,
+            message: format!("unknown field (known here: {})", known.join(", ")),
+        });
+    }
+
     fn into_errors(mut self) -> Vec<FieldError> {
         if self.more > 0 {
             self.errors.push(FieldError {
@@ -1374,9 +1493,13 @@ fn walk_unknown(schema: &Value, value: &mut Value, path: &Path, found: &mut Unkn
             let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
             let mut unknown = Vec::new();
             for (key, item) in map.iter_mut() {
-                // The root's apiVersion, kind and metadata (ObjectMeta) are every object's,
-                // checked by their own rules; the CRD schema need not declare them.
-                if path.0.is_empty() && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                // The root's apiVersion and kind are every object's, checked by their own
+                // rules; metadata is Kubernetes' ObjectMeta, which the CRD schema leaves open.
+                if path.0.is_empty() && matches!(key.as_str(), "apiVersion" | "kind") {
+                    continue;
+                }
+                if path.0.is_empty() && key == "metadata" {
+                    object_meta(item, found);
                     continue;
                 }
                 if let Some(sub) = properties.and_then(|p| p.get(key)) {

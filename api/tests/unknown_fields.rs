@@ -67,9 +67,10 @@ fn a_nodepool_field_not_in_the_schema_is_refused_at_its_path() {
 }
 
 #[test]
-fn metadata_and_map_keys_are_not_field_names() {
+fn map_keys_are_not_field_names() {
     let mut pool = fixture_json("nodepool.yaml");
-    pool["metadata"]["somethingNew"] = json!("x");
+    pool["metadata"]["labels"] = json!({"any.example.com/key": "v"});
+    pool["metadata"]["annotations"] = json!({"lables": "v"});
     pool["spec"]["template"]["metadata"]["labels"]["any.example.com/key"] = json!("v");
     pool["spec"]["limits"] = json!({"nvidia.com/gpu": "4", "cpu": "100"});
     assert_eq!(paths("NodePool", &pool), Vec::<String>::new());
@@ -104,8 +105,67 @@ fn every_kind_is_checked() {
     let mut got = paths("CapacityBuffer", &buffer);
     got.sort();
     assert_eq!(got, ["spec.podTemplateRef.nme", "spec.replica"]);
-    // A kind without a CRD schema has nothing to check.
+    // A kind without a CRD schema has only its metadata checked here.
     assert!(paths("Pod", &json!({"spec": {"x": 1}})).is_empty());
+    assert_eq!(
+        paths("Pod", &json!({"metadata": {"name": "p", "nmae": "q"}})),
+        ["metadata.nmae"]
+    );
+}
+
+#[test]
+fn metadata_is_checked_against_object_meta() {
+    for kind in adze_api::validation::SCHEMA_KINDS {
+        let mut object = json!({"metadata": {"name": "a", "lables": {"x": "y"}}, "spec": {}});
+        object["metadata"]["nmae"] = json!("x");
+        let errors = unknown_fields(kind, &object);
+        let got: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(got.contains(&"metadata.lables"), "{kind}: {got:?}");
+        assert!(got.contains(&"metadata.nmae"), "{kind}: {got:?}");
+        let lables = errors.iter().find(|e| e.path == "metadata.lables").unwrap();
+        assert!(lables.message.contains("labels"), "{}", lables.message);
+    }
+    // Every ObjectMeta field is known, and so are the fields of an owner reference.
+    let mut pool = fixture_json("nodepool.yaml");
+    pool["metadata"] = json!({
+        "name": "a", "generateName": "a-", "namespace": "n", "labels": {"a": "b"},
+        "annotations": {"a": "b"}, "uid": "u", "resourceVersion": "1", "generation": 2,
+        "creationTimestamp": "2026-01-01T00:00:00Z", "deletionTimestamp": null,
+        "deletionGracePeriodSeconds": 30, "finalizers": ["f"], "selfLink": "/x",
+        "managedFields": [{"manager": "m", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"anything": {}}},
+            "time": "2026-01-01T00:00:00Z", "subresource": ""}],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u",
+            "controller": true, "blockOwnerDeletion": true}],
+    });
+    assert_eq!(paths("NodePool", &pool), Vec::<String>::new());
+    pool["metadata"]["ownerReferences"][0]["contoller"] = json!(true);
+    assert_eq!(
+        paths("NodePool", &pool),
+        ["metadata.ownerReferences[0].contoller"]
+    );
+    // Stripping (a cluster read) takes them out and names them.
+    pool["metadata"]["lables"] = json!({"x": "y"});
+    let removed = strip_unknown_fields("NodePool", &mut pool);
+    let removed: Vec<&str> = removed.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        removed,
+        ["metadata.lables", "metadata.ownerReferences[0].contoller"]
+    );
+    assert!(pool["metadata"].get("lables").is_none());
+    assert_eq!(paths("NodePool", &pool), Vec::<String>::new());
+}
+
+#[test]
+fn dropped_fields_names_what_a_typed_reading_lost() {
+    use adze_api::validation::dropped_fields;
+    let read = json!({"a": 1, "b": {"c": 2, "d": null, "e": [{"f": 1, "g": 2}]}, "h": null});
+    let kept = json!({"a": 1, "b": {"c": 2, "e": [{"f": 1}]}});
+    let got: Vec<String> = dropped_fields(&read, &kept)
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(got, ["b.e[0].g"]);
 }
 
 #[test]

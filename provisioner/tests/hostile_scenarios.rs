@@ -484,6 +484,9 @@ fn nodepools_past_the_limit_are_refused_naming_the_limit() {
             "{{apiVersion: adze.sh/v1, kind: NodePool, metadata: {{name: p{i}}}, spec: {{template: {{spec: {{nodeClassRef: {{group: aws.adze.sh, kind: EC2NodeClass, name: default}}, requirements: []}}}}}}}}\n"
         ));
     }
+    // The count is checked as documents are read: the broken document after the pool past
+    // the limit is never reached (it was, converted with all the others, before the check).
+    docs.push("{apiVersion: v1, kind: Pod, metadata: {name: late}, spec: 5}\n".to_string());
     let start = Instant::now();
     let err = Scenario::parse(&docs.join("---\n"))
         .unwrap_err()
@@ -795,5 +798,67 @@ fn a_field_the_crd_schema_does_not_declare_is_refused_at_its_path() {
         2,
     );
     assert_ne!(yaml, INFLATE);
-    Scenario::parse(&yaml).expect("metadata's own fields are not checked against the CRD");
+    // Metadata is checked against Kubernetes' ObjectMeta.
+    let err = refused(&yaml);
+    assert!(
+        err.contains("NodePool \"default\" is invalid:\n  - metadata.somethingElse: unknown field (known here: annotations,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_field_kubernetes_does_not_have_is_refused_at_its_path_in_its_own_kinds() {
+    for (from, to, head) in [
+        // The metadata of a Deployment, and of its pod template.
+        (
+            "metadata:\n  name: inflate\n",
+            "metadata:\n  name: inflate\n  lables: {app: x}\n",
+            "Deployment \"inflate\" is invalid:\n  - metadata.lables: unknown field (known here:",
+        ),
+        (
+            "    metadata:\n      labels:\n        app: inflate\n",
+            "    metadata:\n      lables: {}\n      labels:\n        app: inflate\n",
+            "Deployment \"inflate\" is invalid:\n  - spec.template.metadata.lables: unknown field",
+        ),
+        // A misspelt scheduling field would otherwise plan the pod without it.
+        (
+            "      terminationGracePeriodSeconds: 0\n",
+            "      terminationGracePeriodSeconds: 0\n      nodeSelecter: {zone: a}\n",
+            "Deployment \"inflate\" is invalid:\n  - spec.template.spec.nodeSelecter: unknown field",
+        ),
+        (
+            "          resources:\n",
+            "          resourcez: {}\n          resources:\n",
+            "Deployment \"inflate\" is invalid:\n  - spec.template.spec.containers[0].resourcez: unknown field",
+        ),
+    ] {
+        let yaml = INFLATE.replacen(from, to, 1);
+        assert_ne!(yaml, INFLATE, "{from}");
+        let err = refused(&yaml);
+        assert!(err.contains(head), "{head:?} not in {err}");
+    }
+    // A Pod and a Node, and a PodDisruptionBudget, the same way; null reads as absent.
+    for (doc, path) in [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, nmae: q}\nspec: {containers: [{name: a}]}\n",
+            "Pod \"p\" is invalid:\n  - metadata.nmae: unknown field",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a}], tolerations: [{key: k, operater: Exists}]}\n",
+            "Pod \"p\" is invalid:\n  - spec.tolerations[0].operater: unknown field",
+        ),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {a: b}}\nspec: {taintz: []}\n",
+            "Node \"n\" is invalid:\n  - spec.taintz: unknown field",
+        ),
+        (
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {maxUnavailable: 1, selecter: {}}\n",
+            "PodDisruptionBudget \"b\" is invalid:\n  - spec.selecter: unknown field",
+        ),
+    ] {
+        let err = refused(&format!("{INFLATE}---\n{doc}"));
+        assert!(err.contains(path), "{path:?} not in {err}");
+    }
+    let fine = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: null, labels: {lables: x}}\nspec: {containers: [{name: a}], nodeSelector: null}\n";
+    Scenario::parse(&format!("{INFLATE}---\n{fine}")).expect("null fields and label keys are fine");
 }

@@ -720,6 +720,16 @@ fn requirement(r: &mut Value, field: &str, notes: &mut Notes) -> bool {
 
 /// The Adze object: new apiVersion/kind, name/labels/annotations kept, status dropped.
 fn object(api_version: &str, kind: &str, v: &Value, spec: Value, notes: &mut Notes) -> Value {
+    // Fields ObjectMeta lacks (`metadata.lables`) are not carried; say so where they were.
+    for (field, was) in adze_api::validation::unknown_metadata_fields(v) {
+        notes.action(
+            &field,
+            format!(
+                "not carried over: Kubernetes' ObjectMeta has no such field (was {})",
+                short(&was)
+            ),
+        );
+    }
     let mut meta = Map::new();
     for field in ["name", "labels", "annotations"] {
         if let Some(x) = v["metadata"].get(field) {

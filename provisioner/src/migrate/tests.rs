@@ -1361,3 +1361,31 @@ fn fields_adze_s_crd_lacks_are_actions_at_their_path_and_not_printed() {
     assert!(adze_api::validation::unknown_fields("NodePool", out).is_empty());
     assert!(m.incomplete());
 }
+
+#[test]
+fn metadata_fields_object_meta_lacks_are_actions_at_their_path() {
+    let mut pool: Value = serde_yaml::from_str(GENERAL.split("\n---").next().unwrap()).unwrap();
+    pool["metadata"]["lables"] = serde_json::json!({"team": "a"});
+    pool["metadata"]["nmae"] = serde_json::json!("x");
+    // Known ObjectMeta fields that migrate does not copy are not actions.
+    pool["metadata"]["uid"] = serde_json::json!("1234");
+    let m = migrate(&serde_json::to_string(&pool).unwrap()).unwrap();
+    let object = "NodePool/general-purpose";
+    for field in ["metadata.lables", "metadata.nmae"] {
+        let notes = notes_about(&m, object, field);
+        assert_eq!(notes.len(), 1, "{field}: {}", m.report());
+        assert!(notes[0].action);
+        assert!(
+            notes[0]
+                .message
+                .starts_with("not carried over: Kubernetes' ObjectMeta has no such field"),
+            "{}",
+            notes[0].message
+        );
+    }
+    assert!(notes_about(&m, object, "metadata.uid").is_empty());
+    let out = &m.objects[0];
+    assert!(out["metadata"].get("lables").is_none());
+    assert!(adze_api::validation::unknown_fields("NodePool", out).is_empty());
+    assert!(m.incomplete());
+}

@@ -358,15 +358,18 @@ fn describe(value: &Value) -> Option<String> {
 /// a taint effect, a quantity given as a map) is reported at its field path, as the
 /// conversion of a Node or a toleration reports its own.
 fn typed<T: DeserializeOwned>(doc: &DocRef, value: Value) -> Result<T, ScenarioError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let message = if path.is_empty() || path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        };
-        ScenarioError::new(doc, Problem::Malformed(message))
-    })
+    serde_path_to_error::deserialize(value).map_err(|e| malformed(doc, e))
+}
+
+/// A serde error at its field path.
+fn malformed(doc: &DocRef, e: serde_path_to_error::Error<serde_json::Error>) -> ScenarioError {
+    let path = e.path().to_string();
+    let message = if path.is_empty() || path == "." {
+        e.inner().to_string()
+    } else {
+        format!("{path}: {}", e.inner())
+    };
+    ScenarioError::new(doc, Problem::Malformed(message))
 }
 
 /// Reads one of Adze's CRD kinds as `T`, first refusing every field its CRD schema does not
@@ -380,6 +383,37 @@ fn crd_typed<T: DeserializeOwned>(
     adze_api::validation::check_unknown_fields(kind, &value)
         .map_err(|e| ScenarioError::new(doc, Problem::Invalid(e)))?;
     typed(doc, value)
+}
+
+/// Reads one of Kubernetes' own kinds as `T`, refusing every field the typed reading would
+/// drop (at its path): k8s-openapi's types ignore unknown keys, so a misspelt `nodeSelecter`
+/// or `metadata.lables` would otherwise vanish and the pod be planned without it. Writing
+/// the typed value back and comparing keys finds exactly the fields it does not carry.
+fn core_typed<T: DeserializeOwned + serde::Serialize>(
+    doc: &DocRef,
+    kind: &'static str,
+    value: Value,
+) -> Result<T, ScenarioError> {
+    let typed_value: T = serde_path_to_error::deserialize(&value).map_err(|e| malformed(doc, e))?;
+    let kept = serde_json::to_value(&typed_value)
+        .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e.to_string())))?;
+    let errors = adze_api::validation::dropped_fields(&value, &kept);
+    if !errors.is_empty() {
+        let name = value
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(ScenarioError::new(
+            doc,
+            Problem::Invalid(adze_api::validation::ValidationError {
+                kind,
+                name: adze_api::validation::cut(name),
+                errors,
+            }),
+        ));
+    }
+    Ok(typed_value)
 }
 
 fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
@@ -415,6 +449,9 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
             Object::EC2NodeClass(crd_typed(doc, "EC2NodeClass", value)?)
         }
         "InstanceCatalog" if api_version == ADZE_V1ALPHA1 => {
+            // Its own fields are checked by serde (deny_unknown_fields); its metadata here.
+            adze_api::validation::check_unknown_fields("InstanceCatalog", &value)
+                .map_err(|e| ScenarioError::new(doc, Problem::Invalid(e)))?;
             Object::InstanceCatalog(typed(doc, value)?)
         }
         "NodeOverlay" if api_version == ADZE_V1ALPHA1 => {
@@ -435,13 +472,13 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
                 },
             ));
         }
-        "Node" => Object::Node(typed(doc, value)?),
-        "Pod" => Object::Pod(typed(doc, value)?),
-        "Deployment" => Object::Deployment(typed(doc, value)?),
-        "ReplicaSet" => Object::ReplicaSet(typed(doc, value)?),
-        "DaemonSet" => Object::DaemonSet(typed(doc, value)?),
+        "Node" => Object::Node(core_typed(doc, "Node", value)?),
+        "Pod" => Object::Pod(core_typed(doc, "Pod", value)?),
+        "Deployment" => Object::Deployment(core_typed(doc, "Deployment", value)?),
+        "ReplicaSet" => Object::ReplicaSet(core_typed(doc, "ReplicaSet", value)?),
+        "DaemonSet" => Object::DaemonSet(core_typed(doc, "DaemonSet", value)?),
         "PodDisruptionBudget" => {
-            typed::<PodDisruptionBudget>(doc, value.clone())?;
+            core_typed::<PodDisruptionBudget>(doc, "PodDisruptionBudget", value.clone())?;
             Object::PodDisruptionBudget(Box::new(value))
         }
         "NodeClaim" if api_version == ADZE_V1 => {
@@ -457,11 +494,13 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
                 },
             ));
         }
-        "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(doc, value)?),
-        "PersistentVolume" => Object::PersistentVolume(typed(doc, value)?),
-        "StorageClass" => Object::StorageClass(typed(doc, value)?),
-        "CSINode" => Object::CSINode(typed(doc, value)?),
-        "PodTemplate" => Object::PodTemplate(typed(doc, value)?),
+        "PersistentVolumeClaim" => {
+            Object::PersistentVolumeClaim(core_typed(doc, "PersistentVolumeClaim", value)?)
+        }
+        "PersistentVolume" => Object::PersistentVolume(core_typed(doc, "PersistentVolume", value)?),
+        "StorageClass" => Object::StorageClass(core_typed(doc, "StorageClass", value)?),
+        "CSINode" => Object::CSINode(core_typed(doc, "CSINode", value)?),
+        "PodTemplate" => Object::PodTemplate(core_typed(doc, "PodTemplate", value)?),
         "CapacityBuffer" if api_version == CAPACITY_BUFFER_API => {
             Object::CapacityBuffer(crd_typed(doc, "CapacityBuffer", value)?)
         }
@@ -482,6 +521,7 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
 /// Splits the file into typed documents, skipping empty ones.
 fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
     let mut out = Vec::new();
+    let mut nodepools = 0usize;
     let whole = DocRef {
         index: 0,
         object: None,
@@ -508,6 +548,17 @@ fn read_documents(yaml: &str) -> Result<Vec<(DocRef, Object)>, ScenarioError> {
                     "a document must be a mapping with apiVersion and kind".to_string(),
                 ),
             ));
+        }
+        // Counted before the document is converted, so a file of 150,000 NodePools is
+        // refused after 10,001 of them, not after converting and checking them all.
+        if value.get("kind").and_then(Value::as_str) == Some("NodePool") {
+            nodepools += 1;
+            if nodepools > MAX_NODEPOOLS {
+                return Err(ScenarioError::new(
+                    &doc,
+                    Problem::Limit(format!("more than {MAX_NODEPOOLS} NodePools in a scenario")),
+                ));
+            }
         }
         let object = read_object(&doc, value)?;
         out.push((doc, object));
@@ -1558,19 +1609,11 @@ fn limits(docs: &[(DocRef, Object)]) -> Result<(), ScenarioError> {
             Ok(())
         }
     };
-    let (mut pools, mut types) = (0usize, 0usize);
+    let mut types = 0usize;
     for (doc, object) in docs {
         match object {
+            // Their number is checked as the documents are read (`read_documents`).
             Object::NodePool(np) => {
-                pools += 1;
-                if pools > MAX_NODEPOOLS {
-                    return Err(ScenarioError::new(
-                        doc,
-                        Problem::Limit(format!(
-                            "more than {MAX_NODEPOOLS} NodePools in a scenario"
-                        )),
-                    ));
-                }
                 let reqs = &np.spec.template.spec.requirements;
                 list(
                     doc,
