@@ -7,8 +7,9 @@
 //! the unhealthy nodes would hold back their own repair. Do-not-disrupt and
 //! PodDisruptionBudgets are not consulted, as in the legacy mode: the node is presumed unable
 //! to serve or drain its pods. Its pods are planned on the cluster without it, replacements
-//! included; pods that fit nowhere are left to provisioning (the node goes regardless).
-//! Pure; the same rule for `simulate --disruption` and the controller.
+//! included; pods that fit nowhere are left to provisioning (the node goes regardless). A
+//! static pool's node is swapped as drift swaps one (a fresh claim of the pool first; waits at
+//! `limits.nodes`). Pure; the same rule for `simulate --disruption` and the controller.
 
 use super::candidates::{node_labels, node_price};
 use super::decision::{Decision, RemovedNode};
