@@ -304,3 +304,98 @@ fn attachments_are_waited_for_only_until_the_grace_period_ends() {
         at("2026-01-01T00:05:00Z")
     ));
 }
+
+// ---- terminator/suite_test.go and eviction/suite_test.go: the Eviction API's answers ----
+//
+// Restated on how the termination controller reads an Eviction's answer
+// (`adze_api::eviction::Outcome::from_status`) and builds the request
+// (`adze_api::eviction::request`); the Evicted / EvictionBlocked events and the retry
+// backoff follow from the outcome in the controller.
+
+use adze_api::eviction::{Outcome, request};
+
+/// Eviction API > should succeed with no event when the pod is not found
+#[test]
+fn eviction_of_a_pod_already_gone_is_done() {
+    assert_eq!(Outcome::from_status(Some(404)), Outcome::Gone);
+}
+
+/// Eviction API > should succeed with no event when the pod UID conflicts
+#[test]
+fn eviction_names_the_pods_uid_and_a_successor_is_left_alone() {
+    // The request carries the uid as a precondition, so a same-named successor answers 409,
+    // which is read as "the pod asked for is gone" (no retry, no event).
+    let req = request("policy/v1", "default", "web-0", Some("uid-old")).unwrap();
+    let body: Value = serde_json::from_slice(req.body()).unwrap();
+    assert_eq!(body["deleteOptions"]["preconditions"]["uid"], "uid-old");
+    assert_eq!(body["metadata"]["name"], "web-0");
+    assert_eq!(Outcome::from_status(Some(409)), Outcome::Gone);
+}
+
+/// Eviction API > should succeed with an evicted event when there are no PDBs
+/// Eviction API > should succeed with no event when there are PDBs that allow an eviction
+#[test]
+fn an_accepted_eviction_is_evicted() {
+    assert_eq!(Outcome::from_status(None), Outcome::Evicted);
+}
+
+/// Eviction API > should return a NodeDrainError event when a PDB is blocking
+/// Eviction API > should emit a FailedEviction event when a PDB is blocking
+#[test]
+fn a_pdb_refusal_is_blocked_and_retried() {
+    assert_eq!(Outcome::from_status(Some(429)), Outcome::Blocked);
+    // never deleted instead while no deadline is near
+    let pods = drain(&[pod("guarded", json!({}))]);
+    let step = plan(&pods, None, NOW);
+    assert_eq!(keys(&step.evict), ["default/guarded"]);
+    assert!(step.delete.is_empty());
+}
+
+/// Eviction API > should return a NodeDrainError event when two PDBs refer to the same pod
+/// Eviction API > should fail when two PDBs refer to the same pod
+#[test]
+fn a_server_error_is_a_failure_retried() {
+    // the apiserver answers 500 when two PDBs select the pod
+    assert_eq!(Outcome::from_status(Some(500)), Outcome::Failed);
+    assert_ne!(Outcome::from_status(Some(500)), Outcome::Gone);
+}
+
+// ---- terminator/suite_test.go: Pod Deletion API ----
+
+/// Pod Deletion API > should not delete a pod with no nodeTerminationTime
+#[test]
+fn without_a_deadline_nothing_is_deleted() {
+    let pods = drain(&[pod(
+        "p",
+        json!({"spec": {"terminationGracePeriodSeconds": 60}}),
+    )]);
+    let step = plan(&pods, None, NOW);
+    assert!(step.delete.is_empty());
+    assert_eq!(keys(&step.evict), ["default/p"]);
+}
+
+/// Pod Deletion API > should not delete a pod with terminationGracePeriodSeconds still remaining before nodeTerminationTime
+#[test]
+fn a_pod_whose_grace_fits_before_the_deadline_is_not_deleted() {
+    let pods = drain(&[pod(
+        "p",
+        json!({"spec": {"terminationGracePeriodSeconds": 60}}),
+    )]);
+    let step = plan(&pods, Some(300), NOW);
+    assert!(step.delete.is_empty(), "{step:?}");
+}
+
+/// Pod Deletion API > should delete a pod with less than terminationGracePeriodSeconds remaining before nodeTerminationTime
+#[test]
+fn a_pod_whose_grace_runs_past_the_deadline_is_deleted_with_what_remains() {
+    let pods = drain(&[pod(
+        "p",
+        json!({"spec": {"terminationGracePeriodSeconds": 120}}),
+    )]);
+    let step = plan(&pods, Some(60), NOW);
+    assert_eq!(step.delete.len(), 1, "{step:?}");
+    assert_eq!(
+        (step.delete[0].0.key.as_str(), step.delete[0].1),
+        ("default/p", 60)
+    );
+}

@@ -35,6 +35,11 @@ pub const DO_NOT_DISRUPT: &str = "adze.sh/do-not-disrupt";
 pub const KARPENTER_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 /// Both keys honoured on pods, nodes and NodeClaims, Adze's first.
 pub const DO_NOT_DISRUPT_KEYS: [&str; 2] = [DO_NOT_DISRUPT, KARPENTER_DO_NOT_DISRUPT];
+/// On a Node, value `"true"`: node repair leaves it alone (Karpenter v1.15's veto; a node kept
+/// for diagnosis). do-not-disrupt does not stop repair.
+pub const DO_NOT_REPAIR: &str = "adze.sh/do-not-repair";
+pub const KARPENTER_DO_NOT_REPAIR: &str = "karpenter.sh/do-not-repair";
+pub const DO_NOT_REPAIR_KEYS: [&str; 2] = [DO_NOT_REPAIR, KARPENTER_DO_NOT_REPAIR];
 
 pub const INSTANCE_CATEGORY: &str = "aws.adze.sh/instance-category";
 pub const INSTANCE_FAMILY: &str = "aws.adze.sh/instance-family";

@@ -1046,7 +1046,7 @@ impl Disruption {
                     continue;
                 }
                 pure::repair::Verdict::Deleting => continue,
-                pure::repair::Verdict::Guarded { .. } => {
+                pure::repair::Verdict::Guarded { .. } | pure::repair::Verdict::DoNotRepair => {
                     tracing::warn!("{message}");
                     if let Some(node) = &node {
                         self.recorder.publish(

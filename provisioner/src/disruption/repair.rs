@@ -194,6 +194,11 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
         checks_read: false,
         deleting: claim.metadata.deletion_timestamp.is_some()
             || node.metadata.deletion_timestamp.is_some(),
+        do_not_repair: node.metadata.annotations.as_ref().is_some_and(|a| {
+            labels::DO_NOT_REPAIR_KEYS
+                .iter()
+                .any(|k| a.get(*k).is_some_and(|v| v == "true"))
+        }),
     }
 }
 

@@ -404,7 +404,10 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         Vec::new()
     };
     for o in &outcomes {
-        if matches!(o.verdict, pure::repair::Verdict::Guarded { .. }) {
+        if matches!(
+            o.verdict,
+            pure::repair::Verdict::Guarded { .. } | pure::repair::Verdict::DoNotRepair
+        ) {
             held.insert(o.node.clone(), o.message());
         }
     }

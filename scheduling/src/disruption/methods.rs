@@ -141,20 +141,33 @@ impl<'a> Context<'a> {
     /// of its pool, or deleted first, or why it waits. Its pods are planned on the cluster
     /// without it, the replacement included, and nothing else is launched for them.
     pub fn static_drift(&self, c: &Candidate) -> Result<Decision, String> {
+        let plan = self.static_swap(c.node, &c.nodepool, self.options.terminate_first_drift)?;
+        Ok(self.decision(Reason::Drifted, &[c], plan))
+    }
+
+    /// The plan for swapping static pool `nodepool`'s node (index `node` in the snapshot) for
+    /// one fresh claim of the pool ([`super::static_drift`]), or why it waits; delete-first at
+    /// the limit only with `terminate_first`. Drift and repair share it.
+    pub(super) fn static_swap(
+        &self,
+        node: usize,
+        nodepool: &str,
+        terminate_first: bool,
+    ) -> Result<Plan, String> {
         let size = self
             .input
-            .policy(&c.nodepool)
+            .policy(nodepool)
             .and_then(|p| p.static_size.as_ref());
-        let claim = match static_drift::verdict(size, self.options.terminate_first_drift) {
+        let claim = match static_drift::verdict(size, terminate_first) {
             Verdict::Wait(hold) => return Err(hold.to_string()),
             Verdict::DeleteFirst => None,
-            Verdict::ReplaceFirst => match self.static_claim(&c.nodepool) {
+            Verdict::ReplaceFirst => match self.static_claim(nodepool) {
                 Ok(claim) => Some(claim),
                 // No replacement can be planned: deleted first only when the pool's
                 // reservations are full and the node frees one of their slots.
-                Err(why) if self.options.terminate_first_drift => {
-                    let pool = (self.input.static_pools.iter()).find(|p| p.name == c.nodepool);
-                    let node = &self.input.snapshot.nodes[c.node];
+                Err(why) if terminate_first => {
+                    let pool = (self.input.static_pools.iter()).find(|p| p.name == nodepool);
+                    let node = &self.input.snapshot.nodes[node];
                     match pool.map(|p| reserved_drift::frees_its_slot(p, node)) {
                         Some(Ok(_)) => None,
                         Some(Err(full)) => return Err(format!("{why}; {full}")),
@@ -164,7 +177,7 @@ impl<'a> Context<'a> {
                 Err(why) => return Err(why),
             },
         };
-        let mut snap = self.sim.snapshot_without(&[c.node]);
+        let mut snap = self.sim.snapshot_without(&[node]);
         snap.nodepools.clear();
         if let Some(claim) = &claim {
             snap.nodes.push(ExistingNode::planned(claim));
@@ -176,7 +189,7 @@ impl<'a> Context<'a> {
             }
             plan.new_claims = vec![claim];
         }
-        Ok(self.decision(Reason::Drifted, &[c], plan))
+        Ok(plan)
     }
 
     /// One claim of static pool `pool`, planned as its scaler plans one.

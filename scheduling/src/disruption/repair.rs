@@ -211,6 +211,9 @@ pub struct NodeHealth {
     pub checks_read: bool,
     /// The NodeClaim or Node is already being deleted.
     pub deleting: bool,
+    /// The Node is annotated `adze.sh/do-not-repair` (or Karpenter's `karpenter.sh/do-not-repair`)
+    /// with the value `"true"`: its owner vetoes repair (Karpenter v1.15). do-not-disrupt does not.
+    pub do_not_repair: bool,
 }
 
 impl NodeHealth {
@@ -224,6 +227,7 @@ impl NodeHealth {
             status_checks: Vec::new(),
             checks_read: false,
             deleting: false,
+            do_not_repair: false,
         }
     }
 
@@ -396,6 +400,8 @@ pub enum Verdict {
     },
     /// Already being deleted: nothing to do.
     Deleting,
+    /// Past its toleration, but the Node is annotated do-not-repair.
+    DoNotRepair,
 }
 
 /// One unhealthy node and what becomes of it.
@@ -442,6 +448,9 @@ impl Outcome {
                     .map_or_else(|| "the cluster".to_string(), |p| format!("nodepool {p}")),
             ),
             (Verdict::Deleting, _) => format!("unhealthy, already being deleted: {base}"),
+            (Verdict::DoNotRepair, _) => {
+                format!("repair blocked: {base}, but the node is annotated do-not-repair")
+            }
         }
     }
 
@@ -577,6 +586,8 @@ pub fn decide(nodes: &[NodeHealth], policies: &[RepairPolicy], now: UnixSeconds)
                 Verdict::Deleting
             } else if finding.due().is_none_or(|due| now < due) {
                 Verdict::Tolerated
+            } else if n.do_not_repair {
+                Verdict::DoNotRepair
             } else if unhealthy > allowed {
                 Verdict::Guarded {
                     unhealthy,

@@ -1,13 +1,15 @@
 //! Budgeted node repair (Karpenter v1.15's default, [`RepairMode::Budgeted`]): the first
 //! method of the decision. A node whose condition stayed unhealthy past its toleration
 //! ([`super::repair::decide`], 20 % guard included) is taken when its pool's disruption
-//! budget for `Unhealthy` leaves room, earliest due first. Nodes disrupting only for being
+//! budget for `Unhealthy` leaves room (a node that never initialized needs none), earliest
+//! due first; a Node annotated do-not-repair is held. Nodes disrupting only for being
 //! not Ready do not use up that budget ([`super::NodeFacts::disrupting_as_not_ready`]), or
 //! the unhealthy nodes would hold back their own repair. Do-not-disrupt and
 //! PodDisruptionBudgets are not consulted, as in the legacy mode: the node is presumed unable
 //! to serve or drain its pods. Its pods are planned on the cluster without it, replacements
-//! included; pods that fit nowhere are left to provisioning (the node goes regardless).
-//! Pure; the same rule for `simulate --disruption` and the controller.
+//! included; pods that fit nowhere are left to provisioning (the node goes regardless). A
+//! static pool's node is swapped as drift swaps one (a fresh claim of the pool first; waits at
+//! `limits.nodes`). Pure; the same rule for `simulate --disruption` and the controller.
 
 use super::candidates::{node_labels, node_price};
 use super::decision::{Decision, RemovedNode};
@@ -26,8 +28,8 @@ fn due(input: &Input) -> Vec<Outcome> {
     out
 }
 
-/// A node due for repair that is not repaired now, and why: the 20 % guard, the pool's
-/// budget, or a node the decision cannot take. What the controller announces as
+/// A node due for repair that is not repaired now, and why: the 20 % guard, a
+/// do-not-repair annotation, the pool's budget, or a node the decision cannot take. What the controller announces as
 /// `RepairBlocked` and `simulate` lists as held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepairHold {
@@ -53,13 +55,22 @@ pub fn repair_held(input: &Input, options: &Options, decisions: &[Decision]) -> 
         .into_iter()
         .filter_map(|o| {
             let message = match &o.verdict {
-                Verdict::Guarded { .. } => o.message(),
+                Verdict::Guarded { .. } | Verdict::DoNotRepair => o.message(),
                 Verdict::Repair if !repaired.contains(o.node.as_str()) => {
+                    let budget = |pool: &str| {
+                        format!(
+                            "the disruption budget of nodepool {pool} allows no more Unhealthy disruptions now"
+                        )
+                    };
                     let why = match ctx.repairable(&o) {
                         Err(why) => why,
-                        Ok((_, pool)) => format!(
-                            "the disruption budget of nodepool {pool} allows no more Unhealthy disruptions now"
-                        ),
+                        Ok((_, pool)) if !ctx.within_budget(&o.node, &pool) => budget(&pool),
+                        // A static pool's node that cannot be swapped now says why; any other
+                        // was left by the budget the pass's earlier repairs used up.
+                        Ok((i, pool)) => ctx
+                            .repair_decision(i, &pool, &o)
+                            .err()
+                            .unwrap_or_else(|| budget(&pool)),
                     };
                     format!("repair blocked: {}, but {why}", o.base())
                 }
@@ -104,9 +115,21 @@ impl Context<'_> {
         }
         due(self.input).iter().find_map(|o| {
             let (i, pool) = self.repairable(o).ok()?;
-            (self.allowance.left(&pool, Reason::Unhealthy) > 0)
-                .then(|| self.repair_decision(i, &pool, o))
+            if !self.within_budget(&o.node, &pool) {
+                return None;
+            }
+            self.repair_decision(i, &pool, o).ok()
         })
+    }
+
+    /// Whether the pool's `Unhealthy` budget leaves room for repairing `node`. A node that
+    /// never initialized is outside budgets (it counts towards none, as in Karpenter), so
+    /// its repair needs no room: a launch that never came up is replaced at any pace.
+    fn within_budget(&self, node: &str, pool: &str) -> bool {
+        let initialized = (self.input.nodes.iter())
+            .find(|f| f.name == node)
+            .is_none_or(|f| f.initialized);
+        !initialized || self.allowance.left(pool, Reason::Unhealthy) > 0
     }
 
     /// A repair of `node` decided earlier, checked on this input: still due, still
@@ -119,13 +142,18 @@ impl Context<'_> {
         let due = due(self.input);
         let o = due.iter().find(|o| o.node == node).ok_or_else(no_longer)?;
         let (i, pool) = self.repairable(o).map_err(|_| no_longer())?;
-        if self.allowance.left(&pool, Reason::Unhealthy) == 0 {
+        if !self.within_budget(node, &pool) {
             return Err(Invalidated::Budget(pool));
         }
-        Ok(self.repair_decision(i, &pool, o))
+        self.repair_decision(i, &pool, o)
+            .map_err(Invalidated::StaticPool)
     }
 
-    fn repair_decision(&self, i: usize, pool: &str, o: &Outcome) -> Decision {
+    /// The repair of node `i`: its pods planned on the cluster without it; a static pool's
+    /// node swapped for one fresh claim of the pool first, as drift swaps one, or waiting
+    /// (why, as `Err`) while the pool is overscaled or at its `limits.nodes` (Karpenter's
+    /// repair does not delete first there either).
+    fn repair_decision(&self, i: usize, pool: &str, o: &Outcome) -> Result<Decision, String> {
         let node = &self.input.snapshot.nodes[i];
         let (instance_type, capacity_type, zone) = node_labels(node);
         let pods = (self.input.snapshot.bound.iter())
@@ -133,7 +161,11 @@ impl Context<'_> {
             .map(|b| b.pod.key())
             .collect();
         let price = node_price(self.input, node);
-        let plan = self.sim.run(&[i]);
+        let plan = if self.input.policy(pool).is_some_and(|p| p.fixed_size) {
+            self.static_swap(i, pool, false)?
+        } else {
+            self.sim.run(&[i])
+        };
         let replacement_price = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
         let mut d = Decision {
             reason: Reason::Unhealthy,
@@ -153,6 +185,6 @@ impl Context<'_> {
         };
         d.describe();
         d.message = format!("{}; {}", d.message, o.message_as(RepairMode::Budgeted));
-        d
+        Ok(d)
     }
 }
