@@ -114,7 +114,8 @@ AWS = {
     # installCapacityBufferCRD off: the CRD is kept on uninstall, so a second release would
     # find the first one's; its rendering is checked offline (offline_capacity_buffer_crd).
     "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True,
-                    "installCapacityBufferCRD": False, "zonalShift": True, "terminateFirstDrift": True},
+                    "installCapacityBufferCRD": False, "zonalShift": True, "terminateFirstDrift": True,
+                    "podDeletionCost": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -177,7 +178,8 @@ def expect_aws(docs):
                  "--batch-idle-duration=1s", "--max-instance-types=60",
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
                  "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels",
-                 "--node-repair", "--capacity-buffers", "--enable-zonal-shift", "--terminate-first-drift"]:
+                 "--node-repair", "--capacity-buffers", "--enable-zonal-shift", "--terminate-first-drift",
+                 "--pod-deletion-cost"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -185,7 +187,7 @@ def expect_aws(docs):
           not rules_allow(role, "", "nodes", "create") and not rules_allow(role, "", "pods/status", "patch"))
     for g, r, v in [("", "pods/eviction", "create"), ("adze.sh", "nodeclaims", "create"),
                     ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "list"),
-                    ("", "pods", "delete"), ("", "nodes/status", "patch"),
+                    ("", "pods", "delete"), ("", "nodes/status", "patch"), ("", "pods", "patch"),
                     ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch")]:
         check(f"aws: provisioner may {v} {g or 'core'}/{r}", rules_allow(role, g, r, v))
     check("aws: provisioner may not bind pods", not rules_allow(role, "", "pods/binding", "create"))
@@ -511,6 +513,10 @@ def expect_simulated(docs):
           "--terminate-first-drift" not in args)
     check("simulated: no --capacity-buffers unless provisioner.capacityBuffers (off by default, as Karpenter's gate)",
           "--capacity-buffers" not in args)
+    check("simulated: no --pod-deletion-cost unless provisioner.podDeletionCost (off by default, as Karpenter's gate)",
+          "--pod-deletion-cost" not in args)
+    check("simulated: provisioner may not patch pods unless provisioner.podDeletionCost (least privilege)",
+          not rules_allow(one(docs, "ClusterRole", "-provisioner"), "", "pods", "patch"))
     check("simulated: no --enable-zonal-shift unless provisioner.zonalShift (off by default, as Karpenter's setting)",
           "--enable-zonal-shift" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
@@ -1007,11 +1013,11 @@ MANIFEST_VALUES = merge(AWS, {
     "aws": {"region": "us-west-2", "interruptionQueue": "CLUSTER_NAME", "kubernetesVersion": ""},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::ACCOUNT_ID:role/AdzeController-CLUSTER_NAME"}},
     # The chart's defaults for the gates: manifests users apply as they are stay without them
-    # (node repair and terminate-first drift are Karpenter's opt-in gates; Karpenter's labels
+    # (node repair, terminate-first drift and pod deletion cost are Karpenter's opt-in gates; Karpenter's labels
     # would be counted by a Karpenter still running during a cutover). Zonal shift likewise: it
     # needs zonal shift enabled on the EKS cluster (docs/zonal-shift.md).
     "provisioner": {"capacityBuffers": False, "zonalShift": False, "karpenterLabels": False,
-                    "nodeRepair": False, "terminateFirstDrift": False},
+                    "nodeRepair": False, "terminateFirstDrift": False, "podDeletionCost": False},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"certManager": {"enabled": True}}},
     "scheduler": {"enabled": True},

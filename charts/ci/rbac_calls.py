@@ -18,7 +18,11 @@ CALLS_FILE = pathlib.Path(__file__).resolve().parent / "rbac-calls.yaml"
 COMPONENTS = ("provisioner", "extender", "agent")
 SCOPES = ("cluster", "namespace")
 # Chart values a call may depend on (rbac-calls.yaml `when`); off by default in the chart.
-WHEN_VALUES = {"provisioner.capacityBuffers", "provisioner.defaultTopologySpread"}
+WHEN_VALUES = {
+    "provisioner.capacityBuffers",
+    "provisioner.defaultTopologySpread",
+    "provisioner.podDeletionCost",
+}
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
 

@@ -272,6 +272,13 @@ struct RunArgs {
     /// be refilled, instead of waiting for room to launch its replacement first.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT")]
     terminate_first_drift: bool,
+    /// Pod deletion cost (Karpenter's PodDeletionCostManagement feature gate, off by default
+    /// as there): at most once a minute, write controller.kubernetes.io/pod-deletion-cost on
+    /// ReplicaSet pods of NodePools' nodes, lowest on the nodes disruption would take first,
+    /// so a Deployment scaling in empties those. Overwrites or removes values already on
+    /// those pods. Needs RBAC patch on pods (the chart's provisioner.podDeletionCost).
+    #[arg(long, env = "ADZE_POD_DELETION_COST")]
+    pod_deletion_cost: bool,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,
     #[command(flatten)]
@@ -494,6 +501,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             )
             .map_err(anyhow::Error::msg)?,
             terminate_first_drift: args.terminate_first_drift,
+            pod_deletion_cost: args.pod_deletion_cost,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
             policies: args.policies.clone(),

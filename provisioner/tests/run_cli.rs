@@ -156,3 +156,22 @@ fn simulated_zonal_shifts_without_the_feature_are_refused_naming_both_flags() {
         "{err}"
     );
 }
+
+/// `--pod-deletion-cost` (the chart's `provisioner.podDeletionCost`) is a switch of `run`: it
+/// parses and `run` goes on to the cluster; a value given to it is refused by name.
+#[test]
+fn pod_deletion_cost_is_a_switch_of_run() {
+    let (code, err) = run(&[
+        "--pod-deletion-cost",
+        "--kubeconfig",
+        "/nonexistent/kc",
+        "--leader-elect=false",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/kc"), "{err}");
+    let (code, err) = run(&["--pod-deletion-cost=sometimes"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--pod-deletion-cost"), "{err}");
+}

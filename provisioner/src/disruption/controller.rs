@@ -1,6 +1,6 @@
 //! The disruption controller proper (the `controller` feature); see [`super`].
 
-use super::{drift, input, pdb, repair};
+use super::{deletion_cost, drift, input, pdb, repair};
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,6 +50,10 @@ pub struct Settings {
     /// its `limits.nodes`, or a reserved node whose pool's reservations are full, is deleted
     /// first and the freed slot refilled.
     pub terminate_first_drift: bool,
+    /// `--pod-deletion-cost` (Karpenter's `PodDeletionCostManagement` gate): keep
+    /// `controller.kubernetes.io/pod-deletion-cost` on ReplicaSet pods in step with the
+    /// disruption ranking ([`super::deletion_cost`]).
+    pub pod_deletion_cost: bool,
 }
 
 pub struct Disruption {
@@ -71,6 +75,8 @@ pub struct Disruption {
     /// Set by a pass that was held back: the [`Hold`] then, and how many pending pods it
     /// found no place for ([`hold_lifted`]).
     held: Mutex<Option<(Hold, usize)>>,
+    /// When pod deletion costs were last written (`--pod-deletion-cost`).
+    deletion_cost_at: Mutex<Option<Instant>>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -365,6 +371,7 @@ impl Disruption {
             cloud_drifted: Mutex::default(),
             status_checks: tokio::sync::Mutex::default(),
             held: Mutex::default(),
+            deletion_cost_at: Mutex::default(),
         }
     }
 
@@ -571,6 +578,9 @@ impl Disruption {
         let observe_ms = pass_start.elapsed().as_millis() as u64;
         self.record_activity(&built.activity_writes).await;
         self.record_status(&built.statuses).await;
+        if self.settings.pod_deletion_cost {
+            self.write_deletion_costs(&built).await;
+        }
         if self.expire(&built).await? > 0 {
             // The expired nodes now count as disrupting; decide on the next pass.
             return Ok(Pass::Acted);
@@ -696,6 +706,60 @@ impl Disruption {
             "disruption wave: {started} command(s) started"
         );
         Ok(Pass::Acted)
+    }
+
+    /// `--pod-deletion-cost`: ranks the nodes as disruption would take them and patches the
+    /// ReplicaSet pods whose annotation differs, at most once per
+    /// [`deletion_cost::MIN_INTERVAL`]. A dry run logs what it would write and sends nothing.
+    async fn write_deletion_costs(&self, built: &Built) {
+        {
+            let mut at = self.deletion_cost_at.lock_or_recover();
+            if at.is_some_and(|t| t.elapsed() < deletion_cost::MIN_INTERVAL) {
+                return;
+            }
+            *at = Some(Instant::now());
+        }
+        let objects = self.state.objects();
+        let refs = deletion_cost::pod_refs(&objects.pods);
+        let nominated = deletion_cost::nominated(&built.claim_of_node, &objects.pods);
+        let ranking = pure::deletion_cost::rank(&built.input, &refs, &nominated);
+        let w =
+            pure::deletion_cost::writes(&ranking, &refs, pure::deletion_cost::MAX_NODES_PER_PASS);
+        let m = crate::metrics::provisioner();
+        m.pod_deletion_cost_deferred.set(w.deferred_nodes as i64);
+        let count = |result: &str, n: u64| {
+            m.pod_deletion_cost_writes
+                .get_or_create(&crate::metrics::ResultLabel {
+                    result: result.into(),
+                })
+                .inc_by(n);
+        };
+        count("skipped_unchanged", w.unchanged as u64);
+        if self.settings.dry_run {
+            tracing::info!(
+                writes = w.writes.len(),
+                deferred_nodes = w.deferred_nodes,
+                "pod-deletion-cost (dry run): not written"
+            );
+            return;
+        }
+        let t = deletion_cost::apply(
+            &self.client,
+            &w.writes,
+            &deletion_cost::versions(&objects.pods),
+        )
+        .await;
+        count("updated", t.updated);
+        count("skipped_notfound", t.not_found);
+        count("skipped_conflict", t.conflict);
+        count("error", t.error);
+        tracing::debug!(
+            updated = t.updated,
+            conflict = t.conflict,
+            unchanged = w.unchanged,
+            deferred_nodes = w.deferred_nodes,
+            "pod-deletion-cost pass"
+        );
     }
 
     /// A `DisruptionBlocked` event on each node (and its NodeClaim) that a method would

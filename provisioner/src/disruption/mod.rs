@@ -38,6 +38,7 @@
 //! planner ([`crate::simulate::disruption`]) builds its [`Input`](adze_scheduling::disruption::Input)
 //! with the same [`input::build`], so the plan it prints is the one this controller would take.
 
+pub mod deletion_cost;
 pub mod drift;
 pub mod input;
 pub mod pdb;

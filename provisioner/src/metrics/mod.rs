@@ -246,7 +246,23 @@ pub struct Provisioner {
     pub disruption_blocked: Family<ReasonLabel, Gauge>,
     /// Creation to Ready of pods created while this replica leads.
     pub pod_startup: Histogram,
+    /// `--pod-deletion-cost`: annotation writes by outcome ([`POD_DELETION_COST_RESULTS`]).
+    pub pod_deletion_cost_writes: Family<ResultLabel, Counter>,
+    /// `--pod-deletion-cost`: nodes whose pods had a change left for a later pass (over the
+    /// per-pass node cap), as of the last pass that ran.
+    pub pod_deletion_cost_deferred: Gauge,
 }
+
+/// The outcomes of a pod deletion cost write: `updated` (set or removed), `skipped_unchanged`
+/// (already right), `skipped_notfound` (the pod went away), `skipped_conflict` (the pod
+/// changed since it was read: the next pass decides again), `error`.
+pub const POD_DELETION_COST_RESULTS: [&str; 5] = [
+    "updated",
+    "skipped_unchanged",
+    "skipped_notfound",
+    "skipped_conflict",
+    "error",
+];
 
 /// The blockers announced on nodes (`Blocker::reason` of the ones `announced`: those a user
 /// sets, and a zonal shift), listed at 0.
@@ -361,6 +377,18 @@ impl Provisioner {
                 "Time from a pod's creation to its Ready condition, for pods created while this replica leads.",
                 Histogram::new(STARTUP_BUCKETS),
             ),
+            pod_deletion_cost_writes: add(
+                r,
+                "adze_pod_deletion_cost_writes_total",
+                "--pod-deletion-cost: writes of controller.kubernetes.io/pod-deletion-cost on pods, by result (updated, skipped_unchanged, skipped_notfound, skipped_conflict: retried at the next pass, error).",
+                Family::default(),
+            ),
+            pod_deletion_cost_deferred: add(
+                r,
+                "adze_pod_deletion_cost_deferred_nodes",
+                "--pod-deletion-cost: nodes whose pods' pod-deletion-cost change was left for a later pass (at most 50 nodes are written a pass besides those being disrupted), at the last pass that ran.",
+                Gauge::default(),
+            ),
         };
         adze_metrics::build_info(r);
         // The series every cluster can have, at 0: each method with the policies that let
@@ -392,6 +420,11 @@ impl Provisioner {
         });
         for b in ANNOUNCED_BLOCKERS {
             let _ = m.disruption_blocked.get_or_create(&self::reason(b));
+        }
+        for result in POD_DELETION_COST_RESULTS {
+            let _ = m.pod_deletion_cost_writes.get_or_create(&ResultLabel {
+                result: result.into(),
+            });
         }
         m
     }

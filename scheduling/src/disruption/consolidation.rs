@@ -53,17 +53,7 @@ pub(super) fn consolidate(ctx: &Context) -> Option<Decision> {
                 && ctx.allowance.left(&c.nodepool, Reason::Underutilized) > 0
         })
         .collect();
-    let cost: std::collections::HashMap<&str, f64> = eligible
-        .iter()
-        .map(|c| (c.name.as_str(), candidate_disruption_cost(ctx, c)))
-        .collect();
-    eligible.sort_by(|a, b| {
-        a.utilization
-            .total_cmp(&b.utilization)
-            .then_with(|| cost[a.name.as_str()].total_cmp(&cost[b.name.as_str()]))
-            .then_with(|| b.price.total_cmp(&a.price))
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    sort_for_consolidation(ctx.input, &mut eligible);
     let list = admissible(ctx, &eligible);
     match multi_node(ctx, &list) {
         Some(multi) if multi.action() == super::Action::Delete => Some(multi),
@@ -92,12 +82,30 @@ fn better(multi: Option<Decision>, single: Option<Decision>) -> Option<Decision>
     }
 }
 
+/// The consolidation order: emptiest first (lowest utilization), then the lower disruption
+/// cost ([`candidate_disruption_cost`]), then pricier first, then by name. One definition,
+/// shared with the pod deletion cost ranking ([`super::deletion_cost`]), so the nodes
+/// ReplicaSets are steered away from are the ones consolidation would take first.
+pub(super) fn sort_for_consolidation(input: &super::Input, list: &mut [&Candidate]) {
+    let cost: std::collections::HashMap<&str, f64> = list
+        .iter()
+        .map(|c| (c.name.as_str(), candidate_disruption_cost(input, c)))
+        .collect();
+    list.sort_by(|a, b| {
+        a.utilization
+            .total_cmp(&b.utilization)
+            .then_with(|| cost[a.name.as_str()].total_cmp(&cost[b.name.as_str()]))
+            .then_with(|| b.price.total_cmp(&a.price))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
+
 /// Karpenter's disruption cost of a candidate, the tie-break of the consolidation order:
 /// its pods' eviction costs ([`pod_disruption_cost`]) weighted by the share of the node's
 /// lifetime (`expireAfter`) still ahead of it, so of two equally used nodes the one with
 /// fewer pods, or closer to expiry, goes first. Also what [`savings`] divides the savings by.
-fn candidate_disruption_cost(ctx: &Context, c: &Candidate) -> f64 {
-    let bound = &ctx.input.snapshot.bound;
+fn candidate_disruption_cost(input: &super::Input, c: &Candidate) -> f64 {
+    let bound = &input.snapshot.bound;
     let pods: f64 = c
         .pods
         .iter()
@@ -108,7 +116,7 @@ fn candidate_disruption_cost(ctx: &Context, c: &Candidate) -> f64 {
         if total <= 0.0 {
             return 0.0;
         }
-        let left = (c.facts.created as f64 + total - ctx.input.now as f64) / total;
+        let left = (c.facts.created as f64 + total - input.now as f64) / total;
         left.clamp(0.0, 1.0)
     });
     pods * remaining
@@ -248,7 +256,7 @@ pub(super) fn evaluate(ctx: &Context, set: &[&Candidate]) -> Result<Decision, In
             let replacement = savings::cheapest_replacement_price(&first, &claim.requirements)
                 .unwrap_or(claim.price_per_hour);
             let cost = savings::total_disruption_cost(
-                set.iter().map(|c| candidate_disruption_cost(ctx, c)),
+                set.iter().map(|c| candidate_disruption_cost(ctx.input, c)),
             );
             let check = savings::SavingsCheck::new(threshold, removed, replacement, cost);
             if !check.passes() {

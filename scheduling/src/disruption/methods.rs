@@ -83,13 +83,7 @@ impl<'a> Context<'a> {
                 !c.pods.is_empty() || self.input.policy(&c.nodepool).is_some_and(|p| p.fixed_size)
             })
             .collect();
-        list.sort_by(|a, b| {
-            let since = |c: &Candidate| c.facts.drifted_since.unwrap_or(super::UnixSeconds::MAX);
-            since(a)
-                .cmp(&since(b))
-                .then_with(|| a.facts.created.cmp(&b.facts.created))
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        sort_for_replacement(&mut list);
         list.into_iter().find_map(|c| {
             if self.fixed_size(c) {
                 return self.static_drift(c).ok();
@@ -246,6 +240,19 @@ impl<'a> Context<'a> {
         }
         Some(self.decision(Reason::Empty, &list, Plan::default()))
     }
+}
+
+/// The order drift and repair replace nodes in: earliest drifted first (unknown last), then
+/// oldest, then by name. Shared with the pod deletion cost ranking
+/// ([`super::deletion_cost`]).
+pub(super) fn sort_for_replacement(list: &mut [&Candidate]) {
+    list.sort_by(|a, b| {
+        let since = |c: &Candidate| c.facts.drifted_since.unwrap_or(super::UnixSeconds::MAX);
+        since(a)
+            .cmp(&since(b))
+            .then_with(|| a.facts.created.cmp(&b.facts.created))
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 /// The next voluntary disruption to carry out, if any: repair (when budgeted), drift, then

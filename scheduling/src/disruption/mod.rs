@@ -40,6 +40,7 @@ mod commit;
 pub mod consolidation;
 pub mod cron;
 pub mod decision;
+pub mod deletion_cost;
 pub mod drift;
 pub mod expiry;
 mod methods;
