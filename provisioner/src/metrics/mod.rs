@@ -751,6 +751,8 @@ mod tests {
                 "adze_nodeclaims_terminated_total",
                 "adze_nodepool_limit",
                 "adze_nodepool_usage",
+                "adze_pod_deletion_cost_deferred_nodes",
+                "adze_pod_deletion_cost_writes_total",
                 "adze_pods_disrupted_total",
                 "adze_pods_pending",
                 "adze_pods_startup_duration_seconds",
