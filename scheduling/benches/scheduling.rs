@@ -140,6 +140,7 @@ fn main() {
     rows.push(("cluster", 100_000));
     rows.push(("generic", 200_000));
     rows.push(("pools", 20_000));
+    rows.push(("identical", 30_000));
     rows.push(("anti", 8_000));
     rows.push(("terms", 20_000));
     rows.push(("hostport", 1_300));
@@ -148,7 +149,14 @@ fn main() {
     let extra = only.as_deref().and_then(|o| {
         let (kind, n) = o.split_once(':')?;
         let kind = [
-            "diverse", "generic", "pools", "anti", "terms", "hostport", "gpu",
+            "diverse",
+            "generic",
+            "pools",
+            "identical",
+            "anti",
+            "terms",
+            "hostport",
+            "gpu",
         ]
         .into_iter()
         .find(|k| *k == kind)?;
@@ -186,6 +194,25 @@ fn main() {
                     snap,
                     n,
                     "generic, 2,000 NodePools (one per team)".to_string(),
+                )
+            }
+            "identical" => {
+                // 3,000 interchangeable NodePools (same types, every pod fits every pool),
+                // each limited to 1,000 CPUs: pools fill one after another, and nothing may
+                // be sized pods × pools.
+                let catalog = bench_catalog(400);
+                let mut snap = snapshot(generic_pods(n, 42));
+                snap.nodepools = (0..3000)
+                    .map(|i| {
+                        let mut p = pool(&format!("p{i:04}"), catalog.clone());
+                        p.limits.insert("cpu".into(), 1_000_000);
+                        p
+                    })
+                    .collect();
+                (
+                    snap,
+                    n,
+                    "generic, 3,000 identical NodePools of 1,000 CPUs each".to_string(),
                 )
             }
             "anti" => {

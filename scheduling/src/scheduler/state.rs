@@ -1838,11 +1838,16 @@ fn prepare_pool<'a>(
     for (rank, o) in by_size.into_iter().enumerate() {
         types[o].size_rank = rank as u32;
     }
+    // Distinct zones borrowed first, then copied: a copy per offering (types × zones ×
+    // capacity types) was most of preparing each of thousands of pools.
     let zones = types
         .iter()
         .flat_map(|t| t.it.offerings.iter())
         .filter(|o| o.available && o.allowed_by(&reqs))
-        .map(|o| o.zone.clone())
+        .map(|o| o.zone.as_str())
+        .collect::<BTreeSet<&str>>()
+        .into_iter()
+        .map(str::to_string)
         .collect();
     let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
     let type_keys: BTreeSet<String> = types
