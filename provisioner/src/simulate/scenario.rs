@@ -731,6 +731,11 @@ struct Builder {
     startup_taints: BTreeMap<String, Vec<String>>,
     /// The pods each DaemonSet ((namespace, name)) runs, listed in the scenario.
     live_daemon_pods: BTreeMap<(String, String), Vec<Pod>>,
+    /// EC2NodeClass name → the catalog as that class shapes it, worked out for its first
+    /// NodePool: the same for every pool of the class, and each pool holds the shared
+    /// types, not copies (thousands of pools × hundreds of reshaped types would otherwise
+    /// exhaust memory while the scenario is still being read).
+    class_types: BTreeMap<String, Vec<Arc<InstanceType>>>,
 }
 
 /// A Deployment's or ReplicaSet's pods, as [`Builder::workload`] reads them.
@@ -1087,9 +1092,20 @@ impl Builder {
         }
         let types = match class {
             Some((class_doc, class)) => {
-                let facts = class_facts(class, &self.s.instance_types)
-                    .map_err(Self::convert_err(class_doc))?;
-                adze_scheduling::node_class::instance_types(&self.s.instance_types, &facts)
+                let name = class.metadata.name.clone().unwrap_or_default();
+                match self.class_types.get(&name) {
+                    Some(types) => types.clone(),
+                    None => {
+                        let facts = class_facts(class, &self.s.instance_types)
+                            .map_err(Self::convert_err(class_doc))?;
+                        let types = adze_scheduling::node_class::instance_types(
+                            &self.s.instance_types,
+                            &facts,
+                        );
+                        self.class_types.insert(name, types.clone());
+                        types
+                    }
+                }
             }
             None => self.s.instance_types.clone(),
         };
