@@ -127,3 +127,55 @@ fn raid0_instance_store_backs_ephemeral_storage_where_the_root_volume_cannot() {
     assert_eq!(report.node_claims.len(), 1);
     assert_eq!(report.node_claims[0].instance_type, "m6id.xlarge");
 }
+
+/// Pools of one EC2NodeClass launch the same reshaped catalog: the scenario shapes it once
+/// per class and the pools share it, so thousands of pools of one class cost one catalog of
+/// memory, not one each (3,000 such pools once exhausted 2 GiB before planning began). A
+/// pool of another class still gets the catalog that class shapes.
+#[test]
+fn pools_of_one_class_share_its_catalog_and_another_class_gets_its_own() {
+    let base = scenario("m5.xlarge", "", 1, "{cpu: 100m}");
+    let second_pool = base
+        .split("\n---\n")
+        .next()
+        .expect("the pool comes first")
+        .replace("name: default}", "name: second}");
+    let other_class = format!(
+        "{}\n---\n{}",
+        second_pool
+            .replace("name: second}", "name: third}")
+            .replace("EC2NodeClass, name: default", "EC2NodeClass, name: small"),
+        base.split("\n---\n")
+            .nth(1)
+            .expect("the class comes second")
+            .replace("name: default}", "name: small}")
+            + "  kubelet: {maxPods: 3}\n"
+    );
+    let yaml = format!("{base}\n---\n{second_pool}\n---\n{other_class}");
+    let s = adze_provisioner::simulate::Scenario::parse(&yaml).expect("the scenario parses");
+    let types = |name: &str| {
+        &s.snapshot
+            .nodepools
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("pool {name}"))
+            .instance_types
+    };
+    let (a, b, c) = (types("default"), types("second"), types("third"));
+    assert!(!a.is_empty());
+    assert_eq!(a.len(), b.len());
+    assert!(
+        a.iter().zip(b).all(|(x, y)| std::sync::Arc::ptr_eq(x, y)),
+        "pools of one class hold the same types, not copies"
+    );
+    assert!(!a.iter().zip(c).any(|(x, y)| std::sync::Arc::ptr_eq(x, y)));
+    // The other class's kubelet caps pods: its pool's types are its own shaping.
+    let pods = |types: &[std::sync::Arc<adze_scheduling::InstanceType>]| {
+        types
+            .iter()
+            .find(|t| t.name == "m5.xlarge")
+            .map(|t| t.capacity.pods)
+    };
+    assert_eq!(pods(a), Some(58));
+    assert_eq!(pods(c), Some(3));
+}
