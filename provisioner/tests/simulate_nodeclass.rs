@@ -139,16 +139,16 @@ fn pools_of_one_class_share_its_catalog_and_another_class_gets_its_own() {
         .split("\n---\n")
         .next()
         .expect("the pool comes first")
-        .replace("name: default}", "name: second}");
+        .replace("metadata: {name: default}", "metadata: {name: second}");
     let other_class = format!(
         "{}\n---\n{}",
         second_pool
-            .replace("name: second}", "name: third}")
-            .replace("EC2NodeClass, name: default", "EC2NodeClass, name: small"),
+            .replace("metadata: {name: second}", "metadata: {name: third}")
+            .replace("EC2NodeClass, name: default}", "EC2NodeClass, name: small}"),
         base.split("\n---\n")
             .nth(1)
             .expect("the class comes second")
-            .replace("name: default}", "name: small}")
+            .replace("metadata: {name: default}", "metadata: {name: small}")
             + "  kubelet: {maxPods: 3}\n"
     );
     let yaml = format!("{base}\n---\n{second_pool}\n---\n{other_class}");
