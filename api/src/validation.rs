@@ -639,7 +639,7 @@ fn requirement(p: &mut Problems, path: &Path, requirement: &Requirement, also_fo
         {
             p.add(
                 &values_path,
-                format!("operator {operator} needs exactly one integer value, got {values:?}"),
+                format!("operator {operator} needs exactly one whole number of 1 to 18 digits, got {values:?}"),
             );
         }
         _ => {}

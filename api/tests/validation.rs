@@ -105,7 +105,7 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
                 )
             },
             path: "spec.template.spec.requirements[0].values",
-            message: "operator Gt needs exactly one integer value, got [\"a\"]",
+            message: "operator Gt needs exactly one whole number of 1 to 18 digits, got [\"a\"]",
         },
         BadCase {
             name: "Lt with two values",
@@ -116,7 +116,7 @@ fn nodepool_bad_cases_are_refused_at_their_field() {
                 )
             },
             path: "spec.template.spec.requirements[0].values",
-            message: "operator Lt needs exactly one integer value",
+            message: "operator Lt needs exactly one whole number of 1 to 18 digits",
         },
         BadCase {
             name: "In without values",
@@ -600,7 +600,7 @@ fn every_problem_is_reported_at_once() {
         err.to_string(),
         "NodePool \"general-purpose\" is invalid:\n  \
          - spec.template.metadata.labels[kubernetes.io/hostname]: label domain \"kubernetes.io\" is restricted\n  \
-         - spec.template.spec.requirements[4].values: operator Gt needs exactly one integer value, got [\"a\"]\n  \
+         - spec.template.spec.requirements[4].values: operator Gt needs exactly one whole number of 1 to 18 digits, got [\"a\"]\n  \
          - spec.weight: must be between 1 and 100, got 0"
     );
 }
@@ -636,7 +636,7 @@ fn nodeclaim_rules() {
                 )
             },
             path: "spec.requirements[1].values",
-            message: "operator Gt needs exactly one integer value, got [\"many\"]",
+            message: "operator Gt needs exactly one whole number of 1 to 18 digits, got [\"many\"]",
         },
     ];
     check_bad_cases::<NodeClaim>("nodeclaim.yaml", NodeClaim::validate, &cases);

@@ -439,7 +439,7 @@ fn node_template_spec(v: &Value, at: &str, notes: &mut Notes) -> Value {
     if !spec.contains_key("instanceProfile") && !spec.contains_key("role") {
         notes.action(
             &format!("{at}.instanceProfile"),
-            "unset: Karpenter v1alpha5 used the controller's default instance profile; set role or instanceProfile".into(),
+            "unset: Karpenter v1alpha5 used the controller's default instance profile; set role or instanceProfile, or rerun with --node-role AdzeNode-<cluster>".into(),
         );
     }
     // The rest has the same name and shape in v1; Adze's types judge each field.

@@ -7,6 +7,7 @@
 //! the Adze validation rules run on the result. Nothing is dropped silently: every change that
 //! alters behaviour is a [`Note`].
 
+mod json;
 mod labels;
 mod legacy;
 
@@ -180,14 +181,21 @@ fn objects(input: &str) -> Result<Vec<Value>, MigrateError> {
     }
     // JSON first: YAML does not read concatenated JSON values (or tab-indented JSON).
     if input.trim_start().starts_with(['{', '[']) {
-        let json: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(input)
-            .into_iter::<Value>()
-            .collect();
-        if let Ok(values) = json {
-            for (i, v) in values.into_iter().enumerate() {
-                flatten(v, &format!("JSON value {}", i + 1), &mut out)?;
+        // Counted while read: a list past the limit is refused before it is all in memory.
+        match json::values(input, MAX_OBJECTS) {
+            Ok(values) => {
+                for (i, v) in values.into_iter().enumerate() {
+                    flatten(v, &format!("JSON value {}", i + 1), &mut out)?;
+                }
+                return Ok(out);
             }
-            return Ok(out);
+            Err(json::JsonError::TooManyObjects { path }) => {
+                return Err(MigrateError::TooManyObjects { path });
+            }
+            Err(json::JsonError::TooManyNodes) => {
+                return Err(MigrateError::Input(YamlError::TooManyNodes));
+            }
+            Err(json::JsonError::Syntax) => {}
         }
     }
     for (index, value) in yaml::documents(input).map_err(MigrateError::Input)? {
@@ -396,12 +404,12 @@ pub fn migrate_with(input: &str, options: &Options) -> Result<Migration, Migrate
     }
     for (item, mut notes) in items {
         let converted = match item {
-            Item::Pool(v) => Some(nodepool(v, &mut notes)),
+            Item::Pool(v) => nodepool(v, &mut notes),
             Item::Class(mut v) => {
                 node_role(&mut v, options, &mut notes);
-                Some(ec2nodeclass(v, &mut notes))
+                ec2nodeclass(v, &mut notes)
             }
-            Item::Overlay(v) => Some(nodeoverlay(v, &mut notes)),
+            Item::Overlay(v) => nodeoverlay(v, &mut notes),
             Item::Adze(v) => Some(v),
             Item::Refused => None,
         };
@@ -479,7 +487,7 @@ impl Notes {
     }
 }
 
-fn nodepool(v: Value, notes: &mut Notes) -> Value {
+fn nodepool(v: Value, notes: &mut Notes) -> Option<Value> {
     let mut spec = v.get("spec").cloned().unwrap_or_default();
     let mut dropped = Removed::new();
     if let Some(labels) = spec
@@ -527,7 +535,7 @@ fn nodepool(v: Value, notes: &mut Notes) -> Value {
 /// fields, requirement keys renamed. A requirement on a label Adze does not have is kept, not
 /// dropped: dropping it would widen what a discount or capacity applies to; kept, it selects
 /// nothing until rewritten.
-fn nodeoverlay(v: Value, notes: &mut Notes) -> Value {
+fn nodeoverlay(v: Value, notes: &mut Notes) -> Option<Value> {
     let mut spec = v.get("spec").cloned().unwrap_or_default();
     if let Some(reqs) = spec.get_mut("requirements").and_then(Value::as_array_mut) {
         for (i, r) in reqs.iter_mut().enumerate() {
@@ -558,6 +566,20 @@ fn nodeoverlay(v: Value, notes: &mut Notes) -> Value {
 /// it the report lists the kept roles with both remedies.
 fn node_role(class: &mut Value, options: &Options, notes: &mut Notes) {
     let Some(old) = class["spec"]["role"].as_str().map(str::to_string) else {
+        // Neither a role nor an instance profile (a v1alpha5 provider used the controller's
+        // default profile): the flag's role makes the class complete.
+        if let Some(new) = &options.node_role
+            && class["spec"].get("instanceProfile").is_none()
+            && let Some(spec) = class.get_mut("spec").and_then(Value::as_object_mut)
+        {
+            spec.insert("role".into(), Value::from(new.clone()));
+            notes.change(
+                "spec.role",
+                format!(
+                    "{new} (--node-role): the input named neither a role nor an instance profile"
+                ),
+            );
+        }
         return;
     };
     // Kept (no flag): reported once under the report ([`Migration::report`]).
@@ -574,7 +596,7 @@ fn node_role(class: &mut Value, options: &Options, notes: &mut Notes) {
     }
 }
 
-fn ec2nodeclass(v: Value, notes: &mut Notes) -> Value {
+fn ec2nodeclass(v: Value, notes: &mut Notes) -> Option<Value> {
     let mut spec = v.get("spec").cloned().unwrap_or_default();
     let family = spec
         .get("amiFamily")
@@ -772,7 +794,7 @@ fn typed<T: DeserializeOwned + Serialize>(
     notes: &mut Notes,
     mut removed: Removed,
     validate: impl Fn(&T) -> Option<Vec<adze_api::validation::FieldError>>,
-) -> Value {
+) -> Option<Value> {
     // Fields Adze's CRD does not declare (Karpenter's own, a newer version's, a typo) are
     // reported at their path and taken out, by the same schema walk a scenario and the CRD
     // apply: the output never carries a field Adze would refuse.
@@ -840,22 +862,29 @@ fn typed<T: DeserializeOwned + Serialize>(
         }
     }
     let after_parse = notes.list.len();
+    // An object Adze would still refuse is not printed: applied, it would fail anyway, and
+    // the notes say what to fix in the input.
+    const LEFT_OUT: &str = "left out of the output: Adze would refuse it as it is; fix the fields above in the input and run migrate again";
     let result = match parsed {
         None => {
-            notes.action(
-                "spec",
-                "not a valid Adze object; see the fields above".into(),
-            );
-            out
+            notes.action("spec", format!("not a valid Adze object; {LEFT_OUT}"));
+            None
         }
         Some(parsed) => {
             let round_trip = serde_json::to_value(&parsed).unwrap_or_default();
             let mut pruned = out;
             prune(&mut pruned, &round_trip, "", notes);
-            for e in validate(&parsed).unwrap_or_default() {
+            let errors = validate(&parsed).unwrap_or_default();
+            let valid = errors.is_empty();
+            for e in errors {
                 notes.action(&e.path, e.message);
             }
-            pruned
+            if valid {
+                Some(pruned)
+            } else {
+                notes.action("metadata", LEFT_OUT.into());
+                None
+            }
         }
     };
     // Paths name the input's list items, not the positions left after removals.

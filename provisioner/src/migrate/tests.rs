@@ -766,7 +766,7 @@ spec:
   surprise: 1
   provider:
     subnetSelector: {aws-ids: subnet-0aaaaaaaaaaaaaaaa, team: a}
-    securityGroupSelector: {aws::mystery: x}
+    securityGroupSelector: {aws::mystery: x, team: a}
 "#;
     let m = migrate(input).unwrap();
     assert_eq!(
@@ -795,6 +795,17 @@ spec:
         "WhenEmptyOrUnderutilized"
     );
     assert!(pool["template"]["spec"].get("expireAfter").is_none());
+    // The class has neither role nor instance profile, which Adze refuses: left out of the
+    // output, until --node-role gives it the stack's role.
+    assert_eq!(m.objects.len(), 1, "{}", m.report());
+    assert_eq!(m.not_converted, ["EC2NodeClass/odd"], "{}", m.report());
+    assert!(m.incomplete());
+    let options = Options {
+        node_role: Some("AdzeNode-demo".into()),
+    };
+    let m = migrate_with(input, &options).unwrap();
+    assert_eq!(m.objects.len(), 2, "{}", m.report());
+    assert_eq!(m.objects[1]["spec"]["role"], "AdzeNode-demo");
     let class = &m.objects[1]["spec"];
     assert_eq!(
         class["subnetSelectorTerms"],
@@ -1032,7 +1043,16 @@ spec:
 #[test]
 fn karpenter_node_overlays_are_carried_with_adze_keys() {
     let m = migrate(OVERLAYS).unwrap();
-    assert_eq!(m.objects.len(), 2, "{:?}", m.notes);
+    // `both` is one Adze would refuse: reported, and left out of the output.
+    assert_eq!(m.objects.len(), 1, "{:?}", m.notes);
+    assert_eq!(m.not_converted, ["NodeOverlay/both"]);
+    assert!(
+        notes_about(&m, "NodeOverlay/both", "metadata")
+            .iter()
+            .any(|n| n.action && n.message.starts_with("left out of the output")),
+        "{}",
+        m.report()
+    );
     let o = &m.objects[0];
     assert_eq!(o["apiVersion"], "adze.sh/v1alpha1");
     assert_eq!(o["kind"], "NodeOverlay");
