@@ -646,3 +646,32 @@ fn node_repair_is_planned_first_within_the_unhealthy_budget_or_forcefully_in_leg
         LeftAloneReason::RepairFirst
     );
 }
+
+#[test]
+fn a_pool_whose_drift_replacement_just_failed_is_held_back_as_after_a_restart() {
+    let pinned = pool(
+        "default",
+        "{consolidateAfter: Never}",
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [small, medium]}",
+    );
+    // The drifted node's NodeClaim was kept 30 s ago: its replacement failed to launch.
+    let failed = support::claim("big", "default", "large", DAY_BEFORE)
+        + "    - {type: Disrupting, status: \"False\", reason: DriftReplacementFailed, message: \"replacement r-1 failed to launch\", lastTransitionTime: \"2026-06-01T11:59:30Z\"}\n";
+    let docs = vec![
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "1", "", ""),
+        pinned,
+        failed,
+    ];
+    let p = plan(&docs);
+    assert!(p.commands.is_empty(), "{p:#?}");
+    let l = p.left_alone.iter().find(|l| l.node == "big").expect("big");
+    assert_eq!(l.reason, LeftAloneReason::DriftBackoff, "{l:?}");
+    assert!(l.message.contains("until"), "{l:?}");
+    assert!(l.message.contains("r-1 failed to launch"), "{l:?}");
+    // The first hold is a minute: 40 s later drift replaces the node again.
+    let later = DisruptionOptions::at("2026-06-01T12:00:40Z".parse().unwrap());
+    let p = plan_disruption(&scenario(&docs), &later);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    assert_eq!(p.commands[0].method, Method::Drift);
+}

@@ -992,3 +992,65 @@ fn a_shift_named_by_zone_id_matches_the_node_zone_id_label() {
         Blocker::ZonalShift("tst1-az1".into())
     );
 }
+
+/// `input` with its pool `pool`'s drift held back until `until` ([`drift_backoff`]).
+fn drift_held(mut input: Input, pool: &str, until: i64) -> Input {
+    input
+        .drift_holds
+        .push(adze_scheduling::disruption::drift_backoff::DriftHold {
+            nodepool: pool.into(),
+            until,
+            consecutive: 1,
+            why: "replacement failed to launch".into(),
+        });
+    input
+}
+
+#[test]
+fn a_pool_in_drift_backoff_starts_no_drift_but_its_other_methods_and_other_pools_go_on() {
+    let fleet = drifted_fleet(4, BudgetNodes::Count(2))
+        .node("spare", "m.8x", A, false)
+        .now(10_000)
+        .build();
+    assert_eq!(fleet.snapshot.nodes.len(), 5);
+    let before = decide_all(&fleet, &opts(), true, 10);
+    assert!(
+        before.iter().any(|d| d.reason == Reason::Drifted),
+        "{before:?}"
+    );
+    // Held: no drift command, but the empty spare is still deleted (emptiness is not held).
+    let held = drift_held(fleet.clone(), "default", 10_060);
+    let during = decide_all(&held, &opts(), true, 10);
+    assert!(!during.is_empty());
+    assert!(
+        during.iter().all(|d| d.reason != Reason::Drifted),
+        "{:?}",
+        during.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+    assert!(
+        during.iter().any(|d| d.reason == Reason::Empty),
+        "{during:?}"
+    );
+    // What is reported: the pool, its hold, and the drifted nodes it keeps back.
+    let reported = adze_scheduling::disruption::drift_backoff::held(&held);
+    assert_eq!(reported.len(), 1);
+    assert_eq!(reported[0].hold.until, 10_060);
+    assert_eq!(reported[0].nodes, ["old-00", "old-01", "old-02", "old-03"]);
+    // A decision taken before the failure is dropped at validation, naming the hold.
+    let drift = before.iter().find(|d| d.reason == Reason::Drifted).unwrap();
+    match revalidate(drift, &held, &opts()) {
+        Err(Invalidated::DriftBackoff { nodepool, until }) => {
+            assert_eq!((nodepool.as_str(), until), ("default", 10_060))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Another pool's hold does not touch this one; an ended hold holds nothing.
+    for not_held in [
+        drift_held(fleet.clone(), "other", 10_060),
+        drift_held(fleet.clone(), "default", 10_000),
+    ] {
+        let all = decide_all(&not_held, &opts(), true, 10);
+        assert!(all.iter().any(|d| d.reason == Reason::Drifted), "{all:?}");
+        assert!(revalidate(drift, &not_held, &opts()).is_ok());
+    }
+}

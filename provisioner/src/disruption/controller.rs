@@ -1,5 +1,6 @@
 //! The disruption controller proper (the `controller` feature); see [`super`].
 
+use super::drift::DRIFT_REPLACEMENT_FAILED;
 use super::{deletion_cost, drift, input, pdb, repair};
 
 use adze_cloud::sync::MutexExt;
@@ -77,6 +78,9 @@ pub struct Disruption {
     held: Mutex<Option<(Hold, usize)>>,
     /// When pod deletion costs were last written (`--pod-deletion-cost`).
     deletion_cost_at: Mutex<Option<Instant>>,
+    /// Failed drift replacements per NodePool ([`pure::drift_backoff`]); `None` until the
+    /// first pass rebuilds it from the NodeClaims ([`drift::backoff_from_claims`]).
+    drift_backoff: Mutex<Option<pure::drift_backoff::DriftBackoff>>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -286,7 +290,8 @@ fn record_forceful(labels: &crate::metrics::PodsDisruptedLabels) {
 
 /// `adze_disruption_blocked_nodes{reason}`: this pass's blocked nodes by blocker; every
 /// announced blocker (a user's, a zonal shift) is written, at 0 when no node has it now.
-fn record_blocked(blocked: &[pure::BlockedNode]) {
+/// Drifted nodes kept back by their pool's drift backoff are counted as `DriftBackoff`.
+fn record_blocked(blocked: &[pure::BlockedNode], drift_held: &[pure::drift_backoff::HeldDrift]) {
     let gauge = &crate::metrics::provisioner().disruption_blocked;
     let mut counts: BTreeMap<&str, i64> = crate::metrics::ANNOUNCED_BLOCKERS
         .into_iter()
@@ -295,6 +300,9 @@ fn record_blocked(blocked: &[pure::BlockedNode]) {
     for b in blocked {
         *counts.entry(b.blocker.reason()).or_default() += 1;
     }
+    let held: usize = drift_held.iter().map(|h| h.nodes.len()).sum();
+    *counts.entry(crate::metrics::DRIFT_BACKOFF).or_default() +=
+        i64::try_from(held).unwrap_or(i64::MAX);
     for (blocker, n) in counts {
         gauge.get_or_create(&crate::metrics::reason(blocker)).set(n);
     }
@@ -372,6 +380,7 @@ impl Disruption {
             status_checks: tokio::sync::Mutex::default(),
             held: Mutex::default(),
             deletion_cost_at: Mutex::default(),
+            drift_backoff: Mutex::default(),
         }
     }
 
@@ -456,8 +465,12 @@ impl Disruption {
             };
             if unfinished(&fresh) {
                 tracing::info!(nodeclaim = %c.name_any(), "disruption left unfinished; undoing it");
-                self.unmark(&fresh, "left unfinished (restart or failed abort)")
-                    .await?;
+                self.unmark(
+                    &fresh,
+                    "Aborted",
+                    "left unfinished (restart or failed abort)",
+                )
+                .await?;
             }
         }
         Ok(())
@@ -504,6 +517,7 @@ impl Disruption {
             &mut self.activity.lock_or_recover(),
         );
         built.input.zones_away = self.unavailable.zones_away(extra.now);
+        built.input.drift_holds = self.drift_holds(&objects.claims, extra.now);
         if self.settings.repair == Some(pure::repair::RepairMode::Budgeted) {
             built.input.health = self.read_health(extra.now).await;
         }
@@ -597,13 +611,14 @@ impl Disruption {
         let started = Instant::now();
         // Off the async workers: deciding on a large cluster takes CPU time.
         let (input, options) = (built.input.clone(), self.options(&built));
-        let (decisions, blocked, held) = tokio::task::spawn_blocking(move || {
+        let (decisions, blocked, held, drift_held) = tokio::task::spawn_blocking(move || {
             let decisions = decide_all(&input, &options, consolidate, MAX_DECISIONS_PER_PASS);
             let held = pure::repair_held(&input, &options, &decisions);
-            (decisions, pure::blocked(&input), held)
+            let drift_held = pure::drift_backoff::held(&input);
+            (decisions, pure::blocked(&input), held, drift_held)
         })
         .await?;
-        self.announce_blocked(&built, &blocked);
+        self.announce_blocked(&built, &blocked, &drift_held);
         self.announce_repair_held(&built, &held);
         let decide_ms = started.elapsed().as_millis() as u64;
         tracing::debug!(
@@ -766,8 +781,14 @@ impl Disruption {
     /// consider but for do-not-disrupt, a PodDisruptionBudget or a zonal shift. Sent every pass; the
     /// recorder folds the repeats into one Event per node and blocker with a growing count.
     /// `adze_disruption_blocked_nodes` counts them by blocker.
-    fn announce_blocked(&self, built: &Built, blocked: &[pure::BlockedNode]) {
-        record_blocked(blocked);
+    fn announce_blocked(
+        &self,
+        built: &Built,
+        blocked: &[pure::BlockedNode],
+        drift_held: &[pure::drift_backoff::HeldDrift],
+    ) {
+        record_blocked(blocked, drift_held);
+        self.announce_drift_held(drift_held);
         if blocked.is_empty() {
             return;
         }
@@ -790,6 +811,89 @@ impl Disruption {
                     "DisruptionBlocked",
                     &message,
                 );
+            }
+        }
+    }
+
+    /// A `DisruptionBlocked` event on each NodePool in drift backoff, naming the hold and
+    /// when it ends; sent every pass, folded by the recorder (one message per hold).
+    fn announce_drift_held(&self, drift_held: &[pure::drift_backoff::HeldDrift]) {
+        if drift_held.is_empty() {
+            return;
+        }
+        let pools = self.state.nodepools.state();
+        for h in drift_held {
+            let message = h.hold.message();
+            tracing::debug!(nodepool = %h.hold.nodepool, held_nodes = ?h.nodes, "{message}");
+            if let Some(pool) = pools.iter().find(|p| p.name_any() == h.hold.nodepool) {
+                self.recorder.publish(
+                    reference(pool.as_ref()),
+                    "Normal",
+                    "DisruptionBlocked",
+                    &message,
+                );
+            }
+        }
+    }
+
+    /// The pools held now; on the first call, the backoff is rebuilt from `claims`.
+    fn drift_holds(
+        &self,
+        claims: &[Arc<NodeClaim>],
+        now: i64,
+    ) -> Vec<pure::drift_backoff::DriftHold> {
+        let mut backoff = self.drift_backoff.lock_or_recover();
+        let b = backoff.get_or_insert_with(|| {
+            let b = drift::backoff_from_claims(claims.iter().map(|c| c.as_ref()), now);
+            for h in b.holds(now) {
+                tracing::info!(nodepool = %h.nodepool, until = h.until, consecutive = h.consecutive, "drift backoff rebuilt from the nodeclaims: {}", h.message());
+            }
+            b
+        });
+        b.holds(now)
+    }
+
+    /// Records how a drift replacement ended for the pools of `d`'s nodes: `failed` with why,
+    /// or succeeded (`None`). A failure starts or lengthens the pool's hold and says so on the
+    /// NodePool (`DisruptionBlocked`); a success ends it. Other reasons: nothing.
+    fn drift_outcome(&self, d: &Decision, failed: Option<&str>) {
+        if d.reason != pure::Reason::Drifted {
+            return;
+        }
+        let pools: BTreeSet<&str> = d.nodes.iter().map(|n| n.nodepool.as_str()).collect();
+        let now = now_unix();
+        let mut backoff = self.drift_backoff.lock_or_recover();
+        let b = backoff.get_or_insert_with(Default::default);
+        for pool in pools {
+            match failed {
+                Some(why) => {
+                    let h = b.failed(pool, now, why);
+                    let message = h.message();
+                    tracing::warn!(
+                        nodepool = pool,
+                        until = h.until,
+                        consecutive = h.consecutive,
+                        "{message}"
+                    );
+                    if let Some(np) =
+                        (self.state.nodepools.state().iter()).find(|p| p.name_any() == pool)
+                    {
+                        self.recorder.publish(
+                            reference(np.as_ref()),
+                            "Normal",
+                            "DisruptionBlocked",
+                            &message,
+                        );
+                    }
+                }
+                None => {
+                    if b.succeeded(pool) {
+                        tracing::info!(
+                            nodepool = pool,
+                            "drift replacement succeeded; drift backoff ended"
+                        );
+                    }
+                }
             }
         }
     }
@@ -1218,12 +1322,14 @@ impl Disruption {
     }
 
     /// Undoes [`Self::mark`]: the claim stays and its node takes pods again.
-    async fn unmark(&self, claim: &NodeClaim, why: &str) -> anyhow::Result<()> {
+    /// `reason` is the condition's: `Aborted`, or [`DRIFT_REPLACEMENT_FAILED`] (read back by
+    /// [`drift::drift_failures`] after a restart).
+    async fn unmark(&self, claim: &NodeClaim, reason: &str, why: &str) -> anyhow::Result<()> {
         let conds = set_condition(
             claim_conditions(claim),
             cond::DISRUPTING,
             false,
-            "Aborted",
+            reason,
             why,
         );
         Api::<NodeClaim>::all(self.client.clone())
@@ -1297,23 +1403,34 @@ impl Disruption {
                 .find(|p| p.metadata.name.as_deref() == Some(&nc.nodepool))
             else {
                 return self
-                    .abort(old, &names, &format!("NodePool {} is gone", nc.nodepool))
+                    .abort(
+                        d,
+                        old,
+                        &names,
+                        &format!("NodePool {} is gone", nc.nodepool),
+                        false,
+                    )
                     .await;
             };
-            api.create(
-                &PostParams::default(),
-                &claim_object(
-                    nc,
-                    pool,
-                    drift::class_named(
-                        &pool.spec.template.spec.node_class_ref,
-                        objects.nodeclasses.as_deref(),
+            let created = api
+                .create(
+                    &PostParams::default(),
+                    &claim_object(
+                        nc,
+                        pool,
+                        drift::class_named(
+                            &pool.spec.template.spec.node_class_ref,
+                            objects.nodeclasses.as_deref(),
+                        ),
+                        &uids,
+                        objects.karpenter_labels,
                     ),
-                    &uids,
-                    objects.karpenter_labels,
-                ),
-            )
-            .await?;
+                )
+                .await;
+            if let Err(e) = created {
+                let why = format!("replacement {} could not be created: {e}", nc.name);
+                return self.abort(d, old, &names, &why, true).await;
+            }
             tracing::info!(
                 nodeclaim = %nc.name, instance_type = %nc.instance_type, capacity_type = %nc.capacity_type,
                 price_per_hour = nc.price_per_hour, pods = nc.pods.len(), replaces = ?d.node_names(),
@@ -1332,7 +1449,13 @@ impl Disruption {
                 {
                     Some(c) if c.metadata.deletion_timestamp.is_some() => {
                         return self
-                            .abort(old, &names, &format!("replacement {n} failed to launch"))
+                            .abort(
+                                d,
+                                old,
+                                &names,
+                                &format!("replacement {n} failed to launch"),
+                                true,
+                            )
                             .await;
                     }
                     Some(c) if is_initialized(c) => ready += 1,
@@ -1342,30 +1465,47 @@ impl Disruption {
             }
             if ready == names.len() {
                 tracing::info!(replacements = ?names, seconds = format!("{:.1}", started.elapsed().as_secs_f64()), "replacements initialized; draining the old nodes");
+                self.drift_outcome(d, None);
                 return Ok(true);
             }
             if started.elapsed() > self.settings.replacement_timeout {
                 return self
                     .abort(
+                        d,
                         old,
                         &names,
                         &format!(
                             "replacements not initialized within {:?}",
                             self.settings.replacement_timeout
                         ),
+                        true,
                     )
                     .await;
             }
         }
     }
 
+    /// Gives `d` up: its replacements not initialized are deleted and the old nodes kept.
+    /// `replacement_failed`: a replacement could not be created, launched or initialized in
+    /// time (not a NodePool gone): a drift's pool then backs off ([`Self::drift_outcome`]).
     async fn abort(
         &self,
+        d: &Decision,
         old: &[Arc<NodeClaim>],
         replacements: &[String],
         why: &str,
+        replacement_failed: bool,
     ) -> anyhow::Result<bool> {
         tracing::warn!(nodeclaims = ?old.iter().map(|c| c.name_any()).collect::<Vec<_>>(), "disruption aborted, nodes kept: {why}");
+        let drift_failed = replacement_failed && d.reason == pure::Reason::Drifted;
+        if drift_failed {
+            self.drift_outcome(d, Some(why));
+        }
+        let reason = if drift_failed {
+            DRIFT_REPLACEMENT_FAILED
+        } else {
+            "Aborted"
+        };
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         for n in replacements {
             let initialized = self
@@ -1381,7 +1521,7 @@ impl Disruption {
         for c in old {
             // The watched copy may be older than the Disrupting mark; read the claim again.
             if let Some(fresh) = api.get_opt(&c.name_any()).await? {
-                self.unmark(&fresh, why).await?;
+                self.unmark(&fresh, reason, why).await?;
             }
         }
         Ok(false)
@@ -1599,26 +1739,109 @@ mod tests {
             blocker,
             methods: vec![Reason::Empty],
         };
-        record_blocked(&[
-            blocked("a", Blocker::DoNotDisruptNode),
-            blocked("b", Blocker::DoNotDisruptPod("ns/p".into())),
-            blocked("c", Blocker::DoNotDisruptPod("ns/q".into())),
-            blocked("d", Blocker::ZonalShift("use1-az1".into())),
-        ]);
+        record_blocked(
+            &[
+                blocked("a", Blocker::DoNotDisruptNode),
+                blocked("b", Blocker::DoNotDisruptPod("ns/p".into())),
+                blocked("c", Blocker::DoNotDisruptPod("ns/q".into())),
+                blocked("d", Blocker::ZonalShift("use1-az1".into())),
+            ],
+            &[pure::drift_backoff::HeldDrift {
+                hold: pure::drift_backoff::DriftHold {
+                    nodepool: "p".into(),
+                    until: 100,
+                    consecutive: 1,
+                    why: "x".into(),
+                },
+                nodes: vec!["e".into(), "f".into()],
+            }],
+        );
         let g = |r: &str| series(&format!("adze_disruption_blocked_nodes{{reason=\"{r}\"}}"));
         assert_eq!(
             (
                 g("DoNotDisruptNode"),
                 g("DoNotDisruptPod"),
                 g("PdbForbids"),
-                g("ZonalShift")
+                g("ZonalShift"),
+                g("DriftBackoff")
             ),
-            (1, 2, 0, 1)
+            (1, 2, 0, 1, 2)
         );
-        record_blocked(&[]);
+        record_blocked(&[], &[]);
         assert_eq!(
-            (g("DoNotDisruptNode"), g("DoNotDisruptPod"), g("ZonalShift")),
-            (0, 0, 0)
+            (
+                g("DoNotDisruptNode"),
+                g("DoNotDisruptPod"),
+                g("ZonalShift"),
+                g("DriftBackoff")
+            ),
+            (0, 0, 0, 0)
+        );
+    }
+
+    /// A NodeClaim of `pool` whose `Disrupting` condition is False for `reason` since `at`.
+    fn unmarked(name: &str, pool: &str, reason: &str, at: &str, deleting: bool) -> NodeClaim {
+        let mut meta = json!({"name": name, "labels": {"adze.sh/nodepool": pool}});
+        if deleting {
+            meta["deletionTimestamp"] = json!("2026-06-01T12:00:00Z");
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim", "metadata": meta,
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+            "status": {"conditions": [{
+                "type": "Disrupting", "status": "False", "reason": reason,
+                "message": "replacement r failed to launch", "lastTransitionTime": at,
+            }]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_restart_rebuilds_the_drift_backoff_from_the_kept_nodeclaims() {
+        let claims = [
+            unmarked(
+                "a1",
+                "a",
+                DRIFT_REPLACEMENT_FAILED,
+                "2026-06-01T12:00:00Z",
+                false,
+            ),
+            unmarked(
+                "a2",
+                "a",
+                DRIFT_REPLACEMENT_FAILED,
+                "2026-06-01T12:05:00Z",
+                false,
+            ),
+            // A consolidation's abort, a claim being deleted: no drift failure to count.
+            unmarked("b1", "b", "Aborted", "2026-06-01T12:05:00Z", false),
+            unmarked(
+                "c1",
+                "c",
+                DRIFT_REPLACEMENT_FAILED,
+                "2026-06-01T12:05:00Z",
+                true,
+            ),
+        ];
+        let failures = drift::drift_failures(claims.iter());
+        let pools: Vec<&str> = failures.iter().map(|(p, _, _)| p.as_str()).collect();
+        assert_eq!(pools, ["a", "a"]);
+        assert_eq!(failures[0].2, "replacement r failed to launch");
+        let five_past: i64 = "2026-06-01T12:05:00Z"
+            .parse::<k8s_openapi::jiff::Timestamp>()
+            .unwrap()
+            .as_second();
+        let b = pure::drift_backoff::DriftBackoff::rebuild(&failures, five_past + 30);
+        let holds = b.holds(five_past + 30);
+        assert_eq!(holds.len(), 1);
+        // Two failures in a row: held two minutes from the last one.
+        assert_eq!(
+            (
+                holds[0].nodepool.as_str(),
+                holds[0].consecutive,
+                holds[0].until
+            ),
+            ("a", 2, five_past + 120)
         );
     }
 

@@ -280,6 +280,46 @@ pub fn evaluate(s: &Subject<'_>) -> ClaimDrift {
     out
 }
 
+/// The `Disrupting` condition's reason on a drifted node kept because its replacement failed:
+/// what [`drift_failures`] reads back after a restart.
+pub const DRIFT_REPLACEMENT_FAILED: &str = "DriftReplacementFailed";
+
+/// The failed drift replacements the cluster still shows, for
+/// [`adze_scheduling::disruption::drift_backoff::DriftBackoff::rebuild`]: each NodeClaim (not being deleted) whose
+/// `Disrupting` condition is False for [`DRIFT_REPLACEMENT_FAILED`], as (its NodePool, when
+/// the condition turned, why). A claim drift takes again is marked `Disrupting` anew, so
+/// each claim tells of its last failure only.
+pub fn drift_failures<'a>(
+    claims: impl IntoIterator<Item = &'a NodeClaim>,
+) -> Vec<(String, i64, String)> {
+    claims
+        .into_iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .filter_map(|c| {
+            let cond = conditions::find(claim_conditions(c), conditions::nodeclaim::DISRUPTING)?;
+            (cond.status == "False" && cond.reason == DRIFT_REPLACEMENT_FAILED).then(|| {
+                let pool = (c.metadata.labels.as_ref())
+                    .and_then(|l| l.get(adze_scheduling::labels::NODEPOOL));
+                (
+                    pool.cloned().unwrap_or_default(),
+                    cond.last_transition_time.0.as_second(),
+                    cond.message.clone(),
+                )
+            })
+        })
+        .filter(|(pool, _, _)| !pool.is_empty())
+        .collect()
+}
+
+/// The drift backoff as the cluster shows it at `now` ([`drift_failures`]): what the
+/// controller starts from after a restart and what `simulate --disruption` plans with.
+pub fn backoff_from_claims<'a>(
+    claims: impl IntoIterator<Item = &'a NodeClaim>,
+    now: i64,
+) -> adze_scheduling::disruption::drift_backoff::DriftBackoff {
+    adze_scheduling::disruption::drift_backoff::DriftBackoff::rebuild(&drift_failures(claims), now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

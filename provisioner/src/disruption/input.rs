@@ -569,6 +569,8 @@ pub fn build(
             // Node health, with the cloud's status checks, is read by whoever repairs:
             // the controller ([`super::repair::StatusChecks`]) or `simulate --node-repair`.
             health: Vec::new(),
+            // The drift backoff is the controller's (recorded as replacements fail).
+            drift_holds: Vec::new(),
         },
         reserved_names: built.reserved_names,
         pending,

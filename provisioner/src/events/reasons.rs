@@ -92,8 +92,8 @@ pub const ALL: &[Reason] = &[
     reason(
         "DisruptionBlocked",
         "Normal",
-        "Node, NodeClaim",
-        "A disruption method would act on this node but for a blocker: a do-not-disrupt annotation, a PodDisruptionBudget or a zonal shift.",
+        "Node, NodeClaim, NodePool",
+        "A disruption method would act on this node but for a blocker: a do-not-disrupt annotation, a PodDisruptionBudget or a zonal shift. On a NodePool: drift there waits after failed drift replacements (how many in a row, the last reason, the wait and when it ends).",
     ),
     reason(
         "DisruptionDryRun",

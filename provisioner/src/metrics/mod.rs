@@ -264,13 +264,18 @@ pub const POD_DELETION_COST_RESULTS: [&str; 5] = [
     "error",
 ];
 
+/// `adze_disruption_blocked_nodes`' reason for drifted nodes whose NodePool is in drift
+/// backoff after failed drift replacements.
+pub const DRIFT_BACKOFF: &str = "DriftBackoff";
+
 /// The blockers announced on nodes (`Blocker::reason` of the ones `announced`: those a user
-/// sets, and a zonal shift), listed at 0.
-pub const ANNOUNCED_BLOCKERS: [&str; 4] = [
+/// sets, and a zonal shift), and [`DRIFT_BACKOFF`], listed at 0.
+pub const ANNOUNCED_BLOCKERS: [&str; 5] = [
     "DoNotDisruptNode",
     "DoNotDisruptPod",
     "PdbForbids",
     "ZonalShift",
+    DRIFT_BACKOFF,
 ];
 
 impl Provisioner {
@@ -368,7 +373,7 @@ impl Provisioner {
             disruption_blocked: add(
                 r,
                 "adze_disruption_blocked_nodes",
-                "Nodes a disruption method would consider but for a blocker a user set (do-not-disrupt, a PodDisruptionBudget) or an ARC zonal shift, by blocker, at the last disruption pass.",
+                "Nodes a disruption method would consider but for a blocker a user set (do-not-disrupt, a PodDisruptionBudget), an ARC zonal shift, or their NodePool's drift backoff after failed drift replacements (DriftBackoff: drifted nodes), by blocker, at the last disruption pass.",
                 Family::default(),
             ),
             pod_startup: add(

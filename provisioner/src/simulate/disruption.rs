@@ -199,6 +199,9 @@ pub enum LeftAloneReason {
     WhenEmpty,
     /// The NodePool's disruption budget has no room left.
     Budget,
+    /// Drifted, but its NodePool's drift is held back after failed drift replacements
+    /// (the NodeClaims say so: `Disrupting` False, reason `DriftReplacementFailed`).
+    DriftBackoff,
     /// Pods the provisioner can place are pending: the controller decides nothing until
     /// they are placed.
     PendingPods,
@@ -246,6 +249,7 @@ impl LeftAloneReason {
             LeftAloneReason::ConsolidateAfter => "consolidate-after",
             LeftAloneReason::WhenEmpty => "when-empty",
             LeftAloneReason::Budget => "budget",
+            LeftAloneReason::DriftBackoff => "drift-backoff",
             LeftAloneReason::PendingPods => "pending-pods",
             LeftAloneReason::WaitingForLaunches => "waiting-for-launches",
             LeftAloneReason::ExpiryFirst => "expiry-first",
@@ -363,6 +367,13 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
     if options.node_repair.is_some() {
         built.input.health = crate::disruption::repair::health(&objects);
     }
+    // As the controller's first pass after a restart: the drift backoff from the NodeClaims
+    // kept after failed drift replacements.
+    built.input.drift_holds = crate::disruption::drift::backoff_from_claims(
+        objects.claims.iter().map(|c| c.as_ref()),
+        extra.now,
+    )
+    .holds(extra.now);
     // A fixed seed: the same scenario gives the same replacement names.
     let mut pure_options =
         input::decision_options(&built, options.max_instance_types, &options.policies, 0);
@@ -755,6 +766,9 @@ impl Why<'_> {
         };
         let allowance = &self.allowance;
         if f.drifted {
+            if let Some(h) = input.drift_hold(&pool) {
+                return (LeftAloneReason::DriftBackoff, h.message());
+            }
             if allowance.left(&pool, Reason::Drifted) == 0 {
                 return (
                     LeftAloneReason::Budget,
@@ -893,6 +907,7 @@ fn invalidated_reason(e: &Invalidated) -> LeftAloneReason {
         Invalidated::BelowSavingsThreshold(_) => LeftAloneReason::SavingsThreshold,
         Invalidated::Pdb(_) => LeftAloneReason::Pdb,
         Invalidated::Budget(_) => LeftAloneReason::Budget,
+        Invalidated::DriftBackoff { .. } => LeftAloneReason::DriftBackoff,
         Invalidated::StaticPool(_) => LeftAloneReason::StaticPool,
         Invalidated::Blocked { blocker, .. } => blocker_reason(blocker),
         Invalidated::NodeGone(_) | Invalidated::NoLongerEligible { .. } => {

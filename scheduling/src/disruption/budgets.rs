@@ -165,6 +165,12 @@ impl Allowance {
                     .map(|b| b.nodes.allowed(n))
                     .min()
                     .unwrap_or(u64::MAX);
+                // A pool in drift backoff starts no drift command, whatever its budgets.
+                let cap = if reason == Reason::Drifted && input.drift_hold(&p.nodepool).is_some() {
+                    0
+                } else {
+                    cap
+                };
                 left.insert((p.nodepool.clone(), reason), cap.saturating_sub(busy));
             }
         }

@@ -303,6 +303,11 @@ pub enum Invalidated {
     BelowSavingsThreshold(super::savings::SavingsCheck),
     #[error("{0}")]
     StaticPool(String),
+    /// A drift replacement in the pool failed since the decision ([`super::drift_backoff`]).
+    #[error(
+        "NodePool {nodepool}'s drift is held back until {until} (unix seconds) after failed drift replacements"
+    )]
+    DriftBackoff { nodepool: String, until: i64 },
 }
 
 /// Checks a decision made earlier against `input` as the cluster is now: the same nodes
@@ -350,6 +355,16 @@ pub fn revalidate(
             });
         }
         set.push(c);
+    }
+    if decision.reason == Reason::Drifted {
+        for c in &set {
+            if let Some(h) = input.drift_hold(&c.nodepool) {
+                return Err(Invalidated::DriftBackoff {
+                    nodepool: h.nodepool.clone(),
+                    until: h.until,
+                });
+            }
+        }
     }
     let mut allowance = ctx.allowance.clone();
     for c in &set {

@@ -42,6 +42,7 @@ pub mod cron;
 pub mod decision;
 pub mod deletion_cost;
 pub mod drift;
+pub mod drift_backoff;
 pub mod expiry;
 mod methods;
 pub mod repair;
@@ -311,6 +312,10 @@ pub struct Input {
     /// checks); read only with [`Options::node_repair`] set to
     /// [`repair::RepairMode::Budgeted`]. Empty: nothing is repaired.
     pub health: Vec<repair::NodeHealth>,
+    /// NodePools whose drift is held back after failed drift replacements
+    /// ([`drift_backoff`]): drift starts no command in them before their `until`. Read by
+    /// the budgets (a held pool's `Drifted` allowance is 0) and [`revalidate`].
+    pub drift_holds: Vec<drift_backoff::DriftHold>,
 }
 
 impl Input {
@@ -320,6 +325,11 @@ impl Input {
 
     pub(crate) fn policy(&self, pool: &str) -> Option<&PoolPolicy> {
         self.policies.iter().find(|p| p.nodepool == pool)
+    }
+
+    /// The hold on `pool`'s drift at `now`, if any ([`drift_backoff`]).
+    pub fn drift_hold(&self, pool: &str) -> Option<&drift_backoff::DriftHold> {
+        (self.drift_holds.iter()).find(|h| h.nodepool == pool && self.now < h.until)
     }
 
     pub(crate) fn pdb_allowance(&self) -> BTreeMap<&str, u32> {
