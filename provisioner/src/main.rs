@@ -266,10 +266,12 @@ struct RunArgs {
     /// budgets (Karpenter's --legacy-node-repair). Refused without --node-repair.
     #[arg(long, env = "ADZE_LEGACY_NODE_REPAIR")]
     legacy_node_repair: bool,
-    /// Drift of a static NodePool at its limits.nodes, or of a reserved node whose NodePool
-    /// may only use its full capacity reservations (Karpenter's TerminateFirstDrift feature
-    /// gate, off by default as there): delete the drifted node first and let the freed slot
-    /// be refilled, instead of waiting for room to launch its replacement first.
+    /// Drift, and budgeted repair (--node-repair), of a node in a capacity-constrained
+    /// NodePool: a static one at its limits.nodes, a reserved node whose NodePool may only use
+    /// its full capacity reservations, or a node whose pods fit only once it no longer counts
+    /// against its NodePool's limits (Karpenter's TerminateFirstDrift feature gate, off by
+    /// default here): delete the node first and let the freed room be refilled, instead of
+    /// waiting for room to launch its replacement first.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT")]
     terminate_first_drift: bool,
     /// Pod deletion cost (Karpenter's PodDeletionCostManagement feature gate, off by default
@@ -627,6 +629,12 @@ struct SimulateArgs {
     /// outside budgets, before any decision.
     #[arg(long, env = "ADZE_LEGACY_NODE_REPAIR", requires = "disruption")]
     legacy_node_repair: bool,
+    /// With --disruption: plan as `run --terminate-first-drift` does: a drifted or repaired
+    /// node of a capacity-constrained NodePool (static at limits.nodes, confined to full
+    /// capacity reservations, or whose limits leave its pods room only once it is gone) is
+    /// deleted first instead of waiting for room to launch its replacement.
+    #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT", requires = "disruption")]
+    terminate_first_drift: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
     /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
     /// NodePool checked, and each pool's instance types grouped by why they were refused,
@@ -795,6 +803,7 @@ fn simulate_disruption(
     options.node_repair =
         adze_provisioner::disruption::repair::mode(args.node_repair, args.legacy_node_repair)
             .map_err(anyhow::Error::msg)?;
+    options.terminate_first_drift = args.terminate_first_drift;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
     if let Some(node) = &args.explain_node {

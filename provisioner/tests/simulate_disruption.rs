@@ -367,6 +367,7 @@ fn disruption_flags_are_refused_without_disruption_and_a_bad_clock_is_named() {
         &["--fail-on-commands"][..],
         &["--explain-node", "big"][..],
         &["--max-commands", "2"][..],
+        &["--terminate-first-drift"][..],
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
             .arg("simulate")
@@ -674,4 +675,52 @@ fn a_pool_whose_drift_replacement_just_failed_is_held_back_as_after_a_restart() 
     let p = plan_disruption(&scenario(&docs), &later);
     assert_eq!(p.commands.len(), 1, "{p:#?}");
     assert_eq!(p.commands[0].method, Method::Drift);
+}
+
+/// A drifted large node (the pool now allows only small and medium) with a 3-CPU pod beside
+/// a full medium node, in a pool whose `limits.nodes` is `limit`.
+fn drifted_at_a_limit(limit: u32, gate: bool) -> DisruptionPlan {
+    let limited = pool(
+        "default",
+        "{consolidateAfter: Never}",
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [small, medium]}",
+    ) + &format!("  limits: {{nodes: \"{limit}\"}}\n");
+    let docs = [
+        limited,
+        node("big", "default", "large", ""),
+        pod("web-1", "big", "3", "", ""),
+        node("full", "default", "medium", ""),
+        pod("web-2", "full", "3", "", ""),
+    ];
+    let mut options = DisruptionOptions::at(NOW.parse().unwrap());
+    options.terminate_first_drift = gate;
+    plan_disruption(&scenario(&docs), &options)
+}
+
+#[test]
+fn drift_of_a_pool_at_its_limits_deletes_first_with_terminate_first_drift() {
+    // Off: the replacement would be a third node over limits.nodes 2; the node is kept.
+    let off = drifted_at_a_limit(2, false);
+    assert!(off.commands.is_empty(), "{off:#?}");
+    assert_eq!(
+        off.left_alone("big").unwrap().reason,
+        LeftAloneReason::PodsCannotMove
+    );
+    // On (simulate --terminate-first-drift): deleted first, nothing launched beside it.
+    let on = drifted_at_a_limit(2, true);
+    assert_eq!(on.commands.len(), 1, "{on:#?}");
+    let c = &on.commands[0];
+    assert_eq!(
+        (c.method, c.action),
+        (Method::Drift, Action::Delete),
+        "{c:#?}"
+    );
+    assert_eq!(c.nodes, ["big"]);
+    assert!(c.replacements.is_empty());
+    // Room under the limit: replaced first, gate or not.
+    for gate in [false, true] {
+        let p = drifted_at_a_limit(3, gate);
+        assert_eq!(p.commands.len(), 1, "{p:#?}");
+        assert_eq!(p.commands[0].action, Action::Replace);
+    }
 }

@@ -47,9 +47,10 @@ pub struct Settings {
     /// budgets for `Unhealthy`. Legacy (`--legacy-node-repair`): forceful, before any
     /// decision ([`Self::repair`]). See [`super::repair::mode`].
     pub repair: Option<pure::repair::RepairMode>,
-    /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a static pool at
-    /// its `limits.nodes`, or a reserved node whose pool's reservations are full, is deleted
-    /// first and the freed slot refilled.
+    /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a drifted or
+    /// repaired node of a capacity-constrained pool (static at its `limits.nodes`, confined to
+    /// full reservations, or whose pods fit only once it stops counting against `limits`) is
+    /// deleted first and the freed room refilled.
     pub terminate_first_drift: bool,
     /// `--pod-deletion-cost` (Karpenter's `PodDeletionCostManagement` gate): keep
     /// `controller.kubernetes.io/pod-deletion-cost` on ReplicaSet pods in step with the

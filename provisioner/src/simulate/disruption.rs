@@ -54,6 +54,9 @@ pub struct DisruptionOptions {
     /// scenario's Node conditions (no cloud to read status checks from offline; an
     /// `EC2StatusImpaired` condition on a Node counts as the Node holds it).
     pub node_repair: Option<pure::repair::RepairMode>,
+    /// As `run --terminate-first-drift`: capacity-constrained pools delete a drifted or
+    /// repaired node first.
+    pub terminate_first_drift: bool,
 }
 
 /// The controller's limit of commands per pass.
@@ -69,6 +72,7 @@ impl DisruptionOptions {
             policies: crate::rules::Policies::default(),
             karpenter_labels: false,
             node_repair: None,
+            terminate_first_drift: false,
         }
     }
 }
@@ -378,6 +382,7 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
     let mut pure_options =
         input::decision_options(&built, options.max_instance_types, &options.policies, 0);
     pure_options.node_repair = options.node_repair;
+    pure_options.terminate_first_drift = options.terminate_first_drift;
     Prepared {
         built,
         options: pure_options,

@@ -93,36 +93,15 @@ impl<'a> Context<'a> {
                 return Some(self.decision(reason, &[c], plan));
             }
             (reason == Reason::Drifted && self.options.terminate_first_drift)
-                .then(|| self.reserved_delete_first(c).ok())
+                .then(|| self.drift_delete_first(c).ok())
                 .flatten()
         })
     }
 
-    /// Drift of `c` when its pool's reservations are full ([`super::reserved_drift`]):
-    /// deleted first when its pods fit once its own slot is counted free. Nothing is
-    /// launched for them here; provisioning refills the slot after the drain.
-    pub fn reserved_delete_first(&self, c: &Candidate) -> Result<Decision, String> {
-        let node = &self.input.snapshot.nodes[c.node];
-        let Some(pool) = (self.input.snapshot.nodepools.iter()).find(|p| p.name == c.nodepool)
-        else {
-            return Err(format!("NodePool {} is not launching", c.nodepool));
-        };
-        let id = reserved_drift::frees_its_slot(pool, node)?;
-        let mut snap = self.sim.snapshot_without(&[c.node]);
-        for p in &mut snap.nodepools {
-            if p.name == pool.name {
-                *p = reserved_drift::credited(p, &id);
-            }
-        }
-        let mut plan = schedule(&snap, &self.sim.options);
-        if !plan.unschedulable.is_empty() {
-            return Err(format!(
-                "{} of its pods would not fit even in the slot it frees in capacity reservation {id}",
-                plan.unschedulable.len()
-            ));
-        }
-        plan.new_claims.clear();
-        plan.total_price_per_hour = 0.0;
+    /// Drift of dynamic pool node `c` deleted first when its pool is capacity-constrained
+    /// ([`super::terminate_first`]); else why not.
+    pub fn drift_delete_first(&self, c: &Candidate) -> Result<Decision, String> {
+        let plan = self.terminate_first(c.node, &c.nodepool)?;
         Ok(self.decision(Reason::Drifted, &[c], plan))
     }
 
@@ -392,12 +371,12 @@ pub fn revalidate(
             let idx: Vec<usize> = set.iter().map(|c| c.node).collect();
             let plan = ctx.sim.run(&idx);
             if let Some(u) = plan.unschedulable.first() {
-                // Deleted first for a full reservation: still so, by the same rule.
+                // Deleted first for a constrained pool: still so, by the same rule.
                 if decision.reason == Reason::Drifted
                     && options.terminate_first_drift
                     && decision.plan.new_claims.is_empty()
                     && set.len() == 1
-                    && let Ok(d) = ctx.reserved_delete_first(set[0])
+                    && let Ok(d) = ctx.drift_delete_first(set[0])
                 {
                     return Ok(d);
                 }

@@ -51,6 +51,7 @@ pub mod reserved_drift;
 pub mod savings;
 mod simulate;
 pub mod static_drift;
+mod terminate_first;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -354,11 +355,13 @@ pub struct Options {
     /// waves instead of one command per wave. Each costs one full consolidation search, so
     /// this bounds the time of a pass (budgets usually bound it first).
     pub consolidations_per_pass: usize,
-    /// Karpenter's `TerminateFirstDrift`: a static pool at its `limits.nodes`, which cannot
-    /// launch a drifted node's replacement first, deletes the node first and lets its scaler
-    /// refill it. Off: such a node waits until the limit leaves room. Also a drifted
-    /// reserved node whose pool may only use its full reservations
-    /// ([`reserved_drift`]).
+    /// Karpenter's `TerminateFirstDrift`: a capacity-constrained pool, which cannot launch
+    /// a drifted or repaired node's replacement first, deletes the node first and lets the
+    /// freed room be refilled: a static pool at its `limits.nodes` (its scaler refills it),
+    /// a reserved node whose pool may only use its full reservations ([`reserved_drift`]),
+    /// a dynamic pool's node whose pods fit only once it no longer counts against `limits`
+    /// ([`terminate_first`]). Off: drift waits until there is room, and repair replaces
+    /// only what fits beside the node (a static pool's repair waits at the limit).
     pub terminate_first_drift: bool,
     /// Node repair: `None` is off (Karpenter's `NodeRepair` gate off). `Budgeted` makes it
     /// the first method of [`decide`], under the pools' budgets for `Unhealthy`; `Legacy` is

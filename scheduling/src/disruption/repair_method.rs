@@ -9,7 +9,9 @@
 //! to serve or drain its pods. Its pods are planned on the cluster without it, replacements
 //! included; pods that fit nowhere are left to provisioning (the node goes regardless). A
 //! static pool's node is swapped as drift swaps one (a fresh claim of the pool first; waits at
-//! `limits.nodes`). Pure; the same rule for `simulate --disruption` and the controller.
+//! `limits.nodes`, or is deleted first there with `terminate_first_drift`, as is a dynamic
+//! pool's node whose pods only its own room could take: [`super::terminate_first`]). Pure;
+//! the same rule for `simulate --disruption` and the controller.
 
 use super::candidates::{node_labels, node_price};
 use super::decision::{Decision, RemovedNode};
@@ -151,8 +153,11 @@ impl Context<'_> {
 
     /// The repair of node `i`: its pods planned on the cluster without it; a static pool's
     /// node swapped for one fresh claim of the pool first, as drift swaps one, or waiting
-    /// (why, as `Err`) while the pool is overscaled or at its `limits.nodes` (Karpenter's
-    /// repair does not delete first there either).
+    /// (why, as `Err`) while the pool is overscaled or at its `limits.nodes`. With
+    /// `terminate_first_drift` a capacity-constrained pool's node is deleted first instead
+    /// (Karpenter v1.15's terminate-first repair): a static pool at its limit, or a dynamic
+    /// pool whose limits or full reservation leave its pods room only once the node is gone
+    /// ([`super::terminate_first`]).
     fn repair_decision(&self, i: usize, pool: &str, o: &Outcome) -> Result<Decision, String> {
         let node = &self.input.snapshot.nodes[i];
         let (instance_type, capacity_type, zone) = node_labels(node);
@@ -161,10 +166,19 @@ impl Context<'_> {
             .map(|b| b.pod.key())
             .collect();
         let price = node_price(self.input, node);
+        let terminate_first = self.options.terminate_first_drift;
         let plan = if self.input.policy(pool).is_some_and(|p| p.fixed_size) {
-            self.static_swap(i, pool, false)?
+            self.static_swap(i, pool, terminate_first)?
         } else {
-            self.sim.run(&[i])
+            let plan = self.sim.run(&[i]);
+            // A pool with no room for the replacement while the node runs: deleted first,
+            // so provisioning launches into the room it frees, rather than launching only
+            // what fits beside it.
+            if plan.unschedulable.is_empty() || !terminate_first {
+                plan
+            } else {
+                self.terminate_first(i, pool).unwrap_or(plan)
+            }
         };
         let replacement_price = plan.new_claims.iter().map(|c| c.price_per_hour).sum();
         let mut d = Decision {
