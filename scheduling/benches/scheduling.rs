@@ -141,6 +141,7 @@ fn main() {
     rows.push(("generic", 200_000));
     rows.push(("pools", 20_000));
     rows.push(("identical", 30_000));
+    rows.push(("limited", 300_000));
     rows.push(("anti", 8_000));
     rows.push(("terms", 20_000));
     rows.push(("hostport", 1_300));
@@ -153,6 +154,7 @@ fn main() {
             "generic",
             "pools",
             "identical",
+            "limited",
             "anti",
             "terms",
             "hostport",
@@ -213,6 +215,19 @@ fn main() {
                     snap,
                     n,
                     "generic, 3,000 identical NodePools of 1,000 CPUs each".to_string(),
+                )
+            }
+            "limited" => {
+                // Far more pods than the pool's limits hold (1,000 CPUs): most are left
+                // pending, and each of those must not cost a scan of every claim.
+                let mut snap = snapshot(generic_pods(n, 42));
+                for p in &mut snap.nodepools {
+                    p.limits.insert("cpu".into(), 1_000_000);
+                }
+                (
+                    snap,
+                    n,
+                    "generic, one NodePool limited to 1,000 CPUs".to_string(),
                 )
             }
             "anti" => {

@@ -302,6 +302,13 @@ pub struct Solver<'a> {
     /// The pending pod [`super::explain::explain`] asks about: each attempt to place it is
     /// checked against every option first, into `considered`.
     pub(super) explain_for: Option<usize>,
+    /// Pods placed so far: nothing placement reads changes between two placements.
+    placements: u64,
+    /// Per group, the last pod that could not be placed: its requests, [`Self::placements`]
+    /// then, and why. A pod of the same group and requests (and no volumes, which groups
+    /// leave out) fails the same way while nothing has been placed since, so once a pool is
+    /// at its limits the many pods left over are not each tried against every claim.
+    last_failure: Vec<Option<(Resources, u64, String)>>,
     pub(super) considered: Option<super::explain::Considered>,
     /// Set by [`Solver::claim_accepts`] when the marginal-cost rule refused, to the price it
     /// compared with (see [`super::claim::RefusedPod::alone`]).
@@ -670,6 +677,8 @@ impl<'a> Solver<'a> {
             compatible: Default::default(),
             pool_index: FastMap::default(),
             explain_for: None,
+            placements: 0,
+            last_failure: Vec::new(),
             considered: None,
             marginal_refusal: std::cell::Cell::new(None),
             host_live_entries: 0,
@@ -834,6 +843,31 @@ impl<'a> Solver<'a> {
 
     fn place(&mut self, p: usize) -> Result<(), String> {
         let g = self.group_of[p];
+        let repeatable = self.gang.is_none()
+            && self.explain_for != Some(p)
+            && self.snap.pending[p].volumes.is_empty();
+        if repeatable
+            && let Some(Some((requests, at, why))) = self.last_failure.get(g)
+            && *at == self.placements
+            && *requests == self.snap.pending[p].requests
+        {
+            return Err(why.clone());
+        }
+        let result = self.place_uncached(p, g);
+        if repeatable && let Err(why) = &result {
+            if self.last_failure.len() <= g {
+                self.last_failure.resize(g + 1, None);
+            }
+            self.last_failure[g] = Some((
+                self.snap.pending[p].requests.clone(),
+                self.placements,
+                why.clone(),
+            ));
+        }
+        result
+    }
+
+    fn place_uncached(&mut self, p: usize, g: usize) -> Result<(), String> {
         let mut last = String::new();
         for vi in 0..self.groups[g].variants.len() {
             if self.explain_for == Some(p) {
@@ -1345,14 +1379,14 @@ impl<'a> Solver<'a> {
     /// the rung and the pod's requests (and, for the marginal-cost rule, the pod's price of
     /// a node of its own: see [`super::claim::RefusedPod`]), so a refusal can be remembered
     /// until the claim changes: no topology terms (their counts change as other pods land),
-    /// no co-location leader's room, and no NodePool limits (what a pool has left changes
-    /// as other claims grow).
+    /// no co-location leader's room, and no cluster-wide limits (what they leave changes
+    /// with every pool's claims). A NodePool's own limits are allowed: the room they leave a
+    /// claim only shrinks as the pool's other claims grow, which cannot turn a refusal into
+    /// a fit, and when it grows instead (a claim moving to a type with less of a limited
+    /// resource) [`Self::commit_claim`] forgets the pool's refusals.
     fn memo_ok(&self, g: usize) -> bool {
         let group = &self.groups[g];
-        self.gang.is_none()
-            && !group.any_topology
-            && self.pools.iter().all(|ps| ps.pool.limits.is_empty())
-            && self.opts.cluster_limits.is_empty()
+        self.gang.is_none() && !group.any_topology && self.opts.cluster_limits.is_empty()
     }
 
     fn commit_claim(&mut self, p: usize, g: usize, c: usize, update: ClaimUpdate) {
@@ -1370,12 +1404,35 @@ impl<'a> Solver<'a> {
         self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.cluster_reserved.add(&self.claims[c].reserved);
+        let limits = &self.pools[pool].pool.limits;
+        let new_reserved = &self.claims[c].reserved;
+        if limits
+            .keys()
+            .any(|k| new_reserved.get(k) < old_reserved.get(k))
+        {
+            self.forget_pool_refusals(pool, c);
+        }
         self.record(p, g, Placement::Claim(c));
+    }
+
+    /// The room pool `pool`'s limits leave its claims grew: a claim that refused a pod for
+    /// want of that room might take it now, so every claim of the pool but `except` (just
+    /// changed, and listed so already) forgets its refusals and is listed as changed, which
+    /// offers it again to every kind of pod.
+    fn forget_pool_refusals(&mut self, pool: usize, except: usize) {
+        for &c in &self.by_pool[pool] {
+            let claim = &mut self.claims[c as usize];
+            if c as usize != except && !claim.refused.is_empty() {
+                claim.refused.clear();
+                self.changes.push(c);
+            }
+        }
     }
 
     /// Counts a placed pod in the topology groups it matches or owns.
     fn record(&mut self, p: usize, g: usize, at: Placement) {
         self.placed_on[p] = Some(at);
+        self.placements += 1;
         let group = &self.groups[g];
         if !group.any_topology {
             return;
