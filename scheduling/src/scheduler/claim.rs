@@ -283,7 +283,7 @@ impl Claim {
         self.host_ports.extend(pod.host_ports.iter().cloned());
         if !pod.volumes.is_empty() {
             for v in pod.volumes.claims_of(EBS_CSI_DRIVER) {
-                if let Err(at) = self.ebs.binary_search_by(|x| x.as_str().cmp(&v)) {
+                if let Err(at) = self.ebs.binary_search_by(|x| x.as_str().cmp(v)) {
                     self.ebs.insert(at, v.to_string());
                 }
             }
