@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use adze_scheduling::catalog::{Accelerators, add_accelerators, ec2_data, ec2_windows};
+use adze_scheduling::catalog::{Accelerators, add_accelerators, ebs_limits, ec2_data, ec2_windows};
 use adze_scheduling::instance_type::WindowsFacts;
 use adze_scheduling::resources::Resources;
 use adze_scheduling::{InstanceType, Offering, labels, overhead};
@@ -284,7 +284,10 @@ pub fn to_instance_type(
         }
     }
     let oh = overhead::default_overhead(facts.vcpus, max_pods, overhead::DEFAULT_ROOT_VOLUME);
-    let t = InstanceType::new(&facts.name, capacity, oh, l, offerings);
+    // The EBS CSI count of a type the embedded catalog knows (its NVMe disk count is not
+    // read here); other types are planned without one.
+    let t = InstanceType::new(&facts.name, capacity, oh, l, offerings)
+        .with_ebs_attach_limit(ec2_data::find(&facts.name).map(ebs_limits::for_ec2_type));
     match live_windows(facts, prices) {
         Some(w) => t.with_windows(w),
         None => t,

@@ -1315,3 +1315,42 @@ fn cluster_limits_cap_both_pools_and_leave_pods_pending_naming_the_cap() {
         assert!(stdout(&out).is_empty());
     }
 }
+
+#[test]
+fn pods_with_their_own_ebs_claims_get_a_node_per_attach_limit() {
+    // 30 pods, each with its own claim of an EBS class: an m5 node attaches 26 (28 slots less
+    // the primary interface and the root volume), so one node is not enough.
+    let mut yaml = String::from(
+        r#"
+apiVersion: adze.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: aws.adze.sh, kind: EC2NodeClass, name: default}
+      requirements: [{key: aws.adze.sh/instance-family, operator: In, values: [m5]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+"#,
+    );
+    for i in 0..30 {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data-{i}, namespace: default}}\nspec: {{storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: db-{i}, namespace: default}}\nspec: {{containers: [{{name: a, resources: {{requests: {{cpu: 50m}}}}}}], volumes: [{{name: d, persistentVolumeClaim: {{claimName: data-{i}}}}}]}}\n"
+        ));
+    }
+    let path = scratch("ebs-attach-limit", &yaml);
+    let out = simulate(&path, &["--output", "json"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = support_scratch::report(&out);
+    let mut sizes: Vec<usize> = report.node_claims.iter().map(|c| c.pods.len()).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes.iter().sum::<usize>(), 30, "{report:?}");
+    assert!(sizes.len() >= 2, "{report:?}");
+    assert!(sizes.iter().all(|&n| n <= 26), "{sizes:?}");
+}

@@ -130,6 +130,11 @@ pub struct InstanceType {
     /// published it (the live Price List's Windows price). None: the embedded tables apply
     /// ([`crate::catalog::ec2_windows`]).
     pub windows: Option<WindowsFacts>,
+    /// How many EBS CSI volumes a node of this type can attach: the `allocatable.count` the
+    /// EBS CSI driver ([`crate::volumes::EBS_CSI_DRIVER`]) will report in its CSINode, worked
+    /// out before launch ([`crate::catalog::ebs_limits`]), so a new claim is not planned with
+    /// more volumes than its node can attach. None: no limit known (a custom catalog).
+    pub ebs_attach_limit: Option<u32>,
     allocatable: Resources,
 }
 
@@ -153,6 +158,7 @@ impl InstanceType {
             overhead,
             offerings,
             windows: None,
+            ebs_attach_limit: None,
         };
         it.refresh_offering_requirements();
         it
@@ -162,6 +168,12 @@ impl InstanceType {
     /// [`InstanceType::windows`]).
     pub fn with_windows(mut self, facts: WindowsFacts) -> Self {
         self.windows = Some(facts);
+        self
+    }
+
+    /// This type with a known EBS attach limit (see [`InstanceType::ebs_attach_limit`]).
+    pub fn with_ebs_attach_limit(mut self, limit: Option<u32>) -> Self {
+        self.ebs_attach_limit = limit;
         self
     }
 
@@ -181,6 +193,7 @@ impl InstanceType {
             overhead,
             offerings,
             windows: self.windows,
+            ebs_attach_limit: self.ebs_attach_limit,
         };
         it.refresh_offering_requirements();
         it

@@ -9,13 +9,19 @@
 //! * A claim counts once per node, however many of the node's pods use it.
 //! * Only the claims a pod adds to a node count against it: a pod whose claims are all
 //!   attached there already fits, even on a node past its count.
-//! * A driver the node lists no count for, and every driver on a node without a CSINode
-//!   (new and in-flight NodeClaims), is unlimited, as in Karpenter.
+//! * A driver the node lists no count for is unlimited, as in Karpenter. New and in-flight
+//!   NodeClaims have no CSINode yet: the EBS CSI driver ([`EBS_CSI_DRIVER`]) is held there to
+//!   the count it will report for the claim's instance type
+//!   ([`crate::InstanceType::ebs_attach_limit`]); other drivers are unlimited.
 //!
 //! Pods without volumes cost nothing: an empty [`PodVolumes`] holds no allocation, and nodes
 //! without limits keep no [`Attached`] state.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The EBS CSI driver's name: the one driver whose attach limit is known per instance type
+/// before a node exists.
+pub const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
 
 /// One volume a pod attaches: the CSI driver and the claim ("namespace/name").
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,6 +45,14 @@ impl PodVolumes {
 
     pub fn iter(&self) -> impl Iterator<Item = &AttachedVolume> {
         self.0.iter()
+    }
+
+    /// The claims of `driver` the pod attaches, each once.
+    pub fn claims_of<'a>(&'a self, driver: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |a| a.driver == driver)
+            .map(|a| a.claim.as_str())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Instance-type catalogs: the embedded EC2 facts, or a user-supplied list, turned into
 //! schedulable [`InstanceType`]s with capacity, overhead, labels and offerings.
 
+pub mod ebs_limits;
 pub mod ec2_data;
 pub mod ec2_windows;
 pub mod regions;
@@ -205,6 +206,7 @@ pub fn ec2_instance_type_in(
         .collect();
     let oh = overhead::default_overhead(t.vcpu, max_pods, overhead::DEFAULT_ROOT_VOLUME);
     InstanceType::new(t.name, capacity, oh, l, offerings)
+        .with_ebs_attach_limit(Some(ebs_limits::for_ec2_type(t)))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use crate::pod::{HostPort, Pod};
 use crate::requirements::{Requirement, Requirements, Undefined};
 use crate::resources::Resources;
 use crate::topology::DomainId;
+use crate::volumes::EBS_CSI_DRIVER;
 
 /// (pool, a claim's requirements without its names) → per type of the pool: whether it is
 /// compatible, and its cheapest allowed offering.
@@ -139,6 +140,9 @@ pub(super) struct Claim {
     /// Host ports of the placed pods. DaemonSets' ports are not here: they depend on the
     /// type, so types whose DaemonSets hold one of these are left out of the options.
     pub host_ports: Vec<HostPort>,
+    /// The EBS CSI volumes (claim names, sorted) of the placed pods: the claim launches only
+    /// as types that can attach this many ([`InstanceType::ebs_attach_limit`]).
+    pub ebs: Vec<String>,
     /// Pods this claim refused since it last changed, for the groups whose answer depends
     /// on nothing else (see [`Solver::memo_ok`]): their next pod of the same requests, on
     /// the same rung, gets the same answer, so it is not asked again. Without it, claims a
@@ -195,6 +199,8 @@ pub(super) enum ClaimMiss {
     Price,
     /// Too few distinct values would remain for its pool's `minValues`.
     MinValues,
+    /// No type it may grow within can attach its EBS volumes and this pod's.
+    Volumes,
 }
 
 /// A new claim before it is named ([`Solver::new_claim_stage`]).
@@ -218,6 +224,8 @@ pub(super) enum NewTypeMiss {
     TooSmall,
     /// Launching it would pass the pool's limits.
     Limits,
+    /// It cannot attach the pod's EBS volumes.
+    Volumes,
 }
 
 /// What accepting a pod changes.
@@ -273,6 +281,13 @@ impl Claim {
         }
         self.pods.push(p);
         self.host_ports.extend(pod.host_ports.iter().cloned());
+        if !pod.volumes.is_empty() {
+            for v in pod.volumes.claims_of(EBS_CSI_DRIVER) {
+                if let Err(at) = self.ebs.binary_search_by(|x| x.as_str().cmp(v)) {
+                    self.ebs.insert(at, v.to_string());
+                }
+            }
+        }
         match u.lists {
             Lists::Filtered { options, growth } => {
                 let changed =
@@ -335,6 +350,28 @@ impl Claim {
                 crate::nodepool::limit_usage(&types[o as usize].it.capacity)
             });
     }
+}
+
+/// How many EBS CSI volumes a claim holding `held` would hold with `pod`, when the pod adds
+/// any (None: it adds none, so no type is ruled out by volumes).
+pub(super) fn ebs_after(held: &[String], pod: &Pod) -> Option<usize> {
+    if pod.volumes.is_empty() {
+        return None;
+    }
+    let adding = pod
+        .volumes
+        .claims_of(EBS_CSI_DRIVER)
+        .filter(|c| held.binary_search_by(|x| x.as_str().cmp(c)).is_err())
+        .count();
+    (adding > 0).then(|| held.len().saturating_add(adding))
+}
+
+/// Whether a node of type `it` can attach `ebs` EBS CSI volumes (None: no new ones).
+pub(super) fn holds_ebs(it: &InstanceType, ebs: Option<usize>) -> bool {
+    ebs.is_none_or(|n| {
+        it.ebs_attach_limit
+            .is_none_or(|l| n <= usize::try_from(l).unwrap_or(usize::MAX))
+    })
 }
 
 fn room_ok(room: &Option<BTreeMap<String, i64>>, capacity: &Resources) -> bool {
@@ -476,6 +513,15 @@ impl Solver<'_> {
             if ports_clash(&pod.host_ports, &claim.host_ports) {
                 return Err(ClaimMiss::HostPort);
             }
+            let ebs = ebs_after(&claim.ebs, pod);
+            if ebs.is_some()
+                && !claim.growth.iter().any(|&o| {
+                    let t = &types[o as usize];
+                    claim.requests.fits_with(need, &t.usable) && holds_ebs(&t.it, ebs)
+                })
+            {
+                return Err(ClaimMiss::Volumes);
+            }
         }
         let pool = self.claims[c].pool;
         if !self.pool_fit(g, vi, pool) {
@@ -524,12 +570,15 @@ impl Solver<'_> {
             .map(|r| self.compatible_types(pool, r, &changed));
         // A pod with host ports drops the types whose DaemonSets hold one of them.
         let ports = ps.daemon_ports && !pod.host_ports.is_empty();
+        // A pod adding EBS volumes drops the types that cannot attach them all.
+        let ebs = ebs_after(&claim.ebs, pod);
         let keeps = |o: u32| {
             let t = &ps.types[o as usize];
             claim.requests.fits_with(need, &t.usable)
                 && compatible.as_ref().is_none_or(|c| c[o as usize])
                 && room_ok(&room, &t.it.capacity)
                 && !(ports && t.ports_taken(&pod.host_ports))
+                && holds_ebs(&t.it, ebs)
         };
         // Only requirements, limits, minValues and a co-location leader's room (larger than
         // its own requests) filter by more than the requests the claim will have; without
@@ -539,7 +588,8 @@ impl Solver<'_> {
             && room.is_none()
             && !ps.has_min_values
             && self.gang.is_none()
-            && !ports;
+            && !ports
+            && ebs.is_none();
         // The growth set is small: most rejections end here, before the full option list is
         // filtered. Only tested here; the list itself is made once the pod is known to fit.
         if !lazy && !claim.growth.iter().any(|&o| keeps(o)) {
@@ -792,6 +842,11 @@ impl Solver<'_> {
             reserved: Resources::default(),
             pods: vec![p],
             host_ports,
+            ebs: pod
+                .volumes
+                .claims_of(EBS_CSI_DRIVER)
+                .map(str::to_string)
+                .collect(),
             refused: Vec::new(),
             domains: Vec::new(),
         };
@@ -901,7 +956,10 @@ impl Solver<'_> {
         if !self.need(p).fits_in(&t.usable) {
             return Some(NewTypeMiss::TooSmall);
         }
-        (!room_ok(room, &t.it.capacity)).then_some(NewTypeMiss::Limits)
+        if !room_ok(room, &t.it.capacity) {
+            return Some(NewTypeMiss::Limits);
+        }
+        (!holds_ebs(&t.it, ebs_after(&[], &self.snap.pending[p]))).then_some(NewTypeMiss::Volumes)
     }
 
     /// Why the new claim [`Self::new_claim_stage`] made cannot launch: no type holds the
@@ -1028,6 +1086,29 @@ impl Solver<'_> {
                     "no single instance type in NodePool {name} has {} and {} together{zones}",
                     Resources::describe(crate::resources::CPU, pod.requests.cpu),
                     Resources::describe(crate::resources::MEMORY, pod.requests.memory),
+                ),
+            );
+        }
+        // Every type that holds the requests is one that cannot attach the pod's EBS volumes.
+        if let Some(n) = ebs_after(&[], pod)
+            && !offered.iter().any(|&o| {
+                let t = &ps.types[o as usize];
+                pod.requests.fits_in(&t.usable) && holds_ebs(&t.it, Some(n))
+            })
+        {
+            let most = offered
+                .iter()
+                .map(|&o| &ps.types[o as usize])
+                .filter(|t| pod.requests.fits_in(&t.usable))
+                .filter_map(|t| t.it.ebs_attach_limit)
+                .max()
+                .unwrap_or(0);
+            return Refusal::new(
+                Why::Volumes,
+                format!(
+                    "NodePool {name}: the pod attaches {n} volumes of CSI driver {EBS_CSI_DRIVER}, \
+                     more than the volume attach limit of any instance type that fits{zones} \
+                     (the most is {most})"
                 ),
             );
         }
@@ -1177,6 +1258,7 @@ impl Solver<'_> {
                     && c.requests.fits_in(&t.usable)
                     && within_slack(&t.it.capacity)
                     && !t.ports_taken(&c.host_ports)
+                    && (c.ebs.is_empty() || holds_ebs(&t.it, Some(c.ebs.len())))
             })
             .collect();
         if all.is_empty()

@@ -411,6 +411,15 @@ impl Solver<'_> {
                     "launching one would pass the NodePool's limits".to_string(),
                     &t.it.name,
                 ),
+                NewTypeMiss::Volumes => group(
+                    &mut refused,
+                    Why::Volumes,
+                    format!(
+                        "cannot attach the pod's volumes of CSI driver {} (volume attach limit)",
+                        crate::volumes::EBS_CSI_DRIVER
+                    ),
+                    &t.it.name,
+                ),
                 NewTypeMiss::Topology => group(
                     &mut refused,
                     Why::Topology,
@@ -549,6 +558,13 @@ impl Solver<'_> {
                 Why::Price,
                 "joining would raise its price by more than twice a node of the pod's own"
                     .to_string(),
+            ),
+            ClaimMiss::Volumes => Refusal::new(
+                Why::Volumes,
+                format!(
+                    "no instance type it may grow to can attach its volumes of CSI driver {} and this pod's (volume attach limit)",
+                    crate::volumes::EBS_CSI_DRIVER
+                ),
             ),
             ClaimMiss::MinValues => Refusal::new(
                 Why::MinValues,

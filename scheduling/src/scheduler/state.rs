@@ -19,7 +19,7 @@ use crate::requirements::{Requirement, Requirements, Undefined};
 use crate::resources::Resources;
 use crate::taints::first_untolerated;
 use crate::topology::{DomainId, PodTerms, Topology};
-use crate::volumes::Attached;
+use crate::volumes::{Attached, EBS_CSI_DRIVER, VolumeLimits};
 
 /// A NodePool prepared for placement.
 pub(super) struct PoolState<'a> {
@@ -73,8 +73,8 @@ impl PoolState<'_> {
 pub(super) struct NodeState {
     pub remaining: Resources,
     pub host_ports: Vec<HostPort>,
-    /// Volumes attached, kept only for nodes with CSI limits.
-    pub attached: Option<Box<Attached>>,
+    /// The node's CSI limits and the volumes attached, kept only for nodes with limits.
+    pub attached: Option<Box<(VolumeLimits, Attached)>>,
     pub hostname: DomainId,
     pub placed: Vec<usize>,
 }
@@ -582,13 +582,15 @@ impl<'a> Solver<'a> {
             .enumerate()
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
+        let ebs_by_type = ebs_limits_by_type(&snap.nodes, &pools);
         let mut nodes: Vec<NodeState> = snap
             .nodes
             .iter()
             .map(|n| NodeState {
                 remaining: n.allocatable.clone(),
                 host_ports: Vec::new(),
-                attached: (!n.volume_limits.is_empty()).then(Box::default),
+                attached: node_volume_limits(n, &ebs_by_type)
+                    .map(|l| Box::new((l, Attached::default()))),
                 hostname: topo.intern(&n.name),
                 placed: Vec::new(),
             })
@@ -607,7 +609,7 @@ impl<'a> Solver<'a> {
                 .host_ports
                 .extend(b.pod.host_ports.iter().cloned());
             if let Some(a) = nodes[ni].attached.as_mut() {
-                a.add(&snap.nodes[ni].volume_limits, &b.pod.volumes);
+                a.1.add(&a.0, &b.pod.volumes);
             }
             let matches = match_cache
                 .entry((b.pod.namespace.as_str(), &b.pod.labels))
@@ -973,7 +975,7 @@ impl<'a> Solver<'a> {
         }
         if !pod.volumes.is_empty()
             && let Some(a) = &self.nodes[n].attached
-            && let Err(e) = a.fits(&self.snap.nodes[n].volume_limits, &pod.volumes)
+            && let Err(e) = a.1.fits(&a.0, &pod.volumes)
         {
             return Some(NodeMiss::Volumes(e));
         }
@@ -1051,7 +1053,7 @@ impl<'a> Solver<'a> {
             .host_ports
             .extend(pod.host_ports.iter().cloned());
         if let Some(a) = self.nodes[n].attached.as_mut() {
-            a.add(&self.snap.nodes[n].volume_limits, &pod.volumes);
+            a.1.add(&a.0, &pod.volumes);
         }
         self.nodes[n].placed.push(p);
         self.record(p, g, Placement::Node(n));
@@ -1068,7 +1070,9 @@ impl<'a> Solver<'a> {
         let host_terms = self.host_terms(g, vi);
         // Claims of pools the label index rules out would be refused by `claim_accepts`.
         let pools = self.candidate_pools(g, vi);
-        let memo = self.memo_ok(g);
+        // A refusal for EBS volumes depends on which claims the pod attaches, not only on its
+        // group and requests: such pods neither read nor leave remembered refusals.
+        let memo = self.memo_ok(g) && self.snap.pending[p].volumes.is_empty();
         let filtered = pools.is_some() || memo;
         let ports = &self.rep_pod(g).host_ports;
         let live = self.live_claims(g, vi, &host_terms);
@@ -1865,6 +1869,54 @@ pub(super) fn pool_type<'r>(
         efficiency: 1.0,
         size_rank: 0, // set by `prepare_pool` once the types are in order
     })
+}
+
+/// Per instance type of the pools, its EBS attach limit, when some in-flight node lacks a
+/// CSINode count for the EBS CSI driver (otherwise empty: nothing reads it).
+fn ebs_limits_by_type<'t>(
+    nodes: &[crate::ExistingNode],
+    pools: &'t [PoolState<'_>],
+) -> FastMap<&'t str, u32> {
+    let mut out = FastMap::default();
+    if !nodes
+        .iter()
+        .any(|n| n.in_flight && !n.volume_limits.contains_key(EBS_CSI_DRIVER))
+    {
+        return out;
+    }
+    for t in pools.iter().flat_map(|ps| &ps.types) {
+        if let Some(l) = t.it.ebs_attach_limit {
+            out.insert(t.it.name.as_str(), l);
+        }
+    }
+    out
+}
+
+/// A node's CSI limits: its CSINode's counts, and for an in-flight claim (no CSINode yet) the
+/// EBS CSI count of its instance type (the lowest of the types it may still launch as). None
+/// when it has none.
+fn node_volume_limits(
+    n: &crate::ExistingNode,
+    ebs_by_type: &FastMap<&str, u32>,
+) -> Option<VolumeLimits> {
+    let mut limits = n.volume_limits.clone();
+    if n.in_flight && !ebs_by_type.is_empty() && !limits.contains_key(EBS_CSI_DRIVER) {
+        let by_type = n
+            .requirements
+            .get(labels::INSTANCE_TYPE)
+            .and_then(|r| r.finite_values())
+            .and_then(|names| {
+                names
+                    .iter()
+                    .map(|t| ebs_by_type.get(t.as_str()).copied())
+                    .collect::<Option<Vec<u32>>>()
+            })
+            .and_then(|l| l.into_iter().min());
+        if let Some(l) = by_type {
+            limits.insert(EBS_CSI_DRIVER.to_string(), l);
+        }
+    }
+    (!limits.is_empty()).then_some(limits)
 }
 
 /// The share of the fractional optimum's spend a type needs to widen [`PoolState::ideal_hull`].
