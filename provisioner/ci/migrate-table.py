@@ -103,6 +103,10 @@ def row(binary, path, region_from_zones):
             a = re.match(r"\s+ACTION: (\S+) (\S+): (.*)", line)
             if a:
                 actions.append(f"`{a.group(1)}` `{a.group(2)}` ({short(a.group(3), 60)})")
+        left_out = [a.group(1) for a in re.finditer(r"ACTION: (\S+) metadata: left out of the output", m.stderr)]
+        if left_out:
+            # Nothing stands in for an object migrate left out: the file does not plan as it is.
+            return objects, "; ".join(actions) or "none", f"no: {', '.join(left_out)} left out of the output (Adze would refuse it as it is)"
         listed = docs(m.stdout)
         pools = [d for d in listed if d[0] == "NodePool"]
         if not pools:
