@@ -71,9 +71,8 @@ pub fn values(input: &str, max_objects: usize) -> Result<Vec<Value>, JsonError> 
     let mut de = serde_json::Deserializer::from_str(input);
     loop {
         // End of input after whitespace: done.
-        match de.end() {
-            Ok(()) => return Ok(out),
-            Err(_) => {}
+        if de.end().is_ok() {
+            return Ok(out);
         }
         let index = out.len() + 1;
         let seed = Top {
