@@ -287,12 +287,7 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
     let by_size = |a: &usize, b: &usize| {
         size_key[*a]
             .cmp(&size_key[*b])
-            .then_with(|| {
-                pods[*b]
-                    .requests
-                    .extended
-                    .cmp(&pods[*a].requests.extended)
-            })
+            .then_with(|| pods[*b].requests.extended.cmp(&pods[*a].requests.extended))
             .then(name_rank[*a].cmp(&name_rank[*b]))
     };
     let mut priorities: Vec<i32> = pods.iter().map(|p| p.priority).collect();
