@@ -79,6 +79,11 @@ impl Group {
         self.counts.get(&d).copied().unwrap_or(0)
     }
 
+    /// The domains holding at least one matching pod, in no particular order.
+    pub fn counted_domains(&self) -> impl Iterator<Item = DomainId> + '_ {
+        self.counts.iter().filter(|(_, n)| **n > 0).map(|(d, _)| *d)
+    }
+
     pub fn owners_in(&self, d: DomainId) -> u32 {
         self.owners.get(&d).copied().unwrap_or(0)
     }

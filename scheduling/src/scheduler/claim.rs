@@ -323,11 +323,17 @@ impl Claim {
             max_usable.max_with(&types[o as usize].usable);
         }
         self.max_usable = max_usable;
-        let mut by_size = self.growth.clone();
-        // Largest first; ranks are distinct.
-        by_size.sort_unstable_by_key(|&o| types[o as usize].size_rank);
+        // Largest first. The ranks are a permutation of the pool's type indices, so placing
+        // each growth type at its rank orders them without a sort (this runs per new claim
+        // and per change of its lists).
+        let mut at_rank = vec![u32::MAX; types.len()];
+        for &o in &self.growth {
+            let slot = &mut at_rank[types[o as usize].size_rank as usize];
+            debug_assert_eq!(*slot, u32::MAX, "size ranks are distinct");
+            *slot = o;
+        }
         self.frontier.clear();
-        for o in by_size {
+        for o in at_rank.into_iter().filter(|&o| o != u32::MAX) {
             let room = &types[o as usize].usable;
             if !self
                 .frontier

@@ -258,20 +258,37 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
             )
         })
         .collect();
-    let dominant: Vec<f64> = shares.iter().map(|s| s.0.max(s.1)).collect();
-    // Lazily chained (`then_with`): most pairs differ in size, and the names are compared
-    // only for the rest. The index last makes every key distinct, so the unstable sort
-    // below gives the stable sort's order.
+    // Largest first: dominant share, then CPU, then memory, each as an integer that orders
+    // descending (`!` reverses an i64's order; the share's bits ordered as `f64::total_cmp`
+    // orders it), read from one array instead of from each pod.
+    let size_key: Vec<[i64; 3]> = pods
+        .iter()
+        .zip(&shares)
+        .map(|(p, s)| {
+            [
+                !total_order_bits(s.0.max(s.1)),
+                !p.requests.cpu,
+                !p.requests.memory,
+            ]
+        })
+        .collect();
+    // Pods of one size are many (a Deployment's replicas): their ties go by namespace,
+    // name and index, ranked once here instead of compared as strings in every tie.
+    let mut by_name: Vec<usize> = (0..pods.len()).collect();
+    by_name.sort_unstable_by(|&a, &b| {
+        (&pods[a].namespace, &pods[a].name, a).cmp(&(&pods[b].namespace, &pods[b].name, b))
+    });
+    let mut name_rank = vec![0u32; pods.len()];
+    for (rank, &i) in by_name.iter().enumerate() {
+        name_rank[i] = rank as u32;
+    }
+    // The extended resources between size and name. The rank last makes every key
+    // distinct, so the unstable sort below gives the stable sort's order.
     let by_size = |a: &usize, b: &usize| {
-        let (pa, pb) = (&pods[*a], &pods[*b]);
-        dominant[*b]
-            .total_cmp(&dominant[*a])
-            .then(pb.requests.cpu.cmp(&pa.requests.cpu))
-            .then(pb.requests.memory.cmp(&pa.requests.memory))
-            .then_with(|| pb.requests.extended.cmp(&pa.requests.extended))
-            .then_with(|| pa.namespace.cmp(&pb.namespace))
-            .then_with(|| pa.name.cmp(&pb.name))
-            .then(a.cmp(b))
+        size_key[*a]
+            .cmp(&size_key[*b])
+            .then_with(|| pods[*b].requests.extended.cmp(&pods[*a].requests.extended))
+            .then(name_rank[*a].cmp(&name_rank[*b]))
     };
     let mut priorities: Vec<i32> = pods.iter().map(|p| p.priority).collect();
     priorities.sort_unstable_by(|a, b| b.cmp(a));
@@ -299,6 +316,12 @@ fn placement_order(pods: &[Pod]) -> Vec<usize> {
         }
     }
     order
+}
+
+/// `x`'s bits as an integer ordered as [`f64::total_cmp`] orders the floats.
+fn total_order_bits(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// A short suffix for NodeClaim names, like the random ones Kubernetes' generateName makes,

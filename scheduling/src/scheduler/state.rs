@@ -278,6 +278,13 @@ pub struct Solver<'a> {
     pub(super) claims: Vec<Claim>,
     /// Per claim, what choosing among claims reads, packed: every pod scores every claim.
     briefs: Vec<Brief>,
+    /// Claims by [`Brief::zone`], so a pod whose zone terms refuse a zone skips its claims
+    /// without looking at each (see [`ZoneBuckets`]).
+    by_zone: ZoneBuckets,
+    /// Claim by its hostname domain: a pod with required hostname affinity past its group's
+    /// first pod can only join a claim already holding a matching pod, found from the
+    /// term's counts instead of by looking at every claim.
+    by_host: FastMap<DomainId, u32>,
     pub(super) groups: Vec<PodGroup>,
     pub(super) group_of: Vec<usize>,
     pub(super) taken_names: FastSet<String>,
@@ -409,6 +416,44 @@ impl Brief {
     /// for a claim and a need without extended resources.
     fn fits(&self, need: &[i64; 4]) -> bool {
         (0..4).all(|i| self.requests[i].saturating_add(need[i]) <= self.max_usable[i])
+    }
+}
+
+/// Claim indices by the one zone each is pinned to ([`Brief::zone`]), each list sorted.
+#[derive(Default)]
+struct ZoneBuckets {
+    zones: Vec<(DomainId, Vec<u32>)>,
+    /// Claims not pinned to one zone.
+    unzoned: Vec<u32>,
+}
+
+impl ZoneBuckets {
+    fn list(&mut self, zone: DomainId) -> &mut Vec<u32> {
+        if zone == NO_ZONE {
+            return &mut self.unzoned;
+        }
+        let at = match self.zones.iter().position(|(z, _)| *z == zone) {
+            Some(at) => at,
+            None => {
+                self.zones.push((zone, Vec::new()));
+                self.zones.len() - 1
+            }
+        };
+        &mut self.zones[at].1
+    }
+
+    fn insert(&mut self, zone: DomainId, c: u32) {
+        let list = self.list(zone);
+        if let Err(at) = list.binary_search(&c) {
+            list.insert(at, c);
+        }
+    }
+
+    fn remove(&mut self, zone: DomainId, c: u32) {
+        let list = self.list(zone);
+        if let Ok(at) = list.binary_search(&c) {
+            list.remove(at);
+        }
     }
 }
 
@@ -665,6 +710,8 @@ impl<'a> Solver<'a> {
             nodes,
             claims: Vec::new(),
             briefs: Vec::new(),
+            by_zone: ZoneBuckets::default(),
+            by_host: FastMap::default(),
             groups,
             group_of,
             taken_names,
@@ -889,9 +936,12 @@ impl<'a> Solver<'a> {
             match self.new_claim(p, g, vi) {
                 Ok(claim) => {
                     let ideal = &self.pools[claim.pool].ideal_room;
-                    self.briefs.push(Brief::of(&claim, ideal, &mut self.topo));
+                    let brief = Brief::of(&claim, ideal, &mut self.topo);
                     self.claims.push(claim);
                     let c = self.claims.len() - 1;
+                    self.by_zone.insert(brief.zone, c as u32);
+                    self.by_host.insert(self.claims[c].hostname, c as u32);
+                    self.briefs.push(brief);
                     let pool = self.claims[c].pool;
                     self.by_pool[pool].push(c as u32);
                     self.pools[pool].reserved.add(&self.claims[c].reserved);
@@ -1114,6 +1164,32 @@ impl<'a> Solver<'a> {
         } else {
             None
         };
+        // Zones whose claims all fail the zone terms, when every claim is looked at: their
+        // claims are passed over whole (`consider` would refuse each, and its verdicts are
+        // not kept on this path; candidates are ranked by (score, claim), so the order
+        // claims are looked at in does not matter).
+        // Required hostname affinity when every claim is looked at: only the claims holding
+        // a pod the (first) term matches can be candidates (`consider` refuses the rest).
+        let host_affine: Option<Vec<u32>> = match (&live, &memo_list, host_affinity.first()) {
+            (None, None, Some(&a)) => Some(
+                self.topo
+                    .group(a)
+                    .counted_domains()
+                    .filter_map(|d| self.by_host.get(&d).copied())
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let refused_zones: Option<Vec<bool>> = match (&live, &memo_list, zone_check.as_mut()) {
+            (None, None, Some(zc)) => Some(
+                self.by_zone
+                    .zones
+                    .iter()
+                    .map(|(zone, _)| self.zone_refuses(g, vi, *zone, zc))
+                    .collect(),
+            ),
+            _ => None,
+        };
         let mut consider = |c: usize| -> Verdict {
             let b = &self.briefs[c];
             let fits = if b.extended || need_extended {
@@ -1164,6 +1240,19 @@ impl<'a> Solver<'a> {
                 consider(c as usize);
             }),
             (None, Some(m)) => m.live.retain(|&c| consider(c as usize) != Verdict::Static),
+            (None, None) if let Some(list) = &host_affine => list.iter().for_each(|&c| {
+                consider(c as usize);
+            }),
+            (None, None) if let Some(refused) = &refused_zones => {
+                for ((_, list), _) in self.by_zone.zones.iter().zip(refused).filter(|(_, r)| !**r) {
+                    list.iter().for_each(|&c| {
+                        consider(c as usize);
+                    });
+                }
+                self.by_zone.unzoned.iter().for_each(|&c| {
+                    consider(c as usize);
+                });
+            }
             (None, None) => (0..self.briefs.len()).for_each(|c| {
                 consider(c);
             }),
@@ -1400,11 +1489,16 @@ impl<'a> Solver<'a> {
         self.cluster_reserved.sub(&old_reserved);
         let pod = &self.snap.pending[p];
         self.claims[c].apply(update, pod, p, &self.pools[pool].types);
-        self.briefs[c] = Brief::of(
+        let brief = Brief::of(
             &self.claims[c],
             &self.pools[pool].ideal_room,
             &mut self.topo,
         );
+        if brief.zone != self.briefs[c].zone {
+            self.by_zone.remove(self.briefs[c].zone, c as u32);
+            self.by_zone.insert(brief.zone, c as u32);
+        }
+        self.briefs[c] = brief;
         self.changes.push(c as u32);
         self.pools[pool].reserved.add(&self.claims[c].reserved);
         self.cluster_reserved.add(&self.claims[c].reserved);
@@ -1441,38 +1535,29 @@ impl<'a> Solver<'a> {
         if !group.any_topology {
             return;
         }
-        let matches = group.matches.clone();
-        // Only required anti-affinity keeps matching pods away from its owner (the inverse
-        // direction kube-scheduler enforces); a preferred term binds its owner alone.
-        let owned_anti: Vec<usize> = group.terms.anti_affinity.clone();
         let (hostname, reqs) = match at {
             Placement::Node(n) => (self.nodes[n].hostname, &self.snap.nodes[n].requirements),
             Placement::Claim(c) => (self.claims[c].hostname, &self.claims[c].reqs),
         };
-        let values: Vec<(String, String)> = group
-            .keys
-            .iter()
-            .filter_map(|k| {
-                reqs.get(k)
-                    .and_then(|r| r.single_value())
-                    .map(|v| (k.clone(), v.to_string()))
-            })
-            .collect();
-        let ids: Vec<(String, DomainId)> = values
-            .into_iter()
-            .map(|(k, v)| {
-                let id = self.topo.intern(&v);
-                (k, id)
-            })
-            .collect();
+        // The placement's domain on each key it has one value for, interned in key order;
+        // borrowed, not copied (this runs for every pod with topology terms).
+        let mut ids: Vec<(&str, DomainId)> = Vec::with_capacity(group.keys.len());
+        for k in &group.keys {
+            if let Some(v) = reqs.get(k).and_then(|r| r.single_value()) {
+                ids.push((k.as_str(), self.topo.intern(v)));
+            }
+        }
         // A claim's name is its hostname and its NodeClaim label alike.
         let claim = matches!(at, Placement::Claim(_));
-        self.topo.record(&matches, &owned_anti, |key| {
-            if key == labels::HOSTNAME || (claim && key == labels::NODECLAIM) {
-                return Some(hostname);
-            }
-            ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id)
-        });
+        // Only required anti-affinity keeps matching pods away from its owner (the inverse
+        // direction kube-scheduler enforces); a preferred term binds its owner alone.
+        self.topo
+            .record(&group.matches, &group.terms.anti_affinity, |key| {
+                if key == labels::HOSTNAME || (claim && key == labels::NODECLAIM) {
+                    return Some(hostname);
+                }
+                ids.iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
+            });
     }
 
     /// The static part of placing a variant on a pool: taints, requirements, and which
