@@ -232,11 +232,13 @@ pub fn reboot_record(claim: &NodeClaim) -> Option<RebootRecord> {
             at: t.as_second(),
             failed: a.contains_key(REBOOT_FAILED_ANNOTATION),
         }),
-        Err(e) => {
+        Err(_e) => {
+            // The lean (simulate-only) build has no tracing.
+            #[cfg(feature = "controller")]
             tracing::warn!(
                 nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(),
                 value = %at,
-                error = %e,
+                error = %_e,
                 "{REBOOTED_AT_ANNOTATION} is not an RFC 3339 time; repair replaces the node instead of rebooting it again"
             );
             Some(RebootRecord {
