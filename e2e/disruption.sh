@@ -512,7 +512,7 @@ read -r h_n h_rss h_avail h_load <<<"$(awk 'NR == 1 || $1 > n { n = $1; r = $2 }
 echo "hollow fleet at its peak: $h_n kubelets, $h_rss MB RSS together; lowest MemAvailable $h_avail MB; highest load average $h_load ($(wc -l <"$dir/host.samples") samples, 5 s apart)"
 check "the machine held the whole fleet at once: $h_n hollow kubelets >= the $fleet_n + the $n_before of the earlier sections" test "$h_n" -ge "$((fleet_n + n_before))"
 
-echo "== 7. node repair: a node condition unhealthy past its toleration -> replaced (off by default; legacy forceful mode, outside budgets; 20 % guard); an EC2 status check failing -> EC2StatusImpaired on the Node, replaced 2 min from impairedSince"
+echo "== 7. node repair: a node condition unhealthy past its toleration -> rebooted, still unhealthy, replaced (off by default; budgeted: 20 % guard, then held by a budget of 0 for Unhealthy until it is raised; --reboot-for-repair); an EC2 status check failing -> EC2StatusImpaired on the Node, rebooted, then replaced"
 # KernelReady (the EKS node monitoring agent's condition; tolerated 30m) rather than Ready:
 # the kubelet owns Ready (and its pressure conditions) and rewrites an injected Ready=False on
 # its next status update (checked below), while a condition type it does not own is carried
@@ -528,8 +528,11 @@ node_condition() { # NODE TYPE STATUS SECONDS-AGO
     --data "{\"status\":{\"conditions\":[{\"type\":\"$2\",\"status\":\"$3\",\"reason\":\"E2eInjected\",\"message\":\"e2e/disruption.sh\",\"lastTransitionTime\":\"$since\",\"lastHeartbeatTime\":\"$since\"}]}}"
 }
 k create namespace repair >/dev/null
-nodepool repair | k apply -f - >/dev/null
-# A PDB that allows no eviction: repair is forceful and does not wait for it.
+# Repair is budgeted (Karpenter v1.15): the pool's budget for reason Unhealthy is 0 until the
+# guard has been checked, then raised to 1.
+repair_budget() { echo "{consolidateAfter: Never, budgets: [{nodes: \"$1\", reasons: [Unhealthy]}]}"; }
+nodepool repair "" "$(repair_budget 0)" | k apply -f - >/dev/null
+# A PDB that allows no eviction: repair's drain does not wait for it, budgeted or not.
 pdb repair r 5 | k apply -f - >/dev/null
 deployment repair r 5 1 1Gi repair one-per-node | k apply -f - >/dev/null
 # Pool ec2, beside it: EC2 status checks (7b). Its own 5 nodes, so each pool's 20 % guard
@@ -590,10 +593,26 @@ claim_state() {
 ( while :; do echo "$(date +%s) $(claim_state "$imp_a")"; sleep 2; done ) >>"$dir/imp.samples" 2>/dev/null &
 samplers+=($!)
 stop_provisioner
-# Today's forceful repair (outside budgets; the default is budgeted since Karpenter v1.15):
-# what steps 7 and 7b check.
-PROV_ARGS+=(--node-repair --legacy-node-repair)
+# Budgeted repair (the default since Karpenter v1.15; --legacy-node-repair is the forceful
+# mode outside budgets, unit-tested) with a reboot first (--reboot-for-repair, Karpenter's
+# RebootForRepair): what steps 7 and 7b check. The simulated cloud's reboot mends nothing.
+PROV_ARGS+=(--node-repair --reboot-for-repair)
 start_provisioner
+# The reboot's record on the NodeClaim, as epoch seconds.
+rebooted_at() {
+  local at; at=$(k get nodeclaim "$1" -o jsonpath='{.metadata.annotations.adze\.sh/repair-rebooted-at}') && [[ -n "$at" ]] && date -d "$at" +%s
+}
+rebooted_event() { # NODE: a Rebooted event on its Node
+  k get events -A --field-selector reason=Rebooted -o json | jqe --arg a "$1" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
+      and (.message | test("its instance is rebooted first \\(reboot-for-repair\\)")))] | length > 0'
+}
+# Repair waits 20 minutes after a reboot before it replaces a node still unhealthy; rather than
+# wait, the record is moved back past that wait (the controller reads it at every pass).
+reboot_wait_over() { # NODE
+  local at; at=$(date -u -d "@$(( $(rebooted_at "$1") - 1205 ))" +%Y-%m-%dT%H:%M:%SZ)
+  k annotate nodeclaim "$1" --overwrite "adze.sh/repair-rebooted-at=$at" >/dev/null
+}
 repair_blocked() {
   k get events -A --field-selector reason=RepairBlocked -o json | jqe --arg a "$sick_a" --arg b "$sick_b" \
     '[.items[] | select(.involvedObject.kind == "Node" and (.involvedObject.name == $a or .involvedObject.name == $b)
@@ -603,17 +622,36 @@ wait_for 60 repair_blocked
 check "--node-repair, 2 of 5 unhealthy: a RepairBlocked event names the 20 % guard (2 of 5, 1 allowed)" repair_blocked
 sleep 6
 check "guard: neither unhealthy node repaired ($sick_a, $sick_b kept)" k get nodeclaim "$sick_a" "$sick_b"
-t0=$(now)
 node_condition "$sick_b" KernelReady True 0
-wait_for 60 gone nodeclaim "$sick_a"
-echo "$sick_b healed -> $sick_a's NodeClaim gone $(elapsed "$t0" "$(now)") s later"
-check "1 of 5 unhealthy: $sick_a's NodeClaim deleted" gone nodeclaim "$sick_a"
-repaired_event() {
-  k get events -A --field-selector reason=Unhealthy -o json | jqe --arg a "$sick_a" \
+budget_blocked() {
+  k get events -A --field-selector reason=RepairBlocked -o json | jqe --arg a "$sick_a" \
     '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
-      and (.message | test("node condition KernelReady has been False for 3[0-9]m.*PodDisruptionBudgets")))] | length > 0'
+      and (.message | test("^reboot blocked: node condition KernelReady has been False for 3[0-9]m.*but the disruption budget of nodepool repair allows no more Unhealthy disruptions now$")))] | length > 0'
 }
-check "an Unhealthy event on node $sick_a names the condition and for how long" repaired_event
+wait_for 60 budget_blocked
+check "$sick_b healed, 1 of 5 unhealthy: a RepairBlocked event on $sick_a names the pool's budget for Unhealthy (nodes: 0)" budget_blocked
+check "budget 0: $sick_a kept" k get nodeclaim "$sick_a"
+t0=$(now)
+nodepool repair "" "$(repair_budget 1)" | k apply -f - >/dev/null
+wait_for 60 rebooted_event "$sick_a"
+echo "budget raised to 1 -> $sick_a rebooted $(elapsed "$t0" "$(now)") s later"
+check "budget raised to 1: a Rebooted event on $sick_a (reboot first, not replaced)" rebooted_event "$sick_a"
+check "... the reboot recorded on its NodeClaim (adze.sh/repair-rebooted-at)" rebooted_at "$sick_a"
+sleep 6
+check "rebooted and still unhealthy (the reboot mended nothing): $sick_a kept during the wait" \
+  bash -c "kubectl --kubeconfig $KUBECONFIG get nodeclaim $sick_a >/dev/null && [[ -z \$(kubectl --kubeconfig $KUBECONFIG get nodeclaim $sick_a -o jsonpath='{.metadata.deletionTimestamp}') ]]"
+check "... KernelReady still False on $sick_a" kernel_false "$sick_a"
+t0=$(now)
+reboot_wait_over "$sick_a"
+wait_for 120 gone nodeclaim "$sick_a"
+echo "reboot's 20 minutes over (record moved back) -> $sick_a's NodeClaim gone $(elapsed "$t0" "$(now)") s later"
+check "still unhealthy after the reboot's wait: $sick_a's NodeClaim deleted" gone nodeclaim "$sick_a"
+repaired_event() {
+  k get events -A --field-selector reason=Disrupting -o json | jqe --arg a "$sick_a" \
+    '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
+      and (.message | test("node condition KernelReady has been False for 3[0-9]m.*repaired within the NodePool.s disruption budget for Unhealthy")))] | length > 0'
+}
+check "a Disrupting event on node $sick_a names the condition, for how long, and the budget" repaired_event
 wait_for 120 count_is 5 ready_pods repair r
 check "its pod Ready again on a replacement, although the PDB allowed no eviction (5 Ready, 5 NodeClaims)" \
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n repair -l app=r -o json | jq '[.items[] | select(.spec.nodeName == \"$sick_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=repair -o name | wc -l) == 5 ]]"
@@ -648,15 +686,19 @@ check "past 2 minutes, 2 of 5 unhealthy (EC2StatusImpaired and KernelReady): a R
 check "guard: $imp_a and $imp_b kept" k get nodeclaim "$imp_a" "$imp_b"
 t_heal=$(now)
 node_condition "$imp_b" KernelReady True 0
-wait_for 60 gone nodeclaim "$imp_a"
+wait_for 60 rebooted_event "$imp_a"
+check "1 of 5 unhealthy: $imp_a rebooted first (a Rebooted event)" rebooted_event "$imp_a"
+check "... its NodeClaim kept, the reboot recorded on it" rebooted_at "$imp_a"
+reboot_wait_over "$imp_a"
+wait_for 120 gone nodeclaim "$imp_a"
 echo "$imp_b healed -> $imp_a's NodeClaim gone $(elapsed "$t_heal" "$(now)") s later, $(elapsed "$t_imp" "$(now)") s after impairedSince"
 check "1 of 5 unhealthy: $imp_a's NodeClaim deleted" gone nodeclaim "$imp_a"
 imp_repaired_event() {
-  k get events -A --field-selector reason=Unhealthy -o json | jqe --arg a "$imp_a" \
+  k get events -A --field-selector reason=Disrupting -o json | jqe --arg a "$imp_a" \
     '[.items[] | select(.involvedObject.kind == "Node" and .involvedObject.name == $a
-      and (.message | test("^unhealthy: EC2 status check instance status reachability has been failing for [0-9]+m[0-9]*s? \\(tolerated for 2m\\).*PodDisruptionBudgets")))] | length > 0'
+      and (.message | test("unhealthy: EC2 status check instance status reachability has been failing for [0-9]+m[0-9]*s? \\(tolerated for 2m\\); repaired within the NodePool.s disruption budget")))] | length > 0'
 }
-check "an Unhealthy event on node $imp_a names the failing check and for how long" imp_repaired_event
+check "a Disrupting event on node $imp_a names the failing check and for how long" imp_repaired_event
 # Not before its 2 minutes: alive at ~60 s, and in every sample before 118 s.
 alive_at_60() { awk -v t="$t_imp" '$1 >= t + 55 && $1 <= t + 70 && $2 == "alive" { n++ } END { exit !(n > 0) }' "$dir/imp.samples"; }
 never_early() { awk -v t="$t_imp" '$1 < t + 118 { n++; if ($2 != "alive") bad++ } END { exit !(n > 10 && bad == 0) }' "$dir/imp.samples"; }
@@ -667,8 +709,10 @@ check "its pod Ready again on a replacement, although the PDB allowed no evictio
   bash -c "[[ \$(kubectl --kubeconfig $KUBECONFIG get pods -n ec2 -l app=e -o json | jq '[.items[] | select(.spec.nodeName == \"$imp_a\")] | length') == 0 && \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -l adze.sh/nodepool=ec2 -o name | wc -l) == 5 ]]"
 check "the healed node $imp_b is kept" k get nodeclaim "$imp_b"
 prov_url=$(grep -o 'on http://[0-9.:]*' "$dir/provisioner.log" | tail -n 1 | sed 's/^on //')
-check "adze_disruption_decisions_total{decision=delete,reason=Unhealthy,...,termination_mode=forceful} is 2 ($sick_a and $imp_a)" \
-  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"delete\",reason=\"Unhealthy\",consolidation_policy=\"none\",termination_mode=\"forceful\"} 2'"
+check "adze_disruption_decisions_total{decision=replace,reason=Unhealthy,...,termination_mode=forceful} is 2 ($sick_a and $imp_a, each replaced first)" \
+  bash -c "curl -fsS '$prov_url/metrics' | grep -qx 'adze_disruption_decisions_total{decision=\"replace\",reason=\"Unhealthy\",consolidation_policy=\"none\",termination_mode=\"forceful\"} 2'"
+check "adze_repair_reboots_total{result=accepted} is 1 in each pool (repair, ec2)" \
+  bash -c "curl -fsS '$prov_url/metrics' | grep -x 'adze_repair_reboots_total{nodepool=\"\(repair\|ec2\)\",result=\"accepted\"} 1' | wc -l | grep -qx 2"
 
 check "provisioner still running" kill -0 "$prov_pid"
 check "no panics in provisioner log" absent panicked "$dir/provisioner.log"

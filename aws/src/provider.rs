@@ -1409,6 +1409,28 @@ impl CloudProvider for AwsProvider {
         })
     }
 
+    /// RebootInstances of the one instance `provider_id` names (node repair's first action with
+    /// `--reboot-for-repair`). EC2 accepts the request and reboots asynchronously; repair
+    /// watches the Node for the outcome. A providerID that is not EC2's is refused here.
+    fn reboot<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            let Some(id) = crate::interruption::instance_id_of(provider_id) else {
+                return Err(CloudError::Other(format!(
+                    "{provider_id:?} is not an EC2 instance's providerID: nothing to reboot"
+                )));
+            };
+            self.clients
+                .ec2
+                .reboot_instances()
+                .instance_ids(id)
+                .send()
+                .await
+                .map_err(ec2_err("RebootInstances"))?;
+            tracing::info!(instance = id, "RebootInstances accepted");
+            Ok(())
+        })
+    }
+
     /// ARC zonal shift's GetManagedResource on the EKS cluster's ARN
     /// ([`crate::zonal_shift`]).
     fn zonal_shifts(&self) -> BoxFuture<'_, Result<Vec<adze_cloud::ZonalShift>, CloudError>> {

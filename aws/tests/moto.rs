@@ -727,6 +727,53 @@ async fn garbage_collection_lists_a_stray_tagged_instance_and_delete_terminates_
 
 #[tokio::test]
 #[ignore = "needs a moto server: run aws/ci/moto.sh"]
+async fn repair_reboots_the_instance_in_place_and_a_refused_reboot_fails_leaving_it_to_be_replaced()
+{
+    let moto = endpoint("reboot");
+    let e = env("reboot", &moto).await;
+    let (provider, _) = e.provider(e.class());
+    let c = claim("reboot-1", &["m5.large"], "on-demand");
+    let launched = provider.create(&c).await.unwrap();
+    let pid = launched.provider_id.clone();
+    provider.reboot(&pid).await.unwrap();
+    assert_eq!(e.proxy.calls("RebootInstances"), 1);
+    // Rebooted in place: the same instance, still running, nothing else launched.
+    let running = in_moto(&moto, "reboot-1").await;
+    assert_eq!(running.len(), 1);
+    assert!(pid.ends_with(running[0].instance_id.as_deref().unwrap()));
+    assert_eq!(
+        provider.get(&pid).await.unwrap().map(|i| i.provider_id),
+        Some(pid.clone())
+    );
+
+    // EC2 refuses (a policy without ec2:RebootInstances): an error naming the call and EC2's
+    // code, which repair reads as "replace now"; the instance is left as it was, and the
+    // replacement's delete terminates it (no instance leaks).
+    e.proxy
+        .refuse_action("RebootInstances", "UnauthorizedOperation");
+    let err = provider.reboot(&pid).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("RebootInstances") && text.contains("UnauthorizedOperation"),
+        "{text}"
+    );
+    assert_eq!(in_moto(&moto, "reboot-1").await.len(), 1);
+    provider.delete(&with_provider_id(c, &pid)).await.unwrap();
+    assert!(provider.get(&pid).await.unwrap().is_none());
+    assert!(in_moto(&moto, "reboot-1").await.is_empty());
+
+    // A providerID that is not EC2's is refused without asking EC2.
+    let calls = e.proxy.calls("RebootInstances");
+    let err = provider
+        .reboot("kind://docker/kind/node-1")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not an EC2 instance"), "{err}");
+    assert_eq!(e.proxy.calls("RebootInstances"), calls);
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: run aws/ci/moto.sh"]
 async fn drift_is_seen_when_the_image_changes() {
     let moto = endpoint("drift");
     let e = env("drift", &moto).await;

@@ -1212,6 +1212,30 @@ def offline_cluster_limits():
                   named in str(e), str(e)[:300])
 
 
+def offline_reboot_for_repair():
+    """provisioner.rebootForRepair reaches the provisioner as --reboot-for-repair with
+    nodeRepair, is off by default, and is refused naming itself without nodeRepair or with
+    legacyNodeRepair (as the flag is)."""
+    import offline
+    sim = {"cloudProvider": "simulated"}
+
+    def args(values):
+        return container(one(docs_of(offline.render("1.30.0", values)), "Deployment", "-provisioner"))["args"]
+    check("rebootForRepair: no --reboot-for-repair by default", "--reboot-for-repair" not in args(sim))
+    on = args(merge(sim, {"provisioner": {"nodeRepair": True, "rebootForRepair": True}}))
+    check("rebootForRepair: with nodeRepair, rendered as --reboot-for-repair",
+          "--reboot-for-repair" in on and "--node-repair" in on, str(on))
+    for bad, why in [({"rebootForRepair": True}, "without nodeRepair"),
+                     ({"nodeRepair": True, "legacyNodeRepair": True, "rebootForRepair": True},
+                      "with legacyNodeRepair")]:
+        try:
+            offline.render("1.30.0", merge(sim, {"provisioner": bad}))
+            check(f"rebootForRepair {why}: refused", False, "rendered")
+        except Exception as e:  # helm's fail
+            check(f"rebootForRepair {why}: refused naming provisioner.rebootForRepair",
+                  "provisioner.rebootForRepair" in str(e), str(e)[:300])
+
+
 def helm_set(values, dotted, value):
     """`helm --set KEY=VALUE` on a values dict: KEY split at dots not escaped with a backslash."""
     parts = [p.replace("\0", ".") for p in dotted.replace("\\.", "\0").split(".")]
@@ -1382,6 +1406,7 @@ def offline(write):
         offline_value_dependent_rbac()
         offline_capacity_buffer_crd()
         offline_cluster_limits()
+        offline_reboot_for_repair()
         offline_values_eks()
         offline_examples_eks()
     out = offline_manifests()

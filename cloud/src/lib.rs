@@ -177,6 +177,19 @@ pub trait CloudProvider: Send + Sync {
         Box::pin(async { Ok(BTreeMap::new()) })
     }
 
+    /// Reboots the instance `provider_id` names, in place (AWS: RebootInstances): node repair's
+    /// first action with `--reboot-for-repair`. Ok means the cloud accepted the request, not
+    /// that the node came back healthy; repair judges that from the Node afterwards. The
+    /// default refuses, naming the provider, so repair replaces the node instead.
+    fn reboot<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            Err(CloudError::Other(format!(
+                "the {} cloud provider cannot reboot instances ({provider_id})",
+                self.name()
+            )))
+        })
+    }
+
     /// The zonal shifts on the cluster now (AWS: ARC zonal shift's GetManagedResource on the
     /// EKS cluster), active or not; which count is [`adze_scheduling::zonal_shift`]'s rule.
     /// An error is "could not tell", never "no shift" nor "every zone". The default knows
@@ -417,6 +430,16 @@ mod tests {
         let claims = [named("d1"), named("x1")];
         let err = rt(ByName.drifted_claims(&claims)).unwrap_err();
         assert!(err.to_string().contains("cannot read x1"), "{err}");
+    }
+
+    #[test]
+    fn a_cloud_that_cannot_reboot_says_so_rather_than_pretending() {
+        let err = futures::executor::block_on(ByName.reboot("i-1")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the by-name cloud provider cannot reboot instances (i-1)"),
+            "{err}"
+        );
     }
 
     #[test]

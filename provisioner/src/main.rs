@@ -266,6 +266,12 @@ struct RunArgs {
     /// budgets (Karpenter's --legacy-node-repair). Refused without --node-repair.
     #[arg(long, env = "ADZE_LEGACY_NODE_REPAIR")]
     legacy_node_repair: bool,
+    /// With --node-repair: reboot an unhealthy node's instance first (ec2:RebootInstances)
+    /// and replace it only if still unhealthy 20 minutes later or if the reboot is refused;
+    /// once per episode, within the Unhealthy budget (Karpenter's RebootForRepair gate).
+    /// Refused without --node-repair and with --legacy-node-repair.
+    #[arg(long, env = "ADZE_REBOOT_FOR_REPAIR")]
+    reboot_for_repair: bool,
     /// Drift, and budgeted repair (--node-repair), of a node in a capacity-constrained
     /// NodePool: a static one at its limits.nodes, a reserved node whose NodePool may only use
     /// its full capacity reservations, or a node whose pods fit only once it no longer counts
@@ -502,6 +508,12 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
                 args.legacy_node_repair,
             )
             .map_err(anyhow::Error::msg)?,
+            reboot_for_repair: adze_provisioner::disruption::repair::reboot_first(
+                args.reboot_for_repair,
+                args.node_repair,
+                args.legacy_node_repair,
+            )
+            .map_err(anyhow::Error::msg)?,
             terminate_first_drift: args.terminate_first_drift,
             pod_deletion_cost: args.pod_deletion_cost,
             replacement_timeout: args.registration_timeout,
@@ -635,6 +647,11 @@ struct SimulateArgs {
     /// deleted first instead of waiting for room to launch its replacement.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT", requires = "disruption")]
     terminate_first_drift: bool,
+    /// With --disruption --node-repair: as `run --reboot-for-repair`, a node due for repair
+    /// is shown with the action `reboot` (or waiting after one, from its NodeClaim's
+    /// adze.sh/repair-rebooted-at annotation) instead of being replaced.
+    #[arg(long, env = "ADZE_REBOOT_FOR_REPAIR", requires = "disruption")]
+    reboot_for_repair: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
     /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
     /// NodePool checked, and each pool's instance types grouped by why they were refused,
@@ -804,6 +821,12 @@ fn simulate_disruption(
         adze_provisioner::disruption::repair::mode(args.node_repair, args.legacy_node_repair)
             .map_err(anyhow::Error::msg)?;
     options.terminate_first_drift = args.terminate_first_drift;
+    options.reboot_for_repair = adze_provisioner::disruption::repair::reboot_first(
+        args.reboot_for_repair,
+        args.node_repair,
+        args.legacy_node_repair,
+    )
+    .map_err(anyhow::Error::msg)?;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
     if let Some(node) = &args.explain_node {

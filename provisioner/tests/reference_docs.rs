@@ -46,6 +46,10 @@ fn provisioner_metrics_reference_is_current() {
     };
     m.nodepool_usage.replace([(resource.clone(), 1.0)]);
     m.nodepool_limit.replace([(resource, 1.0)]);
+    let _ = m.repair_reboots.get_or_create(&RebootLabels {
+        nodepool: "default".into(),
+        result: REBOOT_RESULTS[0].into(),
+    });
     let _ = m.pods_disrupted.get_or_create(&PodsDisruptedLabels {
         reason: "Empty".into(),
         nodepool: "example".into(),

@@ -724,3 +724,81 @@ fn drift_of_a_pool_at_its_limits_deletes_first_with_terminate_first_drift() {
         assert_eq!(p.commands[0].action, Action::Replace);
     }
 }
+
+/// [`sick_cluster`] planned with budgeted repair and `--reboot-for-repair`; `claims` adds
+/// NodeClaims (carrying a reboot record) for some of its nodes.
+fn plan_reboot(claims: &[String]) -> DisruptionPlan {
+    let mut options = DisruptionOptions::at(NOW.parse().unwrap());
+    options.node_repair = Some(adze_scheduling::disruption::repair::RepairMode::Budgeted);
+    options.reboot_for_repair = true;
+    let mut docs = sick_cluster();
+    docs.extend(claims.iter().cloned());
+    plan_disruption(&scenario(&docs), &options)
+}
+
+/// `node`'s NodeClaim annotated as rebooted for repair at `at` (and refused, with `refused`).
+fn rebooted_claim(node: &str, at: &str, refused: bool) -> String {
+    let mut annotations = format!("adze.sh/repair-rebooted-at: \"{at}\"");
+    if refused {
+        annotations.push_str(", adze.sh/repair-reboot-failed: \"UnauthorizedOperation\"");
+    }
+    support::claim(node, "default", "medium", DAY_BEFORE).replacen(
+        &format!("  name: {node}\n"),
+        &format!("  name: {node}\n  annotations: {{{annotations}}}\n"),
+        1,
+    )
+}
+
+#[test]
+fn reboot_for_repair_plans_a_reboot_first_then_the_replacement_once_the_wait_is_over() {
+    // First pass: sick-a (due first) is rebooted, not replaced; its pods stay, its price too.
+    // The budget of one Unhealthy node is the reboot's: sick-b waits.
+    let p = plan_reboot(&[]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(
+        (c.method, c.action, c.reason.as_str()),
+        (Method::Repair, Action::Reboot, "Unhealthy")
+    );
+    assert_eq!(c.nodes, ["sick-a"]);
+    assert!(c.pods.is_empty() && c.replacements.is_empty(), "{c:?}");
+    assert!((c.price_before - c.price_after).abs() < 1e-9, "{c:?}");
+    assert!(
+        c.message
+            .contains("its instance is rebooted first (reboot-for-repair)"),
+        "{}",
+        c.message
+    );
+    let held = p.left_alone("sick-b").unwrap();
+    assert_eq!(held.reason, LeftAloneReason::RepairBlocked, "{held:?}");
+    assert!(held.message.starts_with("reboot blocked: "), "{held:?}");
+
+    // Five minutes after the reboot, still Ready False: waiting, nothing replaced.
+    let p = plan_reboot(&[rebooted_claim("sick-a", "2026-06-01T11:55:00Z", false)]);
+    assert!(p.commands.iter().all(|c| c.nodes != ["sick-a"]), "{p:#?}");
+    let waiting = p.left_alone("sick-a").unwrap();
+    assert_eq!(waiting.reason, LeftAloneReason::RepairBlocked);
+    assert!(
+        waiting
+            .message
+            .starts_with("rebooted for repair 5m ago and still unhealthy")
+            && waiting
+                .message
+                .ends_with("replaced if still unhealthy in 15m"),
+        "{waiting:?}"
+    );
+
+    // Twenty-one minutes after it, still unhealthy: replaced (not rebooted again).
+    let p = plan_reboot(&[rebooted_claim("sick-a", "2026-06-01T11:39:00Z", false)]);
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::Repair, "{p:#?}");
+    assert_ne!(c.action, Action::Reboot, "{c:?}");
+    assert_eq!(c.nodes, ["sick-a"]);
+    assert_eq!(c.pods.len(), 1);
+
+    // A refused reboot: replaced at once.
+    let p = plan_reboot(&[rebooted_claim("sick-a", "2026-06-01T11:59:00Z", true)]);
+    let c = &p.commands[0];
+    assert_eq!(c.nodes, ["sick-a"], "{p:#?}");
+    assert_ne!(c.action, Action::Reboot, "{c:?}");
+}

@@ -16,6 +16,7 @@ const CREATING: &[&str] = &[
 /// Actions that destroy or change existing resources; each needs the cluster tag on the resource.
 const DESTRUCTIVE: &[&str] = &[
     "ec2:TerminateInstances",
+    "ec2:RebootInstances",
     "ec2:DeleteLaunchTemplate",
     "iam:AddRoleToInstanceProfile",
     "iam:RemoveRoleFromInstanceProfile",
@@ -92,6 +93,12 @@ pub const OWNERSHIP: &[(&str, &[&str], On, &[&str])] = &[
     ("ec2:CreateLaunchTemplate", &[], On::Request, &[CLASS_TAG]),
     (
         "ec2:TerminateInstances",
+        &[],
+        On::Resource,
+        &[NODEPOOL_TAG, NODECLAIM_TAG],
+    ),
+    (
+        "ec2:RebootInstances",
         &[],
         On::Resource,
         &[NODEPOOL_TAG, NODECLAIM_TAG],

@@ -15,7 +15,7 @@ use super::{CloudError, CloudProvider, Instance, StatusCheck, ZonalShift};
 use crate::metrics::{CloudCallLabels, CloudErrorLabels, Provisioner};
 
 /// The trait's methods, as the `method` (and `op`) label names them.
-pub const METHODS: [&str; 9] = [
+pub const METHODS: [&str; 10] = [
     "create",
     "delete",
     "get",
@@ -25,6 +25,7 @@ pub const METHODS: [&str; 9] = [
     "drifted_claims",
     "instance_health",
     "zonal_shifts",
+    "reboot",
 ];
 
 /// The `error` label of a failed call.
@@ -64,6 +65,7 @@ impl Metered {
                     "drifted_claims",
                     "instance_health",
                     "zonal_shifts",
+                    "reboot",
                 ]
                 .map(|op| (op, "other")),
             );
@@ -158,6 +160,11 @@ impl CloudProvider for Metered {
     ) -> BoxFuture<'a, Result<std::collections::BTreeMap<String, Vec<StatusCheck>>, CloudError>>
     {
         Box::pin(self.call("instance_health", self.inner.instance_health(provider_ids)))
+    }
+
+    /// Forwarded (the default would refuse for every provider).
+    fn reboot<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(self.call("reboot", self.inner.reboot(provider_id)))
     }
 
     /// Forwarded (the default would report no shift for every provider).
@@ -265,6 +272,10 @@ mod tests {
         let shifts = errors("zonal_shifts", "other");
         assert!(cloud.zonal_shifts().await.is_err());
         assert_eq!(errors("zonal_shifts", "other"), shifts + 1);
+        // And a reboot the provider cannot do (the trait's default refuses).
+        let reboots = errors("reboot", "other");
+        assert!(cloud.reboot("i-1").await.is_err());
+        assert_eq!(errors("reboot", "other"), reboots + 1);
         assert!(cloud.create(&claim()).await.is_err());
         assert!(cloud.list().await.is_err());
         cloud.delete(&claim()).await.unwrap();
@@ -283,6 +294,7 @@ mod tests {
             ("is_drifted", 0),
             ("instance_health", 1),
             ("zonal_shifts", 1),
+            ("reboot", 1),
         ] {
             let line = format!(
                 "\nadze_cloudprovider_duration_seconds_count{{method=\"{method}\",provider=\"metered-test\"}} {n}\n"

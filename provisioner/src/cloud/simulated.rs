@@ -16,6 +16,12 @@
 //! unless its record's `statusChecks` (instance directory) or its Node's
 //! [`STATUS_CHECKS_ANNOTATION`] say otherwise — how a test plays an impaired instance.
 //!
+//! Reboots (`reboot`, node repair's first action with `--reboot-for-repair`): accepted for an
+//! instance that exists and counted ([`Simulated::reboots`]), and they mend nothing — an
+//! impaired instance stays impaired and a Node's conditions stay as they were, as unkind as a
+//! reboot on EC2 that does not help, so repair's replacement after the wait is what a test
+//! sees. A reboot of an instance that does not exist is refused.
+//!
 //! Zonal shifts (`zonal_shifts`, what `--enable-zonal-shift` reads as ARC's): none, unless
 //! a zonal-shifts file is given ([`Simulated::with_zonal_shifts_file`],
 //! `--simulated-zonal-shifts`): a JSON list of [`SimulatedZonalShift`], read again at every
@@ -96,6 +102,8 @@ pub struct Simulated {
     instance_dir: Option<PathBuf>,
     /// The zonal shifts on the simulated cluster, as a JSON file (absent: none).
     zonal_shifts_file: Option<PathBuf>,
+    /// Reboots accepted, by providerID.
+    reboots: Arc<Mutex<BTreeMap<String, u32>>>,
 }
 
 /// One zonal shift in the simulated cloud's file, in the names ARC's GetManagedResource
@@ -231,7 +239,17 @@ impl Simulated {
             unavailable: Vec::new(),
             instance_dir: None,
             zonal_shifts_file: None,
+            reboots: Arc::default(),
         }
+    }
+
+    /// How many reboots of `provider_id` this cloud accepted.
+    pub fn reboots(&self, provider_id: &str) -> u32 {
+        self.reboots
+            .lock_or_recover()
+            .get(provider_id)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Report the zonal shifts listed in the file at `path` (see the module docs).
@@ -568,6 +586,28 @@ impl CloudProvider for Simulated {
         _claims: &'a [Arc<NodeClaim>],
     ) -> BoxFuture<'a, Result<std::collections::BTreeSet<String>, CloudError>> {
         Box::pin(async { Ok(Default::default()) })
+    }
+
+    /// Accepted for an instance that exists, and counted; it changes nothing about the
+    /// instance (see the module docs). Refused for one that does not.
+    fn reboot<'a>(&'a self, provider_id: &'a str) -> BoxFuture<'a, Result<(), CloudError>> {
+        Box::pin(async move {
+            if self.get(provider_id).await?.is_none() {
+                return Err(CloudError::Other(format!(
+                    "simulated instance {provider_id} does not exist: nothing to reboot"
+                )));
+            }
+            *self
+                .reboots
+                .lock_or_recover()
+                .entry(provider_id.to_string())
+                .or_default() += 1;
+            tracing::info!(
+                provider_id,
+                "simulated reboot: accepted, and it mends nothing"
+            );
+            Ok(())
+        })
     }
 
     /// The shifts in the zonal-shifts file, if one was given and exists.

@@ -47,6 +47,10 @@ pub struct Settings {
     /// budgets for `Unhealthy`. Legacy (`--legacy-node-repair`): forceful, before any
     /// decision ([`Self::repair`]). See [`super::repair::mode`].
     pub repair: Option<pure::repair::RepairMode>,
+    /// `--reboot-for-repair` (Karpenter's `RebootForRepair` gate), with budgeted repair: a
+    /// node due for repair has its instance rebooted first ([`Self::reboot_unhealthy`]) and is
+    /// replaced only if still unhealthy after the wait. See [`super::repair::reboot_first`].
+    pub reboot_for_repair: bool,
     /// `--terminate-first-drift` (Karpenter's `TerminateFirstDrift` gate): a drifted or
     /// repaired node of a capacity-constrained pool (static at its `limits.nodes`, confined to
     /// full reservations, or whose pods fit only once it stops counting against `limits`) is
@@ -74,6 +78,10 @@ pub struct Disruption {
     cloud_drifted: Mutex<BTreeSet<String>>,
     /// Node repair's reading of the instances' status checks (read only with `repair` on).
     status_checks: tokio::sync::Mutex<repair::StatusChecks>,
+    /// The reboots for repair this replica recorded, by NodeClaim, until the watch shows the
+    /// NodeClaim's annotation: a pass that reads the claim before its own write arrives does
+    /// not reboot the node again.
+    reboots_sent: Mutex<BTreeMap<String, pure::repair::RebootRecord>>,
     /// Set by a pass that was held back: the [`Hold`] then, and how many pending pods it
     /// found no place for ([`hold_lifted`]).
     held: Mutex<Option<(Hold, usize)>>,
@@ -379,6 +387,7 @@ impl Disruption {
             commands: Mutex::default(),
             cloud_drifted: Mutex::default(),
             status_checks: tokio::sync::Mutex::default(),
+            reboots_sent: Mutex::default(),
             held: Mutex::default(),
             deletion_cost_at: Mutex::default(),
             drift_backoff: Mutex::default(),
@@ -521,6 +530,7 @@ impl Disruption {
         built.input.drift_holds = self.drift_holds(&objects.claims, extra.now);
         if self.settings.repair == Some(pure::repair::RepairMode::Budgeted) {
             built.input.health = self.read_health(extra.now).await;
+            self.overlay_reboots(&mut built.input.health);
         }
         for p in &built.problems {
             tracing::debug!(problem = %p, "left out of disruption");
@@ -537,6 +547,7 @@ impl Disruption {
         );
         options.terminate_first_drift = self.settings.terminate_first_drift;
         options.node_repair = self.settings.repair;
+        options.reboot_for_repair = self.settings.reboot_for_repair;
         options
     }
 
@@ -589,7 +600,7 @@ impl Disruption {
     pub async fn pass(self: &Arc<Self>) -> anyhow::Result<Pass> {
         let pass_start = Instant::now();
         self.recover().await?;
-        let built = self.observe().await?;
+        let mut built = self.observe().await?;
         let observe_ms = pass_start.elapsed().as_millis() as u64;
         self.record_activity(&built.activity_writes).await;
         self.record_status(&built.statuses).await;
@@ -604,6 +615,10 @@ impl Disruption {
             && self.repair(&built).await? > 0
         {
             return Ok(Pass::Acted);
+        }
+        if self.settings.reboot_for_repair {
+            // Reboots move no pod: they do not wait for pending pods as the decision does.
+            self.reboot_unhealthy(&mut built).await;
         }
         let (any, consolidate) = self.readiness(&built);
         if !any {
@@ -926,6 +941,121 @@ impl Disruption {
                 );
             }
         }
+    }
+
+    /// Gives each NodeClaim this replica rebooted and whose annotation the watch does not show
+    /// yet its record; forgets the records the NodeClaims now hold (or that are gone).
+    fn overlay_reboots(&self, health: &mut [pure::repair::NodeHealth]) {
+        let mut sent = self.reboots_sent.lock_or_recover();
+        sent.retain(|claim, _| {
+            health
+                .iter()
+                .any(|h| h.nodeclaim == *claim && h.reboot.is_none())
+        });
+        for h in health.iter_mut().filter(|h| h.reboot.is_none()) {
+            h.reboot = sent.get(&h.nodeclaim).copied();
+        }
+    }
+
+    /// `--reboot-for-repair`: carries out [`pure::reboots`]. For each node whose step is a
+    /// reboot: the NodeClaim is annotated with the time first (a restart mid-way does not
+    /// reboot again), then the cloud asked to reboot the instance; a `Rebooted` event on the
+    /// Node and NodeClaim and `adze_repair_reboots_total` say so. A refusal is recorded on the
+    /// NodeClaim too ([`pure::repair::REBOOT_FAILED_ANNOTATION`]), so this very pass's
+    /// decision replaces the node. Reboots held by the budget are announced as
+    /// `RepairBlocked`. A dry run logs and sends nothing. Returns how many were asked for.
+    async fn reboot_unhealthy(&self, built: &mut Built) -> usize {
+        let plans = pure::reboots(&built.input, &self.options(built));
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let now = built.input.now;
+        let nodes = self.state.nodes.state();
+        let mut asked = 0;
+        for p in plans {
+            let node = nodes.iter().find(|n| n.name_any() == p.node).cloned();
+            let claim = built.claim_of_node.get(&p.node).cloned();
+            let announce = |type_: &str, reason: &str, message: &str| {
+                if let Some(n) = &node {
+                    self.recorder
+                        .publish(reference(n.as_ref()), type_, reason, message);
+                }
+                if let Some(c) = &claim {
+                    self.recorder
+                        .publish(reference(c.as_ref()), type_, reason, message);
+                }
+            };
+            if p.blocked.is_some() {
+                tracing::warn!(node = %p.node, nodeclaim = %p.nodeclaim, "{}", p.message);
+                announce("Warning", "RepairBlocked", &p.message);
+                continue;
+            }
+            let (pure::repair::RebootStep::Reboot, Some(provider_id)) = (p.step, &p.provider_id)
+            else {
+                tracing::debug!(node = %p.node, "{}", p.message);
+                continue;
+            };
+            if self.settings.dry_run {
+                tracing::info!(dry_run = true, node = %p.node, nodeclaim = %p.nodeclaim, "would reboot for repair: {}", p.message);
+                continue;
+            }
+            let patch = |refused: Option<&str>| Patch::Merge(repair::reboot_patch(now, refused));
+            if let Err(e) = api
+                .patch(&p.nodeclaim, &PatchParams::default(), &patch(None))
+                .await
+            {
+                tracing::warn!(nodeclaim = %p.nodeclaim, error = %e, "reboot for repair not recorded, so not asked for; the next pass tries again");
+                continue;
+            }
+            asked += 1;
+            let pool = p.nodepool.clone().unwrap_or_default();
+            let (record, result) = match self.cloud.reboot(provider_id).await {
+                Ok(()) => {
+                    tracing::info!(node = %p.node, nodeclaim = %p.nodeclaim, provider_id = %provider_id, "rebooted for repair: {}", p.message);
+                    announce("Normal", "Rebooted", &p.message);
+                    (
+                        pure::repair::RebootRecord {
+                            at: now,
+                            failed: false,
+                        },
+                        "accepted",
+                    )
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    let message = format!(
+                        "reboot for repair refused by the cloud ({why}): the node is replaced instead"
+                    );
+                    tracing::warn!(node = %p.node, nodeclaim = %p.nodeclaim, provider_id = %provider_id, "{message}");
+                    announce("Warning", "RebootFailed", &message);
+                    if let Err(e) = api
+                        .patch(&p.nodeclaim, &PatchParams::default(), &patch(Some(&why)))
+                        .await
+                    {
+                        tracing::warn!(nodeclaim = %p.nodeclaim, error = %e, "refused reboot not recorded; this replica replaces the node anyway");
+                    }
+                    (
+                        pure::repair::RebootRecord {
+                            at: now,
+                            failed: true,
+                        },
+                        "refused",
+                    )
+                }
+            };
+            crate::metrics::provisioner()
+                .repair_reboots
+                .get_or_create(&crate::metrics::RebootLabels {
+                    nodepool: pool,
+                    result: result.into(),
+                })
+                .inc();
+            self.reboots_sent
+                .lock_or_recover()
+                .insert(p.nodeclaim.clone(), record);
+            if let Some(h) = built.input.health.iter_mut().find(|h| h.node == p.node) {
+                h.reboot = Some(record);
+            }
+        }
+        asked
     }
 
     /// Step 1 now, then steps 2 and 3 in the background (the claims stay in `commands`

@@ -14,7 +14,8 @@ use adze_api::NodeClaim;
 #[cfg(feature = "controller")]
 use adze_scheduling::disruption::UnixSeconds;
 use adze_scheduling::disruption::repair::{
-    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, RepairMode,
+    EC2_STATUS_CONDITION, NodeCondition, NodeHealth, PublishedCondition, REBOOT_FAILED_ANNOTATION,
+    REBOOTED_AT_ANNOTATION, RebootRecord, RepairMode,
 };
 #[cfg(feature = "controller")]
 use adze_scheduling::disruption::repair::{StatusCheck, remember_first_failures};
@@ -36,6 +37,22 @@ pub fn mode(node_repair: bool, legacy: bool) -> Result<Option<RepairMode>, Strin
         (false, true) => Err(
             "--legacy-node-repair (ADZE_LEGACY_NODE_REPAIR) chooses how node repair runs, and node repair is off: add --node-repair (ADZE_NODE_REPAIR), or drop --legacy-node-repair".into(),
         ),
+    }
+}
+
+/// Whether `--reboot-for-repair` is on: refused, naming the flags, without `--node-repair`
+/// (nothing to reboot for) and with `--legacy-node-repair` (forceful repair replaces at once,
+/// outside budgets; reboots are budgeted repair's first step).
+pub fn reboot_first(reboot: bool, node_repair: bool, legacy: bool) -> Result<bool, String> {
+    match (reboot, node_repair, legacy) {
+        (false, _, _) => Ok(false),
+        (true, false, _) => Err(
+            "--reboot-for-repair (ADZE_REBOOT_FOR_REPAIR) is a node repair action, and node repair is off: add --node-repair (ADZE_NODE_REPAIR), or drop --reboot-for-repair".into(),
+        ),
+        (true, true, true) => Err(
+            "--reboot-for-repair (ADZE_REBOOT_FOR_REPAIR) is budgeted repair's first step and --legacy-node-repair (ADZE_LEGACY_NODE_REPAIR) replaces at once: drop one of them".into(),
+        ),
+        (true, true, false) => Ok(true),
     }
 }
 
@@ -199,7 +216,49 @@ fn of(claim: &NodeClaim, node: &Node) -> NodeHealth {
                 .iter()
                 .any(|k| a.get(*k).is_some_and(|v| v == "true"))
         }),
+        reboot: reboot_record(claim),
     }
+}
+
+/// The NodeClaim's record of a reboot for repair ([`REBOOTED_AT_ANNOTATION`], and
+/// [`REBOOT_FAILED_ANNOTATION`] when the cloud refused it). A time that cannot be read counts
+/// as a refused reboot at the epoch: the node is replaced rather than rebooted again and
+/// again on a record nobody can read.
+pub fn reboot_record(claim: &NodeClaim) -> Option<RebootRecord> {
+    let a = claim.metadata.annotations.as_ref()?;
+    let at = a.get(REBOOTED_AT_ANNOTATION)?;
+    match at.parse::<k8s_openapi::jiff::Timestamp>() {
+        Ok(t) => Some(RebootRecord {
+            at: t.as_second(),
+            failed: a.contains_key(REBOOT_FAILED_ANNOTATION),
+        }),
+        Err(_e) => {
+            // The lean (simulate-only) build has no tracing.
+            #[cfg(feature = "controller")]
+            tracing::warn!(
+                nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(),
+                value = %at,
+                error = %_e,
+                "{REBOOTED_AT_ANNOTATION} is not an RFC 3339 time; repair replaces the node instead of rebooting it again"
+            );
+            Some(RebootRecord {
+                at: 0,
+                failed: true,
+            })
+        }
+    }
+}
+
+/// The merge patch of a NodeClaim's annotations that records a reboot for repair at `now`
+/// (before it is asked for), or — with `refused` — that the cloud refused it.
+pub fn reboot_patch(now: i64, refused: Option<&str>) -> serde_json::Value {
+    let at = k8s_openapi::jiff::Timestamp::from_second(now)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+        .to_string();
+    serde_json::json!({"metadata": {"annotations": {
+        REBOOTED_AT_ANNOTATION: at,
+        REBOOT_FAILED_ANNOTATION: refused,
+    }}})
 }
 
 #[cfg(all(test, feature = "controller"))]
@@ -613,5 +672,129 @@ mod tests {
             out[0].message()
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn the_simulated_cloud_accepts_a_reboot_that_mends_nothing_so_replacement_follows() {
+        use crate::cloud::simulated::Simulated;
+        use adze_scheduling::disruption::repair::{REBOOT_WAIT, RebootStep, reboot_step};
+        let dir = std::env::temp_dir().join(format!(
+            "adze-repair-reboot-{}-{}",
+            std::process::id(),
+            line!()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let cloud = Simulated::new(
+            client,
+            adze_scheduling::catalog::embedded().to_vec(),
+            Duration::ZERO,
+        )
+        .with_instance_dir(dir.clone());
+        let mut c: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "adze.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "r1", "labels": {
+                labels::NODEPOOL: "web",
+                labels::INSTANCE_TYPE: "m5.large",
+                labels::ZONE: "us-east-1a",
+                labels::CAPACITY_TYPE: "on-demand",
+            }},
+            "spec": {"nodeClassRef": {"group": "aws.adze.sh", "kind": "EC2NodeClass", "name": "d"}},
+        }))
+        .unwrap();
+        let instance = cloud.create(&c).await.unwrap();
+        let pid = instance.provider_id.clone();
+        // Its host fails the system check.
+        let path = dir.join("r1.json");
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["statusChecks"] = json!([
+            {"kind": "system", "status": "failed", "impairedSince": "2026-01-01T00:00:00Z"},
+        ]);
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let t0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+        // The reboot is accepted and counted; it is recorded on the claim as the controller
+        // writes it, and read back from there.
+        cloud.reboot(&pid).await.unwrap();
+        assert_eq!(cloud.reboots(&pid), 1);
+        let at = t0 + 180;
+        let patch = reboot_patch(at, None);
+        assert_eq!(
+            patch,
+            json!({"metadata": {"annotations": {
+                "adze.sh/repair-rebooted-at": "2026-01-01T00:03:00Z",
+                "adze.sh/repair-reboot-failed": null,
+            }}})
+        );
+        c.metadata.annotations = Some(
+            [(
+                REBOOTED_AT_ANNOTATION.to_string(),
+                "2026-01-01T00:03:00Z".to_string(),
+            )]
+            .into(),
+        );
+        c.status =
+            Some(serde_json::from_value(json!({"nodeName": "r1", "providerID": pid})).unwrap());
+        let objects = Objects {
+            claims: vec![Arc::new(c.clone())],
+            nodes: vec![node("r1", "True", "2026-01-01T00:00:00Z")],
+            ..Objects::default()
+        };
+        let mut health = super::health(&objects);
+        assert_eq!(health[0].reboot, Some(RebootRecord { at, failed: false }));
+
+        // Still impaired after the reboot (it mended nothing): waiting within the 20
+        // minutes, then replaced.
+        let wait = REBOOT_WAIT.as_secs() as i64;
+        let mut reader = StatusChecks::default();
+        reader
+            .attach(&cloud, &mut health, at + wait, Instant::now())
+            .await;
+        let out = decide(&health, &default_policies(), at + wait - 1);
+        assert_eq!(out[0].verdict, Verdict::Repair);
+        assert!(matches!(
+            reboot_step(&out[0].finding, health[0].reboot, at + wait - 1),
+            RebootStep::Waiting { .. }
+        ));
+        let out = decide(&health, &default_policies(), at + wait);
+        assert_eq!(
+            reboot_step(&out[0].finding, health[0].reboot, at + wait),
+            RebootStep::Replace
+        );
+
+        // An instance that does not exist cannot be rebooted (the node is then replaced).
+        let err = cloud
+            .reboot("adze-sim:///us-east-1a/i-0000")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        // A record nobody can read counts as a refused reboot, not as none.
+        c.metadata.annotations =
+            Some([(REBOOTED_AT_ANNOTATION.to_string(), "yesterday".to_string())].into());
+        assert_eq!(
+            reboot_record(&c),
+            Some(RebootRecord {
+                at: 0,
+                failed: true
+            })
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn reboot_for_repair_is_refused_without_budgeted_node_repair_naming_the_flags() {
+        assert_eq!(reboot_first(false, false, false), Ok(false));
+        assert_eq!(reboot_first(true, true, false), Ok(true));
+        let e = reboot_first(true, false, false).unwrap_err();
+        assert!(
+            e.contains("--reboot-for-repair (ADZE_REBOOT_FOR_REPAIR)")
+                && e.contains("--node-repair"),
+            "{e}"
+        );
+        let e = reboot_first(true, true, true).unwrap_err();
+        assert!(e.contains("--legacy-node-repair"), "{e}");
     }
 }

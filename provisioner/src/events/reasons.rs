@@ -114,6 +114,18 @@ pub const ALL: &[Reason] = &[
         "Node repair would replace this unhealthy node but holds off because too much of its NodePool is unhealthy at once.",
     ),
     reason(
+        "Rebooted",
+        "Normal",
+        "Node, NodeClaim",
+        "Node repair with --reboot-for-repair: the unhealthy node's instance was rebooted instead of replaced; it is replaced if still unhealthy 20 minutes later.",
+    ),
+    reason(
+        "RebootFailed",
+        "Warning",
+        "Node, NodeClaim",
+        "Node repair with --reboot-for-repair: the cloud refused to reboot the unhealthy node's instance; the node is replaced instead.",
+    ),
+    reason(
         "Draining",
         "Normal",
         "Node, NodeClaim",

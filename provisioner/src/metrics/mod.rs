@@ -39,6 +39,17 @@ pub struct ResultLabel {
     pub result: String,
 }
 
+/// `adze_repair_reboots_total`'s labels: the node's pool and [`REBOOT_RESULTS`].
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RebootLabels {
+    pub nodepool: String,
+    pub result: String,
+}
+
+/// What became of a reboot for repair: `accepted` by the cloud, or `refused` (the node is
+/// then replaced at once).
+pub const REBOOT_RESULTS: [&str; 2] = ["accepted", "refused"];
+
 /// `adze_cloudprovider_errors_total`'s labels (`op` as before the duration histogram existed).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CloudErrorLabels {
@@ -251,6 +262,8 @@ pub struct Provisioner {
     /// `--pod-deletion-cost`: nodes whose pods had a change left for a later pass (over the
     /// per-pass node cap), as of the last pass that ran.
     pub pod_deletion_cost_deferred: Gauge,
+    /// `--reboot-for-repair`: reboots of unhealthy nodes' instances, by pool and result.
+    pub repair_reboots: Family<RebootLabels, Counter>,
 }
 
 /// The outcomes of a pod deletion cost write: `updated` (set or removed), `skipped_unchanged`
@@ -393,6 +406,12 @@ impl Provisioner {
                 "adze_pod_deletion_cost_deferred_nodes",
                 "--pod-deletion-cost: nodes whose pods' pod-deletion-cost change was left for a later pass (at most 50 nodes are written a pass besides those being disrupted), at the last pass that ran.",
                 Gauge::default(),
+            ),
+            repair_reboots: add(
+                r,
+                "adze_repair_reboots_total",
+                "--reboot-for-repair: reboots of an unhealthy node's instance as node repair's first action, by nodepool and result (accepted by the cloud; refused: the node is replaced at once).",
+                Family::default(),
             ),
         };
         adze_metrics::build_info(r);
@@ -761,6 +780,7 @@ mod tests {
                 "adze_pods_disrupted_total",
                 "adze_pods_pending",
                 "adze_pods_startup_duration_seconds",
+                "adze_repair_reboots_total",
                 "adze_scheduling_duration_seconds",
             ]
         );

@@ -57,6 +57,9 @@ pub struct DisruptionOptions {
     /// As `run --terminate-first-drift`: capacity-constrained pools delete a drifted or
     /// repaired node first.
     pub terminate_first_drift: bool,
+    /// As `run --reboot-for-repair`: a node due for repair is shown rebooted (action
+    /// `reboot`), or waiting after its reboot, instead of replaced.
+    pub reboot_for_repair: bool,
 }
 
 /// The controller's limit of commands per pass.
@@ -73,6 +76,7 @@ impl DisruptionOptions {
             karpenter_labels: false,
             node_repair: None,
             terminate_first_drift: false,
+            reboot_for_repair: false,
         }
     }
 }
@@ -120,12 +124,24 @@ impl std::fmt::Display for Method {
     }
 }
 
-/// Delete the nodes (their pods fit elsewhere), or launch replacements first.
+/// Delete the nodes (their pods fit elsewhere), launch replacements first, or (node repair
+/// with `--reboot-for-repair`) reboot the node's instance and keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Delete,
     Replace,
+    Reboot,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Delete => "delete",
+            Action::Replace => "replace",
+            Action::Reboot => "reboot",
+        }
+    }
 }
 
 /// Where one evicted pod lands.
@@ -217,7 +233,8 @@ pub enum LeftAloneReason {
     /// decided on the next pass.
     RepairFirst,
     /// Due for node repair, but held: more than 20 % of its NodePool is unhealthy, or (budgeted
-    /// repair) its NodePool's disruption budget for Unhealthy has no room.
+    /// repair) its NodePool's disruption budget for Unhealthy has no room; or, with
+    /// `--reboot-for-repair`, rebooted and given time to come back healthy.
     RepairBlocked,
     /// Its pods cannot all be placed elsewhere (on the other nodes plus at most one new one).
     PodsCannotMove,
@@ -383,6 +400,7 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
         input::decision_options(&built, options.max_instance_types, &options.policies, 0);
     pure_options.node_repair = options.node_repair;
     pure_options.terminate_first_drift = options.terminate_first_drift;
+    pure_options.reboot_for_repair = options.reboot_for_repair;
     Prepared {
         built,
         options: pure_options,
@@ -457,6 +475,17 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
             "unhealthy nodes are repaired first (legacy, forceful repair); the voluntary methods are decided on the next pass, once their pods are placed".to_string(),
         ));
     } else {
+        // Reboots for repair come before the decision and move no pod (as in the controller).
+        for p in pure::reboots(input0, opts) {
+            match (&p.blocked, p.step) {
+                (None, pure::repair::RebootStep::Reboot) => {
+                    commands.push(reboot_command(input0, &p));
+                }
+                _ => {
+                    held.insert(p.node.clone(), p.message.clone());
+                }
+            }
+        }
         let waiting = input::waiting_for(built, opts);
         if waiting > 0 {
             general = Some((
@@ -524,6 +553,23 @@ pub fn plan_prepared(prepared: &Prepared, options: &DisruptionOptions) -> Disrup
         cost,
         notes: prepared.notes.clone(),
         problems: built.problems.clone(),
+    }
+}
+
+/// A reboot for repair of `p`'s node: it stays, its pods with it, at its price.
+fn reboot_command(input: &pure::Input, p: &pure::RebootPlan) -> Command {
+    let node = input.snapshot.nodes.iter().find(|n| n.name == p.node);
+    let price = node.map_or(0.0, |n| pure::node_price(input, n));
+    Command {
+        method: Method::Repair,
+        reason: pure::repair::REASON.to_string(),
+        action: Action::Reboot,
+        nodes: vec![p.node.clone()],
+        pods: Vec::new(),
+        replacements: Vec::new(),
+        price_before: price,
+        price_after: price,
+        message: p.message.clone(),
     }
 }
 
@@ -1297,10 +1343,7 @@ pub fn table(plan: &DisruptionPlan) -> String {
             rows.push(vec![
                 (i + 1).to_string(),
                 c.method.to_string(),
-                match c.action {
-                    Action::Delete => "delete".to_string(),
-                    Action::Replace => "replace".to_string(),
-                },
+                c.action.as_str().to_string(),
                 c.nodes.join(","),
                 c.pods.len().to_string(),
                 if repl.is_empty() {
@@ -1402,10 +1445,7 @@ pub fn explain_text(e: &NodeExplanation) -> String {
         (Some(c), _) => out.push_str(&format!(
             "  disrupted: {} ({}): {}\n",
             c.method,
-            match c.action {
-                Action::Delete => "delete",
-                Action::Replace => "replace",
-            },
+            c.action.as_str(),
             c.message
         )),
         (None, Some(l)) => out.push_str(&format!("  left alone ({}): {}\n", l.reason, l.message)),

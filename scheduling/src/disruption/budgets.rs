@@ -185,6 +185,14 @@ impl Allowance {
             .unwrap_or(0)
     }
 
+    /// Holds one node of `pool`'s allowance for `reason` alone (a node out of service for that
+    /// reason without disrupting, as a node rebooted for repair); nothing when none is left.
+    pub fn reserve(&mut self, pool: &str, reason: Reason) {
+        if let Some(v) = self.left.get_mut(&(pool.to_string(), reason)) {
+            *v = v.saturating_sub(1);
+        }
+    }
+
     /// Uses one node of `pool`'s allowance for `reason`; false (and nothing used) when none
     /// is left. A disrupting node counts against every reason's budget of its pool, so all
     /// of them go down.

@@ -30,7 +30,7 @@ impl<'a> Context<'a> {
             input,
             options,
             candidates: candidates(input).0,
-            allowance: Allowance::compute(input),
+            allowance: super::repair_method::allowance(input, options),
             sim: Simulator::new(input, &options.scheduling),
         }
     }

@@ -66,7 +66,7 @@ pub use commit::{commit, decide_all, hold};
 pub use cron::{CronError, Schedule};
 pub use decision::{Action, Decision, Method, RemovedNode};
 pub use methods::{Invalidated, decide, displaced_plan, revalidate, try_consolidating};
-pub use repair_method::{RepairHold, repair_held};
+pub use repair_method::{RebootPlan, RepairHold, reboots, repair_held};
 
 /// Seconds since the Unix epoch, UTC. The caller reads the clock; this module never does.
 pub type UnixSeconds = i64;
@@ -368,6 +368,10 @@ pub struct Options {
     /// forceful and carried out by the controller outside the decision, as expiry is, so the
     /// decision leaves it alone.
     pub node_repair: Option<repair::RepairMode>,
+    /// `--reboot-for-repair` (Karpenter's `RebootForRepair` gate), with budgeted repair: a
+    /// node due for repair has its instance rebooted first ([`reboots`]) and is replaced only
+    /// if still unhealthy [`repair::REBOOT_WAIT`] later ([`repair::reboot_step`]).
+    pub reboot_for_repair: bool,
 }
 
 impl Default for Options {
@@ -378,6 +382,7 @@ impl Default for Options {
             consolidations_per_pass: 20,
             terminate_first_drift: false,
             node_repair: None,
+            reboot_for_repair: false,
         }
     }
 }

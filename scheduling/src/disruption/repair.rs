@@ -214,6 +214,9 @@ pub struct NodeHealth {
     /// The Node is annotated `adze.sh/do-not-repair` (or Karpenter's `karpenter.sh/do-not-repair`)
     /// with the value `"true"`: its owner vetoes repair (Karpenter v1.15). do-not-disrupt does not.
     pub do_not_repair: bool,
+    /// The last reboot repair gave its instance, as its NodeClaim records it
+    /// ([`REBOOTED_AT_ANNOTATION`]); None when it was never rebooted for repair.
+    pub reboot: Option<RebootRecord>,
 }
 
 impl NodeHealth {
@@ -228,6 +231,7 @@ impl NodeHealth {
             checks_read: false,
             deleting: false,
             do_not_repair: false,
+            reboot: None,
         }
     }
 
@@ -404,6 +408,63 @@ pub enum Verdict {
     DoNotRepair,
 }
 
+/// On a NodeClaim: when repair rebooted its instance (RFC 3339). Written before the reboot is
+/// asked for, so a controller restarted mid-way does not reboot the node a second time.
+pub const REBOOTED_AT_ANNOTATION: &str = "adze.sh/repair-rebooted-at";
+
+/// On a NodeClaim, beside [`REBOOTED_AT_ANNOTATION`]: the cloud refused the reboot (its
+/// error). Repair then replaces the node without waiting.
+pub const REBOOT_FAILED_ANNOTATION: &str = "adze.sh/repair-reboot-failed";
+
+/// How long a rebooted node is given to report healthy before it is replaced (the window
+/// Karpenter's reboot design observes: 20 minutes).
+pub const REBOOT_WAIT: Duration = Duration::from_secs(20 * 60);
+
+/// A reboot repair gave a node: when, and whether the cloud refused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RebootRecord {
+    pub at: UnixSeconds,
+    pub failed: bool,
+}
+
+/// What repair does with a node due for it when reboots come first (`--reboot-for-repair`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RebootStep {
+    /// Not rebooted in this episode: reboot its instance, do not replace it.
+    Reboot,
+    /// Rebooted at `since`; left alone until `until` to come back healthy.
+    Waiting {
+        since: UnixSeconds,
+        until: UnixSeconds,
+    },
+    /// Rebooted and still unhealthy after the wait, or the reboot was refused: replace it.
+    Replace,
+}
+
+/// The step for a node whose unhealthy `finding` is due, given its last reboot for repair.
+/// One reboot per episode: a record counts for the finding unless the condition began after
+/// the record's wait had ended (the node was healthy, or changed, after the reboot's
+/// window: a new episode, rebooted again). A refused reboot is replaced at once.
+pub fn reboot_step(
+    finding: &Finding,
+    record: Option<RebootRecord>,
+    now: UnixSeconds,
+) -> RebootStep {
+    let Some(r) = record else {
+        return RebootStep::Reboot;
+    };
+    let wait = i64::try_from(REBOOT_WAIT.as_secs()).unwrap_or(i64::MAX);
+    let until = r.at.saturating_add(wait);
+    if finding.since.is_some_and(|s| s > until) {
+        return RebootStep::Reboot;
+    }
+    if r.failed || now >= until {
+        RebootStep::Replace
+    } else {
+        RebootStep::Waiting { since: r.at, until }
+    }
+}
+
 /// One unhealthy node and what becomes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -481,7 +542,7 @@ impl Outcome {
 }
 
 /// `30m`, `1h5m`, `45s`: Go-style, for messages.
-fn human(secs: i64) -> String {
+pub(crate) fn human(secs: i64) -> String {
     let secs = secs.max(0);
     let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
     let mut out = String::new();

@@ -12,12 +12,160 @@
 //! `limits.nodes`, or is deleted first there with `terminate_first_drift`, as is a dynamic
 //! pool's node whose pods only its own room could take: [`super::terminate_first`]). Pure;
 //! the same rule for `simulate --disruption` and the controller.
+//!
+//! With `--reboot-for-repair` ([`Options::reboot_for_repair`]) a node due for repair is first
+//! rebooted ([`reboots`], under the same budget), and only replaced here once
+//! [`repair::reboot_step`] says so: still unhealthy [`repair::REBOOT_WAIT`] after the reboot,
+//! or the reboot refused.
 
+use super::budgets::Allowance;
 use super::candidates::{node_labels, node_price};
 use super::decision::{Decision, RemovedNode};
 use super::methods::{Context, Invalidated};
-use super::repair::{self, Outcome, RepairMode, Verdict};
+use super::repair::{self, Outcome, RebootStep, RepairMode, Verdict};
 use super::{Input, Options, Reason};
+
+/// What reboot-first repair says of an outcome due now: its step, or None when reboots are
+/// off (replacement as before) or the node's health is unknown.
+fn step(input: &Input, options: &Options, o: &Outcome) -> Option<RebootStep> {
+    if !options.reboot_for_repair {
+        return None;
+    }
+    let h = input.health.iter().find(|h| h.node == o.node)?;
+    Some(repair::reboot_step(&o.finding, h.reboot, input.now))
+}
+
+/// Whether the decision may replace this due node now: always without reboots; with them,
+/// only once its reboot did not help.
+fn replaceable(input: &Input, options: &Options, o: &Outcome) -> bool {
+    step(input, options, o).is_none_or(|s| s == RebootStep::Replace)
+}
+
+/// Whether `node` initialized (a node the snapshot does not know counts as initialized).
+fn initialized(input: &Input, node: &str) -> bool {
+    (input.nodes.iter())
+        .find(|f| f.name == node)
+        .is_none_or(|f| f.initialized)
+}
+
+/// The pools' budgets as the decision reads them: [`Allowance::compute`], less one node of
+/// the `Unhealthy` budget for each initialized node rebooted for repair and still in its wait
+/// (out of service as much as a node being replaced, though not disrupting).
+pub(super) fn allowance(input: &Input, options: &Options) -> Allowance {
+    let mut allowance = Allowance::compute(input);
+    if options.node_repair != Some(RepairMode::Budgeted) || !options.reboot_for_repair {
+        return allowance;
+    }
+    for o in due(input) {
+        if let (Some(RebootStep::Waiting { .. }), Some(pool)) =
+            (step(input, options, &o), o.nodepool.as_deref())
+            && initialized(input, &o.node)
+        {
+            allowance.reserve(pool, Reason::Unhealthy);
+        }
+    }
+    allowance
+}
+
+/// One node reboot-first repair handles this pass instead of replacing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebootPlan {
+    pub node: String,
+    pub nodeclaim: String,
+    pub nodepool: Option<String>,
+    /// The instance to reboot; None before the NodeClaim has one (nothing to reboot).
+    pub provider_id: Option<String>,
+    /// Reboot now ([`RebootStep::Reboot`]) or already rebooted and waiting.
+    pub step: RebootStep,
+    /// Why it is not rebooted now although it should be (the pool's budget, a node the
+    /// decision cannot take); None when it is rebooted (or waiting).
+    pub blocked: Option<String>,
+    /// For events, logs and `simulate`.
+    pub message: String,
+}
+
+/// With budgeted repair and [`Options::reboot_for_repair`]: every node due for repair whose
+/// step is a reboot or the wait after one, earliest due first. A reboot takes one node of
+/// its pool's `Unhealthy` budget, as a replacement would, and so does each node still in its
+/// wait (it is out of service as much as a node being replaced); a node never initialized
+/// needs none. Nodes guarded by the 20 % rule or annotated do-not-repair are not rebooted.
+/// Pure; the controller carries the reboots out, `simulate` lists them.
+pub fn reboots(input: &Input, options: &Options) -> Vec<RebootPlan> {
+    if options.node_repair != Some(RepairMode::Budgeted) || !options.reboot_for_repair {
+        return Vec::new();
+    }
+    let mut allowance = allowance(input, options);
+    let mut with_step: Vec<(Outcome, RebootStep)> = Vec::new();
+    for o in due(input) {
+        match step(input, options, &o) {
+            // Replacements of nodes whose reboot did not help go first: the decision takes
+            // them from the same budget later in the pass.
+            Some(RebootStep::Replace) => {
+                if let Some(pool) = o.nodepool.as_deref()
+                    && initialized(input, &o.node)
+                {
+                    allowance.reserve(pool, Reason::Unhealthy);
+                }
+            }
+            Some(s) => with_step.push((o, s)),
+            None => {}
+        }
+    }
+    with_step
+        .into_iter()
+        .map(|(o, s)| {
+            let h = input.health.iter().find(|h| h.node == o.node);
+            let provider_id = h.and_then(|h| h.provider_id.clone());
+            let facts = input.nodes.iter().find(|f| f.name == o.node);
+            let blocked = match (s, o.nodepool.as_deref()) {
+                (RebootStep::Waiting { .. }, _) => None,
+                (_, None) => Some(format!("node {} belongs to no NodePool", o.node)),
+                (_, Some(pool)) if input.policy(pool).is_none() => {
+                    Some(format!("nodepool {pool} has no disruption policy"))
+                }
+                _ if facts.is_some_and(|f| f.disrupting && !f.disrupting_as_not_ready) => {
+                    Some(format!("node {} is already being disrupted", o.node))
+                }
+                _ if provider_id.is_none() => {
+                    Some(format!("nodeclaim {} has no instance to reboot", o.nodeclaim))
+                }
+                (_, Some(_)) if !initialized(input, &o.node) => None,
+                (_, Some(pool)) if allowance.left(pool, Reason::Unhealthy) > 0 => {
+                    allowance.reserve(pool, Reason::Unhealthy);
+                    None
+                }
+                (_, Some(pool)) => Some(format!(
+                    "the disruption budget of nodepool {pool} allows no more Unhealthy disruptions now"
+                )),
+            };
+            let message = match (s, &blocked) {
+                (_, Some(why)) => format!("reboot blocked: {}, but {why}", o.base()),
+                (RebootStep::Waiting { since, until }, None) => format!(
+                    "rebooted for repair {} ago and still unhealthy: {}; replaced if still unhealthy in {}",
+                    repair::human(input.now.saturating_sub(since)),
+                    o.base(),
+                    repair::human(until.saturating_sub(input.now)),
+                ),
+                _ => format!(
+                    "unhealthy: {}; its instance is rebooted first (reboot-for-repair), and the node replaced if still unhealthy {} later",
+                    o.base(),
+                    repair::human(
+                        i64::try_from(repair::REBOOT_WAIT.as_secs()).unwrap_or(i64::MAX)
+                    ),
+                ),
+            };
+            RebootPlan {
+                node: o.node,
+                nodeclaim: o.nodeclaim,
+                nodepool: o.nodepool,
+                provider_id,
+                step: s,
+                blocked,
+                message,
+            }
+        })
+        .collect()
+}
 
 /// The repairs due now (verdict [`Verdict::Repair`]), earliest due first, then by node.
 fn due(input: &Input) -> Vec<Outcome> {
@@ -55,6 +203,8 @@ pub fn repair_held(input: &Input, options: &Options, decisions: &[Decision]) -> 
         .collect();
     repair::decide(&input.health, &repair::default_policies(), input.now)
         .into_iter()
+        // Nodes rebooted first are [`reboots`]' to report.
+        .filter(|o| o.verdict != Verdict::Repair || replaceable(input, options, o))
         .filter_map(|o| {
             let message = match &o.verdict {
                 Verdict::Guarded { .. } | Verdict::DoNotRepair => o.message(),
@@ -116,6 +266,9 @@ impl Context<'_> {
             return None;
         }
         due(self.input).iter().find_map(|o| {
+            if !replaceable(self.input, self.options, o) {
+                return None;
+            }
             let (i, pool) = self.repairable(o).ok()?;
             if !self.within_budget(&o.node, &pool) {
                 return None;
@@ -143,6 +296,9 @@ impl Context<'_> {
         };
         let due = due(self.input);
         let o = due.iter().find(|o| o.node == node).ok_or_else(no_longer)?;
+        if !replaceable(self.input, self.options, o) {
+            return Err(no_longer());
+        }
         let (i, pool) = self.repairable(o).map_err(|_| no_longer())?;
         if !self.within_budget(node, &pool) {
             return Err(Invalidated::Budget(pool));
