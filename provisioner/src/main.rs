@@ -635,6 +635,11 @@ struct SimulateArgs {
     /// deleted first instead of waiting for room to launch its replacement.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT", requires = "disruption")]
     terminate_first_drift: bool,
+    /// With --disruption: plan as `run --vpa-predictions` does: a pod disruption moves is
+    /// planned with the requests its VerticalPodAutoscaler (in the scenario) will give it
+    /// when recreated. A scenario holding VerticalPodAutoscalers is refused without it.
+    #[arg(long, env = "ADZE_VPA_PREDICTIONS", requires = "disruption")]
+    vpa_predictions: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
     /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
     /// NodePool checked, and each pool's instance types grouped by why they were refused,
@@ -708,9 +713,20 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
             "the cluster's snapshot".to_string(),
         ),
     };
-    let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source)?;
+    let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source.clone())?;
     if let Some(defaults) = &args.policies.kube_scheduler_config {
         simulate::with_default_spread(&mut scenario, defaults);
+    }
+    // VerticalPodAutoscalers only size pods disruption moves, and only with the flag: one
+    // the plan would not read is refused rather than ignored.
+    if let Some(v) = scenario.objects.vpas.first()
+        && !args.vpa_predictions
+    {
+        anyhow::bail!(
+            "{source}: VerticalPodAutoscaler {}/{} is read only by `simulate --disruption --vpa-predictions` (it sizes the pods disruption moves); pass both flags or remove it",
+            v.namespace,
+            v.name
+        );
     }
     if args.disruption {
         return simulate_disruption(args, &scenario);
@@ -804,6 +820,7 @@ fn simulate_disruption(
         adze_provisioner::disruption::repair::mode(args.node_repair, args.legacy_node_repair)
             .map_err(anyhow::Error::msg)?;
     options.terminate_first_drift = args.terminate_first_drift;
+    options.vpa_predictions = args.vpa_predictions;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
     if let Some(node) = &args.explain_node {

@@ -57,6 +57,9 @@ pub struct DisruptionOptions {
     /// As `run --terminate-first-drift`: capacity-constrained pools delete a drifted or
     /// repaired node first.
     pub terminate_first_drift: bool,
+    /// As `run --vpa-predictions`: pods disruption moves are planned with the requests
+    /// the scenario's VerticalPodAutoscalers will give them ([`adze_scheduling::vpa`]).
+    pub vpa_predictions: bool,
 }
 
 /// The controller's limit of commands per pass.
@@ -73,6 +76,7 @@ impl DisruptionOptions {
             karpenter_labels: false,
             node_repair: None,
             terminate_first_drift: false,
+            vpa_predictions: false,
         }
     }
 }
@@ -361,6 +365,9 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
         pdb_empty_selects_all: true,
         cloud_drifted: &cloud_drifted,
         now: options.now.as_second(),
+        vpas: options
+            .vpa_predictions
+            .then_some(scenario.objects.vpas.as_slice()),
     };
     let mut built = input::build(
         &objects,
