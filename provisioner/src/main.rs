@@ -635,9 +635,10 @@ struct SimulateArgs {
     /// deleted first instead of waiting for room to launch its replacement.
     #[arg(long, env = "ADZE_TERMINATE_FIRST_DRIFT", requires = "disruption")]
     terminate_first_drift: bool,
-    /// With --disruption: plan as `run --vpa-predictions` does: a pod disruption moves is
-    /// planned with the requests its VerticalPodAutoscaler (in the scenario) will give it
-    /// when recreated. A scenario holding VerticalPodAutoscalers is refused without it.
+    /// With --disruption: a pod disruption moves is planned with the requests its
+    /// VerticalPodAutoscaler (in the scenario) will give it when recreated (Karpenter's
+    /// PredictionEnabled; `run` does not read VPAs yet). A scenario holding
+    /// VerticalPodAutoscalers is refused without it.
     #[arg(long, env = "ADZE_VPA_PREDICTIONS", requires = "disruption")]
     vpa_predictions: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed

@@ -227,8 +227,9 @@ pub struct Extra<'a> {
     /// security groups are no longer among those its EC2NodeClass resolves to.
     pub cloud_drifted: &'a BTreeSet<String>,
     pub now: UnixSeconds,
-    /// `--vpa-predictions`: the VerticalPodAutoscalers whose recommendations size moved
-    /// pods ([`adze_scheduling::vpa`]); `None` when the flag is off.
+    /// `simulate --disruption --vpa-predictions`: the VerticalPodAutoscalers whose
+    /// recommendations size moved pods ([`adze_scheduling::vpa`]); `None` when the flag is
+    /// off, and always from the controller (`run` does not read VPAs yet).
     pub vpas: Option<&'a [adze_scheduling::vpa::Vpa]>,
 }
 

@@ -1,4 +1,5 @@
-//! VPA predictions' adapter (`--vpa-predictions`): reads VerticalPodAutoscalers
+//! VPA predictions' adapter (`simulate --disruption --vpa-predictions`; `run` does not read
+//! VPAs yet): reads VerticalPodAutoscalers
 //! (`autoscaling.k8s.io/v1`) into the plain [`Vpa`] the rule takes, and gives each bound pod
 //! a VPA governs the requests it will have when disruption moves it
 //! ([`adze_scheduling::vpa`] is the rule; this only reads objects and converts).

@@ -57,8 +57,9 @@ pub struct DisruptionOptions {
     /// As `run --terminate-first-drift`: capacity-constrained pools delete a drifted or
     /// repaired node first.
     pub terminate_first_drift: bool,
-    /// As `run --vpa-predictions`: pods disruption moves are planned with the requests
-    /// the scenario's VerticalPodAutoscalers will give them ([`adze_scheduling::vpa`]).
+    /// `simulate --disruption --vpa-predictions`: pods disruption moves are planned with the
+    /// requests the scenario's VerticalPodAutoscalers will give them
+    /// ([`adze_scheduling::vpa`]; `run` does not read VPAs yet).
     pub vpa_predictions: bool,
 }
 
