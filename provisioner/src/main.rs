@@ -652,6 +652,12 @@ struct SimulateArgs {
     /// adze.sh/repair-rebooted-at annotation) instead of being replaced.
     #[arg(long, env = "ADZE_REBOOT_FOR_REPAIR", requires = "disruption")]
     reboot_for_repair: bool,
+    /// With --disruption: a pod disruption moves is planned with the requests its
+    /// VerticalPodAutoscaler (in the scenario) will give it when recreated (Karpenter's
+    /// PredictionEnabled; `run` does not read VPAs yet). A scenario holding
+    /// VerticalPodAutoscalers is refused without it.
+    #[arg(long, env = "ADZE_VPA_PREDICTIONS", requires = "disruption")]
+    vpa_predictions: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
     /// where the plan puts it, or stays pending: every existing node, planned NodeClaim and
     /// NodePool checked, and each pool's instance types grouped by why they were refused,
@@ -725,9 +731,20 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<(String, ExitCode)> {
             "the cluster's snapshot".to_string(),
         ),
     };
-    let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source)?;
+    let mut scenario = Scenario::parse_in(&yaml, &args.region).context(source.clone())?;
     if let Some(defaults) = &args.policies.kube_scheduler_config {
         simulate::with_default_spread(&mut scenario, defaults);
+    }
+    // VerticalPodAutoscalers only size pods disruption moves, and only with the flag: one
+    // the plan would not read is refused rather than ignored.
+    if let Some(v) = scenario.objects.vpas.first()
+        && !args.vpa_predictions
+    {
+        anyhow::bail!(
+            "{source}: VerticalPodAutoscaler {}/{} is read only by `simulate --disruption --vpa-predictions` (it sizes the pods disruption moves); pass both flags or remove it",
+            v.namespace,
+            v.name
+        );
     }
     if args.disruption {
         return simulate_disruption(args, &scenario);
@@ -827,6 +844,7 @@ fn simulate_disruption(
         args.legacy_node_repair,
     )
     .map_err(anyhow::Error::msg)?;
+    options.vpa_predictions = args.vpa_predictions;
     let prepared = d::prepare(scenario, &options);
     let plan = d::plan_prepared(&prepared, &options);
     if let Some(node) = &args.explain_node {

@@ -117,6 +117,7 @@ fn controller_pass(yaml: &str, scenario: &Scenario) -> Vec<Summary> {
         pdb_empty_selects_all: true,
         cloud_drifted: &drifted,
         now: now.as_second(),
+        vpas: None,
     };
     let built = input::build(
         &objects,
@@ -278,6 +279,7 @@ spec:
                 pdb_empty_selects_all: true,
                 cloud_drifted: &drifted,
                 now: now.as_second(),
+                vpas: None,
             },
             &mut input::PodActivity::default(),
         )

@@ -801,4 +801,128 @@ fn reboot_for_repair_plans_a_reboot_first_then_the_replacement_once_the_wait_is_
     let c = &p.commands[0];
     assert_eq!(c.nodes, ["sick-a"], "{p:#?}");
     assert_ne!(c.action, Action::Reboot, "{c:?}");
+// --- VPA predictions (`--vpa-predictions`, Karpenter's PredictionEnabled). ---
+
+/// `big` (large) holds one Deployment pod asking for 3 CPUs; its VerticalPodAutoscaler
+/// recommends 500m. Consolidation replaces `big` either way; the flag decides the size.
+fn vpa_cluster() -> Vec<String> {
+    vec![
+        pool_100(),
+        node("big", "default", "large", ""),
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-7c9f-a
+  namespace: shop
+  uid: uid-web
+  creationTimestamp: "2026-05-31T12:00:00Z"
+  labels: {app: web, pod-template-hash: 7c9f}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-7c9f, uid: rs, controller: true}]
+spec:
+  nodeName: big
+  containers: [{name: app, image: app, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+status: {phase: Running, startTime: "2026-05-31T12:00:00Z"}
+"#
+        .to_string(),
+        r#"
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata: {name: web, namespace: shop}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  updatePolicy: {updateMode: Auto}
+status:
+  recommendation:
+    containerRecommendations:
+      - {containerName: app, target: {cpu: 500m, memory: 1Gi}, lowerBound: {cpu: 100m}, upperBound: {cpu: "6"}}
+"#
+        .to_string(),
+    ]
+}
+
+fn plan_vpa(docs: &[String], predictions: bool) -> DisruptionPlan {
+    let mut options = DisruptionOptions::at(NOW.parse().unwrap());
+    options.vpa_predictions = predictions;
+    plan_disruption(&scenario(docs), &options)
+}
+
+#[test]
+fn a_consolidation_replacement_is_sized_from_the_vpa_recommendation_only_with_the_flag() {
+    let without = plan_vpa(&vpa_cluster(), false);
+    assert_eq!(without.commands.len(), 1, "{without:#?}");
+    assert_eq!(without.commands[0].action, Action::Replace);
+    // 3 CPUs as the pod asks now: the 4-CPU type.
+    assert_eq!(without.commands[0].replacements[0].instance_type, "medium");
+
+    let with = plan_vpa(&vpa_cluster(), true);
+    assert_eq!(with.commands.len(), 1, "{with:#?}");
+    let c = &with.commands[0];
+    assert_eq!(c.action, Action::Replace);
+    // 500m as the VPA will recreate it: the 2-CPU type, cheaper.
+    assert_eq!(c.replacements[0].instance_type, "small");
+    assert!(c.price_after < without.commands[0].price_after, "{c:#?}");
+
+    // updateMode Off: the webhook leaves recreated pods alone, so nothing changes.
+    let mut off = vpa_cluster();
+    off[3] = off[3].replace("updateMode: Auto", "updateMode: \"Off\"");
+    let p = plan_vpa(&off, true);
+    assert_eq!(p.commands[0].replacements[0].instance_type, "medium");
+    // A VPA naming another workload does not govern the pod.
+    let mut other = vpa_cluster();
+    other[3] = other[3].replace("name: web}", "name: api}");
+    let p = plan_vpa(&other, true);
+    assert_eq!(p.commands[0].replacements[0].instance_type, "medium");
+}
+
+#[test]
+fn a_scenario_vpa_is_refused_without_the_flag_and_a_bad_field_at_its_path() {
+    let dir = std::env::temp_dir().join(format!("adze-vpa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut docs = vec![support::CATALOG.to_string()];
+    docs.extend(vpa_cluster());
+    let file = dir.join("vpa.yaml");
+    std::fs::write(&file, docs.join("\n---\n")).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+            .args(["simulate", "--now", NOW])
+            .args(args)
+            .arg(&file)
+            .output()
+            .expect("the binary runs")
+    };
+    let refused = run(&["--disruption"]);
+    assert!(!refused.status.success());
+    let e = text(&refused.stderr);
+    assert!(
+        e.contains("VerticalPodAutoscaler shop/web") && e.contains("--vpa-predictions"),
+        "{e}"
+    );
+    let ok = run(&["--disruption", "--vpa-predictions", "--output", "json"]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert!(
+        text(&ok.stdout).contains("\"small\""),
+        "{}",
+        text(&ok.stdout)
+    );
+    // The flag means nothing without --disruption: refused by clap.
+    let alone = run(&["--vpa-predictions"]);
+    assert!(!alone.status.success());
+    assert!(
+        text(&alone.stderr).contains("--disruption"),
+        "{}",
+        text(&alone.stderr)
+    );
+
+    docs[4] = docs[4].replace("updateMode: Auto", "updateMode: Sometimes");
+    std::fs::write(&file, docs.join("\n---\n")).unwrap();
+    let bad = run(&["--disruption", "--vpa-predictions"]);
+    let e = text(&bad.stderr);
+    assert!(
+        !bad.status.success()
+            && e.contains("spec.updatePolicy.updateMode")
+            && e.contains("Sometimes"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

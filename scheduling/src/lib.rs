@@ -30,6 +30,7 @@ pub mod static_pool;
 pub mod taints;
 pub mod topology;
 pub mod volumes;
+pub mod vpa;
 pub mod zonal_shift;
 
 pub use instance_type::{InstanceType, Offering};

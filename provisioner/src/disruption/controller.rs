@@ -519,6 +519,7 @@ impl Disruption {
             pdb_empty_selects_all: self.pdbs.version == "v1",
             cloud_drifted: &cloud_drifted,
             now: now_unix(),
+            vpas: None,
         };
         let mut built = input::build(
             &objects,

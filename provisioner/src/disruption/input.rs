@@ -2,7 +2,7 @@
 //! activity → the pure decision's [`Input`]. Pure: no clocks (the caller passes `now`), no
 //! I/O, so the mapping is unit-tested.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use adze_api::nodepool::DisruptionReason;
@@ -227,6 +227,10 @@ pub struct Extra<'a> {
     /// security groups are no longer among those its EC2NodeClass resolves to.
     pub cloud_drifted: &'a BTreeSet<String>,
     pub now: UnixSeconds,
+    /// `simulate --disruption --vpa-predictions`: the VerticalPodAutoscalers whose
+    /// recommendations size moved pods ([`adze_scheduling::vpa`]); `None` when the flag is
+    /// off, and always from the controller (`run` does not read VPAs yet).
+    pub vpas: Option<&'a [adze_scheduling::vpa::Vpa]>,
 }
 
 /// The conditions (and drift hash annotations) one NodeClaim should carry, as judged now.
@@ -546,6 +550,10 @@ pub fn build(
         }
     }
 
+    let moved_requests = match extra.vpas {
+        Some(vpas) => super::vpa::moved_requests(&objects.pods, vpas),
+        None => BTreeMap::new(),
+    };
     let pending = built.snapshot.pending.len();
     Built {
         input: Input {
@@ -571,6 +579,7 @@ pub fn build(
             health: Vec::new(),
             // The drift backoff is the controller's (recorded as replacements fail).
             drift_holds: Vec::new(),
+            moved_requests,
         },
         reserved_names: built.reserved_names,
         pending,
@@ -790,6 +799,7 @@ mod tests {
             pdb_empty_selects_all: false,
             cloud_drifted: &cloud_drifted,
             now: 1_767_225_600,
+            vpas: None,
         };
         let built = build(
             &objects,
@@ -836,6 +846,7 @@ mod tests {
             pdb_empty_selects_all: false,
             cloud_drifted: &cloud_drifted,
             now: 1_767_225_600 + 3600,
+            vpas: None,
         };
         let catalog = adze_scheduling::catalog::embedded();
         let built_with = |pods: Vec<Arc<Pod>>| {
@@ -933,6 +944,7 @@ mod tests {
             pdb_empty_selects_all: false,
             cloud_drifted: &cloud_drifted,
             now: 1_767_225_600 + 3600,
+            vpas: None,
         };
         let mut activity = PodActivity::default();
         let built = build(
@@ -1064,6 +1076,7 @@ mod tests {
             pdb_empty_selects_all: false,
             cloud_drifted: &cloud_drifted,
             now: 1_767_225_600 + 3600,
+            vpas: None,
         };
         let catalog = adze_scheduling::catalog::embedded();
         // "keep" holds a pod protected by Adze's key throughout, so the only node that can go
@@ -1212,6 +1225,7 @@ mod tests {
             pdb_empty_selects_all: false,
             cloud_drifted: &cloud_drifted,
             now: 1_767_225_600 + 3600,
+            vpas: None,
         };
         let catalog = adze_scheduling::catalog::embedded();
         let decide = |o: &Objects| {

@@ -43,6 +43,7 @@ pub mod drift;
 pub mod input;
 pub mod pdb;
 pub mod repair;
+pub mod vpa;
 
 #[cfg(feature = "controller")]
 mod controller;

@@ -60,6 +60,10 @@ pub struct DisruptionOptions {
     /// As `run --reboot-for-repair`: a node due for repair is shown rebooted (action
     /// `reboot`), or waiting after its reboot, instead of replaced.
     pub reboot_for_repair: bool,
+    /// `simulate --disruption --vpa-predictions`: pods disruption moves are planned with the
+    /// requests the scenario's VerticalPodAutoscalers will give them
+    /// ([`adze_scheduling::vpa`]; `run` does not read VPAs yet).
+    pub vpa_predictions: bool,
 }
 
 /// The controller's limit of commands per pass.
@@ -77,6 +81,7 @@ impl DisruptionOptions {
             node_repair: None,
             terminate_first_drift: false,
             reboot_for_repair: false,
+            vpa_predictions: false,
         }
     }
 }
@@ -378,6 +383,9 @@ pub fn prepare(scenario: &Scenario, options: &DisruptionOptions) -> Prepared {
         pdb_empty_selects_all: true,
         cloud_drifted: &cloud_drifted,
         now: options.now.as_second(),
+        vpas: options
+            .vpa_predictions
+            .then_some(scenario.objects.vpas.as_slice()),
     };
     let mut built = input::build(
         &objects,

@@ -49,6 +49,10 @@
 //!   instance types by the rule `run` uses ([`crate::rules::apply_overlays`]); an overlay that
 //!   conflicts with another is left out and reported in [`Scenario::overlays`].
 //!
+//! * **VerticalPodAutoscaler** (`autoscaling.k8s.io/v1`): read (the fields the rule uses,
+//!   refused at their path when wrong) for the disruption planner with `--vpa-predictions`,
+//!   which plans the pods it moves with their recommendation ([`adze_scheduling::vpa`]);
+//!   `simulate` refuses a scenario holding one without that flag.
 //! * **CapacityBuffer** (`autoscaling.x-k8s.io/v1alpha1`) and **PodTemplate** (`v1`): each
 //!   buffer's placeholder pods, by the rule `run` uses ([`crate::rules::buffer_pods`]), are
 //!   pending after every real pod (lowest priority), named `<buffer>-buffer-<i>` and listed
@@ -147,6 +151,8 @@ pub struct ClusterObjects {
     pub csinodes: Vec<CSINode>,
     /// PodDisruptionBudgets as JSON (the planner reads them as `run` does).
     pub pdbs: Vec<Value>,
+    /// VerticalPodAutoscalers, read only with `--vpa-predictions` (refused without it).
+    pub vpas: Vec<adze_scheduling::vpa::Vpa>,
 }
 
 /// How many objects of each kind a scenario held.
@@ -170,6 +176,7 @@ pub struct Counts {
     pub csinodes: usize,
     pub capacity_buffers: usize,
     pub pod_templates: usize,
+    pub vertical_pod_autoscalers: usize,
 }
 
 /// The document a problem is in: its position in the file (from 1; 0 for the input as a
@@ -204,7 +211,7 @@ pub enum Problem {
     #[error("{0}")]
     Yaml(YamlError),
     #[error(
-        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, InstanceCatalog, CapacityBuffer or PodTemplate)"
+        "kind {kind:?} with apiVersion {api_version:?} is not something a scenario can hold (expected NodePool, EC2NodeClass, NodeOverlay, Node, Pod, Deployment, ReplicaSet, DaemonSet, PodDisruptionBudget, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, InstanceCatalog, CapacityBuffer, PodTemplate or VerticalPodAutoscaler)"
     )]
     UnknownKind { kind: String, api_version: String },
     /// A kind the scenario knows, under another API group or version.
@@ -264,6 +271,7 @@ enum Object {
     InstanceCatalog(InstanceCatalog),
     CapacityBuffer(Box<adze_api::CapacityBuffer>),
     PodTemplate(Box<core::PodTemplate>),
+    VerticalPodAutoscaler(Box<adze_scheduling::vpa::Vpa>),
 }
 
 /// `apiVersion: adze.sh/v1alpha1, kind: InstanceCatalog`: instance types to use instead of
@@ -514,6 +522,22 @@ fn read_object(doc: &DocRef, value: Value) -> Result<Object, ScenarioError> {
                 },
             ));
         }
+        "VerticalPodAutoscaler" if api_version == crate::disruption::vpa::API_VERSION => {
+            Object::VerticalPodAutoscaler(Box::new(
+                crate::disruption::vpa::read(&value)
+                    .map_err(|e| ScenarioError::new(doc, Problem::Malformed(e)))?,
+            ))
+        }
+        "VerticalPodAutoscaler" => {
+            return Err(ScenarioError::new(
+                doc,
+                Problem::ApiVersion {
+                    kind,
+                    expected: crate::disruption::vpa::API_VERSION,
+                    got: api_version,
+                },
+            ));
+        }
         _ => return Err(unknown()),
     })
 }
@@ -625,6 +649,7 @@ impl Scenario {
                 Object::NodeOverlay(o) => b.overlay(doc, o)?,
                 Object::Node(n) => b.node(doc, n)?,
                 Object::PodDisruptionBudget(_) => b.s.counts.pod_disruption_budgets += 1,
+                Object::VerticalPodAutoscaler(_) => b.s.counts.vertical_pod_autoscalers += 1,
                 Object::NodeClaim(c) => b.nodeclaim(doc, c)?,
                 _ => {}
             }
@@ -695,6 +720,7 @@ fn cluster_objects(docs: &[(DocRef, Object)]) -> ClusterObjects {
             Object::Pod(x) => o.pods.push(x.as_ref().clone()),
             Object::DaemonSet(x) => o.daemonsets.push(x.as_ref().clone()),
             Object::PodDisruptionBudget(x) => o.pdbs.push(x.as_ref().clone()),
+            Object::VerticalPodAutoscaler(x) => o.vpas.push(x.as_ref().clone()),
             Object::NodeClaim(x) => o.nodeclaims.push(x.as_ref().clone()),
             Object::PersistentVolumeClaim(x) => o.pvcs.push(x.as_ref().clone()),
             Object::PersistentVolume(x) => o.pvs.push(x.as_ref().clone()),

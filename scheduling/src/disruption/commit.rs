@@ -59,6 +59,10 @@ pub fn commit(input: &mut Input, d: &Decision) {
         }
         if let Some(to) = placements.get(key.as_str()) {
             b.node = (*to).to_string();
+            // Recreated there with its predicted requests: later decisions see it so.
+            if let Some(r) = input.moved_requests.remove(key.as_str()) {
+                b.pod.requests = r;
+            }
         }
     }
     for p in &mut input.pdbs {

@@ -317,6 +317,10 @@ pub struct Input {
     /// ([`drift_backoff`]): drift starts no command in them before their `until`. Read by
     /// the budgets (a held pool's `Drifted` allowance is 0) and [`revalidate`].
     pub drift_holds: Vec<drift_backoff::DriftHold>,
+    /// Requests a bound pod is planned with when disruption moves it, by pod key
+    /// ("namespace/name"): what it will ask for once recreated ([`crate::vpa`], VPA
+    /// predictions). Pods without an entry move as they are; pods that stay keep theirs.
+    pub moved_requests: BTreeMap<String, crate::resources::Resources>,
 }
 
 impl Input {

@@ -133,7 +133,7 @@ impl<'a> Simulator<'a> {
             .flat_map(|&r| self.pods_on[r].iter())
             .map(|&bi| &snap.bound[bi])
             .filter(|b| !b.daemon)
-            .map(|b| b.pod.clone())
+            .map(|b| self.moved(&b.pod))
             .chain(self.held_buffer.iter().cloned())
             .collect();
         let leaving = removed.iter().map(|&r| snap.nodes[r].clone()).collect();
@@ -145,6 +145,18 @@ impl<'a> Simulator<'a> {
             daemonsets: snap.daemonsets.clone(),
             leaving,
         }
+    }
+
+    /// A displaced pod as it will be recreated: with its predicted requests
+    /// ([`super::Input::moved_requests`]) when it has some.
+    fn moved(&self, pod: &crate::pod::Pod) -> crate::pod::Pod {
+        let mut pod = pod.clone();
+        if !self.input.moved_requests.is_empty()
+            && let Some(r) = self.input.moved_requests.get(&pod.key())
+        {
+            pod.requests = r.clone();
+        }
+        pod
     }
 
     /// The scheduler's plan for the removed nodes' pods.
