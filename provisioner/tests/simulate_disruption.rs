@@ -801,6 +801,8 @@ fn reboot_for_repair_plans_a_reboot_first_then_the_replacement_once_the_wait_is_
     let c = &p.commands[0];
     assert_eq!(c.nodes, ["sick-a"], "{p:#?}");
     assert_ne!(c.action, Action::Reboot, "{c:?}");
+}
+
 // --- VPA predictions (`--vpa-predictions`, Karpenter's PredictionEnabled). ---
 
 /// `big` (large) holds one Deployment pod asking for 3 CPUs; its VerticalPodAutoscaler
