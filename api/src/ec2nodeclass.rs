@@ -140,6 +140,21 @@ pub struct EC2NodeClassSpec {
     #[x_kube(validation = Rule::new("size(self) == 0 || self.exists(i, i.networkCardIndex == 0 && i.deviceIndex == 0 && i.interfaceType == 'interface')").message("networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"))]
     #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.networkCardIndex == a.networkCardIndex && b.deviceIndex == a.deviceIndex))").message("each (networkCardIndex, deviceIndex) pair may appear only once in networkInterfaces"))]
     pub network_interfaces: Vec<NetworkInterface>,
+    /// AWS Nitro Enclaves (Karpenter's `enclaveOptions`): `enabled: true` launches every
+    /// instance with enclave support (EC2's `EnclaveOptions`), and plans only instance types
+    /// that can run enclaves. It cannot be switched on after launch, so a change replaces the
+    /// class's nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enclave_options: Option<EnclaveOptions>,
+}
+
+/// EC2's `EnclaveOptions`, as Karpenter's EC2NodeClass spells it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnclaveOptions {
+    /// Launch instances with Nitro Enclaves enabled. Unset or false: as EC2's default, off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
 }
 
 /// EC2's connection-tracking idle timeouts, in seconds, with EC2's bounds.
@@ -212,6 +227,14 @@ impl InterfaceType {
 }
 
 impl EC2NodeClassSpec {
+    /// Whether instances launch with Nitro Enclaves enabled.
+    pub fn enclaves_enabled(&self) -> bool {
+        self.enclave_options
+            .as_ref()
+            .and_then(|e| e.enabled)
+            .unwrap_or(false)
+    }
+
     /// How many `efa-only` interfaces each instance launches with.
     pub fn efa_only_interfaces(&self) -> usize {
         self.network_interfaces

@@ -38,6 +38,9 @@ pub struct TypeFacts {
     pub network_bandwidth_mbps: Option<u64>,
     /// `EbsInfo.EbsOptimizedInfo.BaselineBandwidthInMbps`.
     pub ebs_bandwidth_mbps: Option<u64>,
+    /// `NitroEnclavesSupport`: whether the type can launch with Nitro Enclaves enabled; None
+    /// when EC2 did not say (the embedded rule decides then).
+    pub nitro_enclaves: Option<bool>,
 }
 
 /// Baseline bandwidth in Mbps over all network cards (`BaselineBandwidthInGbps` × 1000; a
@@ -151,6 +154,9 @@ impl TypeFacts {
                 .and_then(|o| o.baseline_bandwidth_in_mbps())
                 .filter(|m| *m > 0)
                 .map(|m| m as u64),
+            nitro_enclaves: info
+                .nitro_enclaves_support()
+                .map(|n| n.as_str() == "supported"),
         })
     }
 }
@@ -287,7 +293,8 @@ pub fn to_instance_type(
     // The EBS CSI count of a type the embedded catalog knows (its NVMe disk count is not
     // read here); other types are planned without one.
     let t = InstanceType::new(&facts.name, capacity, oh, l, offerings)
-        .with_ebs_attach_limit(ec2_data::find(&facts.name).map(ebs_limits::for_ec2_type));
+        .with_ebs_attach_limit(ec2_data::find(&facts.name).map(ebs_limits::for_ec2_type))
+        .with_nitro_enclaves(facts.nitro_enclaves);
     match live_windows(facts, prices) {
         Some(w) => t.with_windows(w),
         None => t,
@@ -514,6 +521,7 @@ mod tests {
             cpu_manufacturer: Some("intel".into()),
             network_bandwidth_mbps: Some(750),
             ebs_bandwidth_mbps: Some(650),
+            nitro_enclaves: None,
         }
     }
 
@@ -608,6 +616,38 @@ mod tests {
             &Prices::default(),
         );
         assert!(t.offerings.iter().all(|o| o.capacity_type == "on-demand"));
+    }
+
+    #[test]
+    fn nitro_enclaves_support_is_read_from_describe_instance_types_and_decides_for_a_class() {
+        use aws_sdk_ec2::types::NitroEnclavesSupport;
+        let zones = BTreeSet::from(["us-east-1a".to_string()]);
+        let of = |support: Option<NitroEnclavesSupport>| {
+            let mut info = described("m5d.large");
+            info.nitro_enclaves_support = support;
+            let facts = TypeFacts::from_sdk(&info).unwrap();
+            let t = to_instance_type(
+                &facts,
+                &zones,
+                &BTreeMap::new(),
+                "us-east-1",
+                &Prices::default(),
+            );
+            (
+                facts.nitro_enclaves,
+                adze_scheduling::node_class::enclaves_fit(&t),
+            )
+        };
+        assert_eq!(
+            of(Some(NitroEnclavesSupport::Supported)),
+            (Some(true), true)
+        );
+        assert_eq!(
+            of(Some(NitroEnclavesSupport::Unsupported)),
+            (Some(false), false)
+        );
+        // Not reported: the embedded rule (no hypervisor reported here, so no).
+        assert_eq!(of(None), (None, false));
     }
 
     /// DescribeInstanceTypes-shaped entries for an Inferentia2, an AMD GPU and an EFA type.

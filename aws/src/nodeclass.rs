@@ -2,6 +2,10 @@
 //! today, written as the class's status. Launches read the resolved status, not the selectors.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use adze_cloud::sync::MutexExt;
 
 use adze_api::conditions::{self, ec2nodeclass as cond};
 use adze_api::ec2nodeclass::{
@@ -15,6 +19,59 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::error::{AwsError, ec2_err, ssm_err};
 use crate::instance_profile::Profiles;
+
+/// Security groups as last described for each list of selector terms, reused for the
+/// refresh interval (`--security-group-refresh-interval`, Karpenter's setting of the same
+/// name): fleets in shared accounts with many classes resolve every 30 s, and
+/// DescribeSecurityGroups counts against the account's EC2 request quota. The cost is
+/// staleness: a newly tagged group reaches the status (and new launches) up to one interval
+/// later. Keyed by the terms, so classes that select alike share one answer.
+#[derive(Debug, Default)]
+pub struct SecurityGroupCache {
+    interval: Duration,
+    entries: Mutex<BTreeMap<String, (Instant, Vec<SecurityGroup>)>>,
+}
+
+impl SecurityGroupCache {
+    /// Reuse an answer for `interval`; zero describes every time.
+    pub fn new(interval: Duration) -> Self {
+        SecurityGroupCache {
+            interval,
+            entries: Mutex::default(),
+        }
+    }
+
+    /// Describes every time (a resolve outside the controller's loop).
+    pub fn uncached() -> Self {
+        Self::new(Duration::ZERO)
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    fn key(spec: &EC2NodeClassSpec) -> String {
+        serde_json::to_string(&spec.security_group_selector_terms).unwrap_or_default()
+    }
+
+    /// The groups described for `spec`'s terms less than the interval before `now`.
+    pub fn fresh(&self, spec: &EC2NodeClassSpec, now: Instant) -> Option<Vec<SecurityGroup>> {
+        let entries = self.entries.lock_or_recover();
+        let (at, groups) = entries.get(&Self::key(spec))?;
+        (now.saturating_duration_since(*at) < self.interval).then(|| groups.clone())
+    }
+
+    /// Keeps `groups` as described at `now`; answers past the interval are dropped, so the
+    /// map holds only terms resolved recently.
+    pub fn store(&self, spec: &EC2NodeClassSpec, now: Instant, groups: &[SecurityGroup]) {
+        if self.interval.is_zero() {
+            return;
+        }
+        let mut entries = self.entries.lock_or_recover();
+        entries.retain(|_, (at, _)| now.saturating_duration_since(*at) < self.interval);
+        entries.insert(Self::key(spec), (now, groups.to_vec()));
+    }
+}
 
 /// Where the family images' SSM parameters live. AWS publishes them under `/aws/service`;
 /// tests (moto refuses that prefix) put theirs elsewhere.
@@ -186,6 +243,7 @@ pub async fn resolve(
     params: &AmiParameters,
     name: &str,
     spec: &EC2NodeClassSpec,
+    groups: &SecurityGroupCache,
 ) -> Result<EC2NodeClassStatus, AwsError> {
     let profile = match (&spec.instance_profile, &spec.role) {
         (Some(p), _) => Ok(p.clone()),
@@ -194,7 +252,14 @@ pub async fn resolve(
     };
     let mut status = EC2NodeClassStatus {
         subnets: subnets(ec2, spec).await?,
-        security_groups: security_groups(ec2, spec).await?,
+        security_groups: match groups.fresh(spec, Instant::now()) {
+            Some(g) => g,
+            None => {
+                let g = security_groups(ec2, spec).await?;
+                groups.store(spec, Instant::now(), &g);
+                g
+            }
+        },
         amis: amis(ec2, ssm, params, spec).await?,
         instance_profile: profile.as_ref().ok().cloned(),
         capacity_reservations: capacity_reservations(ec2, spec, std::time::SystemTime::now())
@@ -734,6 +799,55 @@ pub fn readiness(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn selecting(tag: &str) -> EC2NodeClassSpec {
+        serde_json::from_value(serde_json::json!({
+            "role": "nodes",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+            "securityGroupSelectorTerms": [{"tags": {tag: "*"}}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn security_groups_are_reused_for_the_refresh_interval_and_described_again_after() {
+        let t0 = Instant::now();
+        let groups = vec![SecurityGroup {
+            id: "sg-1".into(),
+            name: Some("nodes".into()),
+        }];
+        let cache = SecurityGroupCache::new(Duration::from_secs(300));
+        let a = selecting("a");
+        assert_eq!(cache.fresh(&a, t0), None, "nothing described yet");
+        cache.store(&a, t0, &groups);
+        assert_eq!(
+            cache.fresh(&a, t0 + Duration::from_secs(299)),
+            Some(groups.clone())
+        );
+        assert_eq!(
+            cache.fresh(&a, t0 + Duration::from_secs(300)),
+            None,
+            "expired"
+        );
+        // Another class with the same terms shares the answer; other terms do not.
+        assert_eq!(
+            cache.fresh(&selecting("a"), t0 + Duration::from_secs(1)),
+            Some(groups.clone())
+        );
+        assert_eq!(
+            cache.fresh(&selecting("b"), t0 + Duration::from_secs(1)),
+            None
+        );
+        // A store prunes answers past the interval.
+        cache.store(&selecting("b"), t0 + Duration::from_secs(400), &[]);
+        assert_eq!(cache.entries.lock_or_recover().len(), 1);
+        assert_eq!(cache.fresh(&a, t0), None, "a's entry was pruned");
+        // Zero (a resolve outside the loop) never reuses.
+        let none = SecurityGroupCache::uncached();
+        none.store(&a, t0, &groups);
+        assert_eq!(none.fresh(&a, t0), None);
+    }
 
     fn described(
         state: &str,

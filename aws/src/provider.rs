@@ -22,8 +22,8 @@ use aws_sdk_ec2::types::{
     FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
     FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType,
     LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
-    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
-    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateEnclaveOptionsRequest,
+    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
@@ -165,6 +165,17 @@ impl Drift {
 pub fn spec_hash(spec: &EC2NodeClassSpec) -> String {
     let json = serde_json::to_vec(spec).unwrap_or_default();
     hex16(&json)
+}
+
+/// The launch template's `EnclaveOptions`: the class's `enclaveOptions.enabled` as written
+/// (false too, which is EC2's default), `None` when unset.
+pub fn enclave_options(spec: &EC2NodeClassSpec) -> Option<LaunchTemplateEnclaveOptionsRequest> {
+    let enabled = spec.enclave_options.as_ref()?.enabled?;
+    Some(
+        LaunchTemplateEnclaveOptionsRequest::builder()
+            .enabled(enabled)
+            .build(),
+    )
 }
 
 /// The launch template's network interfaces, or `None` when EC2's default single interface
@@ -387,6 +398,7 @@ impl AwsProvider {
                     &self.settings.ami_parameters,
                     name,
                     &class.spec,
+                    &nodeclass::SecurityGroupCache::uncached(),
                 )
                 .await
             }
@@ -779,6 +791,9 @@ impl AwsProvider {
                         .name(profile)
                         .build(),
                 );
+            }
+            if let Some(e) = enclave_options(spec) {
+                data = data.enclave_options(e);
             }
             if let Some(m) = spec.detailed_monitoring {
                 data = data.monitoring(
@@ -1504,6 +1519,22 @@ mod launch_template_tests {
 
     fn groups() -> Vec<String> {
         vec!["sg-1".into(), "sg-2".into()]
+    }
+
+    #[test]
+    fn enclave_options_reach_the_template_and_change_the_class_hash() {
+        let plain = spec(serde_json::json!({}));
+        let on = spec(serde_json::json!({"enclaveOptions": {"enabled": true}}));
+        let off = spec(serde_json::json!({"enclaveOptions": {"enabled": false}}));
+        assert!(enclave_options(&plain).is_none());
+        assert_eq!(enclave_options(&on).unwrap().enabled(), Some(true));
+        assert_eq!(enclave_options(&off).unwrap().enabled(), Some(false));
+        assert!(enclave_options(&spec(serde_json::json!({"enclaveOptions": {}}))).is_none());
+        // Static field: switching it on replaces the nodes (drift by hash); a class that never
+        // set it hashes as before the field existed.
+        assert_ne!(spec_hash(&plain), spec_hash(&on));
+        let json = String::from_utf8(serde_json::to_vec(&plain).unwrap()).unwrap();
+        assert!(!json.contains("enclave"), "{json}");
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct Options {
     pub join: crate::cluster::Overrides,
     /// SSM path prefix of the family images (`/aws/service` on AWS).
     pub ssm_prefix: String,
+    /// How long a class's resolved security groups are reused before EC2 is asked again
+    /// (`--security-group-refresh-interval`; see [`nodeclass::SecurityGroupCache`]).
+    pub security_group_refresh_interval: Duration,
 }
 
 /// The pod's own service-account CA, which on EKS is the cluster CA, as base64.
@@ -117,6 +120,7 @@ pub async fn start(
         clients.clone(),
         provider.profiles(),
         settings.ami_parameters,
+        nodeclass::SecurityGroupCache::new(options.security_group_refresh_interval),
     ));
     tokio::spawn(cleanup_templates_forever(provider.clone(), client.clone()));
     Ok(provider)
@@ -185,6 +189,7 @@ pub async fn resolve_classes_forever(
     clients: Clients,
     profiles: Profiles,
     params: AmiParameters,
+    groups: nodeclass::SecurityGroupCache,
 ) {
     let api: kube::Api<EC2NodeClass> = kube::Api::all(client.clone());
     let claims: kube::Api<NodeClaim> = kube::Api::all(client);
@@ -202,6 +207,7 @@ pub async fn resolve_classes_forever(
                         &params,
                         &name,
                         &class.spec,
+                        &groups,
                     )
                     .await
                     {

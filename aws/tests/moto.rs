@@ -196,6 +196,7 @@ impl Env {
             &params,
             name,
             spec,
+            &nodeclass::SecurityGroupCache::uncached(),
         )
         .await
         .unwrap()
@@ -1612,6 +1613,38 @@ async fn interfaces_conntrack_and_volume_initialization_rate_reach_the_launch_te
     let ebs = v.block_device_mappings.unwrap()[0].ebs.clone().unwrap();
     assert_eq!(ebs.snapshot_id.as_deref(), Some(snapshot.as_str()));
     assert_eq!(ebs.volume_initialization_rate, Some(200));
+}
+
+#[tokio::test]
+#[ignore = "needs a moto server: aws/ci/moto.sh"]
+async fn nitro_enclaves_reach_the_launch_template_and_types_without_them_are_not_launched() {
+    let moto = endpoint("enclave");
+    let e = env("enclave", &moto).await;
+    let mut class = e.class();
+    class.spec = serde_json::from_value({
+        let mut spec = serde_json::to_value(&class.spec).unwrap();
+        spec["enclaveOptions"] = json!({"enabled": true});
+        spec
+    })
+    .unwrap();
+    class.validate().unwrap();
+    let (provider, _) = e.provider(class);
+    // m5.large has 2 vCPUs: EC2 runs no enclave on an Intel type below 4.
+    assert!(
+        provider
+            .create(&claim("enclave-0", &["m5.large"], "on-demand"))
+            .await
+            .is_err(),
+        "a type that cannot run enclaves is not launched with them"
+    );
+    provider
+        .create(&claim("enclave-1", &["m5.xlarge"], "on-demand"))
+        .await
+        .unwrap();
+    let ours = e.launch_templates().await;
+    assert_eq!(ours.len(), 1);
+    let v = e.template_data(&ours[0]).await;
+    assert_eq!(v.enclave_options.and_then(|o| o.enabled), Some(true));
 }
 
 /// Runs one instance (its own reservation, as a CreateFleet launch is) tagged as `cluster`'s

@@ -345,6 +345,18 @@ impl RunArgs {
     /// `--simulated-instance-dir` belongs to the simulated cloud, and with it the simulated
     /// node's boot delay and heartbeat mean nothing: refused by name rather than ignored.
     fn instance_dir_conflict(&self, matches: &clap::ArgMatches) -> Option<String> {
+        if self.cloud_provider != CloudProviderKind::Aws
+            && matches!(
+                matches.value_source("security_group_refresh_interval"),
+                Some(
+                    clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable
+                )
+            )
+        {
+            return Some(
+                "--security-group-refresh-interval has no effect without --cloud-provider aws (only EC2's security groups are resolved)".into(),
+            );
+        }
         if self.simulated_zonal_shifts.is_some() {
             if self.cloud_provider != CloudProviderKind::Simulated {
                 return Some(
@@ -409,6 +421,28 @@ struct AwsArgs {
     /// --cloud-provider (uses --aws-endpoint and --region).
     #[arg(long, env = "ADZE_INTERRUPTION_QUEUE")]
     interruption_queue: Option<String>,
+    /// How long an EC2NodeClass's resolved security groups are reused before
+    /// DescribeSecurityGroups is called again (Karpenter's `--security-group-refresh-interval`,
+    /// default 1m there): longer means fewer EC2 calls and a newly tagged group seen later.
+    /// 30s (the resolve loop's period, shorter could not take effect) to 24h.
+    #[arg(long, env = "ADZE_SECURITY_GROUP_REFRESH_INTERVAL", value_parser = security_group_refresh_interval, default_value = "30s")]
+    security_group_refresh_interval: std::time::Duration,
+}
+
+/// `--security-group-refresh-interval`: a duration between the class resolve loop's period
+/// (a shorter one could not take effect) and a day (a longer one leaves groups stale for
+/// longer than anyone would notice them missing).
+#[cfg(feature = "controller")]
+fn security_group_refresh_interval(s: &str) -> Result<std::time::Duration, String> {
+    const MIN: std::time::Duration = std::time::Duration::from_secs(30);
+    const MAX: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+    let d = duration(s)?;
+    if !(MIN..=MAX).contains(&d) {
+        return Err(format!(
+            "{s:?} is outside 30s..24h: EC2NodeClasses are resolved every 30s, so a shorter interval could not take effect"
+        ));
+    }
+    Ok(d)
 }
 
 /// The EC2 provider's and the interruption queue's options from the flags.
@@ -430,6 +464,7 @@ fn cloud_options(
             version: args.aws.kubernetes_version.clone(),
         },
         ssm_prefix: args.aws.ssm_prefix.clone(),
+        security_group_refresh_interval: args.aws.security_group_refresh_interval,
     });
     let interruption =
         args.aws
@@ -968,6 +1003,72 @@ mod tests {
             panic!("not run")
         };
         args.instance_dir_conflict(matches.subcommand_matches("run").unwrap())
+    }
+
+    #[test]
+    fn security_group_refresh_interval_is_bounded_and_refused_off_aws() {
+        let parse = |v: &str| {
+            Cli::command().try_get_matches_from([
+                "adze-provisioner",
+                "run",
+                "--cloud-provider",
+                "aws",
+                "--security-group-refresh-interval",
+                v,
+            ])
+        };
+        let value = |v: &str| {
+            let m = parse(v).unwrap();
+            let Command::Run(args) = Cli::from_arg_matches(&m).unwrap().command else {
+                panic!("not run")
+            };
+            args.aws.security_group_refresh_interval
+        };
+        assert_eq!(value("5m"), std::time::Duration::from_secs(300));
+        assert_eq!(value("30s"), std::time::Duration::from_secs(30));
+        assert_eq!(value("24h"), std::time::Duration::from_secs(86400));
+        for bad in ["29s", "0s", "25h", "60"] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("--security-group-refresh-interval"),
+                "{bad}: {e}"
+            );
+        }
+        let Command::Run(args) = Cli::from_arg_matches(&Cli::command().get_matches_from([
+            "adze-provisioner",
+            "run",
+            "--cloud-provider",
+            "aws",
+        ]))
+        .unwrap()
+        .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(
+            args.aws.security_group_refresh_interval,
+            std::time::Duration::from_secs(30),
+            "default: every resolve, as before the flag"
+        );
+        let msg = run_conflict(&[
+            "adze-provisioner",
+            "run",
+            "--security-group-refresh-interval",
+            "5m",
+        ])
+        .unwrap();
+        assert!(msg.contains("--security-group-refresh-interval"), "{msg}");
+        assert_eq!(
+            run_conflict(&[
+                "adze-provisioner",
+                "run",
+                "--cloud-provider",
+                "aws",
+                "--security-group-refresh-interval",
+                "5m",
+            ]),
+            None
+        );
     }
 
     #[test]

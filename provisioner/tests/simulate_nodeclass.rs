@@ -92,6 +92,33 @@ fn the_class_kubelet_max_pods_caps_each_node() {
     assert_eq!(pods("  kubelet: {maxPods: 3}"), vec![3, 3]);
 }
 
+/// A class with Nitro Enclaves enabled plans only types that can run them, as `run` launches:
+/// the cheapest type the pool allows (m5.large, 2 vCPUs) cannot, so the pod goes to m5.xlarge.
+#[test]
+fn nitro_enclaves_plan_only_types_that_can_run_them() {
+    let planned = |class_spec: &str| {
+        let (out, report) = simulate(
+            "enclaves",
+            &scenario(
+                "m5.large, m5.xlarge",
+                class_spec,
+                1,
+                "{cpu: 100m, memory: 64Mi}",
+            ),
+        );
+        assert!(out.status.success());
+        assert!(
+            report.unschedulable.is_empty(),
+            "{:?}",
+            report.unschedulable
+        );
+        report.node_claims[0].instance_type.clone()
+    };
+    assert_eq!(planned(""), "m5.large");
+    assert_eq!(planned("  enclaveOptions: {enabled: true}"), "m5.xlarge");
+    assert_eq!(planned("  enclaveOptions: {enabled: false}"), "m5.large");
+}
+
 #[test]
 fn raid0_instance_store_backs_ephemeral_storage_where_the_root_volume_cannot() {
     let storage = "{cpu: 500m, memory: 1Gi, ephemeral-storage: 150Gi}";

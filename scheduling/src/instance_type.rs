@@ -135,6 +135,10 @@ pub struct InstanceType {
     /// out before launch ([`crate::catalog::ebs_limits`]), so a new claim is not planned with
     /// more volumes than its node can attach. None: no limit known (a custom catalog).
     pub ebs_attach_limit: Option<u32>,
+    /// Whether the type can run AWS Nitro Enclaves, as the cloud reported it
+    /// (DescribeInstanceTypes' `NitroEnclavesSupport`). None: not reported; the embedded rule
+    /// ([`crate::node_class::enclaves_fit`]) decides.
+    pub nitro_enclaves: Option<bool>,
     allocatable: Resources,
 }
 
@@ -159,6 +163,7 @@ impl InstanceType {
             offerings,
             windows: None,
             ebs_attach_limit: None,
+            nitro_enclaves: None,
         };
         it.refresh_offering_requirements();
         it
@@ -174,6 +179,13 @@ impl InstanceType {
     /// This type with a known EBS attach limit (see [`InstanceType::ebs_attach_limit`]).
     pub fn with_ebs_attach_limit(mut self, limit: Option<u32>) -> Self {
         self.ebs_attach_limit = limit;
+        self
+    }
+
+    /// This type with the cloud's answer to whether it runs Nitro Enclaves (see
+    /// [`InstanceType::nitro_enclaves`]).
+    pub fn with_nitro_enclaves(mut self, supported: Option<bool>) -> Self {
+        self.nitro_enclaves = supported;
         self
     }
 
@@ -194,6 +206,7 @@ impl InstanceType {
             offerings,
             windows: self.windows,
             ebs_attach_limit: self.ebs_attach_limit,
+            nitro_enclaves: self.nitro_enclaves,
         };
         it.refresh_offering_requirements();
         it

@@ -47,6 +47,8 @@ pub struct NodeClassFacts {
     /// `efa-only` interfaces in the class's `networkInterfaces`: a type needs at least this
     /// many EFA interfaces (its `instance-efa-count`, from the catalog) to launch with them.
     pub efa_only_interfaces: u32,
+    /// `enclaveOptions.enabled`: only types that can run Nitro Enclaves ([`enclaves_fit`]).
+    pub nitro_enclaves: bool,
 }
 
 /// One capacity reservation as placement needs it.
@@ -73,6 +75,7 @@ pub fn instance_types(
         .filter_map(|t| as_class_os(t, class))
         .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
         .filter(|t| efa_fits(t, class.efa_only_interfaces))
+        .filter(|t| !class.nitro_enclaves || enclaves_fit(t))
         .filter_map(|t| reshape(&t, class).map(Arc::new))
         .collect()
 }
@@ -159,6 +162,37 @@ pub fn efa_fits(t: &InstanceType, efa_only: u32) -> bool {
         || t.label(labels::INSTANCE_EFA_COUNT)
             .and_then(|n| n.parse::<u32>().ok())
             .is_some_and(|n| n >= efa_only)
+}
+
+/// Whether `t` can be launched with Nitro Enclaves enabled (EC2 refuses the launch
+/// otherwise). The cloud's answer when it gave one ([`InstanceType::nitro_enclaves`], from
+/// DescribeInstanceTypes); else the rule of the Nitro Enclaves User Guide's requirements,
+/// read from the type's labels: a Nitro (virtualized) type, Intel/AMD with at least 4 vCPUs
+/// or Graviton with at least 2, not burstable (`t*`) nor `a1`, not bare metal (no hypervisor
+/// label). A type whose labels leave any of this unknown does not fit: a launch EC2 would
+/// refuse is worse than a type left out.
+pub fn enclaves_fit(t: &InstanceType) -> bool {
+    if let Some(known) = t.nitro_enclaves {
+        return known;
+    }
+    if t.label(labels::INSTANCE_HYPERVISOR) != Some("nitro") {
+        return false;
+    }
+    let family = t.label(labels::INSTANCE_FAMILY).unwrap_or_default();
+    if family.is_empty() || family.starts_with('t') || family == "a1" {
+        return false;
+    }
+    let Some(vcpus) = t
+        .label(labels::INSTANCE_CPU)
+        .and_then(|c| c.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    match t.label(labels::ARCH) {
+        Some("amd64") => vcpus >= 4,
+        Some("arm64") => vcpus >= 2,
+        _ => false,
+    }
 }
 
 /// One type under `class`; None when no offering is left in the class's zones.
@@ -298,6 +332,38 @@ mod tests {
         assert_eq!(ids["us-east-1b"], None, "no subnet said");
         assert_eq!(t.label(labels::ZONE_ID), Some("use1-az4"));
         assert_eq!(raw_m5_large().label(labels::ZONE_ID), None);
+    }
+
+    #[test]
+    fn a_class_with_nitro_enclaves_plans_only_types_that_can_run_them() {
+        let cat = catalog::embedded();
+        let all = instance_types(&cat, &class());
+        let mut c = class();
+        c.nitro_enclaves = true;
+        let enclave: Vec<String> = instance_types(&cat, &c)
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert!(!enclave.is_empty() && enclave.len() < all.len());
+        // Intel/AMD from 4 vCPUs, Graviton from 2; not burstable, not bare metal.
+        for yes in ["m5.xlarge", "c6i.2xlarge", "m6g.large"] {
+            assert!(enclave.iter().any(|n| n == yes), "{yes} runs enclaves");
+        }
+        for no in ["m5.large", "t3.xlarge", "m5.metal"] {
+            assert!(all.iter().any(|t| t.name == no), "{no} in the catalog");
+            assert!(!enclave.iter().any(|n| n == no), "{no} cannot run enclaves");
+        }
+        // The cloud's answer overrides the rule, both ways.
+        let m5_large = raw_m5_large();
+        assert!(!enclaves_fit(&m5_large));
+        assert!(enclaves_fit(
+            &(*m5_large).clone().with_nitro_enclaves(Some(true))
+        ));
+        let m5_xl = cat.iter().find(|t| t.name == "m5.xlarge").unwrap();
+        assert!(enclaves_fit(m5_xl));
+        assert!(!enclaves_fit(
+            &(**m5_xl).clone().with_nitro_enclaves(Some(false))
+        ));
     }
 
     #[test]

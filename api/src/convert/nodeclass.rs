@@ -71,6 +71,7 @@ pub fn nodeclass(class: &EC2NodeClass) -> Result<NodeClassFacts, ConvertError> {
             .and_then(AmiFamily::windows_build)
             .map(str::to_string),
         efa_only_interfaces: u32::try_from(class.spec.efa_only_interfaces()).unwrap_or(u32::MAX),
+        nitro_enclaves: class.spec.enclaves_enabled(),
     })
 }
 

@@ -1409,3 +1409,44 @@ fn metadata_fields_object_meta_lacks_are_actions_at_their_path() {
     assert!(adze_api::validation::unknown_fields("NodePool", out).is_empty());
     assert!(m.incomplete());
 }
+
+/// Karpenter's `enclaveOptions` (Nitro Enclaves) is carried as written; a misspelt field in
+/// it is reported at its path rather than dropped.
+#[test]
+fn nitro_enclave_options_are_carried_and_a_misspelt_field_is_reported() {
+    let class = |enclave: &str| {
+        format!(
+            "apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: enclaves
+spec:
+  role: KarpenterNodeRole-x
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: x
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: x
+  enclaveOptions:
+    {enclave}
+"
+        )
+    };
+    let m = migrate(&class("enabled: true")).unwrap();
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    assert_eq!(
+        m.objects[0]["spec"]["enclaveOptions"],
+        serde_json::json!({"enabled": true})
+    );
+    let m = migrate(&class("enable: true")).unwrap();
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.action && n.field.starts_with("spec.enclaveOptions")),
+        "{}",
+        m.report()
+    );
+}
