@@ -186,6 +186,57 @@ misplaced_a() {
     | length'
 }
 
+# ---- a DaemonSet created after A's NodeClaims were planned (Karpenter #731) ----------------
+# One pod per node of pool ab asking a whole cpu: A's nodes were sized without it, B's (planned
+# after it) with it. The ledger keeps A's room for A's pods, so the DaemonSet pod never takes
+# it; where it no longer fits it waits, and the provisioner marks that node's NodeClaim
+# Drifted (DaemonSetsDrifted; this suite's disruption is a dry run, so nothing is replaced).
+late_daemonset() {
+  k create namespace late >/dev/null
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: late-agent, namespace: late}
+spec:
+  selector: {matchLabels: {app: late-agent}}
+  template:
+    metadata: {labels: {app: late-agent}}
+    spec:
+      nodeSelector: {e2e-pool: ab}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: "1", memory: 64Mi}}
+YAML
+  LATE_DS_AT=$(k get daemonset -n late late-agent -o jsonpath='{.metadata.creationTimestamp}')
+  echo "[late DaemonSet] created at $LATE_DS_AT, after A's $(claims) NodeClaims were planned"
+}
+# "NODE STATE" per node of pool ab: its late-agent pod Running, else Drifted (its NodeClaim's
+# Drifted condition says DaemonSetsDrifted), else waiting.
+late_ds_states() {
+  k get nodes -l e2e-pool=ab -o json >"$dir/ab-nodes.json"
+  k get pods -n late -o json >"$dir/late-pods.json"
+  k get nodeclaims -o json >"$dir/claims.json"
+  jq -rn --slurpfile n "$dir/ab-nodes.json" --slurpfile p "$dir/late-pods.json" --slurpfile c "$dir/claims.json" '
+    ([$p[0].items[] | select(.status.phase == "Running") | .spec.nodeName]) as $running
+    | ([$c[0].items[] | select(any(.status.conditions[]?; .type == "Drifted" and .status == "True"
+         and ((.reason // "") + " " + (.message // "") | test("DaemonSets")))) | .status.nodeName]) as $drifted
+    | $n[0].items[] | .metadata.name as $x
+    | "\($x) \(if ($running | index($x)) then "running" elif ($drifted | index($x)) then "drifted" else "waiting" end)"'
+}
+late_ds_settled() { ! late_ds_states | grep -q ' waiting$'; }
+# Nodes whose NodeClaim was launched for B's pods only (planned after the DaemonSet existed).
+b_nodes() {
+  k get pods -n b -o json >"$dir/pods-b.json"
+  jq -rn --slurpfile c "$dir/claims.json" --slurpfile b "$dir/pods-b.json" '
+    ([$b[0].items[].metadata.uid]) as $bu
+    | $c[0].items[] | select((.status.nodeName // "") != "")
+    | (.metadata.annotations["adze.sh/nominated-pods"] // "[]" | fromjson | map(.uid)) as $u
+    | select(($u | length) > 0 and all($u[]; . as $x | $bu | index($x)))
+    | .status.nodeName'
+}
+
 # ---- A then B: extra NodeClaims ----------------------------------------------------------
 # Sets EXTRA and MISPLACED.
 scenario_a_then_b() { # label
@@ -197,6 +248,7 @@ scenario_a_then_b() { # label
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt 0 ]"
   sleep 2 # the rest of A's batch
   local after_a; after_a=$(claims)
+  [[ -n "${AFTER_A:-}" ]] && "$AFTER_A" # e.g. a DaemonSet created after A's NodeClaims were planned
   # B's machines are held in their boot until the signal below: real kubelets come up Ready
   # (not-ready taint lifted) a few seconds apart, and B's pods in kube-scheduler's backoff
   # could otherwise first be tried when B's own nodes were up, so that whether they ever met
@@ -378,8 +430,20 @@ fail_over() {
 }
 start_provisioner
 check "[with] provisioner started" kill -0 "$prov_pid"
-MIDWAY=fail_over scenario_a_then_b with
+MIDWAY=fail_over AFTER_A=late_daemonset scenario_a_then_b with
 extra_with=$EXTRA; misplaced_with=$MISPLACED
+wait_for 120 late_ds_settled
+late_ds_states >"$dir/late-states.txt"
+echo "RESULT: [late DaemonSet] per node of pool ab: $(awk '{print $2}' "$dir/late-states.txt" | sort | uniq -c | tr -s ' ' | paste -sd, -)"
+check "[late DaemonSet] its pod runs on every node of pool ab where it fits; every node where it does not is marked DaemonSetsDrifted" \
+  absent ' waiting$' "$dir/late-states.txt"
+late_b=$(b_nodes | sort -u | paste -sd" " -)
+check "[late DaemonSet] B's nodes, planned after it, run it ($(wc -w <<<"$late_b") nodes)" \
+  bash -c "[ -n '$late_b' ] && for n in $late_b; do grep -qx \"\$n running\" '$dir/late-states.txt' || exit 1; done"
+# None of A's pods was evicted, preempted or recreated to make room: all 20 are older than the
+# DaemonSet, and (above) every one is on the node launched for it.
+check "[late DaemonSet] all 20 A pods bound and created before the DaemonSet (none evicted or recreated)" \
+  bash -c "kubectl --kubeconfig '$KUBECONFIG' get pods -n a -o json | jqe --arg t '$LATE_DS_AT' '[.items[] | select((.spec.nodeName // \"\") != \"\" and .metadata.creationTimestamp < \$t)] | length == 20'"
 check "[replicas] the Lease moved to ext-$follower_i ($(lease_holder))" bash -c "[[ '$(lease_holder)' == ext-${follower_i}_* ]]"
 check "[replicas] the stopped leader gave the Lease up on SIGTERM" grep -q 'leader lease released' "$dir/extender-$leader_i.log"
 # The proxy logs every change of the ready set: never two replicas serving at once.

@@ -18,8 +18,9 @@ pub mod nodeclaim {
     pub const INITIALIZED: &str = "Initialized";
     /// The node is no longer what its NodePool and node class would make today: a static
     /// field's hash differs, its labels break the pool's requirements, or its image, subnet or
-    /// security groups are no longer the class's. Reason `NodePoolDrifted`,
-    /// `NodeClassDrifted` or `RequirementsDrifted`; removed once none holds. Set by the
+    /// security groups are no longer the class's, or a DaemonSet created since does not fit
+    /// beside its pods. Reason `NodePoolDrifted`, `NodeClassDrifted`, `RequirementsDrifted`
+    /// or `DaemonSetsDrifted`; removed once none holds. Set by the
     /// disruption controller, which replaces such nodes within budgets.
     pub const DRIFTED: &str = "Drifted";
     /// No pod has been bound to or left the node for its NodePool's `consolidateAfter`;

@@ -115,7 +115,7 @@ AWS = {
     # find the first one's; its rendering is checked offline (offline_capacity_buffer_crd).
     "provisioner": {"karpenterLabels": True, "nodeRepair": True, "capacityBuffers": True,
                     "installCapacityBufferCRD": False, "zonalShift": True, "terminateFirstDrift": True,
-                    "podDeletionCost": True},
+                    "podDeletionCost": True, "vpaPredictions": True},
 }
 CORE_KINDS = {
     "ServiceAccount": 3, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 2, "RoleBinding": 2,
@@ -179,7 +179,7 @@ def expect_aws(docs):
                  "--cluster-ca=TFMwdExTMUNSVWRKVGc9PQ==", "--kubernetes-version=1.30",
                  "--service-cidr=172.20.0.0/16", "--launch-timeout=5m", "--karpenter-labels",
                  "--node-repair", "--capacity-buffers", "--enable-zonal-shift", "--terminate-first-drift",
-                 "--pod-deletion-cost"]:
+                 "--pod-deletion-cost", "--vpa-predictions"]:
         check(f"aws: provisioner has {flag}", flag in args, str(args))
     check("aws: no simulated flags", not any(a.startswith("--boot-delay") for a in args))
     role = one(docs, "ClusterRole", "-provisioner")
@@ -188,7 +188,8 @@ def expect_aws(docs):
     for g, r, v in [("", "pods/eviction", "create"), ("adze.sh", "nodeclaims", "create"),
                     ("adze.sh", "nodeclaims/status", "patch"), ("policy", "poddisruptionbudgets", "list"),
                     ("", "pods", "delete"), ("", "nodes/status", "patch"), ("", "pods", "patch"),
-                    ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch")]:
+                    ("storage.k8s.io", "volumeattachments", "list"), ("aws.adze.sh", "ec2nodeclasses/status", "patch"),
+                    ("autoscaling.k8s.io", "verticalpodautoscalers", "list")]:
         check(f"aws: provisioner may {v} {g or 'core'}/{r}", rules_allow(role, g, r, v))
     check("aws: provisioner may not bind pods", not rules_allow(role, "", "pods/binding", "create"))
     sa = one(docs, "ServiceAccount", "-provisioner")
@@ -517,6 +518,10 @@ def expect_simulated(docs):
           "--pod-deletion-cost" not in args)
     check("simulated: provisioner may not patch pods unless provisioner.podDeletionCost (least privilege)",
           not rules_allow(one(docs, "ClusterRole", "-provisioner"), "", "pods", "patch"))
+    check("simulated: no --vpa-predictions unless provisioner.vpaPredictions (off by default, as Karpenter's gate)",
+          "--vpa-predictions" not in args)
+    check("simulated: provisioner may not list verticalpodautoscalers unless provisioner.vpaPredictions (least privilege)",
+          not rules_allow(one(docs, "ClusterRole", "-provisioner"), "autoscaling.k8s.io", "verticalpodautoscalers", "list"))
     check("simulated: no --enable-zonal-shift unless provisioner.zonalShift (off by default, as Karpenter's setting)",
           "--enable-zonal-shift" not in args)
     role = one(docs, "ClusterRole", "-provisioner")
@@ -1017,7 +1022,8 @@ MANIFEST_VALUES = merge(AWS, {
     # would be counted by a Karpenter still running during a cutover). Zonal shift likewise: it
     # needs zonal shift enabled on the EKS cluster (docs/zonal-shift.md).
     "provisioner": {"capacityBuffers": False, "zonalShift": False, "karpenterLabels": False,
-                    "nodeRepair": False, "terminateFirstDrift": False, "podDeletionCost": False},
+                    "nodeRepair": False, "terminateFirstDrift": False, "podDeletionCost": False,
+                    "vpaPredictions": False},
     "image": {"repository": "adze", "tag": "0.1.0"},
     "extender": {"tls": {"certManager": {"enabled": True}}},
     "scheduler": {"enabled": True},

@@ -22,6 +22,7 @@ WHEN_VALUES = {
     "provisioner.capacityBuffers",
     "provisioner.defaultTopologySpread",
     "provisioner.podDeletionCost",
+    "provisioner.vpaPredictions",
 }
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 

@@ -998,6 +998,55 @@ mod tests {
         assert_eq!(l.bound["n1"].cpu, 4000, "retries did not count twice");
     }
 
+    /// A DaemonSet created after the claim was planned (Karpenter #731): its pod for the
+    /// claim's node is a pod like any other to the ledger. While the claim's pods are unbound
+    /// it is kept off their room, so they all still land on the node they were launched for;
+    /// it passes only where it fits beside them. Once they are bound the ledger holds
+    /// nothing and kube-scheduler's own fit decides (here the node is full: the DaemonSet
+    /// pod stays pending, the node-level misfit `adze_scheduling::late_daemons` reports).
+    #[test]
+    fn a_late_daemonset_pod_does_not_take_the_room_reserved_for_the_claims_pods() {
+        let (mut l, pods) = reserved_node();
+        let mut agent = bound("agent-q4xz", 500, 1, "n1");
+        agent.namespace = "monitoring".into();
+        agent.node = None;
+        l.upsert_pod(agent.clone());
+        assert_eq!(passes(&l, &agent, &["n1"]), Vec::<String>::new());
+        let r = reason(&l, &agent, "n1").unwrap();
+        assert!(
+            r.starts_with("capacity reserved for 4 pods nominated to nodeclaim default-x7k2p"),
+            "{r}"
+        );
+        // The claim's pods keep their node, one by one, the DaemonSet pod still waiting.
+        for (i, p) in pods.iter().enumerate() {
+            assert_eq!(passes(&l, p, &["n1"]), ["n1"], "pod {i}");
+            assert_eq!(l.assume("default", &p.name, &p.uid, "n1"), Assumed::Bound);
+            if i + 1 < pods.len() {
+                assert_eq!(
+                    passes(&l, &agent, &["n1"]),
+                    Vec::<String>::new(),
+                    "after {i}"
+                );
+            }
+        }
+        assert_eq!(
+            l.bound["n1"].cpu, 4000,
+            "every pod the claim was launched for is on it"
+        );
+        // Nothing reserved any more: the ledger passes it and leaves it to kube-scheduler.
+        assert_eq!(passes(&l, &agent, &["n1"]), ["n1"]);
+
+        // On a node the plan left 500m spare on, it passes at once beside the reservation.
+        let mut l = Ledger::new();
+        node(&mut l, "n2", 4500, 16, Some("c2"));
+        let mine: Vec<PodInfo> = (0..4).map(|i| pod(&format!("m-{i}"), 1000, 2)).collect();
+        for p in &mine {
+            l.upsert_pod(p.clone());
+        }
+        claim(&mut l, "c2", Some("n2"), &mine.iter().collect::<Vec<_>>());
+        assert_eq!(passes(&l, &agent, &["n2"]), ["n2"]);
+    }
+
     #[test]
     fn stale_update_does_not_unbind_and_failed_bind_is_forgotten() {
         let (mut l, pods) = reserved_node();

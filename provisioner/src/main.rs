@@ -287,6 +287,14 @@ struct RunArgs {
     /// those pods. Needs RBAC patch on pods (the chart's provisioner.podDeletionCost).
     #[arg(long, env = "ADZE_POD_DELETION_COST")]
     pod_deletion_cost: bool,
+    /// VPA predictions (Karpenter's PredictionEnabled feature gate, off by default as there):
+    /// list the cluster's VerticalPodAutoscalers (autoscaling.k8s.io/v1) every 30 s and plan
+    /// the pods disruption moves (drift, repair, consolidation) with their recommendation's
+    /// target, as the VPA's webhook will recreate them. A cluster that serves no VPA API is
+    /// looked at again every minute, and meanwhile pods are planned as they are. Needs RBAC
+    /// list on verticalpodautoscalers (the chart's provisioner.vpaPredictions).
+    #[arg(long, env = "ADZE_VPA_PREDICTIONS")]
+    vpa_predictions: bool,
     #[command(flatten)]
     policies: adze_provisioner::rules::Policies,
     #[command(flatten)]
@@ -551,6 +559,7 @@ fn run(args: &RunArgs) -> anyhow::Result<String> {
             .map_err(anyhow::Error::msg)?,
             terminate_first_drift: args.terminate_first_drift,
             pod_deletion_cost: args.pod_deletion_cost,
+            vpa_predictions: args.vpa_predictions,
             replacement_timeout: args.registration_timeout,
             max_instance_types: args.max_instance_types,
             policies: args.policies.clone(),
@@ -689,7 +698,7 @@ struct SimulateArgs {
     reboot_for_repair: bool,
     /// With --disruption: a pod disruption moves is planned with the requests its
     /// VerticalPodAutoscaler (in the scenario) will give it when recreated (Karpenter's
-    /// PredictionEnabled; `run` does not read VPAs yet). A scenario holding
+    /// PredictionEnabled; as `run --vpa-predictions`, which lists them live). A scenario holding
     /// VerticalPodAutoscalers is refused without it.
     #[arg(long, env = "ADZE_VPA_PREDICTIONS", requires = "disruption")]
     vpa_predictions: bool,

@@ -31,6 +31,31 @@ pub fn daemonset_owner(meta: &ObjectMeta) -> Option<&str> {
         .map(|o| o.name.as_str())
 }
 
+/// (DaemonSet uid, node name) of every DaemonSet pod bound to a node and not finished:
+/// where a DaemonSet already holds its room (a terminating one too: the snapshot keeps it
+/// on its node until it is gone, and its successor follows it). A DaemonSet pod that is
+/// still pending holds none, so [`adze_scheduling::late_daemons::charge`] counts it.
+pub fn bound_daemon_pods(pods: &[std::sync::Arc<Pod>]) -> std::collections::HashSet<(&str, &str)> {
+    pods.iter()
+        .filter(|p| !is_terminal(p))
+        .filter_map(|p| {
+            let owner = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.kind == "DaemonSet")?;
+            let node = p
+                .spec
+                .as_ref()?
+                .node_name
+                .as_deref()
+                .filter(|n| !n.is_empty())?;
+            Some((owner.uid.as_str(), node))
+        })
+        .collect()
+}
+
 /// The kubelet's mirror of a static pod (annotation `kubernetes.io/config.mirror`, owned by
 /// its Node): its node's kubelet runs it, and it cannot be evicted.
 pub fn is_mirror(pod: &Pod) -> bool {

@@ -175,3 +175,31 @@ fn pod_deletion_cost_is_a_switch_of_run() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--pod-deletion-cost"), "{err}");
 }
+
+/// `--vpa-predictions` (the chart's `provisioner.vpaPredictions`) is a switch of `run`, also
+/// read from `ADZE_VPA_PREDICTIONS`: it parses and `run` goes on to the cluster (no
+/// combination of `run`'s flags leaves it without effect: the disruption controller always
+/// runs); a value given to it is refused by name.
+#[test]
+fn vpa_predictions_is_a_switch_of_run() {
+    let rest = [
+        "--kubeconfig",
+        "/nonexistent/kc",
+        "--leader-elect=false",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ];
+    let with_flag: Vec<&str> = std::iter::once("--vpa-predictions").chain(rest).collect();
+    let (code, err) = run(&with_flag);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/kc"), "{err}");
+    let (code, err) = run_env(&rest, &[("ADZE_VPA_PREDICTIONS", "true")]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/kc"), "{err}");
+    let (code, err) = run_env(&rest, &[("ADZE_VPA_PREDICTIONS", "sometimes")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--vpa-predictions"), "{err}");
+    let (code, err) = run(&["--vpa-predictions=sometimes"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--vpa-predictions"), "{err}");
+}

@@ -928,3 +928,99 @@ fn a_scenario_vpa_is_refused_without_the_flag_and_a_bad_field_at_its_path() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A DaemonSet created after the nodes (Karpenter #731), its pods listed nowhere: each
+/// node it selects holds its requests once it runs there.
+fn late_daemonset(cpu: &str) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: monitoring}}
+spec:
+  selector: {{matchLabels: {{app: agent}}}}
+  template:
+    metadata: {{labels: {{app: agent}}}}
+    spec:
+      containers:
+        - name: agent
+          image: agent
+          resources: {{requests: {{cpu: {cpu}, memory: 256Mi}}}}
+"#
+    )
+}
+
+#[test]
+fn a_daemonset_added_after_launch_keeps_pods_out_of_the_room_it_takes() {
+    let cluster = |extra: Vec<String>| {
+        let mut docs = vec![
+            pool_100(),
+            node(
+                "kept",
+                "default",
+                "medium",
+                "adze.sh/do-not-disrupt: \"true\"",
+            ),
+            node("spare", "default", "medium", ""),
+            pod("web-1", "kept", "2", "", ""),
+            pod("web-2", "spare", "1", "", ""),
+        ];
+        docs.extend(extra);
+        plan(&docs)
+    };
+    // A small DaemonSet still leaves room for web-2 beside web-1: spare goes.
+    let p = cluster(vec![late_daemonset("500m")]);
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    assert_eq!(p.commands[0].action, Action::Delete, "{p:#?}");
+    assert_eq!(p.commands[0].pods[0].to, "kept");
+    // A 1.5-CPU one, whose pod on "kept" is not running yet: web-1, it and web-2 need 4.5
+    // of kept's 4 CPUs, and a small node cannot hold web-2 and the DaemonSet (2.5 of 2).
+    // Read from bound pods only, spare would be deleted and web-2 left pending.
+    let p = cluster(vec![late_daemonset("1500m")]);
+    assert!(
+        p.commands
+            .iter()
+            .all(|c| c.pods.iter().all(|m| m.to != "kept")),
+        "{p:#?}"
+    );
+    assert!(p.commands.is_empty(), "{p:#?}");
+    assert!(p.left_alone("spare").is_some(), "{p:#?}");
+}
+
+#[test]
+fn a_node_a_late_daemonset_does_not_fit_is_replaced_by_a_bigger_one_through_drift() {
+    let docs = |ds: &str| {
+        vec![
+            pool(
+                "default",
+                "{consolidateAfter: Never, budgets: [{nodes: \"100%\"}]}",
+                "",
+            ),
+            node("full", "default", "medium", ""),
+            pod("web-1", "full", "3", "", ""),
+            late_daemonset(ds),
+        ]
+    };
+    // 500m beside 3 CPUs fits a medium (4): nothing to do.
+    let p = plan(&docs("500m"));
+    assert!(p.commands.is_empty(), "{p:#?}");
+    // 1.5 CPUs does not: its pod would stay pending. The node is drifted
+    // (DaemonSetsDrifted) and replaced by one sized for web-1 and the DaemonSet.
+    let p = plan(&docs("1500m"));
+    assert_eq!(p.commands.len(), 1, "{p:#?}");
+    let c = &p.commands[0];
+    assert_eq!(c.method, Method::Drift, "{c:#?}");
+    assert_eq!(c.action, Action::Replace);
+    assert_eq!(c.nodes, ["full"]);
+    assert_eq!(c.replacements[0].instance_type, "large", "{c:#?}");
+    assert_eq!(
+        c.pods.len(),
+        1,
+        "only web-1 moves; DaemonSet pods go with their node"
+    );
+    assert!(c.message.contains("drifted"), "{c:#?}");
+    assert!(
+        c.price_after > c.price_before,
+        "drift may cost more: {c:#?}"
+    );
+}

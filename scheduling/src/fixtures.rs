@@ -423,6 +423,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Adds a DaemonSet (its pod template) to the cluster: counted on new nodes, and on
+    /// existing ones only once [`crate::late_daemons::charge`] puts it there.
+    pub fn daemonset(mut self, template: Pod) -> Self {
+        self.input.snapshot.daemonsets.push(template);
+        self
+    }
+
     pub fn facts(mut self, node: &str, f: impl FnOnce(&mut crate::disruption::NodeFacts)) -> Self {
         let facts = self
             .input

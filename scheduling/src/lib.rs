@@ -13,6 +13,7 @@ pub(crate) mod fast_hash;
 pub mod fixtures;
 pub mod instance_type;
 pub mod labels;
+pub mod late_daemons;
 pub mod lower_bound;
 pub mod node;
 pub mod node_class;

@@ -1,5 +1,5 @@
 //! VPA predictions (Karpenter v1.15's `PredictionEnabled` gate; `simulate --disruption
-//! --vpa-predictions` in Adze, not yet read by `run`): the requests a pod will have once it
+//! --vpa-predictions` and `run --vpa-predictions` in Adze): the requests a pod will have once it
 //! is recreated, so disruption sizes the replacement for the pods it moves as they will be,
 //! not as they are.
 //!

@@ -1,7 +1,7 @@
 //! The disruption controller proper (the `controller` feature); see [`super`].
 
 use super::drift::DRIFT_REPLACEMENT_FAILED;
-use super::{deletion_cost, drift, input, pdb, repair};
+use super::{deletion_cost, drift, input, pdb, repair, vpa_reader};
 
 use adze_cloud::sync::MutexExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,6 +60,10 @@ pub struct Settings {
     /// `controller.kubernetes.io/pod-deletion-cost` on ReplicaSet pods in step with the
     /// disruption ranking ([`super::deletion_cost`]).
     pub pod_deletion_cost: bool,
+    /// `--vpa-predictions` (Karpenter's `PredictionEnabled` gate): the cluster's
+    /// VerticalPodAutoscalers are listed ([`vpa_reader`]) and the pods disruption moves are
+    /// planned with their recommendation ([`adze_scheduling::vpa`]).
+    pub vpa_predictions: bool,
 }
 
 pub struct Disruption {
@@ -90,6 +94,9 @@ pub struct Disruption {
     /// Failed drift replacements per NodePool ([`pure::drift_backoff`]); `None` until the
     /// first pass rebuilds it from the NodeClaims ([`drift::backoff_from_claims`]).
     drift_backoff: Mutex<Option<pure::drift_backoff::DriftBackoff>>,
+    /// `--vpa-predictions`: the latest VPAs read, and the reader (taken by [`Self::run`]).
+    vpas: Option<vpa_reader::VpaFeed>,
+    vpa_reader: Option<vpa_reader::VpaReader>,
 }
 
 /// At most this many decisions are taken in one pass (budgets usually bound it first).
@@ -370,9 +377,17 @@ impl Disruption {
         recorder: Recorder,
     ) -> Disruption {
         let pdbs = pdb_resource(&client).await;
+        let (vpa_reader, vpas) = match settings.vpa_predictions {
+            true => {
+                let (reader, feed) = vpa_reader::reader(client.clone());
+                (Some(reader), Some(feed))
+            }
+            false => (None, None),
+        };
         tracing::info!(
             pdb = %pdbs.api_version, poll_s = settings.poll.as_secs_f64(),
             validation_s = settings.validation.as_secs_f64(), dry_run = settings.dry_run,
+            vpa_predictions = settings.vpa_predictions,
             "disruption controller configured"
         );
         Disruption {
@@ -391,10 +406,32 @@ impl Disruption {
             held: Mutex::default(),
             deletion_cost_at: Mutex::default(),
             drift_backoff: Mutex::default(),
+            vpas,
+            vpa_reader,
         }
     }
 
-    pub async fn run(self) {
+    /// The passes, and with `--vpa-predictions` the VPA reader beside them (so it runs
+    /// only where disruption does: on the leader).
+    pub async fn run(mut self) {
+        let reader = self.vpa_reader.take();
+        let reading = async move {
+            match reader {
+                Some(r) => r.run().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = reading => {}
+            _ = self.passes() => {}
+        }
+    }
+
+    async fn passes(self) {
+        if let Some(feed) = &self.vpas {
+            // The first pass plans with the VPAs, not before they were read.
+            let _ = feed.clone().wait_for(Option::is_some).await;
+        }
         let me = Arc::new(self);
         let mut wait = me.settings.poll;
         loop {
@@ -514,12 +551,16 @@ impl Disruption {
         let catalog = self
             .unavailable
             .apply(&self.cloud.instance_types(), Instant::now());
+        let vpas = self
+            .vpas
+            .as_ref()
+            .map(|feed| feed.borrow().clone().unwrap_or_default());
         let extra = Extra {
             pdbs: &pdbs,
             pdb_empty_selects_all: self.pdbs.version == "v1",
             cloud_drifted: &cloud_drifted,
             now: now_unix(),
-            vpas: None,
+            vpas: vpas.as_deref().map(Vec::as_slice),
         };
         let mut built = input::build(
             &objects,

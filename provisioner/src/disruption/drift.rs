@@ -209,6 +209,9 @@ pub struct Subject<'a> {
     /// The cloud provider reports the instance's image, subnet or security groups are no
     /// longer among the class's.
     pub cloud_drifted: bool,
+    /// Its node cannot run every DaemonSet it should beside its pods, and why
+    /// ([`adze_scheduling::late_daemons::misfits`]).
+    pub daemon_misfit: Option<&'a str>,
 }
 
 /// [`check`] one stamped hash; when the claim's stamp is from another hash version, the
@@ -256,7 +259,13 @@ pub fn evaluate(s: &Subject<'_>) -> ClaimDrift {
     let unmet = s
         .requirements
         .and_then(|r| rules::unmet_requirement(r, s.node_labels));
-    out.reasons = rules::reasons(pool_check, class_check, s.cloud_drifted, unmet.as_deref());
+    out.reasons = rules::reasons(
+        pool_check,
+        class_check,
+        s.cloud_drifted,
+        unmet.as_deref(),
+        s.daemon_misfit,
+    );
     for r in &out.reasons {
         let what = match r {
             DriftReason::NodePool => {
@@ -273,6 +282,7 @@ pub fn evaluate(s: &Subject<'_>) -> ClaimDrift {
                 parts.join(", and ")
             }
             DriftReason::Requirements => unmet.clone().unwrap_or_default(),
+            DriftReason::DaemonSets => s.daemon_misfit.unwrap_or_default().to_string(),
         };
         details.push(format!("{r}: {what}"));
     }
@@ -372,6 +382,7 @@ mod tests {
             requirements: reqs,
             node_labels: labels,
             cloud_drifted: false,
+            daemon_misfit: None,
         })
     }
 

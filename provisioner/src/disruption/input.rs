@@ -229,7 +229,7 @@ pub struct Extra<'a> {
     pub now: UnixSeconds,
     /// `simulate --disruption --vpa-predictions`: the VerticalPodAutoscalers whose
     /// recommendations size moved pods ([`adze_scheduling::vpa`]); `None` when the flag is
-    /// off, and always from the controller (`run` does not read VPAs yet).
+    /// off (`run` passes its latest list with `--vpa-predictions`).
     pub vpas: Option<&'a [adze_scheduling::vpa::Vpa]>,
 }
 
@@ -337,6 +337,20 @@ pub fn build(
         .saturating_sub(built.buffer_pods);
     let buffer = built.snapshot.pending.split_off(at);
     let mut problems = built.problems;
+    // Nodes a DaemonSet created since they were planned no longer fits on: drifted
+    // (`DaemonSetsDrifted`), so drift replaces them with nodes sized for today's DaemonSets.
+    let daemon_misfits: HashMap<String, String> =
+        adze_scheduling::late_daemons::misfits(&built.snapshot, &built.charged_daemons)
+            .into_iter()
+            .map(|m| {
+                let why = format!(
+                    "DaemonSet pods not running on it ({}) and its pods ask {} more than it has",
+                    m.daemons.join(", "),
+                    m.over
+                );
+                (m.node, why)
+            })
+            .collect();
     let node_by_provider: HashMap<&str, &Arc<Node>> = objects
         .nodes
         .iter()
@@ -458,6 +472,7 @@ pub fn build(
                 .map(|p| &p.requirements),
             node_labels: node.metadata.labels.as_ref().unwrap_or(&no_labels),
             cloud_drifted: extra.cloud_drifted.contains(&name),
+            daemon_misfit: daemon_misfits.get(node_name.as_str()).map(String::as_str),
         });
         let capacity_block_end = capacity_block_end(
             drift::class_named(&c.spec.node_class_ref, objects.nodeclasses.as_deref()),

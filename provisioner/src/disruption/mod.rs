@@ -44,6 +44,8 @@ pub mod input;
 pub mod pdb;
 pub mod repair;
 pub mod vpa;
+#[cfg(feature = "controller")]
+pub mod vpa_reader;
 
 #[cfg(feature = "controller")]
 mod controller;

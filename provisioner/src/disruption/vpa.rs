@@ -1,5 +1,5 @@
-//! VPA predictions' adapter (`simulate --disruption --vpa-predictions`; `run` does not read
-//! VPAs yet): reads VerticalPodAutoscalers
+//! VPA predictions' adapter (`simulate --disruption --vpa-predictions`, and `run
+//! --vpa-predictions` through [`super::vpa_reader`]): reads VerticalPodAutoscalers
 //! (`autoscaling.k8s.io/v1`) into the plain [`Vpa`] the rule takes, and gives each bound pod
 //! a VPA governs the requests it will have when disruption moves it
 //! ([`adze_scheduling::vpa`] is the rule; this only reads objects and converts).
@@ -348,6 +348,74 @@ pub fn moved_requests(pods: &[Arc<Pod>], vpas: &[Vpa]) -> BTreeMap<String, Resou
     out
 }
 
+/// What [`read_list`] remembers between lists: each VPA read, by namespace/name, with the
+/// `metadata.resourceVersion` it was read at, so an unchanged object is not read again (and
+/// an unreadable one is reported once, not at every list).
+#[derive(Debug, Clone, Default)]
+pub struct ListCache {
+    read: BTreeMap<String, (String, Result<Vpa, String>)>,
+}
+
+/// One list of the cluster's VPAs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Listed {
+    /// Every VPA read, in list order.
+    pub vpas: Vec<Vpa>,
+    /// VPAs left out because a field could not be read, each named with its path; only
+    /// those new or changed since the last list (the others were reported then).
+    pub new_problems: Vec<String>,
+    /// How many VPAs are left out, reported now or before.
+    pub unreadable: usize,
+}
+
+/// The VPAs of one list (each item a VerticalPodAutoscaler's JSON, as the API serves it).
+/// A VPA that cannot be read is left out, not the list: one bad object must not switch
+/// predictions off for every other workload. Items without `apiVersion` (some clients drop
+/// it from list items) are read as [`API_VERSION`], the version listed.
+pub fn read_list(items: &[Value], cache: &mut ListCache) -> Listed {
+    let mut out = Listed::default();
+    let mut next = BTreeMap::new();
+    for item in items {
+        let meta = item.get("metadata");
+        let field = |k: &str| {
+            meta.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let key = format!("{}/{}", field("namespace"), field("name"));
+        let version = field("resourceVersion");
+        let cached = cache
+            .read
+            .remove(&key)
+            .filter(|(v, _)| !version.is_empty() && *v == version);
+        let fresh = cached.is_none();
+        let result = match cached {
+            Some((_, r)) => r,
+            None if item.get("apiVersion").is_none() => {
+                let mut typed = item.clone();
+                if let Value::Object(m) = &mut typed {
+                    m.insert("apiVersion".into(), Value::String(API_VERSION.into()));
+                }
+                from_json(&typed)
+            }
+            None => from_json(item),
+        };
+        match &result {
+            Ok(v) => out.vpas.push(v.clone()),
+            Err(e) => {
+                out.unreadable += 1;
+                if fresh {
+                    out.new_problems.push(e.clone());
+                }
+            }
+        }
+        next.insert(key, (version, result));
+    }
+    cache.read = next;
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,5 +519,63 @@ mod tests {
             json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u", "controller": true}),
         );
         assert_eq!(predicted_requests(&other, &vpas), None);
+    }
+    #[test]
+    fn a_list_keeps_every_readable_vpa_and_reports_a_bad_one_once() {
+        let good = |rv: &str| {
+            let mut v = vpa_json(json!({}));
+            v["metadata"]["resourceVersion"] = json!(rv);
+            v
+        };
+        let mut bad = vpa_json(json!({"updatePolicy": {"updateMode": "Sometimes"}}));
+        bad["metadata"]["name"] = json!("broken");
+        bad["metadata"]["resourceVersion"] = json!("7");
+        // As some list responses carry it: no apiVersion on the item.
+        let mut untyped = vpa_json(json!({}));
+        untyped["metadata"]["name"] = json!("api");
+        untyped.as_object_mut().unwrap().remove("apiVersion");
+        let mut cache = ListCache::default();
+        let first = read_list(&[good("1"), bad.clone(), untyped.clone()], &mut cache);
+        let names: Vec<&str> = first.vpas.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["web", "api"]);
+        assert_eq!(first.vpas[0].targets["app"]["cpu"], 250);
+        assert_eq!(first.unreadable, 1);
+        assert_eq!(first.new_problems.len(), 1);
+        assert!(
+            first.new_problems[0]
+                .contains("VerticalPodAutoscaler shop/broken: spec.updatePolicy.updateMode"),
+            "{:?}",
+            first.new_problems
+        );
+        // Unchanged: the bad one is still left out but not reported again.
+        let again = read_list(&[good("1"), bad.clone()], &mut cache);
+        assert_eq!(again.vpas.len(), 1);
+        assert_eq!((again.unreadable, again.new_problems.len()), (1, 0));
+        // Fixed at a new resourceVersion: read again and kept.
+        let mut fixed = vpa_json(json!({}));
+        fixed["metadata"]["name"] = json!("broken");
+        fixed["metadata"]["resourceVersion"] = json!("8");
+        let later = read_list(&[good("1"), fixed], &mut cache);
+        assert_eq!(later.vpas.len(), 2);
+        assert_eq!(later.unreadable, 0);
+        // A VPA gone from the list is gone from the result.
+        assert!(read_list(&[], &mut cache).vpas.is_empty());
+        assert!(cache.read.is_empty());
+    }
+
+    #[test]
+    fn an_unchanged_resource_version_reuses_the_earlier_reading() {
+        let mut v = vpa_json(json!({}));
+        v["metadata"]["resourceVersion"] = json!("3");
+        let mut cache = ListCache::default();
+        let first = read_list(std::slice::from_ref(&v), &mut cache);
+        // Same resourceVersion: what was read then stands (the API never serves a changed
+        // object under the same version; this shows the object was not read again).
+        v["status"]["recommendation"]["containerRecommendations"][0]["target"]["cpu"] = json!("9");
+        let second = read_list(std::slice::from_ref(&v), &mut cache);
+        assert_eq!(second.vpas, first.vpas);
+        v["metadata"]["resourceVersion"] = json!("4");
+        let third = read_list(std::slice::from_ref(&v), &mut cache);
+        assert_eq!(third.vpas[0].targets["app"]["cpu"], 9000);
     }
 }

@@ -29,7 +29,7 @@
 //! * NodeOverlays then adjust each pool's instance types ([`crate::rules::apply_overlays`], the
 //!   rule `simulate` uses too); what became of each overlay is in [`Built::overlays`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use adze_api::{EC2NodeClass, NodeClaim, NodeOverlay, NodePool, conditions, convert};
@@ -260,6 +260,9 @@ pub struct Built {
     pub overlays: BTreeMap<String, crate::rules::OverlayVerdict>,
     /// How many of `snapshot.pending` (the last ones) are CapacityBuffer placeholders.
     pub buffer_pods: usize,
+    /// DaemonSet pods counted on nodes and in-flight claims where none is bound yet
+    /// ([`adze_scheduling::late_daemons::charge`]).
+    pub charged_daemons: Vec<adze_scheduling::late_daemons::Charged>,
 }
 
 pub fn owned_by_daemonset(pod: &Pod) -> bool {
@@ -607,6 +610,8 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
     }
 
     let nominated = nominations(objects, &claim_node_name);
+    // Pods placed on a claim by its nomination, not by a binding (see `reserved_room`).
+    let mut held_by_nomination: HashSet<String> = HashSet::new();
     let volumes = convert::VolumeObjects::new(
         objects.pvcs.iter().map(AsRef::as_ref),
         objects.pvs.iter().map(AsRef::as_ref),
@@ -681,11 +686,16 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             }
         };
         match target {
-            Some(node) => snap.bound.push(BoundPod {
-                node,
-                pod,
-                daemon: crate::rules::stays_with_node(p),
-            }),
+            Some(node) => {
+                if bound_to.is_none() {
+                    held_by_nomination.insert(uid.clone());
+                }
+                snap.bound.push(BoundPod {
+                    node,
+                    pod,
+                    daemon: crate::rules::stays_with_node(p),
+                })
+            }
             None => {
                 built.pending_uids.insert(pod_key(p), uid);
                 snap.pending.push(pod);
@@ -730,6 +740,8 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             .entry(revision)
             .or_insert(p);
     }
+    // Per entry of `snap.daemonsets`: its DaemonSet's (uid, name), to find its bound pods.
+    let mut daemon_keys: Vec<(&str, &str)> = Vec::with_capacity(objects.daemonsets.len());
     for ds in &objects.daemonsets {
         match convert::daemonset_pod(ds) {
             Ok(mut p) => {
@@ -737,6 +749,7 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
                     ds.metadata.uid.as_deref().unwrap_or_default(),
                     ds.metadata.name.as_deref().unwrap_or_default(),
                 );
+                daemon_keys.push(key);
                 let pods: Vec<adze_scheduling::Pod> = live
                     .get(&key)
                     .into_iter()
@@ -749,6 +762,17 @@ pub fn build(objects: &Objects, catalog: &[Arc<InstanceType>]) -> Built {
             Err(e) => built.problems.push(e.to_string()),
         }
     }
+    // Today's DaemonSets where their pods will run but none is bound yet: a DaemonSet
+    // created after a node was planned (its pod pending there, or not made yet), and every
+    // DaemonSet of an in-flight claim. The rule is `adze_scheduling::late_daemons`, which
+    // `simulate` scenarios go through too.
+    let bound_daemon_pods = crate::rules::bound_daemon_pods(&objects.pods);
+    let reserved = reserved_room(objects, &claim_node_name, &held_by_nomination);
+    built.charged_daemons = adze_scheduling::late_daemons::charge(
+        snap,
+        |d, node| bound_daemon_pods.contains(&(daemon_keys[d].0, node)),
+        &reserved,
+    );
     // CapacityBuffers' placeholder pods: pending on every pass after the real pods (lowest
     // priority), never created, nominated or given events (they have no uid).
     if !objects.buffers.capacitybuffers.is_empty() {
@@ -775,6 +799,57 @@ fn pinned(mut pod: adze_scheduling::Pod, node: &str) -> adze_scheduling::Pod {
         t.add(Requirement::single(labels::HOSTNAME, node));
     }
     pod
+}
+
+/// The nodes and in-flight claims whose claim (live) still waits for a pod nominated to it — unbound,
+/// not terminating or finished — with the requests of those of its pods the snapshot does
+/// not already put there (`held_by_nomination`: placed by the nomination). The extender's
+/// ledger holds their room until they are bound, so a DaemonSet created after the claim was
+/// planned takes only what is left beside them ([`adze_scheduling::late_daemons::charge`]).
+fn reserved_room(
+    objects: &Objects,
+    claim_node_name: &HashMap<String, String>,
+    held_by_nomination: &HashSet<String>,
+) -> HashMap<String, adze_scheduling::resources::Resources> {
+    let mut out = HashMap::new();
+    let waiting: HashMap<&str, &Pod> = objects
+        .pods
+        .iter()
+        .filter(|p| {
+            !is_terminal(p)
+                && p.metadata.deletion_timestamp.is_none()
+                && p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_none_or(str::is_empty)
+        })
+        .filter_map(|p| Some((p.metadata.uid.as_deref()?, p.as_ref())))
+        .collect();
+    if waiting.is_empty() {
+        return out;
+    }
+    for c in &objects.claims {
+        if c.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let name = c.metadata.name.as_deref().unwrap_or_default();
+        let Some(node) = claim_node_name.get(name) else {
+            continue;
+        };
+        for n in crate::state::nomination::of_claim(c) {
+            let Some(p) = waiting.get(n.uid.as_str()) else {
+                continue;
+            };
+            let room: &mut adze_scheduling::resources::Resources =
+                out.entry(node.clone()).or_default();
+            if !held_by_nomination.contains(&n.uid)
+                && let Ok(pod) = convert::pod(p)
+            {
+                room.add(&pod.requests);
+            }
+        }
+    }
+    out
 }
 
 /// Pod uid → the node (or in-flight claim) it is nominated to, over the claims whose

@@ -62,7 +62,7 @@ pub struct DisruptionOptions {
     pub reboot_for_repair: bool,
     /// `simulate --disruption --vpa-predictions`: pods disruption moves are planned with the
     /// requests the scenario's VerticalPodAutoscalers will give them
-    /// ([`adze_scheduling::vpa`]; `run` does not read VPAs yet).
+    /// ([`adze_scheduling::vpa`]; `run --vpa-predictions` lists them live).
     pub vpa_predictions: bool,
 }
 

@@ -77,8 +77,6 @@ use adze_api::{EC2NodeClass, NodeOverlay, NodePool, ValidationError};
 use adze_scheduling::catalog::{self, CatalogEntry};
 use adze_scheduling::node_class::NodeClassFacts;
 use adze_scheduling::plan::Unschedulable;
-use adze_scheduling::scheduler::node_fits_pod;
-use adze_scheduling::taints::first_untolerated;
 use adze_scheduling::{
     BoundPod, InstanceType, Offering, Pod, Requirements, Snapshot, labels, quantity,
 };
@@ -1473,37 +1471,31 @@ impl Builder {
                 )),
             ));
         }
-        for (d, doc) in snap.daemonsets.iter().zip(&self.daemonset_docs) {
-            for n in &snap.nodes {
-                let listed = self.listed_daemon_pods.contains(&(
-                    d.namespace.clone(),
-                    d.name.clone(),
-                    n.name.clone(),
-                ));
-                let selects = d
-                    .node_requirements
-                    .iter()
-                    .any(|t| node_fits_pod(&n.requirements, t));
-                let tolerates = first_untolerated(&n.taints, &d.tolerations, false).is_none();
-                if listed || !selects || !tolerates {
-                    continue;
-                }
-                if snap.bound.len() >= MAX_BOUND_PODS {
-                    return Err(ScenarioError::new(
-                        doc,
-                        Problem::Limit(format!(
-                            "its pods on the scenario's nodes pass the limit of {MAX_BOUND_PODS} pods on existing nodes"
-                        )),
-                    ));
-                }
-                let mut pod = d.clone();
-                pod.name = format!("{}-{}", d.name, n.name);
-                snap.bound.push(BoundPod {
-                    node: n.name.clone(),
-                    pod,
-                    daemon: true,
-                });
-            }
+        // The rule `run` uses too (`adze_scheduling::late_daemons`): every DaemonSet on
+        // every node it selects and tolerates, where the scenario lists no pod of it.
+        let listed = &self.listed_daemon_pods;
+        let daemons = snap.daemonsets.clone();
+        // Scenarios nominate no pods: only in-flight claims hold their pods' room.
+        let added = adze_scheduling::late_daemons::charge(
+            snap,
+            |d, node| {
+                listed.contains(&(
+                    daemons[d].namespace.clone(),
+                    daemons[d].name.clone(),
+                    node.to_string(),
+                ))
+            },
+            &std::collections::HashMap::new(),
+        );
+        if snap.bound.len() > MAX_BOUND_PODS
+            && let Some(first) = added.first()
+        {
+            return Err(ScenarioError::new(
+                &self.daemonset_docs[first.daemon],
+                Problem::Limit(format!(
+                    "its pods on the scenario's nodes pass the limit of {MAX_BOUND_PODS} pods on existing nodes"
+                )),
+            ));
         }
         Ok(())
     }

@@ -171,7 +171,7 @@ impl Decision {
             "their"
         };
         let why = match self.reason {
-            Reason::Drifted => "drifted from its NodePool or node class".to_string(),
+            Reason::Drifted => "drifted from its NodePool, node class or DaemonSets".to_string(),
             Reason::Expired => "older than the NodePool's expireAfter".to_string(),
             Reason::Empty => "no workload pods for consolidateAfter".to_string(),
             Reason::Unhealthy => "unhealthy past its toleration".to_string(),

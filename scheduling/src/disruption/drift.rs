@@ -1,5 +1,5 @@
 //! Drift, Karpenter v1's meaning: a node has drifted when it no longer is what its NodePool
-//! and node class would make today. Three independent checks, each a reason on the
+//! and node class would make today. Four independent checks, each a reason on the
 //! NodeClaim's `Drifted` condition:
 //!
 //! - **Static fields** ([`check_hash`]): the NodeClaim carries, from its creation, a hash of
@@ -13,6 +13,10 @@
 //!   the node's instance type, zone or capacity type drifts that node.
 //! - **Resolved cloud values** (image, subnet, security groups): the cloud provider says
 //!   whether the instance still uses values its node class resolves to today.
+//! - **DaemonSets** ([`crate::late_daemons::misfits`]): the node's pods and today's
+//!   DaemonSets no longer fit on it (a DaemonSet created since has its pod pending there).
+//!   Today's plan would launch a bigger node; drift replaces it with one, under the
+//!   `Drifted` budget, its pods moved gracefully.
 //!
 //! Pure: hashes and labels in, a verdict out.
 
@@ -31,6 +35,10 @@ pub enum DriftReason {
     NodeClass,
     /// The node's labels no longer satisfy the NodePool's requirements.
     Requirements,
+    /// Its pods and the DaemonSets that run on it today no longer fit together: a DaemonSet
+    /// created after it was planned has its pod pending there
+    /// ([`crate::late_daemons::misfits`]; Karpenter #731). Today's plan would size it bigger.
+    DaemonSets,
 }
 
 impl DriftReason {
@@ -39,6 +47,7 @@ impl DriftReason {
             DriftReason::NodePool => "NodePoolDrifted",
             DriftReason::NodeClass => "NodeClassDrifted",
             DriftReason::Requirements => "RequirementsDrifted",
+            DriftReason::DaemonSets => "DaemonSetsDrifted",
         }
     }
 
@@ -47,6 +56,7 @@ impl DriftReason {
             DriftReason::NodePool,
             DriftReason::NodeClass,
             DriftReason::Requirements,
+            DriftReason::DaemonSets,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)
@@ -149,6 +159,7 @@ pub fn reasons(
     nodeclass: HashCheck,
     cloud_nodeclass: bool,
     requirements: Option<&str>,
+    daemonsets: Option<&str>,
 ) -> Vec<DriftReason> {
     let mut out = Vec::new();
     if nodepool == HashCheck::Drifted {
@@ -159,6 +170,9 @@ pub fn reasons(
     }
     if requirements.is_some() {
         out.push(DriftReason::Requirements);
+    }
+    if daemonsets.is_some() {
+        out.push(DriftReason::DaemonSets);
     }
     out
 }
@@ -285,9 +299,29 @@ mod tests {
 
     #[test]
     fn reasons_in_condition_order() {
-        assert!(reasons(HashCheck::Matches, HashCheck::Restamp, false, None).is_empty());
+        assert!(reasons(HashCheck::Matches, HashCheck::Restamp, false, None, None).is_empty());
         assert_eq!(
-            reasons(HashCheck::Drifted, HashCheck::Matches, true, Some("x")),
+            reasons(
+                HashCheck::Matches,
+                HashCheck::Matches,
+                false,
+                None,
+                Some("y")
+            ),
+            vec![DriftReason::DaemonSets]
+        );
+        assert_eq!(
+            DriftReason::parse("DaemonSetsDrifted"),
+            Some(DriftReason::DaemonSets)
+        );
+        assert_eq!(
+            reasons(
+                HashCheck::Drifted,
+                HashCheck::Matches,
+                true,
+                Some("x"),
+                None
+            ),
             vec![
                 DriftReason::NodePool,
                 DriftReason::NodeClass,
