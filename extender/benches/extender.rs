@@ -83,6 +83,7 @@ fn ledger() -> Ledger {
             &format!("default-{c:05}"),
             ClaimInfo {
                 node: Some(node_name(c)),
+                initialized: true,
                 nominated,
                 created: String::new(),
             },

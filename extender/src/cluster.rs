@@ -108,8 +108,14 @@ pub fn claim_info(c: &NodeClaim) -> Option<ClaimInfo> {
         }),
         None => Vec::new(),
     };
+    let initialized = status.is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|cond| cond.type_ == conditions::nodeclaim::INITIALIZED && cond.status == "True")
+    });
     Some(ClaimInfo {
         node: status.and_then(|s| s.node_name.clone()),
+        initialized,
         nominated,
         created: c
             .metadata

@@ -87,6 +87,10 @@ pub struct ClaimInfo {
     /// the same pod, the newer one holds its nomination (ties go to the greater name), so
     /// every replica picks the same claim whatever order it saw them in.
     pub created: String,
+    /// The claim's `Initialized` condition is True: its node is Ready, its startup taints
+    /// are gone and its resources registered. Until then a node kube-scheduler does not yet
+    /// offer is booting, not refused, so its pods wait for it (see [`Ledger::filter`]).
+    pub initialized: bool,
 }
 
 /// One node kube-scheduler offers: its name and, when the request carried the Node object,
@@ -469,9 +473,13 @@ impl Ledger {
     /// * A pod nominated to a claim whose node is among the candidates passes there and
     ///   nowhere else: the capacity was launched for it, and saying so in `filter` places it
     ///   without a `prioritize` exchange (one HTTP round trip per pod less on kube-scheduler's
-    ///   serial scheduling cycle; the shipped configuration calls no `prioritize`). When its
-    ///   node is not a candidate (kube-scheduler's own filters refused it), the rules below
-    ///   apply as for any pod.
+    ///   serial scheduling cycle; the shipped configuration calls no `prioritize`).
+    /// * A pod whose claim has a node that is not a candidate waits while the claim is not
+    ///   initialized: a node just registered is offered only once Ready and untainted, and
+    ///   the nodes of one batch come up seconds apart, so judging the pod like any other
+    ///   then would put it in the spare room of a sibling node and strand its own.
+    /// * Once the claim is initialized and its node still is not a candidate (kube-scheduler's
+    ///   own filters refused it), the rules below apply as for any pod.
     /// * A pod passes where it fits beside every reservation.
     /// * A node holding no reservation for another pod passes: kube-scheduler's own
     ///   resource fit, which runs before extenders, is the judge of unreserved room.
@@ -506,6 +514,19 @@ impl Ledger {
                 } else {
                     out.failed.insert(c.name.to_string(), reason.clone());
                 }
+            }
+            return out;
+        }
+        if pod.node.is_none()
+            && let Some(node) = own_node
+            && let Some(claim) = self.nominated_claim(pod)
+            && !self.claims.get(claim).is_some_and(|s| s.info.initialized)
+        {
+            let reason = format!(
+                "waiting for node {node} of nodeclaim {claim}, launched for this pod, to be initialized"
+            );
+            for c in candidates {
+                out.failed.insert(c.name.to_string(), reason.clone());
             }
             return out;
         }
@@ -829,6 +850,7 @@ mod tests {
             name,
             ClaimInfo {
                 node: node.map(str::to_string),
+                initialized: node.is_some(),
                 nominated: pods
                     .iter()
                     .map(|p| PodRef::new(&p.namespace, &p.name, &p.uid))
@@ -908,8 +930,21 @@ mod tests {
             l.filter(&a, &c).failed.get("spare").map(String::as_str),
             Some("node n-boot was launched for this pod")
         );
-        // Its node refused by kube-scheduler's own filters (not a candidate): judged like
-        // any pod, so it may go elsewhere rather than wait on a node it cannot use.
+        // Its node not offered yet while the claim is not initialized (a sibling of its
+        // batch may be up first, with spare room): it waits for its own.
+        assert_eq!(passes(&l, &a, &["spare"]), Vec::<String>::new());
+        assert_eq!(
+            reason(&l, &a, "spare").as_deref(),
+            Some(
+                "waiting for node n-boot of nodeclaim default-boot, launched for this pod, to be initialized"
+            )
+        );
+        let mut info = l.claims.get("default-boot").unwrap().info.clone();
+        info.initialized = true;
+        l.upsert_claim("default-boot", info);
+        // Initialized, and its node refused by kube-scheduler's own filters (not a
+        // candidate): judged like any pod, so it may go elsewhere rather than wait on a node
+        // it cannot use.
         assert_eq!(passes(&l, &a, &["spare"]), ["spare"]);
         // Others still pass on the spare node.
         assert_eq!(passes(&l, &pod("b-0", 1000, 1), &["spare"]), ["spare"]);
@@ -1182,6 +1217,7 @@ mod tests {
             "default-x7k2p".into(),
             ClaimInfo {
                 node: Some("n1".into()),
+                initialized: true,
                 nominated: pods
                     .iter()
                     .map(|p| PodRef::new(&p.namespace, &p.name, &p.uid))

@@ -77,6 +77,7 @@ fn cluster() -> (AppState, Arc<FakeBinder>) {
         "default-x7k2p",
         ClaimInfo {
             node: Some("n1".into()),
+            initialized: true,
             nominated: refs,
             created: "2026-11-22T00:00:00Z".into(),
         },
