@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema, core::Rule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -719,18 +720,25 @@ pub const EVICTION_SIGNALS: &[&str] = &[
 #[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > 80").message("imageGCHighThresholdPercent alone must exceed kubelet's default imageGCLowThresholdPercent (80)"))]
 #[x_kube(validation = Rule::new("!has(self.imageGCLowThresholdPercent) || has(self.imageGCHighThresholdPercent) || self.imageGCLowThresholdPercent < 85").message("imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"))]
 pub struct KubeletConfiguration {
-    /// Upper bound on pods per node; otherwise derived from the instance's ENI limits.
+    /// Upper bound on pods per node; otherwise derived from the instance's ENI limits. A
+    /// number, or an expression over the instance type such as
+    /// `min(110, default_enis * (ips_per_eni - 1))` (`max_pods` is then the ENI limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
-    pub max_pods: Option<i32>,
+    #[schemars(schema_with = "crate::schema::int_or_expression")]
+    pub max_pods: Option<IntOrString>,
     /// Pods per vCPU; the lower of this and maxPods wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub pods_per_core: Option<i32>,
+    /// Resources held back for the operating system: each a quantity, or an expression over
+    /// the instance type in the resource's unit (cpu millicores, memory MiB,
+    /// ephemeral-storage GiB, pid a count), e.g. `memory: "max(100, memory_mib / 64)"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::schema::reserved_map")]
     #[x_kube(validation = reserved_keys_rule("systemReserved"))]
     pub system_reserved: BTreeMap<String, String>,
+    /// Resources held back for kubelet and the container runtime, written as
+    /// `systemReserved`'s are (`max_pods` is the resolved `maxPods`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::schema::reserved_map")]
     #[x_kube(validation = reserved_keys_rule("kubeReserved"))]

@@ -75,11 +75,26 @@ pub fn selector_tags(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// Kubelet reservations (`systemReserved`, `kubeReserved`): resource name to quantity string.
+/// Kubelet reservations: resource name to a quantity or an expression over the instance type
+/// ([`adze_scheduling::kubelet_expr`]), which Adze's validation compiles.
 pub fn reserved_map(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "maxProperties": 4,
-        "additionalProperties": {"type": "string", "pattern": patterns::QUANTITY},
+        "additionalProperties": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": adze_scheduling::kubelet_expr::MAX_LEN,
+        },
+    })
+}
+
+/// `maxPods`: a count, or an expression over the instance type.
+pub fn int_or_expression(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "minimum": 0,
+        "maxLength": adze_scheduling::kubelet_expr::MAX_LEN,
     })
 }
 

@@ -7,7 +7,9 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use adze_scheduling::kubelet_expr;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use crate::{
@@ -1086,8 +1088,21 @@ fn network_interfaces(p: &mut Problems, spec: &Path, class: &EC2NodeClassSpec) {
 }
 
 fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfiguration) {
+    let max_pods = match &kubelet.max_pods {
+        Some(IntOrString::Int(n)) => Some(*n),
+        Some(IntOrString::String(expr)) => {
+            if let Err(e) = kubelet_expr::Expr::compile(expr) {
+                p.add(
+                    &path.field("maxPods"),
+                    format!("expression {}: {e}", shown(expr)),
+                );
+            }
+            None
+        }
+        None => None,
+    };
     for (field, value) in [
-        ("maxPods", kubelet.max_pods),
+        ("maxPods", max_pods),
         ("podsPerCore", kubelet.pods_per_core),
     ] {
         if let Some(value) = value
@@ -1114,7 +1129,17 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
                     ),
                 );
             }
-            if !patterns::is_match(patterns::QUANTITY, value) {
+            if kubelet_expr::is_expression(value) {
+                if let Err(e) = kubelet_expr::Expr::compile(value) {
+                    p.add(
+                        &map_path.key(key),
+                        format!(
+                            "neither a resource quantity nor an expression {}: {e}",
+                            shown(value)
+                        ),
+                    );
+                }
+            } else if !patterns::is_match(patterns::QUANTITY, value) {
                 p.add(
                     &map_path.key(key),
                     format!("{value:?} is not a resource quantity"),

@@ -580,6 +580,59 @@ fn template_label_key_syntax_is_checked_by_adze_not_by_cel() {
 }
 
 #[test]
+fn kubelet_expressions_are_compiled_by_adze_not_by_the_crd() {
+    // The CRD bounds their length; whether they compile is Adze's check, at the field's path.
+    for (pointer, value, path, says) in [
+        (
+            "/spec/kubelet/maxPods",
+            json!("vcpus * 0.5"),
+            "spec.kubelet.maxPods",
+            "convert one with double",
+        ),
+        (
+            "/spec/kubelet/maxPods",
+            json!("vcpus > 2"),
+            "spec.kubelet.maxPods",
+            "gives a bool",
+        ),
+        (
+            "/spec/kubelet/kubeReserved",
+            json!({"memory": "11 * pods"}),
+            "spec.kubelet.kubeReserved[memory]",
+            "unknown variable \"pods\"",
+        ),
+        (
+            "/spec/kubelet/systemReserved",
+            json!({"cpu": "max(60, vcpus * 30"}),
+            "spec.kubelet.systemReserved[cpu]",
+            "is not closed",
+        ),
+    ] {
+        let mut object = fixture_json("ec2nodeclass.yaml");
+        set(&mut object, pointer, value);
+        let class: EC2NodeClass = serde_json::from_value(object.clone()).unwrap();
+        let err = class.validate().unwrap_err();
+        assert!(
+            err.errors
+                .iter()
+                .any(|e| e.path == path && e.message.contains(says)),
+            "{path}: {err}"
+        );
+        assert!(!apiserver_refuses(&EC2NodeClass::crd(), &object), "{path}");
+    }
+    let mut object = fixture_json("ec2nodeclass.yaml");
+    set(
+        &mut object,
+        "/spec/kubelet/maxPods",
+        json!("1+".repeat(600)),
+    );
+    assert!(
+        apiserver_refuses(&EC2NodeClass::crd(), &object),
+        "the CRD bounds an expression's length"
+    );
+}
+
+#[test]
 fn every_problem_is_reported_at_once() {
     let mut object = fixture_json("nodepool.yaml");
     set(&mut object, "/spec/weight", json!(0));
@@ -1198,8 +1251,25 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 23] = [
+    let cases: [GoodCase; 24] = [
         ("the fixture as written", |_| {}),
+        ("kubelet settings as expressions", |o| {
+            set(
+                o,
+                "/spec/kubelet/maxPods",
+                json!("min(110, default_enis * (ips_per_eni - 1))"),
+            );
+            set(
+                o,
+                "/spec/kubelet/kubeReserved",
+                json!({"cpu": "max(60, vcpus * 30)", "memory": "11 * max_pods + 255", "pid": "1000"}),
+            );
+            set(
+                o,
+                "/spec/kubelet/systemReserved",
+                json!({"memory": "double(memory_mib) * 0.01", "ephemeral-storage": "1Gi"}),
+            );
+        }),
         (
             "every open capacity reservation, and tagged targeted ones",
             |o| {

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use adze_scheduling::catalog::{Accelerators, add_accelerators, ebs_limits, ec2_data, ec2_windows};
-use adze_scheduling::instance_type::WindowsFacts;
+use adze_scheduling::instance_type::{NetworkFacts, WindowsFacts};
 use adze_scheduling::resources::Resources;
 use adze_scheduling::{InstanceType, Offering, labels, overhead};
 use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
@@ -294,7 +294,11 @@ pub fn to_instance_type(
     // read here); other types are planned without one.
     let t = InstanceType::new(&facts.name, capacity, oh, l, offerings)
         .with_ebs_attach_limit(ec2_data::find(&facts.name).map(ebs_limits::for_ec2_type))
-        .with_nitro_enclaves(facts.nitro_enclaves);
+        .with_nitro_enclaves(facts.nitro_enclaves)
+        .with_network(Some(NetworkFacts {
+            default_enis: facts.max_enis,
+            ipv4_per_eni: facts.ipv4_per_eni,
+        }));
     match live_windows(facts, prices) {
         Some(w) => t.with_windows(w),
         None => t,

@@ -15,7 +15,7 @@ use adze_api::ec2nodeclass::{
 };
 use adze_cloud::{CloudError, CloudProvider, Instance, UnavailableOfferings};
 use adze_scheduling::instance_type::Reservation;
-use adze_scheduling::{InstanceType, labels, node_class};
+use adze_scheduling::{InstanceType, kubelet_expr, labels, node_class};
 use aws_sdk_ec2::types::{
     CapacityReservationPreference, CapacityReservationTarget,
     ConnectionTrackingSpecificationRequest, DefaultTargetCapacityType, Filter,
@@ -952,7 +952,13 @@ impl AwsProvider {
             let catalog = node_class::instance_types(
                 &self.unavailable.apply(&self.catalog.get(), Instant::now()),
                 &facts,
-            );
+            )
+            .map_err(|e| {
+                CloudError::Other(format!(
+                    "EC2NodeClass {}: {e}",
+                    class.metadata.name.as_deref().unwrap_or_default()
+                ))
+            })?;
             let mut cands = selection::candidates(&reqs, &requests, &catalog, &status.subnets);
             cands.retain(|c| ami_for(&c.instance_type).is_some());
             let cands = if cands.is_empty() {
@@ -987,28 +993,47 @@ impl AwsProvider {
                 });
             }
             let capacity_type = cands[0].capacity_type.clone();
-            // One launch template per (image, max pods, reservation): user data carries max
-            // pods, which the class-shaped type already holds (overhead::max_pods); a
-            // reservation is targeted from the template.
-            let mut groups: BTreeMap<(String, i64, Option<String>), Vec<&Candidate>> =
-                BTreeMap::new();
+            // One launch template per (image, max pods, reservations, capacity
+            // reservation): user data carries max pods, which the class-shaped type already
+            // holds (overhead::max_pods), and the kubelet reservations with their expressions
+            // evaluated for the type; a capacity reservation is targeted from the template.
+            let spec_kubelet = userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref());
+            type Group = (String, i64, Option<String>, [BTreeMap<String, String>; 2]);
+            let mut groups: BTreeMap<Group, Vec<&Candidate>> = BTreeMap::new();
             for c in &cands {
                 let ami = ami_for(&c.instance_type).unwrap_or_default();
                 let reservation = c.reservation.as_ref().map(|r| r.id.clone());
+                let vars = kubelet_expr::Vars::of(&c.instance_type, c.instance_type.capacity.pods);
+                let resolve = |field: &str, map: &BTreeMap<String, String>| {
+                    kubelet_expr::resolve_reserved(field, map, &vars).map_err(|e| {
+                        CloudError::Other(format!(
+                            "EC2NodeClass {}: spec.kubelet.{e}",
+                            class.metadata.name.as_deref().unwrap_or_default()
+                        ))
+                    })
+                };
+                let reserved = [
+                    resolve("systemReserved", &spec_kubelet.system_reserved)?,
+                    resolve("kubeReserved", &spec_kubelet.kube_reserved)?,
+                ];
                 groups
-                    .entry((ami, c.instance_type.capacity.pods, reservation))
+                    .entry((ami, c.instance_type.capacity.pods, reservation, reserved))
                     .or_default()
                     .push(c);
             }
             let mut configs = Vec::new();
-            for ((ami, max_pods, _), members) in &groups {
+            for ((ami, max_pods, _, [system_reserved, kube_reserved]), members) in &groups {
                 let boot = Bootstrap {
                     cluster_name: self.settings.cluster_name.clone(),
                     cluster_endpoint: self.settings.cluster_endpoint.clone(),
                     cluster_ca: self.settings.cluster_ca.clone(),
                     service_cidr: self.settings.service_cidr.clone(),
                     max_pods: *max_pods,
-                    kubelet: userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref()),
+                    kubelet: userdata::KubeletConfig {
+                        system_reserved: system_reserved.clone(),
+                        kube_reserved: kube_reserved.clone(),
+                        ..spec_kubelet.clone()
+                    },
                     instance_store_raid0: class.spec.instance_store_policy.is_some(),
                     labels: claim
                         .metadata

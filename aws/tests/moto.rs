@@ -1506,6 +1506,77 @@ async fn accelerated_types_are_described_and_a_gpu_claim_boots_the_nvidia_image_
     }
 }
 
+/// Kubelet settings written as expressions reach each type's user data evaluated for that type:
+/// one CreateFleet request over m5.large (3 ENIs of 10 addresses, 2 vCPUs) and m5.xlarge (4 of
+/// 15, 4 vCPUs) carries one launch template per resolved configuration.
+#[tokio::test]
+#[ignore = "needs moto: run aws/ci/moto.sh"]
+async fn kubelet_expressions_reach_each_types_user_data_evaluated() {
+    let moto = endpoint("kubeletexpr");
+    let e = env("kubeletexpr", &moto).await;
+    let mut class = e.class();
+    class.spec.kubelet = Some(
+        serde_json::from_value(json!({
+            "maxPods": "min(110, default_enis * (ips_per_eni - 1))",
+            "kubeReserved": {"cpu": "max(60, vcpus * 30)", "memory": "11 * max_pods + 255"},
+            "systemReserved": {"memory": "100Mi"},
+        }))
+        .unwrap(),
+    );
+    let (provider, _) = e.provider(class);
+    provider.refresh().await.unwrap();
+    let got = provider
+        .create(&claim("expr-1", &["m5.large", "m5.xlarge"], "on-demand"))
+        .await
+        .unwrap();
+    let pods = if got.instance_type == "m5.large" {
+        "27"
+    } else {
+        "56"
+    };
+    assert_eq!(
+        got.capacity.get("pods").map(String::as_str),
+        Some(pods),
+        "{}",
+        got.instance_type
+    );
+    let mut seen = Vec::new();
+    for t in e.launch_templates().await {
+        let v = e.template_data(&t).await;
+        use base64::Engine;
+        let ud = String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(v.user_data.unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(!ud.contains("vcpus"), "no expression reaches a node: {ud}");
+        assert!(
+            ud.contains("systemReserved: {\"memory\": \"100Mi\"}"),
+            "{ud}"
+        );
+        if ud.contains("maxPods: 27") {
+            assert!(
+                ud.contains("\"cpu\": \"60m\", \"memory\": \"552Mi\""),
+                "{ud}"
+            );
+            seen.push("m5.large");
+        } else if ud.contains("maxPods: 56") {
+            assert!(
+                ud.contains("\"cpu\": \"120m\", \"memory\": \"871Mi\""),
+                "{ud}"
+            );
+            seen.push("m5.xlarge");
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["m5.large", "m5.xlarge"],
+        "one template per resolved configuration"
+    );
+}
+
 /// A class's interfaces (an ENA primary and an EFA-only one), connection-tracking timeouts and
 /// a snapshot volume's initialization rate reach the launch template EC2 launches from.
 #[tokio::test]

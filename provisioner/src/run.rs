@@ -225,6 +225,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         client: client.clone(),
         state: state.clone(),
         recorder: recorder.clone(),
+        cloud: cloud.clone(),
         interval: Duration::from_secs(2),
     };
     let nodeoverlay_status = crate::nodeoverlay::Status {

@@ -206,3 +206,56 @@ fn pools_of_one_class_share_its_catalog_and_another_class_gets_its_own() {
     assert_eq!(pods(a), Some(58));
     assert_eq!(pods(c), Some(3));
 }
+
+/// `maxPods` as an expression over the type: m5.xlarge (4 ENIs of 15 addresses) gets
+/// `default_enis - 1` = 3 pods a node, so six pods need two nodes; an expression with no value
+/// for the type refuses the scenario, naming the field and the type.
+#[test]
+fn a_max_pods_expression_is_evaluated_per_type() {
+    let pods = |class_spec: &str| {
+        let (out, report) = simulate(
+            "maxpods-expr",
+            &scenario("m5.xlarge", class_spec, 6, "{cpu: 100m, memory: 64Mi}"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        report
+            .node_claims
+            .iter()
+            .map(|c| c.pods.len())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        pods("  kubelet: {maxPods: \"default_enis - 1\"}"),
+        vec![3, 3]
+    );
+    assert_eq!(
+        pods("  kubelet: {maxPods: \"min(110, default_enis * (ips_per_eni - 1))\"}"),
+        vec![6]
+    );
+    let path = scratch(
+        "maxpods-expr-bad",
+        &scenario(
+            "m5.xlarge",
+            "  kubelet: {kubeReserved: {memory: \"1000 - memory_mib\"}}",
+            1,
+            "{cpu: 100m, memory: 64Mi}",
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_adze-provisioner"))
+        .arg("simulate")
+        .arg(&path)
+        .output()
+        .expect("the binary runs");
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("spec.kubelet.kubeReserved[memory]")
+            && stderr.contains("may not be negative"),
+        "{stderr}"
+    );
+}

@@ -139,7 +139,17 @@ pub struct InstanceType {
     /// (DescribeInstanceTypes' `NitroEnclavesSupport`). None: not reported; the embedded rule
     /// ([`crate::node_class::enclaves_fit`]) decides.
     pub nitro_enclaves: Option<bool>,
+    /// The primary network card's interfaces and addresses, which kubelet expressions read
+    /// (`default_enis`, `ips_per_eni`). None: not known (a custom catalog).
+    pub network: Option<NetworkFacts>,
     allocatable: Resources,
+}
+
+/// A type's primary network card, as EC2 describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkFacts {
+    pub default_enis: u32,
+    pub ipv4_per_eni: u32,
 }
 
 impl InstanceType {
@@ -164,6 +174,7 @@ impl InstanceType {
             windows: None,
             ebs_attach_limit: None,
             nitro_enclaves: None,
+            network: None,
         };
         it.refresh_offering_requirements();
         it
@@ -189,6 +200,12 @@ impl InstanceType {
         self
     }
 
+    /// This type with its network facts (see [`InstanceType::network`]).
+    pub fn with_network(mut self, network: Option<NetworkFacts>) -> Self {
+        self.network = network;
+        self
+    }
+
     /// This type with another shape and offerings (a node class's view of it): the labels stay,
     /// allocatable and the zone and capacity-type sets are derived again.
     pub fn reshaped(
@@ -207,6 +224,7 @@ impl InstanceType {
             windows: self.windows,
             ebs_attach_limit: self.ebs_attach_limit,
             nitro_enclaves: self.nitro_enclaves,
+            network: self.network,
         };
         it.refresh_offering_requirements();
         it

@@ -12,6 +12,7 @@ pub mod disruption;
 pub(crate) mod fast_hash;
 pub mod fixtures;
 pub mod instance_type;
+pub mod kubelet_expr;
 pub mod labels;
 pub mod late_daemons;
 pub mod lower_bound;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::catalog::ec2_windows;
 use crate::instance_type::{InstanceType, Offering, Reservation, reserved_price};
+use crate::kubelet_expr;
 use crate::labels;
 use crate::overhead::{self, KubeletSettings};
 use crate::requirements::Requirements;
@@ -65,19 +66,110 @@ pub struct ReservationFacts {
     pub interruptible: bool,
 }
 
-/// The catalog as a pool of this class can really launch it.
+/// The catalog as a pool of this class can really launch it. An error when a kubelet
+/// expression has no usable value for one of the types: as with Karpenter, a class whose
+/// expressions fail launches nothing rather than some types with guessed settings.
 pub fn instance_types(
     catalog: &[Arc<InstanceType>],
     class: &NodeClassFacts,
-) -> Vec<Arc<InstanceType>> {
-    catalog
+) -> Result<Vec<Arc<InstanceType>>, KubeletExprError> {
+    let mut out = Vec::new();
+    for t in catalog
         .iter()
         .filter_map(|t| as_class_os(t, class))
         .filter(|t| class.images.iter().any(|i| image_fits(i, t)))
         .filter(|t| efa_fits(t, class.efa_only_interfaces))
         .filter(|t| !class.nitro_enclaves || enclaves_fit(t))
-        .filter_map(|t| reshape(&t, class).map(Arc::new))
-        .collect()
+    {
+        if let Some(t) = reshape(&t, class)? {
+            out.push(Arc::new(t));
+        }
+    }
+    Ok(out)
+}
+
+/// A kubelet expression of a class with no usable value for one instance type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("spec.kubelet.{field} on {instance_type}: {message}")]
+pub struct KubeletExprError {
+    /// `maxPods`, or `kubeReserved[cpu]` and the like.
+    pub field: String,
+    pub instance_type: String,
+    pub message: String,
+}
+
+/// The class's kubelet settings for `t` with every expression evaluated, in Karpenter's
+/// order: `maxPods` against the type's default pods (`t`'s pods before the class), then the
+/// reservations against the resolved `maxPods` (after `podsPerCore`). A `maxPods` outside
+/// 0..=2^31-1 or a negative reservation is an error, as kubelet would refuse it.
+pub fn kubelet_for(
+    t: &InstanceType,
+    kubelet: &KubeletSettings,
+) -> Result<KubeletSettings, KubeletExprError> {
+    let has_reserved =
+        !kubelet.kube_reserved_expr.is_empty() || !kubelet.system_reserved_expr.is_empty();
+    if kubelet.max_pods_expr.is_none() && !has_reserved {
+        return Ok(kubelet.clone());
+    }
+    let err = |field: &str, message: String| KubeletExprError {
+        field: field.to_string(),
+        instance_type: t.name.clone(),
+        message,
+    };
+    let mut out = kubelet.clone();
+    if let Some(expr) = &kubelet.max_pods_expr {
+        let vars = kubelet_expr::Vars::of(t, t.capacity.pods);
+        let pods = expr
+            .eval(&vars)
+            .map_err(|e| err("maxPods", e.to_string()))?;
+        if !(0..=i64::from(i32::MAX)).contains(&pods) {
+            return Err(err(
+                "maxPods",
+                format!("gave {pods}; maxPods must be between 0 and {}", i32::MAX),
+            ));
+        }
+        out.max_pods = Some(pods);
+        out.max_pods_expr = None;
+    }
+    if has_reserved {
+        let vcpus = u32::try_from(t.capacity.cpu.saturating_add(999) / 1000).unwrap_or(u32::MAX);
+        let pods = overhead::max_pods(t.capacity.pods, vcpus, &out);
+        let vars = kubelet_expr::Vars::of(t, pods);
+        for (field, exprs, amounts) in [
+            (
+                "kubeReserved",
+                &kubelet.kube_reserved_expr,
+                &mut out.kube_reserved,
+            ),
+            (
+                "systemReserved",
+                &kubelet.system_reserved_expr,
+                &mut out.system_reserved,
+            ),
+        ] {
+            for (resource, expr) in exprs {
+                let field = format!("{field}[{resource}]");
+                let n = expr.eval(&vars).map_err(|e| err(&field, e.to_string()))?;
+                if n < 0 {
+                    return Err(err(
+                        &field,
+                        format!("gave {n}; a reservation may not be negative"),
+                    ));
+                }
+                let (unit, _) = kubelet_expr::reserved_unit(resource);
+                let amount = n
+                    .checked_mul(unit)
+                    .ok_or_else(|| err(&field, format!("{n} {resource} overflows")))?;
+                // `pid` limits processes, which placement does not count.
+                if resource != "pid" {
+                    amounts.insert(resource.clone(), amount);
+                }
+            }
+        }
+        out.kube_reserved_expr.clear();
+        out.system_reserved_expr.clear();
+    }
+    Ok(out)
 }
 
 /// `t` as a node of the class's operating system: unchanged for Linux; for Windows
@@ -196,7 +288,10 @@ pub fn enclaves_fit(t: &InstanceType) -> bool {
 }
 
 /// One type under `class`; None when no offering is left in the class's zones.
-pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType> {
+pub fn reshape(
+    t: &InstanceType,
+    class: &NodeClassFacts,
+) -> Result<Option<InstanceType>, KubeletExprError> {
     let mut offerings: Vec<_> = t
         .offerings
         .iter()
@@ -211,11 +306,12 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
         .collect();
     offerings.extend(reserved_offerings(t, class));
     if offerings.is_empty() {
-        return None;
+        return Ok(None);
     }
+    let kubelet = kubelet_for(t, &class.kubelet)?;
     let vcpus = u32::try_from((t.capacity.cpu + 999) / 1000).unwrap_or(u32::MAX);
     let mut capacity = t.capacity.clone();
-    capacity.pods = overhead::max_pods(t.capacity.pods, vcpus, &class.kubelet);
+    capacity.pods = overhead::max_pods(t.capacity.pods, vcpus, &kubelet);
     if let Some(root) = class.root_volume {
         capacity.ephemeral_storage = root;
     }
@@ -230,9 +326,9 @@ pub fn reshape(t: &InstanceType, class: &NodeClassFacts) -> Option<InstanceType>
         capacity.memory,
         capacity.pods,
         capacity.ephemeral_storage,
-        &class.kubelet,
+        &kubelet,
     );
-    Some(t.reshaped(capacity, oh, offerings))
+    Ok(Some(t.reshaped(capacity, oh, offerings)))
 }
 
 /// A `reserved` offering per reservation of `t` in one of the class's zones, priced from the
@@ -306,6 +402,7 @@ mod tests {
     fn m5_large(class: &NodeClassFacts) -> Arc<InstanceType> {
         let cat = catalog::embedded();
         instance_types(&cat, class)
+            .unwrap()
             .into_iter()
             .find(|t| t.name == "m5.large")
             .expect("m5.large launchable")
@@ -337,10 +434,11 @@ mod tests {
     #[test]
     fn a_class_with_nitro_enclaves_plans_only_types_that_can_run_them() {
         let cat = catalog::embedded();
-        let all = instance_types(&cat, &class());
+        let all = instance_types(&cat, &class()).unwrap();
         let mut c = class();
         c.nitro_enclaves = true;
         let enclave: Vec<String> = instance_types(&cat, &c)
+            .unwrap()
             .iter()
             .map(|t| t.name.clone())
             .collect();
@@ -369,10 +467,10 @@ mod tests {
     #[test]
     fn a_class_with_efa_only_interfaces_plans_only_types_with_that_many_efa_interfaces() {
         let cat = catalog::embedded();
-        let all = instance_types(&cat, &class());
+        let all = instance_types(&cat, &class()).unwrap();
         let mut c = class();
         c.efa_only_interfaces = 1;
-        let efa = instance_types(&cat, &c);
+        let efa = instance_types(&cat, &c).unwrap();
         assert!(!efa.is_empty(), "the catalog has EFA types");
         assert!(efa.len() < all.len());
         assert!(
@@ -387,7 +485,10 @@ mod tests {
         );
         // Two EFA-only interfaces need a type with two: none in the embedded catalog.
         c.efa_only_interfaces = 2;
-        assert_eq!(instance_types(&cat, &c), Vec::<Arc<InstanceType>>::new());
+        assert_eq!(
+            instance_types(&cat, &c).unwrap(),
+            Vec::<Arc<InstanceType>>::new()
+        );
         let one = efa.iter().find(|t| t.name == "c6i.32xlarge").unwrap();
         assert!(efa_fits(one, 0) && efa_fits(one, 1) && !efa_fits(one, 2));
     }
@@ -397,7 +498,7 @@ mod tests {
         let mut c = class();
         c.zones = BTreeSet::from(["us-east-1b".into()]);
         let cat = catalog::embedded();
-        let types = instance_types(&cat, &c);
+        let types = instance_types(&cat, &c).unwrap();
         assert!(!types.is_empty());
         assert!(
             types
@@ -408,7 +509,10 @@ mod tests {
         let zone = types[0].requirements.get(labels::ZONE).unwrap();
         assert!(zone.allows("us-east-1b") && !zone.allows("us-east-1a"));
         c.zones = BTreeSet::from(["eu-west-1a".into()]);
-        assert!(instance_types(&cat, &c).is_empty(), "no zone, no type");
+        assert!(
+            instance_types(&cat, &c).unwrap().is_empty(),
+            "no zone, no type"
+        );
     }
 
     fn windows_class() -> NodeClassFacts {
@@ -425,7 +529,7 @@ mod tests {
     #[test]
     fn a_windows_class_makes_windows_nodes_of_amd64_types_only() {
         let cat = catalog::embedded();
-        let types = instance_types(&cat, &windows_class());
+        let types = instance_types(&cat, &windows_class()).unwrap();
         assert!(types.iter().any(|t| t.name == "m5.large"));
         assert!(
             !types.iter().any(|t| t.name == "m7g.large"),
@@ -437,7 +541,7 @@ mod tests {
             assert_eq!(t.label(labels::ARCH), Some("amd64"));
         }
         // The same catalog under a Linux class stays Linux, and a Windows image boots nothing there.
-        let linux = instance_types(&cat, &class());
+        let linux = instance_types(&cat, &class()).unwrap();
         assert!(linux.iter().all(|t| t.label(labels::OS) == Some("linux")));
         assert!(
             linux
@@ -446,7 +550,7 @@ mod tests {
         );
         let mut mismatched = class();
         mismatched.images = windows_class().images;
-        assert!(instance_types(&cat, &mismatched).is_empty());
+        assert!(instance_types(&cat, &mismatched).unwrap().is_empty());
     }
 
     #[test]
@@ -506,6 +610,7 @@ mod tests {
     fn types_without_a_windows_price_are_not_offered_to_a_windows_class() {
         let cat = catalog::embedded();
         let names: BTreeSet<String> = instance_types(&cat, &windows_class())
+            .unwrap()
             .iter()
             .map(|t| t.name.clone())
             .collect();
@@ -558,7 +663,7 @@ mod tests {
     fn a_windows_class_with_arm64_images_only_has_no_types() {
         let mut c = windows_class();
         c.images = vec![arch_image("arm64").with(Requirement::single(labels::OS, "windows"))];
-        assert!(instance_types(&catalog::embedded(), &c).is_empty());
+        assert!(instance_types(&catalog::embedded(), &c).unwrap().is_empty());
     }
 
     #[test]
@@ -566,12 +671,15 @@ mod tests {
         let mut c = class();
         c.images = vec![arch_image("amd64")];
         let cat = catalog::embedded();
-        let types = instance_types(&cat, &c);
+        let types = instance_types(&cat, &c).unwrap();
         assert!(types.iter().all(|t| t.label(labels::ARCH) == Some("amd64")));
         assert!(types.iter().any(|t| t.name == "m5.large"));
         assert!(!types.iter().any(|t| t.name == "m7g.large"));
         c.images.clear();
-        assert!(instance_types(&cat, &c).is_empty(), "no image, no type");
+        assert!(
+            instance_types(&cat, &c).unwrap().is_empty(),
+            "no image, no type"
+        );
     }
 
     #[test]
@@ -593,6 +701,7 @@ mod tests {
         c.images = vec![standard.clone()];
         let names = |c: &NodeClassFacts| -> Vec<String> {
             instance_types(&cat, c)
+                .unwrap()
                 .iter()
                 .map(|t| t.name.clone())
                 .collect()
@@ -628,6 +737,73 @@ mod tests {
         );
         c.kubelet.pods_per_core = Some(4);
         assert_eq!(m5_large(&c).capacity.pods, 8, "4 per core × 2 vCPU");
+    }
+
+    fn expr(source: &str) -> kubelet_expr::Expr {
+        kubelet_expr::Expr::compile(source).unwrap()
+    }
+
+    #[test]
+    fn kubelet_expressions_size_each_type_by_its_own_facts() {
+        let mut c = class();
+        // m5.large: 3 ENIs of 10 addresses (29 pods by default); m5.4xlarge: 8 of 30 (234).
+        c.kubelet.max_pods_expr = Some(expr("min(110, default_enis * (ips_per_eni - 1))"));
+        c.kubelet.kube_reserved_expr = BTreeMap::from([
+            ("memory".to_string(), expr("11 * max_pods + 255")),
+            ("cpu".to_string(), expr("max(60, vcpus * 30)")),
+            ("pid".to_string(), expr("max_pods * 10")),
+        ]);
+        c.kubelet.system_reserved_expr =
+            BTreeMap::from([("memory".to_string(), expr("memory_mib / 64"))]);
+        let types = instance_types(&catalog::embedded(), &c).unwrap();
+        let get = |name: &str| types.iter().find(|t| t.name == name).unwrap().clone();
+        let (small, big) = (get("m5.large"), get("m5.4xlarge"));
+        assert_eq!(small.capacity.pods, 27, "3 × 9");
+        assert_eq!(big.capacity.pods, 110, "min(110, 8 × 29)");
+        assert_eq!(small.overhead.kube_reserved.memory, (11 * 27 + 255) * MIB);
+        assert_eq!(big.overhead.kube_reserved.memory, (11 * 110 + 255) * MIB);
+        assert_eq!(small.overhead.kube_reserved.cpu, 60);
+        assert_eq!(big.overhead.kube_reserved.cpu, 480);
+        assert_eq!(small.overhead.system_reserved.memory, 128 * MIB);
+        assert_eq!(big.overhead.system_reserved.memory, 1024 * MIB);
+        // The reservations see maxPods after podsPerCore.
+        c.kubelet.pods_per_core = Some(5);
+        let small = m5_large(&c);
+        assert_eq!(small.capacity.pods, 10);
+        assert_eq!(small.overhead.kube_reserved.memory, (11 * 10 + 255) * MIB);
+    }
+
+    #[test]
+    fn a_kubelet_expression_without_a_value_for_a_type_stops_the_class() {
+        let mut c = class();
+        c.kubelet.kube_reserved_expr =
+            BTreeMap::from([("cpu".to_string(), expr("vcpus * 100 - 300"))]);
+        let err = instance_types(&catalog::embedded(), &c).unwrap_err();
+        assert_eq!(err.field, "kubeReserved[cpu]");
+        assert!(err.message.contains("may not be negative"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("spec.kubelet.kubeReserved[cpu] on "),
+            "{err}"
+        );
+        let mut c = class();
+        c.kubelet.max_pods_expr = Some(expr("100 / (vcpus - 2)"));
+        let err = instance_types(&catalog::embedded(), &c).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.message.as_str()),
+            ("maxPods", "/ by zero")
+        );
+        c.kubelet.max_pods_expr = Some(expr("4294967296"));
+        let err = instance_types(&catalog::embedded(), &c).unwrap_err();
+        assert!(err.message.contains("between 0 and 2147483647"), "{err}");
+        // A custom catalog type has no network facts: an expression reading them fails.
+        let mut c = class();
+        c.kubelet.max_pods_expr = Some(expr("default_enis * 2"));
+        let custom = Arc::new(raw_m5_large().as_ref().clone().with_network(None));
+        let err = instance_types(std::slice::from_ref(&custom), &c).unwrap_err();
+        assert!(err.message.contains("no network facts"), "{err}");
+        c.kubelet.max_pods_expr = Some(expr("vcpus * 8"));
+        assert_eq!(instance_types(&[custom], &c).unwrap()[0].capacity.pods, 16);
     }
 
     #[test]
@@ -680,9 +856,9 @@ mod tests {
         let mut c = class();
         c.root_volume = Some(40 * GIB);
         c.instance_store_raid0 = true;
-        let t = reshape(&with_nvme, &c).unwrap();
+        let t = reshape(&with_nvme, &c).unwrap().unwrap();
         assert_eq!(t.capacity.ephemeral_storage, 75_000_000_000);
-        let no_nvme = reshape(&raw, &c).unwrap();
+        let no_nvme = reshape(&raw, &c).unwrap().unwrap();
         assert_eq!(
             no_nvme.capacity.ephemeral_storage,
             40 * GIB,
@@ -690,7 +866,11 @@ mod tests {
         );
         c.instance_store_raid0 = false;
         assert_eq!(
-            reshape(&with_nvme, &c).unwrap().capacity.ephemeral_storage,
+            reshape(&with_nvme, &c)
+                .unwrap()
+                .unwrap()
+                .capacity
+                .ephemeral_storage,
             40 * GIB
         );
     }

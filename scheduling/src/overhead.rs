@@ -72,6 +72,13 @@ pub struct KubeletSettings {
     /// Resource name (cpu, memory, ephemeral-storage) → amount; replaces the computed value.
     pub kube_reserved: BTreeMap<String, i64>,
     pub system_reserved: BTreeMap<String, i64>,
+    /// `maxPods` written as an expression (replaces [`KubeletSettings::max_pods`] once
+    /// evaluated for a type, [`crate::node_class::kubelet_for`]).
+    pub max_pods_expr: Option<crate::kubelet_expr::Expr>,
+    /// Reservations written as expressions, by resource, in the resource's unit
+    /// ([`crate::kubelet_expr::reserved_unit`]); `pid` included, which only kubelet uses.
+    pub kube_reserved_expr: BTreeMap<String, crate::kubelet_expr::Expr>,
+    pub system_reserved_expr: BTreeMap<String, crate::kubelet_expr::Expr>,
     /// Signal → threshold.
     pub eviction_hard: Vec<(String, Threshold)>,
     pub eviction_soft: Vec<(String, Threshold)>,

@@ -46,7 +46,7 @@ fn types(reservations: Vec<ReservationFacts>) -> Vec<Arc<InstanceType>> {
         reservations,
         ..Default::default()
     };
-    node_class::instance_types(&small_catalog(), &class)
+    node_class::instance_types(&small_catalog(), &class).unwrap()
 }
 
 fn pool_allowing(capacity_types: &[&str], types: Vec<Arc<InstanceType>>) -> NodePool {
@@ -335,7 +335,7 @@ fn a_reservation_whose_launch_failed_lately_falls_back_to_on_demand() {
         reservations: vec![reservation("cr-0a", labels::RESERVATION_TYPE_DEFAULT, 2)],
         ..Default::default()
     };
-    let types = node_class::instance_types(&catalog, &class);
+    let types = node_class::instance_types(&catalog, &class).unwrap();
     let pools = vec![pool_allowing(
         &[
             labels::CAPACITY_TYPE_RESERVED,

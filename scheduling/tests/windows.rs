@@ -32,7 +32,7 @@ fn class(windows_build: Option<&str>) -> NodeClassFacts {
 }
 
 fn types(windows_build: Option<&str>) -> Vec<Arc<InstanceType>> {
-    node_class::instance_types(&catalog::embedded(), &class(windows_build))
+    node_class::instance_types(&catalog::embedded(), &class(windows_build)).unwrap()
 }
 
 /// An on-demand pool of the m5 family: prices compare like for like.

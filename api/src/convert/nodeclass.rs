@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use adze_scheduling::kubelet_expr;
 use adze_scheduling::node_class::{NodeClassFacts, ReservationFacts};
 use adze_scheduling::overhead::{KubeletSettings, Threshold};
 use adze_scheduling::{Requirement, Requirements, quantity};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::resources::amount;
 use super::{ConvertError, ObjectRef};
@@ -105,19 +107,29 @@ pub fn root_volume_bytes(spec: &EC2NodeClassSpec) -> Option<u64> {
 }
 
 fn kubelet(object: &ObjectRef, k: &KubeletConfiguration) -> Result<KubeletSettings, ConvertError> {
+    let expression = |path: &str, source: &str| {
+        kubelet_expr::Expr::compile(source)
+            .map_err(|e| ConvertError::invalid(object, path, format!("expression: {e}")))
+    };
+    // Quantities become amounts now; expressions are evaluated per instance type
+    // (`node_class::kubelet_for`). `pid` expressions are kept so a bad one still fails.
     let reserved = |field: &str, map: &BTreeMap<String, String>| {
-        let mut out = BTreeMap::new();
+        let mut amounts = BTreeMap::new();
+        let mut exprs = BTreeMap::new();
         for (name, q) in map {
+            let path = format!("spec.kubelet.{field}.{name}");
+            if kubelet_expr::is_expression(q) {
+                exprs.insert(name.clone(), expression(&path, q)?);
+                continue;
+            }
             // `pid` limits processes, not anything placement counts.
             if name == "pid" {
                 continue;
             }
-            let v = amount(name, q).map_err(|e| {
-                ConvertError::quantity(object, &format!("spec.kubelet.{field}.{name}"), e)
-            })?;
-            out.insert(name.clone(), v);
+            let v = amount(name, q).map_err(|e| ConvertError::quantity(object, &path, e))?;
+            amounts.insert(name.clone(), v);
         }
-        Ok::<_, ConvertError>(out)
+        Ok::<_, ConvertError>((amounts, exprs))
     };
     let eviction = |field: &str, map: &BTreeMap<String, String>| {
         map.iter()
@@ -140,11 +152,23 @@ fn kubelet(object: &ObjectRef, k: &KubeletConfiguration) -> Result<KubeletSettin
             })
             .collect::<Result<Vec<_>, ConvertError>>()
     };
+    let (max_pods, max_pods_expr) = match &k.max_pods {
+        Some(IntOrString::Int(n)) => (Some(i64::from(*n)), None),
+        Some(IntOrString::String(source)) => {
+            (None, Some(expression("spec.kubelet.maxPods", source)?))
+        }
+        None => (None, None),
+    };
+    let (kube_reserved, kube_reserved_expr) = reserved("kubeReserved", &k.kube_reserved)?;
+    let (system_reserved, system_reserved_expr) = reserved("systemReserved", &k.system_reserved)?;
     Ok(KubeletSettings {
-        max_pods: k.max_pods.map(i64::from),
+        max_pods,
+        max_pods_expr,
+        kube_reserved_expr,
+        system_reserved_expr,
         pods_per_core: k.pods_per_core.map(i64::from),
-        kube_reserved: reserved("kubeReserved", &k.kube_reserved)?,
-        system_reserved: reserved("systemReserved", &k.system_reserved)?,
+        kube_reserved,
+        system_reserved,
         eviction_hard: eviction("evictionHard", &k.eviction_hard)?,
         eviction_soft: eviction("evictionSoft", &k.eviction_soft)?,
     })

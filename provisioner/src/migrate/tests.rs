@@ -1450,3 +1450,48 @@ spec:
         m.report()
     );
 }
+
+#[test]
+fn v1_15_kubelet_expressions_are_carried_and_checked() {
+    let good = r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: sized}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  kubelet:
+    maxPods: "min(110, default_enis * (ips_per_eni - 1))"
+    kubeReserved: {cpu: "max(60, vcpus * 30)", memory: "11 * max_pods + 255", ephemeral-storage: 1Gi}
+    systemReserved: {memory: "max(100, memory_mib / 64)"}
+"#;
+    let m = migrate(good).unwrap();
+    assert_eq!(m.actions(), 0, "{}", m.report());
+    let class: EC2NodeClass = serde_json::from_value(m.objects[0].clone()).unwrap();
+    class.validate().unwrap();
+    let kubelet = &m.objects[0]["spec"]["kubelet"];
+    assert_eq!(
+        kubelet["maxPods"],
+        "min(110, default_enis * (ips_per_eni - 1))"
+    );
+    assert_eq!(kubelet["kubeReserved"]["memory"], "11 * max_pods + 255");
+    assert_eq!(kubelet["kubeReserved"]["ephemeral-storage"], "1Gi");
+    // An expression Adze cannot compile is named at its path, not carried.
+    let bad = good
+        .replace("11 * max_pods + 255", "11 * pods_max")
+        .replace("min(110, default_enis * (ips_per_eni - 1))", "vcpus * 0.5");
+    let m = migrate(&bad).unwrap();
+    let fields: Vec<String> = m
+        .notes
+        .iter()
+        .filter(|n| n.action)
+        .map(|n| format!("{}: {}", n.field, n.message))
+        .collect();
+    let all = fields.join("\n");
+    assert!(all.contains("spec.kubelet.maxPods"), "{all}");
+    assert!(all.contains("convert one with double"), "{all}");
+    assert!(all.contains("spec.kubelet.kubeReserved[memory]"), "{all}");
+    assert!(all.contains("unknown variable \"pods_max\""), "{all}");
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use adze_api::{EC2NodeClass, NodeClaim, NodePool, PoolKind};
-use adze_scheduling::{Resources, labels};
+use adze_scheduling::{InstanceType, Resources, labels};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
@@ -118,6 +118,7 @@ impl PoolCondition {
 pub fn conditions(
     pool: &NodePool,
     classes: Option<&[Arc<EC2NodeClass>]>,
+    catalog: &[Arc<InstanceType>],
     nodes: &str,
 ) -> [PoolCondition; 3] {
     use adze_api::conditions::{READY, nodepool};
@@ -138,7 +139,7 @@ pub fn conditions(
             PoolCondition::new(nodepool::VALIDATION_SUCCEEDED, false, reason, message)
         }
     };
-    let class = match crate::provisioning::snapshot::class_catalog(pool, classes, &[]) {
+    let class = match crate::provisioning::snapshot::class_catalog(pool, classes, catalog) {
         Ok(_) => PoolCondition::new(nodepool::NODE_CLASS_READY, true, "Ready", String::new()),
         Err(why) => {
             let wanted = &pool.spec.template.spec.node_class_ref.name;
@@ -168,6 +169,9 @@ pub struct Status {
     pub client: Client,
     pub state: ClusterState,
     pub recorder: Recorder,
+    /// The catalog a class's kubelet expressions are evaluated over: one without a value
+    /// for a type leaves the class not ready.
+    pub cloud: Arc<dyn crate::cloud::CloudProvider>,
     pub interval: Duration,
 }
 
@@ -179,6 +183,7 @@ impl Status {
             let claims = self.state.claims.state();
             let classes = self.state.nodeclasses.as_ref().map(|s| s.state());
             let pools = self.state.nodepools.state();
+            let catalog = self.cloud.instance_types();
             let figures: Vec<_> = pools
                 .iter()
                 .map(|pool| {
@@ -210,7 +215,7 @@ impl Status {
                     .map(|(k, v)| (k.clone(), v.0.clone()))
                     .collect();
                 let nodes = resources.get("nodes").cloned().unwrap_or_default();
-                let wanted = conditions(&pool, classes.as_deref(), &nodes);
+                let wanted = conditions(&pool, classes.as_deref(), &catalog, &nodes);
                 let unchanged = wanted.iter().all(|w| {
                     status.conditions.iter().any(|c| {
                         c.type_ == w.type_
@@ -327,11 +332,11 @@ mod tests {
     #[test]
     fn a_pool_is_ready_only_while_its_ec2nodeclass_exists_and_is_resolved() {
         // The simulated cloud watches no classes: every valid pool can launch.
-        let cs = conditions(&pool("default"), None, "3");
+        let cs = conditions(&pool("default"), None, &[], "3");
         assert!(cs.iter().all(|c| c.status), "{cs:?}");
         assert_eq!(find(&cs, "Ready").message, "3 nodes launched");
 
-        let cs = conditions(&pool("default"), Some(&[class("other", true)]), "0");
+        let cs = conditions(&pool("default"), Some(&[class("other", true)]), &[], "0");
         let (class_ready, ready) = (find(&cs, "NodeClassReady"), find(&cs, "Ready"));
         assert!(!class_ready.status && !ready.status);
         assert_eq!(
@@ -346,7 +351,7 @@ mod tests {
         );
         assert!(find(&cs, "ValidationSucceeded").status);
 
-        let cs = conditions(&pool("default"), Some(&[class("default", false)]), "0");
+        let cs = conditions(&pool("default"), Some(&[class("default", false)]), &[], "0");
         let ready = find(&cs, "Ready");
         assert!(!ready.status);
         assert_eq!(ready.reason, "NodeClassNotReady");
@@ -355,7 +360,38 @@ mod tests {
             "{ready:?}"
         );
 
-        let cs = conditions(&pool("default"), Some(&[class("default", true)]), "0");
+        let cs = conditions(&pool("default"), Some(&[class("default", true)]), &[], "0");
+        assert!(cs.iter().all(|c| c.status), "{cs:?}");
+    }
+
+    #[test]
+    fn a_kubelet_expression_without_a_value_for_a_type_leaves_the_pool_not_ready() {
+        let catalog = adze_scheduling::catalog::embedded();
+        let mut c = (*class("default", true)).clone();
+        c.spec.kubelet = Some(
+            serde_json::from_value(json!({"kubeReserved": {"cpu": "vcpus * 100 - 300"}})).unwrap(),
+        );
+        let cs = conditions(
+            &pool("default"),
+            Some(&[Arc::new(c.clone())]),
+            &catalog,
+            "0",
+        );
+        let class_ready = find(&cs, "NodeClassReady");
+        assert!(!class_ready.status);
+        assert_eq!(class_ready.reason, "NodeClassNotReady");
+        assert!(
+            class_ready
+                .message
+                .contains("spec.kubelet.kubeReserved[cpu] on ")
+                && class_ready.message.contains("may not be negative"),
+            "{class_ready:?}"
+        );
+        c.spec.kubelet = Some(
+            serde_json::from_value(json!({"kubeReserved": {"cpu": "max(60, vcpus * 30)"}}))
+                .unwrap(),
+        );
+        let cs = conditions(&pool("default"), Some(&[Arc::new(c)]), &catalog, "0");
         assert!(cs.iter().all(|c| c.status), "{cs:?}");
     }
 
@@ -363,7 +399,7 @@ mod tests {
     fn an_invalid_pool_is_not_ready_and_says_which_field() {
         let mut p = pool("default");
         p.spec.disruption.budgets = vec![serde_json::from_value(json!({"nodes": "ten"})).unwrap()];
-        let cs = conditions(&p, None, "0");
+        let cs = conditions(&p, None, &[], "0");
         let (v, ready) = (find(&cs, "ValidationSucceeded"), find(&cs, "Ready"));
         assert!(!v.status && !ready.status, "{cs:?}");
         assert_eq!(
@@ -392,7 +428,7 @@ mod tests {
         // Dynamic when first seen, replicas added later (what a 1.20-1.24 apiserver admits).
         let mut now_static = recorded(pool("default"), PoolKind::Dynamic);
         now_static.spec.replicas = Some(3);
-        let cs = conditions(&now_static, None, "0");
+        let cs = conditions(&now_static, None, &[], "0");
         let (v, ready) = (find(&cs, "ValidationSucceeded"), find(&cs, "Ready"));
         assert!(!v.status && !ready.status, "{cs:?}");
         assert_eq!(
@@ -411,7 +447,7 @@ mod tests {
         // launching for pods, and disruption must not start consolidating it.
         let mut now_dynamic = recorded(pool("default"), PoolKind::Static);
         now_dynamic.spec.replicas = None;
-        let cs = conditions(&now_dynamic, None, "2");
+        let cs = conditions(&now_dynamic, None, &[], "2");
         let v = find(&cs, "ValidationSucceeded");
         assert!(!v.status, "{cs:?}");
         assert!(
@@ -431,10 +467,14 @@ mod tests {
 
         // Restored: accepted again; unrecorded: the current kind is taken.
         now_dynamic.spec.replicas = Some(2);
-        assert!(conditions(&now_dynamic, None, "2").iter().all(|c| c.status));
+        assert!(
+            conditions(&now_dynamic, None, &[], "2")
+                .iter()
+                .all(|c| c.status)
+        );
         let mut fresh = pool("default");
         fresh.spec.replicas = Some(1);
-        assert!(conditions(&fresh, None, "0").iter().all(|c| c.status));
+        assert!(conditions(&fresh, None, &[], "0").iter().all(|c| c.status));
         assert_eq!(PoolKind::of(&fresh.spec), PoolKind::Static);
     }
 

@@ -478,7 +478,9 @@ pub fn class_catalog(
             "nodepool {pool_name}: EC2NodeClass {wanted} has no resolved subnets or images yet; the pool launches nothing"
         ));
     }
-    Ok(adze_scheduling::node_class::instance_types(catalog, &facts))
+    adze_scheduling::node_class::instance_types(catalog, &facts).map_err(|e| {
+        format!("nodepool {pool_name}: EC2NodeClass {wanted}: {e}; the pool launches nothing")
+    })
 }
 
 /// Instance types by NodePool name.

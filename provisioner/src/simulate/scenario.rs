@@ -1125,7 +1125,16 @@ impl Builder {
                         let types = adze_scheduling::node_class::instance_types(
                             &self.s.instance_types,
                             &facts,
-                        );
+                        )
+                        .map_err(|e| {
+                            ScenarioError::new(
+                                class_doc,
+                                Problem::Field {
+                                    field: format!("spec.kubelet.{}", e.field),
+                                    message: format!("on {}: {}", e.instance_type, e.message),
+                                },
+                            )
+                        })?;
                         self.class_types.insert(name, types.clone());
                         types
                     }

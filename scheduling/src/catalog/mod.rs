@@ -207,6 +207,10 @@ pub fn ec2_instance_type_in(
     let oh = overhead::default_overhead(t.vcpu, max_pods, overhead::DEFAULT_ROOT_VOLUME);
     InstanceType::new(t.name, capacity, oh, l, offerings)
         .with_ebs_attach_limit(Some(ebs_limits::for_ec2_type(t)))
+        .with_network(Some(crate::instance_type::NetworkFacts {
+            default_enis: t.max_enis,
+            ipv4_per_eni: t.ipv4_per_eni,
+        }))
 }
 
 #[cfg(test)]
