@@ -254,7 +254,20 @@ scenario_a_then_b() { # label
   # could otherwise first be tried when B's own nodes were up, so that whether they ever met
   # A's nodes alone was a race (one CI run of three lost it).
   touch "$dir/instances/.hold"
-  deployment b b 20 1 1Gi e2e-pool ab | k apply -f - >/dev/null
+  # B outranks A in kube-scheduler's queue (a higher priority that never preempts): when an A
+  # node comes up, B's waiting pods are tried on it before A's own pods fill it. Without the
+  # ranking the queue's order (priority, then time of last failure) decided whether any B pod
+  # was ever tried while A's room stood empty: A's pods, failed first, usually went first and
+  # filled each node, B's then met "Insufficient cpu" in kube-scheduler and the extender was
+  # never asked (one CI run in several lost the race, more often once failover added retries).
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: e2e-b-first}
+value: 1000
+preemptionPolicy: Never
+YAML
+  deployment b b 20 1 1Gi e2e-pool ab "priorityClassName: e2e-b-first" | k apply -f - >/dev/null
   wait_for 60 bash -c "[ \$(kubectl --kubeconfig $KUBECONFIG get nodeclaims -o name | wc -l) -gt $after_a ]"
   sleep 3 # the rest of B's batch; the nodes are still booting
   local planned; planned=$(claims)

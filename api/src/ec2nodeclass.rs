@@ -65,7 +65,8 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
-#[x_kube(validation = windows_cfs_quota_rule())]
+#[x_kube(validation = windows_linux_only_rule("cpuCFSQuota"))]
+#[x_kube(validation = windows_linux_only_rule("podPidsLimit"))]
 #[x_kube(validation = Rule::new("!has(self.associatePublicIPAddress) || !has(self.networkInterfaces) || size(self.networkInterfaces) <= 1").message("associatePublicIPAddress cannot be set with more than one networkInterface (EC2 refuses the combination)"))]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
@@ -443,8 +444,9 @@ fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
     .message(format!("instanceStorePolicy is not supported with {label}").as_str())
 }
 
-/// CFS quota is a Linux cgroup control: the Windows kubelet has nothing to enforce it with.
-fn windows_cfs_quota_rule() -> Rule {
+/// CFS quota and pod PID limits are Linux cgroup controls: the Windows kubelet has nothing to
+/// enforce them with. `field` is the kubelet field the rule refuses.
+fn windows_linux_only_rule(field: &str) -> Rule {
     let tests: Vec<String> = [
         AmiFamily::Windows2019,
         AmiFamily::Windows2022,
@@ -457,10 +459,12 @@ fn windows_cfs_quota_rule() -> Rule {
     })
     .collect();
     Rule::new(format!(
-        "!has(self.kubelet) || !has(self.kubelet.cpuCFSQuota) || !({})",
+        "!has(self.kubelet) || !has(self.kubelet.{field}) || !({})",
         tests.join(" || ")
     ))
-    .message("kubelet.cpuCFSQuota is not supported with Windows")
+    .message(kube::core::Message::Message(format!(
+        "kubelet.{field} is not supported with Windows"
+    )))
 }
 
 fn selector_tags_rule() -> Rule {
@@ -794,7 +798,47 @@ pub struct KubeletConfiguration {
         skip_serializing_if = "Option::is_none"
     )]
     pub cpu_cfs_quota: Option<bool>,
+    /// The most process IDs one pod may use (`-1`, kubelet's default, or `0`: no limit); at
+    /// most 4194304, the kernel's ceiling. A Linux cgroup control: refused with the Windows
+    /// families.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 4_194_304))]
+    pub pod_pids_limit: Option<i64>,
+    /// Events per second kubelet may create (0: no limit; kubelet's default 50, 5 before
+    /// Kubernetes 1.27).
+    #[serde(
+        rename = "eventRecordQPS",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0))]
+    pub event_record_qps: Option<i32>,
+    /// Burst of events above `eventRecordQPS` (kubelet's default 100, 10 before 1.27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub event_burst: Option<i32>,
+    /// Requests per second kubelet makes to the API server (kubelet's default 50, 5 before
+    /// Kubernetes 1.27).
+    #[serde(
+        rename = "kubeAPIQPS",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0))]
+    pub kube_api_qps: Option<i32>,
+    /// Burst of API requests above `kubeAPIQPS` (kubelet's default 100, 10 before 1.27).
+    #[serde(
+        rename = "kubeAPIBurst",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 0))]
+    pub kube_api_burst: Option<i32>,
 }
+
+/// The kernel's ceiling on process IDs (`PID_MAX_LIMIT` on 64-bit Linux), so the most a pod's
+/// limit can mean.
+pub const POD_PIDS_LIMIT_MAX: i64 = 4_194_304;
 
 /// Kubelet's own defaults for the image GC thresholds, which a lone threshold is checked against.
 pub const KUBELET_IMAGE_GC_HIGH_DEFAULT: i32 = 85;

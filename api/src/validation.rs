@@ -18,8 +18,8 @@ use crate::{
         AmiFamily, AmiSelectorTerm, BlockDevice, BlockDeviceMapping, CONNECTION_TRACKING_BOUNDS,
         CapacityReservationSelectorTerm, EC2NodeClassSpec, EVICTION_SIGNALS, InterfaceType,
         KUBELET_IMAGE_GC_HIGH_DEFAULT, KUBELET_IMAGE_GC_LOW_DEFAULT, KubeletConfiguration,
-        RESERVED_RESOURCES, RESERVED_TAG_KEYS, RESERVED_TAG_PREFIX, SecurityGroupSelectorTerm,
-        SubnetSelectorTerm, VolumeType,
+        POD_PIDS_LIMIT_MAX, RESERVED_RESOURCES, RESERVED_TAG_KEYS, RESERVED_TAG_PREFIX,
+        SecurityGroupSelectorTerm, SubnetSelectorTerm, VolumeType,
     },
     label_keys, labels,
     node_class_ref::NodeClassRef,
@@ -409,15 +409,21 @@ impl EC2NodeClassSpec {
             _ => None,
         };
         if self.effective_ami_family().is_some_and(|f| f.is_windows())
-            && self
-                .kubelet
-                .as_ref()
-                .is_some_and(|k| k.cpu_cfs_quota.is_some())
+            && let Some(k) = &self.kubelet
         {
-            p.add(
-                &spec.field("kubelet").field("cpuCFSQuota"),
-                "kubelet.cpuCFSQuota is not supported with Windows (CFS quota is a Linux cgroup control)",
-            );
+            for (field, set) in [
+                ("cpuCFSQuota", k.cpu_cfs_quota.is_some()),
+                ("podPidsLimit", k.pod_pids_limit.is_some()),
+            ] {
+                if set {
+                    p.add(
+                        &spec.field("kubelet").field(field),
+                        format!(
+                            "kubelet.{field} is not supported with Windows (a Linux cgroup control)"
+                        ),
+                    );
+                }
+            }
         }
         if let (Some(label), Some(_)) = (unsupported, &self.instance_store_policy) {
             p.add(
@@ -1213,6 +1219,28 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
             &path.field("evictionMaxPodGracePeriod"),
             format!("may not be negative, got {v}"),
         );
+    }
+    // Kubelet limits a pod only for a positive value (-1, its default, and 0 mean none); the
+    // kernel's own ceiling bounds the rest.
+    if let Some(v) = kubelet.pod_pids_limit
+        && !(-1..=POD_PIDS_LIMIT_MAX).contains(&v)
+    {
+        p.add(
+            &path.field("podPidsLimit"),
+            format!("must be between -1 (no limit) and {POD_PIDS_LIMIT_MAX}, got {v}"),
+        );
+    }
+    for (field, value) in [
+        ("eventRecordQPS", kubelet.event_record_qps),
+        ("eventBurst", kubelet.event_burst),
+        ("kubeAPIQPS", kubelet.kube_api_qps),
+        ("kubeAPIBurst", kubelet.kube_api_burst),
+    ] {
+        if let Some(v) = value
+            && v < 0
+        {
+            p.add(&path.field(field), format!("may not be negative, got {v}"));
+        }
     }
     let high = kubelet.image_gc_high_threshold_percent;
     let low = kubelet.image_gc_low_threshold_percent;

@@ -648,6 +648,10 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         set(&mut c.object, "/spec/kubelet/cpuCFSQuota", json!(true));
         c
     };
+    let pid_limit = |mut c: Case| {
+        set(&mut c.object, "/spec/kubelet/podPidsLimit", json!(4096));
+        c
+    };
     let terms = ".spec.amiSelectorTerms";
     let bdm = ".spec.blockDeviceMappings";
     let kubelet = ".spec.kubelet";
@@ -747,6 +751,9 @@ fn ec2nodeclass_cases() -> Vec<Case> {
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
         cfs_quota(ami("Windows family with cpuCFSQuota", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2022")))
             .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+        edit("podPidsLimit on AL2023", &[("/spec/kubelet/podPidsLimit", json!(4096))]),
+        pid_limit(ami("Windows alias with podPidsLimit", json!([{"alias": "windows2025@latest"}]), None))
+            .fails(".spec", "kubelet.podPidsLimit is not supported with Windows"),
         edit("snapshot volume with an initialization rate", &[
             ("/spec/blockDeviceMappings/0/ebs/snapshotID", json!("snap-0123456789abcdef0")),
             ("/spec/blockDeviceMappings/0/ebs/volumeInitializationRate", json!(200)),

@@ -1095,6 +1095,30 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             message: "must be between 0 and 100, got 101",
         },
         BadCase {
+            name: "podPidsLimit below -1",
+            edit: |o| set(o, "/spec/kubelet/podPidsLimit", json!(-2)),
+            path: "spec.kubelet.podPidsLimit",
+            message: "must be between -1 (no limit) and 4194304, got -2",
+        },
+        BadCase {
+            name: "podPidsLimit above the kernel's ceiling",
+            edit: |o| set(o, "/spec/kubelet/podPidsLimit", json!(4_194_305)),
+            path: "spec.kubelet.podPidsLimit",
+            message: "must be between -1 (no limit) and 4194304, got 4194305",
+        },
+        BadCase {
+            name: "negative kubeAPIQPS",
+            edit: |o| set(o, "/spec/kubelet/kubeAPIQPS", json!(-1)),
+            path: "spec.kubelet.kubeAPIQPS",
+            message: "may not be negative, got -1",
+        },
+        BadCase {
+            name: "negative eventBurst",
+            edit: |o| set(o, "/spec/kubelet/eventBurst", json!(-10)),
+            path: "spec.kubelet.eventBurst",
+            message: "may not be negative, got -10",
+        },
+        BadCase {
             name: "negative evictionMaxPodGracePeriod",
             edit: |o| set(o, "/spec/kubelet/evictionMaxPodGracePeriod", json!(-5)),
             path: "spec.kubelet.evictionMaxPodGracePeriod",
@@ -1245,14 +1269,30 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             path: "spec.kubelet.cpuCFSQuota",
             message: "kubelet.cpuCFSQuota is not supported with Windows",
         },
+        BadCase {
+            name: "podPidsLimit with a Windows alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
+                set(o, "/spec/kubelet/podPidsLimit", json!(4096));
+            },
+            path: "spec.kubelet.podPidsLimit",
+            message: "kubelet.podPidsLimit is not supported with Windows",
+        },
     ];
     check_bad_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
 }
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 24] = [
+    let cases: [GoodCase; 25] = [
         ("the fixture as written", |_| {}),
+        ("Karpenter v1.15's added kubelet fields", |o| {
+            set(o, "/spec/kubelet/podPidsLimit", json!(4096));
+            set(o, "/spec/kubelet/eventRecordQPS", json!(0));
+            set(o, "/spec/kubelet/eventBurst", json!(20));
+            set(o, "/spec/kubelet/kubeAPIQPS", json!(30));
+            set(o, "/spec/kubelet/kubeAPIBurst", json!(60));
+        }),
         ("kubelet settings as expressions", |o| {
             set(
                 o,

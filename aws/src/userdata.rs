@@ -58,6 +58,11 @@ pub struct KubeletConfig {
     pub image_gc_high_threshold_percent: Option<i32>,
     pub image_gc_low_threshold_percent: Option<i32>,
     pub cpu_cfs_quota: Option<bool>,
+    pub pod_pids_limit: Option<i64>,
+    pub event_record_qps: Option<i32>,
+    pub event_burst: Option<i32>,
+    pub kube_api_qps: Option<i32>,
+    pub kube_api_burst: Option<i32>,
 }
 
 impl KubeletConfig {
@@ -80,6 +85,11 @@ impl KubeletConfig {
             image_gc_high_threshold_percent: k.image_gc_high_threshold_percent,
             image_gc_low_threshold_percent: k.image_gc_low_threshold_percent,
             cpu_cfs_quota: k.cpu_cfs_quota,
+            pod_pids_limit: k.pod_pids_limit,
+            event_record_qps: k.event_record_qps,
+            event_burst: k.event_burst,
+            kube_api_qps: k.kube_api_qps,
+            kube_api_burst: k.kube_api_burst,
         }
     }
 
@@ -121,10 +131,42 @@ impl KubeletConfig {
                 "image-gc-low-threshold-percent",
                 self.image_gc_low_threshold_percent,
             ),
+            (
+                "eventRecordQPS",
+                "--event-qps",
+                "event-qps",
+                self.event_record_qps,
+            ),
+            (
+                "eventBurst",
+                "--event-burst",
+                "event-burst",
+                self.event_burst,
+            ),
+            (
+                "kubeAPIQPS",
+                "--kube-api-qps",
+                "kube-api-qps",
+                self.kube_api_qps,
+            ),
+            (
+                "kubeAPIBurst",
+                "--kube-api-burst",
+                "kube-api-burst",
+                self.kube_api_burst,
+            ),
         ] {
             if let Some(v) = v {
                 out.push((key, flag, br, v.to_string()));
             }
+        }
+        if let Some(v) = self.pod_pids_limit {
+            out.push((
+                "podPidsLimit",
+                "--pod-max-pids",
+                "pod-pids-limit",
+                v.to_string(),
+            ));
         }
         if let Some(b) = self.cpu_cfs_quota {
             out.push((
@@ -622,6 +664,75 @@ mod tests {
         assert!(render(AmiFamily::AL2, &b, None).contains(" --cpu-cfs-quota=false'"));
     }
 
+    /// Karpenter v1.15's added kubelet fields reach each family under that family's own
+    /// names: nodeadm's KubeletConfiguration keys, Bottlerocket's settings, kubelet's flags
+    /// (AL2 and Windows).
+    #[test]
+    fn pid_limit_and_api_rates_reach_every_family_in_its_own_syntax() {
+        let b = Bootstrap {
+            kubelet: KubeletConfig {
+                pod_pids_limit: Some(4096),
+                event_record_qps: Some(0),
+                event_burst: Some(20),
+                kube_api_qps: Some(30),
+                kube_api_burst: Some(60),
+                ..Default::default()
+            },
+            ..boot()
+        };
+        let al2023 = render(AmiFamily::AL2023, &b, None);
+        for line in [
+            "      eventRecordQPS: 0
+",
+            "      eventBurst: 20
+",
+            "      kubeAPIQPS: 30
+",
+            "      kubeAPIBurst: 60
+",
+            "      podPidsLimit: 4096
+",
+        ] {
+            assert!(al2023.contains(line), "{line:?} in {al2023}");
+        }
+        let br = render(AmiFamily::Bottlerocket, &b, None);
+        for line in [
+            "event-qps = 0
+",
+            "event-burst = 20
+",
+            "kube-api-qps = 30
+",
+            "kube-api-burst = 60
+",
+            "pod-pids-limit = 4096
+",
+        ] {
+            assert!(br.contains(line), "{line:?} in {br}");
+        }
+        let al2 = render(AmiFamily::AL2, &b, None);
+        assert!(
+            al2.contains(
+                " --event-qps=0 --event-burst=20 --kube-api-qps=30 --kube-api-burst=60 --pod-max-pids=4096"
+            ),
+            "{al2}"
+        );
+        // Windows: the rates as flags (validation refuses podPidsLimit there).
+        let b = Bootstrap {
+            kubelet: KubeletConfig {
+                kube_api_qps: Some(30),
+                ..Default::default()
+            },
+            ..boot()
+        };
+        assert!(render(AmiFamily::Windows2022, &b, None).contains("--kube-api-qps=30"));
+        let plain = render(AmiFamily::AL2023, &boot(), None);
+        assert!(
+            !plain.contains("podPidsLimit") && !plain.contains("kubeAPIQPS"),
+            "kubelet's own defaults unless the class sets them"
+        );
+    }
+
     #[test]
     fn al2_runs_bootstrap_sh_with_the_join_settings_after_the_users_part() {
         let out = render(
@@ -724,6 +835,11 @@ mod tests {
         let cfs = Bootstrap {
             kubelet: KubeletConfig {
                 cpu_cfs_quota: Some(false),
+                pod_pids_limit: Some(4096),
+                kube_api_qps: Some(30),
+                kube_api_burst: Some(60),
+                event_record_qps: Some(0),
+                event_burst: Some(20),
                 ..cluster.kubelet.clone()
             },
             ..cluster.clone()

@@ -57,7 +57,8 @@ class Join:
         self.taints, self.max_pods, self.dns = taints, max_pods, dns
         self.reserved = reserved or {}
         # Kubelet settings that shape no resource: KubeletConfiguration key -> value
-        # (evictionMaxPodGracePeriod, imageGC{High,Low}ThresholdPercent, cpuCFSQuota).
+        # (evictionMaxPodGracePeriod, imageGC{High,Low}ThresholdPercent, cpuCFSQuota, podPidsLimit,
+        # eventRecordQPS, eventBurst, kubeAPIQPS, kubeAPIBurst).
         self.tuning = tuning or {}
 
 
@@ -112,6 +113,12 @@ def parse_flags(flags):
     return labels, taints
 
 
+# The integer settings check_tuning knows; kubelet refuses a wrong type in any of them.
+INTEGER_TUNING_KEYS = ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+                       "podPidsLimit", "eventRecordQPS", "eventBurst", "kubeAPIQPS", "kubeAPIBurst")
+# Rates kubelet's validation refuses below zero, with the flag its message names.
+NON_NEGATIVE_RATES = {"eventRecordQPS": "--event-qps", "eventBurst": "--event-burst",
+                      "kubeAPIQPS": "--kube-api-qps", "kubeAPIBurst": "--kube-api-burst"}
 # Kubelet's defaults for the image GC thresholds, which its validation fills in for an unset one.
 IMAGE_GC_HIGH_DEFAULT, IMAGE_GC_LOW_DEFAULT = 85, 80
 
@@ -120,10 +127,14 @@ def check_tuning(tuning, who):
     """Kubelet's own validation of the settings in `tuning` (KubeletConfiguration keys): it
     refuses to start on a wrong type, a GC threshold outside 0..100, or low >= high once its
     defaults fill in the one not set."""
-    for key in ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent"):
+    for key in INTEGER_TUNING_KEYS:
         v = tuning.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise Refused(f"kubelet ({who}): {key} must be an integer, got {v!r}")
+    for key, flag in NON_NEGATIVE_RATES.items():
+        v = tuning.get(key)
+        if v is not None and v < 0:
+            raise Refused(f"kubelet ({who}): invalid configuration: {key} ({flag}) {v} must not be a negative number")
     if "cpuCFSQuota" in tuning and not isinstance(tuning["cpuCFSQuota"], bool):
         raise Refused(f"kubelet ({who}): cpuCFSQuota must be a boolean, got {tuning['cpuCFSQuota']!r}")
     high = tuning.get("imageGCHighThresholdPercent", IMAGE_GC_HIGH_DEFAULT)
@@ -136,7 +147,7 @@ def check_tuning(tuning, who):
     return {k: v for k, v in tuning.items() if v is not None}
 
 
-TUNING_KEYS = ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota")
+TUNING_KEYS = INTEGER_TUNING_KEYS + ("cpuCFSQuota",)
 
 
 def merge(a, b):
@@ -255,6 +266,11 @@ BOTTLEROCKET_TUNING = {
     "imageGCHighThresholdPercent": "image-gc-high-threshold-percent",
     "imageGCLowThresholdPercent": "image-gc-low-threshold-percent",
     "cpuCFSQuota": "cpu-cfs-quota-enforced",
+    "podPidsLimit": "pod-pids-limit",
+    "eventRecordQPS": "event-qps",
+    "eventBurst": "event-burst",
+    "kubeAPIQPS": "kube-api-qps",
+    "kubeAPIBurst": "kube-api-burst",
 }
 
 
@@ -265,6 +281,7 @@ KUBELET_FLAGS = {
     "--node-labels", "--register-with-taints", "--max-pods", "--kube-reserved", "--system-reserved",
     "--eviction-hard", "--eviction-soft", "--eviction-soft-grace-period",
     "--eviction-max-pod-grace-period", "--image-gc-high-threshold", "--image-gc-low-threshold", "--cpu-cfs-quota",
+    "--pod-max-pids", "--event-qps", "--event-burst", "--kube-api-qps", "--kube-api-burst",
 }
 # Those flags' KubeletConfiguration keys.
 TUNING_FLAGS = {
@@ -272,6 +289,11 @@ TUNING_FLAGS = {
     "--image-gc-high-threshold": "imageGCHighThresholdPercent",
     "--image-gc-low-threshold": "imageGCLowThresholdPercent",
     "--cpu-cfs-quota": "cpuCFSQuota",
+    "--pod-max-pids": "podPidsLimit",
+    "--event-qps": "eventRecordQPS",
+    "--event-burst": "eventBurst",
+    "--kube-api-qps": "kubeAPIQPS",
+    "--kube-api-burst": "kubeAPIBurst",
 }
 # Go's strconv.ParseBool, which kubelet's boolean flags use.
 GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,

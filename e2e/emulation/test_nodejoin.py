@@ -129,6 +129,14 @@ class Bottlerocket(unittest.TestCase):
         with self.assertRaisesRegex(Refused, "must be between 0 and 100"):
             join("bottlerocket", toml(extra="image-gc-high-threshold-percent = 101"), CLUSTER)
 
+    def test_pid_limit_and_api_rates_join_and_are_checked(self):
+        j = join("bottlerocket", toml(extra="pod-pids-limit = 4096\nevent-qps = 0\nevent-burst = 20\n"
+                                            "kube-api-qps = 30\nkube-api-burst = 60"), CLUSTER)
+        self.assertEqual(j.tuning, {"podPidsLimit": 4096, "eventRecordQPS": 0, "eventBurst": 20,
+                                    "kubeAPIQPS": 30, "kubeAPIBurst": 60})
+        with self.assertRaisesRegex(Refused, r"eventBurst \(--event-burst\) -5 must not be a negative number"):
+            join("bottlerocket", toml(extra="event-burst = -5"), CLUSTER)
+
     def test_complete_settings_join(self):
         j = join("bottlerocket", toml(), CLUSTER)
         self.assertEqual(j.labels, {"team": "web"})
@@ -179,7 +187,9 @@ class AL2(unittest.TestCase):
         self.assertEqual(j.reserved["kube"], {"cpu": "250m"})
         self.assertEqual(j.reserved["eviction"], {"memory.available": "5%"})
         self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
-                                    "imageGCLowThresholdPercent": 50, "cpuCFSQuota": False})
+                                    "imageGCLowThresholdPercent": 50, "eventRecordQPS": 0, "eventBurst": 20,
+                                    "kubeAPIQPS": 30, "kubeAPIBurst": 60, "podPidsLimit": 4096,
+                                    "cpuCFSQuota": False})
         self.assertIsNone(j.local_disks)
 
     def test_kubelet_refuses_bad_tuning_flags(self):
@@ -189,6 +199,10 @@ class AL2(unittest.TestCase):
             join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --image-gc-high-threshold=high")), CLUSTER)
         with self.assertRaisesRegex(Refused, r"imageGCLowThresholdPercent \(90\) must be less than"):
             join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --image-gc-low-threshold=90")), CLUSTER)
+        with self.assertRaisesRegex(Refused, r"kubeAPIQPS \(--kube-api-qps\) -1 must not be a negative number"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --kube-api-qps=-1")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "invalid value for --pod-max-pids"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --pod-max-pids=lots")), CLUSTER)
 
     def test_adzes_rendering_with_the_users_mime_parts_and_raid0_joins(self):
         j = join("al2", rendered("al2-user-mime.userdata"), CLUSTER)

@@ -1495,3 +1495,35 @@ spec:
     assert!(all.contains("spec.kubelet.kubeReserved[memory]"), "{all}");
     assert!(all.contains("unknown variable \"pods_max\""), "{all}");
 }
+
+/// Karpenter v1.15 added kubelet fields to the EC2NodeClass (provider #9461); the ones Adze
+/// has are carried as written, and one it does not have is refused by its path.
+#[test]
+fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
+    let input = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: tuned}\nspec:\n  role: KarpenterNodeRole-x\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  kubelet: {podPidsLimit: 4096, eventRecordQPS: 10, eventBurst: 20, kubeAPIQPS: 30, kubeAPIBurst: 60}\n";
+    let m = migrate(input).unwrap();
+    let class = m
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    assert_eq!(
+        class["spec"]["kubelet"],
+        serde_json::json!({"podPidsLimit": 4096, "eventRecordQPS": 10, "eventBurst": 20, "kubeAPIQPS": 30, "kubeAPIBurst": 60}),
+        "{}",
+        m.report()
+    );
+    assert!(
+        m.notes.iter().all(|n| !n.field.contains("kubelet.")),
+        "no kubelet field is refused: {}",
+        m.report()
+    );
+    let m = migrate(&input.replace("podPidsLimit: 4096", "shutdownGracePeriod: 30s")).unwrap();
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.field.contains("kubelet.shutdownGracePeriod")),
+        "a field Adze does not have is named: {}",
+        m.report()
+    );
+}
