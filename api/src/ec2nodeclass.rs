@@ -65,8 +65,12 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
-#[x_kube(validation = windows_linux_only_rule("cpuCFSQuota"))]
-#[x_kube(validation = windows_linux_only_rule("podPidsLimit"))]
+#[x_kube(validation = kubelet_family_rule("cpuCFSQuota"))]
+#[x_kube(validation = kubelet_family_rule("podPidsLimit"))]
+#[x_kube(validation = kubelet_family_rule("shutdownGracePeriod"))]
+#[x_kube(validation = kubelet_family_rule("shutdownGracePeriodCriticalPods"))]
+#[x_kube(validation = kubelet_family_rule("streamingConnectionIdleTimeout"))]
+#[x_kube(validation = kubelet_family_rule("kernelMemcgNotification"))]
 #[x_kube(validation = Rule::new("!has(self.associatePublicIPAddress) || !has(self.networkInterfaces) || size(self.networkInterfaces) <= 1").message("associatePublicIPAddress cannot be set with more than one networkInterface (EC2 refuses the combination)"))]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into; their zones become the zones the pool can offer.
@@ -446,24 +450,30 @@ fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
 
 /// CFS quota and pod PID limits are Linux cgroup controls: the Windows kubelet has nothing to
 /// enforce them with. `field` is the kubelet field the rule refuses.
-fn windows_linux_only_rule(field: &str) -> Rule {
-    let tests: Vec<String> = [
-        AmiFamily::Windows2019,
-        AmiFamily::Windows2022,
-        AmiFamily::Windows2025,
-    ]
-    .iter()
-    .map(|f| {
-        let alias = f.alias_name().unwrap_or_default();
-        format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
-    })
-    .collect();
+/// The CRD's side of [`KubeletConfiguration::unsupported_with`]: `field` may not be set when
+/// the class's family (set, or implied by its alias) is one that cannot carry it.
+fn kubelet_family_rule(field: &str) -> Rule {
+    let families = kubelet_family_refusals()
+        .into_iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, families)| families)
+        .unwrap_or_default();
+    let tests: Vec<String> = families
+        .iter()
+        .map(|f| {
+            let alias = f.alias_name().unwrap_or_default();
+            format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
+        })
+        .collect();
+    let mut names: Vec<&str> = families.iter().map(|f| f.label()).collect();
+    names.dedup();
     Rule::new(format!(
         "!has(self.kubelet) || !has(self.kubelet.{field}) || !({})",
         tests.join(" || ")
     ))
     .message(kube::core::Message::Message(format!(
-        "kubelet.{field} is not supported with Windows"
+        "kubelet.{field} is not supported with {}",
+        names.join(", ")
     )))
 }
 
@@ -511,6 +521,17 @@ impl AmiFamily {
     ];
 
     pub const WINDOWS_LATEST_ONLY: &'static str = "windows aliases may only use version latest (windows2019@latest, windows2022@latest, windows2025@latest)";
+
+    /// The family as messages name it: the Windows versions share one name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::AL2 => "AL2",
+            Self::AL2023 => "AL2023",
+            Self::Bottlerocket => "Bottlerocket",
+            Self::Windows2019 | Self::Windows2022 | Self::Windows2025 => "Windows",
+            Self::Custom => "Custom",
+        }
+    }
 
     /// The family's alias spelling ("al2023"); Custom has none.
     pub fn alias_name(self) -> Option<&'static str> {
@@ -723,6 +744,7 @@ pub const EVICTION_SIGNALS: &[&str] = &[
 #[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCLowThresholdPercent < self.imageGCHighThresholdPercent").message("imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent"))]
 #[x_kube(validation = Rule::new("!has(self.imageGCHighThresholdPercent) || has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > 80").message("imageGCHighThresholdPercent alone must exceed kubelet's default imageGCLowThresholdPercent (80)"))]
 #[x_kube(validation = Rule::new("!has(self.imageGCLowThresholdPercent) || has(self.imageGCHighThresholdPercent) || self.imageGCLowThresholdPercent < 85").message("imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"))]
+#[x_kube(validation = Rule::new("!has(self.shutdownGracePeriodCriticalPods) || (has(self.shutdownGracePeriod) && duration(self.shutdownGracePeriodCriticalPods) <= duration(self.shutdownGracePeriod))").message("shutdownGracePeriodCriticalPods may not exceed shutdownGracePeriod"))]
 pub struct KubeletConfiguration {
     /// Upper bound on pods per node; otherwise derived from the instance's ENI limits. A
     /// number, or an expression over the instance type such as
@@ -834,6 +856,110 @@ pub struct KubeletConfiguration {
     )]
     #[schemars(range(min = 0))]
     pub kube_api_burst: Option<i32>,
+    /// How long kubelet holds off a system shutdown to stop pods (graceful node shutdown; 0,
+    /// kubelet's default, turns it off). Kubelet has no flag for it, so the families that take
+    /// kubelet settings as flags (AL2, Windows) refuse it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_period: Option<GoDuration>,
+    /// The last part of `shutdownGracePeriod`, kept for critical pods; at most
+    /// `shutdownGracePeriod` (kubelet refuses to start otherwise). Refused with AL2 and Windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_period_critical_pods: Option<GoDuration>,
+    /// How long an exec, attach or port-forward stream may sit idle before kubelet closes it
+    /// (kubelet's default 4h; 0 never closes one). Bottlerocket has no setting for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming_connection_idle_timeout: Option<GoDuration>,
+    /// Whether kubelet learns of memory pressure from the kernel's memcg notifications rather
+    /// than by polling (kubelet's default: false). A Linux cgroup feature: refused with Windows;
+    /// Bottlerocket has no setting for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_memcg_notification: Option<bool>,
+}
+
+impl KubeletConfiguration {
+    /// The set fields `family` cannot carry to kubelet, each with why, in field order. One
+    /// table, read by `validate()`, the CRD's rules and the user data tests, so a field is
+    /// either written for a family or refused for it, never dropped.
+    pub fn unsupported_with(&self, family: AmiFamily) -> Vec<(&'static str, &'static str)> {
+        let windows = family.is_windows();
+        let flags_only = windows || family == AmiFamily::AL2;
+        let bottlerocket = family == AmiFamily::Bottlerocket;
+        [
+            ("cpuCFSQuota", self.cpu_cfs_quota.is_some(), windows, CGROUP),
+            (
+                "podPidsLimit",
+                self.pod_pids_limit.is_some(),
+                windows,
+                CGROUP,
+            ),
+            (
+                "shutdownGracePeriod",
+                self.shutdown_grace_period.is_some(),
+                flags_only,
+                NO_FLAG,
+            ),
+            (
+                "shutdownGracePeriodCriticalPods",
+                self.shutdown_grace_period_critical_pods.is_some(),
+                flags_only,
+                NO_FLAG,
+            ),
+            (
+                "streamingConnectionIdleTimeout",
+                self.streaming_connection_idle_timeout.is_some(),
+                bottlerocket,
+                NO_BOTTLEROCKET_SETTING,
+            ),
+            (
+                "kernelMemcgNotification",
+                self.kernel_memcg_notification.is_some(),
+                windows,
+                CGROUP,
+            ),
+            (
+                "kernelMemcgNotification",
+                self.kernel_memcg_notification.is_some(),
+                bottlerocket,
+                NO_BOTTLEROCKET_SETTING,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, set, refused, _)| *set && *refused)
+        .map(|(field, _, _, why)| (field, why))
+        .collect()
+    }
+}
+
+const CGROUP: &str = "a Linux cgroup control";
+const NO_FLAG: &str = "kubelet has no command-line flag for it, and this family passes kubelet settings only as flags";
+const NO_BOTTLEROCKET_SETTING: &str = "Bottlerocket's settings API has no key for it";
+
+/// For the CRD: which families refuse which kubelet field, the same table as
+/// [`KubeletConfiguration::unsupported_with`] read once per family.
+pub fn kubelet_family_refusals() -> Vec<(&'static str, Vec<AmiFamily>)> {
+    let all = KubeletConfiguration {
+        cpu_cfs_quota: Some(true),
+        pod_pids_limit: Some(1),
+        shutdown_grace_period: Some(GoDuration::from_std(std::time::Duration::ZERO)),
+        shutdown_grace_period_critical_pods: Some(GoDuration::from_std(std::time::Duration::ZERO)),
+        streaming_connection_idle_timeout: Some(GoDuration::from_std(std::time::Duration::ZERO)),
+        kernel_memcg_notification: Some(true),
+        ..Default::default()
+    };
+    let mut out: Vec<(&'static str, Vec<AmiFamily>)> = Vec::new();
+    for family in AmiFamily::ALL {
+        for (field, _) in all.unsupported_with(family) {
+            match out.iter_mut().find(|(f, _)| *f == field) {
+                Some((_, families)) => {
+                    if !families.contains(&family) {
+                        families.push(family)
+                    }
+                }
+                None => out.push((field, vec![family])),
+            }
+        }
+    }
+    out
 }
 
 /// The kernel's ceiling on process IDs (`PID_MAX_LIMIT` on 64-bit Linux), so the most a pod's

@@ -408,21 +408,15 @@ impl EC2NodeClassSpec {
             Some(f) if f.is_windows() => Some("Windows"),
             _ => None,
         };
-        if self.effective_ami_family().is_some_and(|f| f.is_windows())
-            && let Some(k) = &self.kubelet
-        {
-            for (field, set) in [
-                ("cpuCFSQuota", k.cpu_cfs_quota.is_some()),
-                ("podPidsLimit", k.pod_pids_limit.is_some()),
-            ] {
-                if set {
-                    p.add(
-                        &spec.field("kubelet").field(field),
-                        format!(
-                            "kubelet.{field} is not supported with Windows (a Linux cgroup control)"
-                        ),
-                    );
-                }
+        if let (Some(family), Some(k)) = (self.effective_ami_family(), &self.kubelet) {
+            for (field, why) in k.unsupported_with(family) {
+                p.add(
+                    &spec.field("kubelet").field(field),
+                    format!(
+                        "kubelet.{field} is not supported with {} ({why})",
+                        family.label()
+                    ),
+                );
             }
         }
         if let (Some(label), Some(_)) = (unsupported, &self.instance_store_policy) {
@@ -1276,6 +1270,21 @@ fn kubelet_configuration(p: &mut Problems, path: &Path, kubelet: &KubeletConfigu
             ),
         ),
         _ => {}
+    }
+    // Kubelet refuses to start when critical pods' share exceeds the whole shutdown grace; an
+    // unset shutdownGracePeriod is kubelet's 0.
+    if let Some(critical) = &kubelet.shutdown_grace_period_critical_pods {
+        let total = kubelet.shutdown_grace_period.as_ref();
+        if total.is_none_or(|t| critical > t) {
+            p.add(
+                &path.field("shutdownGracePeriodCriticalPods"),
+                format!(
+                    "{} may not exceed shutdownGracePeriod ({})",
+                    critical.as_str(),
+                    total.map_or("unset, so 0", |t| t.as_str())
+                ),
+            );
+        }
     }
 }
 

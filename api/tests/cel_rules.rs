@@ -652,6 +652,20 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         set(&mut c.object, "/spec/kubelet/podPidsLimit", json!(4096));
         c
     };
+    let set_kubelet = |field: &'static str, value: Value| {
+        move |mut c: Case| {
+            set(
+                &mut c.object,
+                &format!("/spec/kubelet/{field}"),
+                value.clone(),
+            );
+            c
+        }
+    };
+    let shutdown = set_kubelet("shutdownGracePeriod", json!("30s"));
+    let critical = set_kubelet("shutdownGracePeriodCriticalPods", json!("10s"));
+    let stream = set_kubelet("streamingConnectionIdleTimeout", json!("5m"));
+    let memcg = set_kubelet("kernelMemcgNotification", json!(true));
     let terms = ".spec.amiSelectorTerms";
     let bdm = ".spec.blockDeviceMappings";
     let kubelet = ".spec.kubelet";
@@ -754,6 +768,34 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         edit("podPidsLimit on AL2023", &[("/spec/kubelet/podPidsLimit", json!(4096))]),
         pid_limit(ami("Windows alias with podPidsLimit", json!([{"alias": "windows2025@latest"}]), None))
             .fails(".spec", "kubelet.podPidsLimit is not supported with Windows"),
+        edit("the shutdown grace, stream timeout and memcg notification on AL2023", &[
+            ("/spec/kubelet/shutdownGracePeriod", json!("2m30s")),
+            ("/spec/kubelet/shutdownGracePeriodCriticalPods", json!("30s")),
+            ("/spec/kubelet/streamingConnectionIdleTimeout", json!("5m")),
+            ("/spec/kubelet/kernelMemcgNotification", json!(true)),
+        ]),
+        edit("critical pods' shutdown grace above the whole", &[
+            ("/spec/kubelet/shutdownGracePeriod", json!("30s")),
+            ("/spec/kubelet/shutdownGracePeriodCriticalPods", json!("1m")),
+        ])
+            .fails(kubelet, "shutdownGracePeriodCriticalPods may not exceed shutdownGracePeriod"),
+        edit("critical pods' shutdown grace alone", &[("/spec/kubelet/shutdownGracePeriodCriticalPods", json!("10s"))])
+            .fails(kubelet, "shutdownGracePeriodCriticalPods may not exceed shutdownGracePeriod"),
+        shutdown(ami("AL2 alias with shutdownGracePeriod", json!([{"alias": "al2@latest"}]), None))
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows"),
+        shutdown(ami("Windows family with shutdownGracePeriod", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2019")))
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows"),
+        critical(shutdown(ami("AL2 alias with shutdownGracePeriodCriticalPods", json!([{"alias": "al2@latest"}]), None)))
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows")
+            .fails(".spec", "kubelet.shutdownGracePeriodCriticalPods is not supported with AL2, Windows"),
+        critical(shutdown(ami("Bottlerocket alias with shutdownGracePeriod", json!([{"alias": "bottlerocket@latest"}]), None))),
+        stream(ami("Bottlerocket alias with streamingConnectionIdleTimeout", json!([{"alias": "bottlerocket@v1.20.0"}]), None))
+            .fails(".spec", "kubelet.streamingConnectionIdleTimeout is not supported with Bottlerocket"),
+        stream(ami("AL2 alias with streamingConnectionIdleTimeout", json!([{"alias": "al2@latest"}]), None)),
+        memcg(ami("Windows alias with kernelMemcgNotification", json!([{"alias": "windows2022@latest"}]), None))
+            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows"),
+        memcg(ami("Bottlerocket family with kernelMemcgNotification", json!([{"id": "ami-0123456789abcdef0"}]), Some("Bottlerocket")))
+            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows"),
         edit("snapshot volume with an initialization rate", &[
             ("/spec/blockDeviceMappings/0/ebs/snapshotID", json!("snap-0123456789abcdef0")),
             ("/spec/blockDeviceMappings/0/ebs/volumeInitializationRate", json!(200)),

@@ -1278,14 +1278,101 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             path: "spec.kubelet.podPidsLimit",
             message: "kubelet.podPidsLimit is not supported with Windows",
         },
+        BadCase {
+            name: "shutdownGracePeriod with an AL2 alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("al2@latest"));
+                set(o, "/spec/kubelet/shutdownGracePeriod", json!("30s"));
+            },
+            path: "spec.kubelet.shutdownGracePeriod",
+            message: "kubelet.shutdownGracePeriod is not supported with AL2 (kubelet has no command-line flag for it",
+        },
+        BadCase {
+            name: "shutdownGracePeriodCriticalPods with a Windows alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2022@latest"));
+                set(o, "/spec/kubelet/shutdownGracePeriod", json!("30s"));
+                set(
+                    o,
+                    "/spec/kubelet/shutdownGracePeriodCriticalPods",
+                    json!("10s"),
+                );
+            },
+            path: "spec.kubelet.shutdownGracePeriodCriticalPods",
+            message: "kubelet.shutdownGracePeriodCriticalPods is not supported with Windows",
+        },
+        BadCase {
+            name: "streamingConnectionIdleTimeout with a Bottlerocket alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("bottlerocket@latest"));
+                set(
+                    o,
+                    "/spec/kubelet/streamingConnectionIdleTimeout",
+                    json!("5m"),
+                );
+            },
+            path: "spec.kubelet.streamingConnectionIdleTimeout",
+            message: "not supported with Bottlerocket (Bottlerocket's settings API has no key for it)",
+        },
+        BadCase {
+            name: "kernelMemcgNotification with a Windows alias",
+            edit: |o| {
+                set(o, &format!("{AMI}/0/alias"), json!("windows2025@latest"));
+                set(o, "/spec/kubelet/kernelMemcgNotification", json!(true));
+            },
+            path: "spec.kubelet.kernelMemcgNotification",
+            message: "kubelet.kernelMemcgNotification is not supported with Windows (a Linux cgroup control)",
+        },
+        BadCase {
+            name: "critical pods' shutdown grace above the whole",
+            edit: |o| {
+                set(o, "/spec/kubelet/shutdownGracePeriod", json!("30s"));
+                set(
+                    o,
+                    "/spec/kubelet/shutdownGracePeriodCriticalPods",
+                    json!("1m"),
+                );
+            },
+            path: "spec.kubelet.shutdownGracePeriodCriticalPods",
+            message: "1m may not exceed shutdownGracePeriod (30s)",
+        },
+        BadCase {
+            name: "critical pods' shutdown grace alone",
+            edit: |o| {
+                set(
+                    o,
+                    "/spec/kubelet/shutdownGracePeriodCriticalPods",
+                    json!("10s"),
+                )
+            },
+            path: "spec.kubelet.shutdownGracePeriodCriticalPods",
+            message: "10s may not exceed shutdownGracePeriod (unset, so 0)",
+        },
     ];
     check_bad_cases::<EC2NodeClass>("ec2nodeclass.yaml", EC2NodeClass::validate, &cases);
 }
 
 #[test]
 fn ec2nodeclass_good_cases_pass_everywhere() {
-    let cases: [GoodCase; 25] = [
+    let cases: [GoodCase; 26] = [
         ("the fixture as written", |_| {}),
+        (
+            "shutdown grace, stream timeout and memcg notification on AL2023",
+            |o| {
+                set(o, "/spec/kubelet/shutdownGracePeriod", json!("2m30s"));
+                set(
+                    o,
+                    "/spec/kubelet/shutdownGracePeriodCriticalPods",
+                    json!("2m30s"),
+                );
+                set(
+                    o,
+                    "/spec/kubelet/streamingConnectionIdleTimeout",
+                    json!("0s"),
+                );
+                set(o, "/spec/kubelet/kernelMemcgNotification", json!(false));
+            },
+        ),
         ("Karpenter v1.15's added kubelet fields", |o| {
             set(o, "/spec/kubelet/podPidsLimit", json!(4096));
             set(o, "/spec/kubelet/eventRecordQPS", json!(0));

@@ -63,6 +63,24 @@ pub struct KubeletConfig {
     pub event_burst: Option<i32>,
     pub kube_api_qps: Option<i32>,
     pub kube_api_burst: Option<i32>,
+    pub shutdown_grace_period: Option<String>,
+    pub shutdown_grace_period_critical_pods: Option<String>,
+    pub streaming_connection_idle_timeout: Option<String>,
+    pub kernel_memcg_notification: Option<bool>,
+}
+
+/// One scalar kubelet setting as each format writes it. A family without a way to write it
+/// (`flag` or `bottlerocket` is `None`) never sees it: `validate()` refuses the field for that
+/// family ([`adze_api::ec2nodeclass::KubeletConfiguration::unsupported_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Scalar {
+    /// The KubeletConfiguration key (nodeadm's `spec.kubelet.config`).
+    key: &'static str,
+    flag: Option<&'static str>,
+    bottlerocket: Option<&'static str>,
+    value: String,
+    /// A duration: quoted in YAML and TOML, where a bare `0` would read as a number.
+    text: bool,
 }
 
 impl KubeletConfig {
@@ -90,6 +108,16 @@ impl KubeletConfig {
             event_burst: k.event_burst,
             kube_api_qps: k.kube_api_qps,
             kube_api_burst: k.kube_api_burst,
+            shutdown_grace_period: k.shutdown_grace_period.as_ref().map(|d| d.to_string()),
+            shutdown_grace_period_critical_pods: k
+                .shutdown_grace_period_critical_pods
+                .as_ref()
+                .map(|d| d.to_string()),
+            streaming_connection_idle_timeout: k
+                .streaming_connection_idle_timeout
+                .as_ref()
+                .map(|d| d.to_string()),
+            kernel_memcg_notification: k.kernel_memcg_notification,
         }
     }
 
@@ -108,75 +136,110 @@ impl KubeletConfig {
         ]
     }
 
-    /// (KubeletConfiguration key, kubelet flag, Bottlerocket key, value) for each scalar setting
-    /// that is set, the value as kubelet's config, flag and Bottlerocket's TOML all write it.
-    fn scalars(&self) -> Vec<(&'static str, &'static str, &'static str, String)> {
-        let mut out = Vec::new();
-        for (key, flag, br, v) in [
-            (
+    /// Each scalar setting that is set, in a fixed order.
+    fn scalars(&self) -> Vec<Scalar> {
+        let number = |key, flag, br, v: Option<String>| {
+            v.map(|value| Scalar {
+                key,
+                flag: Some(flag),
+                bottlerocket: br,
+                value,
+                text: false,
+            })
+        };
+        let duration = |key, flag, br, v: &Option<String>| {
+            v.clone().map(|value| Scalar {
+                key,
+                flag,
+                bottlerocket: br,
+                value,
+                text: true,
+            })
+        };
+        let int = |v: Option<i32>| v.map(|v| v.to_string());
+        [
+            number(
                 "evictionMaxPodGracePeriod",
                 "--eviction-max-pod-grace-period",
-                "eviction-max-pod-grace-period",
-                self.eviction_max_pod_grace_period,
+                Some("eviction-max-pod-grace-period"),
+                int(self.eviction_max_pod_grace_period),
             ),
-            (
+            number(
                 "imageGCHighThresholdPercent",
                 "--image-gc-high-threshold",
-                "image-gc-high-threshold-percent",
-                self.image_gc_high_threshold_percent,
+                Some("image-gc-high-threshold-percent"),
+                int(self.image_gc_high_threshold_percent),
             ),
-            (
+            number(
                 "imageGCLowThresholdPercent",
                 "--image-gc-low-threshold",
-                "image-gc-low-threshold-percent",
-                self.image_gc_low_threshold_percent,
+                Some("image-gc-low-threshold-percent"),
+                int(self.image_gc_low_threshold_percent),
             ),
-            (
+            number(
                 "eventRecordQPS",
                 "--event-qps",
-                "event-qps",
-                self.event_record_qps,
+                Some("event-qps"),
+                int(self.event_record_qps),
             ),
-            (
+            number(
                 "eventBurst",
                 "--event-burst",
-                "event-burst",
-                self.event_burst,
+                Some("event-burst"),
+                int(self.event_burst),
             ),
-            (
+            number(
                 "kubeAPIQPS",
                 "--kube-api-qps",
-                "kube-api-qps",
-                self.kube_api_qps,
+                Some("kube-api-qps"),
+                int(self.kube_api_qps),
             ),
-            (
+            number(
                 "kubeAPIBurst",
                 "--kube-api-burst",
-                "kube-api-burst",
-                self.kube_api_burst,
+                Some("kube-api-burst"),
+                int(self.kube_api_burst),
             ),
-        ] {
-            if let Some(v) = v {
-                out.push((key, flag, br, v.to_string()));
-            }
-        }
-        if let Some(v) = self.pod_pids_limit {
-            out.push((
+            number(
                 "podPidsLimit",
                 "--pod-max-pids",
-                "pod-pids-limit",
-                v.to_string(),
-            ));
-        }
-        if let Some(b) = self.cpu_cfs_quota {
-            out.push((
+                Some("pod-pids-limit"),
+                self.pod_pids_limit.map(|v| v.to_string()),
+            ),
+            number(
                 "cpuCFSQuota",
                 "--cpu-cfs-quota",
-                "cpu-cfs-quota-enforced",
-                b.to_string(),
-            ));
-        }
-        out
+                Some("cpu-cfs-quota-enforced"),
+                self.cpu_cfs_quota.map(|b| b.to_string()),
+            ),
+            number(
+                "kernelMemcgNotification",
+                "--kernel-memcg-notification",
+                None,
+                self.kernel_memcg_notification.map(|b| b.to_string()),
+            ),
+            duration(
+                "shutdownGracePeriod",
+                None,
+                Some("shutdown-grace-period"),
+                &self.shutdown_grace_period,
+            ),
+            duration(
+                "shutdownGracePeriodCriticalPods",
+                None,
+                Some("shutdown-grace-period-for-critical-pods"),
+                &self.shutdown_grace_period_critical_pods,
+            ),
+            duration(
+                "streamingConnectionIdleTimeout",
+                Some("--streaming-connection-idle-timeout"),
+                None,
+                &self.streaming_connection_idle_timeout,
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// Extra `spec.kubelet.config` lines for a NodeConfig, indented to sit under `config:`.
@@ -196,8 +259,13 @@ impl KubeletConfig {
                 .collect();
             out += &format!("      {key}: {{{}}}\n", entries.join(", "));
         }
-        for (key, _, _, value) in self.scalars() {
-            out += &format!("      {key}: {value}\n");
+        for s in self.scalars() {
+            let value = if s.text {
+                yaml_quote(&s.value)
+            } else {
+                s.value
+            };
+            out += &format!("      {}: {value}\n", s.key);
         }
         out
     }
@@ -261,8 +329,10 @@ fn kubelet_flags(boot: &Bootstrap) -> Vec<String> {
         let pairs: Vec<String> = map.iter().map(|(k, v)| format!("{k}{sep}{v}")).collect();
         flags.push(format!("{flag}={}", pairs.join(",")));
     }
-    for (_, flag, _, value) in k.scalars() {
-        flags.push(format!("{flag}={value}"));
+    for s in k.scalars() {
+        if let Some(flag) = s.flag {
+            flags.push(format!("{flag}={}", s.value));
+        }
     }
     flags
 }
@@ -456,8 +526,11 @@ fn bottlerocket(boot: &Bootstrap, user: Option<&str>) -> String {
             }
         }
         // Integers and booleans as TOML writes them, which is also how they print.
-        for (_, _, key, value) in boot.kubelet.scalars() {
-            out += &format!("{key} = {value}\n");
+        for s in boot.kubelet.scalars() {
+            if let Some(key) = s.bottlerocket {
+                let value = if s.text { toml_str(&s.value) } else { s.value };
+                out += &format!("{key} = {value}\n");
+            }
         }
     }
     for (_, key, map) in boot.kubelet.maps() {
@@ -733,6 +806,86 @@ mod tests {
         );
     }
 
+    /// Every scalar kubelet setting is either written in each family's user data or refused
+    /// for that family by validation: the user data's table and
+    /// `KubeletConfiguration::unsupported_with` agree, so no field is dropped on the way.
+    #[test]
+    fn each_kubelet_setting_is_written_or_refused_for_every_family() {
+        let d = |s: &str| Some(adze_api::duration::GoDuration::parse(s).unwrap());
+        let spec = adze_api::ec2nodeclass::KubeletConfiguration {
+            eviction_max_pod_grace_period: Some(60),
+            image_gc_high_threshold_percent: Some(90),
+            image_gc_low_threshold_percent: Some(70),
+            cpu_cfs_quota: Some(false),
+            pod_pids_limit: Some(4096),
+            event_record_qps: Some(0),
+            event_burst: Some(20),
+            kube_api_qps: Some(30),
+            kube_api_burst: Some(60),
+            shutdown_grace_period: d("2m30s"),
+            shutdown_grace_period_critical_pods: d("30s"),
+            streaming_connection_idle_timeout: d("5m"),
+            kernel_memcg_notification: Some(true),
+            ..Default::default()
+        };
+        let kubelet = KubeletConfig::from_spec(Some(&spec));
+        let b = Bootstrap {
+            kubelet: kubelet.clone(),
+            ..boot()
+        };
+        let scalars = kubelet.scalars();
+        assert_eq!(scalars.len(), 13, "every scalar above is in the table");
+        for family in AmiFamily::ALL {
+            if family == AmiFamily::Custom {
+                continue;
+            }
+            let out = render(family, &b, None);
+            let refused: Vec<&str> = spec
+                .unsupported_with(family)
+                .into_iter()
+                .map(|(f, _)| f)
+                .collect();
+            for s in &scalars {
+                let written = match family {
+                    AmiFamily::AL2023 => Some(format!(
+                        "      {}: {}\n",
+                        s.key,
+                        if s.text {
+                            yaml_quote(&s.value)
+                        } else {
+                            s.value.clone()
+                        }
+                    )),
+                    AmiFamily::Bottlerocket => s.bottlerocket.map(|k| {
+                        let v = if s.text {
+                            toml_str(&s.value)
+                        } else {
+                            s.value.clone()
+                        };
+                        format!("\n{k} = {v}\n")
+                    }),
+                    _ => s.flag.map(|f| format!(" {f}={}", s.value)),
+                };
+                match written {
+                    Some(text) if !refused.contains(&s.key) => {
+                        assert!(
+                            out.contains(&text),
+                            "{family:?} {}: {text:?} in {out}",
+                            s.key
+                        )
+                    }
+                    // Refused at validation; never reaches a launch.
+                    Some(_) => {}
+                    None => assert!(
+                        refused.contains(&s.key),
+                        "{family:?} cannot write {}, so validation must refuse it",
+                        s.key
+                    ),
+                }
+            }
+        }
+    }
+
     #[test]
     fn al2_runs_bootstrap_sh_with_the_join_settings_after_the_users_part() {
         let out = render(
@@ -840,6 +993,8 @@ mod tests {
                 kube_api_burst: Some(60),
                 event_record_qps: Some(0),
                 event_burst: Some(20),
+                streaming_connection_idle_timeout: Some("30m".into()),
+                kernel_memcg_notification: Some(true),
                 ..cluster.kubelet.clone()
             },
             ..cluster.clone()

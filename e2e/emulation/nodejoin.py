@@ -58,7 +58,9 @@ class Join:
         self.reserved = reserved or {}
         # Kubelet settings that shape no resource: KubeletConfiguration key -> value
         # (evictionMaxPodGracePeriod, imageGC{High,Low}ThresholdPercent, cpuCFSQuota, podPidsLimit,
-        # eventRecordQPS, eventBurst, kubeAPIQPS, kubeAPIBurst).
+        # eventRecordQPS, eventBurst, kubeAPIQPS, kubeAPIBurst, kernelMemcgNotification; the
+        # durations shutdownGracePeriod, shutdownGracePeriodCriticalPods,
+        # streamingConnectionIdleTimeout as nanoseconds).
         self.tuning = tuning or {}
 
 
@@ -119,6 +121,32 @@ INTEGER_TUNING_KEYS = ("evictionMaxPodGracePeriod", "imageGCHighThresholdPercent
 # Rates kubelet's validation refuses below zero, with the flag its message names.
 NON_NEGATIVE_RATES = {"eventRecordQPS": "--event-qps", "eventBurst": "--event-burst",
                       "kubeAPIQPS": "--kube-api-qps", "kubeAPIBurst": "--kube-api-burst"}
+# Settings kubelet reads as booleans, and as durations (metav1.Duration: a Go duration string).
+BOOL_TUNING_KEYS = ("cpuCFSQuota", "kernelMemcgNotification")
+DURATION_TUNING_KEYS = ("shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "streamingConnectionIdleTimeout")
+GO_DURATION_UNITS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+                     "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
+GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def go_duration(text):
+    """Go's time.ParseDuration, in nanoseconds; ValueError as Go would refuse it."""
+    if not isinstance(text, str):
+        raise ValueError(f"time: invalid duration {text!r}")
+    sign, body = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
+    if body == "0":
+        return 0
+    total, at = 0, 0
+    for m in GO_DURATION.finditer(body):
+        if m.start() != at:
+            break
+        total += float(m.group(1)) * GO_DURATION_UNITS[m.group(2)]
+        at = m.end()
+    if not body or at != len(body):
+        raise ValueError(f"time: invalid duration {text!r}")
+    return sign * int(total)
+
+
 # Kubelet's defaults for the image GC thresholds, which its validation fills in for an unset one.
 IMAGE_GC_HIGH_DEFAULT, IMAGE_GC_LOW_DEFAULT = 85, 80
 
@@ -135,8 +163,23 @@ def check_tuning(tuning, who):
         v = tuning.get(key)
         if v is not None and v < 0:
             raise Refused(f"kubelet ({who}): invalid configuration: {key} ({flag}) {v} must not be a negative number")
-    if "cpuCFSQuota" in tuning and not isinstance(tuning["cpuCFSQuota"], bool):
-        raise Refused(f"kubelet ({who}): cpuCFSQuota must be a boolean, got {tuning['cpuCFSQuota']!r}")
+    for key in BOOL_TUNING_KEYS:
+        if key in tuning and not isinstance(tuning[key], bool):
+            raise Refused(f"kubelet ({who}): {key} must be a boolean, got {tuning[key]!r}")
+    for key in DURATION_TUNING_KEYS:
+        if key in tuning:
+            try:
+                tuning[key] = go_duration(tuning[key])
+            except ValueError as e:
+                raise Refused(f"kubelet ({who}): {key}: {e}")
+    total = tuning.get("shutdownGracePeriod", 0)
+    critical = tuning.get("shutdownGracePeriodCriticalPods", 0)
+    for key, v in (("shutdownGracePeriod", total), ("shutdownGracePeriodCriticalPods", critical)):
+        if v < 0:
+            raise Refused(f"kubelet ({who}): invalid configuration: {key} {v}ns must be >= 0")
+    if critical > total:
+        raise Refused(f"kubelet ({who}): invalid configuration: shutdownGracePeriodCriticalPods {critical}ns "
+                      f"must be <= shutdownGracePeriod {total}ns")
     high = tuning.get("imageGCHighThresholdPercent", IMAGE_GC_HIGH_DEFAULT)
     low = tuning.get("imageGCLowThresholdPercent", IMAGE_GC_LOW_DEFAULT)
     for key, v in (("imageGCHighThresholdPercent", high), ("imageGCLowThresholdPercent", low)):
@@ -147,7 +190,7 @@ def check_tuning(tuning, who):
     return {k: v for k, v in tuning.items() if v is not None}
 
 
-TUNING_KEYS = INTEGER_TUNING_KEYS + ("cpuCFSQuota",)
+TUNING_KEYS = INTEGER_TUNING_KEYS + BOOL_TUNING_KEYS + DURATION_TUNING_KEYS
 
 
 def merge(a, b):
@@ -271,6 +314,8 @@ BOTTLEROCKET_TUNING = {
     "eventBurst": "event-burst",
     "kubeAPIQPS": "kube-api-qps",
     "kubeAPIBurst": "kube-api-burst",
+    "shutdownGracePeriod": "shutdown-grace-period",
+    "shutdownGracePeriodCriticalPods": "shutdown-grace-period-for-critical-pods",
 }
 
 
@@ -282,6 +327,7 @@ KUBELET_FLAGS = {
     "--eviction-hard", "--eviction-soft", "--eviction-soft-grace-period",
     "--eviction-max-pod-grace-period", "--image-gc-high-threshold", "--image-gc-low-threshold", "--cpu-cfs-quota",
     "--pod-max-pids", "--event-qps", "--event-burst", "--kube-api-qps", "--kube-api-burst",
+    "--kernel-memcg-notification", "--streaming-connection-idle-timeout",
 }
 # Those flags' KubeletConfiguration keys.
 TUNING_FLAGS = {
@@ -335,10 +381,13 @@ def kubelet_args(args, who):
                 reserved["kube" if name == "--kube-reserved" else "system"] = pairs(value, "=")
             elif name == "--eviction-hard":
                 reserved["eviction"] = pairs(value, "<")
-            elif name == "--cpu-cfs-quota":
+            elif name in ("--cpu-cfs-quota", "--kernel-memcg-notification"):
                 if value not in GO_BOOLS:
                     raise ValueError(f"strconv.ParseBool: parsing {value!r}: invalid syntax")
-                tuning["cpuCFSQuota"] = GO_BOOLS[value]
+                key = "cpuCFSQuota" if name == "--cpu-cfs-quota" else "kernelMemcgNotification"
+                tuning[key] = GO_BOOLS[value]
+            elif name == "--streaming-connection-idle-timeout":
+                tuning["streamingConnectionIdleTimeout"] = value
             elif name in TUNING_FLAGS:
                 tuning[TUNING_FLAGS[name]] = int(value)
             else:

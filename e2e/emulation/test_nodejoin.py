@@ -117,6 +117,24 @@ class AL2023(unittest.TestCase):
         with self.assertRaisesRegex(Refused, "cpuCFSQuota must be a boolean"):
             join("al2023", mime(node_config().replace("      maxPods: 29\n", "      maxPods: 29\n      cpuCFSQuota: \"no\"\n")), CLUSTER)
 
+    def test_shutdown_grace_and_stream_timeout_are_durations_kubelet_checks(self):
+        def cfg(lines):
+            return mime(node_config().replace("      maxPods: 29\n", "      maxPods: 29\n" + lines))
+        j = join("al2023", cfg('      shutdownGracePeriod: "2m30s"\n      shutdownGracePeriodCriticalPods: "30s"\n'
+                               '      streamingConnectionIdleTimeout: "5m"\n      kernelMemcgNotification: true\n'), CLUSTER)
+        self.assertEqual(j.tuning, {"shutdownGracePeriod": 150 * 10**9, "shutdownGracePeriodCriticalPods": 30 * 10**9,
+                                    "streamingConnectionIdleTimeout": 300 * 10**9, "kernelMemcgNotification": True})
+        with self.assertRaisesRegex(Refused, "shutdownGracePeriodCriticalPods 60000000000ns must be <= shutdownGracePeriod 30000000000ns"):
+            join("al2023", cfg('      shutdownGracePeriod: "30s"\n      shutdownGracePeriodCriticalPods: "1m"\n'), CLUSTER)
+        with self.assertRaisesRegex(Refused, "must be <= shutdownGracePeriod 0ns"):
+            join("al2023", cfg('      shutdownGracePeriodCriticalPods: "10s"\n'), CLUSTER)
+        with self.assertRaisesRegex(Refused, "shutdownGracePeriod -10000000000ns must be >= 0"):
+            join("al2023", cfg('      shutdownGracePeriod: "-10s"\n'), CLUSTER)
+        with self.assertRaisesRegex(Refused, "invalid duration"):
+            join("al2023", cfg("      streamingConnectionIdleTimeout: 30\n"), CLUSTER)
+        with self.assertRaisesRegex(Refused, "kernelMemcgNotification must be a boolean"):
+            join("al2023", cfg('      kernelMemcgNotification: "yes"\n'), CLUSTER)
+
 
 class Bottlerocket(unittest.TestCase):
     def test_kubelet_tuning_settings_join_and_are_checked(self):
@@ -136,6 +154,15 @@ class Bottlerocket(unittest.TestCase):
                                     "kubeAPIQPS": 30, "kubeAPIBurst": 60})
         with self.assertRaisesRegex(Refused, r"eventBurst \(--event-burst\) -5 must not be a negative number"):
             join("bottlerocket", toml(extra="event-burst = -5"), CLUSTER)
+
+    def test_shutdown_grace_settings_join_and_are_checked(self):
+        j = join("bottlerocket", toml(extra='shutdown-grace-period = "45s"\nshutdown-grace-period-for-critical-pods = "15s"'), CLUSTER)
+        self.assertEqual(j.tuning, {"shutdownGracePeriod": 45 * 10**9, "shutdownGracePeriodCriticalPods": 15 * 10**9})
+        with self.assertRaisesRegex(Refused, "must be <= shutdownGracePeriod"):
+            join("bottlerocket", toml(extra='shutdown-grace-period-for-critical-pods = "15s"'), CLUSTER)
+        # Settings Bottlerocket does not have stop the boot (Adze refuses them for this family).
+        with self.assertRaisesRegex(Refused, "streaming-connection-idle-timeout"):
+            join("bottlerocket", toml(extra='streaming-connection-idle-timeout = "5m"'), CLUSTER)
 
     def test_complete_settings_join(self):
         j = join("bottlerocket", toml(), CLUSTER)
@@ -189,7 +216,8 @@ class AL2(unittest.TestCase):
         self.assertEqual(j.tuning, {"evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 70,
                                     "imageGCLowThresholdPercent": 50, "eventRecordQPS": 0, "eventBurst": 20,
                                     "kubeAPIQPS": 30, "kubeAPIBurst": 60, "podPidsLimit": 4096,
-                                    "cpuCFSQuota": False})
+                                    "cpuCFSQuota": False, "kernelMemcgNotification": True,
+                                    "streamingConnectionIdleTimeout": 30 * 60 * 10**9})
         self.assertIsNone(j.local_disks)
 
     def test_kubelet_refuses_bad_tuning_flags(self):
@@ -201,6 +229,13 @@ class AL2(unittest.TestCase):
             join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --image-gc-low-threshold=90")), CLUSTER)
         with self.assertRaisesRegex(Refused, r"kubeAPIQPS \(--kube-api-qps\) -1 must not be a negative number"):
             join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --kube-api-qps=-1")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "invalid value for --kernel-memcg-notification"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --kernel-memcg-notification=on")), CLUSTER)
+        with self.assertRaisesRegex(Refused, "streamingConnectionIdleTimeout: time: invalid duration"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --streaming-connection-idle-timeout=5")), CLUSTER)
+        # Kubelet has no flag for the shutdown grace: Adze refuses it for AL2 and Windows.
+        with self.assertRaisesRegex(Refused, "unknown flag: --shutdown-grace-period"):
+            join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --shutdown-grace-period=30s")), CLUSTER)
         with self.assertRaisesRegex(Refused, "invalid value for --pod-max-pids"):
             join("al2", al2_script(AL2_OK.replace("--max-pods=29", "--max-pods=29 --pod-max-pids=lots")), CLUSTER)
 

@@ -35,6 +35,8 @@ pub enum Ty<'s> {
     Uint,
     Double,
     String,
+    /// `google.protobuf.Duration`, from `duration(string)`.
+    Duration,
     Null,
     Dyn,
     List(Box<Ty<'s>>),
@@ -50,6 +52,7 @@ impl Ty<'_> {
             Ty::Uint => "uint".into(),
             Ty::Double => "double".into(),
             Ty::String => "string".into(),
+            Ty::Duration => "google.protobuf.Duration".into(),
             Ty::Null => "null_type".into(),
             Ty::Dyn => "dyn".into(),
             Ty::List(e) => format!("list({})", e.name()),
@@ -68,6 +71,7 @@ impl Ty<'_> {
             | (Ty::Uint, Ty::Uint)
             | (Ty::Double, Ty::Double)
             | (Ty::String, Ty::String)
+            | (Ty::Duration, Ty::Duration)
             | (Ty::Null, Ty::Null) => true,
             (Ty::List(a), Ty::List(b)) => a.accepts(b),
             (Ty::Map(ak, av), Ty::Map(bk, bv)) => ak.accepts(bk) && av.accepts(bv),
@@ -581,7 +585,8 @@ impl<'s> Checker<'s> {
             }
             ("_<_" | "_<=_" | "_>_" | "_>=_", None, [a, b]) => {
                 let ok = (a.ty.is_numeric() && b.ty.is_numeric())
-                    || (is(a, stringish) && is(b, stringish));
+                    || (is(a, stringish) && is(b, stringish))
+                    || (matches!(a.ty, Ty::Duration) && matches!(b.ty, Ty::Duration));
                 if !ok {
                     return Err(no_overload(&args));
                 }
@@ -647,6 +652,14 @@ impl<'s> Checker<'s> {
                     schema,
                     cost: 1 + arg_cost,
                 })
+            }
+            // A type conversion: cel-go prices it as any plain call, 1 plus its argument; the
+            // string is parsed at run time (a bad one is an evaluation error).
+            ("duration", None, [a]) => {
+                if !is(a, stringish) {
+                    return Err(no_overload(&args));
+                }
+                Ok(scalar(Ty::Duration, 1 + arg_cost))
             }
             ("size", None, [a]) | ("size", Some(a), []) => {
                 if !matches!(a.ty, Ty::String | Ty::List(_) | Ty::Map(..) | Ty::Dyn) {

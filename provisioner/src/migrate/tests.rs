@@ -1518,11 +1518,49 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
         "no kubelet field is refused: {}",
         m.report()
     );
-    let m = migrate(&input.replace("podPidsLimit: 4096", "shutdownGracePeriod: 30s")).unwrap();
+    let m = migrate(&input.replace(
+        "podPidsLimit: 4096",
+        "shutdownGracePeriod: 2m30s, shutdownGracePeriodCriticalPods: 30s, streamingConnectionIdleTimeout: 5m, kernelMemcgNotification: true",
+    ))
+    .unwrap();
+    let class = m
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    assert_eq!(class["spec"]["kubelet"]["shutdownGracePeriod"], "2m30s");
+    assert_eq!(
+        class["spec"]["kubelet"]["shutdownGracePeriodCriticalPods"],
+        "30s"
+    );
+    assert_eq!(
+        class["spec"]["kubelet"]["streamingConnectionIdleTimeout"],
+        "5m"
+    );
+    assert_eq!(class["spec"]["kubelet"]["kernelMemcgNotification"], true);
+    // The family decides: AL2 passes kubelet settings only as flags, and kubelet has none for
+    // the shutdown grace, so the class is refused at that path rather than dropped.
+    let m = migrate(
+        &input
+            .replace("al2023@latest", "al2@latest")
+            .replace("podPidsLimit: 4096", "shutdownGracePeriod: 30s"),
+    )
+    .unwrap();
     assert!(
         m.notes
             .iter()
-            .any(|n| n.field.contains("kubelet.shutdownGracePeriod")),
+            .any(|n| n.field.contains("kubelet.shutdownGracePeriod")
+                && n.message.contains("not supported with AL2")),
+        "the field is named with the reason: {}",
+        m.report()
+    );
+    // A field Adze does not have at all is named by its path.
+    let m =
+        migrate(&input.replace("podPidsLimit: 4096", "cpuManagerReconcilePeriod: 10s")).unwrap();
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.field.contains("kubelet.cpuManagerReconcilePeriod")),
         "a field Adze does not have is named: {}",
         m.report()
     );
