@@ -998,23 +998,29 @@ impl AwsProvider {
             // holds (overhead::max_pods), and the kubelet reservations with their expressions
             // evaluated for the type; a capacity reservation is targeted from the template.
             let spec_kubelet = userdata::KubeletConfig::from_spec(class.spec.kubelet.as_ref());
+            let class_err = |e: kubelet_expr::EvalError| {
+                CloudError::Other(format!(
+                    "EC2NodeClass {}: spec.kubelet.{e}",
+                    class.metadata.name.as_deref().unwrap_or_default()
+                ))
+            };
+            // Compiled once per launch; evaluated per candidate type below.
+            let reserved_exprs = [
+                kubelet_expr::Reserved::compile("systemReserved", &spec_kubelet.system_reserved)
+                    .map_err(class_err)?,
+                kubelet_expr::Reserved::compile("kubeReserved", &spec_kubelet.kube_reserved)
+                    .map_err(class_err)?,
+            ];
             type Group = (String, i64, Option<String>, [BTreeMap<String, String>; 2]);
             let mut groups: BTreeMap<Group, Vec<&Candidate>> = BTreeMap::new();
             for c in &cands {
                 let ami = ami_for(&c.instance_type).unwrap_or_default();
                 let reservation = c.reservation.as_ref().map(|r| r.id.clone());
                 let vars = kubelet_expr::Vars::of(&c.instance_type, c.instance_type.capacity.pods);
-                let resolve = |field: &str, map: &BTreeMap<String, String>| {
-                    kubelet_expr::resolve_reserved(field, map, &vars).map_err(|e| {
-                        CloudError::Other(format!(
-                            "EC2NodeClass {}: spec.kubelet.{e}",
-                            class.metadata.name.as_deref().unwrap_or_default()
-                        ))
-                    })
-                };
+                let [system, kube] = &reserved_exprs;
                 let reserved = [
-                    resolve("systemReserved", &spec_kubelet.system_reserved)?,
-                    resolve("kubeReserved", &spec_kubelet.kube_reserved)?,
+                    system.resolve(&vars).map_err(class_err)?,
+                    kube.resolve(&vars).map_err(class_err)?,
                 ];
                 groups
                     .entry((ami, c.instance_type.capacity.pods, reservation, reserved))

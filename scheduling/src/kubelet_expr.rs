@@ -279,6 +279,20 @@ impl Expr {
             other => Err(eval_err(format!("gave {other:?}, not a number"))),
         }
     }
+
+    /// A reservation's amount for one type (in its resource's unit, see [`reserved_unit`]):
+    /// the value, refused when negative, as kubelet refuses a negative reservation. Planning
+    /// ([`crate::node_class::kubelet_for`]) and user data ([`Reserved::resolve`]) both read
+    /// reservations through this.
+    pub fn reservation(&self, vars: &Vars) -> Result<i64, EvalError> {
+        let n = self.eval(vars)?;
+        if n < 0 {
+            return Err(eval_err(format!(
+                "gave {n}; a reservation may not be negative"
+            )));
+        }
+        Ok(n)
+    }
 }
 
 fn double_to_int(d: f64) -> Result<i64, EvalError> {
@@ -962,50 +976,62 @@ pub fn reserved_unit(resource: &str) -> (i64, &'static str) {
     }
 }
 
-/// The reservation map as kubelet is given it for one type: quantities kept, expressions
-/// evaluated against `vars` and written with their resource's unit. A negative result is an
-/// error (kubelet refuses a negative reservation), named by `field[resource]`.
-pub fn resolve_reserved(
-    field: &str,
-    map: &BTreeMap<String, String>,
-    vars: &Vars,
-) -> Result<BTreeMap<String, String>, EvalError> {
-    map.iter()
-        .map(|(resource, value)| {
-            if !is_expression(value) {
-                return Ok((resource.clone(), value.clone()));
-            }
-            let n = reserved_number(field, resource, value, vars)?;
-            Ok((
-                resource.clone(),
-                format!("{n}{}", reserved_unit(resource).1),
-            ))
-        })
-        .collect()
+/// A `kubeReserved` or `systemReserved` map compiled once (per launch, not per instance type):
+/// quantities kept as written, expressions compiled.
+#[derive(Debug, Clone)]
+pub struct Reserved {
+    field: &'static str,
+    entries: Vec<(String, ReservedValue)>,
 }
 
-/// One reservation expression's number for `vars` (in its resource's unit, see
-/// [`reserved_unit`]), refused when negative.
-pub fn reserved_number(
-    field: &str,
-    resource: &str,
-    source: &str,
-    vars: &Vars,
-) -> Result<i64, EvalError> {
-    let expr = Expr::compile(source).map_err(|e| eval_err(format!("{field}[{resource}]: {e}")))?;
-    let n = expr.eval(vars).map_err(|e| {
-        eval_err(format!(
-            "{field}[{resource}] on {}: {e}",
-            vars.instance_type
-        ))
-    })?;
-    if n < 0 {
-        return Err(eval_err(format!(
-            "{field}[{resource}] on {}: gave {n}; a reservation may not be negative",
-            vars.instance_type
-        )));
+#[derive(Debug, Clone)]
+enum ReservedValue {
+    Quantity(String),
+    Expr(Expr),
+}
+
+impl Reserved {
+    /// `field` names the map in errors (`kubeReserved[cpu]: ...`).
+    pub fn compile(field: &'static str, map: &BTreeMap<String, String>) -> Result<Self, EvalError> {
+        let entries = map
+            .iter()
+            .map(|(resource, value)| {
+                let v = if is_expression(value) {
+                    ReservedValue::Expr(
+                        Expr::compile(value)
+                            .map_err(|e| eval_err(format!("{field}[{resource}]: {e}")))?,
+                    )
+                } else {
+                    ReservedValue::Quantity(value.clone())
+                };
+                Ok((resource.clone(), v))
+            })
+            .collect::<Result<_, EvalError>>()?;
+        Ok(Reserved { field, entries })
     }
-    Ok(n)
+
+    /// The map as kubelet is given it for one type: expressions evaluated against `vars` and
+    /// written with their resource's unit; an error names `field[resource]` and the type.
+    pub fn resolve(&self, vars: &Vars) -> Result<BTreeMap<String, String>, EvalError> {
+        self.entries
+            .iter()
+            .map(|(resource, value)| {
+                let text = match value {
+                    ReservedValue::Quantity(q) => q.clone(),
+                    ReservedValue::Expr(expr) => {
+                        let n = expr.reservation(vars).map_err(|e| {
+                            eval_err(format!(
+                                "{}[{resource}] on {}: {e}",
+                                self.field, vars.instance_type
+                            ))
+                        })?;
+                        format!("{n}{}", reserved_unit(resource).1)
+                    }
+                };
+                Ok((resource.clone(), text))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -1197,7 +1223,10 @@ mod tests {
             ("ephemeral-storage".to_string(), "1 + 1".to_string()),
             ("pid".to_string(), "max_pods * 10".to_string()),
         ]);
-        let got = resolve_reserved("kubeReserved", &map, &vars()).unwrap();
+        let resolve = |field, map: &BTreeMap<String, String>| {
+            Reserved::compile(field, map).and_then(|r| r.resolve(&vars()))
+        };
+        let got = resolve("kubeReserved", &map).unwrap();
         assert_eq!(got["cpu"], "60m");
         assert_eq!(got["memory"], "574Mi");
         assert_eq!(got["ephemeral-storage"], "2Gi");
@@ -1207,15 +1236,24 @@ mod tests {
             ("memory".to_string(), "256Mi".to_string()),
         ]);
         assert_eq!(
-            resolve_reserved("kubeReserved", &quantities, &vars()).unwrap(),
+            resolve("kubeReserved", &quantities).unwrap(),
             quantities,
             "quantities, even bare numbers, are kept as written"
         );
         let negative = BTreeMap::from([("cpu".to_string(), "vcpus - 100".to_string())]);
-        let err = resolve_reserved("systemReserved", &negative, &vars()).unwrap_err();
+        let err = resolve("systemReserved", &negative).unwrap_err();
         assert!(
-            err.message.contains("systemReserved[cpu] on m5.large") && err.message.contains("-98"),
+            err.message.contains("systemReserved[cpu] on m5.large")
+                && err
+                    .message
+                    .contains("gave -98; a reservation may not be negative"),
             "{err}"
+        );
+        let bad = BTreeMap::from([("memory".to_string(), "pods_max * 2".to_string())]);
+        let err = Reserved::compile("kubeReserved", &bad).unwrap_err();
+        assert!(
+            err.message.contains("kubeReserved[memory]") && err.message.contains("pods_max"),
+            "compile errors name the entry: {err}"
         );
         assert!(is_expression("vcpus * 30"));
         assert!(!is_expression("1.5Gi"));

@@ -106,11 +106,11 @@ pub fn kubelet_for(
     t: &InstanceType,
     kubelet: &KubeletSettings,
 ) -> Result<KubeletSettings, KubeletExprError> {
-    let has_reserved =
-        !kubelet.kube_reserved_expr.is_empty() || !kubelet.system_reserved_expr.is_empty();
-    if kubelet.max_pods_expr.is_none() && !has_reserved {
+    if !kubelet.has_expressions() {
         return Ok(kubelet.clone());
     }
+    let has_reserved =
+        !kubelet.kube_reserved_expr.is_empty() || !kubelet.system_reserved_expr.is_empty();
     let err = |field: &str, message: String| KubeletExprError {
         field: field.to_string(),
         instance_type: t.name.clone(),
@@ -149,13 +149,9 @@ pub fn kubelet_for(
         ] {
             for (resource, expr) in exprs {
                 let field = format!("{field}[{resource}]");
-                let n = expr.eval(&vars).map_err(|e| err(&field, e.to_string()))?;
-                if n < 0 {
-                    return Err(err(
-                        &field,
-                        format!("gave {n}; a reservation may not be negative"),
-                    ));
-                }
+                let n = expr
+                    .reservation(&vars)
+                    .map_err(|e| err(&field, e.to_string()))?;
                 let (unit, _) = kubelet_expr::reserved_unit(resource);
                 let amount = n
                     .checked_mul(unit)

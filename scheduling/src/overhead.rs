@@ -85,6 +85,14 @@ pub struct KubeletSettings {
 }
 
 impl KubeletSettings {
+    /// Whether any setting is an expression: only then can the settings differ by type, or
+    /// have no value for one ([`crate::node_class::kubelet_for`]).
+    pub fn has_expressions(&self) -> bool {
+        self.max_pods_expr.is_some()
+            || !self.kube_reserved_expr.is_empty()
+            || !self.system_reserved_expr.is_empty()
+    }
+
     /// The amount `signal` holds back on `capacity`: the larger of its hard and soft
     /// thresholds, or None when neither sets it.
     fn eviction(&self, signal: &str, capacity: i64) -> Option<i64> {

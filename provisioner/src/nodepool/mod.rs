@@ -139,8 +139,8 @@ pub fn conditions(
             PoolCondition::new(nodepool::VALIDATION_SUCCEEDED, false, reason, message)
         }
     };
-    let class = match crate::provisioning::snapshot::class_catalog(pool, classes, catalog) {
-        Ok(_) => PoolCondition::new(nodepool::NODE_CLASS_READY, true, "Ready", String::new()),
+    let class = match crate::provisioning::snapshot::class_ready(pool, classes, catalog) {
+        Ok(()) => PoolCondition::new(nodepool::NODE_CLASS_READY, true, "Ready", String::new()),
         Err(why) => {
             let wanted = &pool.spec.template.spec.node_class_ref.name;
             let missing = classes.is_some_and(|cs| {
@@ -393,6 +393,32 @@ mod tests {
         );
         let cs = conditions(&pool("default"), Some(&[Arc::new(c)]), &catalog, "0");
         assert!(cs.iter().all(|c| c.status), "{cs:?}");
+    }
+
+    /// The status loop's cheap check says what shaping the catalog would say, class by class.
+    #[test]
+    fn the_readiness_check_agrees_with_shaping_the_catalog() {
+        use crate::provisioning::snapshot::{class_catalog, class_ready};
+        let catalog = adze_scheduling::catalog::embedded();
+        let with = |kubelet: serde_json::Value| {
+            let mut c = (*class("default", true)).clone();
+            c.spec.kubelet = Some(serde_json::from_value(kubelet).unwrap());
+            Arc::new(c)
+        };
+        let classes = [
+            class("default", true),
+            class("default", false),
+            class("other", true),
+            with(json!({"maxPods": 20, "kubeReserved": {"cpu": "300m"}})),
+            with(json!({"kubeReserved": {"cpu": "vcpus * 100 - 300"}})),
+            with(json!({"maxPods": "min(110, max_pods)"})),
+        ];
+        for c in classes {
+            let cs = [c];
+            let ready = class_ready(&pool("default"), Some(&cs), &catalog);
+            let shaped = class_catalog(&pool("default"), Some(&cs), &catalog).map(|_| ());
+            assert_eq!(ready, shaped, "{:?}", cs[0].spec.kubelet);
+        }
     }
 
     #[test]

@@ -464,6 +464,34 @@ pub fn class_catalog(
     let Some(classes) = classes else {
         return Ok(catalog.to_vec());
     };
+    let (facts, context) = class_facts(pool, classes)?;
+    shaped(catalog, &facts, &context)
+}
+
+/// Whether [`class_catalog`] would succeed, without shaping the catalog unless a kubelet
+/// expression could fail for some type: the NodePool status loop asks every pool every few
+/// seconds, and nearly no class has expressions.
+pub fn class_ready(
+    pool: &NodePool,
+    classes: Option<&[Arc<EC2NodeClass>]>,
+    catalog: &[Arc<InstanceType>],
+) -> Result<(), String> {
+    let Some(classes) = classes else {
+        return Ok(());
+    };
+    let (facts, context) = class_facts(pool, classes)?;
+    if !facts.kubelet.has_expressions() {
+        return Ok(());
+    }
+    shaped(catalog, &facts, &context).map(|_| ())
+}
+
+/// The pool's class as planning facts, with "nodepool <pool>: EC2NodeClass <class>" for
+/// errors; an error when the class is missing, invalid or not resolved yet.
+fn class_facts(
+    pool: &NodePool,
+    classes: &[Arc<EC2NodeClass>],
+) -> Result<(adze_scheduling::node_class::NodeClassFacts, String), String> {
     let pool_name = pool.metadata.name.as_deref().unwrap_or_default();
     let wanted = &pool.spec.template.spec.node_class_ref.name;
     let class = classes
@@ -478,9 +506,19 @@ pub fn class_catalog(
             "nodepool {pool_name}: EC2NodeClass {wanted} has no resolved subnets or images yet; the pool launches nothing"
         ));
     }
-    adze_scheduling::node_class::instance_types(catalog, &facts).map_err(|e| {
-        format!("nodepool {pool_name}: EC2NodeClass {wanted}: {e}; the pool launches nothing")
-    })
+    Ok((
+        facts,
+        format!("nodepool {pool_name}: EC2NodeClass {wanted}"),
+    ))
+}
+
+fn shaped(
+    catalog: &[Arc<InstanceType>],
+    facts: &adze_scheduling::node_class::NodeClassFacts,
+    context: &str,
+) -> Result<Vec<Arc<InstanceType>>, String> {
+    adze_scheduling::node_class::instance_types(catalog, facts)
+        .map_err(|e| format!("{context}: {e}; the pool launches nothing"))
 }
 
 /// Instance types by NodePool name.
