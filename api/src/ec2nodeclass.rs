@@ -65,8 +65,15 @@ pub const EC2NODECLASS_TAG: &str = "aws.adze.sh/ec2nodeclass";
 #[x_kube(validation = instance_store_rule("Bottlerocket", &[AmiFamily::Bottlerocket]))]
 #[x_kube(validation = instance_store_rule("Windows", &[AmiFamily::Windows2019, AmiFamily::Windows2022, AmiFamily::Windows2025]))]
 #[x_kube(validation = family_matches_alias_rule())]
+#[x_kube(validation = kubelet_family_rule("evictionMaxPodGracePeriod"))]
+#[x_kube(validation = kubelet_family_rule("imageGCHighThresholdPercent"))]
+#[x_kube(validation = kubelet_family_rule("imageGCLowThresholdPercent"))]
 #[x_kube(validation = kubelet_family_rule("cpuCFSQuota"))]
 #[x_kube(validation = kubelet_family_rule("podPidsLimit"))]
+#[x_kube(validation = kubelet_family_rule("eventRecordQPS"))]
+#[x_kube(validation = kubelet_family_rule("eventBurst"))]
+#[x_kube(validation = kubelet_family_rule("kubeAPIQPS"))]
+#[x_kube(validation = kubelet_family_rule("kubeAPIBurst"))]
 #[x_kube(validation = kubelet_family_rule("shutdownGracePeriod"))]
 #[x_kube(validation = kubelet_family_rule("shutdownGracePeriodCriticalPods"))]
 #[x_kube(validation = kubelet_family_rule("streamingConnectionIdleTimeout"))]
@@ -460,9 +467,9 @@ fn kubelet_family_rule(field: &str) -> Rule {
         .unwrap_or_default();
     let tests: Vec<String> = families
         .iter()
-        .map(|f| {
-            let alias = f.alias_name().unwrap_or_default();
-            format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))")
+        .map(|f| match f.alias_name() {
+            Some(alias) => format!("(has(self.amiFamily) && self.amiFamily == '{f:?}') || self.amiSelectorTerms.exists(t, has(t.alias) && t.alias.startsWith('{alias}@'))"),
+            None => format!("(has(self.amiFamily) && self.amiFamily == '{f:?}')"),
         })
         .collect();
     let mut names: Vec<&str> = families.iter().map(|f| f.label()).collect();
@@ -878,71 +885,104 @@ pub struct KubeletConfiguration {
 
 impl KubeletConfiguration {
     /// The set fields `family` cannot carry to kubelet, each with why, in field order. One
-    /// table, read by `validate()`, the CRD's rules and the user data tests, so a field is
-    /// either written for a family or refused for it, never dropped.
+    /// table, read by `validate()`, the CRD's rules, `migrate` and the user data tests, so a
+    /// field is either written for a family or refused for it, never dropped.
     pub fn unsupported_with(&self, family: AmiFamily) -> Vec<(&'static str, &'static str)> {
         let windows = family.is_windows();
         let flags_only = windows || family == AmiFamily::AL2;
         let bottlerocket = family == AmiFamily::Bottlerocket;
-        [
-            ("cpuCFSQuota", self.cpu_cfs_quota.is_some(), windows, CGROUP),
+        // Settings that shape no planning reach a node only through the user data Adze
+        // writes, which Custom does not get. (The ones that shape allocatable still describe,
+        // for planning, what a Custom image does.)
+        let custom = family == AmiFamily::Custom;
+        let tuning: [(&'static str, bool); 13] = [
             (
-                "podPidsLimit",
-                self.pod_pids_limit.is_some(),
-                windows,
-                CGROUP,
+                "evictionMaxPodGracePeriod",
+                self.eviction_max_pod_grace_period.is_some(),
             ),
             (
-                "shutdownGracePeriod",
-                self.shutdown_grace_period.is_some(),
-                flags_only,
-                NO_FLAG,
+                "imageGCHighThresholdPercent",
+                self.image_gc_high_threshold_percent.is_some(),
             ),
+            (
+                "imageGCLowThresholdPercent",
+                self.image_gc_low_threshold_percent.is_some(),
+            ),
+            ("cpuCFSQuota", self.cpu_cfs_quota.is_some()),
+            ("podPidsLimit", self.pod_pids_limit.is_some()),
+            ("eventRecordQPS", self.event_record_qps.is_some()),
+            ("eventBurst", self.event_burst.is_some()),
+            ("kubeAPIQPS", self.kube_api_qps.is_some()),
+            ("kubeAPIBurst", self.kube_api_burst.is_some()),
+            ("shutdownGracePeriod", self.shutdown_grace_period.is_some()),
             (
                 "shutdownGracePeriodCriticalPods",
                 self.shutdown_grace_period_critical_pods.is_some(),
-                flags_only,
-                NO_FLAG,
             ),
             (
                 "streamingConnectionIdleTimeout",
                 self.streaming_connection_idle_timeout.is_some(),
-                bottlerocket,
-                NO_BOTTLEROCKET_SETTING,
             ),
             (
                 "kernelMemcgNotification",
                 self.kernel_memcg_notification.is_some(),
-                windows,
-                CGROUP,
             ),
-            (
-                "kernelMemcgNotification",
-                self.kernel_memcg_notification.is_some(),
-                bottlerocket,
-                NO_BOTTLEROCKET_SETTING,
-            ),
-        ]
-        .into_iter()
-        .filter(|(_, set, refused, _)| *set && *refused)
-        .map(|(field, _, _, why)| (field, why))
-        .collect()
+        ];
+        let why = |field: &str| -> Option<&'static str> {
+            let cgroup = matches!(
+                field,
+                "cpuCFSQuota" | "podPidsLimit" | "kernelMemcgNotification"
+            );
+            let no_flag = matches!(
+                field,
+                "shutdownGracePeriod" | "shutdownGracePeriodCriticalPods"
+            );
+            let no_bottlerocket_key = matches!(
+                field,
+                "streamingConnectionIdleTimeout" | "kernelMemcgNotification"
+            );
+            if custom {
+                Some(CUSTOM)
+            } else if windows && cgroup {
+                Some(CGROUP)
+            } else if flags_only && no_flag {
+                Some(NO_FLAG)
+            } else if bottlerocket && no_bottlerocket_key {
+                Some(NO_BOTTLEROCKET_SETTING)
+            } else {
+                None
+            }
+        };
+        tuning
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .filter_map(|(field, _)| Some((field, why(field)?)))
+            .collect()
     }
 }
 
 const CGROUP: &str = "a Linux cgroup control";
 const NO_FLAG: &str = "kubelet has no command-line flag for it, and this family passes kubelet settings only as flags";
 const NO_BOTTLEROCKET_SETTING: &str = "Bottlerocket's settings API has no key for it";
+const CUSTOM: &str = "Adze writes no user data for Custom, so it would never reach kubelet; set it in your image's kubelet configuration";
 
 /// For the CRD: which families refuse which kubelet field, the same table as
 /// [`KubeletConfiguration::unsupported_with`] read once per family.
 pub fn kubelet_family_refusals() -> Vec<(&'static str, Vec<AmiFamily>)> {
+    let zero = || Some(GoDuration::from_std(std::time::Duration::ZERO));
     let all = KubeletConfiguration {
+        eviction_max_pod_grace_period: Some(0),
+        image_gc_high_threshold_percent: Some(0),
+        image_gc_low_threshold_percent: Some(0),
         cpu_cfs_quota: Some(true),
         pod_pids_limit: Some(1),
-        shutdown_grace_period: Some(GoDuration::from_std(std::time::Duration::ZERO)),
-        shutdown_grace_period_critical_pods: Some(GoDuration::from_std(std::time::Duration::ZERO)),
-        streaming_connection_idle_timeout: Some(GoDuration::from_std(std::time::Duration::ZERO)),
+        event_record_qps: Some(0),
+        event_burst: Some(0),
+        kube_api_qps: Some(0),
+        kube_api_burst: Some(0),
+        shutdown_grace_period: zero(),
+        shutdown_grace_period_critical_pods: zero(),
+        streaming_connection_idle_timeout: zero(),
         kernel_memcg_notification: Some(true),
         ..Default::default()
     };

@@ -762,12 +762,33 @@ fn ec2nodeclass_cases() -> Vec<Case> {
             .fails(kubelet, "imageGCLowThresholdPercent alone must be below kubelet's default imageGCHighThresholdPercent (85)"),
         edit("cpuCFSQuota on AL2023", &[("/spec/kubelet/cpuCFSQuota", json!(false))]),
         cfs_quota(ami("Windows alias with cpuCFSQuota", json!([{"alias": "windows2019@latest"}]), None))
-            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows, Custom"),
         cfs_quota(ami("Windows family with cpuCFSQuota", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2022")))
-            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows"),
+            .fails(".spec", "kubelet.cpuCFSQuota is not supported with Windows, Custom"),
         edit("podPidsLimit on AL2023", &[("/spec/kubelet/podPidsLimit", json!(4096))]),
         pid_limit(ami("Windows alias with podPidsLimit", json!([{"alias": "windows2025@latest"}]), None))
-            .fails(".spec", "kubelet.podPidsLimit is not supported with Windows"),
+            .fails(".spec", "kubelet.podPidsLimit is not supported with Windows, Custom"),
+        {
+            // Custom gets no user data from Adze: settings that shape no planning would
+            // never reach kubelet.
+            let mut c = ami("Custom family with kubelet tuning", json!([{"id": "ami-0123456789abcdef0"}]), Some("Custom"));
+            set(&mut c.object, "/spec/kubelet/evictionMaxPodGracePeriod", json!(60));
+            set(&mut c.object, "/spec/kubelet/imageGCHighThresholdPercent", json!(90));
+            set(&mut c.object, "/spec/kubelet/imageGCLowThresholdPercent", json!(70));
+            set(&mut c.object, "/spec/kubelet/eventRecordQPS", json!(10));
+            set(&mut c.object, "/spec/kubelet/eventBurst", json!(20));
+            set(&mut c.object, "/spec/kubelet/kubeAPIQPS", json!(30));
+            set(&mut c.object, "/spec/kubelet/kubeAPIBurst", json!(60));
+            c
+            .fails(".spec", "kubelet.evictionMaxPodGracePeriod is not supported with Custom")
+            .fails(".spec", "kubelet.imageGCHighThresholdPercent is not supported with Custom")
+            .fails(".spec", "kubelet.imageGCLowThresholdPercent is not supported with Custom")
+            .fails(".spec", "kubelet.eventRecordQPS is not supported with Custom")
+            .fails(".spec", "kubelet.eventBurst is not supported with Custom")
+            .fails(".spec", "kubelet.kubeAPIQPS is not supported with Custom")
+            .fails(".spec", "kubelet.kubeAPIBurst is not supported with Custom")
+        },
+        ami("Custom family with only planning settings", json!([{"id": "ami-0123456789abcdef0"}]), Some("Custom")),
         edit("the shutdown grace, stream timeout and memcg notification on AL2023", &[
             ("/spec/kubelet/shutdownGracePeriod", json!("2m30s")),
             ("/spec/kubelet/shutdownGracePeriodCriticalPods", json!("30s")),
@@ -782,20 +803,20 @@ fn ec2nodeclass_cases() -> Vec<Case> {
         edit("critical pods' shutdown grace alone", &[("/spec/kubelet/shutdownGracePeriodCriticalPods", json!("10s"))])
             .fails(kubelet, "shutdownGracePeriodCriticalPods may not exceed shutdownGracePeriod"),
         shutdown(ami("AL2 alias with shutdownGracePeriod", json!([{"alias": "al2@latest"}]), None))
-            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows"),
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows, Custom"),
         shutdown(ami("Windows family with shutdownGracePeriod", json!([{"id": "ami-0123456789abcdef0"}]), Some("Windows2019")))
-            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows"),
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows, Custom"),
         critical(shutdown(ami("AL2 alias with shutdownGracePeriodCriticalPods", json!([{"alias": "al2@latest"}]), None)))
-            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows")
-            .fails(".spec", "kubelet.shutdownGracePeriodCriticalPods is not supported with AL2, Windows"),
+            .fails(".spec", "kubelet.shutdownGracePeriod is not supported with AL2, Windows, Custom")
+            .fails(".spec", "kubelet.shutdownGracePeriodCriticalPods is not supported with AL2, Windows, Custom"),
         critical(shutdown(ami("Bottlerocket alias with shutdownGracePeriod", json!([{"alias": "bottlerocket@latest"}]), None))),
         stream(ami("Bottlerocket alias with streamingConnectionIdleTimeout", json!([{"alias": "bottlerocket@v1.20.0"}]), None))
-            .fails(".spec", "kubelet.streamingConnectionIdleTimeout is not supported with Bottlerocket"),
+            .fails(".spec", "kubelet.streamingConnectionIdleTimeout is not supported with Bottlerocket, Custom"),
         stream(ami("AL2 alias with streamingConnectionIdleTimeout", json!([{"alias": "al2@latest"}]), None)),
         memcg(ami("Windows alias with kernelMemcgNotification", json!([{"alias": "windows2022@latest"}]), None))
-            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows"),
+            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows, Custom"),
         memcg(ami("Bottlerocket family with kernelMemcgNotification", json!([{"id": "ami-0123456789abcdef0"}]), Some("Bottlerocket")))
-            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows"),
+            .fails(".spec", "kubelet.kernelMemcgNotification is not supported with Bottlerocket, Windows, Custom"),
         edit("snapshot volume with an initialization rate", &[
             ("/spec/blockDeviceMappings/0/ebs/snapshotID", json!("snap-0123456789abcdef0")),
             ("/spec/blockDeviceMappings/0/ebs/volumeInitializationRate", json!(200)),

@@ -1324,6 +1324,20 @@ fn ec2nodeclass_bad_cases_are_refused_at_their_field() {
             message: "kubelet.kernelMemcgNotification is not supported with Windows (a Linux cgroup control)",
         },
         BadCase {
+            name: "kubelet tuning with the Custom family",
+            edit: |o| {
+                set(
+                    o,
+                    &format!("{AMI}/0"),
+                    json!({"id": "ami-0123456789abcdef0"}),
+                );
+                set(o, "/spec/amiFamily", json!("Custom"));
+                set(o, "/spec/kubelet/eventRecordQPS", json!(10));
+            },
+            path: "spec.kubelet.eventRecordQPS",
+            message: "kubelet.eventRecordQPS is not supported with Custom (Adze writes no user data for Custom",
+        },
+        BadCase {
             name: "critical pods' shutdown grace above the whole",
             edit: |o| {
                 set(o, "/spec/kubelet/shutdownGracePeriod", json!("30s"));

@@ -638,6 +638,7 @@ fn ec2nodeclass(v: Value, notes: &mut Notes) -> Option<Value> {
         }
     }
     family_notes(&spec, notes);
+    drop_unwritable_kubelet_fields(&mut spec, notes);
     let out = object("aws.adze.sh/v1", "EC2NodeClass", &v, spec, notes);
     typed::<EC2NodeClass>(out, notes, Vec::new(), |c| {
         c.validate().err().map(|e| e.errors)
@@ -672,6 +673,48 @@ fn family_notes(spec: &Value, notes: &mut Notes) {
             "spec.amiFamily",
             "AL2 carried as AL2 (bootstrap.sh user data); EKS publishes AL2 images up to Kubernetes 1.32 only, al2023@ is the successor".into(),
         );
+    }
+}
+
+/// Removes the kubelet settings the class's family cannot carry
+/// ([`adze_api::ec2nodeclass::KubeletConfiguration::unsupported_with`]), each with a note:
+/// with Custom, Karpenter writes no user data either, so nothing changes for the nodes; with
+/// another family the user decides (another family, or their own user data).
+fn drop_unwritable_kubelet_fields(spec: &mut Value, notes: &mut Notes) {
+    use adze_api::ec2nodeclass::AmiFamily;
+    let Ok(parsed) =
+        serde_json::from_value::<adze_api::ec2nodeclass::EC2NodeClassSpec>(spec.clone())
+    else {
+        return;
+    };
+    let (Some(family), Some(kubelet)) = (parsed.effective_ami_family(), &parsed.kubelet) else {
+        return;
+    };
+    let Some(fields) = spec.get_mut("kubelet").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (field, why) in kubelet.unsupported_with(family) {
+        fields.remove(field);
+        let path = format!("spec.kubelet.{field}");
+        if family == AmiFamily::Custom {
+            notes.change(
+                &path,
+                format!("removed: {why}; Karpenter does not apply it with Custom either"),
+            );
+        } else {
+            notes.action(
+                &path,
+                format!(
+                    "kubelet.{field} is not supported with {} ({why}); removed: use a family that carries it or set it in your own user data",
+                    family.label()
+                ),
+            );
+        }
+    }
+    if fields.is_empty()
+        && let Some(s) = spec.as_object_mut()
+    {
+        s.remove("kubelet");
     }
 }
 

@@ -1554,6 +1554,47 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
         "the field is named with the reason: {}",
         m.report()
     );
+    // AL2 has no way to write it: removed, the class still converts, the user decides.
+    let class = m
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap_or_else(|| panic!("the class converts without the field: {}", m.report()));
+    assert!(
+        class["spec"]["kubelet"]
+            .get("shutdownGracePeriod")
+            .is_none()
+    );
+    // Custom: Karpenter writes no user data, so a tuning setting never reached kubelet there
+    // either; removed as a change, the planning settings kept.
+    let custom = input
+        .replace(
+            "amiSelectorTerms: [{alias: al2023@latest}]",
+            "amiFamily: Custom\n  amiSelectorTerms: [{id: ami-0123456789abcdef0}]",
+        )
+        .replace(
+            "kubelet: {podPidsLimit: 4096, eventRecordQPS: 10,",
+            "kubelet: {maxPods: 32, cpuCFSQuota: false, eventRecordQPS: 10,",
+        );
+    let m = migrate(&custom).unwrap();
+    let class = m
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    assert_eq!(
+        class["spec"]["kubelet"],
+        serde_json::json!({"maxPods": 32}),
+        "{}",
+        m.report()
+    );
+    let report = m.report();
+    assert!(
+        report.contains("spec.kubelet.cpuCFSQuota")
+            && report.contains("Karpenter does not apply it with Custom either"),
+        "{report}"
+    );
+    assert_eq!(m.actions(), 0, "nothing changes for the nodes: {report}");
     // A field Adze does not have at all is named by its path.
     let m =
         migrate(&input.replace("podPidsLimit: 4096", "cpuManagerReconcilePeriod: 10s")).unwrap();
