@@ -1255,11 +1255,7 @@ fn hpc_kubelet_settings_are_carried_from_v1_v1beta1_and_v1alpha5() {
     );
     for (version, input) in [("v1", v1), ("v1beta1", v1beta1), ("v1alpha5", v1alpha5)] {
         let m = migrate(&input).unwrap();
-        let class = m
-            .objects
-            .iter()
-            .find(|o| o["kind"] == "EC2NodeClass")
-            .unwrap_or_else(|| panic!("{version}: no class: {}", m.report()));
+        let class = the_class(&m);
         assert_eq!(
             class["spec"]["kubelet"],
             tuning,
@@ -1502,11 +1498,7 @@ spec:
 fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
     let input = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: tuned}\nspec:\n  role: KarpenterNodeRole-x\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]\n  kubelet: {podPidsLimit: 4096, eventRecordQPS: 10, eventBurst: 20, kubeAPIQPS: 30, kubeAPIBurst: 60}\n";
     let m = migrate(input).unwrap();
-    let class = m
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "EC2NodeClass")
-        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    let class = the_class(&m);
     assert_eq!(
         class["spec"]["kubelet"],
         serde_json::json!({"podPidsLimit": 4096, "eventRecordQPS": 10, "eventBurst": 20, "kubeAPIQPS": 30, "kubeAPIBurst": 60}),
@@ -1523,11 +1515,7 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
         "shutdownGracePeriod: 2m30s, shutdownGracePeriodCriticalPods: 30s, streamingConnectionIdleTimeout: 5m, kernelMemcgNotification: true",
     ))
     .unwrap();
-    let class = m
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "EC2NodeClass")
-        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    let class = the_class(&m);
     assert_eq!(class["spec"]["kubelet"]["shutdownGracePeriod"], "2m30s");
     assert_eq!(
         class["spec"]["kubelet"]["shutdownGracePeriodCriticalPods"],
@@ -1555,11 +1543,7 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
         m.report()
     );
     // AL2 has no way to write it: removed, the class still converts, the user decides.
-    let class = m
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "EC2NodeClass")
-        .unwrap_or_else(|| panic!("the class converts without the field: {}", m.report()));
+    let class = the_class(&m);
     assert!(
         class["spec"]["kubelet"]
             .get("shutdownGracePeriod")
@@ -1577,11 +1561,7 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
             "kubelet: {maxPods: 32, cpuCFSQuota: false, eventRecordQPS: 10,",
         );
     let m = migrate(&custom).unwrap();
-    let class = m
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "EC2NodeClass")
-        .unwrap_or_else(|| panic!("no class: {}", m.report()));
+    let class = the_class(&m);
     assert_eq!(
         class["spec"]["kubelet"],
         serde_json::json!({"maxPods": 32}),
@@ -1605,4 +1585,12 @@ fn v1_15_added_kubelet_fields_are_carried_or_refused_by_path() {
         "a field Adze does not have is named: {}",
         m.report()
     );
+}
+
+/// The one EC2NodeClass a conversion emitted; the report when there is none.
+fn the_class(m: &Migration) -> &serde_json::Value {
+    m.objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap_or_else(|| panic!("no EC2NodeClass converted: {}", m.report()))
 }
