@@ -460,11 +460,7 @@ fn instance_store_rule(label: &str, families: &[AmiFamily]) -> Rule {
 /// The CRD's side of [`KubeletConfiguration::unsupported_with`]: `field` may not be set when
 /// the class's family (set, or implied by its alias) is one that cannot carry it.
 fn kubelet_family_rule(field: &str) -> Rule {
-    let families = kubelet_family_refusals()
-        .into_iter()
-        .find(|(f, _)| *f == field)
-        .map(|(_, families)| families)
-        .unwrap_or_default();
+    let families = kubelet_refusing_families(field);
     let tests: Vec<String> = families
         .iter()
         .map(|f| match f.alias_name() {
@@ -885,79 +881,80 @@ pub struct KubeletConfiguration {
 
 impl KubeletConfiguration {
     /// The set fields `family` cannot carry to kubelet, each with why, in field order. One
-    /// table, read by `validate()`, the CRD's rules, `migrate` and the user data tests, so a
-    /// field is either written for a family or refused for it, never dropped.
+    /// table ([`kubelet_refusal`]), read by `validate()`, the CRD's rules, `migrate` and the
+    /// user data tests, so a field is either written for a family or refused for it, never
+    /// dropped.
     pub fn unsupported_with(&self, family: AmiFamily) -> Vec<(&'static str, &'static str)> {
-        let windows = family.is_windows();
-        let flags_only = windows || family == AmiFamily::AL2;
-        let bottlerocket = family == AmiFamily::Bottlerocket;
-        // Settings that shape no planning reach a node only through the user data Adze
-        // writes, which Custom does not get. (The ones that shape allocatable still describe,
-        // for planning, what a Custom image does.)
-        let custom = family == AmiFamily::Custom;
-        let tuning: [(&'static str, bool); 13] = [
-            (
-                "evictionMaxPodGracePeriod",
-                self.eviction_max_pod_grace_period.is_some(),
-            ),
-            (
-                "imageGCHighThresholdPercent",
-                self.image_gc_high_threshold_percent.is_some(),
-            ),
-            (
-                "imageGCLowThresholdPercent",
-                self.image_gc_low_threshold_percent.is_some(),
-            ),
-            ("cpuCFSQuota", self.cpu_cfs_quota.is_some()),
-            ("podPidsLimit", self.pod_pids_limit.is_some()),
-            ("eventRecordQPS", self.event_record_qps.is_some()),
-            ("eventBurst", self.event_burst.is_some()),
-            ("kubeAPIQPS", self.kube_api_qps.is_some()),
-            ("kubeAPIBurst", self.kube_api_burst.is_some()),
-            ("shutdownGracePeriod", self.shutdown_grace_period.is_some()),
-            (
-                "shutdownGracePeriodCriticalPods",
-                self.shutdown_grace_period_critical_pods.is_some(),
-            ),
-            (
-                "streamingConnectionIdleTimeout",
-                self.streaming_connection_idle_timeout.is_some(),
-            ),
-            (
-                "kernelMemcgNotification",
-                self.kernel_memcg_notification.is_some(),
-            ),
+        let set: [bool; KUBELET_TUNING_FIELDS.len()] = [
+            self.eviction_max_pod_grace_period.is_some(),
+            self.image_gc_high_threshold_percent.is_some(),
+            self.image_gc_low_threshold_percent.is_some(),
+            self.cpu_cfs_quota.is_some(),
+            self.pod_pids_limit.is_some(),
+            self.event_record_qps.is_some(),
+            self.event_burst.is_some(),
+            self.kube_api_qps.is_some(),
+            self.kube_api_burst.is_some(),
+            self.shutdown_grace_period.is_some(),
+            self.shutdown_grace_period_critical_pods.is_some(),
+            self.streaming_connection_idle_timeout.is_some(),
+            self.kernel_memcg_notification.is_some(),
         ];
-        let why = |field: &str| -> Option<&'static str> {
-            let cgroup = matches!(
-                field,
-                "cpuCFSQuota" | "podPidsLimit" | "kernelMemcgNotification"
-            );
-            let no_flag = matches!(
-                field,
-                "shutdownGracePeriod" | "shutdownGracePeriodCriticalPods"
-            );
-            let no_bottlerocket_key = matches!(
-                field,
-                "streamingConnectionIdleTimeout" | "kernelMemcgNotification"
-            );
-            if custom {
-                Some(CUSTOM)
-            } else if windows && cgroup {
-                Some(CGROUP)
-            } else if flags_only && no_flag {
-                Some(NO_FLAG)
-            } else if bottlerocket && no_bottlerocket_key {
-                Some(NO_BOTTLEROCKET_SETTING)
-            } else {
-                None
-            }
-        };
-        tuning
-            .into_iter()
+        KUBELET_TUNING_FIELDS
+            .iter()
+            .zip(set)
             .filter(|(_, set)| *set)
-            .filter_map(|(field, _)| Some((field, why(field)?)))
+            .filter_map(|(field, _)| Some((*field, kubelet_refusal(field, family)?)))
             .collect()
+    }
+}
+
+/// The kubelet settings that shape no planning, in field order: they matter only once
+/// written into a node's user data.
+pub const KUBELET_TUNING_FIELDS: [&str; 13] = [
+    "evictionMaxPodGracePeriod",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+    "cpuCFSQuota",
+    "podPidsLimit",
+    "eventRecordQPS",
+    "eventBurst",
+    "kubeAPIQPS",
+    "kubeAPIBurst",
+    "shutdownGracePeriod",
+    "shutdownGracePeriodCriticalPods",
+    "streamingConnectionIdleTimeout",
+    "kernelMemcgNotification",
+];
+
+/// Why `family` cannot carry the kubelet setting `field`, or None when it can.
+pub fn kubelet_refusal(field: &str, family: AmiFamily) -> Option<&'static str> {
+    let windows = family.is_windows();
+    let cgroup = matches!(
+        field,
+        "cpuCFSQuota" | "podPidsLimit" | "kernelMemcgNotification"
+    );
+    let no_flag = matches!(
+        field,
+        "shutdownGracePeriod" | "shutdownGracePeriodCriticalPods"
+    );
+    let no_bottlerocket_key = matches!(
+        field,
+        "streamingConnectionIdleTimeout" | "kernelMemcgNotification"
+    );
+    // Settings that shape no planning reach a node only through the user data Adze writes,
+    // which Custom does not get. (The ones that shape allocatable still describe, for
+    // planning, what a Custom image does.)
+    if family == AmiFamily::Custom {
+        Some(CUSTOM)
+    } else if windows && cgroup {
+        Some(CGROUP)
+    } else if (windows || family == AmiFamily::AL2) && no_flag {
+        Some(NO_FLAG)
+    } else if family == AmiFamily::Bottlerocket && no_bottlerocket_key {
+        Some(NO_BOTTLEROCKET_SETTING)
+    } else {
+        None
     }
 }
 
@@ -966,40 +963,12 @@ const NO_FLAG: &str = "kubelet has no command-line flag for it, and this family 
 const NO_BOTTLEROCKET_SETTING: &str = "Bottlerocket's settings API has no key for it";
 const CUSTOM: &str = "Adze writes no user data for Custom, so it would never reach kubelet; set it in your image's kubelet configuration";
 
-/// For the CRD: which families refuse which kubelet field, the same table as
-/// [`KubeletConfiguration::unsupported_with`] read once per family.
-pub fn kubelet_family_refusals() -> Vec<(&'static str, Vec<AmiFamily>)> {
-    let zero = || Some(GoDuration::from_std(std::time::Duration::ZERO));
-    let all = KubeletConfiguration {
-        eviction_max_pod_grace_period: Some(0),
-        image_gc_high_threshold_percent: Some(0),
-        image_gc_low_threshold_percent: Some(0),
-        cpu_cfs_quota: Some(true),
-        pod_pids_limit: Some(1),
-        event_record_qps: Some(0),
-        event_burst: Some(0),
-        kube_api_qps: Some(0),
-        kube_api_burst: Some(0),
-        shutdown_grace_period: zero(),
-        shutdown_grace_period_critical_pods: zero(),
-        streaming_connection_idle_timeout: zero(),
-        kernel_memcg_notification: Some(true),
-        ..Default::default()
-    };
-    let mut out: Vec<(&'static str, Vec<AmiFamily>)> = Vec::new();
-    for family in AmiFamily::ALL {
-        for (field, _) in all.unsupported_with(family) {
-            match out.iter_mut().find(|(f, _)| *f == field) {
-                Some((_, families)) => {
-                    if !families.contains(&family) {
-                        families.push(family)
-                    }
-                }
-                None => out.push((field, vec![family])),
-            }
-        }
-    }
-    out
+/// For the CRD: the families that refuse the kubelet setting `field` ([`kubelet_refusal`]).
+pub fn kubelet_refusing_families(field: &str) -> Vec<AmiFamily> {
+    AmiFamily::ALL
+        .into_iter()
+        .filter(|f| kubelet_refusal(field, *f).is_some())
+        .collect()
 }
 
 /// The kernel's ceiling on process IDs (`PID_MAX_LIMIT` on 64-bit Linux), so the most a pod's
