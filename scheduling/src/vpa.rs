@@ -11,8 +11,8 @@
 //! The rule, per container of the pod (as the VPA admission webhook applies it):
 //! - the VPA must govern the pod ([`governing`]): same namespace, `spec.targetRef` naming the
 //!   pod's top-level controller ([`Workload`]); when several do, the oldest wins, then the
-//!   smallest name (the VPA's own tie-break);
-//! - `updatePolicy.updateMode: Off` changes nothing (the webhook leaves such pods alone);
+//!   smallest name (the VPA's own tie-break), VPAs in `updatePolicy.updateMode: Off` being
+//!   passed over first (the webhook never applies them, so they leave pods to the others);
 //!   every other mode (`Initial`, `Recreate`, `Auto`, `InPlaceOrRecreate`) applies at pod
 //!   creation;
 //! - the container's policy is the `containerPolicies` entry naming it, else the `"*"`
@@ -142,9 +142,11 @@ pub struct Container {
 }
 
 /// The VPA that governs pods of `workload` in `namespace`, if any: of several, the oldest,
-/// then the smallest name.
+/// then the smallest name. VPAs in `updateMode: Off` are passed over before choosing, as the
+/// admission webhook does, so an older Off VPA does not shadow a newer one that applies.
 pub fn governing<'a>(vpas: &'a [Vpa], namespace: &str, workload: &Workload) -> Option<&'a Vpa> {
     vpas.iter()
+        .filter(|v| v.update_mode.applies_at_creation())
         .filter(|v| v.namespace == namespace && v.target.as_ref() == Some(workload))
         .min_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)))
 }
@@ -408,6 +410,21 @@ mod tests {
         a.name = "a".into();
         assert_eq!(governing(&[newer, a], "shop", &web()).unwrap().name, "a");
         assert!(governing(&all, "shop", &Workload::of("StatefulSet", "db", None)).is_none());
+    }
+
+    #[test]
+    fn an_older_vpa_in_off_mode_does_not_shadow_one_that_applies() {
+        let mut off = vpa(&[]);
+        off.name = "observe-only".into();
+        off.created = 1;
+        off.update_mode = UpdateMode::Off;
+        let mut applies = vpa(&[]);
+        applies.name = "sizing".into();
+        applies.created = 99;
+        let both = [off.clone(), applies];
+        assert_eq!(governing(&both, "shop", &web()).unwrap().name, "sizing");
+        // Off alone governs nothing.
+        assert!(governing(&[off], "shop", &web()).is_none());
     }
 
     #[test]
