@@ -661,17 +661,54 @@ check "its plan equals simulate's on the snapshot it saved (elapsedMs aside)" \
 check "the disruption plan from the cluster equals simulate --disruption's on its saved snapshot, karp-general's nodes in it" \
   bash -c "diff '$dir/snap-disruption.json' '$dir/file-disruption.json' &&
     jqe '[.cost[] | select(.nodepool == \"karp-general\" and .nodesBefore >= 1 and .before > 0)] | length == 1' '$dir/snap-disruption.json' >/dev/null"
+# The VPA API as the VPA project installs it, a CRD (no recommender runs here, so the
+# recommendation is written with the object): the snapshot reads VPAs only with
+# --vpa-predictions, and the file it saves replays only with that flag.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: verticalpodautoscalers.autoscaling.k8s.io}
+spec:
+  group: autoscaling.k8s.io
+  scope: Namespaced
+  names: {plural: verticalpodautoscalers, singular: verticalpodautoscaler, kind: VerticalPodAutoscaler}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+YAML
+wait_for 60 bash -c "kubectl --kubeconfig $KUBECONFIG get crd verticalpodautoscalers.autoscaling.k8s.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata: {name: legacy, namespace: karpmig}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: legacy}
+  updatePolicy: {updateMode: Auto}
+status:
+  recommendation:
+    containerRecommendations: [{containerName: pause, target: {cpu: 500m, memory: 512Mi}}]
+YAML
+"$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --save "$dir/snapshot-v.yaml" \
+  --disruption --vpa-predictions --now "$snap_now" --output json >"$dir/snap-vpa.json" 2>"$dir/snap-vpa.log"
+snap_v_rc=$?
+"$bin" simulate --disruption --vpa-predictions --now "$snap_now" --output json "$dir/snapshot-v.yaml" >"$dir/file-vpa.json" 2>/dev/null
+check "with --vpa-predictions the read-only ServiceAccount reads the cluster's VPA too (exit 0); the saved file plans the same" \
+  bash -c "[[ $snap_v_rc == 0 ]] && grep -q '1 VerticalPodAutoscalers' '$dir/snap-vpa.log' && diff '$dir/snap-vpa.json' '$dir/file-vpa.json'"
+check "... the file holds the VPA: simulate without --vpa-predictions refuses it by name" \
+  bash -c "! '$bin' simulate --disruption --now '$snap_now' '$dir/snapshot-v.yaml' >/dev/null 2>'$dir/vpa-refused.err' && grep -q 'VerticalPodAutoscaler karpmig/legacy' '$dir/vpa-refused.err'"
 "$bin" simulate --from-cluster --kubeconfig "$snap_kc" --nodepools-from karpenter --allow-unschedulable \
   >"$dir/snap-table.txt" 2>/dev/null
 sed -n '/^Cost per NodePool/,$p' "$dir/snap-table.txt"
-check "the cost per NodePool, today and after the plan, is printed (karp-general priced from the catalog)" \
+check "the cost per NodePool, today and after the plan, is printed (karp-general priced from the catalog; the VPA not read without the flag)" \
   bash -c "grep -q '^Cost per NodePool, today and with the plan' '$dir/snap-table.txt' &&
     awk '\$1 == \"karp-general\" && \$2 >= 1 && \$4 > 0 { ok = 1 } END { exit !ok }' '$dir/snap-table.txt'"
 check "a write as the snapshot's ServiceAccount is refused (403 Forbidden)" \
   bash -c "! kubectl --kubeconfig '$snap_kc' -n karpmig delete deployment legacy 2>'$dir/snap-write.err' && grep -q 'Forbidden' '$dir/snap-write.err' && kubectl --kubeconfig $KUBECONFIG -n karpmig get deployment legacy >/dev/null"
 check "... and the role grants no write verb" \
   bash -c "[[ \$(kubectl --kubeconfig '$snap_kc' auth can-i create pods -A) == no && \$(kubectl --kubeconfig '$snap_kc' auth can-i patch nodes) == no && \$(kubectl --kubeconfig '$snap_kc' auth can-i list pods -A) == yes ]]"
-k delete crd nodepools.karpenter.sh ec2nodeclasses.karpenter.k8s.aws >/dev/null
+k delete crd nodepools.karpenter.sh ec2nodeclasses.karpenter.k8s.aws verticalpodautoscalers.autoscaling.k8s.io >/dev/null
 
 # ---- 7c. a CapacityBuffer keeps a node's room ahead of the pods ---------------------------
 # Two placeholders of 1.5 cpu / 1 GiB on c5.xlarge nodes (4 vCPU: room for two, not three):

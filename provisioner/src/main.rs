@@ -56,9 +56,10 @@ enum Command {
     /// objects: Adze's NodePools, EC2NodeClasses, NodeClaims and NodeOverlays; else
     /// Karpenter's (karpenter.sh v1 or v1beta1) converted by `migrate`'s rules, its report on
     /// stderr; else none, and one NodePool is inferred per instance family, capacity type and
-    /// custom labels of the nodes (said so on stderr and in the file). Lists are read 500
-    /// objects a page. Needs only get/list (manifests/adze-snapshot-reader.yaml). Exits 1 when
-    /// a list fails (a 403 names the resource), else 0.
+    /// custom labels of the nodes (said so on stderr and in the file); with --vpa-predictions,
+    /// VerticalPodAutoscalers. Lists are read 500 objects a page. Needs only get/list
+    /// (manifests/rbac/snapshot-reader.yaml). Exits 1 when a list fails (a 403 names the
+    /// resource), else 0.
     Snapshot(SnapshotArgs),
 }
 
@@ -74,6 +75,11 @@ struct SnapshotArgs {
     /// Where the NodePools come from.
     #[arg(long, env = "ADZE_NODEPOOLS_FROM", value_enum, default_value_t = PoolSource::Auto)]
     nodepools_from: PoolSource,
+    /// Also read the cluster's VerticalPodAutoscalers (autoscaling.k8s.io/v1) into the
+    /// scenario, for `simulate --disruption --vpa-predictions FILE` (simulate refuses a file
+    /// holding them without that flag). A cluster without the VPA API gives none, with a note.
+    #[arg(long, env = "ADZE_VPA_PREDICTIONS")]
+    vpa_predictions: bool,
 }
 
 /// Built without the `controller` feature: `snapshot` is refused by name, as `run` is.
@@ -93,6 +99,7 @@ const NO_CLIENT: &str = "this adze-provisioner was built without the `controller
 fn read_cluster(
     kubeconfig: Option<&std::path::Path>,
     from: PoolSource,
+    vpas: bool,
 ) -> anyhow::Result<adze_provisioner::snapshot::Snapshot> {
     let collected = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -100,7 +107,7 @@ fn read_cluster(
         .block_on(async {
             let config = adze_cli::kube_config(kubeconfig, "adze-provisioner-snapshot").await?;
             let client = kube::Client::try_from(config)?;
-            anyhow::Ok(adze_provisioner::snapshot::live::read(&client, from).await?)
+            anyhow::Ok(adze_provisioner::snapshot::live::read(&client, from, vpas).await?)
         })?;
     let snap = adze_provisioner::snapshot::assemble(collected);
     if let Some(report) = &snap.migration_report {
@@ -115,7 +122,11 @@ fn read_cluster(
 
 #[cfg(feature = "controller")]
 fn snapshot(args: &SnapshotArgs) -> anyhow::Result<String> {
-    let snap = read_cluster(args.kubeconfig.as_deref(), args.nodepools_from)?;
+    let snap = read_cluster(
+        args.kubeconfig.as_deref(),
+        args.nodepools_from,
+        args.vpa_predictions,
+    )?;
     let yaml = snap.yaml();
     match &args.save {
         Some(path) => {
@@ -699,7 +710,7 @@ struct SimulateArgs {
     /// With --disruption: a pod disruption moves is planned with the requests its
     /// VerticalPodAutoscaler (in the scenario) will give it when recreated (Karpenter's
     /// PredictionEnabled; as `run --vpa-predictions`, which lists them live). A scenario holding
-    /// VerticalPodAutoscalers is refused without it.
+    /// VerticalPodAutoscalers is refused without it; with --from-cluster the cluster's are read.
     #[arg(long, env = "ADZE_VPA_PREDICTIONS", requires = "disruption")]
     vpa_predictions: bool,
     /// Print why this pending pod (NAMESPACE/NAME; NAME alone is in `default`) is placed
@@ -847,6 +858,7 @@ fn scenario_from_cluster(args: &SimulateArgs) -> anyhow::Result<String> {
     let yaml = read_cluster(
         args.kubeconfig.as_deref(),
         args.nodepools_from.unwrap_or_default(),
+        args.vpa_predictions,
     )?
     .yaml();
     if let Some(path) = &args.save {

@@ -221,8 +221,13 @@ async fn karpenter(client: &Client) -> Result<Option<Autoscaler>, SnapshotError>
 }
 
 /// Reads the cluster (the autoscaler objects `from` names): Nodes, Pods, PodDisruptionBudgets (policy/v1, else v1beta1),
-/// DaemonSets, volumes, and the autoscaler objects.
-pub async fn read(client: &Client, from: PoolSource) -> Result<Collected, SnapshotError> {
+/// DaemonSets, volumes, the autoscaler objects and, with `vpas`, the VerticalPodAutoscalers
+/// (none, with a note, when the cluster does not serve their API).
+pub async fn read(
+    client: &Client,
+    from: PoolSource,
+    vpas: bool,
+) -> Result<Collected, SnapshotError> {
     let mut c = Collected {
         autoscaler: autoscaler(client, from).await?,
         ..Default::default()
@@ -272,6 +277,22 @@ pub async fn read(client: &Client, from: PoolSource) -> Result<Collected, Snapsh
         match super::pdb(p) {
             Ok(v) => c.pdbs.push(v),
             Err(note) => c.notes.push(note),
+        }
+    }
+    if vpas {
+        let api = crate::disruption::vpa::API_VERSION;
+        match list_dynamic(client, api, "VerticalPodAutoscaler", "verticalpodautoscalers").await? {
+            Some(items) => {
+                for v in items {
+                    match super::vpa(v) {
+                        Ok(v) => c.vpas.push(v),
+                        Err(why) => c.notes.push(format!("{why}: left out")),
+                    }
+                }
+            }
+            None => c.notes.push(format!(
+                "the cluster serves no {api} VerticalPodAutoscaler API: no VPA read, moved pods are planned with their requests as they are"
+            )),
         }
     }
     Ok(c)

@@ -52,6 +52,7 @@ pub const READS: &[(&str, &str)] = &[
     ("karpenter.sh", "nodepools"),
     ("karpenter.sh", "nodeclaims"),
     ("karpenter.k8s.aws", "ec2nodeclasses"),
+    ("autoscaling.k8s.io", "verticalpodautoscalers"),
 ];
 
 /// Objects read per list request; further pages follow the list's continue token.
@@ -108,6 +109,9 @@ pub struct Collected {
     pub pvs: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,
     pub csinodes: Vec<CSINode>,
+    /// VerticalPodAutoscalers as trimmed JSON ([`vpa`]), read only when asked for
+    /// (`--vpa-predictions`).
+    pub vpas: Vec<Value>,
     pub autoscaler: Autoscaler,
     /// Objects left out as they were read (terminal pods, budgets that select nothing), with why.
     pub notes: Vec<String>,
@@ -352,6 +356,26 @@ fn strip_unknown(v: &mut Value, notes: &mut Vec<String>) {
             .collect::<Vec<_>>()
             .join(", ")
     ));
+}
+
+/// A VerticalPodAutoscaler as the scenario keeps it: metadata trimmed, `spec`, and of its
+/// status only `recommendation` (conditions change nothing planned). One the disruption
+/// planner cannot read is left out, with why, rather than written: the scenario would refuse
+/// the whole file for it, and `run` leaves such a VPA out the same way.
+pub fn vpa(mut v: Value) -> Result<Value, String> {
+    crate::disruption::vpa::from_json(&v)?;
+    meta_json(&mut v);
+    if let Some(o) = v.as_object_mut() {
+        let recommendation = o
+            .get("status")
+            .and_then(|s| s.get("recommendation"))
+            .cloned();
+        o.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "spec"));
+        if let Some(r) = recommendation {
+            o.insert("status".into(), json!({ "recommendation": r }));
+        }
+    }
+    Ok(v)
 }
 
 /// A PodDisruptionBudget of policy/v1 or policy/v1beta1 as policy/v1 JSON, or why it is
@@ -765,6 +789,8 @@ pub fn assemble(mut c: Collected) -> Snapshot {
     count(&mut s, "CSINodes", csinodes);
     count(&mut s, "PodDisruptionBudgets", c.pdbs.len());
     docs.extend(c.pdbs);
+    count(&mut s, "VerticalPodAutoscalers", c.vpas.len());
+    docs.extend(c.vpas);
     let (mut pending, mut bound, mut orphans) = (0, 0, 0);
     for p in c.pods {
         match p.spec.as_ref().and_then(|s| s.node_name.as_ref()) {

@@ -481,3 +481,51 @@ fn a_v1beta1_nodeclaim_loses_the_fields_adze_lacks_with_a_note() {
     let scenario = Scenario::parse(&snap.yaml()).expect("the snapshot is a valid scenario");
     assert_eq!(scenario.counts.nodeclaims, 1);
 }
+
+fn api_vpa(name: &str, cpu_target: Value) -> Value {
+    json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": "7",
+            "creationTimestamp": "2026-06-01T00:00:00Z",
+            "managedFields": [{"manager": "kubectl"}]},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Auto"}},
+        "status": {
+            "conditions": [{"type": "RecommendationProvided", "status": "True"}],
+            "recommendation": {"containerRecommendations": [
+                {"containerName": "app", "target": {"cpu": cpu_target}}]}}
+    })
+}
+
+#[test]
+fn a_vpa_keeps_its_spec_and_recommendation_and_an_unreadable_one_is_left_out() {
+    let kept = vpa(api_vpa("web", json!("250m"))).expect("readable");
+    assert_eq!(kept["spec"]["updatePolicy"]["updateMode"], "Auto");
+    assert_eq!(
+        kept["status"],
+        json!({"recommendation": {"containerRecommendations": [
+            {"containerName": "app", "target": {"cpu": "250m"}}]}})
+    );
+    assert!(kept["metadata"].get("managedFields").is_none(), "{kept}");
+    let why = vpa(api_vpa("bad", json!("-1"))).unwrap_err();
+    assert!(
+        why.contains("VerticalPodAutoscaler default/bad")
+            && why.contains("status.recommendation.containerRecommendations[0].target.cpu"),
+        "{why}"
+    );
+}
+
+#[test]
+fn vpas_read_reach_the_scenario_and_only_when_read() {
+    let mut c = karpenter_cluster();
+    c.vpas.push(vpa(api_vpa("web", json!("250m"))).unwrap());
+    let snap = assemble(c);
+    assert_eq!(snap.counts["VerticalPodAutoscalers"], 1);
+    let scenario = Scenario::parse(&snap.yaml()).expect("the snapshot is a valid scenario");
+    assert_eq!(scenario.objects.vpas.len(), 1);
+    assert_eq!(scenario.objects.vpas[0].name, "web");
+    assert_eq!(scenario.objects.vpas[0].targets["app"]["cpu"], 250);
+    // Without VPAs the snapshot holds none (simulate without --vpa-predictions refuses them).
+    let plain = Scenario::parse(&assemble(karpenter_cluster()).yaml()).unwrap();
+    assert!(plain.objects.vpas.is_empty());
+}
